@@ -1,0 +1,326 @@
+//! Allocators: the [`Allocator`] trait, [`AllocatorStats`] with TensorFlow's fields, and the
+//! aligned [`HostAllocator`].
+
+use std::alloc::Layout as MemLayout;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::Mutex;
+
+use crate::error::{Error, Result};
+
+/// TensorFlow's `Allocator::kAllocatorAlignment`: host buffers are aligned to 64 bytes.
+pub const ALLOCATOR_ALIGNMENT: usize = 64;
+
+/// Allocation statistics, with the fields of TensorFlow's `AllocatorStats`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AllocatorStats {
+    /// Number of allocations made since creation.
+    pub num_allocs: u64,
+    /// Bytes handed out and not yet returned.
+    pub bytes_in_use: u64,
+    /// The highest `bytes_in_use` seen.
+    pub peak_bytes_in_use: u64,
+    /// The largest single allocation.
+    pub largest_alloc_size: u64,
+    /// The byte limit, if any.
+    pub bytes_limit: Option<u64>,
+    /// Bytes held from the system or driver (for caching allocators: in use plus cached).
+    pub bytes_reserved: u64,
+    /// The highest `bytes_reserved` seen.
+    pub peak_bytes_reserved: u64,
+}
+
+impl fmt::Display for AllocatorStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "in use {} B, peak {} B, {} allocs, largest {} B, limit ",
+            self.bytes_in_use, self.peak_bytes_in_use, self.num_allocs, self.largest_alloc_size
+        )?;
+        match self.bytes_limit {
+            Some(limit) => write!(f, "{limit} B"),
+            None => f.write_str("none"),
+        }
+    }
+}
+
+/// Book-keeping shared by allocators: counts allocations and enforces the byte limit.
+#[derive(Debug, Default)]
+pub struct StatsTracker {
+    stats: Mutex<AllocatorStats>,
+}
+
+impl StatsTracker {
+    /// A tracker with an optional byte limit.
+    pub fn new(bytes_limit: Option<u64>) -> Self {
+        Self {
+            stats: Mutex::new(AllocatorStats {
+                bytes_limit,
+                ..AllocatorStats::default()
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, AllocatorStats> {
+        // The stats stay consistent even if a holder panicked: every update is a few adds.
+        self.stats.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Account for an allocation of `bytes`, or refuse it with `Error::OutOfMemory` if it
+    /// would pass the limit. `device` names the allocator in the error.
+    pub fn try_reserve(&self, bytes: usize, device: &str) -> Result<()> {
+        let mut stats = self.lock();
+        let bytes = bytes as u64;
+        let in_use = stats.bytes_in_use.saturating_add(bytes);
+        if stats.bytes_limit.is_some_and(|limit| in_use > limit) {
+            return Err(Error::OutOfMemory {
+                requested: bytes as usize,
+                device: device.to_string(),
+                stats: *stats,
+            });
+        }
+        stats.num_allocs += 1;
+        stats.bytes_in_use = in_use;
+        stats.bytes_reserved = stats.bytes_reserved.saturating_add(bytes);
+        stats.peak_bytes_in_use = stats.peak_bytes_in_use.max(in_use);
+        stats.peak_bytes_reserved = stats.peak_bytes_reserved.max(stats.bytes_reserved);
+        stats.largest_alloc_size = stats.largest_alloc_size.max(bytes);
+        Ok(())
+    }
+
+    /// Account for `bytes` returned.
+    pub fn release(&self, bytes: usize) {
+        let mut stats = self.lock();
+        stats.bytes_in_use = stats.bytes_in_use.saturating_sub(bytes as u64);
+        stats.bytes_reserved = stats.bytes_reserved.saturating_sub(bytes as u64);
+    }
+
+    /// A snapshot of the stats.
+    pub fn snapshot(&self) -> AllocatorStats {
+        *self.lock()
+    }
+
+    /// The stats with `out_of_memory` built from them, for allocators whose backend refused.
+    pub fn out_of_memory(&self, bytes: usize, device: &str) -> Error {
+        Error::OutOfMemory {
+            requested: bytes,
+            device: device.to_string(),
+            stats: self.snapshot(),
+        }
+    }
+}
+
+/// The object-safe face of an allocator that a [`crate::Device`] shows: name and stats.
+pub trait AllocatorInfo: Send + Sync {
+    /// The allocator's name (`cpu`, `cuda:0`, ...).
+    fn name(&self) -> &str;
+    /// Current statistics.
+    fn stats(&self) -> AllocatorStats;
+}
+
+/// An allocator of device memory, as TensorFlow's `Allocator` (`AllocateRaw`,
+/// `DeallocateRaw`, and `GetStats` through [`AllocatorInfo`]).
+///
+/// `Block` is whatever the memory is on that device: a host pointer, a CUDA device
+/// pointer, an OpenCL `cl_mem`, a `wgpu::Buffer`. Failure is an `Err`
+/// ([`Error::OutOfMemory`] when memory ran out), never a panic or abort.
+pub trait Allocator: AllocatorInfo + 'static {
+    /// One allocation.
+    type Block: Send + Sync;
+
+    /// Allocate `bytes` bytes aligned to at least `alignment` (a power of two).
+    fn allocate(&self, bytes: usize, alignment: usize) -> Result<Self::Block>;
+
+    /// Return a block made by this allocator.
+    fn deallocate(&self, block: Self::Block);
+}
+
+/// A block of host memory.
+#[derive(Debug)]
+pub struct HostBlock {
+    ptr: NonNull<u8>,
+    layout: MemLayout,
+}
+
+// SAFETY: a HostBlock owns its memory exclusively; moving it between threads is sound.
+unsafe impl Send for HostBlock {}
+// SAFETY: a shared HostBlock only exposes the pointer value; access is synchronised by users.
+unsafe impl Sync for HostBlock {}
+
+impl HostBlock {
+    /// The start of the block.
+    pub fn ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+
+    /// The size in bytes.
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    /// Whether the block is zero bytes long.
+    pub fn is_empty(&self) -> bool {
+        self.layout.size() == 0
+    }
+
+    /// The alignment in bytes.
+    pub fn alignment(&self) -> usize {
+        self.layout.align()
+    }
+}
+
+/// The host allocator: 64-byte aligned (TensorFlow's `kAllocatorAlignment`), with an
+/// optional byte limit. Refusals are `Error::OutOfMemory`, never an abort.
+///
+/// ```
+/// use tensor_core::{Allocator, AllocatorInfo, HostAllocator};
+/// let host = HostAllocator::with_limit(1 << 20);
+/// let block = host.allocate(1000, 64).unwrap();
+/// assert_eq!(block.ptr().as_ptr() as usize % 64, 0);
+/// assert!(host.allocate(2 << 20, 64).is_err()); // over the limit: an Err
+/// host.deallocate(block);
+/// assert_eq!(host.stats().bytes_in_use, 0);
+/// ```
+#[derive(Debug)]
+pub struct HostAllocator {
+    name: String,
+    tracker: StatsTracker,
+}
+
+impl Default for HostAllocator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HostAllocator {
+    /// A host allocator with no byte limit.
+    pub fn new() -> Self {
+        Self::build(None)
+    }
+
+    /// A host allocator that refuses to hold more than `bytes_limit` bytes at once.
+    pub fn with_limit(bytes_limit: u64) -> Self {
+        Self::build(Some(bytes_limit))
+    }
+
+    fn build(bytes_limit: Option<u64>) -> Self {
+        Self {
+            name: "cpu".to_string(),
+            tracker: StatsTracker::new(bytes_limit),
+        }
+    }
+
+    /// Allocate `bytes` zero-filled bytes (fresh pages come zeroed from the system at no cost).
+    pub fn allocate_zeroed(&self, bytes: usize, alignment: usize) -> Result<HostBlock> {
+        self.allocate_with(bytes, alignment, true)
+    }
+
+    fn allocate_with(&self, bytes: usize, alignment: usize, zeroed: bool) -> Result<HostBlock> {
+        let align = alignment.max(ALLOCATOR_ALIGNMENT);
+        let layout = MemLayout::from_size_align(bytes, align).map_err(|_| {
+            Error::OutOfMemory {
+                requested: bytes,
+                device: self.name.clone(),
+                stats: self.tracker.snapshot(),
+            }
+        })?;
+        self.tracker.try_reserve(bytes, &self.name)?;
+        if bytes == 0 {
+            // A dangling but aligned pointer, as for any zero-sized allocation.
+            let ptr = NonNull::new(align as *mut u8).expect("alignment is non-zero");
+            return Ok(HostBlock { ptr, layout });
+        }
+        // SAFETY: `layout` has a non-zero size (checked above) and a valid alignment.
+        let raw = unsafe {
+            if zeroed {
+                std::alloc::alloc_zeroed(layout)
+            } else {
+                std::alloc::alloc(layout)
+            }
+        };
+        match NonNull::new(raw) {
+            Some(ptr) => Ok(HostBlock { ptr, layout }),
+            None => {
+                self.tracker.release(bytes);
+                Err(self.tracker.out_of_memory(bytes, &self.name))
+            }
+        }
+    }
+}
+
+impl AllocatorInfo for HostAllocator {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn stats(&self) -> AllocatorStats {
+        self.tracker.snapshot()
+    }
+}
+
+impl Allocator for HostAllocator {
+    type Block = HostBlock;
+
+    fn allocate(&self, bytes: usize, alignment: usize) -> Result<HostBlock> {
+        self.allocate_with(bytes, alignment, false)
+    }
+
+    fn deallocate(&self, block: HostBlock) {
+        self.tracker.release(block.len());
+        if block.len() != 0 {
+            // SAFETY: the block came from `allocate_with` with exactly this layout and is
+            // returned once (it is moved in).
+            unsafe { std::alloc::dealloc(block.ptr.as_ptr(), block.layout) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alignment_and_stats() {
+        let host = HostAllocator::new();
+        let a = host.allocate(100, 8).unwrap();
+        let b = host.allocate_zeroed(300, 256).unwrap();
+        assert_eq!(a.ptr().as_ptr() as usize % ALLOCATOR_ALIGNMENT, 0);
+        assert_eq!(b.ptr().as_ptr() as usize % 256, 0);
+        // SAFETY: b is 300 zeroed bytes owned by this test.
+        let zeros = unsafe { std::slice::from_raw_parts(b.ptr().as_ptr(), 300) };
+        assert!(zeros.iter().all(|&x| x == 0));
+        let stats = host.stats();
+        assert_eq!((stats.num_allocs, stats.bytes_in_use, stats.largest_alloc_size), (2, 400, 300));
+        host.deallocate(a);
+        host.deallocate(b);
+        let stats = host.stats();
+        assert_eq!((stats.bytes_in_use, stats.peak_bytes_in_use), (0, 400));
+    }
+
+    #[test]
+    fn limits_and_absurd_sizes_are_errors() {
+        let host = HostAllocator::with_limit(1000);
+        let a = host.allocate(600, 64).unwrap();
+        match host.allocate(600, 64) {
+            Err(Error::OutOfMemory { requested, stats, .. }) => {
+                assert_eq!(requested, 600);
+                assert_eq!(stats.bytes_in_use, 600);
+                assert_eq!(stats.bytes_limit, Some(1000));
+            }
+            other => panic!("expected OutOfMemory, got {other:?}"),
+        }
+        host.deallocate(a);
+        assert!(host.allocate(1000, 64).is_ok_and(|b| {
+            host.deallocate(b);
+            true
+        }));
+        let unlimited = HostAllocator::new();
+        assert!(matches!(unlimited.allocate(usize::MAX - 10, 64), Err(Error::OutOfMemory { .. })));
+        assert!(matches!(unlimited.allocate(1 << 62, 64), Err(Error::OutOfMemory { .. })));
+        assert_eq!(unlimited.stats().bytes_in_use, 0);
+        let empty = unlimited.allocate(0, 64).unwrap();
+        assert!(empty.is_empty());
+        unlimited.deallocate(empty);
+    }
+}

@@ -1,0 +1,157 @@
+//! [`TensorBuffer`]: the memory of one allocation on a device, shared by tensors through `Arc`.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::alloc::{Allocator, HostBlock};
+use crate::device::Device;
+
+/// The memory behind a tensor: one allocation on one device.
+///
+/// Buffers live behind `Arc`: tensors that are views of one another (slices, transposes,
+/// reshapes, broadcasts) clone the `Arc`, never the data, and keep the whole allocation
+/// alive. Dropping the last reference returns the memory to the allocator that made it.
+///
+/// # Safety
+///
+/// Implementors guarantee that `len_bytes` is the size of the memory, and that
+/// `host_ptr`, when `Some`, points to `len_bytes` bytes that stay valid and do not move for
+/// as long as the buffer lives. Writes through it happen only from the owner of a unique
+/// reference (`Arc::strong_count == 1`) or from kernels writing a fresh output.
+pub unsafe trait TensorBuffer: Send + Sync + fmt::Debug + 'static {
+    /// The size in bytes.
+    fn len_bytes(&self) -> usize;
+
+    /// The device the memory lives on.
+    fn device(&self) -> &Arc<dyn Device>;
+
+    /// A pointer to the memory if the host can read and write it directly.
+    fn host_ptr(&self) -> Option<*mut u8> {
+        None
+    }
+
+    /// The buffer as `Any`, to downcast to the backend's own type.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl dyn TensorBuffer {
+    /// The backend's own buffer type, if this is one.
+    pub fn downcast_ref<T: TensorBuffer>(&self) -> Option<&T> {
+        self.as_any().downcast_ref::<T>()
+    }
+
+    /// The memory as host bytes, if host-visible.
+    pub fn host_bytes(&self) -> Option<&[u8]> {
+        let ptr = self.host_ptr()?;
+        // SAFETY: the trait guarantees `len_bytes` valid bytes at `ptr` for the buffer's life;
+        // the slice borrows `self`, so it cannot outlive the buffer.
+        Some(unsafe { std::slice::from_raw_parts(ptr, self.len_bytes()) })
+    }
+}
+
+/// A host allocator, as the buffers it made keep it.
+pub type SharedHostAllocator = Arc<dyn Allocator<Block = HostBlock>>;
+
+/// Host memory from a host allocator, returned to it on drop.
+pub struct HostBuffer {
+    block: Option<HostBlock>,
+    allocator: SharedHostAllocator,
+    device: Arc<dyn Device>,
+}
+
+impl HostBuffer {
+    /// Wrap a block that `allocator` made for `device`.
+    pub fn new(block: HostBlock, allocator: SharedHostAllocator, device: Arc<dyn Device>) -> Self {
+        Self {
+            block: Some(block),
+            allocator,
+            device,
+        }
+    }
+
+    fn block(&self) -> &HostBlock {
+        self.block.as_ref().expect("a HostBuffer holds its block until drop")
+    }
+}
+
+impl fmt::Debug for HostBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostBuffer")
+            .field("len_bytes", &self.block().len())
+            .field("device", &self.device.name())
+            .finish()
+    }
+}
+
+// SAFETY: the block is `len()` bytes owned by this buffer until drop; its pointer never moves.
+unsafe impl TensorBuffer for HostBuffer {
+    fn len_bytes(&self) -> usize {
+        self.block().len()
+    }
+    fn device(&self) -> &Arc<dyn Device> {
+        &self.device
+    }
+    fn host_ptr(&self) -> Option<*mut u8> {
+        Some(self.block().ptr().as_ptr())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        if let Some(block) = self.block.take() {
+            self.allocator.deallocate(block);
+        }
+    }
+}
+
+/// The elements of a string tensor: byte strings (any bytes, not only UTF-8) on a host device.
+pub struct StringBuffer {
+    strings: Vec<Vec<u8>>,
+    payload_bytes: usize,
+    device: Arc<dyn Device>,
+}
+
+impl StringBuffer {
+    /// A buffer holding `strings` on host device `device`.
+    pub fn new(strings: Vec<Vec<u8>>, device: Arc<dyn Device>) -> Self {
+        let payload_bytes = strings.iter().map(Vec::len).sum();
+        Self {
+            strings,
+            payload_bytes,
+            device,
+        }
+    }
+
+    /// The strings, in buffer order.
+    pub fn strings(&self) -> &[Vec<u8>] {
+        &self.strings
+    }
+}
+
+impl fmt::Debug for StringBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StringBuffer")
+            .field("len", &self.strings.len())
+            .field("payload_bytes", &self.payload_bytes)
+            .field("device", &self.device.name())
+            .finish()
+    }
+}
+
+// SAFETY: a string buffer exposes no host pointer; `len_bytes` is its payload size.
+unsafe impl TensorBuffer for StringBuffer {
+    /// The total bytes of the strings (TensorFlow counts string payloads in `TotalBytes`).
+    fn len_bytes(&self) -> usize {
+        self.payload_bytes
+    }
+    fn device(&self) -> &Arc<dyn Device> {
+        &self.device
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

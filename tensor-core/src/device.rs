@@ -1,0 +1,274 @@
+//! The [`Device`] trait: memory, copies and the kernel surface every backend implements,
+//! and the operand views kernels receive.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::alloc::AllocatorInfo;
+use crate::buffer::TensorBuffer;
+use crate::dtype::{DTypeSet, DataType};
+use crate::element::{Element, Scalar};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::ops::{BinaryOp, Op, ReduceOp, UnaryOp};
+
+/// The family of a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DeviceKind {
+    /// The host CPU.
+    Cpu,
+    /// An NVIDIA GPU through CUDA.
+    Cuda,
+    /// An OpenCL device.
+    OpenCl,
+    /// A GPU through wgpu (Vulkan, Metal, DX12, GL).
+    Wgpu,
+}
+
+impl DeviceKind {
+    /// The name used in device names (`cpu`, `cuda`, `opencl`, `wgpu`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Cuda => "cuda",
+            DeviceKind::OpenCl => "opencl",
+            DeviceKind::Wgpu => "wgpu",
+        }
+    }
+}
+
+impl fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A kernel operand: a tensor's dtype, layout and buffer, borrowed for one kernel call.
+///
+/// Made only from a [`crate::Tensor`], so its layout always lies within its buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct TensorView<'a> {
+    dtype: DataType,
+    layout: &'a Layout,
+    buffer: &'a dyn TensorBuffer,
+}
+
+impl<'a> TensorView<'a> {
+    pub(crate) fn new(dtype: DataType, layout: &'a Layout, buffer: &'a dyn TensorBuffer) -> Self {
+        Self { dtype, layout, buffer }
+    }
+
+    /// The element dtype.
+    pub fn dtype(&self) -> DataType {
+        self.dtype
+    }
+
+    /// Shape, strides (in elements) and offset (in elements).
+    pub fn layout(&self) -> &'a Layout {
+        self.layout
+    }
+
+    /// The buffer (downcast it to the backend's own type).
+    pub fn buffer(&self) -> &'a dyn TensorBuffer {
+        self.buffer
+    }
+
+    /// The whole buffer as host bytes, if the memory is host-visible. Index it with the
+    /// layout's positions times the element size.
+    pub fn host_bytes(&self) -> Option<&'a [u8]> {
+        self.buffer.host_bytes()
+    }
+
+    /// The whole buffer as host elements of type `T`, if the memory is host-visible, `T`
+    /// is this view's element type and the memory is aligned for it. Index it with the
+    /// layout's positions.
+    pub fn host_slice<T: Element>(&self) -> Option<&'a [T]> {
+        if T::DTYPE != self.dtype {
+            return None;
+        }
+        let ptr = self.buffer.host_ptr()?;
+        if ptr as usize % std::mem::align_of::<T>() != 0 {
+            return None;
+        }
+        let len = self.buffer.len_bytes() / std::mem::size_of::<T>();
+        // SAFETY: the buffer guarantees `len_bytes` valid bytes at `ptr` for its lifetime,
+        // which `'a` borrows; alignment is checked; every bit pattern is a valid `T` (bool
+        // storage is kept at 0/1, see `Element`); nothing writes to a buffer that a view
+        // borrows (outputs are uniquely owned, see `OutView`).
+        Some(unsafe { std::slice::from_raw_parts(ptr as *const T, len) })
+    }
+}
+
+/// A kernel output: a contiguous tensor whose buffer nothing else references, borrowed
+/// mutably for one kernel call. Kernels write every element of it.
+#[derive(Debug)]
+pub struct OutView<'a> {
+    view: TensorView<'a>,
+}
+
+impl<'a> OutView<'a> {
+    pub(crate) fn new(view: TensorView<'a>) -> Self {
+        Self { view }
+    }
+
+    /// The output as an operand view (dtype, layout, buffer).
+    pub fn view(&self) -> TensorView<'a> {
+        self.view
+    }
+
+    /// The element dtype.
+    pub fn dtype(&self) -> DataType {
+        self.view.dtype
+    }
+
+    /// The (contiguous) layout.
+    pub fn layout(&self) -> &'a Layout {
+        self.view.layout
+    }
+
+    /// The output's bytes (its elements only), if host-visible.
+    pub fn host_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        let ptr = self.view.buffer.host_ptr()?;
+        let size = self.view.dtype.size();
+        let start = self.view.layout.offset() * size;
+        let len = self.view.layout.num_elements() * size;
+        // SAFETY: as for `host_slice_mut`: the buffer is uniquely owned for this borrow and
+        // the contiguous layout lies within it.
+        Some(unsafe { std::slice::from_raw_parts_mut(ptr.add(start), len) })
+    }
+
+    /// The output's elements, if host-visible, of type `T` and aligned.
+    pub fn host_slice_mut<T: Element>(&mut self) -> Option<&mut [T]> {
+        let all = self.view.host_slice::<T>()?;
+        let start = self.view.layout.offset();
+        let len = self.view.layout.num_elements();
+        let ptr = all.as_ptr() as *mut T;
+        // SAFETY: an OutView is made only from a `&mut Tensor` whose buffer has a reference
+        // count of one, so no other view of these elements exists while this borrow lives;
+        // its contiguous layout lies within the buffer (checked when the tensor was made).
+        Some(unsafe { std::slice::from_raw_parts_mut(ptr.add(start), len) })
+    }
+}
+
+/// A compute device: its memory, host copies and kernels.
+///
+/// The `Tensor` methods check shapes, dtypes and devices, broadcast the inputs, allocate a
+/// contiguous output, and only then call a kernel, so kernels receive operands that are
+/// already consistent: every input of an elementwise kernel has the output's shape
+/// (broadcast dims have stride 0), matmul operands are `[batch.., m, k]` and
+/// `[batch.., k, n]` with the transposes already applied as strides. Inputs may have any
+/// strides and offset; outputs are contiguous. A kernel that meets an op or dtype it does not
+/// run returns [`Error::Unsupported`] and says so in [`Device::supports`].
+///
+/// How a backend plugs in is described in `docs/ARCHITECTURE.md`.
+pub trait Device: Send + Sync + fmt::Debug + 'static {
+    /// The device name: `cpu:0`, `cuda:0`, `opencl:0`, `wgpu:0`.
+    fn name(&self) -> &str;
+
+    /// The device family.
+    fn kind(&self) -> DeviceKind;
+
+    /// A human description (hardware, driver).
+    fn description(&self) -> String {
+        self.name().to_string()
+    }
+
+    /// Whether the device runs `op` for `dtype` (for casts: as source or target).
+    fn supports(&self, op: Op, dtype: DataType) -> bool;
+
+    /// The allocator's name and statistics.
+    fn allocator(&self) -> &dyn AllocatorInfo;
+
+    /// Allocate `bytes` of uninitialised device memory.
+    fn allocate(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>>;
+
+    /// Allocate `bytes` of zeroed device memory.
+    fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>>;
+
+    /// A buffer of byte strings. Only host devices hold string tensors.
+    fn strings(&self, values: Vec<Vec<u8>>) -> Result<Arc<dyn TensorBuffer>> {
+        let _ = values;
+        Err(Error::Unsupported {
+            op: "string tensors (they live on host devices only)".into(),
+            dtype: DataType::String,
+            device: self.name().to_string(),
+        })
+    }
+
+    /// Copy `src` (little-endian element bytes, exactly the output's size) into `out`.
+    fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()>;
+
+    /// Copy the elements of a contiguous `src` into `dst` (exactly its size in bytes).
+    fn copy_to_host(&self, src: &TensorView<'_>, dst: &mut [u8]) -> Result<()>;
+
+    /// Wait until all work queued on the device has finished.
+    fn synchronize(&self) -> Result<()>;
+
+    /// `out = op(x)`.
+    fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()>;
+
+    /// `out = op(a, b)`, `a` and `b` already broadcast to the output's shape.
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: &TensorView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()>;
+
+    /// `out = cond ? a : b`, all three broadcast to the output's shape.
+    fn select(
+        &self,
+        cond: &TensorView<'_>,
+        a: &TensorView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()>;
+
+    /// `out = x` converted to `out`'s dtype.
+    fn cast(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()>;
+
+    /// `out[.., m, n] = sum_k a[.., m, k] * b[.., k, n]` over broadcast batch dims.
+    fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()>;
+
+    /// Reduce `x` over `axes` (sorted, distinct); `out` holds the kept dims in order.
+    fn reduce(
+        &self,
+        op: ReduceOp,
+        x: &TensorView<'_>,
+        axes: &[usize],
+        out: &mut OutView<'_>,
+    ) -> Result<()>;
+
+    /// Set every element of `out` to `value` (converted with cast semantics).
+    fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()>;
+
+    /// `out[i] = start + i * step` in row-major order, computed exactly and then converted.
+    fn arange(&self, start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()>;
+
+    /// Copy `x` (any layout) into the contiguous `out` of the same shape and dtype.
+    fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()>;
+}
+
+impl dyn Device {
+    /// Every op this device supports, with the dtypes it supports it for.
+    pub fn capabilities(&self) -> Vec<(Op, DTypeSet)> {
+        Op::all()
+            .into_iter()
+            .map(|op| (op, DTypeSet::filter(|d| op.is_defined_for(d) && self.supports(op, d))))
+            .collect()
+    }
+
+    /// `Err(Unsupported)` unless the device runs `op` for `dtype`.
+    pub fn check_supports(&self, op: Op, dtype: DataType) -> Result<()> {
+        if op.is_defined_for(dtype) && self.supports(op, dtype) {
+            Ok(())
+        } else {
+            Err(Error::Unsupported {
+                op: op.to_string(),
+                dtype,
+                device: self.name().to_string(),
+            })
+        }
+    }
+}

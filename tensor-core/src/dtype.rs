@@ -1,0 +1,334 @@
+//! [`DataType`]: TensorFlow's element types, with TensorFlow's enum numbers.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+
+/// The kind of values a dtype holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DTypeClass {
+    /// IEEE and brain floating point, including the float8 formats.
+    Float,
+    /// Two's complement signed integers (including int4 / int2, one byte per element).
+    Signed,
+    /// Unsigned integers.
+    Unsigned,
+    /// Complex numbers (pairs of floats).
+    Complex,
+    /// Booleans, one byte each, always 0 or 1.
+    Bool,
+    /// Byte strings of any length (not only UTF-8); host devices only.
+    String,
+    /// Quantized integers (`qint8` ...): storage only, no arithmetic.
+    Quantized,
+    /// TensorFlow's `resource` and `variant` handles: representable, never computable.
+    Opaque,
+}
+
+macro_rules! data_types {
+    ($( $(#[$doc:meta])* $variant:ident = $num:literal, $name:literal, $size:literal, $class:ident, $computable:literal; )*) => {
+        /// TensorFlow's `DataType`, with the same enum numbers (`DT_FLOAT = 1` ...), so that
+        /// `TensorProto` round trips are lossless.
+        ///
+        /// ```
+        /// use tensor_core::DataType;
+        /// assert_eq!(DataType::Float.as_i32(), 1);
+        /// assert_eq!(DataType::BFloat16.name(), "bfloat16");
+        /// assert_eq!("complex64".parse::<DataType>().unwrap(), DataType::Complex64);
+        /// ```
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(i32)]
+        #[non_exhaustive]
+        pub enum DataType {
+            $( $(#[$doc])* $variant = $num, )*
+        }
+
+        impl DataType {
+            /// Every dtype, in enum-number order.
+            pub const ALL: &'static [DataType] = &[$(DataType::$variant),*];
+
+            /// The name TensorFlow's Python prints (`float32`, `bfloat16`, `string`, ...).
+            pub const fn name(self) -> &'static str {
+                match self { $(DataType::$variant => $name,)* }
+            }
+
+            /// The element size in bytes, as TensorFlow's `DataTypeSize`: 0 for dtypes that are
+            /// not plain old data (`string`, `resource`, `variant`).
+            pub const fn size(self) -> usize {
+                match self { $(DataType::$variant => $size,)* }
+            }
+
+            /// The class of values this dtype holds.
+            pub const fn class(self) -> DTypeClass {
+                match self { $(DataType::$variant => DTypeClass::$class,)* }
+            }
+
+            /// Whether polytensor's kernels compute on this dtype at all (float8, int4,
+            /// quantized and opaque dtypes are storage-only).
+            pub const fn is_computable(self) -> bool {
+                match self { $(DataType::$variant => $computable,)* }
+            }
+
+            /// The dtype with TensorFlow enum number `value`. Reference dtypes (`DT_FLOAT_REF`,
+            /// numbers over 100) and unknown numbers are an `Err`.
+            pub fn from_i32(value: i32) -> Result<Self> {
+                match value {
+                    $($num => Ok(DataType::$variant),)*
+                    101..=199 => Err(Error::invalid(format!(
+                        "dtype {value} is a TensorFlow reference dtype (DT_*_REF), which has no tensor values"))),
+                    0 => Err(Error::invalid("dtype 0 is DT_INVALID")),
+                    _ => Err(Error::invalid(format!("unknown dtype enum value {value}"))),
+                }
+            }
+        }
+
+        impl FromStr for DataType {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                match s {
+                    $($name => Ok(DataType::$variant),)*
+                    "half" => Ok(DataType::Half),
+                    "float" => Ok(DataType::Float),
+                    "double" => Ok(DataType::Double),
+                    _ => Err(Error::invalid(format!("unknown dtype name {s:?}"))),
+                }
+            }
+        }
+    };
+}
+
+data_types! {
+    /// `DT_FLOAT`: IEEE binary32.
+    Float = 1, "float32", 4, Float, true;
+    /// `DT_DOUBLE`: IEEE binary64.
+    Double = 2, "float64", 8, Float, true;
+    /// `DT_INT32`.
+    Int32 = 3, "int32", 4, Signed, true;
+    /// `DT_UINT8`.
+    UInt8 = 4, "uint8", 1, Unsigned, true;
+    /// `DT_INT16`.
+    Int16 = 5, "int16", 2, Signed, true;
+    /// `DT_INT8`.
+    Int8 = 6, "int8", 1, Signed, true;
+    /// `DT_STRING`: arbitrary byte strings, on host devices only.
+    String = 7, "string", 0, String, false;
+    /// `DT_COMPLEX64`: two f32.
+    Complex64 = 8, "complex64", 8, Complex, true;
+    /// `DT_INT64`.
+    Int64 = 9, "int64", 8, Signed, true;
+    /// `DT_BOOL`.
+    Bool = 10, "bool", 1, Bool, true;
+    /// `DT_QINT8`: quantized int8.
+    QInt8 = 11, "qint8", 1, Quantized, false;
+    /// `DT_QUINT8`: quantized uint8.
+    QUInt8 = 12, "quint8", 1, Quantized, false;
+    /// `DT_QINT32`: quantized int32.
+    QInt32 = 13, "qint32", 4, Quantized, false;
+    /// `DT_BFLOAT16`: brain float (8 exponent bits, 7 mantissa bits).
+    BFloat16 = 14, "bfloat16", 2, Float, true;
+    /// `DT_QINT16`: quantized int16.
+    QInt16 = 15, "qint16", 2, Quantized, false;
+    /// `DT_QUINT16`: quantized uint16.
+    QUInt16 = 16, "quint16", 2, Quantized, false;
+    /// `DT_UINT16`.
+    UInt16 = 17, "uint16", 2, Unsigned, true;
+    /// `DT_COMPLEX128`: two f64.
+    Complex128 = 18, "complex128", 16, Complex, true;
+    /// `DT_HALF`: IEEE binary16.
+    Half = 19, "float16", 2, Float, true;
+    /// `DT_RESOURCE`: a handle to a resource; not a value type.
+    Resource = 20, "resource", 0, Opaque, false;
+    /// `DT_VARIANT`: a type-erased value; not a value type.
+    Variant = 21, "variant", 0, Opaque, false;
+    /// `DT_UINT32`.
+    UInt32 = 22, "uint32", 4, Unsigned, true;
+    /// `DT_UINT64`.
+    UInt64 = 23, "uint64", 8, Unsigned, true;
+    /// `DT_FLOAT8_E5M2`.
+    Float8E5M2 = 24, "float8_e5m2", 1, Float, false;
+    /// `DT_FLOAT8_E4M3FN`.
+    Float8E4M3FN = 25, "float8_e4m3fn", 1, Float, false;
+    /// `DT_FLOAT8_E4M3FNUZ`.
+    Float8E4M3FNUZ = 26, "float8_e4m3fnuz", 1, Float, false;
+    /// `DT_FLOAT8_E4M3B11FNUZ`.
+    Float8E4M3B11FNUZ = 27, "float8_e4m3b11fnuz", 1, Float, false;
+    /// `DT_FLOAT8_E5M2FNUZ`.
+    Float8E5M2FNUZ = 28, "float8_e5m2fnuz", 1, Float, false;
+    /// `DT_INT4`: stored one element per byte, as TensorFlow does.
+    Int4 = 29, "int4", 1, Signed, false;
+    /// `DT_UINT4`: stored one element per byte.
+    UInt4 = 30, "uint4", 1, Unsigned, false;
+    /// `DT_INT2`: stored one element per byte.
+    Int2 = 31, "int2", 1, Signed, false;
+    /// `DT_UINT2`: stored one element per byte.
+    UInt2 = 32, "uint2", 1, Unsigned, false;
+}
+
+impl DataType {
+    /// TensorFlow's enum number (`DT_FLOAT` = 1 ...).
+    pub const fn as_i32(self) -> i32 {
+        self as i32
+    }
+
+    /// Whether this is a floating point dtype (including bfloat16 and the float8 formats).
+    pub const fn is_float(self) -> bool {
+        matches!(self.class(), DTypeClass::Float)
+    }
+
+    /// Whether this is a signed or unsigned integer dtype.
+    pub const fn is_integer(self) -> bool {
+        matches!(self.class(), DTypeClass::Signed | DTypeClass::Unsigned)
+    }
+
+    /// Whether this is a signed integer dtype.
+    pub const fn is_signed_integer(self) -> bool {
+        matches!(self.class(), DTypeClass::Signed)
+    }
+
+    /// Whether this is an unsigned integer dtype.
+    pub const fn is_unsigned_integer(self) -> bool {
+        matches!(self.class(), DTypeClass::Unsigned)
+    }
+
+    /// Whether this is a complex dtype.
+    pub const fn is_complex(self) -> bool {
+        matches!(self.class(), DTypeClass::Complex)
+    }
+
+    /// Whether values of this dtype are plain bytes of a fixed size (everything but
+    /// `string`, `resource` and `variant`).
+    pub const fn is_pod(self) -> bool {
+        self.size() != 0
+    }
+
+    /// Whether this dtype holds numbers that kernels compute on (floats, integers, complex),
+    /// as opposed to bool, string or storage-only dtypes.
+    pub const fn is_numeric(self) -> bool {
+        self.is_computable() && !matches!(self, DataType::Bool)
+    }
+
+    /// For complex dtypes, the dtype of one component (`complex64` -> `float32`); otherwise `self`.
+    pub const fn real_dtype(self) -> DataType {
+        match self {
+            DataType::Complex64 => DataType::Float,
+            DataType::Complex128 => DataType::Double,
+            other => other,
+        }
+    }
+}
+
+impl fmt::Display for DataType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A set of dtypes, as a bit set over TensorFlow enum numbers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct DTypeSet(u64);
+
+impl DTypeSet {
+    /// The empty set.
+    pub const EMPTY: DTypeSet = DTypeSet(0);
+
+    /// A set of the given dtypes.
+    pub fn of(dtypes: &[DataType]) -> Self {
+        dtypes.iter().fold(Self::EMPTY, |set, &d| set.with(d))
+    }
+
+    /// Every computable dtype for which `keep` is true.
+    pub fn filter(keep: impl Fn(DataType) -> bool) -> Self {
+        Self::of(
+            &DataType::ALL
+                .iter()
+                .copied()
+                .filter(|&d| d.is_computable() && keep(d))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    /// This set with `dtype` added.
+    pub const fn with(self, dtype: DataType) -> Self {
+        DTypeSet(self.0 | (1u64 << dtype as u32))
+    }
+
+    /// Whether `dtype` is in the set.
+    pub const fn contains(self, dtype: DataType) -> bool {
+        self.0 & (1u64 << dtype as u32) != 0
+    }
+
+    /// The dtypes in the set, in enum-number order.
+    pub fn iter(self) -> impl Iterator<Item = DataType> {
+        DataType::ALL.iter().copied().filter(move |&d| self.contains(d))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enum_numbers_match_tensorflow() {
+        let expected = [
+            (DataType::Float, 1),
+            (DataType::Double, 2),
+            (DataType::Int32, 3),
+            (DataType::UInt8, 4),
+            (DataType::Int16, 5),
+            (DataType::Int8, 6),
+            (DataType::String, 7),
+            (DataType::Complex64, 8),
+            (DataType::Int64, 9),
+            (DataType::Bool, 10),
+            (DataType::BFloat16, 14),
+            (DataType::UInt16, 17),
+            (DataType::Complex128, 18),
+            (DataType::Half, 19),
+            (DataType::UInt32, 22),
+            (DataType::UInt64, 23),
+            (DataType::Float8E5M2, 24),
+            (DataType::Float8E4M3FN, 25),
+            (DataType::Int4, 29),
+        ];
+        for (dtype, number) in expected {
+            assert_eq!(dtype.as_i32(), number, "{dtype}");
+            assert_eq!(DataType::from_i32(number).unwrap(), dtype);
+        }
+    }
+
+    #[test]
+    fn names_round_trip_and_sizes() {
+        for &dtype in DataType::ALL {
+            assert_eq!(dtype.name().parse::<DataType>().unwrap(), dtype);
+            assert_eq!(DataType::from_i32(dtype.as_i32()).unwrap(), dtype);
+        }
+        assert_eq!(DataType::Half.name(), "float16");
+        assert_eq!(DataType::Complex128.size(), 16);
+        assert_eq!(DataType::String.size(), 0);
+        assert!(!DataType::String.is_pod());
+        assert!(DataType::BFloat16.is_float());
+        assert!(DataType::UInt16.is_unsigned_integer());
+        assert_eq!(DataType::Complex64.real_dtype(), DataType::Float);
+    }
+
+    #[test]
+    fn bad_numbers_and_names_are_errors() {
+        assert!(DataType::from_i32(0).is_err());
+        let reference = DataType::from_i32(101).unwrap_err().to_string();
+        assert!(reference.contains("reference"), "{reference}");
+        assert!(DataType::from_i32(99).is_err());
+        assert!(DataType::from_i32(-1).is_err());
+        assert!("float33".parse::<DataType>().is_err());
+    }
+
+    #[test]
+    fn dtype_sets() {
+        let set = DTypeSet::of(&[DataType::Float, DataType::UInt64]);
+        assert!(set.contains(DataType::Float));
+        assert!(!set.contains(DataType::Double));
+        assert_eq!(set.iter().collect::<Vec<_>>(), vec![DataType::Float, DataType::UInt64]);
+        let floats = DTypeSet::filter(DataType::is_float);
+        assert_eq!(floats.iter().count(), 4);
+    }
+}

@@ -1,0 +1,113 @@
+//! The one error type of polytensor.
+
+use crate::alloc::AllocatorStats;
+use crate::dtype::DataType;
+
+/// Everything that can go wrong in polytensor. Bad input from a user or a file is
+/// always one of these, never a panic.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Two shapes that had to agree did not.
+    #[error("shape mismatch in {op}: {message}")]
+    ShapeMismatch {
+        /// The operation that checked the shapes.
+        op: &'static str,
+        /// What disagreed, with the shapes.
+        message: String,
+    },
+    /// A dtype that had to agree with another, or be of a class, was not.
+    #[error("dtype mismatch in {op}: expected {expected}, found {found}")]
+    DTypeMismatch {
+        /// The operation that checked the dtype.
+        op: &'static str,
+        /// What was expected (a dtype or a class such as "bool").
+        expected: String,
+        /// The dtype that was given.
+        found: DataType,
+    },
+    /// The device cannot run this operation for this dtype.
+    #[error("{op} is not supported for dtype {dtype} on device {device}")]
+    Unsupported {
+        /// The operation.
+        op: String,
+        /// The dtype it was asked for.
+        dtype: DataType,
+        /// The device that refused it.
+        device: String,
+    },
+    /// An allocation failed: the byte limit was reached or the device is out of memory.
+    #[error("out of memory on {device}: requested {requested} bytes ({stats})")]
+    OutOfMemory {
+        /// Bytes requested.
+        requested: usize,
+        /// The device (or allocator) that refused.
+        device: String,
+        /// The allocator's statistics at the moment of failure.
+        stats: AllocatorStats,
+    },
+    /// A shape is invalid: a negative dim, rank over 254, or an element count that overflows.
+    #[error("invalid shape: {0}")]
+    InvalidShape(String),
+    /// An axis index is outside `-rank..rank`.
+    #[error("axis {axis} is out of range for a tensor of rank {rank}")]
+    AxisOutOfRange {
+        /// The axis as given (negative counts from the end).
+        axis: isize,
+        /// The rank of the tensor.
+        rank: usize,
+    },
+    /// A malformed `TensorSlice` string or an invalid slice.
+    #[error("invalid slice: {0}")]
+    InvalidSlice(String),
+    /// A malformed or invalid `TensorProto` (or shape / slice proto).
+    #[error("invalid proto: {0}")]
+    InvalidProto(String),
+    /// An argument is invalid for a reason not covered above.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// Tensors on different devices were combined.
+    #[error("device mismatch in {op}: {lhs} vs {rhs}; move one with to_device")]
+    DeviceMismatch {
+        /// The operation.
+        op: &'static str,
+        /// Device of the first operand.
+        lhs: String,
+        /// Device of the second operand.
+        rhs: String,
+    },
+    /// A device is absent or could not be opened.
+    #[error("device {device} unavailable: {why}")]
+    DeviceUnavailable {
+        /// The device or backend name.
+        device: String,
+        /// Why it is unavailable.
+        why: String,
+    },
+    /// A backend (driver, runtime, compiler) reported an error.
+    #[error("backend error on {device}: {message}")]
+    Backend {
+        /// The device.
+        device: String,
+        /// The backend's message.
+        message: String,
+    },
+}
+
+/// `Result` with polytensor's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A [`Error::ShapeMismatch`] with a formatted message.
+    pub fn shape(op: &'static str, message: impl Into<String>) -> Self {
+        Error::ShapeMismatch {
+            op,
+            message: message.into(),
+        }
+    }
+
+    /// An [`Error::InvalidArgument`] with a formatted message.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Error::InvalidArgument(message.into())
+    }
+}

@@ -1,0 +1,603 @@
+//! [`Layout`]: how a tensor's elements sit in its buffer (shape, strides, offset), and
+//! [`StridedRows`], the iteration every host kernel shares.
+
+use smallvec::SmallVec;
+
+use crate::error::{Error, Result};
+use crate::shape::{TensorShape, INLINE_RANK};
+
+/// Strides in elements, one per dimension.
+pub type Strides = SmallVec<[isize; INLINE_RANK]>;
+
+/// Normalise a possibly negative axis against `rank` (`-1` is the last axis).
+pub fn normalize_axis(axis: isize, rank: usize) -> Result<usize> {
+    let resolved = if axis < 0 { axis + rank as isize } else { axis };
+    if resolved < 0 || resolved >= rank as isize {
+        return Err(Error::AxisOutOfRange { axis, rank });
+    }
+    Ok(resolved as usize)
+}
+
+/// The row-major (C order) strides of `shape`.
+pub fn contiguous_strides(shape: &TensorShape) -> Strides {
+    let mut strides: Strides = SmallVec::from_elem(0, shape.rank());
+    let mut step = 1isize;
+    for (i, d) in shape.iter().enumerate().rev() {
+        strides[i] = step;
+        step = step.saturating_mul(d.max(1) as isize);
+    }
+    strides
+}
+
+/// The shape, strides (in elements) and offset (in elements) of a tensor in its buffer.
+///
+/// Strides may be zero (broadcast) or negative (reversed views imported through DLPack).
+/// Every kernel on every backend accepts any layout.
+///
+/// ```
+/// use tensor_core::{Layout, TensorShape};
+/// let l = Layout::contiguous(TensorShape::new(&[2, 3]).unwrap());
+/// assert_eq!(l.strides(), &[3, 1]);
+/// let t = l.transpose(0, 1).unwrap();
+/// assert_eq!(t.strides(), &[1, 3]);
+/// assert!(!t.is_contiguous());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Layout {
+    shape: TensorShape,
+    strides: Strides,
+    offset: usize,
+}
+
+impl Layout {
+    /// The row-major layout of `shape` at offset 0.
+    pub fn contiguous(shape: TensorShape) -> Self {
+        let strides = contiguous_strides(&shape);
+        Self {
+            shape,
+            strides,
+            offset: 0,
+        }
+    }
+
+    /// A layout from parts; an `Err` if the stride count differs from the rank or an
+    /// element's position overflows.
+    pub fn new(shape: TensorShape, strides: &[isize], offset: usize) -> Result<Self> {
+        if strides.len() != shape.rank() {
+            return Err(Error::invalid(format!(
+                "{} strides given for a shape of rank {}",
+                strides.len(),
+                shape.rank()
+            )));
+        }
+        let layout = Self {
+            shape,
+            strides: strides.into(),
+            offset,
+        };
+        layout.span_checked()?;
+        Ok(layout)
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &TensorShape {
+        &self.shape
+    }
+
+    /// The strides, in elements.
+    pub fn strides(&self) -> &[isize] {
+        &self.strides
+    }
+
+    /// The offset of element `[0, ..., 0]`, in elements.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The rank.
+    pub fn rank(&self) -> usize {
+        self.shape.rank()
+    }
+
+    /// The number of elements.
+    pub fn num_elements(&self) -> usize {
+        self.shape.num_elements()
+    }
+
+    /// Whether the elements are in row-major order with no gaps (dims of size 1 and empty
+    /// tensors place no constraint).
+    pub fn is_contiguous(&self) -> bool {
+        if self.shape.is_empty() {
+            return true;
+        }
+        let mut expected = 1isize;
+        for (d, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if d != 1 && s != expected {
+                return false;
+            }
+            expected *= d as isize;
+        }
+        true
+    }
+
+    /// The smallest and largest element positions reached, or `None` if there are no elements.
+    pub fn span(&self) -> Option<(isize, isize)> {
+        self.span_checked().ok().flatten()
+    }
+
+    fn span_checked(&self) -> Result<Option<(isize, isize)>> {
+        if self.shape.is_empty() {
+            return Ok(None);
+        }
+        let overflow = || Error::invalid(format!("the layout {self:?} overflows isize"));
+        let mut lo = isize::try_from(self.offset).map_err(|_| overflow())?;
+        let mut hi = lo;
+        for (d, &s) in self.shape.iter().zip(&self.strides) {
+            let reach = s
+                .checked_mul(d as isize - 1)
+                .ok_or_else(overflow)?;
+            if reach < 0 {
+                lo = lo.checked_add(reach).ok_or_else(overflow)?;
+            } else {
+                hi = hi.checked_add(reach).ok_or_else(overflow)?;
+            }
+        }
+        Ok(Some((lo, hi)))
+    }
+
+    /// Check that every element lies within a buffer of `len` elements.
+    pub fn check_fits(&self, len: usize) -> Result<()> {
+        match self.span_checked()? {
+            None => Ok(()),
+            Some((lo, hi)) if lo >= 0 && (hi as usize) < len => Ok(()),
+            Some((lo, hi)) => Err(Error::invalid(format!(
+                "layout {self:?} reaches elements {lo}..={hi}, outside a buffer of {len} elements"
+            ))),
+        }
+    }
+
+    /// The position in the buffer of the element at `index`.
+    pub fn position(&self, index: &[usize]) -> Result<usize> {
+        if index.len() != self.rank() {
+            return Err(Error::invalid(format!(
+                "index of rank {} into a tensor of rank {}",
+                index.len(),
+                self.rank()
+            )));
+        }
+        let mut pos = self.offset as isize;
+        for (axis, ((&i, d), &s)) in index.iter().zip(self.shape.iter()).zip(&self.strides).enumerate() {
+            if i >= d {
+                return Err(Error::invalid(format!(
+                    "index {i} out of range for dimension {axis} of size {d}"
+                )));
+            }
+            pos += i as isize * s;
+        }
+        Ok(pos as usize)
+    }
+
+    /// The dims permuted: result dim `i` is input dim `perm[i]`.
+    pub fn permute(&self, perm: &[usize]) -> Result<Self> {
+        let rank = self.rank();
+        let mut seen = vec![false; rank];
+        if perm.len() != rank || perm.iter().any(|&p| p >= rank || std::mem::replace(&mut seen[p], true)) {
+            return Err(Error::invalid(format!(
+                "{perm:?} is not a permutation of the {rank} dims of {}",
+                self.shape
+            )));
+        }
+        let dims: Vec<usize> = perm.iter().map(|&p| self.shape.dim_size(p)).collect();
+        Ok(Self {
+            shape: TensorShape::new(&dims)?,
+            strides: perm.iter().map(|&p| self.strides[p]).collect(),
+            offset: self.offset,
+        })
+    }
+
+    /// Swap two dims (negative axes count from the end).
+    pub fn transpose(&self, a: isize, b: isize) -> Result<Self> {
+        let rank = self.rank();
+        let (a, b) = (normalize_axis(a, rank)?, normalize_axis(b, rank)?);
+        let mut perm: Vec<usize> = (0..rank).collect();
+        perm.swap(a, b);
+        self.permute(&perm)
+    }
+
+    /// Broadcast to `shape` by NumPy rules: missing leading dims and dims of size 1 get
+    /// stride 0.
+    pub fn broadcast_to(&self, shape: &TensorShape) -> Result<Self> {
+        let (rank, target) = (self.rank(), shape.rank());
+        let mismatch = || {
+            Error::shape(
+                "broadcast_to",
+                format!("cannot broadcast {} to {shape}", self.shape),
+            )
+        };
+        if rank > target {
+            return Err(mismatch());
+        }
+        let lead = target - rank;
+        let mut strides: Strides = SmallVec::from_elem(0, target);
+        for i in 0..rank {
+            let (have, want) = (self.shape.dim_size(i), shape.dim_size(lead + i));
+            strides[lead + i] = if have == want {
+                self.strides[i]
+            } else if have == 1 {
+                0
+            } else {
+                return Err(mismatch());
+            };
+        }
+        Ok(Self {
+            shape: shape.clone(),
+            strides,
+            offset: self.offset,
+        })
+    }
+
+    /// Elements `start..start + len` of dim `dim`.
+    pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Self> {
+        let size = self.shape.get(dim).ok_or(Error::AxisOutOfRange {
+            axis: dim as isize,
+            rank: self.rank(),
+        })?;
+        if start.checked_add(len).is_none_or(|end| end > size) {
+            return Err(Error::invalid(format!(
+                "narrow of dim {dim} to {start}..{} is outside its size {size}",
+                start.saturating_add(len)
+            )));
+        }
+        let mut shape = self.shape.clone();
+        shape.set_dim(dim, len)?;
+        let offset = if len == 0 {
+            self.offset
+        } else {
+            (self.offset as isize + start as isize * self.strides[dim]) as usize
+        };
+        Ok(Self {
+            shape,
+            strides: self.strides.clone(),
+            offset,
+        })
+    }
+
+    /// Element `index` of dim `dim`, with that dim removed.
+    pub fn select(&self, dim: usize, index: usize) -> Result<Self> {
+        let narrowed = self.narrow(dim, index, 1)?;
+        narrowed.squeeze(dim)
+    }
+
+    /// Remove dim `dim`, which must have size 1.
+    pub fn squeeze(&self, dim: usize) -> Result<Self> {
+        match self.shape.get(dim) {
+            Some(1) => {}
+            Some(d) => {
+                return Err(Error::shape(
+                    "squeeze",
+                    format!("dim {dim} of {} has size {d}, not 1", self.shape),
+                ))
+            }
+            None => {
+                return Err(Error::AxisOutOfRange {
+                    axis: dim as isize,
+                    rank: self.rank(),
+                })
+            }
+        }
+        let mut shape = self.shape.clone();
+        shape.remove_dim(dim)?;
+        let mut strides = self.strides.clone();
+        strides.remove(dim);
+        Ok(Self {
+            shape,
+            strides,
+            offset: self.offset,
+        })
+    }
+
+    /// Insert a dim of size 1 before `dim` (`dim == rank` appends).
+    pub fn unsqueeze(&self, dim: usize) -> Result<Self> {
+        let mut shape = self.shape.clone();
+        shape.insert_dim(dim, 1)?;
+        let stride = if dim < self.rank() {
+            self.strides[dim] * self.shape.dim_size(dim) as isize
+        } else {
+            1
+        };
+        let mut strides = self.strides.clone();
+        strides.insert(dim, stride);
+        Ok(Self {
+            shape,
+            strides,
+            offset: self.offset,
+        })
+    }
+
+    /// The same elements with shape `shape`, in row-major order, without moving data, if
+    /// the strides allow it (`None` if a copy is needed). The element counts must match.
+    pub fn reshape(&self, shape: &TensorShape) -> Result<Option<Self>> {
+        if shape.num_elements() != self.num_elements() {
+            return Err(Error::shape(
+                "reshape",
+                format!(
+                    "cannot reshape {} ({} elements) to {shape} ({} elements)",
+                    self.shape,
+                    self.num_elements(),
+                    shape.num_elements()
+                ),
+            ));
+        }
+        if self.is_contiguous() {
+            return Ok(Some(Self {
+                shape: shape.clone(),
+                strides: contiguous_strides(shape),
+                offset: self.offset,
+            }));
+        }
+        Ok(self.reshape_strided(shape))
+    }
+
+    /// Reshape a non-contiguous, non-empty view (PyTorch's `computeStride`): walk the old
+    /// dims from the innermost, splitting them into chunks that are contiguous within
+    /// themselves, and give each chunk's elements to the new dims that cover exactly them.
+    fn reshape_strided(&self, shape: &TensorShape) -> Option<Self> {
+        let old_dims: Vec<usize> = self.shape.iter().collect();
+        let old_strides = &self.strides;
+        let new_dims: Vec<usize> = shape.iter().collect();
+        let mut strides: Strides = SmallVec::from_elem(0, new_dims.len());
+        let mut view_d = new_dims.len() as isize - 1;
+        let mut chunk_base_stride = *old_strides.last()?;
+        let (mut tensor_numel, mut view_numel) = (1usize, 1usize);
+        for tensor_d in (0..old_dims.len()).rev() {
+            tensor_numel *= old_dims[tensor_d];
+            let chunk_ends = tensor_d == 0
+                || (old_dims[tensor_d - 1] != 1
+                    && old_strides[tensor_d - 1] != tensor_numel as isize * chunk_base_stride);
+            if !chunk_ends {
+                continue;
+            }
+            while view_d >= 0
+                && (view_numel < tensor_numel || new_dims[view_d as usize] == 1)
+            {
+                strides[view_d as usize] = view_numel as isize * chunk_base_stride;
+                view_numel *= new_dims[view_d as usize];
+                view_d -= 1;
+            }
+            if view_numel != tensor_numel {
+                return None;
+            }
+            if tensor_d > 0 {
+                chunk_base_stride = old_strides[tensor_d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+        (view_d == -1).then(|| Self {
+            shape: shape.clone(),
+            strides,
+            offset: self.offset,
+        })
+    }
+
+    /// Reinterpret element positions for an element type `num / den` times the size: used by
+    /// bitcast. `None` if the offset or strides do not scale exactly.
+    pub fn rescale(&self, num: usize, den: usize) -> Option<(usize, Strides)> {
+        let scale = |v: isize| -> Option<isize> {
+            let scaled = v.checked_mul(num as isize)?;
+            (scaled % den as isize == 0).then_some(scaled / den as isize)
+        };
+        let offset = scale(self.offset as isize)? as usize;
+        let strides = self.strides.iter().map(|&s| scale(s)).collect::<Option<Strides>>()?;
+        Some((offset, strides))
+    }
+}
+
+/// Rows of a strided loop over one shape shared by `N` operands: the shape is coalesced
+/// (size-1 dims dropped, dims merged where every operand's strides allow), then walked
+/// as an outer odometer over rows of the innermost dim.
+///
+/// ```
+/// use tensor_core::layout::StridedRows;
+/// // A 2x3 transpose of a row-major 3x2 buffer, read next to a contiguous 2x3.
+/// let rows = StridedRows::new(&[2, 3], [&[1, 2], &[3, 1]], [0, 0]);
+/// assert_eq!(rows.row_len(), 3);
+/// assert_eq!(rows.inner_strides(), [2, 1]);
+/// let starts: Vec<[isize; 2]> = rows.collect();
+/// assert_eq!(starts, vec![[0, 0], [1, 3]]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct StridedRows<const N: usize> {
+    outer: SmallVec<[usize; INLINE_RANK]>,
+    outer_strides: [SmallVec<[isize; INLINE_RANK]>; N],
+    row_len: usize,
+    inner: [isize; N],
+    index: SmallVec<[usize; INLINE_RANK]>,
+    next: Option<[isize; N]>,
+}
+
+impl<const N: usize> StridedRows<N> {
+    /// Rows over `shape` for operands with `strides` and element offsets `offsets`.
+    pub fn new(shape: &[usize], strides: [&[isize]; N], offsets: [isize; N]) -> Self {
+        let mut dims: SmallVec<[usize; INLINE_RANK]> = SmallVec::new();
+        let mut dim_strides: [SmallVec<[isize; INLINE_RANK]>; N] = std::array::from_fn(|_| SmallVec::new());
+        let empty = shape.contains(&0);
+        for (axis, &d) in shape.iter().enumerate() {
+            if d == 1 {
+                continue;
+            }
+            let mergeable = dims.last().is_some_and(|&last| {
+                (0..N).all(|k| dim_strides[k].last() == Some(&(strides[k][axis] * d as isize)))
+                    && last > 0
+            });
+            if mergeable {
+                *dims.last_mut().expect("checked") *= d;
+                for k in 0..N {
+                    *dim_strides[k].last_mut().expect("checked") = strides[k][axis];
+                }
+            } else {
+                dims.push(d);
+                for k in 0..N {
+                    dim_strides[k].push(strides[k][axis]);
+                }
+            }
+        }
+        let (row_len, inner) = match dims.pop() {
+            Some(d) => (d, std::array::from_fn(|k| dim_strides[k].pop().expect("same rank"))),
+            None => (1, [0; N]),
+        };
+        let index = SmallVec::from_elem(0, dims.len());
+        Self {
+            outer: dims,
+            outer_strides: dim_strides,
+            row_len: if empty { 0 } else { row_len },
+            inner,
+            index,
+            next: (!empty).then_some(offsets),
+        }
+    }
+
+    /// Elements per row.
+    pub fn row_len(&self) -> usize {
+        self.row_len
+    }
+
+    /// Each operand's stride along a row.
+    pub fn inner_strides(&self) -> [isize; N] {
+        self.inner
+    }
+
+    /// Number of rows.
+    pub fn num_rows(&self) -> usize {
+        if self.row_len == 0 {
+            0
+        } else {
+            self.outer.iter().product()
+        }
+    }
+}
+
+impl<const N: usize> Iterator for StridedRows<N> {
+    type Item = [isize; N];
+
+    /// The position of each operand's first element in the next row.
+    fn next(&mut self) -> Option<[isize; N]> {
+        let current = self.next?;
+        let mut advanced = current;
+        let mut axis = self.outer.len();
+        loop {
+            if axis == 0 {
+                self.next = None;
+                break;
+            }
+            axis -= 1;
+            self.index[axis] += 1;
+            for (k, pos) in advanced.iter_mut().enumerate() {
+                *pos += self.outer_strides[k][axis];
+            }
+            if self.index[axis] < self.outer[axis] {
+                self.next = Some(advanced);
+                break;
+            }
+            for (k, pos) in advanced.iter_mut().enumerate() {
+                *pos -= self.outer_strides[k][axis] * self.outer[axis] as isize;
+            }
+            self.index[axis] = 0;
+        }
+        Some(current)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(dims: &[usize]) -> TensorShape {
+        TensorShape::new(dims).unwrap()
+    }
+
+    /// Every element position of a layout in row-major index order.
+    fn positions(l: &Layout) -> Vec<isize> {
+        let rows = StridedRows::new(&l.shape().dims(), [l.strides()], [l.offset() as isize]);
+        let (len, [step]) = (rows.row_len(), rows.inner_strides());
+        rows.flat_map(|[start]| (0..len as isize).map(move |i| start + i * step)).collect()
+    }
+
+    #[test]
+    fn contiguity_and_span() {
+        let l = Layout::contiguous(shape(&[2, 3, 4]));
+        assert_eq!(l.strides(), &[12, 4, 1]);
+        assert!(l.is_contiguous());
+        assert_eq!(l.span(), Some((0, 23)));
+        assert!(l.check_fits(24).is_ok());
+        assert!(l.check_fits(23).is_err());
+        let t = l.permute(&[2, 0, 1]).unwrap();
+        assert_eq!(t.shape(), &shape(&[4, 2, 3]));
+        assert!(!t.is_contiguous());
+        assert!(l.permute(&[0, 0, 1]).is_err());
+        assert!(l.transpose(0, 3).is_err());
+        assert!(Layout::contiguous(shape(&[0, 5])).span().is_none());
+        assert!(Layout::new(shape(&[2]), &[1, 1], 0).is_err());
+    }
+
+    #[test]
+    fn broadcast_narrow_squeeze() {
+        let l = Layout::contiguous(shape(&[3, 1]));
+        let b = l.broadcast_to(&shape(&[2, 3, 4])).unwrap();
+        assert_eq!(b.strides(), &[0, 1, 0]);
+        assert!(l.broadcast_to(&shape(&[2, 4])).is_err());
+        assert!(l.broadcast_to(&shape(&[1])).is_err());
+        let n = Layout::contiguous(shape(&[4, 5])).narrow(1, 2, 3).unwrap();
+        assert_eq!((n.offset(), n.shape().to_string()), (2, "[4,3]".into()));
+        assert_eq!(positions(&n)[..4], [2, 3, 4, 7]);
+        assert!(Layout::contiguous(shape(&[4])).narrow(0, 3, 2).is_err());
+        let s = Layout::contiguous(shape(&[4, 5])).select(0, 2).unwrap();
+        assert_eq!(positions(&s), vec![10, 11, 12, 13, 14]);
+        let u = s.unsqueeze(0).unwrap();
+        assert_eq!(u.shape().to_string(), "[1,5]");
+        assert!(u.squeeze(1).is_err());
+        assert_eq!(u.squeeze(0).unwrap(), s);
+    }
+
+    #[test]
+    fn reshape_views_and_copies() {
+        let l = Layout::contiguous(shape(&[2, 6]));
+        let r = l.reshape(&shape(&[3, 4])).unwrap().unwrap();
+        assert_eq!(r.strides(), &[4, 1]);
+        assert!(l.reshape(&shape(&[5])).is_err());
+        // A transposed matrix cannot be flattened without a copy ...
+        let t = Layout::contiguous(shape(&[3, 4])).transpose(0, 1).unwrap();
+        assert!(t.reshape(&shape(&[12])).unwrap().is_none());
+        // ... but splitting one of its dims keeps it a view with the same elements.
+        let split = t.reshape(&shape(&[2, 2, 3])).unwrap().unwrap();
+        assert_eq!(positions(&split), positions(&t));
+        // Narrowed rows of a wide matrix flatten their inner dims.
+        let wide = Layout::contiguous(shape(&[4, 2, 3])).narrow(0, 1, 2).unwrap();
+        let flat = wide.reshape(&shape(&[2, 6])).unwrap().unwrap();
+        assert_eq!(positions(&flat), positions(&wide));
+        let with_ones = wide.reshape(&shape(&[1, 2, 1, 6])).unwrap().unwrap();
+        assert_eq!(positions(&with_ones), positions(&wide));
+    }
+
+    #[test]
+    fn strided_rows_coalesce_and_walk() {
+        let rows = StridedRows::new(&[2, 3, 4], [&[12, 4, 1]], [5]);
+        assert_eq!((rows.num_rows(), rows.row_len()), (1, 24));
+        let t = Layout::contiguous(shape(&[3, 4])).transpose(0, 1).unwrap();
+        assert_eq!(positions(&t), vec![0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]);
+        let empty = StridedRows::new(&[3, 0], [&[0, 1]], [0]);
+        assert_eq!(empty.count(), 0);
+        let scalar: Vec<_> = StridedRows::new(&[], [&[]], [7]).collect();
+        assert_eq!(scalar, vec![[7]]);
+        let neg = Layout::new(shape(&[3]), &[-1], 2).unwrap();
+        assert_eq!(positions(&neg), vec![2, 1, 0]);
+    }
+
+    #[test]
+    fn rescale_for_bitcast() {
+        let l = Layout::contiguous(shape(&[4])).narrow(0, 2, 2).unwrap();
+        assert_eq!(l.rescale(4, 1).unwrap().0, 8);
+        assert!(l.narrow(0, 1, 1).unwrap().rescale(1, 2).is_none());
+        assert!(normalize_axis(-1, 3).unwrap() == 2 && normalize_axis(3, 3).is_err());
+    }
+}

@@ -1,0 +1,43 @@
+//! polytensor's core: everything about tensors that does not depend on a device.
+//!
+//! - [`DataType`] (TensorFlow's dtypes and numbers) and [`Element`] (the Rust types of them);
+//! - [`TensorShape`], [`PartialTensorShape`], [`TensorSlice`] with TensorFlow's rules and
+//!   string forms;
+//! - [`Layout`]: shape, strides and offset of strided views;
+//! - [`Allocator`], [`AllocatorStats`] and the 64-byte aligned [`HostAllocator`];
+//! - [`TensorBuffer`] and [`Device`]: the traits every backend implements;
+//! - [`Tensor`]: a dtype, a layout and a refcounted buffer, with views and ops;
+//! - [`ops`]: op descriptors and broadcasting; [`Error`]: the one error type.
+//!
+//! Backends (`backend-cpu`, ...) implement [`Device`]; the `polytensor` facade finds them.
+
+pub mod alloc;
+pub mod buffer;
+pub mod device;
+pub mod dtype;
+pub mod element;
+pub mod error;
+pub mod layout;
+pub mod ops;
+pub mod partial_shape;
+pub mod shape;
+pub mod slice;
+pub mod tensor;
+
+pub use alloc::{Allocator, AllocatorInfo, AllocatorStats, HostAllocator, HostBlock, StatsTracker, ALLOCATOR_ALIGNMENT};
+pub use buffer::{HostBuffer, SharedHostAllocator, StringBuffer, TensorBuffer};
+pub use device::{Device, DeviceKind, OutView, TensorView};
+pub use dtype::{DTypeClass, DTypeSet, DataType};
+pub use element::{Element, Scalar};
+pub use error::{Error, Result};
+pub use layout::{Layout, StridedRows};
+pub use ops::{BinaryOp, Op, ReduceOp, UnaryOp};
+pub use partial_shape::PartialTensorShape;
+pub use shape::{IntoShape, TensorShape};
+pub use slice::{Extent, TensorSlice};
+pub use tensor::{same_device, HostView, Tensor};
+
+#[doc(hidden)]
+pub use half;
+#[doc(hidden)]
+pub use num_complex;

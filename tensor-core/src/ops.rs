@@ -1,0 +1,360 @@
+//! Operation descriptors: which ops exist, which dtypes each is defined for, what dtype it
+//! produces, and NumPy broadcasting. Devices implement the kernels; this module is the one
+//! place that says what the kernels mean.
+
+use std::fmt;
+
+use crate::dtype::{DTypeClass, DataType};
+use crate::error::{Error, Result};
+use crate::shape::TensorShape;
+
+macro_rules! op_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$doc:meta])* $variant:ident = $text:literal),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name { $($(#[$doc])* $variant),* }
+
+        impl $name {
+            /// Every variant.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+
+            /// The op's name (`add`, `sqrt`, ...).
+            pub const fn name(self) -> &'static str {
+                match self { $($name::$variant => $text),* }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+op_enum! {
+    /// Elementwise ops of one operand.
+    UnaryOp {
+        /// `-x` (wrapping for signed integers).
+        Neg = "neg",
+        /// `|x|` (wrapping: `abs(MIN) = MIN`; the modulus for complex, giving a real dtype).
+        Abs = "abs",
+        /// -1, 0 or 1 (NaN stays NaN, -0.0 stays -0.0; `z / |z|` for complex).
+        Sign = "sign",
+        /// Square root.
+        Sqrt = "sqrt",
+        /// `1 / sqrt(x)`.
+        Rsqrt = "rsqrt",
+        /// `e^x`.
+        Exp = "exp",
+        /// Natural logarithm.
+        Log = "log",
+        /// Sine.
+        Sin = "sin",
+        /// Cosine.
+        Cos = "cos",
+        /// Hyperbolic tangent.
+        Tanh = "tanh",
+        /// `1 / (1 + e^-x)`.
+        Sigmoid = "sigmoid",
+        /// `max(x, 0)`, NaN propagating.
+        Relu = "relu",
+        /// Round toward -inf.
+        Floor = "floor",
+        /// Round toward +inf.
+        Ceil = "ceil",
+        /// Round half to even (as TensorFlow, NumPy and PyTorch do).
+        Round = "round",
+        /// `1 / x`.
+        Recip = "recip",
+        /// `x * x` (wrapping for integers).
+        Square = "square",
+        /// Logical not, on bool.
+        Not = "not",
+    }
+}
+
+op_enum! {
+    /// Elementwise ops of two operands, with NumPy broadcasting.
+    BinaryOp {
+        /// `a + b` (wrapping for integers).
+        Add = "add",
+        /// `a - b` (wrapping for integers).
+        Sub = "sub",
+        /// `a * b` (wrapping for integers).
+        Mul = "mul",
+        /// `a / b`; integers truncate, with `x / 0 = -1` (all bits set) and `MIN / -1 = MIN`.
+        Div = "div",
+        /// Truncated remainder (sign of `a`); integers: `x % 0 = x`, `MIN % -1 = 0`.
+        Rem = "rem",
+        /// `a ^ b`; integers: wrapping, negative exponents give `0` except for bases 1 and -1.
+        Pow = "pow",
+        /// The larger; NaN if either is NaN.
+        Max = "max",
+        /// The smaller; NaN if either is NaN.
+        Min = "min",
+        /// `a == b`, giving bool.
+        Eq = "eq",
+        /// `a != b`, giving bool.
+        Ne = "ne",
+        /// `a < b`, giving bool.
+        Lt = "lt",
+        /// `a <= b`, giving bool.
+        Le = "le",
+        /// `a > b`, giving bool.
+        Gt = "gt",
+        /// `a >= b`, giving bool.
+        Ge = "ge",
+        /// Logical and, on bool.
+        And = "and",
+        /// Logical or, on bool.
+        Or = "or",
+        /// Logical exclusive or, on bool.
+        Xor = "xor",
+    }
+}
+
+op_enum! {
+    /// Reductions over a set of axes.
+    ReduceOp {
+        /// Sum (0 over no elements).
+        Sum = "sum",
+        /// Product (1 over no elements).
+        Prod = "prod",
+        /// Arithmetic mean (NaN over no elements for floats, 0 for integers, which truncate).
+        Mean = "mean",
+        /// Maximum, NaN propagating (the dtype's lowest value, or -inf, over no elements).
+        Max = "max",
+        /// Minimum, NaN propagating (the dtype's highest value, or +inf, over no elements).
+        Min = "min",
+        /// Row-major flat index, within the reduced axes, of the first maximum (a NaN counts as
+        /// the maximum); int64; an error over no elements.
+        ArgMax = "argmax",
+        /// As `ArgMax`, for the first minimum.
+        ArgMin = "argmin",
+    }
+}
+
+/// An operation family, with the op: what devices are asked whether they support.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    /// An elementwise op of one operand.
+    Unary(UnaryOp),
+    /// An elementwise op of two operands.
+    Binary(BinaryOp),
+    /// `where(cond, a, b)`: elements of `a` where `cond`, else of `b` (dtype of `a`, `b`).
+    Where,
+    /// Conversion between dtypes (dtype: either side).
+    Cast,
+    /// Batched matrix multiplication.
+    Matmul,
+    /// A reduction.
+    Reduce(ReduceOp),
+    /// Setting every element to one value.
+    Fill,
+    /// `start + i * step`.
+    Arange,
+    /// Materialising a strided layout into a contiguous buffer (any fixed-size dtype).
+    Copy,
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Unary(op) => write!(f, "{op}"),
+            Op::Binary(op) => write!(f, "{op}"),
+            Op::Reduce(op) => write!(f, "reduce_{op}"),
+            Op::Where => f.write_str("where"),
+            Op::Cast => f.write_str("cast"),
+            Op::Matmul => f.write_str("matmul"),
+            Op::Fill => f.write_str("fill"),
+            Op::Arange => f.write_str("arange"),
+            Op::Copy => f.write_str("copy"),
+        }
+    }
+}
+
+impl Op {
+    /// Every op of every family.
+    pub fn all() -> Vec<Op> {
+        let mut ops: Vec<Op> = UnaryOp::ALL.iter().map(|&o| Op::Unary(o)).collect();
+        ops.extend(BinaryOp::ALL.iter().map(|&o| Op::Binary(o)));
+        ops.extend([Op::Where, Op::Cast, Op::Matmul]);
+        ops.extend(ReduceOp::ALL.iter().map(|&o| Op::Reduce(o)));
+        ops.extend([Op::Fill, Op::Arange, Op::Copy]);
+        ops
+    }
+
+    /// Whether the op has a meaning for `dtype` (independent of any device).
+    pub fn is_defined_for(self, dtype: DataType) -> bool {
+        use DTypeClass::*;
+        if self == Op::Copy {
+            return dtype.is_pod();
+        }
+        if !dtype.is_computable() {
+            return false;
+        }
+        let class = dtype.class();
+        let real = matches!(class, Float | Signed | Unsigned);
+        let numeric = real || class == Complex;
+        match self {
+            Op::Unary(op) => match op {
+                UnaryOp::Not => class == Bool,
+                UnaryOp::Neg => matches!(class, Float | Signed | Complex),
+                UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Square => numeric,
+                UnaryOp::Relu => real,
+                UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => class == Float,
+                _ => matches!(class, Float | Complex),
+            },
+            Op::Binary(op) => match op {
+                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow => {
+                    numeric
+                }
+                BinaryOp::Rem | BinaryOp::Max | BinaryOp::Min => real,
+                BinaryOp::Eq | BinaryOp::Ne => true,
+                BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => class != Complex,
+                BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => class == Bool,
+            },
+            Op::Reduce(op) => match op {
+                ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Mean => numeric,
+                _ => real,
+            },
+            Op::Matmul => matches!(
+                dtype,
+                DataType::Half
+                    | DataType::BFloat16
+                    | DataType::Float
+                    | DataType::Double
+                    | DataType::Complex64
+                    | DataType::Complex128
+                    | DataType::Int32
+                    | DataType::Int64
+            ),
+            Op::Arange => numeric,
+            Op::Where | Op::Cast | Op::Fill | Op::Copy => true,
+        }
+    }
+}
+
+impl UnaryOp {
+    /// The dtype the op produces for input `dtype` (`abs` of complex is real).
+    pub fn output_dtype(self, dtype: DataType) -> DataType {
+        match self {
+            UnaryOp::Abs => dtype.real_dtype(),
+            _ => dtype,
+        }
+    }
+}
+
+impl BinaryOp {
+    /// Whether the op produces bool whatever its inputs (comparisons).
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
+        )
+    }
+
+    /// The dtype the op produces for inputs of `dtype`.
+    pub fn output_dtype(self, dtype: DataType) -> DataType {
+        if self.is_comparison() {
+            DataType::Bool
+        } else {
+            dtype
+        }
+    }
+}
+
+impl ReduceOp {
+    /// The dtype the reduction produces for input `dtype`.
+    pub fn output_dtype(self, dtype: DataType) -> DataType {
+        match self {
+            ReduceOp::ArgMax | ReduceOp::ArgMin => DataType::Int64,
+            _ => dtype,
+        }
+    }
+}
+
+/// The shape that `a` and `b` broadcast to by NumPy rules (align trailing dims; each pair
+/// equal, or one of them 1).
+///
+/// ```
+/// use tensor_core::{ops::broadcast_shapes, TensorShape};
+/// let a = TensorShape::new(&[4, 1, 3]).unwrap();
+/// let b = TensorShape::new(&[5, 1]).unwrap();
+/// assert_eq!(broadcast_shapes(&a, &b).unwrap().to_string(), "[4,5,3]");
+/// ```
+pub fn broadcast_shapes(a: &TensorShape, b: &TensorShape) -> Result<TensorShape> {
+    let rank = a.rank().max(b.rank());
+    let dim = |s: &TensorShape, i: usize| {
+        let lead = rank - s.rank();
+        if i < lead {
+            1
+        } else {
+            s.dim_size(i - lead)
+        }
+    };
+    let dims = (0..rank)
+        .map(|i| match (dim(a, i), dim(b, i)) {
+            (x, y) if x == y => Ok(x),
+            (1, y) => Ok(y),
+            (x, 1) => Ok(x),
+            (x, y) => Err(Error::shape(
+                "broadcast",
+                format!("shapes {a} and {b} are incompatible: {x} vs {y} in dimension {i}"),
+            )),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    TensorShape::new(&dims)
+}
+
+/// Normalise, check and sort a set of reduction axes (negative axes count from the end;
+/// duplicates are an error).
+pub fn normalize_axes(axes: &[isize], rank: usize) -> Result<Vec<usize>> {
+    let mut normalized = axes
+        .iter()
+        .map(|&a| crate::layout::normalize_axis(a, rank))
+        .collect::<Result<Vec<_>>>()?;
+    normalized.sort_unstable();
+    if normalized.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::invalid(format!("duplicate axes in {axes:?}")));
+    }
+    Ok(normalized)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definitions() {
+        assert!(Op::Unary(UnaryOp::Sqrt).is_defined_for(DataType::BFloat16));
+        assert!(!Op::Unary(UnaryOp::Sqrt).is_defined_for(DataType::Int32));
+        assert!(Op::Unary(UnaryOp::Neg).is_defined_for(DataType::Int8));
+        assert!(!Op::Unary(UnaryOp::Neg).is_defined_for(DataType::UInt8));
+        assert!(Op::Binary(BinaryOp::And).is_defined_for(DataType::Bool));
+        assert!(!Op::Binary(BinaryOp::Add).is_defined_for(DataType::Bool));
+        assert!(!Op::Binary(BinaryOp::Lt).is_defined_for(DataType::Complex64));
+        assert!(Op::Matmul.is_defined_for(DataType::Int64));
+        assert!(!Op::Matmul.is_defined_for(DataType::Int8));
+        assert!(!Op::Fill.is_defined_for(DataType::String));
+        assert!(!Op::Cast.is_defined_for(DataType::Float8E5M2));
+        assert_eq!(UnaryOp::Abs.output_dtype(DataType::Complex128), DataType::Double);
+        assert_eq!(BinaryOp::Le.output_dtype(DataType::Float), DataType::Bool);
+        assert_eq!(ReduceOp::ArgMin.output_dtype(DataType::Half), DataType::Int64);
+        assert_eq!(Op::Reduce(ReduceOp::Sum).to_string(), "reduce_sum");
+        assert!(Op::all().len() > 40);
+    }
+
+    #[test]
+    fn broadcasting() {
+        let s = |d: &[usize]| TensorShape::new(d).unwrap();
+        assert_eq!(broadcast_shapes(&s(&[]), &s(&[2, 3])).unwrap(), s(&[2, 3]));
+        assert_eq!(broadcast_shapes(&s(&[0, 1]), &s(&[1, 5])).unwrap(), s(&[0, 5]));
+        let err = broadcast_shapes(&s(&[2, 3]), &s(&[4])).unwrap_err().to_string();
+        assert!(err.contains("[2,3]") && err.contains("[4]"), "{err}");
+        assert_eq!(normalize_axes(&[-1, 0], 3).unwrap(), vec![0, 2]);
+        assert!(normalize_axes(&[1, -2], 3).is_err());
+        assert!(normalize_axes(&[3], 3).is_err());
+    }
+}

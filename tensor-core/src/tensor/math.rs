@@ -1,0 +1,298 @@
+//! Operations as `Tensor` methods: validation, broadcasting and output allocation here,
+//! the arithmetic in the device's kernels.
+
+use super::Tensor;
+use crate::dtype::DataType;
+use crate::error::{Error, Result};
+use crate::ops::{broadcast_shapes, normalize_axes, BinaryOp, Op, ReduceOp, UnaryOp};
+use crate::shape::TensorShape;
+
+macro_rules! unary_methods {
+    ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self) -> Result<Tensor> {
+            self.unary(UnaryOp::$op)
+        }
+    )*};
+}
+
+macro_rules! binary_methods {
+    ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
+            self.binary(BinaryOp::$op, other)
+        }
+    )*};
+}
+
+macro_rules! reduce_methods {
+    ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self, axes: &[isize], keep_dims: bool) -> Result<Tensor> {
+            self.reduce(ReduceOp::$op, axes, keep_dims)
+        }
+    )*};
+}
+
+impl Tensor {
+    /// Apply an elementwise op of one operand.
+    pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        let device = self.device();
+        device.check_supports(Op::Unary(op), self.dtype)?;
+        let mut out = Tensor::uninit_on(self.shape().clone(), op.output_dtype(self.dtype), device)?;
+        if out.num_elements() > 0 {
+            device.unary(op, &self.view(), &mut out.out_view())?;
+        }
+        Ok(out)
+    }
+
+    unary_methods! {
+        /// `-x`.
+        neg => Neg;
+        /// `|x|` (complex: the modulus, as a real tensor).
+        abs => Abs;
+        /// -1, 0 or 1.
+        sign => Sign;
+        /// Square root.
+        sqrt => Sqrt;
+        /// `1 / sqrt(x)`.
+        rsqrt => Rsqrt;
+        /// `e^x`.
+        exp => Exp;
+        /// Natural logarithm.
+        log => Log;
+        /// Sine.
+        sin => Sin;
+        /// Cosine.
+        cos => Cos;
+        /// Hyperbolic tangent.
+        tanh => Tanh;
+        /// Logistic sigmoid.
+        sigmoid => Sigmoid;
+        /// `max(x, 0)`.
+        relu => Relu;
+        /// Round toward -inf.
+        floor => Floor;
+        /// Round toward +inf.
+        ceil => Ceil;
+        /// Round half to even.
+        round => Round;
+        /// `1 / x`.
+        recip => Recip;
+        /// `x * x`.
+        square => Square;
+        /// Logical not (bool).
+        logical_not => Not;
+    }
+
+    /// Apply an elementwise op of two operands with NumPy broadcasting. Both must have the
+    /// same dtype and device.
+    pub fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
+        self.check_same_device(other, op.name())?;
+        if self.dtype != other.dtype {
+            return Err(Error::DTypeMismatch {
+                op: op.name(),
+                expected: self.dtype.to_string(),
+                found: other.dtype,
+            });
+        }
+        let device = self.device();
+        device.check_supports(Op::Binary(op), self.dtype)?;
+        let shape = broadcast_shapes(self.shape(), other.shape())?;
+        let (a, b) = (self.broadcast_to(&shape)?, other.broadcast_to(&shape)?);
+        let mut out = Tensor::uninit_on(shape, op.output_dtype(self.dtype), device)?;
+        if out.num_elements() > 0 {
+            device.binary(op, &a.view(), &b.view(), &mut out.out_view())?;
+        }
+        Ok(out)
+    }
+
+    binary_methods! {
+        /// `a + b`.
+        add => Add;
+        /// `a - b`.
+        sub => Sub;
+        /// `a * b`.
+        mul => Mul;
+        /// `a / b` (integer convention in [`BinaryOp::Div`]).
+        div => Div;
+        /// Truncated remainder.
+        rem => Rem;
+        /// `a ^ b`.
+        pow => Pow;
+        /// Elementwise maximum, NaN propagating.
+        maximum => Max;
+        /// Elementwise minimum, NaN propagating.
+        minimum => Min;
+        /// `a == b` as bool.
+        eq => Eq;
+        /// `a != b` as bool.
+        ne => Ne;
+        /// `a < b` as bool.
+        lt => Lt;
+        /// `a <= b` as bool.
+        le => Le;
+        /// `a > b` as bool.
+        gt => Gt;
+        /// `a >= b` as bool.
+        ge => Ge;
+        /// Logical and (bool).
+        logical_and => And;
+        /// Logical or (bool).
+        logical_or => Or;
+        /// Logical xor (bool).
+        logical_xor => Xor;
+    }
+
+    /// Elements of `on_true` where `self` (bool) is true, else of `on_false`; all three
+    /// broadcast together.
+    pub fn where_(&self, on_true: &Tensor, on_false: &Tensor) -> Result<Tensor> {
+        self.check_same_device(on_true, "where")?;
+        self.check_same_device(on_false, "where")?;
+        if self.dtype != DataType::Bool {
+            return Err(Error::DTypeMismatch {
+                op: "where",
+                expected: "bool condition".into(),
+                found: self.dtype,
+            });
+        }
+        if on_true.dtype != on_false.dtype {
+            return Err(Error::DTypeMismatch {
+                op: "where",
+                expected: on_true.dtype.to_string(),
+                found: on_false.dtype,
+            });
+        }
+        let device = self.device();
+        device.check_supports(Op::Where, on_true.dtype)?;
+        let shape = broadcast_shapes(&broadcast_shapes(self.shape(), on_true.shape())?, on_false.shape())?;
+        let (c, a, b) = (
+            self.broadcast_to(&shape)?,
+            on_true.broadcast_to(&shape)?,
+            on_false.broadcast_to(&shape)?,
+        );
+        let mut out = Tensor::uninit_on(shape, on_true.dtype, device)?;
+        if out.num_elements() > 0 {
+            device.select(&c.view(), &a.view(), &b.view(), &mut out.out_view())?;
+        }
+        Ok(out)
+    }
+
+    /// Convert to `dtype` (float to int truncates and saturates, NaN to 0; see
+    /// [`crate::element`]). Casting to the same dtype returns this tensor.
+    pub fn cast(&self, dtype: DataType) -> Result<Tensor> {
+        if dtype == self.dtype {
+            return Ok(self.clone());
+        }
+        let device = self.device();
+        device.check_supports(Op::Cast, self.dtype)?;
+        device.check_supports(Op::Cast, dtype)?;
+        let mut out = Tensor::uninit_on(self.shape().clone(), dtype, device)?;
+        if out.num_elements() > 0 {
+            device.cast(&self.view(), &mut out.out_view())?;
+        }
+        Ok(out)
+    }
+
+    /// Matrix product `[.., m, k] x [.., k, n] -> [.., m, n]` with broadcast batch dims.
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        self.matmul_t(other, false, false)
+    }
+
+    /// Matrix product with either operand transposed first (its last two dims swapped).
+    pub fn matmul_t(&self, other: &Tensor, transpose_a: bool, transpose_b: bool) -> Result<Tensor> {
+        self.check_same_device(other, "matmul")?;
+        if self.dtype != other.dtype {
+            return Err(Error::DTypeMismatch {
+                op: "matmul",
+                expected: self.dtype.to_string(),
+                found: other.dtype,
+            });
+        }
+        if self.rank() < 2 || other.rank() < 2 {
+            return Err(Error::shape(
+                "matmul",
+                format!("operands need rank >= 2, got {} and {}", self.shape(), other.shape()),
+            ));
+        }
+        let device = self.device();
+        device.check_supports(Op::Matmul, self.dtype)?;
+        let a = if transpose_a { self.t()? } else { self.clone() };
+        let b = if transpose_b { other.t()? } else { other.clone() };
+        let (ad, bd) = (a.dims(), b.dims());
+        let (m, k) = (ad[ad.len() - 2], ad[ad.len() - 1]);
+        let (k2, n) = (bd[bd.len() - 2], bd[bd.len() - 1]);
+        if k != k2 {
+            return Err(Error::shape(
+                "matmul",
+                format!(
+                    "inner dims differ: {} x {} (transpose_a={transpose_a}, transpose_b={transpose_b})",
+                    self.shape(),
+                    other.shape()
+                ),
+            ));
+        }
+        let batch_a = TensorShape::new(&ad[..ad.len() - 2])?;
+        let batch_b = TensorShape::new(&bd[..bd.len() - 2])?;
+        let batch = broadcast_shapes(&batch_a, &batch_b)?;
+        let a = a.broadcast_to(batch.concatenate(&TensorShape::new(&[m, k])?)?)?;
+        let b = b.broadcast_to(batch.concatenate(&TensorShape::new(&[k, n])?)?)?;
+        let mut out = Tensor::uninit_on(batch.concatenate(&TensorShape::new(&[m, n])?)?, self.dtype, device)?;
+        if out.num_elements() > 0 {
+            device.matmul(&a.view(), &b.view(), &mut out.out_view())?;
+        }
+        Ok(out)
+    }
+
+    /// Reduce over `axes` (negative count from the end; empty means none), keeping the
+    /// reduced dims as size 1 if `keep_dims`.
+    pub fn reduce(&self, op: ReduceOp, axes: &[isize], keep_dims: bool) -> Result<Tensor> {
+        let axes = normalize_axes(axes, self.rank())?;
+        let device = self.device();
+        device.check_supports(Op::Reduce(op), self.dtype)?;
+        let dims = self.dims();
+        let reduced: usize = axes.iter().map(|&a| dims[a]).product();
+        let kept: Vec<usize> = (0..dims.len())
+            .filter_map(|i| match (axes.contains(&i), keep_dims) {
+                (false, _) => Some(dims[i]),
+                (true, true) => Some(1),
+                (true, false) => None,
+            })
+            .collect();
+        let mut out = Tensor::uninit_on(TensorShape::new(&kept)?, op.output_dtype(self.dtype), device)?;
+        if out.num_elements() == 0 {
+            return Ok(out);
+        }
+        if reduced == 0 && matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+            return Err(Error::invalid(format!(
+                "{op} over axes {axes:?} of shape {} reduces no elements",
+                self.shape()
+            )));
+        }
+        device.reduce(op, &self.view(), &axes, &mut out.out_view())?;
+        Ok(out)
+    }
+
+    /// Reduce over every axis to a scalar.
+    pub fn reduce_all(&self, op: ReduceOp) -> Result<Tensor> {
+        let axes: Vec<isize> = (0..self.rank() as isize).collect();
+        self.reduce(op, &axes, false)
+    }
+
+    reduce_methods! {
+        /// Sum over `axes`.
+        sum => Sum;
+        /// Product over `axes`.
+        prod => Prod;
+        /// Mean over `axes`.
+        mean => Mean;
+        /// Maximum over `axes`.
+        max => Max;
+        /// Minimum over `axes`.
+        min => Min;
+        /// Index of the maximum over `axes` (int64).
+        argmax => ArgMax;
+        /// Index of the minimum over `axes` (int64).
+        argmin => ArgMin;
+    }
+}

@@ -1,0 +1,391 @@
+//! [`Tensor`]: a dtype, a layout and a reference-counted buffer on a device.
+
+mod display;
+mod host;
+mod math;
+mod operators;
+mod views;
+
+use std::sync::Arc;
+
+use crate::buffer::{StringBuffer, TensorBuffer};
+use crate::device::{Device, OutView, TensorView};
+use crate::dtype::DataType;
+use crate::element::{Element, Scalar};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::ops::Op;
+use crate::shape::{IntoShape, TensorShape};
+
+pub use host::HostView;
+
+/// A tensor: a dtype, a [`Layout`] and an `Arc` of a [`TensorBuffer`] on some device.
+///
+/// Cloning a tensor clones the `Arc`, never the data. Views (`slice`, `transpose`,
+/// `broadcast_to`, `reshape` where possible) share the buffer. Operations allocate their
+/// result on the operands' device and return `Result`: bad shapes, mismatched dtypes or
+/// devices, and unsupported ops are errors, never panics.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tensor_core::{Device, Tensor};
+/// # fn demo(cpu: &Arc<dyn Device>) -> tensor_core::Result<()> {
+/// let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [2, 2], cpu)?;
+/// let b = Tensor::scalar(10.0f32, cpu)?;
+/// let c = a.add(&b)?.matmul(&a)?;
+/// assert_eq!(c.to_vec::<f32>()?, vec![70.0, 104.0, 82.0, 122.0]);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Tensor {
+    dtype: DataType,
+    layout: Layout,
+    buffer: Arc<dyn TensorBuffer>,
+}
+
+/// Whether two device handles are the same device.
+pub fn same_device(a: &Arc<dyn Device>, b: &Arc<dyn Device>) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
+fn byte_len(shape: &TensorShape, dtype: DataType) -> Result<usize> {
+    if !dtype.is_pod() {
+        return Err(Error::invalid(format!(
+            "dtype {dtype} has no fixed element size"
+        )));
+    }
+    shape
+        .num_elements()
+        .checked_mul(dtype.size())
+        .ok_or_else(|| Error::InvalidShape(format!("{shape} of {dtype} overflows the address space")))
+}
+
+fn check_bool_bytes(bytes: &[u8]) -> Result<()> {
+    match bytes.iter().position(|&b| b > 1) {
+        None => Ok(()),
+        Some(i) => Err(Error::invalid(format!(
+            "byte {i} is {}, not a valid bool (0 or 1)",
+            bytes[i]
+        ))),
+    }
+}
+
+impl Tensor {
+    /// A tensor of `shape` and `dtype` on `device` from parts, checking that the layout lies
+    /// within the buffer, that the buffer is on a device, and (for bool on host memory) that
+    /// every byte is 0 or 1. For backends and importers (DLPack, protos).
+    pub fn from_parts(dtype: DataType, layout: Layout, buffer: Arc<dyn TensorBuffer>) -> Result<Self> {
+        let capacity = if dtype == DataType::String {
+            buffer
+                .downcast_ref::<StringBuffer>()
+                .ok_or_else(|| Error::invalid("a string tensor needs a StringBuffer"))?
+                .strings()
+                .len()
+        } else if dtype.is_pod() {
+            buffer.len_bytes() / dtype.size()
+        } else {
+            return Err(Error::invalid(format!("dtype {dtype} cannot hold values")));
+        };
+        layout.check_fits(capacity)?;
+        if dtype == DataType::Bool {
+            if let Some(bytes) = buffer.host_bytes() {
+                check_bool_bytes(bytes)?;
+            }
+        }
+        Ok(Self { dtype, layout, buffer })
+    }
+
+    /// A contiguous tensor over a fresh buffer whose contents the caller will overwrite.
+    fn uninit_on(shape: TensorShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
+        let bytes = byte_len(&shape, dtype)?;
+        let buffer = device.allocate(bytes)?;
+        Ok(Self {
+            dtype,
+            layout: Layout::contiguous(shape),
+            buffer,
+        })
+    }
+
+    /// A contiguous tensor whose elements are not initialised (allocation is eager, as in
+    /// TensorFlow).
+    ///
+    /// # Safety
+    ///
+    /// Every element must be written (for example through [`Tensor::as_slice_mut`] or as a
+    /// kernel output) before any is read: reading uninitialised memory is undefined
+    /// behaviour on host devices.
+    pub unsafe fn uninit(shape: impl IntoShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
+        Self::uninit_on(shape.into_shape()?, dtype, device)
+    }
+
+    /// A tensor of zeros (false for bool).
+    pub fn zeros(shape: impl IntoShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
+        let shape = shape.into_shape()?;
+        let bytes = byte_len(&shape, dtype)?;
+        let buffer = device.allocate_zeroed(bytes)?;
+        Ok(Self {
+            dtype,
+            layout: Layout::contiguous(shape),
+            buffer,
+        })
+    }
+
+    /// A tensor of ones (true for bool).
+    pub fn ones(shape: impl IntoShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
+        Self::full(shape, Scalar::I64(1), dtype, device)
+    }
+
+    /// A tensor with every element `value`, converted to `dtype` with cast semantics.
+    pub fn full(
+        shape: impl IntoShape,
+        value: impl Into<Scalar>,
+        dtype: DataType,
+        device: &Arc<dyn Device>,
+    ) -> Result<Self> {
+        device.check_supports(Op::Fill, dtype)?;
+        let mut out = Self::uninit_on(shape.into_shape()?, dtype, device)?;
+        if out.num_elements() > 0 {
+            device.fill(value.into(), &mut out.out_view())?;
+        }
+        Ok(out)
+    }
+
+    /// `[start, start + step, ...]` up to (excluding) `end`, as NumPy's `arange`. The count is
+    /// exact for integer arguments; each element is `start + i * step` converted to `dtype`.
+    pub fn arange(
+        start: impl Into<Scalar>,
+        end: impl Into<Scalar>,
+        step: impl Into<Scalar>,
+        dtype: DataType,
+        device: &Arc<dyn Device>,
+    ) -> Result<Self> {
+        let (start, end, step) = (start.into(), end.into(), step.into());
+        let count = arange_count(start, end, step)?;
+        device.check_supports(Op::Arange, dtype)?;
+        let mut out = Self::uninit_on(TensorShape::new(&[count])?, dtype, device)?;
+        if count > 0 {
+            device.arange(start, step, &mut out.out_view())?;
+        }
+        Ok(out)
+    }
+
+    /// A tensor of `shape` holding `data` (row-major); the lengths must agree.
+    pub fn from_slice<T: Element>(data: &[T], shape: impl IntoShape, device: &Arc<dyn Device>) -> Result<Self> {
+        let shape = shape.into_shape()?;
+        if data.len() != shape.num_elements() {
+            return Err(Error::shape(
+                "from_slice",
+                format!("{} values given for shape {shape} ({} elements)", data.len(), shape.num_elements()),
+            ));
+        }
+        // SAFETY: `T: Element` has no padding, so its memory is `size_of_val(data)` initialised bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) };
+        Self::write_new(bytes, shape, T::DTYPE, device)
+    }
+
+    /// A rank-1 tensor holding `data`.
+    pub fn from_vec<T: Element>(data: Vec<T>, device: &Arc<dyn Device>) -> Result<Self> {
+        Self::from_slice(&data, [data.len()], device)
+    }
+
+    /// A rank-0 tensor holding `value`.
+    pub fn scalar<T: Element>(value: T, device: &Arc<dyn Device>) -> Result<Self> {
+        Self::from_slice(&[value], TensorShape::scalar(), device)
+    }
+
+    /// A tensor from little-endian element bytes of any fixed-size dtype (bool bytes must be
+    /// 0 or 1).
+    pub fn from_bytes(bytes: &[u8], shape: impl IntoShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
+        let shape = shape.into_shape()?;
+        let expected = byte_len(&shape, dtype)?;
+        if bytes.len() != expected {
+            return Err(Error::shape(
+                "from_bytes",
+                format!("{} bytes given for {shape} of {dtype} ({expected} bytes)", bytes.len()),
+            ));
+        }
+        if dtype == DataType::Bool {
+            check_bool_bytes(bytes)?;
+        }
+        Self::write_new(bytes, shape, dtype, device)
+    }
+
+    fn write_new(bytes: &[u8], shape: TensorShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
+        let mut out = Self::uninit_on(shape, dtype, device)?;
+        if !bytes.is_empty() {
+            device.copy_from_host(bytes, &mut out.out_view())?;
+        }
+        Ok(out)
+    }
+
+    /// A string tensor of `shape` (byte strings, any bytes) on a host device.
+    pub fn from_strings<S: Into<Vec<u8>>>(
+        values: impl IntoIterator<Item = S>,
+        shape: impl IntoShape,
+        device: &Arc<dyn Device>,
+    ) -> Result<Self> {
+        let shape = shape.into_shape()?;
+        let values: Vec<Vec<u8>> = values.into_iter().map(Into::into).collect();
+        if values.len() != shape.num_elements() {
+            return Err(Error::shape(
+                "from_strings",
+                format!("{} strings given for shape {shape}", values.len()),
+            ));
+        }
+        Ok(Self {
+            dtype: DataType::String,
+            layout: Layout::contiguous(shape),
+            buffer: device.strings(values)?,
+        })
+    }
+
+    /// The element dtype.
+    pub fn dtype(&self) -> DataType {
+        self.dtype
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &TensorShape {
+        self.layout.shape()
+    }
+
+    /// The dims.
+    pub fn dims(&self) -> Vec<usize> {
+        self.shape().iter().collect()
+    }
+
+    /// Shape, strides and offset.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The rank.
+    pub fn rank(&self) -> usize {
+        self.layout.rank()
+    }
+
+    /// The number of elements.
+    pub fn num_elements(&self) -> usize {
+        self.layout.num_elements()
+    }
+
+    /// The device holding the buffer.
+    pub fn device(&self) -> &Arc<dyn Device> {
+        self.buffer.device()
+    }
+
+    /// The buffer.
+    pub fn buffer(&self) -> &Arc<dyn TensorBuffer> {
+        &self.buffer
+    }
+
+    /// Whether the elements are contiguous in row-major order.
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+
+    /// The bytes of this tensor's elements (TensorFlow's `TotalBytes`; string payloads for
+    /// string tensors).
+    pub fn total_bytes(&self) -> usize {
+        if self.dtype == DataType::String {
+            return self.strings_ref().map_or(0, |s| s.iter().map(|s| s.len()).sum());
+        }
+        self.num_elements() * self.dtype.size()
+    }
+
+    /// The bytes of the whole buffer this tensor views (TensorFlow's `AllocatedBytes`).
+    pub fn allocated_bytes(&self) -> usize {
+        self.buffer.len_bytes()
+    }
+
+    /// Whether both tensors view the same buffer (TensorFlow's `SharesBufferWith`).
+    pub fn shares_buffer_with(&self, other: &Tensor) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.buffer), Arc::as_ptr(&other.buffer))
+    }
+
+    /// Whether this is the only reference to the buffer (TensorFlow's `RefCountIsOne`): the
+    /// condition for writing into it in place.
+    pub fn ref_count_is_one(&self) -> bool {
+        Arc::strong_count(&self.buffer) == 1 && Arc::weak_count(&self.buffer) == 0
+    }
+
+    /// This tensor as a kernel operand.
+    pub fn view(&self) -> TensorView<'_> {
+        TensorView::new(self.dtype, &self.layout, self.buffer.as_ref())
+    }
+
+    pub(crate) fn out_view(&mut self) -> OutView<'_> {
+        OutView::new(self.view())
+    }
+
+    /// This tensor as a kernel output, to write an op's result into existing memory: it must
+    /// be contiguous and the only reference to its buffer.
+    pub fn try_out_view(&mut self) -> Result<OutView<'_>> {
+        if !self.ref_count_is_one() {
+            return Err(Error::invalid("an output tensor must not share its buffer"));
+        }
+        if !self.is_contiguous() || !self.dtype.is_pod() {
+            return Err(Error::invalid("an output tensor must be contiguous and of a fixed-size dtype"));
+        }
+        Ok(self.out_view())
+    }
+
+    fn strings_ref(&self) -> Option<&[Vec<u8>]> {
+        self.buffer.downcast_ref::<StringBuffer>().map(StringBuffer::strings)
+    }
+
+    fn check_same_device(&self, other: &Tensor, op: &'static str) -> Result<()> {
+        if same_device(self.device(), other.device()) {
+            Ok(())
+        } else {
+            Err(Error::DeviceMismatch {
+                op,
+                lhs: self.device().name().to_string(),
+                rhs: other.device().name().to_string(),
+            })
+        }
+    }
+
+    /// A copy of this tensor on `device` (a clone if it is already there).
+    pub fn to_device(&self, device: &Arc<dyn Device>) -> Result<Tensor> {
+        if same_device(self.device(), device) {
+            return Ok(self.clone());
+        }
+        if self.dtype == DataType::String {
+            return Self::from_strings(self.to_strings()?, self.shape(), device);
+        }
+        Self::write_new(&self.to_bytes()?, self.shape().clone(), self.dtype, device)
+    }
+}
+
+/// The element count of `arange(start, end, step)`.
+fn arange_count(start: Scalar, end: Scalar, step: Scalar) -> Result<usize> {
+    let as_int = |s: Scalar| match s {
+        Scalar::I64(v) => Some(i128::from(v)),
+        Scalar::U64(v) => Some(i128::from(v)),
+        _ => None,
+    };
+    let count = match (as_int(start), as_int(end), as_int(step)) {
+        (Some(_), Some(_), Some(0)) => return Err(Error::invalid("arange step must not be zero")),
+        (Some(a), Some(b), Some(s)) => {
+            let span = b - a;
+            let n = if (span > 0) == (s > 0) && span != 0 {
+                (span + s - s.signum()) / s
+            } else {
+                0
+            };
+            u64::try_from(n).unwrap_or(0) as f64
+        }
+        _ => {
+            let (a, b, s) = (start.to_f64(), end.to_f64(), step.to_f64());
+            if s == 0.0 || !s.is_finite() || !a.is_finite() || !b.is_finite() {
+                return Err(Error::invalid(format!("arange({a}, {b}, {s}) has no finite length")));
+            }
+            ((b - a) / s).ceil().max(0.0)
+        }
+    };
+    if count > crate::shape::MAX_ELEMENTS as f64 {
+        return Err(Error::InvalidShape(format!("arange would have {count} elements")));
+    }
+    Ok(count as usize)
+}

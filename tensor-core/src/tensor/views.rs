@@ -1,0 +1,192 @@
+//! Zero-copy views: reshape, slices, transposes, broadcasts, bitcasts, and `contiguous`.
+
+use std::ops::Range;
+
+use super::{check_bool_bytes, Tensor};
+use crate::dtype::DataType;
+use crate::error::{Error, Result};
+use crate::layout::{normalize_axis, Layout};
+use crate::ops::Op;
+use crate::shape::IntoShape;
+use crate::slice::{Extent, TensorSlice};
+
+impl Tensor {
+    fn with_layout(&self, layout: Layout) -> Tensor {
+        Tensor {
+            dtype: self.dtype,
+            layout,
+            buffer: self.buffer.clone(),
+        }
+    }
+
+    /// The same elements with another shape (same element count). A view when the strides
+    /// allow it, otherwise a contiguous copy.
+    pub fn reshape(&self, shape: impl IntoShape) -> Result<Tensor> {
+        let shape = shape.into_shape()?;
+        match self.layout.reshape(&shape)? {
+            Some(layout) => Ok(self.with_layout(layout)),
+            None => {
+                let dense = self.contiguous()?;
+                let layout = dense.layout.reshape(&shape)?.expect("contiguous layouts reshape");
+                Ok(dense.with_layout(layout))
+            }
+        }
+    }
+
+    /// Rows `range` of dim 0, sharing the buffer (TensorFlow's `Slice`).
+    pub fn slice(&self, range: Range<usize>) -> Result<Tensor> {
+        self.narrow(0, range.start, range.end.saturating_sub(range.start))
+            .and_then(|t| {
+                if range.end < range.start {
+                    Err(Error::invalid(format!("slice range {range:?} is reversed")))
+                } else {
+                    Ok(t)
+                }
+            })
+    }
+
+    /// Row `index` of dim 0, with that dim removed, sharing the buffer (TensorFlow's `SubSlice`).
+    pub fn sub_slice(&self, index: usize) -> Result<Tensor> {
+        if self.rank() == 0 {
+            return Err(Error::invalid("sub_slice of a scalar"));
+        }
+        Ok(self.with_layout(self.layout.select(0, index)?))
+    }
+
+    /// Elements `start..start + len` of dim `dim` (negative counts from the end), sharing the buffer.
+    pub fn narrow(&self, dim: isize, start: usize, len: usize) -> Result<Tensor> {
+        let dim = normalize_axis(dim, self.rank())?;
+        Ok(self.with_layout(self.layout.narrow(dim, start, len)?))
+    }
+
+    /// The part of this tensor that `slice` selects, sharing the buffer.
+    pub fn slice_by(&self, slice: &TensorSlice) -> Result<Tensor> {
+        slice.slice_tensor_shape(self.shape())?;
+        let mut layout = self.layout.clone();
+        for (dim, extent) in slice.extents().iter().enumerate() {
+            if let Extent::Range { start, length } = *extent {
+                layout = layout.narrow(dim, start as usize, length as usize)?;
+            }
+        }
+        Ok(self.with_layout(layout))
+    }
+
+    /// Swap two dims (negative counts from the end), sharing the buffer.
+    pub fn transpose(&self, a: isize, b: isize) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout.transpose(a, b)?))
+    }
+
+    /// Swap the last two dims (a matrix transpose), sharing the buffer.
+    pub fn t(&self) -> Result<Tensor> {
+        if self.rank() < 2 {
+            return Err(Error::invalid(format!(
+                "t() needs rank >= 2, got shape {}",
+                self.shape()
+            )));
+        }
+        self.transpose(-2, -1)
+    }
+
+    /// Permute the dims (result dim `i` is dim `perm[i]`), sharing the buffer.
+    pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout.permute(perm)?))
+    }
+
+    /// Broadcast to `shape` by NumPy rules (stride 0), sharing the buffer.
+    pub fn broadcast_to(&self, shape: impl IntoShape) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout.broadcast_to(&shape.into_shape()?)?))
+    }
+
+    /// Remove dim `dim`, which must have size 1.
+    pub fn squeeze(&self, dim: isize) -> Result<Tensor> {
+        let dim = normalize_axis(dim, self.rank())?;
+        Ok(self.with_layout(self.layout.squeeze(dim)?))
+    }
+
+    /// Insert a dim of size 1 at `dim` (`-1` appends).
+    pub fn unsqueeze(&self, dim: isize) -> Result<Tensor> {
+        let dim = normalize_axis(dim, self.rank() + 1)?;
+        Ok(self.with_layout(self.layout.unsqueeze(dim)?))
+    }
+
+    /// A contiguous tensor with the same elements (this tensor itself if already contiguous).
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        if self.dtype == DataType::String {
+            return Tensor::from_strings(self.to_strings()?, self.shape(), self.device());
+        }
+        let device = self.device();
+        device.check_supports(Op::Copy, self.dtype)?;
+        let mut out = Tensor::uninit_on(self.shape().clone(), self.dtype, device)?;
+        if out.num_elements() > 0 {
+            device.copy(&self.view(), &mut out.out_view())?;
+        }
+        Ok(out)
+    }
+
+    /// Reinterpret the bytes as `dtype`, sharing the buffer when the layout allows
+    /// (TensorFlow's `tf.bitcast`): equal sizes keep the shape; a smaller target adds an
+    /// innermost dim of `old size / new size`; a larger target needs an innermost dim of
+    /// `new size / old size`, which it removes. Bool targets are checked to be 0 or 1.
+    pub fn bitcast(&self, dtype: DataType) -> Result<Tensor> {
+        let (old, new) = (self.dtype.size(), dtype.size());
+        if old == 0 || new == 0 {
+            return Err(Error::invalid(format!(
+                "cannot bitcast {} to {dtype}: both dtypes need a fixed element size",
+                self.dtype
+            )));
+        }
+        if dtype == DataType::Bool && self.dtype != DataType::Bool {
+            check_bool_bytes(&self.to_bytes()?)?;
+        }
+        let layout = if old == new {
+            Some(self.layout.clone())
+        } else if old > new {
+            let ratio = old / new;
+            let mut shape = self.shape().clone();
+            shape.add_dim(ratio)?;
+            self.layout.rescale(ratio, 1).map(|(offset, mut strides)| {
+                strides.push(1);
+                Layout::new(shape, &strides, offset)
+            }).transpose()?
+        } else {
+            let ratio = new / old;
+            let dims = self.dims();
+            if dims.last() != Some(&ratio) {
+                return Err(Error::shape(
+                    "bitcast",
+                    format!(
+                        "{} to {dtype} needs an innermost dim of {ratio}, shape is {}",
+                        self.dtype,
+                        self.shape()
+                    ),
+                ));
+            }
+            let mut shape = self.shape().clone();
+            shape.remove_last_dims(1)?;
+            let inner_ok = self.layout.strides().last() == Some(&1);
+            let outer = self.layout.squeeze_last_for_bitcast();
+            match (inner_ok, outer.rescale(1, ratio)) {
+                (true, Some((offset, strides))) => Some(Layout::new(shape, &strides, offset)?),
+                _ => None,
+            }
+        };
+        match layout {
+            Some(layout) => Tensor::from_parts(dtype, layout, self.buffer.clone()),
+            None => self.contiguous()?.bitcast(dtype),
+        }
+    }
+}
+
+impl Layout {
+    /// This layout without its innermost dim (for bitcasts to a larger dtype).
+    fn squeeze_last_for_bitcast(&self) -> Layout {
+        let rank = self.rank();
+        match self.narrow(rank - 1, 0, 1).and_then(|l| l.squeeze(rank - 1)) {
+            Ok(layout) => layout,
+            Err(_) => self.clone(),
+        }
+    }
+}
