@@ -1,1 +1,38 @@
-//! placeholder
+//! # polytensor
+//!
+//! Tensors on whatever device a machine has: TensorFlow's tensor core (dtypes, shapes,
+//! slices, refcounted buffers, allocators, `TensorProto`) in Rust, with pluggable device
+//! backends behind cargo features: `cpu` (default); CUDA, OpenCL and wgpu as they land.
+//!
+//! ```
+//! use polytensor::prelude::*;
+//!
+//! let cpu = polytensor::device("cpu:0")?;
+//! let a = Tensor::scalar(3.0f32, &cpu)?;
+//! let b = Tensor::scalar(4.0f32, &cpu)?;
+//! let total = (&a + &b)?;
+//! assert_eq!(total.item::<f32>()?, 7.0);
+//! assert_eq!(total.to_string(), "tf.Tensor(7.0, shape=(), dtype=float32)");
+//! # Ok::<(), polytensor::Error>(())
+//! ```
+//!
+//! The crates: `tensor-core` (everything device-independent, re-exported here),
+//! `backend-cpu` (feature `cpu`), and one crate per further backend.
+
+mod registry;
+
+pub use registry::{default_device, device, devices, DeviceByName, DeviceEntry, DeviceStatus};
+pub use tensor_core::*;
+
+/// The CPU backend (feature `cpu`).
+#[cfg(feature = "cpu")]
+pub use backend_cpu::CpuDevice;
+
+/// The names most programs need: `use polytensor::prelude::*;`.
+pub mod prelude {
+    pub use crate::registry::{default_device, device, devices, DeviceByName};
+    pub use tensor_core::{
+        BinaryOp, DataType, Device, Element, Error, PartialTensorShape, ReduceOp, Result, Scalar,
+        Tensor, TensorShape, TensorSlice, UnaryOp,
+    };
+}

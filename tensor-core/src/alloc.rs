@@ -63,7 +63,9 @@ impl StatsTracker {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, AllocatorStats> {
         // The stats stay consistent even if a holder panicked: every update is a few adds.
-        self.stats.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.stats
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Account for an allocation of `bytes`, or refuse it with `Error::OutOfMemory` if it
@@ -218,12 +220,10 @@ impl HostAllocator {
 
     fn allocate_with(&self, bytes: usize, alignment: usize, zeroed: bool) -> Result<HostBlock> {
         let align = alignment.max(ALLOCATOR_ALIGNMENT);
-        let layout = MemLayout::from_size_align(bytes, align).map_err(|_| {
-            Error::OutOfMemory {
-                requested: bytes,
-                device: self.name.clone(),
-                stats: self.tracker.snapshot(),
-            }
+        let layout = MemLayout::from_size_align(bytes, align).map_err(|_| Error::OutOfMemory {
+            requested: bytes,
+            device: self.name.clone(),
+            stats: self.tracker.snapshot(),
         })?;
         self.tracker.try_reserve(bytes, &self.name)?;
         if bytes == 0 {
@@ -291,7 +291,14 @@ mod tests {
         let zeros = unsafe { std::slice::from_raw_parts(b.ptr().as_ptr(), 300) };
         assert!(zeros.iter().all(|&x| x == 0));
         let stats = host.stats();
-        assert_eq!((stats.num_allocs, stats.bytes_in_use, stats.largest_alloc_size), (2, 400, 300));
+        assert_eq!(
+            (
+                stats.num_allocs,
+                stats.bytes_in_use,
+                stats.largest_alloc_size
+            ),
+            (2, 400, 300)
+        );
         host.deallocate(a);
         host.deallocate(b);
         let stats = host.stats();
@@ -303,7 +310,9 @@ mod tests {
         let host = HostAllocator::with_limit(1000);
         let a = host.allocate(600, 64).unwrap();
         match host.allocate(600, 64) {
-            Err(Error::OutOfMemory { requested, stats, .. }) => {
+            Err(Error::OutOfMemory {
+                requested, stats, ..
+            }) => {
                 assert_eq!(requested, 600);
                 assert_eq!(stats.bytes_in_use, 600);
                 assert_eq!(stats.bytes_limit, Some(1000));
@@ -316,8 +325,14 @@ mod tests {
             true
         }));
         let unlimited = HostAllocator::new();
-        assert!(matches!(unlimited.allocate(usize::MAX - 10, 64), Err(Error::OutOfMemory { .. })));
-        assert!(matches!(unlimited.allocate(1 << 62, 64), Err(Error::OutOfMemory { .. })));
+        assert!(matches!(
+            unlimited.allocate(usize::MAX - 10, 64),
+            Err(Error::OutOfMemory { .. })
+        ));
+        assert!(matches!(
+            unlimited.allocate(1 << 62, 64),
+            Err(Error::OutOfMemory { .. })
+        ));
         assert_eq!(unlimited.stats().bytes_in_use, 0);
         let empty = unlimited.allocate(0, 64).unwrap();
         assert!(empty.is_empty());

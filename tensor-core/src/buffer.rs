@@ -71,7 +71,9 @@ impl HostBuffer {
     }
 
     fn block(&self) -> &HostBlock {
-        self.block.as_ref().expect("a HostBuffer holds its block until drop")
+        self.block
+            .as_ref()
+            .expect("a HostBuffer holds its block until drop")
     }
 }
 

@@ -55,7 +55,11 @@ pub struct TensorView<'a> {
 
 impl<'a> TensorView<'a> {
     pub(crate) fn new(dtype: DataType, layout: &'a Layout, buffer: &'a dyn TensorBuffer) -> Self {
-        Self { dtype, layout, buffer }
+        Self {
+            dtype,
+            layout,
+            buffer,
+        }
     }
 
     /// The element dtype.
@@ -255,7 +259,12 @@ impl dyn Device {
     pub fn capabilities(&self) -> Vec<(Op, DTypeSet)> {
         Op::all()
             .into_iter()
-            .map(|op| (op, DTypeSet::filter(|d| op.is_defined_for(d) && self.supports(op, d))))
+            .map(|op| {
+                (
+                    op,
+                    DTypeSet::filter(|d| op.is_defined_for(d) && self.supports(op, d)),
+                )
+            })
             .collect()
     }
 

@@ -260,7 +260,10 @@ impl DTypeSet {
 
     /// The dtypes in the set, in enum-number order.
     pub fn iter(self) -> impl Iterator<Item = DataType> {
-        DataType::ALL.iter().copied().filter(move |&d| self.contains(d))
+        DataType::ALL
+            .iter()
+            .copied()
+            .filter(move |&d| self.contains(d))
     }
 }
 
@@ -327,7 +330,10 @@ mod tests {
         let set = DTypeSet::of(&[DataType::Float, DataType::UInt64]);
         assert!(set.contains(DataType::Float));
         assert!(!set.contains(DataType::Double));
-        assert_eq!(set.iter().collect::<Vec<_>>(), vec![DataType::Float, DataType::UInt64]);
+        assert_eq!(
+            set.iter().collect::<Vec<_>>(),
+            vec![DataType::Float, DataType::UInt64]
+        );
         let floats = DTypeSet::filter(DataType::is_float);
         assert_eq!(floats.iter().count(), 4);
     }

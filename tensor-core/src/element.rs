@@ -296,21 +296,66 @@ macro_rules! dispatch_dtype {
     ($dtype:expr, $t:ident => $body:expr, _ => $fallback:expr) => {{
         use $crate::DataType as __DT;
         match $dtype {
-            __DT::Float => { type $t = f32; $body }
-            __DT::Double => { type $t = f64; $body }
-            __DT::Half => { type $t = $crate::half::f16; $body }
-            __DT::BFloat16 => { type $t = $crate::half::bf16; $body }
-            __DT::Int8 => { type $t = i8; $body }
-            __DT::Int16 => { type $t = i16; $body }
-            __DT::Int32 => { type $t = i32; $body }
-            __DT::Int64 => { type $t = i64; $body }
-            __DT::UInt8 => { type $t = u8; $body }
-            __DT::UInt16 => { type $t = u16; $body }
-            __DT::UInt32 => { type $t = u32; $body }
-            __DT::UInt64 => { type $t = u64; $body }
-            __DT::Bool => { type $t = bool; $body }
-            __DT::Complex64 => { type $t = $crate::num_complex::Complex<f32>; $body }
-            __DT::Complex128 => { type $t = $crate::num_complex::Complex<f64>; $body }
+            __DT::Float => {
+                type $t = f32;
+                $body
+            }
+            __DT::Double => {
+                type $t = f64;
+                $body
+            }
+            __DT::Half => {
+                type $t = $crate::half::f16;
+                $body
+            }
+            __DT::BFloat16 => {
+                type $t = $crate::half::bf16;
+                $body
+            }
+            __DT::Int8 => {
+                type $t = i8;
+                $body
+            }
+            __DT::Int16 => {
+                type $t = i16;
+                $body
+            }
+            __DT::Int32 => {
+                type $t = i32;
+                $body
+            }
+            __DT::Int64 => {
+                type $t = i64;
+                $body
+            }
+            __DT::UInt8 => {
+                type $t = u8;
+                $body
+            }
+            __DT::UInt16 => {
+                type $t = u16;
+                $body
+            }
+            __DT::UInt32 => {
+                type $t = u32;
+                $body
+            }
+            __DT::UInt64 => {
+                type $t = u64;
+                $body
+            }
+            __DT::Bool => {
+                type $t = bool;
+                $body
+            }
+            __DT::Complex64 => {
+                type $t = $crate::num_complex::Complex<f32>;
+                $body
+            }
+            __DT::Complex128 => {
+                type $t = $crate::num_complex::Complex<f64>;
+                $body
+            }
             #[allow(unreachable_patterns)]
             _ => $fallback,
         }
@@ -362,8 +407,14 @@ mod tests {
         assert_eq!(f16::cast_from(70000i32), f16::INFINITY);
         // Just above the halfway point between two f16 values, by less than f32 can hold.
         let above_tie = 1.0 + f64::powi(2.0, -11) + f64::powi(2.0, -40);
-        assert_eq!(f16::cast_from(above_tie).to_f64(), 1.0 + f64::powi(2.0, -10));
-        assert_eq!(bf16::cast_from(1.0 + f64::powi(2.0, -8) + f64::powi(2.0, -40)).to_f64(), 1.0 + f64::powi(2.0, -7));
+        assert_eq!(
+            f16::cast_from(above_tie).to_f64(),
+            1.0 + f64::powi(2.0, -10)
+        );
+        assert_eq!(
+            bf16::cast_from(1.0 + f64::powi(2.0, -8) + f64::powi(2.0, -40)).to_f64(),
+            1.0 + f64::powi(2.0, -7)
+        );
         assert_eq!(f16::cast_from(1e-30f64).to_f64(), 0.0);
         assert!(bf16::cast_from(f64::NAN).is_nan());
         assert_eq!(bf16::cast_from(-1e300f64), bf16::NEG_INFINITY);

@@ -133,9 +133,7 @@ impl Layout {
         let mut lo = isize::try_from(self.offset).map_err(|_| overflow())?;
         let mut hi = lo;
         for (d, &s) in self.shape.iter().zip(&self.strides) {
-            let reach = s
-                .checked_mul(d as isize - 1)
-                .ok_or_else(overflow)?;
+            let reach = s.checked_mul(d as isize - 1).ok_or_else(overflow)?;
             if reach < 0 {
                 lo = lo.checked_add(reach).ok_or_else(overflow)?;
             } else {
@@ -166,7 +164,12 @@ impl Layout {
             )));
         }
         let mut pos = self.offset as isize;
-        for (axis, ((&i, d), &s)) in index.iter().zip(self.shape.iter()).zip(&self.strides).enumerate() {
+        for (axis, ((&i, d), &s)) in index
+            .iter()
+            .zip(self.shape.iter())
+            .zip(&self.strides)
+            .enumerate()
+        {
             if i >= d {
                 return Err(Error::invalid(format!(
                     "index {i} out of range for dimension {axis} of size {d}"
@@ -181,7 +184,11 @@ impl Layout {
     pub fn permute(&self, perm: &[usize]) -> Result<Self> {
         let rank = self.rank();
         let mut seen = vec![false; rank];
-        if perm.len() != rank || perm.iter().any(|&p| p >= rank || std::mem::replace(&mut seen[p], true)) {
+        if perm.len() != rank
+            || perm
+                .iter()
+                .any(|&p| p >= rank || std::mem::replace(&mut seen[p], true))
+        {
             return Err(Error::invalid(format!(
                 "{perm:?} is not a permutation of the {rank} dims of {}",
                 self.shape
@@ -357,9 +364,7 @@ impl Layout {
             if !chunk_ends {
                 continue;
             }
-            while view_d >= 0
-                && (view_numel < tensor_numel || new_dims[view_d as usize] == 1)
-            {
+            while view_d >= 0 && (view_numel < tensor_numel || new_dims[view_d as usize] == 1) {
                 strides[view_d as usize] = view_numel as isize * chunk_base_stride;
                 view_numel *= new_dims[view_d as usize];
                 view_d -= 1;
@@ -388,7 +393,11 @@ impl Layout {
             (scaled % den as isize == 0).then_some(scaled / den as isize)
         };
         let offset = scale(self.offset as isize)? as usize;
-        let strides = self.strides.iter().map(|&s| scale(s)).collect::<Option<Strides>>()?;
+        let strides = self
+            .strides
+            .iter()
+            .map(|&s| scale(s))
+            .collect::<Option<Strides>>()?;
         Some((offset, strides))
     }
 }
@@ -420,7 +429,8 @@ impl<const N: usize> StridedRows<N> {
     /// Rows over `shape` for operands with `strides` and element offsets `offsets`.
     pub fn new(shape: &[usize], strides: [&[isize]; N], offsets: [isize; N]) -> Self {
         let mut dims: SmallVec<[usize; INLINE_RANK]> = SmallVec::new();
-        let mut dim_strides: [SmallVec<[isize; INLINE_RANK]>; N] = std::array::from_fn(|_| SmallVec::new());
+        let mut dim_strides: [SmallVec<[isize; INLINE_RANK]>; N] =
+            std::array::from_fn(|_| SmallVec::new());
         let empty = shape.contains(&0);
         for (axis, &d) in shape.iter().enumerate() {
             if d == 1 {
@@ -443,7 +453,10 @@ impl<const N: usize> StridedRows<N> {
             }
         }
         let (row_len, inner) = match dims.pop() {
-            Some(d) => (d, std::array::from_fn(|k| dim_strides[k].pop().expect("same rank"))),
+            Some(d) => (
+                d,
+                std::array::from_fn(|k| dim_strides[k].pop().expect("same rank")),
+            ),
             None => (1, [0; N]),
         };
         let index = SmallVec::from_elem(0, dims.len());
@@ -520,7 +533,8 @@ mod tests {
     fn positions(l: &Layout) -> Vec<isize> {
         let rows = StridedRows::new(&l.shape().dims(), [l.strides()], [l.offset() as isize]);
         let (len, [step]) = (rows.row_len(), rows.inner_strides());
-        rows.flat_map(|[start]| (0..len as isize).map(move |i| start + i * step)).collect()
+        rows.flat_map(|[start]| (0..len as isize).map(move |i| start + i * step))
+            .collect()
     }
 
     #[test]
@@ -572,7 +586,9 @@ mod tests {
         let split = t.reshape(&shape(&[2, 2, 3])).unwrap().unwrap();
         assert_eq!(positions(&split), positions(&t));
         // Narrowed rows of a wide matrix flatten their inner dims.
-        let wide = Layout::contiguous(shape(&[4, 2, 3])).narrow(0, 1, 2).unwrap();
+        let wide = Layout::contiguous(shape(&[4, 2, 3]))
+            .narrow(0, 1, 2)
+            .unwrap();
         let flat = wide.reshape(&shape(&[2, 6])).unwrap().unwrap();
         assert_eq!(positions(&flat), positions(&wide));
         let with_ones = wide.reshape(&shape(&[1, 2, 1, 6])).unwrap().unwrap();

@@ -24,7 +24,10 @@ pub mod shape;
 pub mod slice;
 pub mod tensor;
 
-pub use alloc::{Allocator, AllocatorInfo, AllocatorStats, HostAllocator, HostBlock, StatsTracker, ALLOCATOR_ALIGNMENT};
+pub use alloc::{
+    Allocator, AllocatorInfo, AllocatorStats, HostAllocator, HostBlock, StatsTracker,
+    ALLOCATOR_ALIGNMENT,
+};
 pub use buffer::{HostBuffer, SharedHostAllocator, StringBuffer, TensorBuffer};
 pub use device::{Device, DeviceKind, OutView, TensorView};
 pub use dtype::{DTypeClass, DTypeSet, DataType};

@@ -339,9 +339,15 @@ mod tests {
         assert!(!Op::Matmul.is_defined_for(DataType::Int8));
         assert!(!Op::Fill.is_defined_for(DataType::String));
         assert!(!Op::Cast.is_defined_for(DataType::Float8E5M2));
-        assert_eq!(UnaryOp::Abs.output_dtype(DataType::Complex128), DataType::Double);
+        assert_eq!(
+            UnaryOp::Abs.output_dtype(DataType::Complex128),
+            DataType::Double
+        );
         assert_eq!(BinaryOp::Le.output_dtype(DataType::Float), DataType::Bool);
-        assert_eq!(ReduceOp::ArgMin.output_dtype(DataType::Half), DataType::Int64);
+        assert_eq!(
+            ReduceOp::ArgMin.output_dtype(DataType::Half),
+            DataType::Int64
+        );
         assert_eq!(Op::Reduce(ReduceOp::Sum).to_string(), "reduce_sum");
         assert!(Op::all().len() > 40);
     }
@@ -350,8 +356,13 @@ mod tests {
     fn broadcasting() {
         let s = |d: &[usize]| TensorShape::new(d).unwrap();
         assert_eq!(broadcast_shapes(&s(&[]), &s(&[2, 3])).unwrap(), s(&[2, 3]));
-        assert_eq!(broadcast_shapes(&s(&[0, 1]), &s(&[1, 5])).unwrap(), s(&[0, 5]));
-        let err = broadcast_shapes(&s(&[2, 3]), &s(&[4])).unwrap_err().to_string();
+        assert_eq!(
+            broadcast_shapes(&s(&[0, 1]), &s(&[1, 5])).unwrap(),
+            s(&[0, 5])
+        );
+        let err = broadcast_shapes(&s(&[2, 3]), &s(&[4]))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("[2,3]") && err.contains("[4]"), "{err}");
         assert_eq!(normalize_axes(&[-1, 0], 3).unwrap(), vec![0, 2]);
         assert!(normalize_axes(&[1, -2], 3).is_err());

@@ -97,8 +97,7 @@ impl PartialTensorShape {
         match (self.dims(), other.dims()) {
             (Some(a), Some(b)) => {
                 a.len() == b.len()
-                    && a
-                        .iter()
+                    && a.iter()
                         .zip(b)
                         .all(|(x, y)| x.is_none() || y.is_none() || x == y)
             }
@@ -223,7 +222,11 @@ mod tests {
         assert!(!p(&[2, -1]).is_fully_defined());
         assert!(!PartialTensorShape::unknown_rank().is_fully_defined());
         assert_eq!(p(&[2, 3]).to_shape().unwrap().to_string(), "[2,3]");
-        assert!(p(&[2, -1]).to_shape().unwrap_err().to_string().contains("dimension 1"));
+        assert!(p(&[2, -1])
+            .to_shape()
+            .unwrap_err()
+            .to_string()
+            .contains("dimension 1"));
         assert!(PartialTensorShape::unknown_rank().to_shape().is_err());
         assert!(PartialTensorShape::from_i64(&[-2]).is_err());
         assert_eq!(p(&[]).to_shape().unwrap(), TensorShape::scalar());
@@ -248,7 +251,10 @@ mod tests {
     fn concatenate_and_display() {
         assert_eq!(p(&[-1]).concatenate(&p(&[3])).unwrap().to_string(), "[?,3]");
         let unknown = PartialTensorShape::unknown_rank();
-        assert_eq!(p(&[1]).concatenate(&unknown).unwrap().to_string(), "<unknown>");
+        assert_eq!(
+            p(&[1]).concatenate(&unknown).unwrap().to_string(),
+            "<unknown>"
+        );
         assert_eq!(p(&[]).to_string(), "[]");
         let shape = TensorShape::new(&[5, 6]).unwrap();
         assert_eq!(PartialTensorShape::from(&shape).to_string(), "[5,6]");

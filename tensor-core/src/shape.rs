@@ -85,12 +85,8 @@ impl TensorShape {
 
     /// Dim `i` (panics if `i >= rank`, like slice indexing; see [`TensorShape::get`]).
     pub fn dim_size(&self, i: usize) -> usize {
-        self.get(i).unwrap_or_else(|| {
-            panic!(
-                "dimension index {i} out of range for rank {}",
-                self.rank()
-            )
-        })
+        self.get(i)
+            .unwrap_or_else(|| panic!("dimension index {i} out of range for rank {}", self.rank()))
     }
 
     /// Dim `i`, or `None` if `i >= rank`.
@@ -183,7 +179,9 @@ impl TensorShape {
     pub fn remove_last_dims(&mut self, n: usize) -> Result<()> {
         let rank = self.rank();
         let begin = rank.checked_sub(n).ok_or_else(|| {
-            Error::InvalidArgument(format!("cannot remove {n} dims from a shape of rank {rank}"))
+            Error::InvalidArgument(format!(
+                "cannot remove {n} dims from a shape of rank {rank}"
+            ))
         })?;
         self.remove_dim_range(begin, rank)
     }
@@ -347,7 +345,11 @@ mod tests {
         assert!(TensorShape::new(&[1 << 62, 4, 0]).is_err());
         let mut s = TensorShape::new(&[1 << 40]).unwrap();
         assert!(s.add_dim(1 << 40).is_err());
-        assert_eq!(s.to_string(), "[1099511627776]", "a failed add leaves the shape as it was");
+        assert_eq!(
+            s.to_string(),
+            "[1099511627776]",
+            "a failed add leaves the shape as it was"
+        );
         assert!(s.set_dim(3, 1).is_err());
         assert!(s.remove_dim_range(1, 0).is_err());
         assert!(s.remove_last_dims(2).is_err());

@@ -279,9 +279,10 @@ impl FromStr for TensorSlice {
         let extents = s
             .split(':')
             .enumerate()
-            .map(|(d, item)| parse_extent(item).map_err(|why| {
-                Error::InvalidSlice(format!("dimension {d} of {s:?}: {why}"))
-            }))
+            .map(|(d, item)| {
+                parse_extent(item)
+                    .map_err(|why| Error::InvalidSlice(format!("dimension {d} of {s:?}: {why}")))
+            })
             .collect::<Result<Vec<_>>>()?;
         Self::new(extents)
     }
@@ -370,7 +371,10 @@ mod tests {
 
     #[test]
     fn intersect() {
-        assert_eq!(s("0,10:-").intersect(&s("5,10:2,3")).unwrap(), Some(s("5,5:2,3")));
+        assert_eq!(
+            s("0,10:-").intersect(&s("5,10:2,3")).unwrap(),
+            Some(s("5,5:2,3"))
+        );
         assert_eq!(s("0,5").intersect(&s("5,5")).unwrap(), None);
         assert_eq!(s("-").intersect(&s("-")).unwrap(), Some(s("-")));
         assert!(s("-").intersect(&s("-:-")).is_err());
@@ -381,8 +385,14 @@ mod tests {
     #[test]
     fn slice_shape() {
         let shape = TensorShape::new(&[10, 4]).unwrap();
-        assert_eq!(s("2,8:-").slice_tensor_shape(&shape).unwrap().to_string(), "[8,4]");
-        let err = s("2,9:-").slice_tensor_shape(&shape).unwrap_err().to_string();
+        assert_eq!(
+            s("2,8:-").slice_tensor_shape(&shape).unwrap().to_string(),
+            "[8,4]"
+        );
+        let err = s("2,9:-")
+            .slice_tensor_shape(&shape)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("dimension 0"), "{err}");
         assert!(s("-").slice_tensor_shape(&shape).is_err());
         assert_eq!(TensorSlice::covering(&shape), s("0,10:0,4"));
@@ -390,7 +400,10 @@ mod tests {
 
     #[test]
     fn relative_and_cover() {
-        assert_eq!(s("2,8:-").compute_relative(&s("3,2:1,2")).unwrap(), s("1,2:1,2"));
+        assert_eq!(
+            s("2,8:-").compute_relative(&s("3,2:1,2")).unwrap(),
+            s("1,2:1,2")
+        );
         assert!(s("2,8").compute_relative(&s("1,2")).is_err());
         assert!(s("2,8").compute_relative(&s("-")).is_err());
         let mut cover = s("2,3:1,1");

@@ -18,7 +18,11 @@ const EDGE_ITEMS: usize = 3;
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let body = format_values(self).unwrap_or_else(|e| format!("<unreadable: {e}>"));
-        let body = if body.contains('\n') { format!("\n{body}") } else { body };
+        let body = if body.contains('\n') {
+            format!("\n{body}")
+        } else {
+            body
+        };
         write!(
             f,
             "tf.Tensor({body}, shape={}, dtype={})",
@@ -68,7 +72,10 @@ fn shown_elements(dims: &[usize], summarize: bool) -> Vec<usize> {
     let mut flat = vec![0usize];
     for &d in dims {
         let picks: Vec<usize> = shown(d, summarize).into_iter().flatten().collect();
-        flat = flat.iter().flat_map(|&base| picks.iter().map(move |&i| base * d + i)).collect();
+        flat = flat
+            .iter()
+            .flat_map(|&base| picks.iter().map(move |&i| base * d + i))
+            .collect();
     }
     flat
 }
@@ -127,7 +134,10 @@ fn format_cells(tensor: &Tensor, indices: &[usize], scalar: bool) -> Result<Vec<
         return Ok(indices.iter().map(|&i| python_bytes(&strings[i])).collect());
     }
     let bytes = tensor.to_bytes()?;
-    let values: Vec<Scalar> = indices.iter().map(|&i| scalar_at(&bytes, dtype, i)).collect();
+    let values: Vec<Scalar> = indices
+        .iter()
+        .map(|&i| scalar_at(&bytes, dtype, i))
+        .collect();
     let cells: Vec<String> = match dtype {
         DataType::Bool => values
             .iter()
@@ -151,10 +161,21 @@ fn format_cells(tensor: &Tensor, indices: &[usize], scalar: bool) -> Result<Vec<
                 .unzip();
             let part = dtype.real_dtype();
             if scalar {
-                return Ok(vec![format!("({}{}j)", float_repr(re[0], part), signed(&float_repr(im[0], part)))]);
+                return Ok(vec![format!(
+                    "({}{}j)",
+                    float_repr(re[0], part),
+                    signed(&float_repr(im[0], part))
+                )]);
             }
-            let (re, im) = (format_floats(&re, part, false), format_floats(&im, part, true));
-            return Ok(re.iter().zip(&im).map(|(r, i)| format!("{r}{}j", i.trim_start())).collect());
+            let (re, im) = (
+                format_floats(&re, part, false),
+                format_floats(&im, part, true),
+            );
+            return Ok(re
+                .iter()
+                .zip(&im)
+                .map(|(r, i)| format!("{r}{}j", i.trim_start()))
+                .collect());
         }
         _ => {
             let floats: Vec<f64> = values.iter().map(|v| v.to_f64()).collect();
@@ -184,7 +205,11 @@ fn scalar_at(bytes: &[u8], dtype: DataType, i: usize) -> Scalar {
         // SAFETY: `T: Element` has no padding; the bytes are a stored element of dtype
         // `T::DTYPE` (bool bytes are 0/1), so they form a valid `T`.
         unsafe {
-            std::ptr::copy_nonoverlapping(bytes[i * size..(i + 1) * size].as_ptr(), &mut value as *mut T as *mut u8, size);
+            std::ptr::copy_nonoverlapping(
+                bytes[i * size..(i + 1) * size].as_ptr(),
+                &mut value as *mut T as *mut u8,
+                size,
+            );
         }
         value.to_scalar()
     }
@@ -193,7 +218,9 @@ fn scalar_at(bytes: &[u8], dtype: DataType, i: usize) -> Scalar {
 
 /// Whether `text` (a decimal) parses back to exactly `value` in `dtype`.
 fn round_trips(text: &str, value: f64, dtype: DataType) -> bool {
-    let Ok(parsed) = text.parse::<f64>() else { return false };
+    let Ok(parsed) = text.parse::<f64>() else {
+        return false;
+    };
     let narrow = |v: f64| -> f64 {
         match dtype {
             DataType::Float => f64::from(v as f32),
@@ -233,11 +260,19 @@ fn scientific(value: f64, dtype: DataType) -> (String, String, i32) {
     };
     let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
     let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    (int.to_string(), frac.to_string(), exponent.parse().unwrap_or(0))
+    (
+        int.to_string(),
+        frac.to_string(),
+        exponent.parse().unwrap_or(0),
+    )
 }
 
 fn exponent_text(exponent: i32) -> String {
-    format!("e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.abs())
+    format!(
+        "e{}{:02}",
+        if exponent < 0 { '-' } else { '+' },
+        exponent.abs()
+    )
 }
 
 fn special(value: f64) -> Option<&'static str> {
@@ -260,37 +295,69 @@ fn float_repr(value: f64, dtype: DataType) -> String {
     let magnitude = value.abs();
     if magnitude == 0.0 || (1e-4..1e16).contains(&magnitude) {
         let (int, frac) = positional(value, dtype);
-        let frac = if frac.is_empty() { "0".to_string() } else { frac };
+        let frac = if frac.is_empty() {
+            "0".to_string()
+        } else {
+            frac
+        };
         format!("{int}.{frac}")
     } else {
         let (int, frac, exp) = scientific(value, dtype);
-        let mantissa = if frac.is_empty() { int } else { format!("{int}.{frac}") };
+        let mantissa = if frac.is_empty() {
+            int
+        } else {
+            format!("{int}.{frac}")
+        };
         format!("{mantissa}{}", exponent_text(exp))
     }
 }
 
 /// Floats of one array as NumPy's `FloatingFormat` prints them, padded to one width.
 fn format_floats(values: &[f64], dtype: DataType, sign: bool) -> Vec<String> {
-    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite() && *v != 0.0).map(f64::abs).collect();
-    let (max, min) = finite.iter().fold((0.0f64, f64::INFINITY), |(hi, lo), &v| (hi.max(v), lo.min(v)));
+    let finite: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v != 0.0)
+        .map(f64::abs)
+        .collect();
+    let (max, min) = finite.iter().fold((0.0f64, f64::INFINITY), |(hi, lo), &v| {
+        (hi.max(v), lo.min(v))
+    });
     let exponential = !finite.is_empty() && (max >= 1e8 || min < 1e-4 || max / min > 1e3);
-    let with_sign = |s: String| if sign && !s.starts_with('-') { format!("+{s}") } else { s };
+    let with_sign = |s: String| {
+        if sign && !s.starts_with('-') {
+            format!("+{s}")
+        } else {
+            s
+        }
+    };
     let cells: Vec<String> = if exponential {
-        let parts: Vec<Option<(String, String, i32)>> =
-            values.iter().map(|&v| special(v).is_none().then(|| scientific(v, dtype))).collect();
+        let parts: Vec<Option<(String, String, i32)>> = values
+            .iter()
+            .map(|&v| special(v).is_none().then(|| scientific(v, dtype)))
+            .collect();
         let precision = parts.iter().flatten().map(|p| p.1.len()).max().unwrap_or(0);
         values
             .iter()
             .zip(parts)
             .map(|(&v, part)| match part {
-                Some((int, frac, exp)) => with_sign(format!("{int}.{frac:0<precision$}{}", exponent_text(exp))),
+                Some((int, frac, exp)) => {
+                    with_sign(format!("{int}.{frac:0<precision$}{}", exponent_text(exp)))
+                }
                 None => with_sign(special(v).unwrap_or("nan").to_string()),
             })
             .collect()
     } else {
-        let parts: Vec<Option<(String, String)>> =
-            values.iter().map(|&v| special(v).is_none().then(|| positional(v, dtype))).collect();
-        let int_width = parts.iter().flatten().map(|p| with_sign(p.0.clone()).len()).max().unwrap_or(0);
+        let parts: Vec<Option<(String, String)>> = values
+            .iter()
+            .map(|&v| special(v).is_none().then(|| positional(v, dtype)))
+            .collect();
+        let int_width = parts
+            .iter()
+            .flatten()
+            .map(|p| with_sign(p.0.clone()).len())
+            .max()
+            .unwrap_or(0);
         let frac_width = parts.iter().flatten().map(|p| p.1.len()).max().unwrap_or(0);
         values
             .iter()
@@ -307,7 +374,11 @@ fn format_floats(values: &[f64], dtype: DataType, sign: bool) -> Vec<String> {
 
 /// Bytes as Python's `repr(bytes)`: `b'abc'`, `b'\x00\n'`.
 fn python_bytes(bytes: &[u8]) -> String {
-    let quote = if bytes.contains(&b'\'') && !bytes.contains(&b'"') { '"' } else { '\'' };
+    let quote = if bytes.contains(&b'\'') && !bytes.contains(&b'"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = format!("b{quote}");
     for &b in bytes {
         match b {
@@ -345,11 +416,26 @@ mod tests {
         assert_eq!(float_repr(f64::from(0.1f32), DataType::Float), "0.1");
         assert_eq!(float_repr(1e-5, DataType::Double), "1e-05");
         assert_eq!(float_repr(1e20, DataType::Double), "1e+20");
-        assert_eq!(float_repr(half::f16::from_f32(0.1).to_f64(), DataType::Half), "0.1");
-        assert_eq!(format_floats(&[1.0, 2.0], DataType::Float, false), vec!["1.", "2."]);
-        assert_eq!(format_floats(&[1.5, 2.25, -3.0], DataType::Double, false), vec![" 1.5 ", " 2.25", "-3.  "]);
-        assert_eq!(format_floats(&[1e10, 1.5e10], DataType::Double, false), vec!["1.0e+10", "1.5e+10"]);
-        assert_eq!(format_floats(&[f64::NAN, 1.0], DataType::Double, false), vec!["nan", " 1."]);
+        assert_eq!(
+            float_repr(half::f16::from_f32(0.1).to_f64(), DataType::Half),
+            "0.1"
+        );
+        assert_eq!(
+            format_floats(&[1.0, 2.0], DataType::Float, false),
+            vec!["1.", "2."]
+        );
+        assert_eq!(
+            format_floats(&[1.5, 2.25, -3.0], DataType::Double, false),
+            vec![" 1.5 ", " 2.25", "-3.  "]
+        );
+        assert_eq!(
+            format_floats(&[1e10, 1.5e10], DataType::Double, false),
+            vec!["1.0e+10", "1.5e+10"]
+        );
+        assert_eq!(
+            format_floats(&[f64::NAN, 1.0], DataType::Double, false),
+            vec!["nan", " 1."]
+        );
         assert_eq!(python_bytes(b"it's\x00"), "b\"it's\\x00\"");
         assert_eq!(python_bytes(b"ab"), "b'ab'");
     }

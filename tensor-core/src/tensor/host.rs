@@ -45,7 +45,10 @@ impl Tensor {
         // the device writes element bytes of dtype `T::DTYPE`, which are valid `T` values
         // (bool storage is kept at 0/1).
         let bytes = unsafe {
-            std::slice::from_raw_parts_mut(values.as_mut_ptr() as *mut u8, std::mem::size_of_val(values.as_slice()))
+            std::slice::from_raw_parts_mut(
+                values.as_mut_ptr() as *mut u8,
+                std::mem::size_of_val(values.as_slice()),
+            )
         };
         if !bytes.is_empty() {
             dense.device().copy_to_host(&dense.view(), bytes)?;
@@ -58,7 +61,10 @@ impl Tensor {
         if self.num_elements() != 1 {
             return Err(Error::shape(
                 "item",
-                format!("item() needs exactly one element, shape is {}", self.shape()),
+                format!(
+                    "item() needs exactly one element, shape is {}",
+                    self.shape()
+                ),
             ));
         }
         Ok(self.to_vec::<T>()?[0])
@@ -77,7 +83,9 @@ impl Tensor {
             expected: "string".into(),
             found: self.dtype,
         })?;
-        Ok(positions(&self.layout).map(|p| strings[p].clone()).collect())
+        Ok(positions(&self.layout)
+            .map(|p| strings[p].clone())
+            .collect())
     }
 
     /// The elements as a slice, for a contiguous tensor in host-visible memory.
@@ -88,7 +96,10 @@ impl Tensor {
                 "as_slice needs a contiguous tensor: call contiguous() or use view()",
             ));
         }
-        let all = self.view().host_slice::<T>().ok_or_else(|| self.not_host("as_slice"))?;
+        let all = self
+            .view()
+            .host_slice::<T>()
+            .ok_or_else(|| self.not_host("as_slice"))?;
         let start = self.layout.offset();
         Ok(&all[start..start + self.num_elements()])
     }
@@ -102,7 +113,9 @@ impl Tensor {
             return Err(self.not_host("as_slice_mut"));
         }
         let mut out = self.try_out_view()?;
-        let slice = out.host_slice_mut::<T>().ok_or_else(|| Error::invalid("misaligned host memory"))?;
+        let slice = out
+            .host_slice_mut::<T>()
+            .ok_or_else(|| Error::invalid("misaligned host memory"))?;
         let (ptr, len) = (slice.as_mut_ptr(), slice.len());
         // SAFETY: the slice points into this tensor's uniquely owned buffer; tying it to the
         // `&mut self` borrow (rather than the temporary OutView) keeps that exclusivity.
@@ -113,7 +126,10 @@ impl Tensor {
     /// TensorFlow's `tensor<T, N>()`.
     pub fn view_as<T: Element>(&self) -> Result<HostView<'_, T>> {
         self.check_dtype::<T>("view_as")?;
-        let data = self.view().host_slice::<T>().ok_or_else(|| self.not_host("view_as"))?;
+        let data = self
+            .view()
+            .host_slice::<T>()
+            .ok_or_else(|| self.not_host("view_as"))?;
         Ok(HostView {
             data,
             layout: &self.layout,

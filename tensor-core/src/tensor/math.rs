@@ -165,7 +165,10 @@ impl Tensor {
         }
         let device = self.device();
         device.check_supports(Op::Where, on_true.dtype)?;
-        let shape = broadcast_shapes(&broadcast_shapes(self.shape(), on_true.shape())?, on_false.shape())?;
+        let shape = broadcast_shapes(
+            &broadcast_shapes(self.shape(), on_true.shape())?,
+            on_false.shape(),
+        )?;
         let (c, a, b) = (
             self.broadcast_to(&shape)?,
             on_true.broadcast_to(&shape)?,
@@ -212,13 +215,21 @@ impl Tensor {
         if self.rank() < 2 || other.rank() < 2 {
             return Err(Error::shape(
                 "matmul",
-                format!("operands need rank >= 2, got {} and {}", self.shape(), other.shape()),
+                format!(
+                    "operands need rank >= 2, got {} and {}",
+                    self.shape(),
+                    other.shape()
+                ),
             ));
         }
         let device = self.device();
         device.check_supports(Op::Matmul, self.dtype)?;
         let a = if transpose_a { self.t()? } else { self.clone() };
-        let b = if transpose_b { other.t()? } else { other.clone() };
+        let b = if transpose_b {
+            other.t()?
+        } else {
+            other.clone()
+        };
         let (ad, bd) = (a.dims(), b.dims());
         let (m, k) = (ad[ad.len() - 2], ad[ad.len() - 1]);
         let (k2, n) = (bd[bd.len() - 2], bd[bd.len() - 1]);
@@ -237,7 +248,11 @@ impl Tensor {
         let batch = broadcast_shapes(&batch_a, &batch_b)?;
         let a = a.broadcast_to(batch.concatenate(&TensorShape::new(&[m, k])?)?)?;
         let b = b.broadcast_to(batch.concatenate(&TensorShape::new(&[k, n])?)?)?;
-        let mut out = Tensor::uninit_on(batch.concatenate(&TensorShape::new(&[m, n])?)?, self.dtype, device)?;
+        let mut out = Tensor::uninit_on(
+            batch.concatenate(&TensorShape::new(&[m, n])?)?,
+            self.dtype,
+            device,
+        )?;
         if out.num_elements() > 0 {
             device.matmul(&a.view(), &b.view(), &mut out.out_view())?;
         }
@@ -259,7 +274,11 @@ impl Tensor {
                 (true, false) => None,
             })
             .collect();
-        let mut out = Tensor::uninit_on(TensorShape::new(&kept)?, op.output_dtype(self.dtype), device)?;
+        let mut out = Tensor::uninit_on(
+            TensorShape::new(&kept)?,
+            op.output_dtype(self.dtype),
+            device,
+        )?;
         if out.num_elements() == 0 {
             return Ok(out);
         }

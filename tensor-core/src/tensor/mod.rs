@@ -57,7 +57,9 @@ fn byte_len(shape: &TensorShape, dtype: DataType) -> Result<usize> {
     shape
         .num_elements()
         .checked_mul(dtype.size())
-        .ok_or_else(|| Error::InvalidShape(format!("{shape} of {dtype} overflows the address space")))
+        .ok_or_else(|| {
+            Error::InvalidShape(format!("{shape} of {dtype} overflows the address space"))
+        })
 }
 
 fn check_bool_bytes(bytes: &[u8]) -> Result<()> {
@@ -74,7 +76,11 @@ impl Tensor {
     /// A tensor of `shape` and `dtype` on `device` from parts, checking that the layout lies
     /// within the buffer, that the buffer is on a device, and (for bool on host memory) that
     /// every byte is 0 or 1. For backends and importers (DLPack, protos).
-    pub fn from_parts(dtype: DataType, layout: Layout, buffer: Arc<dyn TensorBuffer>) -> Result<Self> {
+    pub fn from_parts(
+        dtype: DataType,
+        layout: Layout,
+        buffer: Arc<dyn TensorBuffer>,
+    ) -> Result<Self> {
         let capacity = if dtype == DataType::String {
             buffer
                 .downcast_ref::<StringBuffer>()
@@ -92,7 +98,11 @@ impl Tensor {
                 check_bool_bytes(bytes)?;
             }
         }
-        Ok(Self { dtype, layout, buffer })
+        Ok(Self {
+            dtype,
+            layout,
+            buffer,
+        })
     }
 
     /// A contiguous tensor over a fresh buffer whose contents the caller will overwrite.
@@ -114,7 +124,11 @@ impl Tensor {
     /// Every element must be written (for example through [`Tensor::as_slice_mut`] or as a
     /// kernel output) before any is read: reading uninitialised memory is undefined
     /// behaviour on host devices.
-    pub unsafe fn uninit(shape: impl IntoShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
+    pub unsafe fn uninit(
+        shape: impl IntoShape,
+        dtype: DataType,
+        device: &Arc<dyn Device>,
+    ) -> Result<Self> {
         Self::uninit_on(shape.into_shape()?, dtype, device)
     }
 
@@ -170,16 +184,26 @@ impl Tensor {
     }
 
     /// A tensor of `shape` holding `data` (row-major); the lengths must agree.
-    pub fn from_slice<T: Element>(data: &[T], shape: impl IntoShape, device: &Arc<dyn Device>) -> Result<Self> {
+    pub fn from_slice<T: Element>(
+        data: &[T],
+        shape: impl IntoShape,
+        device: &Arc<dyn Device>,
+    ) -> Result<Self> {
         let shape = shape.into_shape()?;
         if data.len() != shape.num_elements() {
             return Err(Error::shape(
                 "from_slice",
-                format!("{} values given for shape {shape} ({} elements)", data.len(), shape.num_elements()),
+                format!(
+                    "{} values given for shape {shape} ({} elements)",
+                    data.len(),
+                    shape.num_elements()
+                ),
             ));
         }
         // SAFETY: `T: Element` has no padding, so its memory is `size_of_val(data)` initialised bytes.
-        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) };
+        let bytes = unsafe {
+            std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
+        };
         Self::write_new(bytes, shape, T::DTYPE, device)
     }
 
@@ -195,13 +219,21 @@ impl Tensor {
 
     /// A tensor from little-endian element bytes of any fixed-size dtype (bool bytes must be
     /// 0 or 1).
-    pub fn from_bytes(bytes: &[u8], shape: impl IntoShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
+    pub fn from_bytes(
+        bytes: &[u8],
+        shape: impl IntoShape,
+        dtype: DataType,
+        device: &Arc<dyn Device>,
+    ) -> Result<Self> {
         let shape = shape.into_shape()?;
         let expected = byte_len(&shape, dtype)?;
         if bytes.len() != expected {
             return Err(Error::shape(
                 "from_bytes",
-                format!("{} bytes given for {shape} of {dtype} ({expected} bytes)", bytes.len()),
+                format!(
+                    "{} bytes given for {shape} of {dtype} ({expected} bytes)",
+                    bytes.len()
+                ),
             ));
         }
         if dtype == DataType::Bool {
@@ -210,7 +242,12 @@ impl Tensor {
         Self::write_new(bytes, shape, dtype, device)
     }
 
-    fn write_new(bytes: &[u8], shape: TensorShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
+    fn write_new(
+        bytes: &[u8],
+        shape: TensorShape,
+        dtype: DataType,
+        device: &Arc<dyn Device>,
+    ) -> Result<Self> {
         let mut out = Self::uninit_on(shape, dtype, device)?;
         if !bytes.is_empty() {
             device.copy_from_host(bytes, &mut out.out_view())?;
@@ -288,7 +325,9 @@ impl Tensor {
     /// string tensors).
     pub fn total_bytes(&self) -> usize {
         if self.dtype == DataType::String {
-            return self.strings_ref().map_or(0, |s| s.iter().map(|s| s.len()).sum());
+            return self
+                .strings_ref()
+                .map_or(0, |s| s.iter().map(|s| s.len()).sum());
         }
         self.num_elements() * self.dtype.size()
     }
@@ -325,13 +364,17 @@ impl Tensor {
             return Err(Error::invalid("an output tensor must not share its buffer"));
         }
         if !self.is_contiguous() || !self.dtype.is_pod() {
-            return Err(Error::invalid("an output tensor must be contiguous and of a fixed-size dtype"));
+            return Err(Error::invalid(
+                "an output tensor must be contiguous and of a fixed-size dtype",
+            ));
         }
         Ok(self.out_view())
     }
 
     fn strings_ref(&self) -> Option<&[Vec<u8>]> {
-        self.buffer.downcast_ref::<StringBuffer>().map(StringBuffer::strings)
+        self.buffer
+            .downcast_ref::<StringBuffer>()
+            .map(StringBuffer::strings)
     }
 
     fn check_same_device(&self, other: &Tensor, op: &'static str) -> Result<()> {
@@ -379,13 +422,17 @@ fn arange_count(start: Scalar, end: Scalar, step: Scalar) -> Result<usize> {
         _ => {
             let (a, b, s) = (start.to_f64(), end.to_f64(), step.to_f64());
             if s == 0.0 || !s.is_finite() || !a.is_finite() || !b.is_finite() {
-                return Err(Error::invalid(format!("arange({a}, {b}, {s}) has no finite length")));
+                return Err(Error::invalid(format!(
+                    "arange({a}, {b}, {s}) has no finite length"
+                )));
             }
             ((b - a) / s).ceil().max(0.0)
         }
     };
     if count > crate::shape::MAX_ELEMENTS as f64 {
-        return Err(Error::InvalidShape(format!("arange would have {count} elements")));
+        return Err(Error::InvalidShape(format!(
+            "arange would have {count} elements"
+        )));
     }
     Ok(count as usize)
 }

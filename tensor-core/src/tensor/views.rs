@@ -27,7 +27,10 @@ impl Tensor {
             Some(layout) => Ok(self.with_layout(layout)),
             None => {
                 let dense = self.contiguous()?;
-                let layout = dense.layout.reshape(&shape)?.expect("contiguous layouts reshape");
+                let layout = dense
+                    .layout
+                    .reshape(&shape)?
+                    .expect("contiguous layouts reshape");
                 Ok(dense.with_layout(layout))
             }
         }
@@ -147,10 +150,13 @@ impl Tensor {
             let ratio = old / new;
             let mut shape = self.shape().clone();
             shape.add_dim(ratio)?;
-            self.layout.rescale(ratio, 1).map(|(offset, mut strides)| {
-                strides.push(1);
-                Layout::new(shape, &strides, offset)
-            }).transpose()?
+            self.layout
+                .rescale(ratio, 1)
+                .map(|(offset, mut strides)| {
+                    strides.push(1);
+                    Layout::new(shape, &strides, offset)
+                })
+                .transpose()?
         } else {
             let ratio = new / old;
             let dims = self.dims();
@@ -184,7 +190,10 @@ impl Layout {
     /// This layout without its innermost dim (for bitcasts to a larger dtype).
     fn squeeze_last_for_bitcast(&self) -> Layout {
         let rank = self.rank();
-        match self.narrow(rank - 1, 0, 1).and_then(|l| l.squeeze(rank - 1)) {
+        match self
+            .narrow(rank - 1, 0, 1)
+            .and_then(|l| l.squeeze(rank - 1))
+        {
             Ok(layout) => layout,
             Err(_) => self.clone(),
         }

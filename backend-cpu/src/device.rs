@@ -1,0 +1,171 @@
+//! [`CpuDevice`]: the host CPU as a polytensor [`Device`].
+
+use std::sync::{Arc, OnceLock, Weak};
+
+use tensor_core::{
+    Allocator, AllocatorInfo, BinaryOp, DataType, Device, DeviceKind, HostAllocator, HostBuffer,
+    Op, OutView, ReduceOp, Result, Scalar, StringBuffer, TensorBuffer, TensorView, UnaryOp,
+    ALLOCATOR_ALIGNMENT,
+};
+
+use crate::kernels::{binary, cast, copy, fill, matmul, reduce, unary};
+
+/// The host CPU: memory from a 64-byte aligned [`HostAllocator`], and kernels for every op
+/// and every dtype the op is defined for, on any strided layout.
+///
+/// ```
+/// use backend_cpu::CpuDevice;
+/// use tensor_core::{DataType, Tensor};
+/// let cpu = CpuDevice::shared();
+/// let x = Tensor::arange(0i64, 6i64, 1i64, DataType::Float, &cpu)?.reshape([2, 3])?;
+/// let total = x.sum(&[1], false)?;
+/// assert_eq!(total.to_vec::<f32>()?, vec![3.0, 12.0]);
+/// # Ok::<(), tensor_core::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct CpuDevice {
+    name: String,
+    allocator: Arc<HostAllocator>,
+    me: Weak<CpuDevice>,
+}
+
+impl CpuDevice {
+    /// A new CPU device `cpu:0` with its own unlimited host allocator.
+    pub fn new() -> Arc<CpuDevice> {
+        Self::with_allocator(HostAllocator::new())
+    }
+
+    /// A new CPU device `cpu:0` allocating from `allocator` (for example one with a byte limit).
+    pub fn with_allocator(allocator: HostAllocator) -> Arc<CpuDevice> {
+        Arc::new_cyclic(|me| CpuDevice {
+            name: "cpu:0".to_string(),
+            allocator: Arc::new(allocator),
+            me: me.clone(),
+        })
+    }
+
+    /// The process-wide CPU device, made on first use.
+    pub fn shared() -> Arc<dyn Device> {
+        static SHARED: OnceLock<Arc<CpuDevice>> = OnceLock::new();
+        SHARED.get_or_init(CpuDevice::new).clone()
+    }
+
+    fn handle(&self) -> Arc<dyn Device> {
+        self.me
+            .upgrade()
+            .expect("a CpuDevice is only reachable through its Arc")
+    }
+
+    fn wrap(&self, block: tensor_core::HostBlock) -> Arc<dyn TensorBuffer> {
+        Arc::new(HostBuffer::new(
+            block,
+            self.allocator.clone(),
+            self.handle(),
+        ))
+    }
+}
+
+impl Device for CpuDevice {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cpu
+    }
+
+    fn description(&self) -> String {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        format!(
+            "host CPU ({} {}, {threads} hardware threads)",
+            std::env::consts::ARCH,
+            std::env::consts::OS
+        )
+    }
+
+    fn supports(&self, op: Op, dtype: DataType) -> bool {
+        op.is_defined_for(dtype)
+    }
+
+    fn allocator(&self) -> &dyn AllocatorInfo {
+        self.allocator.as_ref()
+    }
+
+    fn allocate(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+        Ok(self.wrap(self.allocator.allocate(bytes, ALLOCATOR_ALIGNMENT)?))
+    }
+
+    fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+        Ok(self.wrap(self.allocator.allocate_zeroed(bytes, ALLOCATOR_ALIGNMENT)?))
+    }
+
+    fn strings(&self, values: Vec<Vec<u8>>) -> Result<Arc<dyn TensorBuffer>> {
+        Ok(Arc::new(StringBuffer::new(values, self.handle())))
+    }
+
+    fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {
+        copy::copy_from_host(src, out)
+    }
+
+    fn copy_to_host(&self, src: &TensorView<'_>, dst: &mut [u8]) -> Result<()> {
+        copy::copy_to_host(src, dst)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        unary::unary(op, x, out)
+    }
+
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: &TensorView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        binary::binary(op, a, b, out)
+    }
+
+    fn select(
+        &self,
+        cond: &TensorView<'_>,
+        a: &TensorView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        binary::select(cond, a, b, out)
+    }
+
+    fn cast(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        cast::cast(x, out)
+    }
+
+    fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        matmul::matmul(a, b, out)
+    }
+
+    fn reduce(
+        &self,
+        op: ReduceOp,
+        x: &TensorView<'_>,
+        axes: &[usize],
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        reduce::reduce(op, x, axes, out)
+    }
+
+    fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
+        fill::fill(value, out)
+    }
+
+    fn arange(&self, start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {
+        fill::arange(start, step, out)
+    }
+
+    fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        copy::copy(x, out)
+    }
+}

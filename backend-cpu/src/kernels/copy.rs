@@ -1,0 +1,90 @@
+//! Materialising strided layouts (byte-generic, so every fixed-size dtype works) and host copies.
+
+use tensor_core::layout::contiguous_strides;
+use tensor_core::{Error, OutView, Result, StridedRows, TensorView};
+
+use crate::strided::check_shapes;
+
+fn host_bytes<'a>(view: &TensorView<'a>) -> Result<&'a [u8]> {
+    view.host_bytes().ok_or_else(|| {
+        Error::invalid(format!(
+            "the CPU device cannot read {:?}: not host memory",
+            view.buffer()
+        ))
+    })
+}
+
+fn out_bytes<'o>(out: &'o mut OutView<'_>) -> Result<&'o mut [u8]> {
+    out.host_bytes_mut()
+        .ok_or_else(|| Error::invalid("the CPU device cannot write an output outside host memory"))
+}
+
+/// Copy `x` (any layout) into contiguous `out`.
+pub(crate) fn copy(x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+    if x.dtype() != out.dtype() {
+        return Err(Error::DTypeMismatch {
+            op: "copy",
+            expected: out.dtype().to_string(),
+            found: x.dtype(),
+        });
+    }
+    check_shapes("copy", &[x.layout()], out.layout())?;
+    let size = x.dtype().size();
+    let src = host_bytes(x)?;
+    let dims = out.layout().shape().dims();
+    let out_strides = contiguous_strides(out.layout().shape());
+    let dst = out_bytes(out)?;
+    let rows = StridedRows::new(
+        &dims,
+        [x.layout().strides(), &out_strides],
+        [x.layout().offset() as isize, 0],
+    );
+    let (len, [sx, so]) = (rows.row_len(), rows.inner_strides());
+    for [px, po] in rows {
+        if sx == 1 && so == 1 {
+            let (px, po) = (px as usize * size, po as usize * size);
+            dst[po..po + len * size].copy_from_slice(&src[px..px + len * size]);
+        } else {
+            for i in 0..len as isize {
+                let (from, to) = ((px + i * sx) as usize * size, (po + i * so) as usize * size);
+                dst[to..to + size].copy_from_slice(&src[from..from + size]);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copy host bytes into `out`.
+pub(crate) fn copy_from_host(src: &[u8], out: &mut OutView<'_>) -> Result<()> {
+    let dst = out_bytes(out)?;
+    if dst.len() != src.len() {
+        return Err(Error::invalid(format!(
+            "copy_from_host of {} bytes into {} bytes",
+            src.len(),
+            dst.len()
+        )));
+    }
+    dst.copy_from_slice(src);
+    Ok(())
+}
+
+/// Copy the elements of contiguous `src` into host bytes.
+pub(crate) fn copy_to_host(src: &TensorView<'_>, dst: &mut [u8]) -> Result<()> {
+    let layout = src.layout();
+    if !layout.is_contiguous() {
+        return Err(Error::invalid("copy_to_host needs a contiguous source"));
+    }
+    let size = src.dtype().size();
+    let (start, len) = (layout.offset() * size, layout.num_elements() * size);
+    if dst.len() != len {
+        return Err(Error::invalid(format!(
+            "copy_to_host of {len} bytes into {} bytes",
+            dst.len()
+        )));
+    }
+    if len == 0 {
+        return Ok(());
+    }
+    dst.copy_from_slice(&host_bytes(src)?[start..start + len]);
+    Ok(())
+}

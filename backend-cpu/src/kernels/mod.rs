@@ -1,0 +1,102 @@
+//! CPU kernels, one module per op family. Each dispatches on the dtype class once and runs
+//! one generic loop per class.
+
+pub(crate) mod binary;
+pub(crate) mod cast;
+pub(crate) mod copy;
+pub(crate) mod fill;
+pub(crate) mod matmul;
+pub(crate) mod reduce;
+pub(crate) mod unary;
+
+use std::fmt::Display;
+
+use tensor_core::{DataType, Error, TensorView};
+
+/// `Error::Unsupported` for `op` on the dtype and device of `view`.
+pub(crate) fn unsupported(op: impl Display, view: &TensorView<'_>) -> Error {
+    unsupported_dtype(op, view.dtype(), view.buffer().device().name())
+}
+
+/// `Error::Unsupported` for `op` on `dtype`.
+pub(crate) fn unsupported_dtype(op: impl Display, dtype: DataType, device: &str) -> Error {
+    Error::Unsupported {
+        op: op.to_string(),
+        dtype,
+        device: device.to_string(),
+    }
+}
+
+/// Run one expression per dtype class, with a type alias bound to the element type (float,
+/// int) or to the component type (complex).
+macro_rules! by_class {
+    ($dtype:expr,
+     float $f:ident => $float:expr,
+     int $i:ident => $int:expr,
+     complex $c:ident => $complex:expr,
+     bool => $bool:expr,
+     else => $other:expr $(,)?) => {{
+        use tensor_core::DataType as D;
+        match $dtype {
+            D::Float => {
+                type $f = f32;
+                $float
+            }
+            D::Double => {
+                type $f = f64;
+                $float
+            }
+            D::Half => {
+                type $f = half::f16;
+                $float
+            }
+            D::BFloat16 => {
+                type $f = half::bf16;
+                $float
+            }
+            D::Int8 => {
+                type $i = i8;
+                $int
+            }
+            D::Int16 => {
+                type $i = i16;
+                $int
+            }
+            D::Int32 => {
+                type $i = i32;
+                $int
+            }
+            D::Int64 => {
+                type $i = i64;
+                $int
+            }
+            D::UInt8 => {
+                type $i = u8;
+                $int
+            }
+            D::UInt16 => {
+                type $i = u16;
+                $int
+            }
+            D::UInt32 => {
+                type $i = u32;
+                $int
+            }
+            D::UInt64 => {
+                type $i = u64;
+                $int
+            }
+            D::Complex64 => {
+                type $c = f32;
+                $complex
+            }
+            D::Complex128 => {
+                type $c = f64;
+                $complex
+            }
+            D::Bool => $bool,
+            _ => $other,
+        }
+    }};
+}
+pub(crate) use by_class;
