@@ -10,6 +10,10 @@ pub const MAX_RANK: usize = 254;
 /// Ranks up to this many dimensions are stored inline, with no heap allocation.
 pub const INLINE_RANK: usize = 6;
 
+/// Scratch space for shape edits: inline up to rank 8, so editing small shapes never
+/// touches the heap.
+type Scratch = smallvec::SmallVec<[usize; 8]>;
+
 /// The largest element count a shape may describe (TensorFlow's `int64` limit).
 pub const MAX_ELEMENTS: u64 = i64::MAX as u64;
 
@@ -57,22 +61,16 @@ impl TensorShape {
 
     /// A shape from its dims; an `Err` for rank over 254 or an element count over `i64::MAX`.
     pub fn new(dims: &[usize]) -> Result<Self> {
-        let mut shape = Self::scalar();
-        for &d in dims {
-            shape.add_dim(d)?;
-        }
-        Ok(shape)
+        Self::checked(dims)
     }
 
     /// A shape from signed dims (as protos and TensorFlow hold them); negative dims are an `Err`.
     pub fn from_i64(dims: &[i64]) -> Result<Self> {
-        let mut shape = Self::scalar();
-        for &d in dims {
-            let d = usize::try_from(d)
-                .map_err(|_| Error::InvalidShape(format!("dimension {d} is negative")))?;
-            shape.add_dim(d)?;
-        }
-        Ok(shape)
+        let dims = dims
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| Error::InvalidShape(format!("dimension {d} is negative"))))
+            .collect::<Result<Scratch>>()?;
+        Self::checked(&dims)
     }
 
     /// The number of dimensions.
@@ -131,7 +129,7 @@ impl TensorShape {
 
     /// Insert a dimension before index `i` (`i == rank` appends).
     pub fn insert_dim(&mut self, i: usize, size: usize) -> Result<()> {
-        let mut dims: Vec<usize> = self.iter().collect();
+        let mut dims: Scratch = self.iter().collect();
         if i > dims.len() {
             return Err(Error::AxisOutOfRange {
                 axis: i as isize,
@@ -145,7 +143,7 @@ impl TensorShape {
 
     /// Set dimension `i` to `size`.
     pub fn set_dim(&mut self, i: usize, size: usize) -> Result<()> {
-        let mut dims: Vec<usize> = self.iter().collect();
+        let mut dims: Scratch = self.iter().collect();
         let rank = dims.len();
         let slot = dims.get_mut(i).ok_or(Error::AxisOutOfRange {
             axis: i as isize,
@@ -163,7 +161,7 @@ impl TensorShape {
 
     /// Remove dimensions `begin..end` (TensorFlow's `RemoveDimRange`, without negative indices).
     pub fn remove_dim_range(&mut self, begin: usize, end: usize) -> Result<()> {
-        let mut dims: Vec<usize> = self.iter().collect();
+        let mut dims: Scratch = self.iter().collect();
         if begin > end || end > dims.len() {
             return Err(Error::InvalidArgument(format!(
                 "cannot remove dims {begin}..{end} from a shape of rank {}",
@@ -188,7 +186,7 @@ impl TensorShape {
 
     /// This shape followed by `other`'s dims.
     pub fn concatenate(&self, other: &TensorShape) -> Result<TensorShape> {
-        let dims: Vec<usize> = self.iter().chain(other.iter()).collect();
+        let dims: Scratch = self.iter().chain(other.iter()).collect();
         Self::checked(&dims)
     }
 
