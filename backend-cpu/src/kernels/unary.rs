@@ -49,7 +49,12 @@ fn float_unary<T: FloatElem>(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<
         UnaryOp::Sin => apply!(|v| v.sin()),
         UnaryOp::Cos => apply!(|v| v.cos()),
         UnaryOp::Tanh => apply!(|v| v.tanh()),
-        UnaryOp::Sigmoid => apply!(|v| one / (one + (-v).exp())),
+        UnaryOp::Sigmoid => apply!(|v| if v >= zero {
+            one / (one + (-v).exp())
+        } else {
+            let e = v.exp();
+            e / (one + e)
+        }),
         UnaryOp::Relu => apply!(|v| if v > zero || v.is_nan() { v } else { zero }),
         UnaryOp::Floor => apply!(|v| v.floor()),
         UnaryOp::Ceil => apply!(|v| v.ceil()),
@@ -92,10 +97,34 @@ where
         UnaryOp::Log => apply!(|z| z.ln()),
         UnaryOp::Sin => apply!(|z| z.sin()),
         UnaryOp::Cos => apply!(|z| z.cos()),
-        UnaryOp::Tanh => apply!(|z| z.tanh()),
+        UnaryOp::Tanh => apply!(|z| complex_tanh(z)),
         UnaryOp::Sigmoid => apply!(|z| one / (one + (-z).exp())),
         UnaryOp::Recip => apply!(|z| one / z),
         UnaryOp::Square => apply!(|z| z * z),
         _ => Err(unsupported(op, x)),
     }
+}
+
+/// `tanh(a + ib)` by Kahan's formulation (as C99 `ctanh`): with `t = tan b`, `s = sinh a`,
+/// `tanh z = (beta rho s + i t) / (1 + beta s^2)`, `beta = 1 + t^2`, `rho = sqrt(1 + s^2)`.
+/// The textbook `sin(2b) / (cosh 2a + cos 2b)` cancels near the poles and loses every digit.
+fn complex_tanh<R: Float>(z: Complex<R>) -> Complex<R> {
+    let (a, b) = (z.re, z.im);
+    let one = R::one();
+    if !a.is_finite() || !b.is_finite() {
+        return z.tanh();
+    }
+    let twenty = R::from(20.0).expect("20 is representable");
+    if a.abs() > twenty {
+        // tanh a rounds to +-1; the imaginary part is 2 sin 2b e^(-2|a|).
+        let four = R::from(4.0).expect("4 is representable");
+        let sign = if a < R::zero() { -one } else { one };
+        return Complex::new(sign, four * b.sin() * b.cos() * (-(a.abs() + a.abs())).exp());
+    }
+    let t = b.tan();
+    let beta = one + t * t;
+    let s = a.sinh();
+    let rho = (one + s * s).sqrt();
+    let denominator = one + beta * s * s;
+    Complex::new(beta * rho * s / denominator, t / denominator)
 }

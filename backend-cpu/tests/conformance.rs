@@ -1,0 +1,39 @@
+//! The conformance suite on the CPU device: one test per op family, so a failure names
+//! what broke. Each checks every case of its family against the suite's naive reference
+//! and that the allocator's `bytes_in_use` returns to its starting value.
+
+use backend_cpu::CpuDevice;
+use tensor_core::conformance::{run, Family, Filter};
+use tensor_core::Device;
+
+fn check(family: Family) {
+    let device: std::sync::Arc<dyn Device> = CpuDevice::new();
+    let report = run(&device, &Filter::family(family));
+    let (passed, failed, unsupported) = report.counts();
+    println!("{family:?} on {}: {passed} passed, {failed} failed, {unsupported} unsupported", report.device);
+    assert!(passed > 0, "no {family:?} case ran");
+    assert_eq!(unsupported, 0, "the CPU device supports every defined op");
+    assert!(failed == 0 && report.leak_free(), "\n{}", report.failure_summary());
+}
+
+macro_rules! family_tests {
+    ($($name:ident => $family:ident;)*) => {$(
+        #[test]
+        fn $name() {
+            check(Family::$family);
+        }
+    )*};
+}
+
+family_tests! {
+    unary => Unary;
+    binary => Binary;
+    compare => Compare;
+    logical => Logical;
+    where_select => Where;
+    cast => Cast;
+    matmul => Matmul;
+    reduce => Reduce;
+    fill => Fill;
+    copy => Copy;
+}

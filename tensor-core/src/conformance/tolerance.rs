@@ -1,0 +1,80 @@
+//! The tolerance table: how far a device's result may be from the reference, per op and dtype.
+//!
+//! | op | integers, bool | float (f16, bf16, f32, f64) | complex |
+//! |---|---|---|---|
+//! | neg abs sign relu floor ceil round square recip sqrt add sub mul div rem max min, comparisons, logical, where, cast, fill, arange, copy | exact | exact (correctly rounded; `-0.0` and `+0.0` must match) | exact for neg, add, sub; 4 ulp of the operands' magnitude otherwise |
+//! | rsqrt exp log sin cos tanh sigmoid | - | 2 ulp (4 for tanh, sigmoid) | 8 ulp of the result's magnitude |
+//! | pow | exact | 4 ulp | 16 ulp |
+//! | sum, mean, matmul | exact (wrapping) | 1 ulp + `n * u_acc * sum(|term|)` | the same per component |
+//! | prod | exact (wrapping) | 1 ulp + `n * u_acc * prod(|x|)` | the same |
+//! | max min argmax argmin | exact | exact | - |
+//!
+//! `ulp` is the spacing of the dtype at the reference's magnitude (f16 and bf16 at their own
+//! precision); `u_acc` is the unit roundoff of the accumulator a backend must use at least
+//! (f32 for f16, bf16 and f32; f64 for f64); `n` the number of terms. The accumulation
+//! bound holds for any summation order.
+
+use crate::dtype::DataType;
+use crate::ops::{BinaryOp, Op, ReduceOp, UnaryOp};
+
+/// How a result is compared with the reference.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Tolerance {
+    /// Bit-exact (NaN matches NaN; the sign of zero matters for floats).
+    Exact,
+    /// Within this many ulps of the dtype at the reference's scale.
+    Ulps(f64),
+    /// Accumulated: 1 ulp plus `terms * u_acc * scale`.
+    Accumulated,
+}
+
+/// The tolerance of `op` on `dtype` (the input dtype).
+pub fn tolerance(op: Op, dtype: DataType) -> Tolerance {
+    let complex = dtype.is_complex();
+    if !(dtype.is_float() || complex) {
+        return Tolerance::Exact;
+    }
+    match op {
+        Op::Unary(u) => match u {
+            UnaryOp::Neg => Tolerance::Exact,
+            UnaryOp::Rsqrt | UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sin | UnaryOp::Cos if !complex => Tolerance::Ulps(2.0),
+            UnaryOp::Tanh | UnaryOp::Sigmoid if !complex => Tolerance::Ulps(4.0),
+            _ if complex => Tolerance::Ulps(8.0),
+            _ => Tolerance::Exact,
+        },
+        Op::Binary(b) => match b {
+            BinaryOp::Pow if complex => Tolerance::Ulps(16.0),
+            BinaryOp::Pow => Tolerance::Ulps(4.0),
+            BinaryOp::Mul | BinaryOp::Div if complex => Tolerance::Ulps(4.0),
+            _ => Tolerance::Exact,
+        },
+        Op::Matmul => Tolerance::Accumulated,
+        Op::Reduce(ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Prod) => Tolerance::Accumulated,
+        _ => Tolerance::Exact,
+    }
+}
+
+/// `(mantissa bits, minimum normal exponent)` of a float dtype (or a complex one's parts).
+fn float_format(dtype: DataType) -> (i32, i32) {
+    match dtype.real_dtype() {
+        DataType::Half => (10, -14),
+        DataType::BFloat16 => (7, -126),
+        DataType::Float => (23, -126),
+        _ => (52, -1022),
+    }
+}
+
+/// The spacing of `dtype`'s values at magnitude `m` (the subnormal spacing below the normals).
+pub fn ulp(dtype: DataType, m: f64) -> f64 {
+    let (bits, emin) = float_format(dtype);
+    let exponent = if m > 0.0 && m.is_finite() { m.log2().floor() as i32 } else { emin };
+    2f64.powi(exponent.max(emin) - bits)
+}
+
+/// The unit roundoff of the accumulator a backend must use at least for `dtype`.
+pub fn accumulator_roundoff(dtype: DataType) -> f64 {
+    match dtype.real_dtype() {
+        DataType::Double => 2f64.powi(-53),
+        _ => 2f64.powi(-24),
+    }
+}
