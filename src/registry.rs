@@ -50,23 +50,23 @@ impl fmt::Display for DeviceEntry {
     }
 }
 
+/// How a backend finds its devices: the devices, or why there are none.
+type Probe = fn() -> std::result::Result<Vec<Arc<dyn Device>>, String>;
+
 /// A compiled-in backend: its family and how to find its devices.
 struct Backend {
     kind: DeviceKind,
-    probe: fn() -> std::result::Result<Vec<Arc<dyn Device>>, String>,
+    probe: Probe,
 }
 
 /// The backends compiled into this build, in order of preference for [`default_device`].
-fn backends() -> Vec<Backend> {
-    #[allow(unused_mut)]
-    let mut list: Vec<Backend> = Vec::new();
+const BACKENDS: &[Backend] = &[
     #[cfg(feature = "cpu")]
-    list.push(Backend {
+    Backend {
         kind: DeviceKind::Cpu,
         probe: || Ok(vec![backend_cpu::CpuDevice::shared()]),
-    });
-    list
-}
+    },
+];
 
 /// Every device this machine has, and every compiled-in backend that has none (with the
 /// reason). Backends are probed once per process.
@@ -80,8 +80,8 @@ pub fn devices() -> Vec<DeviceEntry> {
     static DEVICES: OnceLock<Vec<DeviceEntry>> = OnceLock::new();
     DEVICES
         .get_or_init(|| {
-            backends()
-                .into_iter()
+            BACKENDS
+                .iter()
                 .flat_map(|backend| match (backend.probe)() {
                     Ok(found) if !found.is_empty() => found
                         .into_iter()

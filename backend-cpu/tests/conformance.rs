@@ -10,10 +10,17 @@ fn check(family: Family) {
     let device: std::sync::Arc<dyn Device> = CpuDevice::new();
     let report = run(&device, &Filter::family(family));
     let (passed, failed, unsupported) = report.counts();
-    println!("{family:?} on {}: {passed} passed, {failed} failed, {unsupported} unsupported", report.device);
+    println!(
+        "{family:?} on {}: {passed} passed, {failed} failed, {unsupported} unsupported",
+        report.device
+    );
     assert!(passed > 0, "no {family:?} case ran");
     assert_eq!(unsupported, 0, "the CPU device supports every defined op");
-    assert!(failed == 0 && report.leak_free(), "\n{}", report.failure_summary());
+    assert!(
+        failed == 0 && report.leak_free(),
+        "\n{}",
+        report.failure_summary()
+    );
 }
 
 macro_rules! family_tests {

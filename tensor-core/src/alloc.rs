@@ -268,7 +268,7 @@ impl Allocator for HostAllocator {
 
     fn deallocate(&self, block: HostBlock) {
         self.tracker.release(block.len());
-        if block.len() != 0 {
+        if !block.is_empty() {
             // SAFETY: the block came from `allocate_with` with exactly this layout and is
             // returned once (it is moved in).
             unsafe { std::alloc::dealloc(block.ptr.as_ptr(), block.layout) };

@@ -11,6 +11,8 @@
 //!
 //! Backends (`backend-cpu`, ...) implement [`Device`]; the `polytensor` facade finds them.
 
+#![warn(missing_docs)]
+
 pub mod alloc;
 pub mod buffer;
 #[cfg(feature = "conformance")]

@@ -68,7 +68,10 @@ impl TensorShape {
     pub fn from_i64(dims: &[i64]) -> Result<Self> {
         let dims = dims
             .iter()
-            .map(|&d| usize::try_from(d).map_err(|_| Error::InvalidShape(format!("dimension {d} is negative"))))
+            .map(|&d| {
+                usize::try_from(d)
+                    .map_err(|_| Error::InvalidShape(format!("dimension {d} is negative")))
+            })
             .collect::<Result<Scratch>>()?;
         Self::checked(&dims)
     }

@@ -48,7 +48,10 @@ fn shapes_up_to_rank_6_never_touch_the_heap() {
         assert!(copy.is_same_size(&TensorShape::new(&[2, 3, 4, 5, 6, 7]).unwrap()));
         std::hint::black_box((shape, copy, joined, signed));
     });
-    assert_eq!(count, 0, "building, cloning, querying and editing rank <= 6 shapes allocated");
+    assert_eq!(
+        count, 0,
+        "building, cloning, querying and editing rank <= 6 shapes allocated"
+    );
     let heap = allocations_during(|| {
         std::hint::black_box(TensorShape::new(&[1, 2, 3, 4, 5, 6, 7]).unwrap());
     });

@@ -119,7 +119,10 @@ fn complex_tanh<R: Float>(z: Complex<R>) -> Complex<R> {
         // tanh a rounds to +-1; the imaginary part is 2 sin 2b e^(-2|a|).
         let four = R::from(4.0).expect("4 is representable");
         let sign = if a < R::zero() { -one } else { one };
-        return Complex::new(sign, four * b.sin() * b.cos() * (-(a.abs() + a.abs())).exp());
+        return Complex::new(
+            sign,
+            four * b.sin() * b.cos() * (-(a.abs() + a.abs())).exp(),
+        );
     }
     let t = b.tan();
     let beta = one + t * t;

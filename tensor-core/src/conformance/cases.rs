@@ -50,7 +50,9 @@ impl Family {
     /// The family an op belongs to.
     pub fn of(op: Op) -> Family {
         match op {
-            Op::Unary(UnaryOp::Not) | Op::Binary(BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) => Family::Logical,
+            Op::Unary(UnaryOp::Not) | Op::Binary(BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) => {
+                Family::Logical
+            }
             Op::Unary(_) => Family::Unary,
             Op::Binary(b) if b.is_comparison() => Family::Compare,
             Op::Binary(_) => Family::Binary,
@@ -108,7 +110,13 @@ pub struct InputSpec {
 
 impl InputSpec {
     fn new(dtype: DataType, dims: &[usize], domain: Domain, variant: Variant) -> Self {
-        Self { dtype, dims: dims.to_vec(), domain, variant, values: None }
+        Self {
+            dtype,
+            dims: dims.to_vec(),
+            domain,
+            variant,
+            values: None,
+        }
     }
 }
 
@@ -149,14 +157,35 @@ pub struct Case {
 }
 
 fn dims_text(dims: &[usize]) -> String {
-    format!("[{}]", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","))
+    format!(
+        "[{}]",
+        dims.iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    )
 }
 
 /// A large size: over 2^20 elements.
 pub const LARGE: usize = (1 << 20) + 7;
 
-const SHAPES: &[&[usize]] = &[&[], &[0], &[1], &[7], &[33], &[1023], &[2, 0, 3], &[3, 5, 7], &[2, 1, 3, 1, 2, 3]];
-const VARIANTS: [Variant; 4] = [Variant::Offset, Variant::Transposed, Variant::Strided, Variant::Broadcast];
+const SHAPES: &[&[usize]] = &[
+    &[],
+    &[0],
+    &[1],
+    &[7],
+    &[33],
+    &[1023],
+    &[2, 0, 3],
+    &[3, 5, 7],
+    &[2, 1, 3, 1, 2, 3],
+];
+const VARIANTS: [Variant; 4] = [
+    Variant::Offset,
+    Variant::Transposed,
+    Variant::Strided,
+    Variant::Broadcast,
+];
 const PAIRS: &[(&[usize], &[usize])] = &[
     (&[], &[]),
     (&[0], &[0]),
@@ -180,7 +209,9 @@ fn computable() -> impl Iterator<Item = DataType> {
 fn unary_domain(op: UnaryOp) -> Domain {
     match op {
         UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt => Domain::Positive,
-        UnaryOp::Exp | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tanh | UnaryOp::Sigmoid => Domain::Small,
+        UnaryOp::Exp | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tanh | UnaryOp::Sigmoid => {
+            Domain::Small
+        }
         _ => Domain::General,
     }
 }
@@ -194,10 +225,15 @@ fn binary_domains(op: BinaryOp) -> (Domain, Domain) {
 
 /// Two inputs holding every pair of `dtype`'s edge values (a cross product).
 fn edge_pairs(dtype: DataType) -> (InputSpec, InputSpec) {
-    let edges: Vec<Scalar> = super::data::values(dtype, 0, Domain::Boundaries, &mut super::data::Rng::for_case("edges"))
-        .into_iter()
-        .chain(edge_list(dtype))
-        .collect();
+    let edges: Vec<Scalar> = super::data::values(
+        dtype,
+        0,
+        Domain::Boundaries,
+        &mut super::data::Rng::for_case("edges"),
+    )
+    .into_iter()
+    .chain(edge_list(dtype))
+    .collect();
     let n = edges.len();
     let a: Vec<Scalar> = (0..n * n).map(|i| edges[i / n]).collect();
     let b: Vec<Scalar> = (0..n * n).map(|i| edges[i % n]).collect();
@@ -226,11 +262,26 @@ fn edge_list(dtype: DataType) -> Vec<Scalar> {
         C::Bool => vec![Scalar::Bool(false), Scalar::Bool(true)],
         C::Complex => [0.0, -0.0, 1.0, -1.5, 2.0]
             .iter()
-            .flat_map(|&re| [0.0, 1.0, -0.5].map(|im| Scalar::C64(num_complex::Complex::new(re, im))))
+            .flat_map(|&re| {
+                [0.0, 1.0, -0.5].map(|im| Scalar::C64(num_complex::Complex::new(re, im)))
+            })
             .collect(),
-        _ => [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -2.5, 3.0, 1e-3]
-            .map(|x| super::data::round_to(dtype, Scalar::F64(x)))
-            .to_vec(),
+        _ => [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            2.0,
+            -2.5,
+            3.0,
+            1e-3,
+        ]
+        .map(|x| super::data::round_to(dtype, Scalar::F64(x)))
+        .to_vec(),
     }
 }
 
@@ -246,7 +297,9 @@ fn unary_cases(out: &mut Vec<Case>) {
                     kind: Kind::Unary(op, InputSpec::new(dtype, dims, domain, variant)),
                 });
             };
-            SHAPES.iter().for_each(|dims| add(dims, Variant::Contiguous));
+            SHAPES
+                .iter()
+                .for_each(|dims| add(dims, Variant::Contiguous));
             VARIANTS.iter().for_each(|&v| add(&[7, 33], v));
             if matches!(dtype, DataType::Float | DataType::Int32 | DataType::Bool) {
                 add(&[LARGE], Variant::Contiguous);
@@ -256,7 +309,10 @@ fn unary_cases(out: &mut Vec<Case>) {
 }
 
 fn binary_cases(out: &mut Vec<Case>, family: Family) {
-    for &op in BinaryOp::ALL.iter().filter(|&&op| Family::of(Op::Binary(op)) == family) {
+    for &op in BinaryOp::ALL
+        .iter()
+        .filter(|&&op| Family::of(Op::Binary(op)) == family)
+    {
         for dtype in computable().filter(|&d| Op::Binary(op).is_defined_for(d)) {
             let (da, db) = binary_domains(op);
             let mut add = |a: &[usize], b: &[usize], va: Variant, vb: Variant| {
@@ -264,16 +320,24 @@ fn binary_cases(out: &mut Vec<Case>, family: Family) {
                     op: Op::Binary(op),
                     dtype,
                     name: format!("{op}/{dtype}/{}x{}/{va},{vb}", dims_text(a), dims_text(b)),
-                    kind: Kind::Binary(op, InputSpec::new(dtype, a, da, va), InputSpec::new(dtype, b, db, vb)),
+                    kind: Kind::Binary(
+                        op,
+                        InputSpec::new(dtype, a, da, va),
+                        InputSpec::new(dtype, b, db, vb),
+                    ),
                 });
             };
-            PAIRS.iter().for_each(|(a, b)| add(a, b, Variant::Contiguous, Variant::Contiguous));
+            PAIRS
+                .iter()
+                .for_each(|(a, b)| add(a, b, Variant::Contiguous, Variant::Contiguous));
             for (i, &va) in VARIANTS.iter().enumerate() {
                 add(&[7, 33], &[7, 33], va, VARIANTS[(i + 1) % VARIANTS.len()]);
             }
             add(&[3, 7, 33], &[33], Variant::Transposed, Variant::Strided);
-            if matches!(op, BinaryOp::Add | BinaryOp::Max | BinaryOp::Lt | BinaryOp::And)
-                && matches!(dtype, DataType::Float | DataType::Int32 | DataType::Bool)
+            if matches!(
+                op,
+                BinaryOp::Add | BinaryOp::Max | BinaryOp::Lt | BinaryOp::And
+            ) && matches!(dtype, DataType::Float | DataType::Int32 | DataType::Bool)
             {
                 add(&[LARGE], &[LARGE], Variant::Contiguous, Variant::Contiguous);
             }
@@ -294,7 +358,10 @@ fn logical_unary_cases(out: &mut Vec<Case>) {
             op: Op::Unary(UnaryOp::Not),
             dtype: DataType::Bool,
             name: format!("not/bool/{}/contiguous", dims_text(dims)),
-            kind: Kind::Unary(UnaryOp::Not, InputSpec::new(DataType::Bool, dims, Domain::General, Variant::Contiguous)),
+            kind: Kind::Unary(
+                UnaryOp::Not,
+                InputSpec::new(DataType::Bool, dims, Domain::General, Variant::Contiguous),
+            ),
         });
     }
     for v in VARIANTS {
@@ -302,7 +369,10 @@ fn logical_unary_cases(out: &mut Vec<Case>) {
             op: Op::Unary(UnaryOp::Not),
             dtype: DataType::Bool,
             name: format!("not/bool/[7,33]/{v}"),
-            kind: Kind::Unary(UnaryOp::Not, InputSpec::new(DataType::Bool, &[7, 33], Domain::General, v)),
+            kind: Kind::Unary(
+                UnaryOp::Not,
+                InputSpec::new(DataType::Bool, &[7, 33], Domain::General, v),
+            ),
         });
     }
 }
@@ -319,11 +389,20 @@ fn where_cases(out: &mut Vec<Case>) {
     for dtype in computable().filter(|&d| Op::Where.is_defined_for(d)) {
         for (i, (c, a, b)) in shapes.iter().enumerate() {
             let variant = VARIANTS[i % VARIANTS.len()];
-            let (va, vb) = if a.len() >= 2 { (variant, Variant::Contiguous) } else { (Variant::Contiguous, Variant::Contiguous) };
+            let (va, vb) = if a.len() >= 2 {
+                (variant, Variant::Contiguous)
+            } else {
+                (Variant::Contiguous, Variant::Contiguous)
+            };
             out.push(Case {
                 op: Op::Where,
                 dtype,
-                name: format!("where/{dtype}/{}x{}x{}/{va}", dims_text(c), dims_text(a), dims_text(b)),
+                name: format!(
+                    "where/{dtype}/{}x{}x{}/{va}",
+                    dims_text(c),
+                    dims_text(a),
+                    dims_text(b)
+                ),
                 kind: Kind::Where(
                     InputSpec::new(DataType::Bool, c, Domain::General, Variant::Contiguous),
                     InputSpec::new(dtype, a, Domain::General, va),
@@ -341,27 +420,38 @@ fn cast_cases(out: &mut Vec<Case>) {
                 op: Op::Cast,
                 dtype: from,
                 name: format!("cast/{from}->{to}/[160]/boundaries"),
-                kind: Kind::Cast(to, InputSpec::new(from, &[160], Domain::Boundaries, Variant::Contiguous)),
+                kind: Kind::Cast(
+                    to,
+                    InputSpec::new(from, &[160], Domain::Boundaries, Variant::Contiguous),
+                ),
             });
             out.push(Case {
                 op: Op::Cast,
                 dtype: from,
                 name: format!("cast/{from}->{to}/[7,33]/transposed"),
-                kind: Kind::Cast(to, InputSpec::new(from, &[7, 33], Domain::General, Variant::Transposed)),
+                kind: Kind::Cast(
+                    to,
+                    InputSpec::new(from, &[7, 33], Domain::General, Variant::Transposed),
+                ),
             });
         }
         out.push(Case {
             op: Op::Cast,
             dtype: from,
             name: format!("cast/{from}->float32/[]/contiguous"),
-            kind: Kind::Cast(DataType::Float, InputSpec::new(from, &[], Domain::General, Variant::Contiguous)),
+            kind: Kind::Cast(
+                DataType::Float,
+                InputSpec::new(from, &[], Domain::General, Variant::Contiguous),
+            ),
         });
     }
 }
 
+/// (a dims, b dims, transpose_a, transpose_b, variant of a): dims as stored, before transposes.
+type MatmulShape = (&'static [usize], &'static [usize], bool, bool, Variant);
+
 fn matmul_cases(out: &mut Vec<Case>) {
-    // (a dims, b dims, transpose_a, transpose_b, variant of a): dims as stored, before transposes.
-    let shapes: &[(&[usize], &[usize], bool, bool, Variant)] = &[
+    let shapes: &[MatmulShape] = &[
         (&[1, 1], &[1, 1], false, false, Variant::Contiguous),
         (&[3, 0], &[0, 4], false, false, Variant::Contiguous),
         (&[1, 5], &[5, 7], false, false, Variant::Contiguous),
@@ -383,7 +473,13 @@ fn matmul_cases(out: &mut Vec<Case>) {
             out.push(Case {
                 op: Op::Matmul,
                 dtype,
-                name: format!("matmul/{dtype}/{}{}x{}{}/{variant}", dims_text(a), if ta { "T" } else { "" }, dims_text(b), if tb { "T" } else { "" }),
+                name: format!(
+                    "matmul/{dtype}/{}{}x{}{}/{variant}",
+                    dims_text(a),
+                    if ta { "T" } else { "" },
+                    dims_text(b),
+                    if tb { "T" } else { "" }
+                ),
                 kind: Kind::Matmul(
                     InputSpec::new(dtype, a, Domain::Finite, variant),
                     InputSpec::new(dtype, b, Domain::Finite, Variant::Contiguous),
@@ -396,40 +492,111 @@ fn matmul_cases(out: &mut Vec<Case>) {
 }
 
 fn reduce_cases(out: &mut Vec<Case>) {
-    let subsets: Vec<Vec<isize>> = (0..8u32).map(|m| (0..3).filter(|b| m & (1 << b) != 0).collect()).collect();
+    let subsets: Vec<Vec<isize>> = (0..8u32)
+        .map(|m| (0..3).filter(|b| m & (1 << b) != 0).collect())
+        .collect();
     for &op in ReduceOp::ALL {
         let arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
         for dtype in computable().filter(|&d| Op::Reduce(op).is_defined_for(d)) {
-            let mut add = |dims: &[usize], axes: Vec<isize>, keep: bool, domain: Domain, variant: Variant| {
-                out.push(Case {
-                    op: Op::Reduce(op),
-                    dtype,
-                    name: format!("reduce_{op}/{dtype}/{}/axes{axes:?}{}/{variant}{}", dims_text(dims), if keep { "/keep" } else { "" }, if domain == Domain::General { "/specials" } else { "" }),
-                    kind: Kind::Reduce(op, InputSpec::new(dtype, dims, domain, variant), axes, keep),
-                });
-            };
+            let mut add =
+                |dims: &[usize], axes: Vec<isize>, keep: bool, domain: Domain, variant: Variant| {
+                    out.push(Case {
+                        op: Op::Reduce(op),
+                        dtype,
+                        name: format!(
+                            "reduce_{op}/{dtype}/{}/axes{axes:?}{}/{variant}{}",
+                            dims_text(dims),
+                            if keep { "/keep" } else { "" },
+                            if domain == Domain::General {
+                                "/specials"
+                            } else {
+                                ""
+                            }
+                        ),
+                        kind: Kind::Reduce(
+                            op,
+                            InputSpec::new(dtype, dims, domain, variant),
+                            axes,
+                            keep,
+                        ),
+                    });
+                };
             add(&[], vec![], false, Domain::Finite, Variant::Contiguous);
             add(&[7], vec![0], false, Domain::Finite, Variant::Contiguous);
             add(&[1023], vec![-1], true, Domain::Finite, Variant::Contiguous);
             add(&[33], vec![0], false, Domain::General, Variant::Contiguous);
             for (i, axes) in subsets.iter().enumerate() {
-                add(&[3, 4, 5], axes.clone(), i % 2 == 1, Domain::Finite, Variant::Contiguous);
+                add(
+                    &[3, 4, 5],
+                    axes.clone(),
+                    i % 2 == 1,
+                    Domain::Finite,
+                    Variant::Contiguous,
+                );
             }
-            add(&[3, 4, 5], vec![0, 2], false, Domain::Finite, Variant::Transposed);
+            add(
+                &[3, 4, 5],
+                vec![0, 2],
+                false,
+                Domain::Finite,
+                Variant::Transposed,
+            );
             add(&[7, 33], vec![0], false, Domain::Finite, Variant::Strided);
             add(&[7, 33], vec![1], true, Domain::Finite, Variant::Offset);
             add(&[7, 33], vec![0], false, Domain::Finite, Variant::Broadcast);
-            add(&[2, 1, 3, 1, 2, 3], vec![0, 1, 2, 3, 4, 5], false, Domain::Finite, Variant::Contiguous);
-            add(&[2, 1, 3, 1, 2, 3], vec![1, 3, 5], true, Domain::Finite, Variant::Contiguous);
-            add(&[2, 0, 3], vec![0], false, Domain::Finite, Variant::Contiguous);
+            add(
+                &[2, 1, 3, 1, 2, 3],
+                vec![0, 1, 2, 3, 4, 5],
+                false,
+                Domain::Finite,
+                Variant::Contiguous,
+            );
+            add(
+                &[2, 1, 3, 1, 2, 3],
+                vec![1, 3, 5],
+                true,
+                Domain::Finite,
+                Variant::Contiguous,
+            );
+            add(
+                &[2, 0, 3],
+                vec![0],
+                false,
+                Domain::Finite,
+                Variant::Contiguous,
+            );
             if !arg {
                 add(&[0], vec![0], false, Domain::Finite, Variant::Contiguous);
-                add(&[2, 0, 3], vec![1], true, Domain::Finite, Variant::Contiguous);
+                add(
+                    &[2, 0, 3],
+                    vec![1],
+                    true,
+                    Domain::Finite,
+                    Variant::Contiguous,
+                );
             }
             if matches!(dtype, DataType::Float | DataType::Int32) {
-                add(&[LARGE], vec![0], false, Domain::Finite, Variant::Contiguous);
-                add(&[1024, 1025], vec![0], false, Domain::Finite, Variant::Contiguous);
-                add(&[1024, 1025], vec![1], false, Domain::Finite, Variant::Contiguous);
+                add(
+                    &[LARGE],
+                    vec![0],
+                    false,
+                    Domain::Finite,
+                    Variant::Contiguous,
+                );
+                add(
+                    &[1024, 1025],
+                    vec![0],
+                    false,
+                    Domain::Finite,
+                    Variant::Contiguous,
+                );
+                add(
+                    &[1024, 1025],
+                    vec![1],
+                    false,
+                    Domain::Finite,
+                    Variant::Contiguous,
+                );
             }
         }
     }
@@ -437,7 +604,13 @@ fn reduce_cases(out: &mut Vec<Case>) {
 
 fn fill_cases(out: &mut Vec<Case>) {
     for dtype in computable() {
-        let values = [Scalar::F64(1.5), Scalar::I64(-3), Scalar::Bool(true), Scalar::U64(u64::MAX), Scalar::F64(f64::NAN)];
+        let values = [
+            Scalar::F64(1.5),
+            Scalar::I64(-3),
+            Scalar::Bool(true),
+            Scalar::U64(u64::MAX),
+            Scalar::F64(f64::NAN),
+        ];
         for (i, value) in values.into_iter().enumerate() {
             let dims: &[usize] = [&[][..], &[0], &[7, 33], &[1023], &[2, 1, 3]][i];
             out.push(Case {
@@ -468,7 +641,12 @@ fn fill_cases(out: &mut Vec<Case>) {
 
 fn copy_cases(out: &mut Vec<Case>) {
     for dtype in computable() {
-        for v in [Variant::Offset, Variant::Transposed, Variant::Strided, Variant::Broadcast] {
+        for v in [
+            Variant::Offset,
+            Variant::Transposed,
+            Variant::Strided,
+            Variant::Broadcast,
+        ] {
             for dims in [&[7, 33][..], &[2, 3, 1, 4, 5, 2], &[3, 0]] {
                 out.push(Case {
                     op: Op::Copy,

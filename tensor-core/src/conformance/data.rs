@@ -12,7 +12,9 @@ pub struct Rng(u64);
 impl Rng {
     /// A generator seeded from a case name (FNV-1a), so each case reproduces by name.
     pub fn for_case(name: &str) -> Self {
-        let seed = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        let seed = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
         Rng(seed)
     }
 
@@ -152,13 +154,24 @@ fn int_specials(dtype: DataType) -> Vec<i128> {
 /// integer dtype and their neighbours, as values of `dtype` (rounded or wrapped).
 fn boundaries(dtype: DataType) -> Vec<Scalar> {
     let mut raw: Vec<f64> = Vec::new();
-    for d in [DataType::Int8, DataType::Int16, DataType::Int32, DataType::Int64, DataType::UInt8, DataType::UInt16, DataType::UInt32, DataType::UInt64] {
+    for d in [
+        DataType::Int8,
+        DataType::Int16,
+        DataType::Int32,
+        DataType::Int64,
+        DataType::UInt8,
+        DataType::UInt16,
+        DataType::UInt32,
+        DataType::UInt64,
+    ] {
         let (lo, hi) = int_range(d);
         for v in [lo, hi] {
             raw.extend([v as f64, v as f64 + 1.0, v as f64 - 1.0]);
         }
     }
-    raw.extend([0.49, 0.5, 0.51, -0.5, -0.99, 255.5, 65535.5, 1e10, -1e10, 1e20, 3e38, -3e38, 1e300]);
+    raw.extend([
+        0.49, 0.5, 0.51, -0.5, -0.99, 255.5, 65535.5, 1e10, -1e10, 1e20, 3e38, -3e38, 1e300,
+    ]);
     let class = dtype.class();
     let mut values: Vec<Scalar> = match class {
         DTypeClass::Float => {
@@ -178,7 +191,14 @@ fn boundaries(dtype: DataType) -> Vec<Scalar> {
         }
         DTypeClass::Signed | DTypeClass::Unsigned => {
             let mut ints = int_specials(dtype);
-            for d in [DataType::Int8, DataType::Int16, DataType::Int32, DataType::UInt8, DataType::UInt16, DataType::UInt32] {
+            for d in [
+                DataType::Int8,
+                DataType::Int16,
+                DataType::Int32,
+                DataType::UInt8,
+                DataType::UInt16,
+                DataType::UInt32,
+            ] {
                 let (lo, hi) = int_range(d);
                 ints.extend([lo, hi, lo - 1, hi + 1]);
             }
@@ -194,7 +214,15 @@ fn boundaries(dtype: DataType) -> Vec<Scalar> {
 pub fn values(dtype: DataType, n: usize, domain: Domain, rng: &mut Rng) -> Vec<Scalar> {
     if domain == Domain::Boundaries {
         let base = boundaries(dtype);
-        return (0..n).map(|i| if i < base.len() { base[i] } else { base[rng.int(0, base.len() as i128 - 1) as usize] }).collect();
+        return (0..n)
+            .map(|i| {
+                if i < base.len() {
+                    base[i]
+                } else {
+                    base[rng.int(0, base.len() as i128 - 1) as usize]
+                }
+            })
+            .collect();
     }
     let specials = domain != Domain::Finite && n >= 4;
     let value = |rng: &mut Rng| -> Scalar {
@@ -210,7 +238,13 @@ pub fn values(dtype: DataType, n: usize, domain: Domain, rng: &mut Rng) -> Vec<S
                     Domain::Small => rng.int(min.max(-6), max.min(9)),
                     Domain::Positive => rng.int(1, max.min(1000)),
                     Domain::Finite => rng.int(min.max(-20), max.min(20)),
-                    _ => if rng.one_in(2) { rng.int(min.max(-300), max.min(300)) } else { rng.int(min, max) },
+                    _ => {
+                        if rng.one_in(2) {
+                            rng.int(min.max(-300), max.min(300))
+                        } else {
+                            rng.int(min, max)
+                        }
+                    }
                 };
                 wrap(dtype, v)
             }
@@ -222,7 +256,11 @@ pub fn values(dtype: DataType, n: usize, domain: Domain, rng: &mut Rng) -> Vec<S
                         // inputs get zeros and moderate specials only.
                         let s: Vec<f64> = float_specials(dtype)
                             .into_iter()
-                            .filter(|v| !dtype.is_complex() || *v == 0.0 || (v.abs() >= 0.5 && v.abs() <= 2.5))
+                            .filter(|v| {
+                                !dtype.is_complex()
+                                    || *v == 0.0
+                                    || (v.abs() >= 0.5 && v.abs() <= 2.5)
+                            })
                             .collect();
                         return s[rng.int(0, s.len() as i128 - 1) as usize];
                     }
@@ -232,7 +270,11 @@ pub fn values(dtype: DataType, n: usize, domain: Domain, rng: &mut Rng) -> Vec<S
                         Domain::Finite => rng.uniform(-2.0, 2.0),
                         _ => {
                             let magnitude = 10f64.powf(rng.uniform(-3.0, 3.0));
-                            if rng.one_in(2) { magnitude } else { -magnitude }
+                            if rng.one_in(2) {
+                                magnitude
+                            } else {
+                                -magnitude
+                            }
                         }
                     }
                 };
@@ -253,7 +295,13 @@ pub fn to_bytes(dtype: DataType, values: &[Scalar]) -> Vec<u8> {
     fn encode<T: Element>(values: &[Scalar]) -> Vec<u8> {
         let typed: Vec<T> = values.iter().map(|&v| T::from_scalar(v)).collect();
         // SAFETY: `T: Element` has no padding; the Vec holds `size_of_val` initialised bytes.
-        unsafe { std::slice::from_raw_parts(typed.as_ptr() as *const u8, std::mem::size_of_val(typed.as_slice())) }.to_vec()
+        unsafe {
+            std::slice::from_raw_parts(
+                typed.as_ptr() as *const u8,
+                std::mem::size_of_val(typed.as_slice()),
+            )
+        }
+        .to_vec()
     }
     dispatch_dtype!(dtype, T => encode::<T>(values), _ => Vec::new())
 }

@@ -85,12 +85,18 @@ impl Filter {
 
     /// The cases of one family.
     pub fn family(family: Family) -> Self {
-        Self { families: vec![family], ..Self::default() }
+        Self {
+            families: vec![family],
+            ..Self::default()
+        }
     }
 
     fn accepts(&self, case: &Case) -> bool {
         (self.families.is_empty() || self.families.contains(&Family::of(case.op)))
-            && self.op.as_ref().is_none_or(|name| case.op.to_string() == *name)
+            && self
+                .op
+                .as_ref()
+                .is_none_or(|name| case.op.to_string() == *name)
             && self.dtype.is_none_or(|d| case.dtype == d)
     }
 }
@@ -111,7 +117,10 @@ pub struct Report {
 impl Report {
     /// The failed cases.
     pub fn failures(&self) -> Vec<&CaseResult> {
-        self.results.iter().filter(|r| matches!(r.outcome, Outcome::Fail { .. })).collect()
+        self.results
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Fail { .. }))
+            .collect()
     }
 
     /// Whether memory was returned: `bytes_in_use` is back at its starting value.
@@ -138,17 +147,26 @@ impl Report {
 
     /// Counts of `(passed, failed, unsupported)` cases.
     pub fn counts(&self) -> (usize, usize, usize) {
-        self.results.iter().fold((0, 0, 0), |(p, f, u), r| match r.outcome {
-            Outcome::Pass { .. } => (p + 1, f, u),
-            Outcome::Fail { .. } => (p, f + 1, u),
-            Outcome::Unsupported => (p, f, u + 1),
-        })
+        self.results
+            .iter()
+            .fold((0, 0, 0), |(p, f, u), r| match r.outcome {
+                Outcome::Pass { .. } => (p + 1, f, u),
+                Outcome::Fail { .. } => (p, f + 1, u),
+                Outcome::Unsupported => (p, f, u + 1),
+            })
     }
 }
 
 /// Run every case that `filter` accepts on `device`, calling `progress` after each case.
-pub fn run_with_progress(device: &Arc<dyn Device>, filter: &Filter, mut progress: impl FnMut(usize, usize)) -> Report {
-    let cases: Vec<Case> = all_cases().into_iter().filter(|c| filter.accepts(c)).collect();
+pub fn run_with_progress(
+    device: &Arc<dyn Device>,
+    filter: &Filter,
+    mut progress: impl FnMut(usize, usize),
+) -> Report {
+    let cases: Vec<Case> = all_cases()
+        .into_iter()
+        .filter(|c| filter.accepts(c))
+        .collect();
     let before = device.allocator().stats().bytes_in_use;
     let mut results = Vec::with_capacity(cases.len());
     for (i, case) in cases.iter().enumerate() {
@@ -193,14 +211,20 @@ pub fn run_case(device: &Arc<dyn Device>, case: &Case) -> Outcome {
     let attempt = catch_unwind(AssertUnwindSafe(|| execute(device, case)));
     match attempt {
         Ok(Ok(outcome)) => outcome,
-        Ok(Err(e)) => Outcome::Fail { max_error: f64::INFINITY, message: format!("returned an error: {e}") },
+        Ok(Err(e)) => Outcome::Fail {
+            max_error: f64::INFINITY,
+            message: format!("returned an error: {e}"),
+        },
         Err(panic) => {
             let what = panic
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "a panic".into());
-            Outcome::Fail { max_error: f64::INFINITY, message: format!("panicked: {what}") }
+            Outcome::Fail {
+                max_error: f64::INFINITY,
+                message: format!("panicked: {what}"),
+            }
         }
     }
 }
@@ -216,11 +240,9 @@ impl Values {
     /// size 1 repeat).
     fn at(&self, index: &[usize]) -> Scalar {
         let lead = index.len() - self.dims.len();
-        let flat = self
-            .dims
-            .iter()
-            .enumerate()
-            .fold(0, |acc, (i, &d)| acc * d + if d == 1 { 0 } else { index[lead + i] });
+        let flat = self.dims.iter().enumerate().fold(0, |acc, (i, &d)| {
+            acc * d + if d == 1 { 0 } else { index[lead + i] }
+        });
         self.values[flat]
     }
 }
@@ -231,7 +253,12 @@ fn materialize(spec: &InputSpec, case: &str, position: usize) -> Values {
     let n: usize = spec.dims.iter().product();
     let mut values = match &spec.values {
         Some(values) => values.clone(),
-        None => data::values(spec.dtype, n, spec.domain, &mut Rng::for_case(&format!("{case}#{position}"))),
+        None => data::values(
+            spec.dtype,
+            n,
+            spec.domain,
+            &mut Rng::for_case(&format!("{case}#{position}")),
+        ),
     };
     if spec.variant == Variant::Broadcast && spec.dims.first().is_some_and(|&d| d > 1) {
         let row = n / spec.dims[0];
@@ -239,19 +266,33 @@ fn materialize(spec: &InputSpec, case: &str, position: usize) -> Values {
             values[i] = values[i % row];
         }
     }
-    Values { dims: spec.dims.clone(), values }
+    Values {
+        dims: spec.dims.clone(),
+        values,
+    }
 }
 
 /// A value that fills the gaps of padded layouts (valid for every dtype, bool included).
 fn filler(dtype: DataType) -> Scalar {
-    if dtype == DataType::Bool { Scalar::Bool(true) } else { Scalar::I64(0x5a) }
+    if dtype == DataType::Bool {
+        Scalar::Bool(true)
+    } else {
+        Scalar::I64(0x5a)
+    }
 }
 
 /// Make a device tensor with `input`'s logical values in `variant`'s layout.
-fn build(device: &Arc<dyn Device>, dtype: DataType, input: &Values, variant: Variant) -> Result<Tensor> {
+fn build(
+    device: &Arc<dyn Device>,
+    dtype: DataType,
+    input: &Values,
+    variant: Variant,
+) -> Result<Tensor> {
     let dims = &input.dims;
     let n = input.values.len();
-    let dense = |values: &[Scalar], dims: &[usize]| Tensor::from_bytes(&data::to_bytes(dtype, values), dims, dtype, device);
+    let dense = |values: &[Scalar], dims: &[usize]| {
+        Tensor::from_bytes(&data::to_bytes(dtype, values), dims, dtype, device)
+    };
     match variant {
         Variant::Contiguous => dense(&input.values, dims),
         Variant::Offset => {
@@ -259,7 +300,9 @@ fn build(device: &Arc<dyn Device>, dtype: DataType, input: &Values, variant: Var
             let mut padded = vec![filler(dtype); pad];
             padded.extend_from_slice(&input.values);
             padded.push(filler(dtype));
-            dense(&padded, &[n + pad + 1])?.narrow(0, pad, n)?.reshape(dims.as_slice())
+            dense(&padded, &[n + pad + 1])?
+                .narrow(0, pad, n)?
+                .reshape(dims.as_slice())
         }
         Variant::Transposed if dims.len() >= 2 => {
             let (r, c) = (dims[dims.len() - 2], dims[dims.len() - 1]);
@@ -318,21 +361,53 @@ fn execute(device: &Arc<dyn Device>, case: &Case) -> Result<Outcome> {
     let (out, expected, tol) = match &case.kind {
         Kind::Unary(op, spec) => {
             let (x, tx) = input(spec, 0)?;
-            let want = x.values.iter().map(|&v| reference::unary(*op, case.dtype, v)).collect();
-            (tx.unary(*op)?, want, (x.dims.clone(), op.output_dtype(case.dtype)))
+            let want = x
+                .values
+                .iter()
+                .map(|&v| reference::unary(*op, case.dtype, v))
+                .collect();
+            (
+                tx.unary(*op)?,
+                want,
+                (x.dims.clone(), op.output_dtype(case.dtype)),
+            )
         }
         Kind::Binary(op, sa, sb) => {
             let ((a, ta), (b, tb)) = (input(sa, 0)?, input(sb, 1)?);
-            let dims = broadcast_shapes(&crate::TensorShape::new(&a.dims)?, &crate::TensorShape::new(&b.dims)?)?.dims().to_vec();
-            let want = indices(&dims).map(|i| reference::binary(*op, case.dtype, a.at(&i), b.at(&i))).collect();
-            (ta.binary(*op, &tb)?, want, (dims, op.output_dtype(case.dtype)))
+            let dims = broadcast_shapes(
+                &crate::TensorShape::new(&a.dims)?,
+                &crate::TensorShape::new(&b.dims)?,
+            )?
+            .dims()
+            .to_vec();
+            let want = indices(&dims)
+                .map(|i| reference::binary(*op, case.dtype, a.at(&i), b.at(&i)))
+                .collect();
+            (
+                ta.binary(*op, &tb)?,
+                want,
+                (dims, op.output_dtype(case.dtype)),
+            )
         }
         Kind::Where(sc, sa, sb) => {
             let ((c, tc), (a, ta), (b, tb)) = (input(sc, 0)?, input(sa, 1)?, input(sb, 2)?);
             let shape = |d: &[usize]| crate::TensorShape::new(d);
-            let dims = broadcast_shapes(&broadcast_shapes(&shape(&c.dims)?, &shape(&a.dims)?)?, &shape(&b.dims)?)?.dims().to_vec();
+            let dims = broadcast_shapes(
+                &broadcast_shapes(&shape(&c.dims)?, &shape(&a.dims)?)?,
+                &shape(&b.dims)?,
+            )?
+            .dims()
+            .to_vec();
             let want = indices(&dims)
-                .map(|i| Expected { value: if c.at(&i) == Scalar::Bool(true) { a.at(&i) } else { b.at(&i) }, scale: 0.0, terms: 1 })
+                .map(|i| Expected {
+                    value: if c.at(&i) == Scalar::Bool(true) {
+                        a.at(&i)
+                    } else {
+                        b.at(&i)
+                    },
+                    scale: 0.0,
+                    terms: 1,
+                })
                 .collect();
             (tc.where_(&ta, &tb)?, want, (dims, case.dtype))
         }
@@ -344,17 +419,36 @@ fn execute(device: &Arc<dyn Device>, case: &Case) -> Result<Outcome> {
         Kind::Matmul(sa, sb, transpose_a, transpose_b) => {
             let ((a, ta), (b, tb)) = (input(sa, 0)?, input(sb, 1)?);
             let (want, dims) = reference_matmul(case.dtype, &a, &b, *transpose_a, *transpose_b)?;
-            (ta.matmul_t(&tb, *transpose_a, *transpose_b)?, want, (dims, case.dtype))
+            (
+                ta.matmul_t(&tb, *transpose_a, *transpose_b)?,
+                want,
+                (dims, case.dtype),
+            )
         }
         Kind::Reduce(op, spec, axes, keep) => {
             let (x, tx) = input(spec, 0)?;
             let (want, dims) = reference_reduce(*op, case.dtype, &x, axes, *keep)?;
-            (tx.reduce(*op, axes, *keep)?, want, (dims, op.output_dtype(case.dtype)))
+            (
+                tx.reduce(*op, axes, *keep)?,
+                want,
+                (dims, op.output_dtype(case.dtype)),
+            )
         }
         Kind::Fill(dims, value) => {
             let n: usize = dims.iter().product();
-            let want = vec![Expected { value: data::round_to(case.dtype, *value), scale: 0.0, terms: 1 }; n];
-            (Tensor::full(dims.as_slice(), *value, case.dtype, device)?, want, (dims.clone(), case.dtype))
+            let want = vec![
+                Expected {
+                    value: data::round_to(case.dtype, *value),
+                    scale: 0.0,
+                    terms: 1
+                };
+                n
+            ];
+            (
+                Tensor::full(dims.as_slice(), *value, case.dtype, device)?,
+                want,
+                (dims.clone(), case.dtype),
+            )
         }
         Kind::Arange(start, stop, step) => {
             let t = Tensor::arange(*start, *stop, *step, case.dtype, device)?;
@@ -364,7 +458,11 @@ fn execute(device: &Arc<dyn Device>, case: &Case) -> Result<Outcome> {
                         (Scalar::I64(a), Scalar::I64(s)) => Scalar::I64(a + i as i64 * s),
                         _ => Scalar::F64(start.to_f64() + i as f64 * step.to_f64()),
                     };
-                    Expected { value: data::round_to(case.dtype, v), scale: 0.0, terms: 1 }
+                    Expected {
+                        value: data::round_to(case.dtype, v),
+                        scale: 0.0,
+                        terms: 1,
+                    }
                 })
                 .collect();
             let len = want.len();
@@ -372,7 +470,15 @@ fn execute(device: &Arc<dyn Device>, case: &Case) -> Result<Outcome> {
         }
         Kind::Copy(spec) => {
             let (x, tx) = input(spec, 0)?;
-            let want = x.values.iter().map(|&v| Expected { value: v, scale: 0.0, terms: 1 }).collect();
+            let want = x
+                .values
+                .iter()
+                .map(|&v| Expected {
+                    value: v,
+                    scale: 0.0,
+                    terms: 1,
+                })
+                .collect();
             let copied = tx.contiguous()?;
             if !copied.is_contiguous() {
                 return Ok(fail("contiguous() returned a non-contiguous tensor"));
@@ -386,7 +492,10 @@ fn execute(device: &Arc<dyn Device>, case: &Case) -> Result<Outcome> {
             "result has shape {} and dtype {}, expected [{}] and {out_dtype}",
             out.shape(),
             out.dtype(),
-            dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")
+            dims.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
         )));
     }
     let got = out.to_scalars()?;
@@ -394,10 +503,19 @@ fn execute(device: &Arc<dyn Device>, case: &Case) -> Result<Outcome> {
 }
 
 fn fail(message: &str) -> Outcome {
-    Outcome::Fail { max_error: f64::INFINITY, message: message.to_string() }
+    Outcome::Fail {
+        max_error: f64::INFINITY,
+        message: message.to_string(),
+    }
 }
 
-fn reference_matmul(dtype: DataType, a: &Values, b: &Values, ta: bool, tb: bool) -> Result<(Vec<Expected>, Vec<usize>)> {
+fn reference_matmul(
+    dtype: DataType,
+    a: &Values,
+    b: &Values,
+    ta: bool,
+    tb: bool,
+) -> Result<(Vec<Expected>, Vec<usize>)> {
     let matrix = |v: &Values, t: bool| -> (Vec<usize>, usize, usize) {
         let r = v.dims.len();
         let (rows, cols) = (v.dims[r - 2], v.dims[r - 1]);
@@ -405,7 +523,12 @@ fn reference_matmul(dtype: DataType, a: &Values, b: &Values, ta: bool, tb: bool)
         (v.dims[..r - 2].to_vec(), m, k)
     };
     let ((batch_a, m, k), (batch_b, _, n)) = (matrix(a, ta), matrix(b, tb));
-    let batch = broadcast_shapes(&crate::TensorShape::new(&batch_a)?, &crate::TensorShape::new(&batch_b)?)?.dims().to_vec();
+    let batch = broadcast_shapes(
+        &crate::TensorShape::new(&batch_a)?,
+        &crate::TensorShape::new(&batch_b)?,
+    )?
+    .dims()
+    .to_vec();
     let element = |v: &Values, batch_index: &[usize], i: usize, j: usize, t: bool| {
         let (row, col) = if t { (j, i) } else { (i, j) };
         let mut index = batch_index.to_vec();
@@ -427,7 +550,13 @@ fn reference_matmul(dtype: DataType, a: &Values, b: &Values, ta: bool, tb: bool)
     Ok((want, dims))
 }
 
-fn reference_reduce(op: crate::ops::ReduceOp, dtype: DataType, x: &Values, axes: &[isize], keep: bool) -> Result<(Vec<Expected>, Vec<usize>)> {
+fn reference_reduce(
+    op: crate::ops::ReduceOp,
+    dtype: DataType,
+    x: &Values,
+    axes: &[isize],
+    keep: bool,
+) -> Result<(Vec<Expected>, Vec<usize>)> {
     let axes = crate::ops::normalize_axes(axes, x.dims.len())?;
     let kept: Vec<usize> = (0..x.dims.len()).filter(|a| !axes.contains(a)).collect();
     let kept_dims: Vec<usize> = kept.iter().map(|&a| x.dims[a]).collect();
@@ -445,7 +574,13 @@ fn reference_reduce(op: crate::ops::ReduceOp, dtype: DataType, x: &Values, axes:
         want.push(reference::reduce(op, dtype, &block));
     }
     let dims = (0..x.dims.len())
-        .filter_map(|a| if axes.contains(&a) { keep.then_some(1) } else { Some(x.dims[a]) })
+        .filter_map(|a| {
+            if axes.contains(&a) {
+                keep.then_some(1)
+            } else {
+                Some(x.dims[a])
+            }
+        })
         .collect();
     Ok((want, dims))
 }
@@ -463,7 +598,11 @@ fn compare(case: &Case, out_dtype: DataType, got: &[Scalar], want: &[Expected]) 
         if !ok {
             return Outcome::Fail {
                 max_error: error,
-                message: format!("element {i}: got {}, expected {} (error {error:.3} ulp, tolerance {tol:?})", show(g), show(w.value)),
+                message: if out_dtype.is_float() || out_dtype.is_complex() {
+                    format!("element {i}: got {}, expected {} (error {error:.3} ulp, tolerance {tol:?})", show(g), show(w.value))
+                } else {
+                    format!("element {i}: got {}, expected {}", show(g), show(w.value))
+                },
             };
         }
     }
@@ -490,20 +629,44 @@ fn check(dtype: DataType, tol: Tolerance, got: Scalar, want: &Expected) -> (bool
             let (ok_im, e_im) = check_float(part, tol, g.im, w.im, scale, want.terms);
             (ok_re && ok_im, e_re.max(e_im))
         }
-        (Scalar::F64(g), Scalar::F64(w)) => check_float(dtype, tol, g, w, want.scale.max(w.abs()), want.terms),
+        (Scalar::F64(g), Scalar::F64(w)) => {
+            check_float(dtype, tol, g, w, want.scale.max(w.abs()), want.terms)
+        }
         (g, w) => {
             let same = g == w;
-            (same, if same { 0.0 } else { (data::int_of(g) - data::int_of(w)).unsigned_abs() as f64 })
+            (
+                same,
+                if same {
+                    0.0
+                } else {
+                    (data::int_of(g) - data::int_of(w)).unsigned_abs() as f64
+                },
+            )
         }
     }
 }
 
-fn check_float(dtype: DataType, tol: Tolerance, g: f64, w: f64, scale: f64, terms: usize) -> (bool, f64) {
+fn check_float(
+    dtype: DataType,
+    tol: Tolerance,
+    g: f64,
+    w: f64,
+    scale: f64,
+    terms: usize,
+) -> (bool, f64) {
     if w.is_nan() || g.is_nan() {
-        return if w.is_nan() && g.is_nan() { (true, 0.0) } else { (false, f64::INFINITY) };
+        return if w.is_nan() && g.is_nan() {
+            (true, 0.0)
+        } else {
+            (false, f64::INFINITY)
+        };
     }
     if w.is_infinite() || g.is_infinite() {
-        return if g == w { (true, 0.0) } else { (false, f64::INFINITY) };
+        return if g == w {
+            (true, 0.0)
+        } else {
+            (false, f64::INFINITY)
+        };
     }
     let diff = (g - w).abs();
     let error = diff / tolerance::ulp(dtype, w.abs());
@@ -511,7 +674,8 @@ fn check_float(dtype: DataType, tol: Tolerance, g: f64, w: f64, scale: f64, term
         Tolerance::Exact => g == w && (w != 0.0 || g.is_sign_negative() == w.is_sign_negative()),
         Tolerance::Ulps(n) => diff <= n * tolerance::ulp(dtype, scale),
         Tolerance::Accumulated => {
-            diff <= tolerance::ulp(dtype, w.abs()) + terms as f64 * tolerance::accumulator_roundoff(dtype) * scale
+            diff <= tolerance::ulp(dtype, w.abs())
+                + terms as f64 * tolerance::accumulator_roundoff(dtype) * scale
         }
     };
     (ok, error)

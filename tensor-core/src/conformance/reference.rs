@@ -25,7 +25,11 @@ pub struct Expected {
 
 impl Expected {
     fn exact(value: Scalar) -> Self {
-        Expected { value, scale: magnitude(value), terms: 1 }
+        Expected {
+            value,
+            scale: magnitude(value),
+            terms: 1,
+        }
     }
 
     fn rounded(dtype: DataType, value: Scalar) -> Self {
@@ -68,7 +72,11 @@ fn maximum(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() {
         f64::NAN
     } else if a == b {
-        if a.is_sign_positive() { a } else { b }
+        if a.is_sign_positive() {
+            a
+        } else {
+            b
+        }
     } else {
         a.max(b)
     }
@@ -79,7 +87,11 @@ fn minimum(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() {
         f64::NAN
     } else if a == b {
-        if a.is_sign_negative() { a } else { b }
+        if a.is_sign_negative() {
+            a
+        } else {
+            b
+        }
     } else {
         a.min(b)
     }
@@ -110,7 +122,10 @@ pub fn unary(op: UnaryOp, dtype: DataType, x: Scalar) -> Expected {
             let (r, derivative) = match op {
                 UnaryOp::Neg => (-z, one),
                 UnaryOp::Abs => return Expected::rounded(out, Scalar::F64(z.norm())),
-                UnaryOp::Sign => (if z.norm() == 0.0 { z } else { z / z.norm() }, Complex::new(0.0, 0.0)),
+                UnaryOp::Sign => (
+                    if z.norm() == 0.0 { z } else { z / z.norm() },
+                    Complex::new(0.0, 0.0),
+                ),
                 UnaryOp::Sqrt => (z.sqrt(), one / (z.sqrt() * 2.0)),
                 UnaryOp::Rsqrt => (one / z.sqrt(), -(one / (z.sqrt() * z)) / 2.0),
                 UnaryOp::Exp => (z.exp(), z.exp()),
@@ -131,14 +146,30 @@ pub fn unary(op: UnaryOp, dtype: DataType, x: Scalar) -> Expected {
             };
             let value = round_to(out, Scalar::C64(r));
             let condition = r.norm() + (z * derivative).norm();
-            Expected { value, scale: if condition.is_finite() { condition } else { r.norm() }, terms: 1 }
+            Expected {
+                value,
+                scale: if condition.is_finite() {
+                    condition
+                } else {
+                    r.norm()
+                },
+                terms: 1,
+            }
         }
         _ => {
             let v = x.to_f64();
             let r = match op {
                 UnaryOp::Neg => -v,
                 UnaryOp::Abs => v.abs(),
-                UnaryOp::Sign => if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { v },
+                UnaryOp::Sign => {
+                    if v > 0.0 {
+                        1.0
+                    } else if v < 0.0 {
+                        -1.0
+                    } else {
+                        v
+                    }
+                }
                 UnaryOp::Sqrt => v.sqrt(),
                 UnaryOp::Rsqrt => 1.0 / v.sqrt(),
                 UnaryOp::Exp => v.exp(),
@@ -147,7 +178,13 @@ pub fn unary(op: UnaryOp, dtype: DataType, x: Scalar) -> Expected {
                 UnaryOp::Cos => v.cos(),
                 UnaryOp::Tanh => v.tanh(),
                 UnaryOp::Sigmoid => 1.0 / (1.0 + (-v).exp()),
-                UnaryOp::Relu => if v.is_nan() || v > 0.0 { v } else { 0.0 },
+                UnaryOp::Relu => {
+                    if v.is_nan() || v > 0.0 {
+                        v
+                    } else {
+                        0.0
+                    }
+                }
                 UnaryOp::Floor => v.floor(),
                 UnaryOp::Ceil => v.ceil(),
                 UnaryOp::Round => v.round_ties_even(),
@@ -175,11 +212,20 @@ fn compare<T: PartialOrd>(op: BinaryOp, a: T, b: T) -> bool {
 /// for bases 1 and -1).
 fn int_pow(dtype: DataType, base: i128, exponent: i128) -> Scalar {
     if exponent < 0 {
-        return wrap(dtype, match base {
-            1 => 1,
-            -1 => if exponent % 2 == 0 { 1 } else { -1 },
-            _ => 0,
-        });
+        return wrap(
+            dtype,
+            match base {
+                1 => 1,
+                -1 => {
+                    if exponent % 2 == 0 {
+                        1
+                    } else {
+                        -1
+                    }
+                }
+                _ => 0,
+            },
+        );
     }
     let (mut acc, mut b, mut e) = (1i128, base, exponent);
     while e > 0 {
@@ -196,7 +242,10 @@ fn int_pow(dtype: DataType, base: i128, exponent: i128) -> Scalar {
 pub fn binary(op: BinaryOp, dtype: DataType, a: Scalar, b: Scalar) -> Expected {
     match dtype.class() {
         DTypeClass::Bool => {
-            let (x, y) = (matches!(a, Scalar::Bool(true)), matches!(b, Scalar::Bool(true)));
+            let (x, y) = (
+                matches!(a, Scalar::Bool(true)),
+                matches!(b, Scalar::Bool(true)),
+            );
             Expected::exact(Scalar::Bool(match op {
                 BinaryOp::And => x & y,
                 BinaryOp::Or => x | y,
@@ -231,18 +280,30 @@ pub fn binary(op: BinaryOp, dtype: DataType, a: Scalar, b: Scalar) -> Expected {
                 BinaryOp::Sub => x - y,
                 BinaryOp::Mul => {
                     let value = round_to(dtype, Scalar::C64(x * y));
-                    return Expected { value, scale: x.norm() * y.norm(), terms: 2 };
+                    return Expected {
+                        value,
+                        scale: x.norm() * y.norm(),
+                        terms: 2,
+                    };
                 }
                 BinaryOp::Div => {
                     let value = round_to(dtype, Scalar::C64(x / y));
-                    return Expected { value, scale: x.norm() / y.norm(), terms: 4 };
+                    return Expected {
+                        value,
+                        scale: x.norm() / y.norm(),
+                        terms: 4,
+                    };
                 }
                 _ => {
                     // exp(y ln x): relative error grows with |y ln x|.
                     let r = x.powc(y);
                     let w = (y * x.ln()).norm();
                     let scale = r.norm() * (1.0 + if w.is_finite() { w } else { 0.0 });
-                    return Expected { value: round_to(dtype, Scalar::C64(r)), scale, terms: 1 };
+                    return Expected {
+                        value: round_to(dtype, Scalar::C64(r)),
+                        scale,
+                        terms: 1,
+                    };
                 }
             };
             Expected::rounded(dtype, Scalar::C64(r))
@@ -272,9 +333,26 @@ fn accumulate(dtype: DataType, terms: impl Iterator<Item = Scalar>, mean: bool) 
     let mut count = 0usize;
     match dtype.class() {
         DTypeClass::Signed | DTypeClass::Unsigned => {
-            let sum: i128 = terms.map(|t| { count += 1; int_of(t) }).sum();
-            let value = if mean { if count == 0 { 0 } else { sum / count as i128 } } else { sum };
-            Expected { value: wrap(dtype, value), scale: 0.0, terms: count }
+            let sum: i128 = terms
+                .map(|t| {
+                    count += 1;
+                    int_of(t)
+                })
+                .sum();
+            let value = if mean {
+                if count == 0 {
+                    0
+                } else {
+                    sum / count as i128
+                }
+            } else {
+                sum
+            };
+            Expected {
+                value: wrap(dtype, value),
+                scale: 0.0,
+                terms: count,
+            }
         }
         _ => {
             let (mut sum, mut scale) = (Complex::new(0.0, 0.0), 0.0);
@@ -287,8 +365,16 @@ fn accumulate(dtype: DataType, terms: impl Iterator<Item = Scalar>, mean: bool) 
                 sum /= count as f64;
                 scale /= count as f64;
             }
-            let value = if dtype.is_complex() { Scalar::C64(sum) } else { Scalar::F64(sum.re) };
-            Expected { value: round_to(dtype, value), scale, terms: count }
+            let value = if dtype.is_complex() {
+                Scalar::C64(sum)
+            } else {
+                Scalar::F64(sum.re)
+            };
+            Expected {
+                value: round_to(dtype, value),
+                scale,
+                terms: count,
+            }
         }
     }
 }
@@ -300,19 +386,35 @@ pub fn reduce(op: ReduceOp, dtype: DataType, values: &[Scalar]) -> Expected {
         ReduceOp::Mean => accumulate(dtype, values.iter().copied(), true),
         ReduceOp::Prod => {
             if dtype.is_integer() {
-                let p = values.iter().fold(1i128, |p, &v| int_of(wrap(dtype, p.wrapping_mul(int_of(v)))));
+                let p = values.iter().fold(1i128, |p, &v| {
+                    int_of(wrap(dtype, p.wrapping_mul(int_of(v))))
+                });
                 return Expected::exact(wrap(dtype, p));
             }
-            let p = values.iter().fold(Complex::new(1.0, 0.0), |p, &v| p * complex(v));
-            let value = if dtype.is_complex() { Scalar::C64(p) } else { Scalar::F64(p.re) };
+            let p = values
+                .iter()
+                .fold(Complex::new(1.0, 0.0), |p, &v| p * complex(v));
+            let value = if dtype.is_complex() {
+                Scalar::C64(p)
+            } else {
+                Scalar::F64(p.re)
+            };
             let scale = values.iter().map(|&v| magnitude(v)).product();
-            Expected { value: round_to(dtype, value), scale, terms: values.len() }
+            Expected {
+                value: round_to(dtype, value),
+                scale,
+                terms: values.len(),
+            }
         }
         ReduceOp::Max | ReduceOp::Min => {
             if dtype.is_integer() {
                 let (lo, hi) = super::data::int_range(dtype);
                 let ints = values.iter().map(|&v| int_of(v));
-                let r = if op == ReduceOp::Max { ints.fold(lo, i128::max) } else { ints.fold(hi, i128::min) };
+                let r = if op == ReduceOp::Max {
+                    ints.fold(lo, i128::max)
+                } else {
+                    ints.fold(hi, i128::min)
+                };
                 return Expected::exact(wrap(dtype, r));
             }
             let floats = values.iter().map(|v| v.to_f64());
@@ -324,7 +426,13 @@ pub fn reduce(op: ReduceOp, dtype: DataType, values: &[Scalar]) -> Expected {
             Expected::rounded(dtype, Scalar::F64(r))
         }
         ReduceOp::ArgMax | ReduceOp::ArgMin => {
-            let key = |v: Scalar| if dtype.is_integer() { int_of(v) as f64 } else { v.to_f64() };
+            let key = |v: Scalar| {
+                if dtype.is_integer() {
+                    int_of(v) as f64
+                } else {
+                    v.to_f64()
+                }
+            };
             let mut best: Option<(usize, Scalar)> = None;
             for (i, &v) in values.iter().enumerate() {
                 if key(v).is_nan() {
@@ -335,9 +443,19 @@ pub fn reduce(op: ReduceOp, dtype: DataType, values: &[Scalar]) -> Expected {
                     None => true,
                     Some((_, b)) if dtype.is_integer() => {
                         let (x, y) = (int_of(v), int_of(b));
-                        if op == ReduceOp::ArgMax { x > y } else { x < y }
+                        if op == ReduceOp::ArgMax {
+                            x > y
+                        } else {
+                            x < y
+                        }
                     }
-                    Some((_, b)) => if op == ReduceOp::ArgMax { key(v) > key(b) } else { key(v) < key(b) },
+                    Some((_, b)) => {
+                        if op == ReduceOp::ArgMax {
+                            key(v) > key(b)
+                        } else {
+                            key(v) < key(b)
+                        }
+                    }
                 };
                 if better {
                     best = Some((i, v));
@@ -351,8 +469,16 @@ pub fn reduce(op: ReduceOp, dtype: DataType, values: &[Scalar]) -> Expected {
 /// The reference dot product of `a` and `b` (one output element of a matmul).
 pub fn dot(dtype: DataType, a: &[Scalar], b: &[Scalar]) -> Expected {
     if dtype.is_integer() {
-        let sum: i128 = a.iter().zip(b).map(|(&x, &y)| int_of(wrap(dtype, int_of(x).wrapping_mul(int_of(y))))).sum();
-        return Expected { value: wrap(dtype, sum), scale: 0.0, terms: a.len() };
+        let sum: i128 = a
+            .iter()
+            .zip(b)
+            .map(|(&x, &y)| int_of(wrap(dtype, int_of(x).wrapping_mul(int_of(y)))))
+            .sum();
+        return Expected {
+            value: wrap(dtype, sum),
+            scale: 0.0,
+            terms: a.len(),
+        };
     }
     let (mut sum, mut scale) = (Complex::new(0.0, 0.0), 0.0);
     for (&x, &y) in a.iter().zip(b) {
@@ -360,8 +486,16 @@ pub fn dot(dtype: DataType, a: &[Scalar], b: &[Scalar]) -> Expected {
         sum += p;
         scale += magnitude(x) * magnitude(y);
     }
-    let value = if dtype.is_complex() { Scalar::C64(sum) } else { Scalar::F64(sum.re) };
-    Expected { value: round_to(dtype, value), scale, terms: a.len().max(1) }
+    let value = if dtype.is_complex() {
+        Scalar::C64(sum)
+    } else {
+        Scalar::F64(sum.re)
+    };
+    Expected {
+        value: round_to(dtype, value),
+        scale,
+        terms: a.len().max(1),
+    }
 }
 
 /// The reference of a cast of `x` to `to`: the cast semantics of [`crate::element`],
@@ -379,7 +513,15 @@ pub fn cast(x: Scalar, to: DataType) -> Expected {
             match x {
                 Scalar::F64(_) | Scalar::C64(_) => {
                     let v = complex(x).re;
-                    let i = if v.is_nan() { 0 } else if v >= hi as f64 { hi } else if v <= lo as f64 { lo } else { v.trunc() as i128 };
+                    let i = if v.is_nan() {
+                        0
+                    } else if v >= hi as f64 {
+                        hi
+                    } else if v <= lo as f64 {
+                        lo
+                    } else {
+                        v.trunc() as i128
+                    };
                     wrap(to, i.clamp(lo, hi))
                 }
                 other => wrap(to, int_of(other)),

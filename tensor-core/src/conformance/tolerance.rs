@@ -37,7 +37,11 @@ pub fn tolerance(op: Op, dtype: DataType) -> Tolerance {
     match op {
         Op::Unary(u) => match u {
             UnaryOp::Neg => Tolerance::Exact,
-            UnaryOp::Rsqrt | UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sin | UnaryOp::Cos if !complex => Tolerance::Ulps(2.0),
+            UnaryOp::Rsqrt | UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sin | UnaryOp::Cos
+                if !complex =>
+            {
+                Tolerance::Ulps(2.0)
+            }
             UnaryOp::Tanh | UnaryOp::Sigmoid if !complex => Tolerance::Ulps(4.0),
             _ if complex => Tolerance::Ulps(8.0),
             _ => Tolerance::Exact,
@@ -67,7 +71,11 @@ fn float_format(dtype: DataType) -> (i32, i32) {
 /// The spacing of `dtype`'s values at magnitude `m` (the subnormal spacing below the normals).
 pub fn ulp(dtype: DataType, m: f64) -> f64 {
     let (bits, emin) = float_format(dtype);
-    let exponent = if m > 0.0 && m.is_finite() { m.log2().floor() as i32 } else { emin };
+    let exponent = if m > 0.0 && m.is_finite() {
+        m.log2().floor() as i32
+    } else {
+        emin
+    };
     2f64.powi(exponent.max(emin) - bits)
 }
 

@@ -1,0 +1,147 @@
+//! `cargo xtask conformance`: the suite on every device, with `POLYTENSOR_REQUIRE`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use polytensor::DeviceStatus;
+use tensor_core::conformance::{run_with_progress, Filter};
+use tensor_core::DataType;
+
+use crate::report::{Column, Report};
+
+/// Parsed command-line options.
+pub struct Options {
+    backends: Vec<String>,
+    filter: Filter,
+    json: PathBuf,
+    markdown: PathBuf,
+}
+
+impl Options {
+    pub fn parse(args: &[String]) -> Result<Self, String> {
+        let mut options = Options {
+            backends: Vec::new(),
+            filter: Filter::all(),
+            json: PathBuf::from("target/conformance/report.json"),
+            markdown: PathBuf::from("target/conformance/report.md"),
+        };
+        let mut args = args.iter();
+        while let Some(flag) = args.next() {
+            let mut value = || {
+                args.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{flag} needs a value"))
+            };
+            match flag.as_str() {
+                "--backend" => options.backends.push(value()?),
+                "--op" => options.filter.op = Some(value()?),
+                "--dtype" => {
+                    options.filter.dtype =
+                        Some(value()?.parse::<DataType>().map_err(|e| e.to_string())?)
+                }
+                "--json" => options.json = PathBuf::from(value()?),
+                "--markdown" => options.markdown = PathBuf::from(value()?),
+                other => return Err(format!("unknown option {other:?}\n{}", crate::USAGE)),
+            }
+        }
+        Ok(options)
+    }
+
+    fn wants(&self, name: &str, kind: &str) -> bool {
+        self.backends.is_empty() || self.backends.iter().any(|b| b == name || b == kind)
+    }
+}
+
+/// The backends `POLYTENSOR_REQUIRE` names (`cpu,opencl,wgpu`).
+fn required() -> Vec<String> {
+    std::env::var("POLYTENSOR_REQUIRE")
+        .unwrap_or_default()
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Run the suite; `Ok(true)` when everything required passed.
+pub fn run(options: &Options) -> Result<bool, String> {
+    let mut columns = Vec::new();
+    for entry in polytensor::devices() {
+        let kind = entry.kind.name();
+        if !options.wants(&entry.name, kind) {
+            continue;
+        }
+        match &entry.status {
+            DeviceStatus::Available(device) => {
+                eprintln!(
+                    "conformance on {} ({})",
+                    device.name(),
+                    device.description()
+                );
+                let started = Instant::now();
+                let mut last = Instant::now();
+                let result = run_with_progress(device, &options.filter, |done, total| {
+                    if done == total || last.elapsed().as_secs_f64() > 2.0 {
+                        eprintln!(
+                            "  {}: {done}/{total} cases, {:.1} s",
+                            device.name(),
+                            started.elapsed().as_secs_f64()
+                        );
+                        last = Instant::now();
+                    }
+                });
+                columns.push(Column::Ran {
+                    kind: kind.to_string(),
+                    report: result,
+                });
+            }
+            DeviceStatus::Unavailable(why) => {
+                eprintln!("skipped {}: {why}", entry.name);
+                columns.push(Column::Skipped {
+                    name: entry.name.clone(),
+                    kind: kind.to_string(),
+                    why: why.clone(),
+                });
+            }
+        }
+    }
+    let report = Report::new(columns);
+    println!("{}", report.table());
+    let mut ok = report.all_passed();
+    for backend in required() {
+        if !report.ran(&backend) {
+            println!(
+                "REQUIRED backend {backend} did not run (POLYTENSOR_REQUIRE): {}",
+                report.skip_reason(&backend)
+            );
+            ok = false;
+        }
+    }
+    write(&options.json, &report.json())?;
+    write(&options.markdown, &report.markdown())?;
+    println!(
+        "reports: {} and {}",
+        options.json.display(),
+        options.markdown.display()
+    );
+    println!(
+        "{}",
+        if ok {
+            "conformance: PASS"
+        } else {
+            "conformance: FAIL"
+        }
+    );
+    Ok(ok)
+}
+
+fn write(path: &PathBuf, text: &str) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let mut file =
+        std::fs::File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    file.write_all(text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

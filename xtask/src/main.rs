@@ -1,0 +1,35 @@
+//! `cargo xtask`: polytensor's project tasks.
+//!
+//! - `cargo xtask conformance [--backend NAME ...] [--op NAME] [--dtype NAME] [--json PATH]
+//!   [--markdown PATH]`: run the conformance suite on every device this machine has, print
+//!   the table, write the reports, and exit non-zero on any failure, leak, or skip of a
+//!   backend named in `POLYTENSOR_REQUIRE`.
+
+mod conformance;
+mod report;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask conformance [--backend NAME ...] [--op NAME] [--dtype NAME] [--json PATH] [--markdown PATH]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("conformance") => {
+            conformance::Options::parse(&args[1..]).and_then(|o| conformance::run(&o))
+        }
+        Some("-h" | "--help") | None => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => Err(format!("unknown task {other:?}\n{USAGE}")),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
