@@ -27,6 +27,9 @@ impl Column {
     }
 }
 
+/// A device's case results grouped by `(op, dtype)`.
+type ByCell<'a> = BTreeMap<(String, DataType), Vec<&'a CaseResult>>;
+
 /// One cell: the cases of one (op, dtype) on one device, summarised.
 enum Cell {
     Pass {
@@ -121,12 +124,12 @@ impl Report {
     }
 
     fn cells(&self) -> Vec<Vec<Cell>> {
-        let grouped: Vec<Option<BTreeMap<(String, DataType), Vec<&CaseResult>>>> = self
+        let grouped: Vec<Option<ByCell<'_>>> = self
             .columns
             .iter()
             .map(|c| match c {
                 Column::Ran { report, .. } => {
-                    let mut map: BTreeMap<(String, DataType), Vec<&CaseResult>> = BTreeMap::new();
+                    let mut map = ByCell::new();
                     for r in &report.results {
                         map.entry((r.op.to_string(), r.dtype)).or_default().push(r);
                     }
