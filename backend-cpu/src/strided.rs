@@ -45,6 +45,13 @@ fn out_walk(out: &Layout) -> (Vec<usize>, tensor_core::layout::Strides) {
     (out.shape().dims().to_vec(), contiguous_strides(out.shape()))
 }
 
+/// Rows of one strided input walked beside a contiguous output of the same shape:
+/// `[input position, output position]` per row.
+pub(crate) fn rows_beside_output(x: &Layout, out: &Layout) -> StridedRows<2> {
+    let (dims, out_strides) = out_walk(out);
+    StridedRows::new(&dims, [x.strides(), &out_strides], [x.offset() as isize, 0])
+}
+
 #[inline]
 fn at(base: isize, i: usize, stride: isize) -> usize {
     (base + i as isize * stride) as usize
@@ -57,13 +64,8 @@ pub(crate) fn map1<A: Element, O: Element>(
     f: impl Fn(A) -> O,
 ) -> Result<()> {
     check_shapes("map", &[x.layout()], out.layout())?;
-    let (src, (dims, out_strides)) = (input::<A>(x)?, out_walk(out.layout()));
+    let (src, rows) = (input::<A>(x)?, rows_beside_output(x.layout(), out.layout()));
     let dst = output::<O>(out)?;
-    let rows = StridedRows::new(
-        &dims,
-        [x.layout().strides(), &out_strides],
-        [x.layout().offset() as isize, 0],
-    );
     let (len, [sx, so]) = (rows.row_len(), rows.inner_strides());
     for [px, po] in rows {
         let (px, po) = (px as usize, po as usize);

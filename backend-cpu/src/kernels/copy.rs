@@ -1,9 +1,8 @@
 //! Materialising strided layouts (byte-generic, so every fixed-size dtype works) and host copies.
 
-use tensor_core::layout::contiguous_strides;
-use tensor_core::{Error, OutView, Result, StridedRows, TensorView};
+use tensor_core::{Error, OutView, Result, TensorView};
 
-use crate::strided::check_shapes;
+use crate::strided::{check_shapes, rows_beside_output};
 
 fn host_bytes<'a>(view: &TensorView<'a>) -> Result<&'a [u8]> {
     view.host_bytes().ok_or_else(|| {
@@ -30,15 +29,8 @@ pub(crate) fn copy(x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
     }
     check_shapes("copy", &[x.layout()], out.layout())?;
     let size = x.dtype().size();
-    let src = host_bytes(x)?;
-    let dims = out.layout().shape().dims();
-    let out_strides = contiguous_strides(out.layout().shape());
+    let (src, rows) = (host_bytes(x)?, rows_beside_output(x.layout(), out.layout()));
     let dst = out_bytes(out)?;
-    let rows = StridedRows::new(
-        &dims,
-        [x.layout().strides(), &out_strides],
-        [x.layout().offset() as isize, 0],
-    );
     let (len, [sx, so]) = (rows.row_len(), rows.inner_strides());
     for [px, po] in rows {
         if sx == 1 && so == 1 {
