@@ -145,3 +145,36 @@ fn write(path: &PathBuf, text: &str) -> Result<(), String> {
     file.write_all(text.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(text: &str) -> Vec<String> {
+        text.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn options_parse() {
+        let o = Options::parse(&args(
+            "--backend cpu --backend wgpu --op add --dtype bfloat16 --json a.json --markdown b.md",
+        ))
+        .unwrap();
+        assert_eq!(o.backends, vec!["cpu", "wgpu"]);
+        assert_eq!(o.filter.op.as_deref(), Some("add"));
+        assert_eq!(o.filter.dtype, Some(DataType::BFloat16));
+        assert_eq!(
+            (&o.json, &o.markdown),
+            (&PathBuf::from("a.json"), &PathBuf::from("b.md"))
+        );
+        assert!(
+            o.wants("cpu:0", "cpu")
+                && !Options::parse(&args("--backend wgpu"))
+                    .unwrap()
+                    .wants("cpu:0", "cpu")
+        );
+        assert!(Options::parse(&args("--op")).is_err());
+        assert!(Options::parse(&args("--dtype float33")).is_err());
+        assert!(Options::parse(&args("--frobnicate")).is_err());
+    }
+}

@@ -27,6 +27,10 @@ impl Column {
     }
 }
 
+/// What the cells mean.
+const LEGEND: &str = "Cells: pass (with the largest error in ulps when not exact), FAIL xN (N failing cases, largest error), \
+unsupported (the device declares it), skipped (no device; reason below), - (no case).";
+
 /// A device's case results grouped by `(op, dtype)`.
 type ByCell<'a> = BTreeMap<(String, DataType), Vec<&'a CaseResult>>;
 
@@ -270,7 +274,8 @@ impl Report {
     pub fn markdown(&self) -> String {
         let cells = self.cells();
         let mut out = String::from("# Conformance report\n\n");
-        out.push_str("Cells: `pass` (largest error in ulps when not exact), `FAIL xN` (N failing cases, largest error), `unsupported` (declared by the device), `skipped` (no device).\n\n");
+        out.push_str(LEGEND);
+        out.push_str("\n\n");
         out.push_str(&format!(
             "| op | dtype | {} |\n",
             self.columns
@@ -328,5 +333,89 @@ impl Report {
             .collect();
         serde_json::to_string_pretty(&json!({ "passed": self.all_passed(), "devices": devices }))
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tensor_core::conformance::CaseResult;
+    use tensor_core::ops::{BinaryOp, Op};
+
+    fn report(outcomes: Vec<(DataType, Outcome)>) -> DeviceReport {
+        DeviceReport {
+            device: "test:0".into(),
+            results: outcomes
+                .into_iter()
+                .enumerate()
+                .map(|(i, (dtype, outcome))| CaseResult {
+                    op: Op::Binary(BinaryOp::Add),
+                    dtype,
+                    name: format!("add/{dtype}/case{i}"),
+                    outcome,
+                })
+                .collect(),
+            bytes_in_use_before: 0,
+            bytes_in_use_after: 0,
+        }
+    }
+
+    #[test]
+    fn cells_summarise_cases() {
+        let ran = report(vec![
+            (DataType::Float, Outcome::Pass { max_error: 0.5 }),
+            (
+                DataType::Float,
+                Outcome::Fail {
+                    max_error: 3.0,
+                    message: "element 4: got 1, expected 2".into(),
+                },
+            ),
+            (DataType::Int32, Outcome::Pass { max_error: 0.0 }),
+            (DataType::Bool, Outcome::Unsupported),
+        ]);
+        let table = Report::new(vec![
+            Column::Ran {
+                kind: "test".into(),
+                report: ran,
+            },
+            Column::Skipped {
+                name: "wgpu".into(),
+                kind: "wgpu".into(),
+                why: "no Vulkan driver".into(),
+            },
+        ]);
+        let text = table.table();
+        assert!(text.contains("FAIL x1 3.000e0ulp"), "{text}");
+        assert!(
+            text.contains("FAIL add float32 on test:0: add/float32/case1: element 4"),
+            "{text}"
+        );
+        assert!(
+            text.contains("unsupported") && text.contains("skipped"),
+            "{text}"
+        );
+        assert!(text.contains("wgpu: skipped: no Vulkan driver"), "{text}");
+        assert!(!table.all_passed());
+        assert!(table.ran("test") && !table.ran("wgpu"));
+        assert_eq!(table.skip_reason("wgpu"), "no Vulkan driver");
+        let json: serde_json::Value = serde_json::from_str(&table.json()).unwrap();
+        assert_eq!(json["passed"], false);
+        assert_eq!(json["devices"][0]["cases"][1]["outcome"], "fail");
+        assert!(table
+            .markdown()
+            .contains("| add | int32 | pass | skipped |"));
+    }
+
+    #[test]
+    fn a_leak_fails_the_run() {
+        let mut leaky = report(vec![(DataType::Float, Outcome::Pass { max_error: 0.0 })]);
+        leaky.bytes_in_use_after = 64;
+        let table = Report::new(vec![Column::Ran {
+            kind: "test".into(),
+            report: leaky,
+        }]);
+        assert!(!table.all_passed());
+        assert!(table.table().contains("LEAK"));
     }
 }

@@ -3,8 +3,8 @@
 //! One catalogue of cases ([`all_cases`]: every op of the [`Device`] kernel surface x every
 //! dtype it is defined for x shapes from scalars and empty tensors to over 2^20 elements and
 //! rank 6, with broadcasting and strided, transposed, offset and stride-0 inputs), checked
-//! against a naive reference written here ([`reference`]) with the tolerances of
-//! [`tolerance`]. Inputs are seeded by case name, so every failure reproduces by name.
+//! against a naive reference written here ([`mod@reference`]) with the tolerances of
+//! [`mod@tolerance`]. Inputs are seeded by case name, so every failure reproduces by name.
 //!
 //! ```
 //! # #[cfg(any())]
