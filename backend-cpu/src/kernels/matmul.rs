@@ -1,85 +1,48 @@
 //! Batched matmul over strided operands: `[batch.., m, k] x [batch.., k, n]`.
 //!
-//! A straightforward i-k-j loop with a row accumulator in a wider type (f32 for f16 and
-//! bf16, wrapping for integers). Correct for every layout; speed is the business of a
-//! tuned GEMM.
+//! f32, f64 and complex go to the `gemm` crate (packed AVX-512 / AVX2+FMA kernels chosen
+//! at run time), which takes any strides, so views need no copy. f16 and bf16 are widened
+//! to f32 (exactly), multiplied there and rounded once: accumulating in f32, as the
+//! conformance tolerances require (gemm's own f16 path accumulates in f16 on small sizes). Integer matmul (wrapping) is a plain i-k-j loop.
+//! Small matrices in a batch are multiplied in parallel over the batch, one thread per
+//! matrix; large ones one after another, each on every thread.
 
 use num_complex::Complex;
+use rayon::prelude::*;
 use tensor_core::layout::contiguous_strides;
-use tensor_core::{Element, Error, OutView, Result, StridedRows, TensorView};
+use tensor_core::{Element, Error, Layout, OutView, Result, StridedRows, TensorView};
 
 use super::unsupported;
 use crate::scalar::{FloatElem, IntElem};
-use crate::strided::{input, output};
-
-/// An element type matmul runs on, with its accumulator.
-pub(crate) trait MatmulElem: Element {
-    type Acc: Copy + std::ops::Add<Output = Self::Acc>;
-    fn zero() -> Self::Acc;
-    fn product(a: Self, b: Self) -> Self::Acc;
-    fn finish(acc: Self::Acc) -> Self;
-}
-
-macro_rules! float_matmul {
-    ($($t:ty),*) => {$(
-        impl MatmulElem for $t {
-            type Acc = <$t as FloatElem>::Compute;
-            fn zero() -> Self::Acc { 0.0 }
-            #[inline] fn product(a: Self, b: Self) -> Self::Acc { a.widen() * b.widen() }
-            #[inline] fn finish(acc: Self::Acc) -> Self { <$t>::narrow(acc) }
-        }
-    )*};
-}
-float_matmul!(f32, f64, half::f16, half::bf16);
-
-/// Integer accumulation wraps, as integer add and mul do.
-#[derive(Clone, Copy)]
-pub(crate) struct Wrapping<T>(T);
-
-impl<T: IntElem> std::ops::Add for Wrapping<T> {
-    type Output = Self;
-    fn add(self, other: Self) -> Self {
-        Wrapping(self.0.wrapping_add(other.0))
-    }
-}
-
-macro_rules! int_matmul {
-    ($($t:ty),*) => {$(
-        impl MatmulElem for $t {
-            type Acc = Wrapping<$t>;
-            fn zero() -> Self::Acc { Wrapping(0) }
-            #[inline] fn product(a: Self, b: Self) -> Self::Acc { Wrapping(a.wrapping_mul(b)) }
-            #[inline] fn finish(acc: Self::Acc) -> Self { acc.0 }
-        }
-    )*};
-}
-int_matmul!(i32, i64);
-
-macro_rules! complex_matmul {
-    ($($r:ty),*) => {$(
-        impl MatmulElem for Complex<$r> {
-            type Acc = Complex<$r>;
-            fn zero() -> Self::Acc { Complex::new(0.0, 0.0) }
-            #[inline] fn product(a: Self, b: Self) -> Self::Acc { a * b }
-            #[inline] fn finish(acc: Self::Acc) -> Self { acc }
-        }
-    )*};
-}
-complex_matmul!(f32, f64);
+use crate::strided::{input, output, positions};
 
 pub(crate) fn matmul(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
     use tensor_core::DataType as D;
     match a.dtype() {
-        D::Float => matmul_typed::<f32>(a, b, out),
-        D::Double => matmul_typed::<f64>(a, b, out),
-        D::Half => matmul_typed::<half::f16>(a, b, out),
-        D::BFloat16 => matmul_typed::<half::bf16>(a, b, out),
-        D::Int32 => matmul_typed::<i32>(a, b, out),
-        D::Int64 => matmul_typed::<i64>(a, b, out),
-        D::Complex64 => matmul_typed::<Complex<f32>>(a, b, out),
-        D::Complex128 => matmul_typed::<Complex<f64>>(a, b, out),
+        D::Float => gemm_typed::<f32>(a, b, out),
+        D::Double => gemm_typed::<f64>(a, b, out),
+        D::Half => widened_to_f32::<half::f16>(a, b, out),
+        D::Complex64 => gemm_typed::<Complex<f32>>(a, b, out),
+        D::Complex128 => gemm_typed::<Complex<f64>>(a, b, out),
+        D::BFloat16 => widened_to_f32::<half::bf16>(a, b, out),
+        D::Int32 => integer_matmul::<i32>(a, b, out),
+        D::Int64 => integer_matmul::<i64>(a, b, out),
         _ => Err(unsupported("matmul", a)),
     }
+}
+
+/// Matrix sizes and strides of one matmul call, and where each batch's matrices start.
+struct Geometry {
+    m: usize,
+    n: usize,
+    k: usize,
+    /// Strides of `a` along m and k, and of `b` along k and n.
+    am: isize,
+    ak: isize,
+    bk: isize,
+    bn: isize,
+    /// `[a, b, out]` element offsets of each batch's matrices, in row-major batch order.
+    starts: Vec<[isize; 3]>,
 }
 
 /// The shape `[batch.., rows, cols]` split into batch dims and the matrix dims.
@@ -93,62 +56,197 @@ fn split(shape: &[usize]) -> Result<(&[usize], usize, usize)> {
     }
 }
 
-fn matmul_typed<T: MatmulElem>(
+impl Geometry {
+    fn of(la: &Layout, lb: &Layout, lo: &Layout) -> Result<Self> {
+        let (a_dims, b_dims, o_dims) = (la.shape().dims(), lb.shape().dims(), lo.shape().dims());
+        let ((batch, m, k), (b_batch, k2, n), (o_batch, m2, n2)) =
+            (split(&a_dims)?, split(&b_dims)?, split(&o_dims)?);
+        if batch != b_batch || batch != o_batch || k != k2 || m != m2 || n != n2 {
+            return Err(Error::shape(
+                "matmul",
+                format!(
+                    "operands {} x {} for output {}",
+                    la.shape(),
+                    lb.shape(),
+                    lo.shape()
+                ),
+            ));
+        }
+        let r = batch.len();
+        let (sa, sb, so) = (la.strides(), lb.strides(), contiguous_strides(lo.shape()));
+        let rows = StridedRows::new(
+            batch,
+            [&sa[..r], &sb[..r], &so[..r]],
+            [la.offset() as isize, lb.offset() as isize, 0],
+        );
+        let (len, [ia, ib, io]) = (rows.row_len(), rows.inner_strides());
+        let starts = rows
+            .flat_map(|[a, b, o]| {
+                (0..len as isize).map(move |i| [a + i * ia, b + i * ib, o + i * io])
+            })
+            .collect();
+        Ok(Geometry {
+            m,
+            n,
+            k,
+            am: sa[r],
+            ak: sa[r + 1],
+            bk: sb[r],
+            bn: sb[r + 1],
+            starts,
+        })
+    }
+
+    fn flops(&self) -> usize {
+        self.m * self.n * self.k
+    }
+}
+
+/// Element types the `gemm` crate multiplies (it dispatches on the type at run time).
+trait GemmElem: Element + num_traits::Zero + num_traits::One {}
+impl GemmElem for f32 {}
+impl GemmElem for f64 {}
+impl GemmElem for Complex<f32> {}
+impl GemmElem for Complex<f64> {}
+
+/// Below this many multiply-adds per matrix, a batch runs one matrix per thread.
+const SMALL_MATMUL: usize = 1 << 22;
+/// Below this many multiply-adds, one matrix runs on one thread.
+const SINGLE_THREAD_MATMUL: usize = 1 << 15;
+
+/// Raw operand pointers that may cross threads: each batch writes its own disjoint output
+/// matrix, and the inputs are only read.
+#[derive(Clone, Copy)]
+struct Operands<T>(*const T, *const T, *mut T);
+// SAFETY: see the type's docs; the threads of one matmul call are joined before it returns.
+unsafe impl<T> Send for Operands<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Operands<T> {}
+
+impl<T> Operands<T> {
+    /// The pointers (a method, so closures capture the `Send` wrapper, not its fields).
+    fn parts(self) -> (*const T, *const T, *mut T) {
+        (self.0, self.1, self.2)
+    }
+}
+
+/// Multiply every batch with `gemm` (`dst = lhs x rhs`).
+///
+/// # Safety
+///
+/// `operands` must point at buffers where every position that `g` reaches is valid, the
+/// output must be disjoint from the inputs and written by nothing else during the call.
+unsafe fn run_gemm<T: GemmElem>(g: &Geometry, operands: Operands<T>) {
+    let one = |&[oa, ob, oo]: &[isize; 3], parallelism: gemm::Parallelism| {
+        let (a, b, dst) = operands.parts();
+        // SAFETY: guaranteed by the caller; batches write disjoint output matrices.
+        unsafe {
+            gemm::gemm(
+                g.m,
+                g.n,
+                g.k,
+                dst.offset(oo),
+                1,
+                g.n as isize,
+                false,
+                a.offset(oa),
+                g.ak,
+                g.am,
+                b.offset(ob),
+                g.bn,
+                g.bk,
+                T::zero(),
+                T::one(),
+                false,
+                false,
+                false,
+                parallelism,
+            );
+        }
+    };
+    if g.starts.len() > 1 && g.flops() < SMALL_MATMUL {
+        g.starts
+            .par_iter()
+            .for_each(|s| one(s, gemm::Parallelism::None));
+    } else if g.flops() < SINGLE_THREAD_MATMUL || rayon::current_num_threads() == 1 {
+        g.starts
+            .iter()
+            .for_each(|s| one(s, gemm::Parallelism::None));
+    } else {
+        let threads = rayon::current_num_threads();
+        g.starts
+            .iter()
+            .for_each(|s| one(s, gemm::Parallelism::Rayon(threads)));
+    }
+}
+
+fn gemm_typed<T: GemmElem>(
     a: &TensorView<'_>,
     b: &TensorView<'_>,
     out: &mut OutView<'_>,
 ) -> Result<()> {
-    let (la, lb, lo) = (a.layout(), b.layout(), out.layout());
-    let (a_dims, b_dims, o_dims) = (la.shape().dims(), lb.shape().dims(), lo.shape().dims());
-    let ((batch, m, k), (b_batch, k2, n), (o_batch, m2, n2)) =
-        (split(&a_dims)?, split(&b_dims)?, split(&o_dims)?);
-    if batch != b_batch || batch != o_batch || k != k2 || m != m2 || n != n2 {
-        return Err(Error::shape(
-            "matmul",
-            format!(
-                "operands {} x {} for output {}",
-                la.shape(),
-                lb.shape(),
-                lo.shape()
-            ),
-        ));
-    }
+    let g = Geometry::of(a.layout(), b.layout(), out.layout())?;
     let (sa, sb) = (input::<T>(a)?, input::<T>(b)?);
-    let o_strides = contiguous_strides(lo.shape());
     let dst = output::<T>(out)?;
-    let r = batch.len();
-    let (a_st, b_st) = (la.strides(), lb.strides());
-    let (am, ak, bk, bn) = (a_st[r], a_st[r + 1], b_st[r], b_st[r + 1]);
+    // SAFETY: the input layouts were checked against their buffers when the tensors were
+    // made and `Geometry::of` checked that the shapes agree, so every position gemm reads
+    // is inside `sa` / `sb`; `dst` is the uniquely owned contiguous output.
+    unsafe { run_gemm(&g, Operands(sa.as_ptr(), sb.as_ptr(), dst.as_mut_ptr())) };
+    Ok(())
+}
+
+/// A 16-bit float matmul: widen both operands to f32 (exact), multiply with the f32 GEMM,
+/// round once.
+fn widened_to_f32<H: FloatElem<Compute = f32>>(
+    a: &TensorView<'_>,
+    b: &TensorView<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let widen = |v: &TensorView<'_>| -> Result<(Vec<f32>, Layout)> {
+        let data = input::<H>(v)?;
+        let values = positions(v.layout()).map(|p| data[p].widen()).collect();
+        Ok((values, Layout::contiguous(v.layout().shape().clone())))
+    };
+    let ((va, la), (vb, lb)) = (widen(a)?, widen(b)?);
+    let g = Geometry::of(&la, &lb, out.layout())?;
+    let mut wide = vec![0f32; out.layout().num_elements()];
+    // SAFETY: the widened operands are contiguous with exactly the checked shapes, and
+    // `wide` holds every batch's output matrix.
+    unsafe { run_gemm(&g, Operands(va.as_ptr(), vb.as_ptr(), wide.as_mut_ptr())) };
+    for (o, w) in output::<H>(out)?.iter_mut().zip(wide) {
+        *o = H::narrow(w);
+    }
+    Ok(())
+}
+
+/// An integer element type the plain loop runs on, with its (wrapping) accumulator.
+trait IntegerMatmul: IntElem {}
+impl IntegerMatmul for i32 {}
+impl IntegerMatmul for i64 {}
+
+fn integer_matmul<T: IntegerMatmul>(
+    a: &TensorView<'_>,
+    b: &TensorView<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let g = Geometry::of(a.layout(), b.layout(), out.layout())?;
+    let (sa, sb) = (input::<T>(a)?, input::<T>(b)?);
+    let dst = output::<T>(out)?;
     let at = |base: isize, i: usize, s: isize| (base + i as isize * s) as usize;
-    let mut acc = vec![T::zero(); n];
-    let batches = StridedRows::new(
-        batch,
-        [&a_st[..r], &b_st[..r], &o_strides[..r]],
-        [la.offset() as isize, lb.offset() as isize, 0],
-    );
-    let (row_len, [ia, ib, io]) = (batches.row_len(), batches.inner_strides());
-    for [pa, pb, po] in batches {
-        for bi in 0..row_len {
-            let (base_a, base_b, base_o) = (
-                pa + bi as isize * ia,
-                pb + bi as isize * ib,
-                po + bi as isize * io,
-            );
-            for i in 0..m {
-                acc.fill(T::zero());
-                let row_a = base_a + i as isize * am;
-                for p in 0..k {
-                    let x = sa[at(row_a, p, ak)];
-                    let row_b = base_b + p as isize * bk;
-                    for (j, slot) in acc.iter_mut().enumerate() {
-                        *slot = *slot + T::product(x, sb[at(row_b, j, bn)]);
-                    }
-                }
-                let row_o = at(base_o, i, n as isize);
-                for (o, &v) in dst[row_o..row_o + n].iter_mut().zip(&acc) {
-                    *o = T::finish(v);
+    let mut acc = vec![T::ZERO; g.n];
+    for &[base_a, base_b, base_o] in &g.starts {
+        for i in 0..g.m {
+            acc.fill(T::ZERO);
+            let row_a = base_a + i as isize * g.am;
+            for p in 0..g.k {
+                let x = sa[at(row_a, p, g.ak)];
+                let row_b = base_b + p as isize * g.bk;
+                for (j, slot) in acc.iter_mut().enumerate() {
+                    *slot = slot.wrapping_add(x.wrapping_mul(sb[at(row_b, j, g.bn)]));
                 }
             }
+            let row_o = at(base_o, i, g.n as isize);
+            dst[row_o..row_o + g.n].copy_from_slice(&acc);
         }
     }
     Ok(())
