@@ -2,16 +2,22 @@
 
 use std::sync::{Arc, OnceLock, Weak};
 
+use tensor_core::alloc::CachedBlock;
 use tensor_core::{
-    Allocator, AllocatorInfo, BinaryOp, DataType, Device, DeviceKind, HostAllocator, HostBuffer,
-    Op, OutView, ReduceOp, Result, Scalar, StringBuffer, TensorBuffer, TensorView, UnaryOp,
-    ALLOCATOR_ALIGNMENT,
+    Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind,
+    HostAllocator, HostBlock, HostBuffer, HostMemory, Op, OutView, ReduceOp, Result, Scalar,
+    StringBuffer, TensorBuffer, TensorView, UnaryOp, ALLOCATOR_ALIGNMENT,
 };
 
 use crate::kernels::{binary, cast, copy, fill, matmul, reduce, unary};
 
-/// The host CPU: memory from a 64-byte aligned [`HostAllocator`], and kernels for every op
-/// and every dtype the op is defined for, on any strided layout.
+/// The bytes of freed host memory a CPU device keeps for reuse by default.
+pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
+
+/// The host CPU: memory from a 64-byte aligned [`HostAllocator`] behind a
+/// [`CachingAllocator`] (freed blocks are reused, up to a byte cap, so fresh results do not
+/// pay for new pages), and kernels for every op and every dtype the op is defined for, on
+/// any strided layout.
 ///
 /// ```
 /// use backend_cpu::CpuDevice;
@@ -25,7 +31,7 @@ use crate::kernels::{binary, cast, copy, fill, matmul, reduce, unary};
 #[derive(Debug)]
 pub struct CpuDevice {
     name: String,
-    allocator: Arc<HostAllocator>,
+    allocator: Arc<CachingAllocator<HostAllocator>>,
     me: Weak<CpuDevice>,
 }
 
@@ -35,13 +41,30 @@ impl CpuDevice {
         Self::with_allocator(HostAllocator::new())
     }
 
-    /// A new CPU device `cpu:0` allocating from `allocator` (for example one with a byte limit).
+    /// A new CPU device `cpu:0` allocating from `allocator` (for example one with a byte
+    /// limit), caching up to [`DEFAULT_CACHE_BYTES`] of freed memory.
     pub fn with_allocator(allocator: HostAllocator) -> Arc<CpuDevice> {
+        Self::with_cache(allocator, DEFAULT_CACHE_BYTES)
+    }
+
+    /// A new CPU device `cpu:0` allocating from `allocator` and caching up to `cache_bytes`
+    /// of freed memory (0 disables the cache).
+    pub fn with_cache(allocator: HostAllocator, cache_bytes: usize) -> Arc<CpuDevice> {
         Arc::new_cyclic(|me| CpuDevice {
             name: "cpu:0".to_string(),
-            allocator: Arc::new(allocator),
+            allocator: Arc::new(CachingAllocator::new(allocator, cache_bytes)),
             me: me.clone(),
         })
+    }
+
+    /// Return every cached free block to the system.
+    pub fn trim(&self) {
+        self.allocator.trim();
+    }
+
+    /// Bytes of freed memory held for reuse.
+    pub fn cached_bytes(&self) -> usize {
+        self.allocator.cached_bytes()
     }
 
     /// The process-wide CPU device, made on first use.
@@ -56,7 +79,7 @@ impl CpuDevice {
             .expect("a CpuDevice is only reachable through its Arc")
     }
 
-    fn wrap(&self, block: tensor_core::HostBlock) -> Arc<dyn TensorBuffer> {
+    fn wrap(&self, block: CachedBlock<HostBlock>) -> Arc<dyn TensorBuffer> {
         Arc::new(HostBuffer::new(
             block,
             self.allocator.clone(),
@@ -96,7 +119,10 @@ impl Device for CpuDevice {
     }
 
     fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
-        Ok(self.wrap(self.allocator.allocate_zeroed(bytes, ALLOCATOR_ALIGNMENT)?))
+        let block = self.allocator.allocate(bytes, ALLOCATOR_ALIGNMENT)?;
+        // SAFETY: the block is `host_len()` writable bytes that nothing else references yet.
+        unsafe { std::ptr::write_bytes(block.host_ptr().as_ptr(), 0, block.host_len()) };
+        Ok(self.wrap(block))
     }
 
     fn strings(&self, values: Vec<Vec<u8>>) -> Result<Arc<dyn TensorBuffer>> {

@@ -11,4 +11,4 @@ mod kernels;
 mod scalar;
 mod strided;
 
-pub use device::CpuDevice;
+pub use device::{CpuDevice, DEFAULT_CACHE_BYTES};

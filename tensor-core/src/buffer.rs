@@ -4,7 +4,7 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::alloc::{Allocator, HostBlock};
+use crate::alloc::{Allocator, HostBlock, HostMemory};
 use crate::device::Device;
 
 /// The memory behind a tensor: one allocation on one device.
@@ -51,18 +51,18 @@ impl dyn TensorBuffer {
 }
 
 /// A host allocator, as the buffers it made keep it.
-pub type SharedHostAllocator = Arc<dyn Allocator<Block = HostBlock>>;
+pub type SharedHostAllocator<M = HostBlock> = Arc<dyn Allocator<Block = M>>;
 
-/// Host memory from a host allocator, returned to it on drop.
-pub struct HostBuffer {
-    block: Option<HostBlock>,
-    allocator: SharedHostAllocator,
+/// Host memory from a host allocator (plain or caching), returned to it on drop.
+pub struct HostBuffer<M: HostMemory = HostBlock> {
+    block: Option<M>,
+    allocator: SharedHostAllocator<M>,
     device: Arc<dyn Device>,
 }
 
-impl HostBuffer {
+impl<M: HostMemory> HostBuffer<M> {
     /// Wrap a block that `allocator` made for `device`.
-    pub fn new(block: HostBlock, allocator: SharedHostAllocator, device: Arc<dyn Device>) -> Self {
+    pub fn new(block: M, allocator: SharedHostAllocator<M>, device: Arc<dyn Device>) -> Self {
         Self {
             block: Some(block),
             allocator,
@@ -70,39 +70,40 @@ impl HostBuffer {
         }
     }
 
-    fn block(&self) -> &HostBlock {
+    fn block(&self) -> &M {
         self.block
             .as_ref()
             .expect("a HostBuffer holds its block until drop")
     }
 }
 
-impl fmt::Debug for HostBuffer {
+impl<M: HostMemory> fmt::Debug for HostBuffer<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HostBuffer")
-            .field("len_bytes", &self.block().len())
+            .field("len_bytes", &self.block().host_len())
             .field("device", &self.device.name())
             .finish()
     }
 }
 
-// SAFETY: the block is `len()` bytes owned by this buffer until drop; its pointer never moves.
-unsafe impl TensorBuffer for HostBuffer {
+// SAFETY: the block is `host_len()` bytes owned by this buffer until drop; its pointer
+// never moves (`HostMemory` blocks own fixed allocations).
+unsafe impl<M: HostMemory> TensorBuffer for HostBuffer<M> {
     fn len_bytes(&self) -> usize {
-        self.block().len()
+        self.block().host_len()
     }
     fn device(&self) -> &Arc<dyn Device> {
         &self.device
     }
     fn host_ptr(&self) -> Option<*mut u8> {
-        Some(self.block().ptr().as_ptr())
+        Some(self.block().host_ptr().as_ptr())
     }
     fn as_any(&self) -> &dyn Any {
         self
     }
 }
 
-impl Drop for HostBuffer {
+impl<M: HostMemory> Drop for HostBuffer<M> {
     fn drop(&mut self) {
         if let Some(block) = self.block.take() {
             self.allocator.deallocate(block);

@@ -29,8 +29,8 @@ pub mod slice;
 pub mod tensor;
 
 pub use alloc::{
-    Allocator, AllocatorInfo, AllocatorStats, HostAllocator, HostBlock, StatsTracker,
-    ALLOCATOR_ALIGNMENT,
+    Allocator, AllocatorInfo, AllocatorStats, CachingAllocator, HostAllocator, HostBlock,
+    HostMemory, StatsTracker, ALLOCATOR_ALIGNMENT,
 };
 pub use buffer::{HostBuffer, SharedHostAllocator, StringBuffer, TensorBuffer};
 pub use device::{Device, DeviceKind, OutView, TensorView};

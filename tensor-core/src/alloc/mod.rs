@@ -8,6 +8,9 @@ use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 
+mod caching;
+pub use caching::{size_class, CachedBlock, CachingAllocator};
+
 /// TensorFlow's `Allocator::kAllocatorAlignment`: host buffers are aligned to 64 bytes.
 pub const ALLOCATOR_ALIGNMENT: usize = 64;
 
@@ -137,6 +140,14 @@ pub trait Allocator: AllocatorInfo + 'static {
     fn deallocate(&self, block: Self::Block);
 }
 
+/// Memory the host can address: what a host buffer needs from a block.
+pub trait HostMemory: Send + Sync + 'static {
+    /// The start of the usable memory.
+    fn host_ptr(&self) -> NonNull<u8>;
+    /// The usable length in bytes.
+    fn host_len(&self) -> usize;
+}
+
 /// A block of host memory.
 #[derive(Debug)]
 pub struct HostBlock {
@@ -148,6 +159,24 @@ pub struct HostBlock {
 unsafe impl Send for HostBlock {}
 // SAFETY: a shared HostBlock only exposes the pointer value; access is synchronised by users.
 unsafe impl Sync for HostBlock {}
+
+impl HostMemory for HostBlock {
+    fn host_ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+    fn host_len(&self) -> usize {
+        self.layout.size()
+    }
+}
+
+impl<B: HostMemory> HostMemory for CachedBlock<B> {
+    fn host_ptr(&self) -> NonNull<u8> {
+        self.inner().host_ptr()
+    }
+    fn host_len(&self) -> usize {
+        self.requested()
+    }
+}
 
 impl HostBlock {
     /// The start of the block.

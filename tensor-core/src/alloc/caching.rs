@@ -1,0 +1,271 @@
+//! [`CachingAllocator`]: a size-class cache in front of any allocator, as TensorFlow's BFC
+//! allocator and PyTorch's caching allocators do, so that freshly allocated results reuse
+//! memory instead of paying for new pages (host) or driver calls (devices).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::{Allocator, AllocatorInfo, AllocatorStats, StatsTracker};
+use crate::error::{Error, Result};
+
+/// A block from a [`CachingAllocator`]: the inner allocator's block, its size class, and the
+/// bytes that were asked for.
+#[derive(Debug)]
+pub struct CachedBlock<B> {
+    inner: B,
+    class: usize,
+    alignment: usize,
+    requested: usize,
+}
+
+impl<B> CachedBlock<B> {
+    /// The inner allocator's block (at least `requested` bytes long).
+    pub fn inner(&self) -> &B {
+        &self.inner
+    }
+
+    /// The bytes that were asked for.
+    pub fn requested(&self) -> usize {
+        self.requested
+    }
+}
+
+/// The size class of a request: the next multiple of 64 up to 4 KiB, then the next multiple
+/// of 1/8 of the request's power of two (at most 12.5% wasted).
+pub fn size_class(bytes: usize) -> usize {
+    if bytes <= 4096 {
+        return bytes.div_ceil(64).max(1) * 64;
+    }
+    let step = 1usize << (usize::BITS - 1 - bytes.leading_zeros()).saturating_sub(3);
+    bytes.div_ceil(step).saturating_mul(step)
+}
+
+struct Cache<B> {
+    free: HashMap<(usize, usize), Vec<B>>,
+    cached_bytes: usize,
+}
+
+/// A caching layer over an allocator: freed blocks are kept, per size class, up to a byte
+/// cap, and handed out again to requests of the same class. `trim` returns them all.
+///
+/// Statistics: `bytes_in_use` and `num_allocs` count what callers hold and asked for;
+/// `bytes_reserved` is what the inner allocator holds (in use plus cached). When the inner
+/// allocator refuses (its byte limit or the system), the cache is trimmed and the request
+/// retried once, so cached memory never causes an out-of-memory error by itself.
+///
+/// ```
+/// use tensor_core::alloc::CachingAllocator;
+/// use tensor_core::{Allocator, AllocatorInfo, HostAllocator};
+/// let cache = CachingAllocator::new(HostAllocator::new(), 1 << 30);
+/// let a = cache.allocate(1 << 20, 64).unwrap();
+/// cache.deallocate(a);
+/// assert_eq!(cache.cached_bytes(), 1 << 20);
+/// let b = cache.allocate(1 << 20, 64).unwrap(); // reuses the cached block
+/// assert_eq!(cache.cached_bytes(), 0);
+/// cache.deallocate(b);
+/// cache.trim();
+/// assert_eq!(cache.stats().bytes_reserved, 0);
+/// ```
+pub struct CachingAllocator<A: Allocator> {
+    inner: A,
+    cap: usize,
+    cache: Mutex<Cache<A::Block>>,
+    tracker: StatsTracker,
+}
+
+impl<A: Allocator> std::fmt::Debug for CachingAllocator<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachingAllocator")
+            .field("inner", &self.inner.name())
+            .field("cap", &self.cap)
+            .field("cached_bytes", &self.cached_bytes())
+            .finish()
+    }
+}
+
+impl<A: Allocator> CachingAllocator<A> {
+    /// A cache over `inner` holding at most `cap` bytes of freed blocks.
+    pub fn new(inner: A, cap: usize) -> Self {
+        Self {
+            inner,
+            cap,
+            cache: Mutex::new(Cache {
+                free: HashMap::new(),
+                cached_bytes: 0,
+            }),
+            tracker: StatsTracker::new(None),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache<A::Block>> {
+        self.cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The inner allocator.
+    pub fn inner(&self) -> &A {
+        &self.inner
+    }
+
+    /// The cap on cached (freed, not returned) bytes.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// Bytes held in the cache, free for reuse.
+    pub fn cached_bytes(&self) -> usize {
+        self.lock().cached_bytes
+    }
+
+    /// Return every cached block to the inner allocator.
+    pub fn trim(&self) {
+        let blocks: Vec<A::Block> = {
+            let mut cache = self.lock();
+            cache.cached_bytes = 0;
+            cache.free.drain().flat_map(|(_, blocks)| blocks).collect()
+        };
+        blocks.into_iter().for_each(|b| self.inner.deallocate(b));
+    }
+
+    fn take_cached(&self, class: usize, alignment: usize) -> Option<A::Block> {
+        let mut cache = self.lock();
+        let block = cache.free.get_mut(&(class, alignment))?.pop()?;
+        cache.cached_bytes -= class;
+        Some(block)
+    }
+}
+
+impl<A: Allocator> AllocatorInfo for CachingAllocator<A> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn stats(&self) -> AllocatorStats {
+        let inner = self.inner.stats();
+        AllocatorStats {
+            bytes_limit: inner.bytes_limit,
+            bytes_reserved: inner.bytes_in_use,
+            peak_bytes_reserved: inner.peak_bytes_in_use,
+            ..self.tracker.snapshot()
+        }
+    }
+}
+
+impl<A: Allocator> Allocator for CachingAllocator<A> {
+    type Block = CachedBlock<A::Block>;
+
+    fn allocate(&self, bytes: usize, alignment: usize) -> Result<Self::Block> {
+        let class = size_class(bytes);
+        let inner = match self.take_cached(class, alignment) {
+            Some(block) => block,
+            None => match self.inner.allocate(class, alignment) {
+                Ok(block) => block,
+                Err(Error::OutOfMemory { .. }) if self.cached_bytes() > 0 => {
+                    self.trim();
+                    self.inner.allocate(class, alignment)?
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        self.tracker.try_reserve(bytes, self.inner.name())?;
+        Ok(CachedBlock {
+            inner,
+            class,
+            alignment,
+            requested: bytes,
+        })
+    }
+
+    fn deallocate(&self, block: Self::Block) {
+        self.tracker.release(block.requested);
+        let CachedBlock {
+            inner,
+            class,
+            alignment,
+            ..
+        } = block;
+        let mut cache = self.lock();
+        if cache.cached_bytes + class <= self.cap {
+            cache.cached_bytes += class;
+            cache
+                .free
+                .entry((class, alignment))
+                .or_default()
+                .push(inner);
+        } else {
+            drop(cache);
+            self.inner.deallocate(inner);
+        }
+    }
+}
+
+impl<A: Allocator> Drop for CachingAllocator<A> {
+    fn drop(&mut self) {
+        self.trim();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HostAllocator;
+
+    #[test]
+    fn size_classes_waste_at_most_an_eighth() {
+        assert_eq!(size_class(0), 64);
+        assert_eq!(size_class(1), 64);
+        assert_eq!(size_class(4096), 4096);
+        assert_eq!(size_class(4097), 4096 + 512);
+        assert_eq!(size_class(1 << 26), 1 << 26);
+        for bytes in [5000, 100_000, 3 << 20, (1 << 26) + 1] {
+            let class = size_class(bytes);
+            assert!(
+                class >= bytes && (class - bytes) * 8 <= bytes,
+                "{bytes} -> {class}"
+            );
+        }
+    }
+
+    #[test]
+    fn reuse_cap_and_stats() {
+        let cache = CachingAllocator::new(HostAllocator::new(), 3100);
+        let a = cache.allocate(1000, 64).unwrap();
+        let b = cache.allocate(2000, 64).unwrap();
+        assert_eq!(cache.stats().bytes_in_use, 3000);
+        cache.deallocate(a);
+        cache.deallocate(b);
+        assert_eq!(cache.cached_bytes(), 1024 + 2048, "both fit under the cap");
+        let stats = cache.stats();
+        assert_eq!((stats.bytes_in_use, stats.bytes_reserved), (0, 1024 + 2048));
+        let c = cache.allocate(1000, 64).unwrap();
+        assert_eq!(cache.cached_bytes(), 2048, "reused the 1024-byte class");
+        let big = cache.allocate(5000, 64).unwrap();
+        cache.deallocate(big);
+        assert_eq!(
+            cache.cached_bytes(),
+            2048,
+            "over the cap: returned, not cached"
+        );
+        cache.deallocate(c);
+        cache.trim();
+        assert_eq!((cache.cached_bytes(), cache.stats().bytes_reserved), (0, 0));
+        assert_eq!(cache.stats().num_allocs, 4);
+    }
+
+    #[test]
+    fn out_of_memory_trims_and_retries() {
+        let cache = CachingAllocator::new(HostAllocator::with_limit(8192), 1 << 20);
+        let a = cache.allocate(4096, 64).unwrap();
+        cache.deallocate(a);
+        assert_eq!(cache.cached_bytes(), 4096);
+        // 6 KiB more would pass the inner limit while 4 KiB sit in the cache: trim, retry.
+        let b = cache.allocate(6000, 64).unwrap();
+        assert_eq!(cache.cached_bytes(), 0);
+        assert!(matches!(
+            cache.allocate(4096, 64),
+            Err(Error::OutOfMemory { .. })
+        ));
+        cache.deallocate(b);
+    }
+}
