@@ -10,6 +10,8 @@ use tensor_core::Element;
 /// A native float that kernels compute in.
 pub(crate) trait Real:
     Copy
+    + Send
+    + Sync
     + PartialOrd
     + std::ops::Neg<Output = Self>
     + std::ops::Add<Output = Self>

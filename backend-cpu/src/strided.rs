@@ -1,8 +1,14 @@
 //! The strided loops every CPU kernel shares: map one, two or three strided inputs into a
-//! contiguous output, row by row, with a straight-line inner loop when a row is contiguous.
+//! contiguous output, row by row, with a straight-line inner loop when a row is contiguous,
+//! split across threads when the work is large enough to pay for it.
 
+use rayon::prelude::*;
 use tensor_core::layout::contiguous_strides;
 use tensor_core::{Element, Error, Layout, OutView, Result, StridedRows, TensorView};
+
+/// Work below this many elements stays on the calling thread (dispatching to the pool costs
+/// microseconds).
+pub(crate) const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 
 /// The whole host buffer of an input, as `T`.
 pub(crate) fn input<'a, T: Element>(view: &TensorView<'a>) -> Result<&'a [T]> {
@@ -40,16 +46,181 @@ pub(crate) fn check_shapes(op: &'static str, inputs: &[&Layout], out: &Layout) -
     }
 }
 
-/// The output's element positions (row-major, from 0) as a layout to walk beside inputs.
-fn out_walk(out: &Layout) -> (Vec<usize>, tensor_core::layout::Strides) {
-    (out.shape().dims().to_vec(), contiguous_strides(out.shape()))
-}
-
 /// Rows of one strided input walked beside a contiguous output of the same shape:
 /// `[input position, output position]` per row.
 pub(crate) fn rows_beside_output(x: &Layout, out: &Layout) -> StridedRows<2> {
-    let (dims, out_strides) = out_walk(out);
-    StridedRows::new(&dims, [x.strides(), &out_strides], [x.offset() as isize, 0])
+    let out_strides = contiguous_strides(out.shape());
+    StridedRows::new(
+        &out.shape().dims(),
+        [x.strides(), &out_strides],
+        [x.offset() as isize, 0],
+    )
+}
+
+/// The output of a kernel as a raw pointer that worker threads write disjoint parts of.
+pub(crate) struct SharedOut<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: `SharedOut` is only used by `for_each_row`, whose work items write disjoint
+// element ranges of the output; the threads are joined before the borrow it came from ends.
+unsafe impl<T: Send> Send for SharedOut<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for SharedOut<T> {}
+
+impl<T> SharedOut<T> {
+    pub(crate) fn new(out: &mut [T]) -> Self {
+        Self {
+            ptr: out.as_mut_ptr(),
+            len: out.len(),
+        }
+    }
+
+    /// The `len` elements from `start`.
+    ///
+    /// # Safety
+    ///
+    /// No other live reference may cover any of these elements.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn run(&self, start: usize, len: usize) -> &mut [T] {
+        assert!(
+            start + len <= self.len,
+            "output run {start}+{len} outside {}",
+            self.len
+        );
+        // SAFETY: in bounds (asserted); exclusivity is the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
+    }
+
+    /// Write `value` at `index`.
+    ///
+    /// # Safety
+    ///
+    /// No other thread may access this element during the call.
+    pub(crate) unsafe fn write(&self, index: usize, value: T) {
+        assert!(
+            index < self.len,
+            "output index {index} outside {}",
+            self.len
+        );
+        // SAFETY: in bounds (asserted); exclusivity is the caller's promise.
+        unsafe { self.ptr.add(index).write(value) }
+    }
+}
+
+/// Call `body(positions, len)` for every row of `rows`, where `positions` are each operand's
+/// first position and `len` the number of elements (long rows are cut into pieces). Work
+/// items cover disjoint element ranges of every operand whose row stride is non-zero, so an
+/// output walked as one of the operands is written exactly once. Runs on the thread pool
+/// when there are at least [`PARALLEL_MIN_ELEMENTS`] elements.
+pub(crate) fn for_each_row<const N: usize>(
+    rows: &StridedRows<N>,
+    body: impl Fn([isize; N], usize) + Sync,
+) {
+    let (row_len, inner) = (rows.row_len(), rows.inner_strides());
+    let num_rows = rows.num_rows();
+    let total = num_rows * row_len;
+    let threads = rayon::current_num_threads();
+    let parallel = total >= PARALLEL_MIN_ELEMENTS && threads > 1;
+    if !parallel {
+        rows.clone().for_each(|start| body(start, row_len));
+        return;
+    }
+    // Pieces of at least 4096 elements, about eight per thread.
+    let piece = (total / (threads * 8)).max(4096).min(row_len.max(1));
+    let pieces_per_row = row_len.div_ceil(piece);
+    (0..num_rows * pieces_per_row)
+        .into_par_iter()
+        .for_each(|item| {
+            let (row, part) = (item / pieces_per_row, item % pieces_per_row);
+            let first = part * piece;
+            let mut start = rows.row_start(row);
+            for (p, s) in start.iter_mut().zip(inner) {
+                *p += first as isize * s;
+            }
+            body(start, piece.min(row_len - first));
+        });
+}
+
+/// Rows and columns of a tile for inputs walked across memory (a transposed operand).
+pub(crate) const TILE: usize = 16;
+
+/// Whether rows should be visited in tiles: some input steps through memory with a stride
+/// other than 0 or 1 along the rows, and the rows are long enough to tile.
+pub(crate) fn wants_tiles<const N: usize>(rows: &StridedRows<N>) -> bool {
+    rows.num_rows() > 1
+        && rows.row_len() > TILE
+        && rows.inner_strides().iter().any(|&s| s != 0 && s != 1)
+}
+
+/// Call `body(row_starts, first_column, columns)` for every tile of up to [`TILE`] rows by
+/// [`TILE`] columns (in parallel over blocks of rows when the work is large). Tiles cover
+/// disjoint elements of every operand.
+pub(crate) fn for_each_tile<const N: usize>(
+    rows: &StridedRows<N>,
+    body: impl Fn(&[[isize; N]], usize, usize) + Sync,
+) {
+    let (num_rows, row_len) = (rows.num_rows(), rows.row_len());
+    let block = |first: usize| {
+        let starts: Vec<[isize; N]> = (first..(first + TILE).min(num_rows))
+            .map(|r| rows.row_start(r))
+            .collect();
+        for c0 in (0..row_len).step_by(TILE) {
+            body(&starts, c0, TILE.min(row_len - c0));
+        }
+    };
+    let blocks = num_rows.div_ceil(TILE);
+    if num_rows * row_len >= PARALLEL_MIN_ELEMENTS && rayon::current_num_threads() > 1 {
+        (0..blocks).into_par_iter().for_each(|b| block(b * TILE));
+    } else {
+        (0..blocks).for_each(|b| block(b * TILE));
+    }
+}
+
+/// One input's values over a tile, `[column][row]`: gathered row-fastest when the input is
+/// walked across memory (each cache line is then read once, avoiding the set conflicts of
+/// power-of-two strides), or read in place otherwise.
+struct TileInput<T> {
+    values: [[T; TILE]; TILE],
+}
+
+impl<T: Element> TileInput<T> {
+    /// Operand `k`'s values over the tile; gathered only when it is walked across memory.
+    fn new<const N: usize>(
+        data: &[T],
+        starts: &[[isize; N]],
+        k: usize,
+        stride: isize,
+        c0: usize,
+        columns: usize,
+    ) -> Option<Self> {
+        if stride == 0 || stride == 1 {
+            return None;
+        }
+        let mut values = [[T::default(); TILE]; TILE];
+        for (c, column) in values.iter_mut().enumerate().take(columns) {
+            for (slot, start) in column.iter_mut().zip(starts) {
+                *slot = data[at(start[k], c0 + c, stride)];
+            }
+        }
+        Some(Self { values })
+    }
+}
+
+/// The value of operand `k` at tile row `r`, column `c`: gathered, or read in place.
+#[inline]
+fn tile_value<T: Element, const N: usize>(
+    tile: &Option<TileInput<T>>,
+    data: &[T],
+    starts: &[[isize; N]],
+    (k, stride): (usize, isize),
+    (r, c0, c): (usize, usize, usize),
+) -> T {
+    match tile {
+        Some(t) => t.values[c][r],
+        None => data[at(starts[r][k], c0 + c, stride)],
+    }
 }
 
 #[inline]
@@ -61,24 +232,46 @@ fn at(base: isize, i: usize, stride: isize) -> usize {
 pub(crate) fn map1<A: Element, O: Element>(
     x: &TensorView<'_>,
     out: &mut OutView<'_>,
-    f: impl Fn(A) -> O,
+    f: impl Fn(A) -> O + Sync,
 ) -> Result<()> {
     check_shapes("map", &[x.layout()], out.layout())?;
     let (src, rows) = (input::<A>(x)?, rows_beside_output(x.layout(), out.layout()));
-    let dst = output::<O>(out)?;
-    let (len, [sx, so]) = (rows.row_len(), rows.inner_strides());
-    for [px, po] in rows {
-        let (px, po) = (px as usize, po as usize);
-        if sx == 1 && so == 1 {
-            for (o, &a) in dst[po..po + len].iter_mut().zip(&src[px..px + len]) {
-                *o = f(a);
+    let [sx, so] = rows.inner_strides();
+    let dst = SharedOut::new(output::<O>(out)?);
+    if so == 1 && wants_tiles(&rows) {
+        for_each_tile(&rows, |starts, c0, columns| {
+            let tile = TileInput::new(src, starts, 0, sx, c0, columns);
+            for (r, start) in starts.iter().enumerate() {
+                // SAFETY: tiles cover disjoint output elements (see `for_each_tile`).
+                let o = unsafe { dst.run(start[1] as usize + c0, columns) };
+                for (c, o) in o.iter_mut().enumerate() {
+                    *o = f(tile_value(&tile, src, starts, (0, sx), (r, c0, c)));
+                }
+            }
+        });
+        return Ok(());
+    }
+    for_each_row(&rows, |[px, po], len| {
+        if so == 1 {
+            // SAFETY: each work item owns its output run (see `for_each_row`).
+            let o = unsafe { dst.run(po as usize, len) };
+            if sx == 1 {
+                let px = px as usize;
+                o.iter_mut()
+                    .zip(&src[px..px + len])
+                    .for_each(|(o, &a)| *o = f(a));
+            } else {
+                o.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, o)| *o = f(src[at(px, i, sx)]));
             }
         } else {
             for i in 0..len {
-                dst[at(po as isize, i, so)] = f(src[at(px as isize, i, sx)]);
+                // SAFETY: each work item owns its output elements (see `for_each_row`).
+                unsafe { dst.write(at(po, i, so), f(src[at(px, i, sx)])) };
             }
         }
-    }
+    });
     Ok(())
 }
 
@@ -87,13 +280,13 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
     a: &TensorView<'_>,
     b: &TensorView<'_>,
     out: &mut OutView<'_>,
-    f: impl Fn(A, B) -> O,
+    f: impl Fn(A, B) -> O + Sync,
 ) -> Result<()> {
     check_shapes("map", &[a.layout(), b.layout()], out.layout())?;
-    let (sa, sb, (dims, out_strides)) = (input::<A>(a)?, input::<B>(b)?, out_walk(out.layout()));
-    let dst = output::<O>(out)?;
+    let (sa, sb) = (input::<A>(a)?, input::<B>(b)?);
+    let out_strides = contiguous_strides(out.layout().shape());
     let rows = StridedRows::new(
-        &dims,
+        &out.layout().shape().dims(),
         [a.layout().strides(), b.layout().strides(), &out_strides],
         [
             a.layout().offset() as isize,
@@ -101,25 +294,60 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
             0,
         ],
     );
-    let (len, [ia, ib, io]) = (rows.row_len(), rows.inner_strides());
-    for [pa, pb, po] in rows {
-        if ia == 1 && ib == 1 && io == 1 {
-            let (pa, pb, po) = (pa as usize, pb as usize, po as usize);
-            let dst = &mut dst[po..po + len];
-            for ((o, &x), &y) in dst.iter_mut().zip(&sa[pa..pa + len]).zip(&sb[pb..pb + len]) {
-                *o = f(x, y);
+    let [ia, ib, io] = rows.inner_strides();
+    let dst = SharedOut::new(output::<O>(out)?);
+    if io == 1 && wants_tiles(&rows) {
+        for_each_tile(&rows, |starts, c0, columns| {
+            let (ta, tb) = (
+                TileInput::new(sa, starts, 0, ia, c0, columns),
+                TileInput::new(sb, starts, 1, ib, c0, columns),
+            );
+            for (r, start) in starts.iter().enumerate() {
+                // SAFETY: tiles cover disjoint output elements (see `for_each_tile`).
+                let o = unsafe { dst.run(start[2] as usize + c0, columns) };
+                for (c, o) in o.iter_mut().enumerate() {
+                    let x = tile_value(&ta, sa, starts, (0, ia), (r, c0, c));
+                    *o = f(x, tile_value(&tb, sb, starts, (1, ib), (r, c0, c)));
+                }
             }
-        } else if ia == 1 && ib == 0 && io == 1 {
-            let (pa, po, y) = (pa as usize, po as usize, sb[pb as usize]);
-            for (o, &x) in dst[po..po + len].iter_mut().zip(&sa[pa..pa + len]) {
-                *o = f(x, y);
-            }
-        } else {
-            for i in 0..len {
-                dst[at(po, i, io)] = f(sa[at(pa, i, ia)], sb[at(pb, i, ib)]);
-            }
-        }
+        });
+        return Ok(());
     }
+    for_each_row(&rows, |[pa, pb, po], len| {
+        if io != 1 {
+            for i in 0..len {
+                // SAFETY: each work item owns its output elements (see `for_each_row`).
+                unsafe { dst.write(at(po, i, io), f(sa[at(pa, i, ia)], sb[at(pb, i, ib)])) };
+            }
+            return;
+        }
+        // SAFETY: each work item owns its output run (see `for_each_row`).
+        let o = unsafe { dst.run(po as usize, len) };
+        let (pa, pb) = (pa as usize, pb as usize);
+        match (ia, ib) {
+            (1, 1) => o
+                .iter_mut()
+                .zip(&sa[pa..pa + len])
+                .zip(&sb[pb..pb + len])
+                .for_each(|((o, &x), &y)| *o = f(x, y)),
+            (1, 0) => {
+                let y = sb[pb];
+                o.iter_mut()
+                    .zip(&sa[pa..pa + len])
+                    .for_each(|(o, &x)| *o = f(x, y));
+            }
+            (0, 1) => {
+                let x = sa[pa];
+                o.iter_mut()
+                    .zip(&sb[pb..pb + len])
+                    .for_each(|(o, &y)| *o = f(x, y));
+            }
+            _ => o
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, o)| *o = f(sa[at(pa as isize, i, ia)], sb[at(pb as isize, i, ib)])),
+        }
+    });
     Ok(())
 }
 
@@ -129,14 +357,13 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, O: Element>(
     b: &TensorView<'_>,
     c: &TensorView<'_>,
     out: &mut OutView<'_>,
-    f: impl Fn(A, B, C) -> O,
+    f: impl Fn(A, B, C) -> O + Sync,
 ) -> Result<()> {
     check_shapes("map", &[a.layout(), b.layout(), c.layout()], out.layout())?;
     let (sa, sb, sc) = (input::<A>(a)?, input::<B>(b)?, input::<C>(c)?);
-    let (dims, out_strides) = out_walk(out.layout());
-    let dst = output::<O>(out)?;
+    let out_strides = contiguous_strides(out.layout().shape());
     let rows = StridedRows::new(
-        &dims,
+        &out.layout().shape().dims(),
         [
             a.layout().strides(),
             b.layout().strides(),
@@ -150,19 +377,33 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, O: Element>(
             0,
         ],
     );
-    let (len, [ia, ib, ic, io]) = (rows.row_len(), rows.inner_strides());
-    for [pa, pb, pc, po] in rows {
+    let [ia, ib, ic, io] = rows.inner_strides();
+    let dst = SharedOut::new(output::<O>(out)?);
+    for_each_row(&rows, |[pa, pb, pc, po], len| {
         for i in 0..len {
-            dst[at(po, i, io)] = f(sa[at(pa, i, ia)], sb[at(pb, i, ib)], sc[at(pc, i, ic)]);
+            let value = f(sa[at(pa, i, ia)], sb[at(pb, i, ib)], sc[at(pc, i, ic)]);
+            // SAFETY: each work item owns its output elements (see `for_each_row`).
+            unsafe { dst.write(at(po, i, io), value) };
         }
-    }
+    });
     Ok(())
 }
 
 /// `out[i] = f(i)` over the output's elements in row-major order.
-pub(crate) fn generate<O: Element>(out: &mut OutView<'_>, f: impl Fn(usize) -> O) -> Result<()> {
-    for (i, o) in output::<O>(out)?.iter_mut().enumerate() {
-        *o = f(i);
+pub(crate) fn generate<O: Element>(
+    out: &mut OutView<'_>,
+    f: impl Fn(usize) -> O + Sync,
+) -> Result<()> {
+    let dst = output::<O>(out)?;
+    if dst.len() < PARALLEL_MIN_ELEMENTS {
+        dst.iter_mut().enumerate().for_each(|(i, o)| *o = f(i));
+    } else {
+        dst.par_chunks_mut(4096).enumerate().for_each(|(c, chunk)| {
+            chunk
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, o)| *o = f(c * 4096 + i));
+        });
     }
     Ok(())
 }

@@ -423,6 +423,7 @@ pub struct StridedRows<const N: usize> {
     inner: [isize; N],
     index: SmallVec<[usize; INLINE_RANK]>,
     next: Option<[isize; N]>,
+    base: [isize; N],
 }
 
 impl<const N: usize> StridedRows<N> {
@@ -467,7 +468,23 @@ impl<const N: usize> StridedRows<N> {
             inner,
             index,
             next: (!empty).then_some(offsets),
+            base: offsets,
         }
+    }
+
+    /// The position of each operand's first element in row `row` (`row < num_rows()`), for
+    /// splitting the rows among threads.
+    pub fn row_start(&self, row: usize) -> [isize; N] {
+        let mut positions = self.base;
+        let mut rest = row;
+        for axis in (0..self.outer.len()).rev() {
+            let digit = rest % self.outer[axis];
+            rest /= self.outer[axis];
+            for (k, p) in positions.iter_mut().enumerate() {
+                *p += digit as isize * self.outer_strides[k][axis];
+            }
+        }
+        positions
     }
 
     /// Elements per row.
@@ -601,6 +618,14 @@ mod tests {
         assert_eq!((rows.num_rows(), rows.row_len()), (1, 24));
         let t = Layout::contiguous(shape(&[3, 4])).transpose(0, 1).unwrap();
         assert_eq!(positions(&t), vec![0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]);
+        let rows = StridedRows::new(&[3, 4, 5], [&[1, 3, 12]], [2]);
+        let starts: Vec<[isize; 1]> = rows.clone().collect();
+        assert_eq!(
+            (0..rows.num_rows())
+                .map(|r| rows.row_start(r))
+                .collect::<Vec<_>>(),
+            starts
+        );
         let empty = StridedRows::new(&[3, 0], [&[0, 1]], [0]);
         assert_eq!(empty.count(), 0);
         let scalar: Vec<_> = StridedRows::new(&[], [&[]], [7]).collect();

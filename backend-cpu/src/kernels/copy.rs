@@ -2,7 +2,7 @@
 
 use tensor_core::{Error, OutView, Result, TensorView};
 
-use crate::strided::{check_shapes, rows_beside_output};
+use crate::strided::{check_shapes, for_each_row, rows_beside_output, SharedOut};
 
 fn host_bytes<'a>(view: &TensorView<'a>) -> Result<&'a [u8]> {
     view.host_bytes().ok_or_else(|| {
@@ -30,19 +30,21 @@ pub(crate) fn copy(x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
     check_shapes("copy", &[x.layout()], out.layout())?;
     let size = x.dtype().size();
     let (src, rows) = (host_bytes(x)?, rows_beside_output(x.layout(), out.layout()));
-    let dst = out_bytes(out)?;
-    let (len, [sx, so]) = (rows.row_len(), rows.inner_strides());
-    for [px, po] in rows {
+    let [sx, so] = rows.inner_strides();
+    let dst = SharedOut::new(out_bytes(out)?);
+    for_each_row(&rows, |[px, po], len| {
         if sx == 1 && so == 1 {
             let (px, po) = (px as usize * size, po as usize * size);
-            dst[po..po + len * size].copy_from_slice(&src[px..px + len * size]);
+            // SAFETY: each work item owns its output run (see `for_each_row`).
+            unsafe { dst.run(po, len * size) }.copy_from_slice(&src[px..px + len * size]);
         } else {
             for i in 0..len as isize {
                 let (from, to) = ((px + i * sx) as usize * size, (po + i * so) as usize * size);
-                dst[to..to + size].copy_from_slice(&src[from..from + size]);
+                // SAFETY: each work item owns its output elements (see `for_each_row`).
+                unsafe { dst.run(to, size) }.copy_from_slice(&src[from..from + size]);
             }
         }
-    }
+    });
     Ok(())
 }
 

@@ -7,6 +7,7 @@ pub(crate) mod copy;
 pub(crate) mod fill;
 pub(crate) mod matmul;
 pub(crate) mod reduce;
+mod reduce_fast;
 pub(crate) mod unary;
 
 use std::fmt::Display;

@@ -1,0 +1,187 @@
+//! Fast paths for float sums and means over the two layouts that dominate real programs:
+//! the reduced axes forming one contiguous run per output (sum of everything, row sums),
+//! and the kept axes forming one contiguous run (column sums). Other layouts take the
+//! general path in `reduce`.
+
+use rayon::prelude::*;
+use tensor_core::{Layout, OutView, ReduceOp, Result, Scalar, StridedRows, TensorView};
+
+use crate::scalar::{FloatElem, Real};
+use crate::strided::{for_each_row, input, output, SharedOut, PARALLEL_MIN_ELEMENTS};
+
+/// Elements summed in f32 (or the compute type) lanes before the partial sum joins an f64
+/// total: short enough that lane rounding stays far below the conformance tolerance.
+const CHUNK: usize = 1024;
+const LANES: usize = 16;
+
+/// The sum of a contiguous run: 16 independent lanes (which the compiler vectorises) per
+/// chunk, chunks added in f64.
+fn sum_run<T: FloatElem>(values: &[T]) -> f64 {
+    values
+        .chunks(CHUNK)
+        .map(|chunk| {
+            let mut lanes = [<T::Compute as Real>::ZERO; LANES];
+            let mut groups = chunk.chunks_exact(LANES);
+            for group in &mut groups {
+                for (lane, &v) in lanes.iter_mut().zip(group) {
+                    *lane = *lane + v.widen();
+                }
+            }
+            let tail: f64 = groups.remainder().iter().map(|&v| v.widen().to_f64()).sum();
+            lanes.iter().map(|l| l.to_f64()).sum::<f64>() + tail
+        })
+        .sum()
+}
+
+/// The sum of a contiguous run on every thread.
+fn sum_run_parallel<T: FloatElem>(values: &[T]) -> f64 {
+    if values.len() < PARALLEL_MIN_ELEMENTS {
+        return sum_run(values);
+    }
+    values.par_chunks(CHUNK * 16).map(sum_run).sum()
+}
+
+/// Dims and strides of `layout` split into kept and reduced axes.
+fn split_axes(layout: &Layout, axes: &[usize]) -> [(Vec<usize>, Vec<isize>); 2] {
+    let (mut kept, mut reduced) = ((vec![], vec![]), (vec![], vec![]));
+    for (i, (d, &s)) in layout.shape().iter().zip(layout.strides()).enumerate() {
+        let side = if axes.contains(&i) {
+            &mut reduced
+        } else {
+            &mut kept
+        };
+        side.0.push(d);
+        side.1.push(s);
+    }
+    [kept, reduced]
+}
+
+/// If `dims`/`strides` walk one contiguous run, its length.
+fn contiguous_run(dims: &[usize], strides: &[isize]) -> Option<usize> {
+    let rows = StridedRows::new(dims, [strides], [0]);
+    (rows.num_rows() <= 1 && (rows.row_len() <= 1 || rows.inner_strides()[0] == 1))
+        .then(|| rows.row_len() * rows.num_rows())
+}
+
+/// Sum or mean of a float tensor over `axes` by a fast path, or `None` if the layout has none.
+pub(crate) fn try_sum<T: FloatElem>(
+    op: ReduceOp,
+    x: &TensorView<'_>,
+    axes: &[usize],
+    out: &mut OutView<'_>,
+) -> Option<Result<()>> {
+    if !matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+        return None;
+    }
+    let layout = x.layout();
+    let [(kept, kept_strides), (reduced, reduced_strides)] = split_axes(layout, axes);
+    let count: usize = reduced.iter().product();
+    let finish = move |sum: f64| -> T {
+        let value = if op == ReduceOp::Mean {
+            sum / count as f64
+        } else {
+            sum
+        };
+        T::from_scalar(Scalar::F64(value))
+    };
+    if count == 0 {
+        // Nothing to read (the buffer may be empty): every output is the empty sum.
+        return Some(output::<T>(out).map(|dst| dst.fill(finish(0.0))));
+    }
+    if let Some(run) = contiguous_run(&reduced, &reduced_strides) {
+        return Some(inner_sums(x, out, run, (&kept, &kept_strides), finish));
+    }
+    if let Some(width) = contiguous_run(&kept, &kept_strides) {
+        return Some(outer_sums(
+            x,
+            out,
+            width,
+            (&reduced, &reduced_strides),
+            finish,
+        ));
+    }
+    None
+}
+
+/// Each output sums one contiguous run of `run` elements.
+fn inner_sums<T: FloatElem>(
+    x: &TensorView<'_>,
+    out: &mut OutView<'_>,
+    run: usize,
+    (kept, kept_strides): (&[usize], &[isize]),
+    finish: impl Fn(f64) -> T + Sync,
+) -> Result<()> {
+    let data = input::<T>(x)?;
+    let dst = output::<T>(out)?;
+    let base = x.layout().offset();
+    if dst.len() == 1 {
+        dst[0] = finish(sum_run_parallel(&data[base..base + run]));
+        return Ok(());
+    }
+    let out_strides: Vec<isize> =
+        tensor_core::layout::contiguous_strides(&tensor_core::TensorShape::new(kept)?).to_vec();
+    let rows = StridedRows::new(kept, [kept_strides, &out_strides], [base as isize, 0]);
+    let [sx, so] = rows.inner_strides();
+    let shared = SharedOut::new(dst);
+    let outputs = rows.num_rows() * rows.row_len();
+    let per_output = |[px, po]: [isize; 2], len: usize| {
+        for i in 0..len {
+            let start = (px + i as isize * sx) as usize;
+            // SAFETY: each work item owns its output elements (see `for_each_row`).
+            unsafe {
+                shared.write(
+                    (po + i as isize * so) as usize,
+                    finish(sum_run(&data[start..start + run])),
+                )
+            };
+        }
+    };
+    if outputs * run >= PARALLEL_MIN_ELEMENTS && outputs >= rayon::current_num_threads() {
+        // Parallel over outputs: split by rows of outputs, each a whole run.
+        (0..rows.num_rows())
+            .into_par_iter()
+            .for_each(|r| per_output(rows.row_start(r), rows.row_len()));
+    } else {
+        for_each_row(&rows, per_output);
+    }
+    Ok(())
+}
+
+/// The kept axes are one contiguous run of `width` elements: accumulate whole rows into
+/// per-column f64 sums, in column blocks across threads.
+fn outer_sums<T: FloatElem>(
+    x: &TensorView<'_>,
+    out: &mut OutView<'_>,
+    width: usize,
+    (reduced, reduced_strides): (&[usize], &[isize]),
+    finish: impl Fn(f64) -> T + Sync,
+) -> Result<()> {
+    let data = input::<T>(x)?;
+    let dst = output::<T>(out)?;
+    let rows = StridedRows::new(reduced, [reduced_strides], [x.layout().offset() as isize]);
+    let (len, [step]) = (rows.row_len(), rows.inner_strides());
+    let starts: Vec<usize> = rows
+        .flat_map(|[s]| (0..len as isize).map(move |i| (s + i * step) as usize))
+        .collect();
+    let block = if width * starts.len() >= PARALLEL_MIN_ELEMENTS {
+        1024
+    } else {
+        width.max(1)
+    };
+    dst.par_chunks_mut(block)
+        .enumerate()
+        .for_each(|(b, out_block)| {
+            let first = b * block;
+            let mut sums = vec![0f64; out_block.len()];
+            for &start in &starts {
+                let row = &data[start + first..start + first + out_block.len()];
+                for (s, &v) in sums.iter_mut().zip(row) {
+                    *s += v.widen().to_f64();
+                }
+            }
+            for (o, s) in out_block.iter_mut().zip(sums) {
+                *o = finish(s);
+            }
+        });
+    Ok(())
+}

@@ -1,0 +1,401 @@
+//! CPU benchmarks: polytensor next to OpenBLAS, gemm, ndarray and candle in the same run.
+//!
+//! `cargo bench -p benches` runs everything (under 15 minutes on 2 cores);
+//! `cargo xtask bench --quick` is a short smoke run. Throughput is FLOP/s for matmul and
+//! bytes/s (all operands, read and written) for memory-bound ops.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use benches::{gemm_f32, gemm_f64, openblas, tensor, values};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use polytensor::{DataType, Device, ReduceOp, Tensor, UnaryOp};
+use rayon::prelude::*;
+
+fn cpu() -> Arc<dyn Device> {
+    polytensor::device("cpu:0").expect("the CPU device")
+}
+
+fn threads() -> usize {
+    rayon::current_num_threads()
+}
+
+fn candle_tensor(dims: &[usize], seed: u64) -> candle_core::Tensor {
+    let n = dims.iter().product();
+    candle_core::Tensor::from_vec(values(n, seed), dims, &candle_core::Device::Cpu)
+        .expect("candle tensor")
+}
+
+fn ndarray2(rows: usize, cols: usize, seed: u64) -> ndarray::Array2<f32> {
+    ndarray::Array2::from_shape_vec((rows, cols), values(rows * cols, seed)).expect("ndarray")
+}
+
+/// Square, tall and batched f32 and f64 matmul.
+fn matmul(c: &mut Criterion) {
+    let device = cpu();
+    let shapes: Vec<(String, usize, usize, usize, usize)> = [64, 128, 256, 512, 1024, 2048]
+        .iter()
+        .map(|&s| (format!("{s}"), 1, s, s, s))
+        .chain([
+            ("tall_4096x256x4096".to_string(), 1, 4096, 256, 4096),
+            ("batch_64x128".to_string(), 64, 128, 128, 128),
+        ])
+        .collect();
+    for dtype in [DataType::Float, DataType::Double] {
+        let mut group = c.benchmark_group(format!("matmul_{dtype}"));
+        for (name, batch, m, k, n) in &shapes {
+            let (batch, m, k, n) = (*batch, *m, *k, *n);
+            group.throughput(Throughput::Elements((2 * batch * m * n * k) as u64));
+            let dims_a: Vec<usize> = if batch > 1 {
+                vec![batch, m, k]
+            } else {
+                vec![m, k]
+            };
+            let dims_b: Vec<usize> = if batch > 1 {
+                vec![batch, k, n]
+            } else {
+                vec![k, n]
+            };
+            let (a, b) = (
+                tensor(&dims_a, dtype, 1, &device),
+                tensor(&dims_b, dtype, 2, &device),
+            );
+            group.bench_with_input(BenchmarkId::new("polytensor", name), &(), |bench, _| {
+                bench.iter(|| black_box(a.matmul(&b).unwrap()))
+            });
+            let (va, vb) = (values(batch * m * k, 1), values(batch * k * n, 2));
+            if dtype == DataType::Float {
+                let mut out = vec![0f32; batch * m * n];
+                group.bench_with_input(BenchmarkId::new("openblas", name), &(), |bench, _| {
+                    bench.iter(|| {
+                        for i in 0..batch {
+                            openblas::sgemm(
+                                m,
+                                n,
+                                k,
+                                &va[i * m * k..],
+                                &vb[i * k * n..],
+                                &mut out[i * m * n..],
+                            );
+                        }
+                    })
+                });
+                group.bench_with_input(BenchmarkId::new("gemm", name), &(), |bench, _| {
+                    bench.iter(|| {
+                        for i in 0..batch {
+                            gemm_f32(
+                                m,
+                                n,
+                                k,
+                                &va[i * m * k..],
+                                &vb[i * k * n..],
+                                &mut out[i * m * n..],
+                                threads(),
+                            );
+                        }
+                    })
+                });
+                if batch == 1 {
+                    let (na, nb) = (ndarray2(m, k, 1), ndarray2(k, n, 2));
+                    group.bench_with_input(BenchmarkId::new("ndarray", name), &(), |bench, _| {
+                        bench.iter(|| black_box(na.dot(&nb)))
+                    });
+                }
+                let (ca, cb) = (candle_tensor(&dims_a, 1), candle_tensor(&dims_b, 2));
+                group.bench_with_input(BenchmarkId::new("candle", name), &(), |bench, _| {
+                    bench.iter(|| black_box(ca.matmul(&cb).unwrap()))
+                });
+            } else {
+                let (wa, wb): (Vec<f64>, Vec<f64>) = (
+                    va.iter().map(|&v| v as f64).collect(),
+                    vb.iter().map(|&v| v as f64).collect(),
+                );
+                let mut out = vec![0f64; batch * m * n];
+                group.bench_with_input(BenchmarkId::new("openblas", name), &(), |bench, _| {
+                    bench.iter(|| {
+                        for i in 0..batch {
+                            openblas::dgemm(
+                                m,
+                                n,
+                                k,
+                                &wa[i * m * k..],
+                                &wb[i * k * n..],
+                                &mut out[i * m * n..],
+                            );
+                        }
+                    })
+                });
+                group.bench_with_input(BenchmarkId::new("gemm", name), &(), |bench, _| {
+                    bench.iter(|| {
+                        for i in 0..batch {
+                            gemm_f64(
+                                m,
+                                n,
+                                k,
+                                &wa[i * m * k..],
+                                &wb[i * k * n..],
+                                &mut out[i * m * n..],
+                                threads(),
+                            );
+                        }
+                    })
+                });
+                let (ca, cb) = (
+                    candle_tensor(&dims_a, 1)
+                        .to_dtype(candle_core::DType::F64)
+                        .unwrap(),
+                    candle_tensor(&dims_b, 2)
+                        .to_dtype(candle_core::DType::F64)
+                        .unwrap(),
+                );
+                group.bench_with_input(BenchmarkId::new("candle", name), &(), |bench, _| {
+                    bench.iter(|| black_box(ca.matmul(&cb).unwrap()))
+                });
+            }
+        }
+        group.finish();
+    }
+}
+
+/// f16 and bf16 matmul next to f32, at 1024^3.
+fn half_matmul(c: &mut Criterion) {
+    let device = cpu();
+    let s = 1024;
+    let mut group = c.benchmark_group("matmul_16bit");
+    group.throughput(Throughput::Elements((2 * s * s * s) as u64));
+    for (dtype, candle_dtype) in [
+        (DataType::Float, candle_core::DType::F32),
+        (DataType::Half, candle_core::DType::F16),
+        (DataType::BFloat16, candle_core::DType::BF16),
+    ] {
+        let (a, b) = (
+            tensor(&[s, s], dtype, 1, &device),
+            tensor(&[s, s], dtype, 2, &device),
+        );
+        group.bench_function(BenchmarkId::new("polytensor", dtype.name()), |bench| {
+            bench.iter(|| black_box(a.matmul(&b).unwrap()))
+        });
+        let ca = candle_tensor(&[s, s], 1).to_dtype(candle_dtype).unwrap();
+        let cb = candle_tensor(&[s, s], 2).to_dtype(candle_dtype).unwrap();
+        group.bench_function(BenchmarkId::new("candle", dtype.name()), |bench| {
+            bench.iter(|| black_box(ca.matmul(&cb).unwrap()))
+        });
+    }
+    group.finish();
+}
+
+const BIG: usize = 1 << 24;
+
+/// Large elementwise ops with a freshly allocated result, broadcasting, strided inputs, and
+/// the STREAM-style baseline (a parallel loop into an existing buffer).
+fn elementwise(c: &mut Criterion) {
+    let device = cpu();
+    let mut group = c.benchmark_group("add_16M_f32");
+    group.throughput(Throughput::Bytes((3 * BIG * 4) as u64));
+    let (a, b) = (
+        tensor(&[BIG], DataType::Float, 1, &device),
+        tensor(&[BIG], DataType::Float, 2, &device),
+    );
+    group.bench_function("polytensor", |bench| {
+        bench.iter(|| black_box(a.add(&b).unwrap()))
+    });
+    let (ca, cb) = (candle_tensor(&[BIG], 1), candle_tensor(&[BIG], 2));
+    group.bench_function("candle", |bench| {
+        bench.iter(|| black_box((&ca + &cb).unwrap()))
+    });
+    let (na, nb) = (
+        ndarray::Array1::from_vec(values(BIG, 1)),
+        ndarray::Array1::from_vec(values(BIG, 2)),
+    );
+    group.bench_function("ndarray", |bench| bench.iter(|| black_box(&na + &nb)));
+    let (va, vb) = (values(BIG, 1), values(BIG, 2));
+    let mut out = vec![0f32; BIG];
+    group.bench_function("stream_add_existing_buffer", |bench| {
+        bench.iter(|| {
+            out.par_chunks_mut(1 << 16)
+                .zip(va.par_chunks(1 << 16))
+                .zip(vb.par_chunks(1 << 16))
+                .for_each(|((o, x), y)| {
+                    o.iter_mut()
+                        .zip(x)
+                        .zip(y)
+                        .for_each(|((o, x), y)| *o = x + y)
+                })
+        })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("broadcast_add_4096x4096_f32");
+    group.throughput(Throughput::Bytes((2 * BIG * 4) as u64));
+    let (m, row) = (
+        tensor(&[4096, 4096], DataType::Float, 1, &device),
+        tensor(&[4096], DataType::Float, 2, &device),
+    );
+    group.bench_function("polytensor", |bench| {
+        bench.iter(|| black_box(m.add(&row).unwrap()))
+    });
+    let (cm, crow) = (candle_tensor(&[4096, 4096], 1), candle_tensor(&[4096], 2));
+    group.bench_function("candle", |bench| {
+        bench.iter(|| black_box(cm.broadcast_add(&crow).unwrap()))
+    });
+    let (nm, nrow) = (
+        ndarray2(4096, 4096, 1),
+        ndarray::Array1::from_vec(values(4096, 2)),
+    );
+    group.bench_function("ndarray", |bench| bench.iter(|| black_box(&nm + &nrow)));
+    group.finish();
+
+    let mut group = c.benchmark_group("strided_add_4096x4096_f32");
+    group.throughput(Throughput::Bytes((3 * BIG * 4) as u64));
+    let t = m.t().unwrap();
+    group.bench_function("contiguous_plus_contiguous", |bench| {
+        bench.iter(|| black_box(m.add(&a.reshape([4096, 4096]).unwrap()).unwrap()))
+    });
+    group.bench_function("transposed_plus_contiguous", |bench| {
+        bench.iter(|| black_box(t.add(&m).unwrap()))
+    });
+    // The machine's limit for this access pattern: a hand-written tiled loop, no library.
+    let (va, vb) = (values(BIG, 1), values(BIG, 2));
+    let mut out = vec![0f32; BIG];
+    group.bench_function("handwritten_tiled_transposed_loop", |bench| {
+        bench.iter(|| {
+            let (n, tile) = (4096, 16);
+            out.par_chunks_mut(n * tile)
+                .enumerate()
+                .for_each(|(block, rows)| {
+                    for c0 in (0..n).step_by(tile) {
+                        for r in 0..tile {
+                            let row = block * tile + r;
+                            for c in c0..c0 + tile {
+                                rows[r * n + c] = va[c * n + row] + vb[row * n + c];
+                            }
+                        }
+                    }
+                })
+        })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("tiny_add_1_element");
+    let (x, y) = (
+        Tensor::scalar(1.0f32, &device).unwrap(),
+        Tensor::scalar(2.0f32, &device).unwrap(),
+    );
+    group.bench_function("polytensor", |bench| {
+        bench.iter(|| black_box(x.add(&y).unwrap()))
+    });
+    let (cx, cy) = (candle_tensor(&[1], 1), candle_tensor(&[1], 2));
+    group.bench_function("candle", |bench| {
+        bench.iter(|| black_box((&cx + &cy).unwrap()))
+    });
+    let (nx, ny) = (
+        ndarray::Array1::from_vec(vec![1f32]),
+        ndarray::Array1::from_vec(vec![2f32]),
+    );
+    group.bench_function("ndarray", |bench| bench.iter(|| black_box(&nx + &ny)));
+    group.finish();
+}
+
+/// Transcendental unary ops on 16M f32.
+fn transcendental(c: &mut Criterion) {
+    let device = cpu();
+    let x = tensor(&[BIG], DataType::Float, 3, &device);
+    let cx = candle_tensor(&[BIG], 3);
+    let mut group = c.benchmark_group("unary_16M_f32");
+    group.throughput(Throughput::Bytes((2 * BIG * 4) as u64));
+    for op in [
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+    ] {
+        let input = if op == UnaryOp::Log {
+            x.abs().unwrap()
+        } else {
+            x.clone()
+        };
+        group.bench_function(BenchmarkId::new("polytensor", op.name()), |bench| {
+            bench.iter(|| black_box(input.unary(op).unwrap()))
+        });
+        let cinput = if op == UnaryOp::Log {
+            cx.abs().unwrap()
+        } else {
+            cx.clone()
+        };
+        let run = |t: &candle_core::Tensor| match op {
+            UnaryOp::Exp => t.exp(),
+            UnaryOp::Log => t.log(),
+            UnaryOp::Tanh => t.tanh(),
+            UnaryOp::Sigmoid => candle_core::Tensor::ones_like(t)
+                .and_then(|one| one.broadcast_div(&(t.neg()?.exp()? + 1.0)?)),
+            UnaryOp::Sin => t.sin(),
+            _ => t.cos(),
+        };
+        group.bench_function(BenchmarkId::new("candle", op.name()), |bench| {
+            bench.iter(|| black_box(run(&cinput).unwrap()))
+        });
+    }
+    group.finish();
+}
+
+/// Sums over 16M f32 and over the rows and columns of [4096, 4096].
+fn reductions(c: &mut Criterion) {
+    let device = cpu();
+    let mut group = c.benchmark_group("sum_f32");
+    group.throughput(Throughput::Bytes((BIG * 4) as u64));
+    let x = tensor(&[BIG], DataType::Float, 4, &device);
+    group.bench_function(BenchmarkId::new("polytensor", "all_16M"), |bench| {
+        bench.iter(|| black_box(x.reduce_all(ReduceOp::Sum).unwrap()))
+    });
+    let m = x.reshape([4096, 4096]).unwrap();
+    group.bench_function(BenchmarkId::new("polytensor", "rows_4096x4096"), |bench| {
+        bench.iter(|| black_box(m.sum(&[1], false).unwrap()))
+    });
+    group.bench_function(BenchmarkId::new("polytensor", "cols_4096x4096"), |bench| {
+        bench.iter(|| black_box(m.sum(&[0], false).unwrap()))
+    });
+    let cx = candle_tensor(&[4096, 4096], 4);
+    group.bench_function(BenchmarkId::new("candle", "all_16M"), |bench| {
+        bench.iter(|| black_box(cx.sum_all().unwrap()))
+    });
+    group.bench_function(BenchmarkId::new("candle", "rows_4096x4096"), |bench| {
+        bench.iter(|| black_box(cx.sum(1).unwrap()))
+    });
+    group.bench_function(BenchmarkId::new("candle", "cols_4096x4096"), |bench| {
+        bench.iter(|| black_box(cx.sum(0).unwrap()))
+    });
+    let v = values(BIG, 4);
+    group.bench_function(BenchmarkId::new("stream_read", "all_16M"), |bench| {
+        bench.iter(|| {
+            // 16 independent lanes per chunk, so the loop is bound by memory, not by add latency.
+            black_box(
+                v.par_chunks(1 << 16)
+                    .map(|c| {
+                        let mut lanes = [0f32; 16];
+                        c.chunks_exact(16)
+                            .for_each(|g| lanes.iter_mut().zip(g).for_each(|(l, x)| *l += x));
+                        lanes.iter().sum::<f32>()
+                    })
+                    .sum::<f32>(),
+            )
+        })
+    });
+    group.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2))
+}
+
+criterion_group! {
+    name = cpu_benches;
+    config = config();
+    targets = matmul, half_matmul, elementwise, transcendental, reductions
+}
+criterion_main!(cpu_benches);
