@@ -10,5 +10,6 @@ mod device;
 mod kernels;
 mod scalar;
 mod strided;
+mod vmath;
 
 pub use device::{CpuDevice, DEFAULT_CACHE_BYTES};

@@ -6,7 +6,10 @@ use tensor_core::{OutView, Result, TensorView, UnaryOp};
 
 use super::{by_class, unsupported};
 use crate::scalar::{FloatElem, IntElem, Real};
-use crate::strided::map1;
+use crate::strided::{
+    check_shapes, for_each_row, input, map1, output, rows_beside_output, SharedOut,
+};
+use crate::vmath;
 
 pub(crate) fn unary(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
     by_class!(x.dtype(),
@@ -22,6 +25,9 @@ pub(crate) fn unary(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> R
 }
 
 fn float_unary<T: FloatElem>(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+    if T::DTYPE == tensor_core::DataType::Float && vmath::has_kernel(op) {
+        return vector_unary_f32(op, x, out);
+    }
     type C<T> = <T as FloatElem>::Compute;
     let (zero, one) = (C::<T>::ZERO, C::<T>::ONE);
     macro_rules! apply {
@@ -130,4 +136,37 @@ fn complex_tanh<R: Float>(z: Complex<R>) -> Complex<R> {
     let rho = (one + s * s).sqrt();
     let denominator = one + beta * s * s;
     Complex::new(beta * rho * s / denominator, t / denominator)
+}
+
+/// f32 transcendentals through the vectorised kernels: contiguous runs directly, strided
+/// runs gathered into small buffers first.
+fn vector_unary_f32(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+    check_shapes(op.name(), &[x.layout()], out.layout())?;
+    let (src, rows) = (
+        input::<f32>(x)?,
+        rows_beside_output(x.layout(), out.layout()),
+    );
+    let [sx, so] = rows.inner_strides();
+    let dst = SharedOut::new(output::<f32>(out)?);
+    for_each_row(&rows, |[px, po], len| {
+        if sx == 1 && so == 1 {
+            let px = px as usize;
+            // SAFETY: each work item owns its output run (see `for_each_row`).
+            vmath::unary_f32(op, &src[px..px + len], unsafe { dst.run(po as usize, len) });
+            return;
+        }
+        let (mut gathered, mut results) = ([0f32; 256], [0f32; 256]);
+        for first in (0..len).step_by(256) {
+            let n = 256.min(len - first);
+            for (i, g) in gathered[..n].iter_mut().enumerate() {
+                *g = src[(px + (first + i) as isize * sx) as usize];
+            }
+            vmath::unary_f32(op, &gathered[..n], &mut results[..n]);
+            for (i, &r) in results[..n].iter().enumerate() {
+                // SAFETY: each work item owns its output elements (see `for_each_row`).
+                unsafe { dst.write((po + (first + i) as isize * so) as usize, r) };
+            }
+        }
+    });
+    Ok(())
 }
