@@ -223,6 +223,13 @@ fn tile_value<T: Element, const N: usize>(
     }
 }
 
+/// The element range of a contiguous layout in its buffer.
+fn contiguous_range(layout: &Layout) -> Option<std::ops::Range<usize>> {
+    layout
+        .is_contiguous()
+        .then(|| layout.offset()..layout.offset() + layout.num_elements())
+}
+
 #[inline]
 fn at(base: isize, i: usize, stride: isize) -> usize {
     (base + i as isize * stride) as usize
@@ -235,6 +242,14 @@ pub(crate) fn map1<A: Element, O: Element>(
     f: impl Fn(A) -> O + Sync,
 ) -> Result<()> {
     check_shapes("map", &[x.layout()], out.layout())?;
+    if let Some(range) = contiguous_range(x.layout()).filter(|r| r.len() < PARALLEL_MIN_ELEMENTS) {
+        let src = &input::<A>(x)?[range];
+        output::<O>(out)?
+            .iter_mut()
+            .zip(src)
+            .for_each(|(o, &a)| *o = f(a));
+        return Ok(());
+    }
     let (src, rows) = (input::<A>(x)?, rows_beside_output(x.layout(), out.layout()));
     let [sx, so] = rows.inner_strides();
     let dst = SharedOut::new(output::<O>(out)?);
@@ -284,6 +299,17 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
 ) -> Result<()> {
     check_shapes("map", &[a.layout(), b.layout()], out.layout())?;
     let (sa, sb) = (input::<A>(a)?, input::<B>(b)?);
+    if let (Some(ra), Some(rb)) = (contiguous_range(a.layout()), contiguous_range(b.layout())) {
+        if ra.len() < PARALLEL_MIN_ELEMENTS {
+            let (xs, ys) = (&sa[ra], &sb[rb]);
+            output::<O>(out)?
+                .iter_mut()
+                .zip(xs)
+                .zip(ys)
+                .for_each(|((o, &x), &y)| *o = f(x, y));
+            return Ok(());
+        }
+    }
     let out_strides = contiguous_strides(out.layout().shape());
     let rows = StridedRows::new(
         &out.layout().shape().dims(),

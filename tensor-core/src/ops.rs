@@ -304,7 +304,7 @@ pub fn broadcast_shapes(a: &TensorShape, b: &TensorShape) -> Result<TensorShape>
                 format!("shapes {a} and {b} are incompatible: {x} vs {y} in dimension {i}"),
             )),
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<smallvec::SmallVec<[usize; 8]>>>()?;
     TensorShape::new(&dims)
 }
 

@@ -2,10 +2,9 @@
 //! allocator and PyTorch's caching allocators do, so that freshly allocated results reuse
 //! memory instead of paying for new pages (host) or driver calls (devices).
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::{Allocator, AllocatorInfo, AllocatorStats, StatsTracker};
+use super::{Allocator, AllocatorInfo, AllocatorStats, StatsTracker, ALLOCATOR_ALIGNMENT};
 use crate::error::{Error, Result};
 
 /// A block from a [`CachingAllocator`]: the inner allocator's block, its size class, and the
@@ -40,8 +39,19 @@ pub fn size_class(bytes: usize) -> usize {
     bytes.div_ceil(step).saturating_mul(step)
 }
 
+/// The index of a size class: 64-byte steps up to 4 KiB, then eight classes per power of two.
+fn class_index(class: usize) -> usize {
+    if class <= 4096 {
+        return class / 64 - 1;
+    }
+    let exponent = (usize::BITS - 1 - class.leading_zeros()) as usize;
+    let step = 1usize << (exponent - 3);
+    63 + (exponent - 12) * 8 + (class / step - 8)
+}
+
 struct Cache<B> {
-    free: HashMap<(usize, usize), Vec<B>>,
+    /// Free blocks of the cached alignment, by class index.
+    free: Vec<Vec<B>>,
     cached_bytes: usize,
 }
 
@@ -90,7 +100,7 @@ impl<A: Allocator> CachingAllocator<A> {
             inner,
             cap,
             cache: Mutex::new(Cache {
-                free: HashMap::new(),
+                free: Vec::new(),
                 cached_bytes: 0,
             }),
             tracker: StatsTracker::new(None),
@@ -123,14 +133,17 @@ impl<A: Allocator> CachingAllocator<A> {
         let blocks: Vec<A::Block> = {
             let mut cache = self.lock();
             cache.cached_bytes = 0;
-            cache.free.drain().flat_map(|(_, blocks)| blocks).collect()
+            cache.free.iter_mut().flat_map(std::mem::take).collect()
         };
         blocks.into_iter().for_each(|b| self.inner.deallocate(b));
     }
 
     fn take_cached(&self, class: usize, alignment: usize) -> Option<A::Block> {
+        if alignment != ALLOCATOR_ALIGNMENT {
+            return None;
+        }
         let mut cache = self.lock();
-        let block = cache.free.get_mut(&(class, alignment))?.pop()?;
+        let block = cache.free.get_mut(class_index(class))?.pop()?;
         cache.cached_bytes -= class;
         Some(block)
     }
@@ -186,13 +199,13 @@ impl<A: Allocator> Allocator for CachingAllocator<A> {
             ..
         } = block;
         let mut cache = self.lock();
-        if cache.cached_bytes + class <= self.cap {
+        if alignment == ALLOCATOR_ALIGNMENT && cache.cached_bytes + class <= self.cap {
             cache.cached_bytes += class;
-            cache
-                .free
-                .entry((class, alignment))
-                .or_default()
-                .push(inner);
+            let index = class_index(class);
+            if cache.free.len() <= index {
+                cache.free.resize_with(index + 1, Vec::new);
+            }
+            cache.free[index].push(inner);
         } else {
             drop(cache);
             self.inner.deallocate(inner);
@@ -210,6 +223,23 @@ impl<A: Allocator> Drop for CachingAllocator<A> {
 mod tests {
     use super::*;
     use crate::HostAllocator;
+
+    #[test]
+    fn class_indices_are_dense_and_distinct() {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut bytes = 1;
+        while bytes < 1 << 40 {
+            let class = size_class(bytes);
+            assert_eq!(size_class(class), class);
+            seen.insert((class_index(class), class));
+            bytes = class + 1;
+        }
+        let indices: Vec<usize> = seen.iter().map(|&(i, _)| i).collect();
+        assert!(
+            indices.windows(2).all(|w| w[1] == w[0] + 1),
+            "indices are consecutive"
+        );
+    }
 
     #[test]
     fn size_classes_waste_at_most_an_eighth() {

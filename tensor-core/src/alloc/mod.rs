@@ -4,7 +4,7 @@
 use std::alloc::Layout as MemLayout;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -48,64 +48,78 @@ impl fmt::Display for AllocatorStats {
 }
 
 /// Book-keeping shared by allocators: counts allocations and enforces the byte limit.
+/// Lock-free (atomics), since it sits on every allocation's path.
 #[derive(Debug, Default)]
 pub struct StatsTracker {
-    stats: Mutex<AllocatorStats>,
+    num_allocs: AtomicU64,
+    bytes_in_use: AtomicU64,
+    peak_bytes_in_use: AtomicU64,
+    largest_alloc_size: AtomicU64,
+    bytes_limit: Option<u64>,
 }
 
 impl StatsTracker {
     /// A tracker with an optional byte limit.
     pub fn new(bytes_limit: Option<u64>) -> Self {
         Self {
-            stats: Mutex::new(AllocatorStats {
-                bytes_limit,
-                ..AllocatorStats::default()
-            }),
+            bytes_limit,
+            ..Self::default()
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, AllocatorStats> {
-        // The stats stay consistent even if a holder panicked: every update is a few adds.
-        self.stats
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Account for an allocation of `bytes`, or refuse it with `Error::OutOfMemory` if it
     /// would pass the limit. `device` names the allocator in the error.
     pub fn try_reserve(&self, bytes: usize, device: &str) -> Result<()> {
-        let mut stats = self.lock();
         let bytes = bytes as u64;
-        let in_use = stats.bytes_in_use.saturating_add(bytes);
-        if stats.bytes_limit.is_some_and(|limit| in_use > limit) {
-            return Err(Error::OutOfMemory {
-                requested: bytes as usize,
-                device: device.to_string(),
-                stats: *stats,
-            });
-        }
-        stats.num_allocs += 1;
-        stats.bytes_in_use = in_use;
-        stats.bytes_reserved = stats.bytes_reserved.saturating_add(bytes);
-        stats.peak_bytes_in_use = stats.peak_bytes_in_use.max(in_use);
-        stats.peak_bytes_reserved = stats.peak_bytes_reserved.max(stats.bytes_reserved);
-        stats.largest_alloc_size = stats.largest_alloc_size.max(bytes);
+        let in_use = match self.bytes_limit {
+            None => self
+                .bytes_in_use
+                .fetch_add(bytes, Ordering::Relaxed)
+                .saturating_add(bytes),
+            Some(limit) => {
+                let update = self.bytes_in_use.fetch_update(
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                    |current| current.checked_add(bytes).filter(|&total| total <= limit),
+                );
+                match update {
+                    Ok(previous) => previous + bytes,
+                    Err(_) => return Err(self.out_of_memory(bytes as usize, device)),
+                }
+            }
+        };
+        self.num_allocs.fetch_add(1, Ordering::Relaxed);
+        self.peak_bytes_in_use.fetch_max(in_use, Ordering::Relaxed);
+        self.largest_alloc_size.fetch_max(bytes, Ordering::Relaxed);
         Ok(())
     }
 
     /// Account for `bytes` returned.
     pub fn release(&self, bytes: usize) {
-        let mut stats = self.lock();
-        stats.bytes_in_use = stats.bytes_in_use.saturating_sub(bytes as u64);
-        stats.bytes_reserved = stats.bytes_reserved.saturating_sub(bytes as u64);
+        let _ = self
+            .bytes_in_use
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |current| {
+                Some(current.saturating_sub(bytes as u64))
+            });
     }
 
-    /// A snapshot of the stats.
+    /// A snapshot of the stats (`bytes_reserved` equals `bytes_in_use`: a plain allocator
+    /// holds nothing beyond what it handed out).
     pub fn snapshot(&self) -> AllocatorStats {
-        *self.lock()
+        let in_use = self.bytes_in_use.load(Ordering::Relaxed);
+        let peak = self.peak_bytes_in_use.load(Ordering::Relaxed);
+        AllocatorStats {
+            num_allocs: self.num_allocs.load(Ordering::Relaxed),
+            bytes_in_use: in_use,
+            peak_bytes_in_use: peak,
+            largest_alloc_size: self.largest_alloc_size.load(Ordering::Relaxed),
+            bytes_limit: self.bytes_limit,
+            bytes_reserved: in_use,
+            peak_bytes_reserved: peak,
+        }
     }
 
-    /// The stats with `out_of_memory` built from them, for allocators whose backend refused.
+    /// `Error::OutOfMemory` for a request of `bytes`, with the current stats.
     pub fn out_of_memory(&self, bytes: usize, device: &str) -> Error {
         Error::OutOfMemory {
             requested: bytes,

@@ -98,9 +98,18 @@ impl Tensor {
         }
         let device = self.device();
         device.check_supports(Op::Binary(op), self.dtype)?;
+        let out_dtype = op.output_dtype(self.dtype);
+        if self.shape() == other.shape() {
+            // The common case needs no broadcast views.
+            let mut out = Tensor::uninit_on(self.shape().clone(), out_dtype, device)?;
+            if out.num_elements() > 0 {
+                device.binary(op, &self.view(), &other.view(), &mut out.out_view())?;
+            }
+            return Ok(out);
+        }
         let shape = broadcast_shapes(self.shape(), other.shape())?;
         let (a, b) = (self.broadcast_to(&shape)?, other.broadcast_to(&shape)?);
-        let mut out = Tensor::uninit_on(shape, op.output_dtype(self.dtype), device)?;
+        let mut out = Tensor::uninit_on(shape, out_dtype, device)?;
         if out.num_elements() > 0 {
             device.binary(op, &a.view(), &b.view(), &mut out.out_view())?;
         }
