@@ -4,13 +4,17 @@
 //!   [--markdown PATH]`: run the conformance suite on every device this machine has, print
 //!   the table, write the reports, and exit non-zero on any failure, leak, or skip of a
 //!   backend named in `POLYTENSOR_REQUIRE`.
+//! - `cargo xtask bench [--quick] [FILTER]`: run the criterion benchmarks (peers measured in
+//!   the same run) and write `target/bench/summary.md`.
 
+mod bench;
 mod conformance;
 mod report;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask conformance [--backend NAME ...] [--op NAME] [--dtype NAME] [--json PATH] [--markdown PATH]";
+const USAGE: &str = "usage: cargo xtask conformance [--backend NAME ...] [--op NAME] [--dtype NAME] [--json PATH] [--markdown PATH]
+       cargo xtask bench [--quick] [FILTER]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -18,6 +22,7 @@ fn main() -> ExitCode {
         Some("conformance") => {
             conformance::Options::parse(&args[1..]).and_then(|o| conformance::run(&o))
         }
+        Some("bench") => bench::run(&args[1..]),
         Some("-h" | "--help") | None => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
