@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use benches::{gemm_f32, gemm_f64, openblas, tensor, values};
+use benches::{tensor, values, Peer};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use polytensor::{DataType, Device, ReduceOp, Tensor, UnaryOp};
 use rayon::prelude::*;
@@ -64,98 +64,66 @@ fn matmul(c: &mut Criterion) {
             group.bench_with_input(BenchmarkId::new("polytensor", name), &(), |bench, _| {
                 bench.iter(|| black_box(a.matmul(&b).unwrap()))
             });
-            let (va, vb) = (values(batch * m * k, 1), values(batch * k * n, 2));
             if dtype == DataType::Float {
-                let mut out = vec![0f32; batch * m * n];
-                group.bench_with_input(BenchmarkId::new("openblas", name), &(), |bench, _| {
-                    bench.iter(|| {
-                        for i in 0..batch {
-                            openblas::sgemm(
-                                m,
-                                n,
-                                k,
-                                &va[i * m * k..],
-                                &vb[i * k * n..],
-                                &mut out[i * m * n..],
-                            );
-                        }
-                    })
-                });
-                group.bench_with_input(BenchmarkId::new("gemm", name), &(), |bench, _| {
-                    bench.iter(|| {
-                        for i in 0..batch {
-                            gemm_f32(
-                                m,
-                                n,
-                                k,
-                                &va[i * m * k..],
-                                &vb[i * k * n..],
-                                &mut out[i * m * n..],
-                                threads(),
-                            );
-                        }
-                    })
-                });
-                if batch == 1 {
-                    let (na, nb) = (ndarray2(m, k, 1), ndarray2(k, n, 2));
-                    group.bench_with_input(BenchmarkId::new("ndarray", name), &(), |bench, _| {
-                        bench.iter(|| black_box(na.dot(&nb)))
-                    });
-                }
-                let (ca, cb) = (candle_tensor(&dims_a, 1), candle_tensor(&dims_b, 2));
-                group.bench_with_input(BenchmarkId::new("candle", name), &(), |bench, _| {
-                    bench.iter(|| black_box(ca.matmul(&cb).unwrap()))
-                });
+                peers::<f32>(&mut group, name, (batch, m, k, n), candle_core::DType::F32);
             } else {
-                let (wa, wb): (Vec<f64>, Vec<f64>) = (
-                    va.iter().map(|&v| v as f64).collect(),
-                    vb.iter().map(|&v| v as f64).collect(),
-                );
-                let mut out = vec![0f64; batch * m * n];
-                group.bench_with_input(BenchmarkId::new("openblas", name), &(), |bench, _| {
-                    bench.iter(|| {
-                        for i in 0..batch {
-                            openblas::dgemm(
-                                m,
-                                n,
-                                k,
-                                &wa[i * m * k..],
-                                &wb[i * k * n..],
-                                &mut out[i * m * n..],
-                            );
-                        }
-                    })
-                });
-                group.bench_with_input(BenchmarkId::new("gemm", name), &(), |bench, _| {
-                    bench.iter(|| {
-                        for i in 0..batch {
-                            gemm_f64(
-                                m,
-                                n,
-                                k,
-                                &wa[i * m * k..],
-                                &wb[i * k * n..],
-                                &mut out[i * m * n..],
-                                threads(),
-                            );
-                        }
-                    })
-                });
-                let (ca, cb) = (
-                    candle_tensor(&dims_a, 1)
-                        .to_dtype(candle_core::DType::F64)
-                        .unwrap(),
-                    candle_tensor(&dims_b, 2)
-                        .to_dtype(candle_core::DType::F64)
-                        .unwrap(),
-                );
-                group.bench_with_input(BenchmarkId::new("candle", name), &(), |bench, _| {
-                    bench.iter(|| black_box(ca.matmul(&cb).unwrap()))
-                });
+                peers::<f64>(&mut group, name, (batch, m, k, n), candle_core::DType::F64);
             }
         }
         group.finish();
     }
+}
+
+/// One matrix product `c = a x b` of a peer.
+type MatrixProduct<'a, T> = dyn Fn(&[T], &[T], &mut [T]) + 'a;
+
+/// The peers of one matmul case: OpenBLAS and gemm (one call per batch matrix), ndarray
+/// (unbatched only) and candle.
+fn peers<T: Peer>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    (batch, m, k, n): (usize, usize, usize, usize),
+    candle_dtype: candle_core::DType,
+) {
+    let convert = |v: Vec<f32>| -> Vec<T> { v.into_iter().map(T::from_f32).collect() };
+    let (va, vb) = (
+        convert(values(batch * m * k, 1)),
+        convert(values(batch * k * n, 2)),
+    );
+    let mut out = vec![T::default(); batch * m * n];
+    let each_matrix = |out: &mut [T], multiply: &MatrixProduct<'_, T>| {
+        for i in 0..batch {
+            multiply(&va[i * m * k..], &vb[i * k * n..], &mut out[i * m * n..]);
+        }
+    };
+    group.bench_with_input(BenchmarkId::new("openblas", name), &(), |bench, _| {
+        bench.iter(|| each_matrix(&mut out, &|a, b, c| T::openblas(m, n, k, a, b, c)))
+    });
+    group.bench_with_input(BenchmarkId::new("gemm", name), &(), |bench, _| {
+        bench.iter(|| each_matrix(&mut out, &|a, b, c| T::gemm(m, n, k, a, b, c, threads())))
+    });
+    if batch == 1 && candle_dtype == candle_core::DType::F32 {
+        let (na, nb) = (ndarray2(m, k, 1), ndarray2(k, n, 2));
+        group.bench_with_input(BenchmarkId::new("ndarray", name), &(), |bench, _| {
+            bench.iter(|| black_box(na.dot(&nb)))
+        });
+    }
+    let dims = |rows, cols| {
+        if batch > 1 {
+            vec![batch, rows, cols]
+        } else {
+            vec![rows, cols]
+        }
+    };
+    let ca = candle_tensor(&dims(m, k), 1)
+        .to_dtype(candle_dtype)
+        .unwrap();
+    let cb = candle_tensor(&dims(k, n), 2)
+        .to_dtype(candle_dtype)
+        .unwrap();
+    group.bench_with_input(BenchmarkId::new("candle", name), &(), |bench, _| {
+        bench.iter(|| black_box(ca.matmul(&cb).unwrap()))
+    });
 }
 
 /// f16 and bf16 matmul next to f32, at 1024^3.
