@@ -298,16 +298,18 @@ pub(crate) fn unary_f32(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
 
 /// Whether `op` has a vectorised f32 kernel.
 pub(crate) fn has_kernel(op: UnaryOp) -> bool {
-    matches!(
-        op,
-        UnaryOp::Exp
-            | UnaryOp::Log
-            | UnaryOp::Tanh
-            | UnaryOp::Sigmoid
-            | UnaryOp::Sin
-            | UnaryOp::Cos
-    )
+    KERNEL_OPS.contains(&op)
 }
+
+/// The ops with vectorised f32 kernels.
+pub(crate) const KERNEL_OPS: [UnaryOp; 6] = [
+    UnaryOp::Exp,
+    UnaryOp::Log,
+    UnaryOp::Tanh,
+    UnaryOp::Sigmoid,
+    UnaryOp::Sin,
+    UnaryOp::Cos,
+];
 
 #[cfg(test)]
 mod tests {
@@ -391,14 +393,7 @@ mod tests {
             .collect();
         let x = inputs();
         for isa in isas {
-            for op in [
-                UnaryOp::Exp,
-                UnaryOp::Log,
-                UnaryOp::Tanh,
-                UnaryOp::Sigmoid,
-                UnaryOp::Sin,
-                UnaryOp::Cos,
-            ] {
+            for op in KERNEL_OPS {
                 let mut out = vec![0f32; x.len()];
                 assert!(unary_f32_with(isa, op, &x, &mut out));
                 let bound = if matches!(op, UnaryOp::Tanh | UnaryOp::Sigmoid) {

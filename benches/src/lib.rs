@@ -44,26 +44,29 @@ extern "C" {
     );
 }
 
+/// A CBLAS `?gemm` routine: order, transposes, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc.
+pub type CblasGemm<T> = unsafe extern "C" fn(
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    T,
+    *const T,
+    i32,
+    *const T,
+    i32,
+    T,
+    *mut T,
+    i32,
+);
+
 /// A float type the matmul peers multiply: OpenBLAS (the system library, linked by
 /// `build.rs`) and the `gemm` crate, on row-major `a: m x k`, `b: k x n`, `c: m x n`.
 pub trait Peer: Copy + Default + Send + Sync + 'static {
     /// The OpenBLAS CBLAS routine for this type.
-    const CBLAS_GEMM: unsafe extern "C" fn(
-        i32,
-        i32,
-        i32,
-        i32,
-        i32,
-        i32,
-        Self,
-        *const Self,
-        i32,
-        *const Self,
-        i32,
-        Self,
-        *mut Self,
-        i32,
-    );
+    const CBLAS_GEMM: CblasGemm<Self>;
     /// This type's zero and one.
     const ZERO_ONE: (Self, Self);
     /// An input value converted from f32.
@@ -132,22 +135,7 @@ pub trait Peer: Copy + Default + Send + Sync + 'static {
 }
 
 impl Peer for f32 {
-    const CBLAS_GEMM: unsafe extern "C" fn(
-        i32,
-        i32,
-        i32,
-        i32,
-        i32,
-        i32,
-        f32,
-        *const f32,
-        i32,
-        *const f32,
-        i32,
-        f32,
-        *mut f32,
-        i32,
-    ) = cblas_sgemm;
+    const CBLAS_GEMM: CblasGemm<f32> = cblas_sgemm;
     const ZERO_ONE: (f32, f32) = (0.0, 1.0);
     fn from_f32(v: f32) -> Self {
         v
@@ -155,22 +143,7 @@ impl Peer for f32 {
 }
 
 impl Peer for f64 {
-    const CBLAS_GEMM: unsafe extern "C" fn(
-        i32,
-        i32,
-        i32,
-        i32,
-        i32,
-        i32,
-        f64,
-        *const f64,
-        i32,
-        *const f64,
-        i32,
-        f64,
-        *mut f64,
-        i32,
-    ) = cblas_dgemm;
+    const CBLAS_GEMM: CblasGemm<f64> = cblas_dgemm;
     const ZERO_ONE: (f64, f64) = (0.0, 1.0);
     fn from_f32(v: f32) -> Self {
         f64::from(v)

@@ -2,7 +2,6 @@
 
 use super::Tensor;
 use crate::dispatch_dtype;
-use crate::dtype::DataType;
 use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::{Layout, StridedRows};
@@ -174,12 +173,5 @@ impl<'a, T: Element> HostView<'a, T> {
     pub fn iter(&self) -> impl Iterator<Item = T> + 'a {
         let data = self.data;
         positions(self.layout).map(move |p| data[p])
-    }
-}
-
-impl DataType {
-    /// Whether `T` is this dtype's element type.
-    pub fn is<T: Element>(self) -> bool {
-        T::DTYPE == self
     }
 }
