@@ -228,15 +228,23 @@ fn elementwise(c: &mut Criterion) {
     let mut out = vec![0f32; BIG];
     group.bench_function("handwritten_tiled_transposed_loop", |bench| {
         bench.iter(|| {
-            let (n, tile) = (4096, 16);
-            out.par_chunks_mut(n * tile)
+            // 64x64 tiles; each column of a tile of `va` is one contiguous 256-byte copy.
+            const N: usize = 4096;
+            const TILE: usize = 64;
+            out.par_chunks_mut(N * TILE)
                 .enumerate()
                 .for_each(|(block, rows)| {
-                    for c0 in (0..n).step_by(tile) {
-                        for r in 0..tile {
-                            let row = block * tile + r;
-                            for c in c0..c0 + tile {
-                                rows[r * n + c] = va[c * n + row] + vb[row * n + c];
+                    let mut tile = [[0f32; TILE]; TILE];
+                    for c0 in (0..N).step_by(TILE) {
+                        for (c, column) in tile.iter_mut().enumerate() {
+                            let from = (c0 + c) * N + block * TILE;
+                            column.copy_from_slice(&va[from..from + TILE]);
+                        }
+                        for r in 0..TILE {
+                            let b_row = &vb[(block * TILE + r) * N + c0..][..TILE];
+                            let o_row = &mut rows[r * N + c0..][..TILE];
+                            for c in 0..TILE {
+                                o_row[c] = tile[c][r] + b_row[c];
                             }
                         }
                     }

@@ -137,18 +137,60 @@ fn inner_sums<T: FloatElem>(
         }
     };
     if outputs * run >= PARALLEL_MIN_ELEMENTS && outputs >= rayon::current_num_threads() {
-        // Parallel over outputs: split by rows of outputs, each a whole run.
-        (0..rows.num_rows())
+        // Parallel over outputs, each task a span of whole runs within one row of outputs.
+        let span = (PARALLEL_MIN_ELEMENTS / run).clamp(1, rows.row_len());
+        let spans_per_row = rows.row_len().div_ceil(span);
+        (0..rows.num_rows() * spans_per_row)
             .into_par_iter()
-            .for_each(|r| per_output(rows.row_start(r), rows.row_len()));
+            .for_each(|task| {
+                let (row, first) = (task / spans_per_row, task % spans_per_row * span);
+                let [px, po] = rows.row_start(row);
+                let start = [px + first as isize * sx, po + first as isize * so];
+                per_output(start, span.min(rows.row_len() - first));
+            });
     } else {
         for_each_row(&rows, per_output);
     }
     Ok(())
 }
 
+/// Rows added in the compute type before their partial sums join the f64 totals.
+const ROW_GROUP: usize = 64;
+
+/// Add the `width`-element rows starting at `starts` (plus `first`) into the f64 `totals`,
+/// through compute-type partial sums over groups of rows so that the inner loop vectorises.
+fn add_rows<T: FloatElem>(data: &[T], starts: &[usize], first: usize, totals: &mut [f64]) {
+    let width = totals.len();
+    let mut partial = vec![<T::Compute as Real>::ZERO; width];
+    for group in starts.chunks(ROW_GROUP) {
+        partial.fill(<T::Compute as Real>::ZERO);
+        let row = |start: usize| &data[start + first..start + first + width];
+        // Four rows per pass over `partial`: a quarter of the partial-sum loads and stores.
+        let mut quads = group.chunks_exact(4);
+        for quad in &mut quads {
+            let (a, b, c, d) = (row(quad[0]), row(quad[1]), row(quad[2]), row(quad[3]));
+            for ((((p, &a), &b), &c), &d) in partial.iter_mut().zip(a).zip(b).zip(c).zip(d) {
+                *p = *p + ((a.widen() + b.widen()) + (c.widen() + d.widen()));
+            }
+        }
+        for &start in quads.remainder() {
+            for (p, &v) in partial.iter_mut().zip(row(start)) {
+                *p = *p + v.widen();
+            }
+        }
+        for (t, p) in totals.iter_mut().zip(&partial) {
+            *t += p.to_f64();
+        }
+    }
+}
+
+/// The widest row that the row-split path keeps whole per task (its partial sums stay in
+/// the L2 cache).
+const ROW_SPLIT_MAX_WIDTH: usize = 1 << 16;
+
 /// The kept axes are one contiguous run of `width` elements: accumulate whole rows into
-/// per-column f64 sums, in column blocks across threads.
+/// per-column sums. Many narrow rows split the rows across threads (each reads a contiguous
+/// band and keeps its own totals); few wide rows split the columns.
 fn outer_sums<T: FloatElem>(
     x: &TensorView<'_>,
     out: &mut OutView<'_>,
@@ -163,24 +205,38 @@ fn outer_sums<T: FloatElem>(
     let starts: Vec<usize> = rows
         .flat_map(|[s]| (0..len as isize).map(move |i| (s + i * step) as usize))
         .collect();
-    let block = if width * starts.len() >= PARALLEL_MIN_ELEMENTS {
-        1024
-    } else {
-        width.max(1)
-    };
+    let threads = rayon::current_num_threads();
+    let parallel = width * starts.len() >= PARALLEL_MIN_ELEMENTS;
+    if parallel && width <= ROW_SPLIT_MAX_WIDTH && starts.len() >= 4 * threads {
+        let band = starts
+            .len()
+            .div_ceil(4 * threads)
+            .next_multiple_of(ROW_GROUP);
+        let totals = starts
+            .par_chunks(band)
+            .map(|band| {
+                let mut totals = vec![0f64; width];
+                add_rows(data, band, 0, &mut totals);
+                totals
+            })
+            .reduce_with(|mut a, b| {
+                a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+                a
+            })
+            .unwrap_or_else(|| vec![0f64; width]);
+        for (o, t) in dst.iter_mut().zip(totals) {
+            *o = finish(t);
+        }
+        return Ok(());
+    }
+    let block = if parallel { 1024 } else { width.max(1) };
     dst.par_chunks_mut(block)
         .enumerate()
         .for_each(|(b, out_block)| {
-            let first = b * block;
-            let mut sums = vec![0f64; out_block.len()];
-            for &start in &starts {
-                let row = &data[start + first..start + first + out_block.len()];
-                for (s, &v) in sums.iter_mut().zip(row) {
-                    *s += v.widen().to_f64();
-                }
-            }
-            for (o, s) in out_block.iter_mut().zip(sums) {
-                *o = finish(s);
+            let mut totals = vec![0f64; out_block.len()];
+            add_rows(data, &starts, b * block, &mut totals);
+            for (o, t) in out_block.iter_mut().zip(totals) {
+                *o = finish(t);
             }
         });
     Ok(())

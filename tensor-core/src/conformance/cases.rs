@@ -180,6 +180,14 @@ const SHAPES: &[&[usize]] = &[
     &[3, 5, 7],
     &[2, 1, 3, 1, 2, 3],
 ];
+/// A matrix larger than a backend's transpose tile (64 on the CPU) in both dims, with
+/// partial tiles at both edges: transposed walks take the tiled paths.
+const TILED: &[usize] = &[67, 130];
+
+/// A matrix of over 2^16 elements with many rows and columns: reductions over either axis
+/// take a backend's parallel paths.
+const PARALLEL_MATRIX: &[usize] = &[601, 131];
+
 const VARIANTS: [Variant; 4] = [
     Variant::Offset,
     Variant::Transposed,
@@ -301,6 +309,7 @@ fn unary_cases(out: &mut Vec<Case>) {
                 .iter()
                 .for_each(|dims| add(dims, Variant::Contiguous));
             VARIANTS.iter().for_each(|&v| add(&[7, 33], v));
+            add(TILED, Variant::Transposed);
             if matches!(dtype, DataType::Float | DataType::Int32 | DataType::Bool) {
                 add(&[LARGE], Variant::Contiguous);
             }
@@ -334,6 +343,8 @@ fn binary_cases(out: &mut Vec<Case>, family: Family) {
                 add(&[7, 33], &[7, 33], va, VARIANTS[(i + 1) % VARIANTS.len()]);
             }
             add(&[3, 7, 33], &[33], Variant::Transposed, Variant::Strided);
+            add(TILED, TILED, Variant::Transposed, Variant::Contiguous);
+            add(TILED, TILED, Variant::Strided, Variant::Transposed);
             if matches!(
                 op,
                 BinaryOp::Add | BinaryOp::Max | BinaryOp::Lt | BinaryOp::And
@@ -544,6 +555,21 @@ fn reduce_cases(out: &mut Vec<Case>) {
             add(&[7, 33], vec![0], false, Domain::Finite, Variant::Strided);
             add(&[7, 33], vec![1], true, Domain::Finite, Variant::Offset);
             add(&[7, 33], vec![0], false, Domain::Finite, Variant::Broadcast);
+            // Large enough for the parallel row and column paths of a backend.
+            add(
+                PARALLEL_MATRIX,
+                vec![0],
+                false,
+                Domain::Finite,
+                Variant::Contiguous,
+            );
+            add(
+                PARALLEL_MATRIX,
+                vec![1],
+                false,
+                Domain::Finite,
+                Variant::Contiguous,
+            );
             add(
                 &[2, 1, 3, 1, 2, 3],
                 vec![0, 1, 2, 3, 4, 5],
