@@ -33,6 +33,12 @@ pub unsafe trait TensorBuffer: Send + Sync + fmt::Debug + 'static {
 
     /// The buffer as `Any`, to downcast to the backend's own type.
     fn as_any(&self) -> &dyn Any;
+
+    /// Whether the memory is shared with something outside polytensor and must never be
+    /// written (a [`BytesBuffer`]). Writers copy such a buffer first (copy on write).
+    fn is_read_only(&self) -> bool {
+        false
+    }
 }
 
 impl dyn TensorBuffer {
@@ -156,5 +162,50 @@ unsafe impl TensorBuffer for StringBuffer {
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+/// Host memory borrowed from a [`bytes::Bytes`] (say, the `tensor_content` of a decoded
+/// proto), shared without a copy and never written: writers copy it first.
+pub struct BytesBuffer {
+    bytes: bytes::Bytes,
+    device: Arc<dyn Device>,
+}
+
+impl BytesBuffer {
+    /// Share `bytes` as the memory of a tensor on host device `device`. The caller checks
+    /// the alignment its dtype needs.
+    pub fn new(bytes: bytes::Bytes, device: Arc<dyn Device>) -> Self {
+        Self { bytes, device }
+    }
+}
+
+impl fmt::Debug for BytesBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BytesBuffer")
+            .field("len_bytes", &self.bytes.len())
+            .field("device", &self.device.name())
+            .finish()
+    }
+}
+
+// SAFETY: `Bytes` keeps its memory alive and unmoved while any handle lives, and this
+// buffer holds one. It reports itself read-only, so nothing writes through `host_ptr`
+// (`Tensor::try_out_view` copies a read-only buffer before handing out a writable view).
+unsafe impl TensorBuffer for BytesBuffer {
+    fn len_bytes(&self) -> usize {
+        self.bytes.len()
+    }
+    fn device(&self) -> &Arc<dyn Device> {
+        &self.device
+    }
+    fn host_ptr(&self) -> Option<*mut u8> {
+        Some(self.bytes.as_ptr().cast_mut())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn is_read_only(&self) -> bool {
+        true
     }
 }

@@ -24,6 +24,7 @@ pub mod error;
 pub mod layout;
 pub mod ops;
 pub mod partial_shape;
+pub mod proto;
 pub mod shape;
 pub mod slice;
 pub mod tensor;
@@ -32,7 +33,7 @@ pub use alloc::{
     Allocator, AllocatorInfo, AllocatorStats, CachingAllocator, HostAllocator, HostBlock,
     HostMemory, StatsTracker, ALLOCATOR_ALIGNMENT,
 };
-pub use buffer::{HostBuffer, SharedHostAllocator, StringBuffer, TensorBuffer};
+pub use buffer::{BytesBuffer, HostBuffer, SharedHostAllocator, StringBuffer, TensorBuffer};
 pub use device::{Device, DeviceKind, OutView, TensorView};
 pub use dtype::{DTypeClass, DTypeSet, DataType};
 pub use element::{Element, Scalar};

@@ -360,6 +360,16 @@ impl Tensor {
     /// This tensor as a kernel output, to write an op's result into existing memory: it must
     /// be contiguous and the only reference to its buffer.
     pub fn try_out_view(&mut self) -> Result<OutView<'_>> {
+        if self.buffer.is_read_only() && self.ref_count_is_one() && self.dtype.is_pod() {
+            // Memory shared with the outside (a decoded proto's bytes): copy on write.
+            let private = Tensor::from_bytes(
+                &self.to_bytes()?,
+                self.shape().clone(),
+                self.dtype,
+                self.device(),
+            )?;
+            *self = private;
+        }
         if !self.ref_count_is_one() {
             return Err(Error::invalid("an output tensor must not share its buffer"));
         }

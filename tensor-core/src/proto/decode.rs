@@ -1,0 +1,173 @@
+//! `TensorProto` to tensors, as TensorFlow's C++ `Tensor::FromProto` reads them, with a
+//! clear `Err` wherever TensorFlow would truncate silently.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use prost::Message;
+
+use super::fields::Field;
+use super::messages::TensorProto;
+use crate::buffer::BytesBuffer;
+use crate::device::{Device, DeviceKind};
+use crate::dtype::{DTypeClass, DataType};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::shape::TensorShape;
+use crate::tensor::Tensor;
+
+/// Limits for decoding untrusted protos.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// The most bytes a decoded tensor may take. A proto of a few bytes can describe a huge
+    /// tensor (one repeated value, or none, for a shape of 2^40 elements); decoding refuses
+    /// it with an `Err` before allocating anything.
+    pub max_bytes: usize,
+}
+
+/// The default cap on a decoded tensor: 4 GiB.
+pub const DEFAULT_MAX_DECODED_BYTES: usize = 1 << 32;
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        Self {
+            max_bytes: DEFAULT_MAX_DECODED_BYTES,
+        }
+    }
+}
+
+impl DecodeOptions {
+    fn check(&self, shape: &TensorShape, dtype: DataType, bytes: Option<usize>) -> Result<()> {
+        match bytes.filter(|&b| b <= self.max_bytes) {
+            Some(_) => Ok(()),
+            None => Err(Error::InvalidProto(format!(
+                "a {dtype} tensor of shape {shape} needs more than the {} bytes allowed \\
+                 (DecodeOptions::max_bytes)",
+                self.max_bytes
+            ))),
+        }
+    }
+}
+
+/// The alignment the elements of `dtype` need in memory.
+fn alignment(dtype: DataType) -> usize {
+    if dtype.class() == DTypeClass::Complex {
+        dtype.size() / 2
+    } else {
+        dtype.size().max(1)
+    }
+}
+
+impl Tensor {
+    /// The tensor a serialized `TensorProto` describes, on `device`. The input's
+    /// `tensor_content` is shared without a copy when `device` is the host and the bytes are
+    /// aligned for the dtype, and copied once otherwise.
+    pub fn decode_proto(bytes: impl Into<Bytes>, device: &Arc<dyn Device>) -> Result<Tensor> {
+        Self::decode_proto_with(bytes, device, &DecodeOptions::default())
+    }
+
+    /// [`Tensor::decode_proto`] with explicit limits.
+    pub fn decode_proto_with(
+        bytes: impl Into<Bytes>,
+        device: &Arc<dyn Device>,
+        options: &DecodeOptions,
+    ) -> Result<Tensor> {
+        let proto = TensorProto::decode(bytes.into())
+            .map_err(|e| Error::InvalidProto(format!("malformed TensorProto bytes: {e}")))?;
+        Self::from_proto_with(&proto, device, options)
+    }
+
+    /// The tensor `proto` describes, on `device`, as TensorFlow's C++ decoder reads it:
+    /// non-empty `tensor_content` wins over the typed fields; otherwise the dtype's typed
+    /// field, where fewer values than elements repeat the last value and no values mean
+    /// zeros (empty strings). Values in other typed fields are ignored.
+    ///
+    /// Errors (where TensorFlow's C++ would truncate or wrap silently, or crash): an unknown
+    /// or reference dtype, `resource` and `variant`, a bad shape (negative or overflowing
+    /// dims, rank over 254), `tensor_content` of the wrong length or for strings, more
+    /// values than elements, integers outside the dtype's range, bool bytes other than 0
+    /// and 1, and tensors over [`DecodeOptions::max_bytes`].
+    pub fn from_proto(proto: &TensorProto, device: &Arc<dyn Device>) -> Result<Tensor> {
+        Self::from_proto_with(proto, device, &DecodeOptions::default())
+    }
+
+    /// [`Tensor::from_proto`] with explicit limits.
+    pub fn from_proto_with(
+        proto: &TensorProto,
+        device: &Arc<dyn Device>,
+        options: &DecodeOptions,
+    ) -> Result<Tensor> {
+        let dtype = DataType::from_i32(proto.dtype)
+            .map_err(|e| Error::InvalidProto(format!("TensorProto dtype: {e}")))?;
+        let field = Field::of(dtype)?;
+        let shape = match &proto.tensor_shape {
+            Some(shape) => TensorShape::from_proto(shape)?,
+            None => TensorShape::scalar(),
+        };
+        let elements = shape.num_elements();
+        if !proto.tensor_content.is_empty() {
+            return from_content(proto.tensor_content.clone(), shape, dtype, device);
+        }
+        let count = field.count(proto)?;
+        if count > elements {
+            return Err(Error::InvalidProto(format!(
+                "{} holds {count} values for shape {shape}, which has {elements} elements",
+                field.name()
+            )));
+        }
+        if field == Field::String {
+            let last = proto.string_val.last().map_or(0, Vec::len);
+            let per_string = std::mem::size_of::<Vec<u8>>() + last;
+            options.check(&shape, dtype, elements.checked_mul(per_string))?;
+            let mut strings = proto.string_val.clone();
+            strings.resize(elements, proto.string_val.last().cloned().unwrap_or_default());
+            return Tensor::from_strings(strings, shape, device);
+        }
+        let size = dtype.size();
+        options.check(&shape, dtype, elements.checked_mul(size))?;
+        let given = field.read(proto, size)?;
+        let mut bytes = Vec::with_capacity(elements * size);
+        bytes.extend_from_slice(&given);
+        match given.len().checked_sub(size) {
+            // No values: zeros.
+            None => bytes.resize(elements * size, 0),
+            // A splat: repeat the last value.
+            Some(last) => {
+                while bytes.len() < elements * size {
+                    bytes.extend_from_within(last..last + size);
+                }
+            }
+        }
+        Tensor::from_bytes(&bytes, shape, dtype, device)
+    }
+}
+
+/// The tensor over `content`: shared when the device is the host and the bytes are
+/// aligned, one copy otherwise.
+fn from_content(
+    content: Bytes,
+    shape: TensorShape,
+    dtype: DataType,
+    device: &Arc<dyn Device>,
+) -> Result<Tensor> {
+    if !dtype.is_pod() {
+        return Err(Error::InvalidProto(format!(
+            "{dtype} values cannot come as tensor_content; use {}",
+            Field::of(dtype).map_or("a typed field", Field::name)
+        )));
+    }
+    let expected = shape.num_elements().checked_mul(dtype.size());
+    if expected != Some(content.len()) {
+        return Err(Error::InvalidProto(format!(
+            "tensor_content has {} bytes, but shape {shape} of {dtype} needs {}",
+            content.len(),
+            expected.map_or("more than usize::MAX".to_string(), |e| e.to_string())
+        )));
+    }
+    let aligned = content.as_ptr() as usize % alignment(dtype) == 0;
+    if device.kind() == DeviceKind::Cpu && aligned {
+        let buffer = Arc::new(BytesBuffer::new(content, device.clone()));
+        return Tensor::from_parts(dtype, Layout::contiguous(shape), buffer);
+    }
+    Tensor::from_bytes(&content, shape, dtype, device)
+}

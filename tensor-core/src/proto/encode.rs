@@ -1,0 +1,164 @@
+//! Tensors to `TensorProto`, as TensorFlow writes them.
+
+use bytes::Bytes;
+use prost::encoding::{encode_key, encode_varint, WireType};
+use prost::Message;
+
+use super::fields::Field;
+use super::messages::TensorProto;
+use crate::dtype::DataType;
+use crate::error::{Error, Result};
+use crate::shape::TensorShape;
+use crate::tensor::Tensor;
+
+/// The dtypes whose values TensorFlow's Python encoder writes as `tensor_content` (its
+/// `_TENSOR_CONTENT_TYPES`): not uint16, bool, complex, string, int4/uint4/int2/uint2 nor the
+/// fnuz float8 variants, which take their typed field.
+pub fn uses_tensor_content(dtype: DataType) -> bool {
+    use DataType as D;
+    matches!(
+        dtype,
+        D::Half
+            | D::BFloat16
+            | D::Float
+            | D::Double
+            | D::Int8
+            | D::Int16
+            | D::Int32
+            | D::Int64
+            | D::UInt8
+            | D::UInt32
+            | D::UInt64
+            | D::QInt8
+            | D::QUInt8
+            | D::QInt16
+            | D::QUInt16
+            | D::QInt32
+            | D::Float8E5M2
+            | D::Float8E4M3FN
+    )
+}
+
+/// Protobuf messages are limited to 2 GiB; TensorFlow refuses larger `tensor_content`.
+const MAX_CONTENT_BYTES: usize = (1 << 31) - 1;
+
+/// `tf.make_tensor_proto(values, shape=shape)`: `values` (any layout, any device) as a
+/// `TensorProto` of `shape` (the values' own shape when `None`), by TensorFlow's Python
+/// rule: `tensor_content` when the number of values equals the element count, the count is
+/// over 1 and the dtype [uses tensor content](uses_tensor_content); otherwise the typed
+/// field, where fewer values than elements mean "repeat the last value".
+///
+/// ```
+/// # use tensor_core::proto::make_tensor_proto;
+/// # use tensor_core::{Tensor, TensorShape};
+/// # let device = backend_cpu::CpuDevice::shared();
+/// let one = Tensor::from_slice(&[1.5f32], [1], &device)?;
+/// let proto = make_tensor_proto(&one, Some(&TensorShape::new(&[2, 2])?))?;
+/// assert_eq!(proto.float_val, [1.5]); // a splat: one value for four elements
+/// # Ok::<(), tensor_core::Error>(())
+/// ```
+pub fn make_tensor_proto(values: &Tensor, shape: Option<&TensorShape>) -> Result<TensorProto> {
+    let shape = shape.unwrap_or(values.shape());
+    let (count, elements) = (values.num_elements(), shape.num_elements());
+    if count > elements {
+        return Err(Error::shape(
+            "make_tensor_proto",
+            format!("{count} values given for shape {shape}, which holds at most {elements}"),
+        ));
+    }
+    if count == elements && count > 1 && uses_tensor_content(values.dtype()) {
+        return content_proto(values, shape);
+    }
+    field_proto(values, shape)
+}
+
+/// A proto with `dtype` and `shape` and no values.
+fn header(dtype: DataType, shape: &TensorShape) -> Result<TensorProto> {
+    Field::of(dtype)?;
+    Ok(TensorProto {
+        dtype: dtype as i32,
+        tensor_shape: Some(shape.to_proto()),
+        ..TensorProto::default()
+    })
+}
+
+fn content_proto(values: &Tensor, shape: &TensorShape) -> Result<TensorProto> {
+    if !values.dtype().is_pod() {
+        return Err(Error::invalid(format!(
+            "{} tensors have no tensor_content form",
+            values.dtype()
+        )));
+    }
+    let bytes = values.to_bytes()?;
+    if bytes.len() > MAX_CONTENT_BYTES {
+        return Err(Error::invalid(format!(
+            "tensor_content of {} bytes is over protobuf's 2 GiB message limit",
+            bytes.len()
+        )));
+    }
+    let mut proto = header(values.dtype(), shape)?;
+    proto.tensor_content = Bytes::from(bytes);
+    Ok(proto)
+}
+
+fn field_proto(values: &Tensor, shape: &TensorShape) -> Result<TensorProto> {
+    let dtype = values.dtype();
+    let mut proto = header(dtype, shape)?;
+    let field = Field::of(dtype)?;
+    if field == Field::String {
+        proto.string_val = values.to_strings()?;
+    } else {
+        field.write(&mut proto, &values.to_bytes()?, dtype.size());
+    }
+    Ok(proto)
+}
+
+impl Tensor {
+    /// This tensor as TensorFlow's Python encoder writes it ([`make_tensor_proto`] with the
+    /// tensor's own shape).
+    pub fn to_proto(&self) -> Result<TensorProto> {
+        make_tensor_proto(self, None)
+    }
+
+    /// Every value in the dtype's typed field (TensorFlow's `Tensor::AsProtoField`).
+    pub fn as_proto_field(&self) -> Result<TensorProto> {
+        field_proto(self, self.shape())
+    }
+
+    /// The values as raw `tensor_content` (TensorFlow's `Tensor::AsProtoTensorContent`); an
+    /// `Err` for string tensors.
+    pub fn as_proto_tensor_content(&self) -> Result<TensorProto> {
+        content_proto(self, self.shape())
+    }
+
+    /// The serialized bytes of [`Tensor::to_proto`]. A `tensor_content` tensor in host
+    /// memory is copied once, straight from its buffer into the output.
+    pub fn encode_proto(&self) -> Result<Vec<u8>> {
+        let content = self.num_elements() > 1 && uses_tensor_content(self.dtype());
+        if !content {
+            return Ok(self.to_proto()?.encode_to_vec());
+        }
+        let tensor = self.contiguous()?;
+        let header = header(self.dtype(), self.shape())?;
+        let len = tensor.num_elements() * self.dtype().size();
+        if len > MAX_CONTENT_BYTES {
+            return Err(Error::invalid(format!(
+                "tensor_content of {len} bytes is over protobuf's 2 GiB message limit"
+            )));
+        }
+        // dtype and tensor_shape (fields 1 and 2) precede tensor_content (field 4), and no
+        // other field is set: the bytes are those of the encoded message.
+        let mut out = Vec::with_capacity(header.encoded_len() + 16 + len);
+        header
+            .encode(&mut out)
+            .map_err(|e| Error::invalid(format!("encoding the TensorProto header: {e}")))?;
+        encode_key(4, WireType::LengthDelimited, &mut out);
+        encode_varint(len as u64, &mut out);
+        let start = tensor.layout().offset() * self.dtype().size();
+        match tensor.view().host_bytes() {
+            Some(bytes) => out.extend_from_slice(&bytes[start..start + len]),
+            None => out.extend_from_slice(&tensor.to_bytes()?),
+        }
+        Ok(out)
+    }
+}
