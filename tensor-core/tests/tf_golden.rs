@@ -102,7 +102,10 @@ fn input_tensor(values: &Value, golden: &[u8]) -> Tensor {
         Some(h) => hex(h),
         None => {
             let content = TensorProto::decode(golden).unwrap().tensor_content.to_vec();
-            assert_eq!(sha256_hex(&content), values["data_sha256"].as_str().unwrap());
+            assert_eq!(
+                sha256_hex(&content),
+                values["data_sha256"].as_str().unwrap()
+            );
             content
         }
     };
@@ -133,15 +136,27 @@ fn encode_matches_tensorflow_byte_for_byte() {
         }
         // Without a reshape, the one-copy writer gives the same bytes.
         if shape.is_none() {
-            assert_eq!(&values.encode_proto().unwrap(), golden, "{name}: encode_proto");
+            assert_eq!(
+                &values.encode_proto().unwrap(),
+                golden,
+                "{name}: encode_proto"
+            );
         }
     }
-    assert!(failures.is_empty(), "{} of 85 differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of 85 differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// Check a decoded tensor against TensorFlow's C++ result.
 fn check_decoded(name: &str, tensor: &Tensor, expected: &Value) {
-    assert_eq!(expected["ok"], true, "{name}: TensorFlow's C++ decoder rejected it");
+    assert_eq!(
+        expected["ok"], true,
+        "{name}: TensorFlow's C++ decoder rejected it"
+    );
     assert_eq!(
         tensor.dtype(),
         dtype_of(expected["tf_dtype"].as_str().unwrap()),
@@ -149,7 +164,11 @@ fn check_decoded(name: &str, tensor: &Tensor, expected: &Value) {
     );
     assert_eq!(tensor.dims(), dims(&expected["shape"]), "{name}: shape");
     if tensor.dtype() == DataType::String {
-        assert_eq!(tensor.to_strings().unwrap(), strings(&expected["values"]), "{name}");
+        assert_eq!(
+            tensor.to_strings().unwrap(),
+            strings(&expected["values"]),
+            "{name}"
+        );
         return;
     }
     let bytes = tensor.to_bytes().unwrap();
@@ -169,8 +188,8 @@ fn decode_matches_tensorflow_cpp() {
     let all = cases(&dir, "decode");
     assert_eq!(all.len(), 65, "the golden set has 65 decode cases");
     for (name, meta, pb) in &all {
-        let tensor = Tensor::decode_proto(pb.clone(), &device())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let tensor =
+            Tensor::decode_proto(pb.clone(), &device()).unwrap_or_else(|e| panic!("{name}: {e}"));
         check_decoded(name, &tensor, &meta["cpp_parse_tensor"]);
     }
 }
@@ -179,8 +198,8 @@ fn decode_matches_tensorflow_cpp() {
 fn encoded_goldens_decode_as_tensorflow_does() {
     let Some(dir) = golden_dir() else { return };
     for (name, meta, pb) in &cases(&dir, "encode") {
-        let tensor = Tensor::decode_proto(pb.clone(), &device())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let tensor =
+            Tensor::decode_proto(pb.clone(), &device()).unwrap_or_else(|e| panic!("{name}: {e}"));
         check_decoded(name, &tensor, &meta["cpp_parse_tensor"]);
     }
 }

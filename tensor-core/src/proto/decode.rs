@@ -120,7 +120,10 @@ impl Tensor {
             let per_string = std::mem::size_of::<Vec<u8>>() + last;
             options.check(&shape, dtype, elements.checked_mul(per_string))?;
             let mut strings = proto.string_val.clone();
-            strings.resize(elements, proto.string_val.last().cloned().unwrap_or_default());
+            strings.resize(
+                elements,
+                proto.string_val.last().cloned().unwrap_or_default(),
+            );
             return Tensor::from_strings(strings, shape, device);
         }
         let size = dtype.size();
@@ -170,4 +173,21 @@ fn from_content(
         return Tensor::from_parts(dtype, Layout::contiguous(shape), buffer);
     }
     Tensor::from_bytes(&content, shape, dtype, device)
+}
+
+impl TensorProto {
+    /// Where the values are: `"tensor_content"`, the dtype's typed field (`"float_val"`,
+    /// `"half_val"`, ...), or `"none"` (all zeros). An `Err` for an unknown dtype.
+    pub fn values_field(&self) -> Result<&'static str> {
+        if !self.tensor_content.is_empty() {
+            return Ok("tensor_content");
+        }
+        let dtype = DataType::from_i32(self.dtype)?;
+        let field = Field::of(dtype)?;
+        Ok(if field.count(self)? > 0 {
+            field.name()
+        } else {
+            "none"
+        })
+    }
 }

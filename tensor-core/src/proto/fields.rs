@@ -137,7 +137,9 @@ impl Field {
         let elements = bytes.chunks_exact(size);
         match self {
             Field::Half => {
-                proto.half_val = lanes::<2>(bytes).map(|b| u16::from_le_bytes(b).into()).collect();
+                proto.half_val = lanes::<2>(bytes)
+                    .map(|b| u16::from_le_bytes(b).into())
+                    .collect();
             }
             Field::Float => proto.float_val = lanes::<4>(bytes).map(f32::from_le_bytes).collect(),
             Field::Double => proto.double_val = lanes::<8>(bytes).map(f64::from_le_bytes).collect(),
@@ -147,8 +149,12 @@ impl Field {
             Field::UInt32 => proto.uint32_val = lanes::<4>(bytes).map(u32::from_le_bytes).collect(),
             Field::UInt64 => proto.uint64_val = lanes::<8>(bytes).map(u64::from_le_bytes).collect(),
             Field::Bool => proto.bool_val = bytes.iter().map(|&b| b != 0).collect(),
-            Field::SComplex => proto.scomplex_val = lanes::<4>(bytes).map(f32::from_le_bytes).collect(),
-            Field::DComplex => proto.dcomplex_val = lanes::<8>(bytes).map(f64::from_le_bytes).collect(),
+            Field::SComplex => {
+                proto.scomplex_val = lanes::<4>(bytes).map(f32::from_le_bytes).collect()
+            }
+            Field::DComplex => {
+                proto.dcomplex_val = lanes::<8>(bytes).map(f64::from_le_bytes).collect()
+            }
             Field::Float8 => proto.float8_val = bytes.to_vec(),
             Field::String => unreachable!("strings are written from the string buffer"),
         }

@@ -177,7 +177,10 @@ mod tests {
         assert_eq!(proto.extent[0].length, None);
         assert_eq!(proto.extent[1].length, Some(3));
         // The wire form: extent { } extent { start: 1 length: 3 }.
-        assert_eq!(proto.encode_to_vec(), [0x0a, 0x00, 0x0a, 0x04, 0x08, 0x01, 0x10, 0x03]);
+        assert_eq!(
+            proto.encode_to_vec(),
+            [0x0a, 0x00, 0x0a, 0x04, 0x08, 0x01, 0x10, 0x03]
+        );
         assert_eq!(TensorSlice::from_proto(&proto).unwrap(), slice);
         for (start, length) in [(-1, Some(2)), (0, Some(0)), (i64::MAX, Some(1)), (2, None)] {
             let bad = TensorSliceProto {

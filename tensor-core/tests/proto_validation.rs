@@ -1,0 +1,194 @@
+//! Malformed protos are an `Err` that names the problem; well-formed ones round-trip.
+
+use std::sync::Arc;
+
+use tensor_core::proto::{DecodeOptions, DimProto, Message, TensorProto, TensorShapeProto};
+use tensor_core::{DataType, Device, Tensor};
+
+fn device() -> Arc<dyn Device> {
+    backend_cpu::CpuDevice::shared()
+}
+
+fn shape(dims: &[i64]) -> Option<TensorShapeProto> {
+    Some(TensorShapeProto {
+        dim: dims
+            .iter()
+            .map(|&size| DimProto {
+                size,
+                name: String::new(),
+            })
+            .collect(),
+        unknown_rank: false,
+    })
+}
+
+fn proto(dtype: i32, dims: &[i64]) -> TensorProto {
+    TensorProto {
+        dtype,
+        tensor_shape: shape(dims),
+        ..TensorProto::default()
+    }
+}
+
+/// Decoding fails with a message containing `needle`.
+fn rejects(proto: &TensorProto, needle: &str) {
+    let err = Tensor::from_proto(proto, &device())
+        .expect_err(needle)
+        .to_string();
+    assert!(err.contains(needle), "expected {needle:?} in {err:?}");
+    // The same through the wire form.
+    let err = Tensor::decode_proto(proto.encode_to_vec(), &device()).expect_err(needle);
+    assert!(err.to_string().contains(needle), "{err}");
+}
+
+#[test]
+fn malformed_protos_name_the_problem() {
+    let float = DataType::Float as i32;
+    let mut p = proto(float, &[3]);
+    p.tensor_content = vec![0u8; 11].into();
+    rejects(
+        &p,
+        "tensor_content has 11 bytes, but shape [3] of float32 needs 12",
+    );
+
+    rejects(&proto(float, &[2, -3]), "dim 1 has size -3");
+    rejects(&proto(float, &[1 << 40, 1 << 40]), "overflows");
+    rejects(&proto(float, &vec![1; 255]), "rank 255");
+    rejects(&proto(0, &[1]), "DT_INVALID");
+    rejects(&proto(77, &[1]), "unknown dtype enum value 77");
+    rejects(&proto(101, &[1]), "reference dtype");
+    rejects(&proto(DataType::Resource as i32, &[1]), "resource");
+
+    let mut p = proto(DataType::String as i32, &[1]);
+    p.tensor_content = b"\x01a".to_vec().into();
+    rejects(&p, "string values cannot come as tensor_content");
+
+    let mut p = proto(float, &[2]);
+    p.float_val = vec![1.0, 2.0, 3.0];
+    rejects(&p, "float_val holds 3 values for shape [2]");
+
+    let mut p = proto(DataType::Int8 as i32, &[2]);
+    p.int_val = vec![1, 200];
+    rejects(
+        &p,
+        "int_val value 1 is 200, outside the dtype's range -128..=127",
+    );
+    let mut p = proto(DataType::UInt16 as i32, &[1]);
+    p.int_val = vec![-1];
+    rejects(&p, "outside the dtype's range 0..=65535");
+    let mut p = proto(DataType::Int4 as i32, &[1]);
+    p.int_val = vec![8];
+    rejects(&p, "outside the dtype's range -8..=7");
+    let mut p = proto(DataType::Half as i32, &[1]);
+    p.half_val = vec![70000];
+    rejects(&p, "half_val value 0 is 70000");
+    let mut p = proto(DataType::Complex64 as i32, &[2]);
+    p.scomplex_val = vec![1.0, 2.0, 3.0];
+    rejects(&p, "scomplex_val holds 3 parts");
+
+    let mut p = proto(DataType::Bool as i32, &[2]);
+    p.tensor_content = vec![1u8, 2].into();
+    rejects(&p, "not a valid bool");
+
+    // A tiny message describing a huge tensor is refused before any allocation.
+    let mut p = proto(float, &[1 << 40]);
+    p.float_val = vec![1.0];
+    rejects(&p, "DecodeOptions::max_bytes");
+    let small = DecodeOptions { max_bytes: 64 };
+    let err = Tensor::from_proto_with(&proto(float, &[17]), &device(), &small).unwrap_err();
+    assert!(
+        err.to_string().contains("more than the 64 bytes allowed"),
+        "{err}"
+    );
+    let mut p = proto(DataType::String as i32, &[1 << 40]);
+    p.string_val = vec![b"x".to_vec()];
+    rejects(&p, "DecodeOptions::max_bytes");
+}
+
+#[test]
+fn corrupt_wire_bytes_are_errors() {
+    let mut p = proto(DataType::Float as i32, &[4]);
+    p.tensor_content = vec![0u8; 16].into();
+    let good = p.encode_to_vec();
+    for cut in 1..good.len() {
+        let truncated = &good[..cut];
+        match Tensor::decode_proto(truncated.to_vec(), &device()) {
+            Ok(t) => assert_eq!(t.dtype(), DataType::Float, "a cut at {cut} kept the dtype"),
+            Err(e) => assert!(!e.to_string().is_empty()),
+        }
+    }
+    // A length prefix past the end of the input.
+    let err = Tensor::decode_proto(vec![0x22, 0xff, 0xff, 0xff, 0x0f], &device()).unwrap_err();
+    assert!(
+        err.to_string().contains("malformed TensorProto bytes"),
+        "{err}"
+    );
+    // An invalid wire type (7).
+    let err = Tensor::decode_proto(vec![0x0f, 0x01], &device()).unwrap_err();
+    assert!(
+        err.to_string().contains("malformed TensorProto bytes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn splats_zeros_and_round_trips() {
+    let dev = device();
+    let mut p = proto(DataType::Int32 as i32, &[2, 2]);
+    p.int_val = vec![5, -6];
+    let t = Tensor::from_proto(&p, &dev).unwrap();
+    assert_eq!(t.to_vec::<i32>().unwrap(), [5, -6, -6, -6]);
+    let zeros = Tensor::from_proto(&proto(DataType::Double as i32, &[3]), &dev).unwrap();
+    assert_eq!(zeros.to_vec::<f64>().unwrap(), [0.0; 3]);
+    let strings = Tensor::from_proto(&proto(DataType::String as i32, &[2]), &dev).unwrap();
+    assert_eq!(strings.to_strings().unwrap(), [b"", b""]);
+
+    let values: Vec<f32> = (0..24).map(|i| i as f32 * 0.5).collect();
+    let t = Tensor::from_slice(&values, [2, 3, 4], &dev).unwrap();
+    for encoded in [
+        t.to_proto().unwrap(),
+        t.as_proto_field().unwrap(),
+        t.as_proto_tensor_content().unwrap(),
+    ] {
+        let back = Tensor::from_proto(&encoded, &dev).unwrap();
+        assert_eq!(back.dims(), [2, 3, 4]);
+        assert_eq!(back.to_vec::<f32>().unwrap(), values);
+    }
+    // A transposed view encodes its logical (row-major) order.
+    let tt = t.reshape([6, 4]).unwrap().t().unwrap();
+    let back = Tensor::decode_proto(tt.encode_proto().unwrap(), &dev).unwrap();
+    assert_eq!(back.to_vec::<f32>().unwrap(), tt.to_vec::<f32>().unwrap());
+    assert!(Tensor::from_strings([b"a".to_vec()], [1], &dev)
+        .unwrap()
+        .as_proto_tensor_content()
+        .is_err());
+}
+
+#[test]
+fn aligned_content_is_shared_and_copied_on_write() {
+    let dev = device();
+    let t = Tensor::from_slice(&[1.0f64, 2.0, 3.0, 4.0], [4], &dev).unwrap();
+    let proto = t.as_proto_tensor_content().unwrap();
+    let content = proto.tensor_content.clone();
+    let mut shared = Tensor::from_proto(&proto, &dev).unwrap();
+    assert!(shared.buffer().is_read_only(), "aligned content is shared");
+    assert_eq!(
+        shared.view().host_bytes().unwrap().as_ptr(),
+        content.as_ptr(),
+        "no copy was made"
+    );
+    shared.as_slice_mut::<f64>().unwrap()[0] = 9.0;
+    assert_eq!(shared.to_vec::<f64>().unwrap(), [9.0, 2.0, 3.0, 4.0]);
+    assert_eq!(
+        content[..8],
+        1.0f64.to_le_bytes(),
+        "the proto's bytes are untouched"
+    );
+
+    // Misaligned content (an odd offset into the input) is copied once.
+    let mut wire = vec![0u8];
+    wire.extend(t.encode_proto().unwrap());
+    let input = bytes::Bytes::from(wire).slice(1..);
+    let decoded = Tensor::decode_proto(input, &dev).unwrap();
+    assert_eq!(decoded.to_vec::<f64>().unwrap(), [1.0, 2.0, 3.0, 4.0]);
+}
