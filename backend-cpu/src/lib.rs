@@ -9,6 +9,7 @@
 mod device;
 mod kernels;
 mod scalar;
+mod streaming;
 mod strided;
 mod vmath;
 

@@ -350,6 +350,7 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
     );
     let [ia, ib, io] = rows.inner_strides();
     let dst = SharedOut::new(output::<O>(out)?);
+    let streaming = crate::streaming::worth_streaming::<O>(dst.len);
     if io == 1 && wants_tiles(&rows) {
         for_each_tile(&rows, |starts, c0, columns| {
             let (ta, tb) = (
@@ -380,28 +381,39 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
         // SAFETY: each work item owns its output run (see `for_each_row`).
         let o = unsafe { dst.run(po as usize, len) };
         let (pa, pb) = (pa as usize, pb as usize);
-        match (ia, ib) {
-            (1, 1) => o
-                .iter_mut()
-                .zip(&sa[pa..pa + len])
-                .zip(&sb[pb..pb + len])
-                .for_each(|((o, &x), &y)| *o = f(x, y)),
-            (1, 0) => {
-                let y = sb[pb];
-                o.iter_mut()
-                    .zip(&sa[pa..pa + len])
-                    .for_each(|(o, &x)| *o = f(x, y));
+        let fill = |o: &mut [O], first: usize| {
+            let (pa, pb, n) = (pa + first, pb + first, o.len());
+            match (ia, ib) {
+                (1, 1) => o
+                    .iter_mut()
+                    .zip(&sa[pa..pa + n])
+                    .zip(&sb[pb..pb + n])
+                    .for_each(|((o, &x), &y)| *o = f(x, y)),
+                (1, 0) => {
+                    let y = sb[pb - first];
+                    o.iter_mut()
+                        .zip(&sa[pa..pa + n])
+                        .for_each(|(o, &x)| *o = f(x, y));
+                }
+                (0, 1) => {
+                    let x = sa[pa - first];
+                    o.iter_mut()
+                        .zip(&sb[pb..pb + n])
+                        .for_each(|(o, &y)| *o = f(x, y));
+                }
+                _ => o.iter_mut().enumerate().for_each(|(i, o)| {
+                    let i = i + first;
+                    *o = f(
+                        sa[at((pa - first) as isize, i, ia)],
+                        sb[at((pb - first) as isize, i, ib)],
+                    )
+                }),
             }
-            (0, 1) => {
-                let x = sa[pa];
-                o.iter_mut()
-                    .zip(&sb[pb..pb + len])
-                    .for_each(|(o, &y)| *o = f(x, y));
-            }
-            _ => o
-                .iter_mut()
-                .enumerate()
-                .for_each(|(i, o)| *o = f(sa[at(pa as isize, i, ia)], sb[at(pb as isize, i, ib)])),
+        };
+        if streaming {
+            crate::streaming::fill_streaming(o, fill);
+        } else {
+            fill(o, 0);
         }
     });
     Ok(())

@@ -362,6 +362,33 @@ fn reductions(c: &mut Criterion) {
     group.finish();
 }
 
+/// The FMA peak of this machine, 1 and 2 threads, f32 and f64: the denominator of matmul's
+/// "% of peak".
+fn fma_peak(c: &mut Criterion) {
+    if !benches::fma_burst(false) {
+        eprintln!("fma_peak skipped: this CPU has no AVX-512");
+        return;
+    }
+    let mut group = c.benchmark_group("fma_peak_avx512");
+    for double in [false, true] {
+        let dtype = if double { "f64" } else { "f32" };
+        let flops = benches::fma_burst_flops(double);
+        group.throughput(Throughput::Elements(flops));
+        group.bench_function(
+            BenchmarkId::new("fma_loop", format!("{dtype}_1_thread")),
+            |b| b.iter(|| benches::fma_burst(double)),
+        );
+        group.throughput(Throughput::Elements(2 * flops));
+        group.bench_function(
+            BenchmarkId::new("fma_loop", format!("{dtype}_2_threads")),
+            |b| {
+                b.iter(|| rayon::join(|| benches::fma_burst(double), || benches::fma_burst(double)))
+            },
+        );
+    }
+    group.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .sample_size(10)
@@ -372,6 +399,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = cpu_benches;
     config = config();
-    targets = matmul, half_matmul, elementwise, transcendental, reductions
+    targets = fma_peak, matmul, half_matmul, elementwise, transcendental, reductions
 }
 criterion_main!(cpu_benches);

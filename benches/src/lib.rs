@@ -170,3 +170,61 @@ pub fn tensor(dims: &[usize], dtype: DataType, seed: u64, device: &Arc<dyn Devic
         .and_then(|t| t.cast(dtype))
         .expect("bench input")
 }
+
+/// Loop trips of one [`fma_burst`] call.
+pub const FMA_BURST_TRIPS: u64 = 1 << 20;
+
+/// Floating-point operations of one [`fma_burst`] call: 12 independent 512-bit FMAs per
+/// trip, 2 operations per lane.
+pub fn fma_burst_flops(double: bool) -> u64 {
+    let lanes = if double { 8 } else { 16 };
+    FMA_BURST_TRIPS * 12 * lanes * 2
+}
+
+/// The machine's FMA peak on one core: [`FMA_BURST_TRIPS`] trips of 12 independent AVX-512
+/// FMAs (f32 or f64), enough to cover FMA latency on every current core. Returns `false`
+/// without running where the CPU has no AVX-512.
+pub fn fma_burst(double: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        macro_rules! burst {
+            ($fma:literal) => {
+                // SAFETY: AVX-512F is present (checked above); the asm touches only the
+                // registers it names, all caller-saved and declared clobbered by
+                // `clobber_abi("C")`, and no memory.
+                unsafe {
+                    std::arch::asm!(
+                        "vpxord zmm0, zmm0, zmm0", "vpxord zmm1, zmm1, zmm1",
+                        "vpxord zmm2, zmm2, zmm2", "vpxord zmm3, zmm3, zmm3",
+                        "vpxord zmm4, zmm4, zmm4", "vpxord zmm5, zmm5, zmm5",
+                        "vpxord zmm6, zmm6, zmm6", "vpxord zmm7, zmm7, zmm7",
+                        "vpxord zmm8, zmm8, zmm8", "vpxord zmm9, zmm9, zmm9",
+                        "vpxord zmm10, zmm10, zmm10", "vpxord zmm11, zmm11, zmm11",
+                        "vpxord zmm12, zmm12, zmm12", "vpxord zmm13, zmm13, zmm13",
+                        "2:",
+                        concat!($fma, " zmm0, zmm12, zmm13"), concat!($fma, " zmm1, zmm12, zmm13"),
+                        concat!($fma, " zmm2, zmm12, zmm13"), concat!($fma, " zmm3, zmm12, zmm13"),
+                        concat!($fma, " zmm4, zmm12, zmm13"), concat!($fma, " zmm5, zmm12, zmm13"),
+                        concat!($fma, " zmm6, zmm12, zmm13"), concat!($fma, " zmm7, zmm12, zmm13"),
+                        concat!($fma, " zmm8, zmm12, zmm13"), concat!($fma, " zmm9, zmm12, zmm13"),
+                        concat!($fma, " zmm10, zmm12, zmm13"), concat!($fma, " zmm11, zmm12, zmm13"),
+                        "dec rcx",
+                        "jnz 2b",
+                        "vzeroupper",
+                        inout("rcx") FMA_BURST_TRIPS => _,
+                        clobber_abi("C"),
+                        options(nostack, nomem),
+                    )
+                }
+            };
+        }
+        if double {
+            burst!("vfmadd231pd");
+        } else {
+            burst!("vfmadd231ps");
+        }
+        return true;
+    }
+    let _ = double;
+    false
+}

@@ -20,7 +20,7 @@ pub fn run(args: &[String]) -> Result<bool, String> {
     let quick = args.iter().any(|a| a == "--quick");
     let filter: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
     let mut command = Command::new(env!("CARGO"));
-    command.args(["bench", "-p", "benches", "--bench", "cpu", "--"]);
+    command.args(["bench", "-p", "benches", "--benches", "--"]);
     if quick {
         command.arg("--quick");
     }

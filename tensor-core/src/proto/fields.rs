@@ -105,11 +105,10 @@ impl Field {
             | D::Float8E4M3B11FNUZ
             | D::Float8E5M2FNUZ => Field::Float8,
             other => {
-                return Err(Error::Unsupported {
-                    op: "TensorProto values".into(),
-                    dtype: other,
-                    device: "any".into(),
-                })
+                return Err(Error::InvalidProto(format!(
+                    "{other} tensors are not supported: their resource_handle_val and \
+                     variant_val fields are not read or written"
+                )))
             }
         })
     }

@@ -4,7 +4,7 @@
 //!
 //! - Messages: [`TensorProto`], [`TensorShapeProto`], [`TensorSliceProto`] (prost derives on
 //!   hand-written structs with TensorFlow's field numbers; no protoc). The dtype travels as
-//!   its enum number, [`DataType`](crate::DataType)`as i32`.
+//!   its enum number, [`DataType::as_i32`](crate::DataType::as_i32).
 //! - Encoding: [`make_tensor_proto`], [`Tensor::to_proto`], [`Tensor::as_proto_field`],
 //!   [`Tensor::as_proto_tensor_content`], [`Tensor::encode_proto`].
 //! - Decoding: [`Tensor::from_proto`], [`Tensor::decode_proto`] (zero-copy from `Bytes`),
