@@ -5,9 +5,9 @@
 //! - Messages: [`TensorProto`], [`TensorShapeProto`], [`TensorSliceProto`] (prost derives on
 //!   hand-written structs with TensorFlow's field numbers; no protoc). The dtype travels as
 //!   its enum number, [`DataType::as_i32`](crate::DataType::as_i32).
-//! - Encoding: [`make_tensor_proto`], [`Tensor::to_proto`], [`Tensor::as_proto_field`],
-//!   [`Tensor::as_proto_tensor_content`], [`Tensor::encode_proto`].
-//! - Decoding: [`Tensor::from_proto`], [`Tensor::decode_proto`] (zero-copy from `Bytes`),
+//! - Encoding: [`make_tensor_proto`], [`Tensor::to_proto`](crate::Tensor::to_proto), [`Tensor::as_proto_field`](crate::Tensor::as_proto_field),
+//!   [`Tensor::as_proto_tensor_content`](crate::Tensor::as_proto_tensor_content), [`Tensor::encode_proto`](crate::Tensor::encode_proto).
+//! - Decoding: [`Tensor::from_proto`](crate::Tensor::from_proto), [`Tensor::decode_proto`](crate::Tensor::decode_proto) (zero-copy from `Bytes`),
 //!   with [`DecodeOptions`] for untrusted input.
 //! - Shapes and slices: `to_proto`/`from_proto` on [`TensorShape`](crate::TensorShape),
 //!   [`PartialTensorShape`](crate::PartialTensorShape) and [`TensorSlice`](crate::TensorSlice).
