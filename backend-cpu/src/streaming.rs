@@ -19,7 +19,8 @@ pub(crate) fn worth_streaming<O>(len: usize) -> bool {
 
 /// Fill `out` by `fill(block, first)`, which computes the values of
 /// `out[first..first + block.len()]` into `block`: in place for the unaligned head and the
-/// tail, through a stack block and streaming stores for the 64-byte aligned middle.
+/// tail, through a stack block and streaming stores for the 64-byte aligned middle. The
+/// caller calls [`fence`] once its work item is done.
 pub(crate) fn fill_streaming<O: Element>(out: &mut [O], fill: impl Fn(&mut [O], usize)) {
     let size = std::mem::size_of::<O>();
     let misalignment = out.as_ptr() as usize % 64;
@@ -36,7 +37,6 @@ pub(crate) fn fill_streaming<O: Element>(out: &mut [O], fill: impl Fn(&mut [O], 
         stream(&block, &mut out[first..first + BLOCK]);
     }
     fill(&mut out[head + body..], head + body);
-    fence();
 }
 
 /// Copy `src` to `dst` (equal lengths, `dst` 16-byte aligned, a multiple of 16 bytes) with
@@ -64,8 +64,9 @@ fn stream<O: Element>(src: &[O], dst: &mut [O]) {
     dst.copy_from_slice(src);
 }
 
-/// Order the streaming stores before whatever follows (they are weakly ordered).
-fn fence() {
+/// Order this thread's streaming stores before whatever follows (they are weakly ordered):
+/// call it at the end of every work item that streamed.
+pub(crate) fn fence() {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE is part of x86_64; a store fence has no other effect.
     unsafe {
@@ -89,6 +90,7 @@ mod tests {
                         *v = (first + i) as f32;
                     }
                 });
+                fence();
                 for (i, &v) in storage.iter().enumerate() {
                     let inside = (offset..offset + len).contains(&i);
                     let want = if inside { (i - offset) as f32 } else { -1.0 };

@@ -363,9 +363,19 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
                 tile_row(&tb, sb, starts, (1, ib), (r, c0), &mut ys[..columns]);
                 // SAFETY: tiles cover disjoint output elements (see `for_each_tile`).
                 let o = unsafe { dst.run(start[2] as usize + c0, columns) };
-                o.iter_mut()
-                    .zip(xs.iter().zip(&ys))
-                    .for_each(|(o, (&x, &y))| *o = f(x, y));
+                let fill = |o: &mut [O], first: usize| {
+                    o.iter_mut()
+                        .zip(xs[first..].iter().zip(&ys[first..]))
+                        .for_each(|(o, (&x, &y))| *o = f(x, y))
+                };
+                if streaming {
+                    crate::streaming::fill_streaming(o, fill);
+                } else {
+                    fill(o, 0);
+                }
+            }
+            if streaming {
+                crate::streaming::fence();
             }
         });
         return Ok(());
@@ -412,6 +422,7 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
         };
         if streaming {
             crate::streaming::fill_streaming(o, fill);
+            crate::streaming::fence();
         } else {
             fill(o, 0);
         }

@@ -19,4 +19,18 @@ fn streamed_results_match_a_plain_loop() {
     let broadcast = ta.add(&tb).unwrap().to_vec::<f32>().unwrap();
     let expected = a.iter().enumerate().map(|(i, x)| x + b[i % cols]);
     assert!(broadcast.iter().zip(expected).all(|(s, e)| *s == e));
+
+    // A transposed operand takes the tiled path, streamed too.
+    let n = 3001; // 36 MiB of f32, partial tiles at the edges
+    let square: Vec<f32> = (0..n * n).map(|i| (i % 997) as f32).collect();
+    let m = Tensor::from_slice(&square, [n, n], &device).unwrap();
+    let sum = m.t().unwrap().add(&m).unwrap().to_vec::<f32>().unwrap();
+    for (k, s) in sum.iter().enumerate() {
+        let (r, c) = (k / n, k % n);
+        assert_eq!(
+            *s,
+            square[c * n + r] + square[r * n + c],
+            "element ({r}, {c})"
+        );
+    }
 }
