@@ -39,6 +39,19 @@ pub(crate) fn fill_streaming<O: Element>(out: &mut [O], fill: impl Fn(&mut [O], 
     fill(&mut out[head + body..], head + body);
 }
 
+/// `fill(out, 0)`, through [`fill_streaming`] when `streaming`.
+pub(crate) fn fill_output<O: Element>(
+    out: &mut [O],
+    streaming: bool,
+    fill: impl Fn(&mut [O], usize),
+) {
+    if streaming {
+        fill_streaming(out, fill);
+    } else {
+        fill(out, 0);
+    }
+}
+
 /// Copy `src` to `dst` (equal lengths, `dst` 16-byte aligned, a multiple of 16 bytes) with
 /// non-temporal stores.
 #[cfg(target_arch = "x86_64")]

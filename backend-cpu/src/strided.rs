@@ -368,11 +368,7 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
                         .zip(xs[first..].iter().zip(&ys[first..]))
                         .for_each(|(o, (&x, &y))| *o = f(x, y))
                 };
-                if streaming {
-                    crate::streaming::fill_streaming(o, fill);
-                } else {
-                    fill(o, 0);
-                }
+                crate::streaming::fill_output(o, streaming, fill);
             }
             if streaming {
                 crate::streaming::fence();
@@ -420,11 +416,9 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
                 }),
             }
         };
+        crate::streaming::fill_output(o, streaming, fill);
         if streaming {
-            crate::streaming::fill_streaming(o, fill);
             crate::streaming::fence();
-        } else {
-            fill(o, 0);
         }
     });
     Ok(())

@@ -6,7 +6,6 @@
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::Duration;
 
 use benches::{tensor, values, Peer};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -389,16 +388,9 @@ fn fma_peak(c: &mut Criterion) {
     group.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
-}
-
 criterion_group! {
     name = cpu_benches;
-    config = config();
+    config = benches::criterion_config();
     targets = fma_peak, matmul, half_matmul, elementwise, transcendental, reductions
 }
 criterion_main!(cpu_benches);

@@ -2,7 +2,6 @@
 //! into an existing buffer and into a fresh one (the physical limits).
 
 use std::hint::black_box;
-use std::time::Duration;
 
 use benches::tensor;
 use bytes::Bytes;
@@ -75,16 +74,9 @@ fn proto(c: &mut Criterion) {
     group.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
-}
-
 criterion_group! {
     name = proto_benches;
-    config = config();
+    config = benches::criterion_config();
     targets = proto
 }
 criterion_main!(proto_benches);

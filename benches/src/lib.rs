@@ -228,3 +228,12 @@ pub fn fma_burst(double: bool) -> bool {
     let _ = double;
     false
 }
+
+/// The criterion settings of every benchmark here: 10 samples after a short warm-up, so the
+/// whole suite stays within minutes on a 2-core machine.
+pub fn criterion_config() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .sample_size(10)
+        .warm_up_time(std::time::Duration::from_millis(300))
+        .measurement_time(std::time::Duration::from_secs(2))
+}

@@ -79,6 +79,11 @@ fn mutate(rng: &mut Rng, input: &[u8], other: &[u8]) -> Vec<u8> {
 fn mutated_goldens_never_panic_or_overallocate() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tf-golden/tensor_proto");
     if !dir.is_dir() {
+        assert!(
+            std::env::var_os("POLYTENSOR_REQUIRE_GOLDEN").is_none(),
+            "POLYTENSOR_REQUIRE_GOLDEN is set but {} is missing",
+            dir.display()
+        );
         eprintln!("skipped: no TensorFlow golden files at {}", dir.display());
         return;
     }

@@ -16,6 +16,12 @@ fn golden_dir() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
+        // CI sets this, so that it can never pass by skipping the golden files.
+        assert!(
+            std::env::var_os("POLYTENSOR_REQUIRE_GOLDEN").is_none(),
+            "POLYTENSOR_REQUIRE_GOLDEN is set but {} is missing",
+            dir.display()
+        );
         eprintln!(
             "skipped: no TensorFlow golden files at {} (the shared folder is not beside the repository)",
             dir.display()
