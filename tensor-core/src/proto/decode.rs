@@ -134,10 +134,12 @@ impl Tensor {
         match given.len().checked_sub(size) {
             // No values: zeros.
             None => bytes.resize(elements * size, 0),
-            // A splat: repeat the last value.
+            // A splat: repeat the last value, doubling the repeated run (both lengths below
+            // are whole elements, so the run stays a repeat of that value).
             Some(last) => {
                 while bytes.len() < elements * size {
-                    bytes.extend_from_within(last..last + size);
+                    let n = (bytes.len() - last).min(elements * size - bytes.len());
+                    bytes.extend_from_within(last..last + n);
                 }
             }
         }

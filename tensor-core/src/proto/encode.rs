@@ -66,10 +66,16 @@ pub fn make_tensor_proto(values: &Tensor, shape: Option<&TensorShape>) -> Result
             format!("{count} values given for shape {shape}, which holds at most {elements}"),
         ));
     }
-    if count == elements && count > 1 && uses_tensor_content(values.dtype()) {
+    if takes_content(values.dtype(), count, elements) {
         return content_proto(values, shape);
     }
     field_proto(values, shape)
+}
+
+/// TensorFlow's Python rule: `tensor_content` for `count` values of a shape with `elements`
+/// elements when the counts agree, are over 1, and the dtype uses tensor content.
+fn takes_content(dtype: DataType, count: usize, elements: usize) -> bool {
+    count == elements && count > 1 && uses_tensor_content(dtype)
 }
 
 /// A proto with `dtype` and `shape` and no values.
@@ -142,8 +148,8 @@ impl Tensor {
     /// [`Tensor::encode_proto`], appending to `out`: reusing one buffer across calls saves
     /// the page faults of fresh memory, which cost more than the copy itself.
     pub fn encode_proto_into(&self, out: &mut Vec<u8>) -> Result<()> {
-        let content = self.num_elements() > 1 && uses_tensor_content(self.dtype());
-        if !content {
+        let n = self.num_elements();
+        if !takes_content(self.dtype(), n, n) {
             return self
                 .to_proto()?
                 .encode(out)
