@@ -5,8 +5,9 @@ use std::sync::{Arc, OnceLock, Weak};
 use tensor_core::alloc::CachedBlock;
 use tensor_core::{
     Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind,
-    HostAllocator, HostBlock, HostBuffer, HostMemory, Op, OutView, ReduceOp, Result, Scalar,
-    StringBuffer, TensorBuffer, TensorView, UnaryOp, ALLOCATOR_ALIGNMENT,
+    HostAllocator, HostBlock, HostBuffer, HostMemory, InlineBuffer, Op, OutView, ReduceOp, Result,
+    Scalar, StringBuffer, TensorBuffer, TensorView, UnaryOp, ALLOCATOR_ALIGNMENT,
+    INLINE_BUFFER_BYTES,
 };
 
 use crate::kernels::{binary, cast, copy, fill, matmul, reduce, unary};
@@ -16,7 +17,8 @@ pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
 
 /// The host CPU: memory from a 64-byte aligned [`HostAllocator`] behind a
 /// [`CachingAllocator`] (freed blocks are reused, up to a byte cap, so fresh results do not
-/// pay for new pages), and kernels for every op and every dtype the op is defined for, on
+/// pay for new pages), buffers of at most [`INLINE_BUFFER_BYTES`] held inline in their
+/// `Arc` (an [`InlineBuffer`], one small `malloc`), and kernels for every op and every dtype the op is defined for, on
 /// any strided layout.
 ///
 /// ```
@@ -79,6 +81,11 @@ impl CpuDevice {
             .expect("a CpuDevice is only reachable through its Arc")
     }
 
+    /// A buffer of at most [`INLINE_BUFFER_BYTES`], zeroed, inside its `Arc`.
+    fn inline(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+        Ok(InlineBuffer::new_shared(bytes, self.handle())?)
+    }
+
     fn wrap(&self, block: CachedBlock<HostBlock>) -> Arc<dyn TensorBuffer> {
         Arc::new(HostBuffer::new(
             block,
@@ -115,10 +122,16 @@ impl Device for CpuDevice {
     }
 
     fn allocate(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+        if bytes <= INLINE_BUFFER_BYTES {
+            return self.inline(bytes);
+        }
         Ok(self.wrap(self.allocator.allocate(bytes, ALLOCATOR_ALIGNMENT)?))
     }
 
     fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+        if bytes <= INLINE_BUFFER_BYTES {
+            return self.inline(bytes);
+        }
         let block = self.allocator.allocate(bytes, ALLOCATOR_ALIGNMENT)?;
         // SAFETY: the block is `host_len()` writable bytes that nothing else references yet.
         unsafe { std::ptr::write_bytes(block.host_ptr().as_ptr(), 0, block.host_len()) };

@@ -32,18 +32,24 @@ pub(crate) fn output<'o, T: Element>(out: &'o mut OutView<'_>) -> Result<&'o mut
 }
 
 /// Check that every input has the output's shape (kernels receive broadcast operands).
+#[inline]
 pub(crate) fn check_shapes(op: &'static str, inputs: &[&Layout], out: &Layout) -> Result<()> {
     match inputs.iter().find(|l| l.shape() != out.shape()) {
         None => Ok(()),
-        Some(l) => Err(Error::shape(
-            op,
-            format!(
-                "operand of shape {} for an output of shape {}",
-                l.shape(),
-                out.shape()
-            ),
-        )),
+        Some(l) => Err(shape_mismatch(op, l, out)),
     }
+}
+
+#[cold]
+fn shape_mismatch(op: &'static str, input: &Layout, out: &Layout) -> Error {
+    Error::shape(
+        op,
+        format!(
+            "operand of shape {} for an output of shape {}",
+            input.shape(),
+            out.shape()
+        ),
+    )
 }
 
 /// Rows of one strided input walked beside a contiguous output of the same shape:

@@ -20,13 +20,34 @@ pub fn normalize_axis(axis: isize, rank: usize) -> Result<usize> {
 
 /// The row-major (C order) strides of `shape`.
 pub fn contiguous_strides(shape: &TensorShape) -> Strides {
-    let mut strides: Strides = SmallVec::from_elem(0, shape.rank());
+    let rank = shape.rank();
+    let mut strides: Strides = if rank <= INLINE_RANK {
+        SmallVec::from_buf_and_len([0; INLINE_RANK], rank)
+    } else {
+        SmallVec::from_elem(0, rank)
+    };
     let mut step = 1isize;
     for (i, d) in shape.iter().enumerate().rev() {
         strides[i] = step;
         step = step.saturating_mul(d.max(1) as isize);
     }
     strides
+}
+
+/// Whether `strides` walk `shape` in row-major order with no gaps (dims of size 1 and empty
+/// shapes place no constraint).
+fn row_major(shape: &TensorShape, strides: &[isize]) -> bool {
+    if shape.is_empty() {
+        return true;
+    }
+    let mut expected = 1isize;
+    for (d, &s) in shape.iter().zip(strides).rev() {
+        if d != 1 && s != expected {
+            return false;
+        }
+        expected *= d as isize;
+    }
+    true
 }
 
 /// The shape, strides (in elements) and offset (in elements) of a tensor in its buffer.
@@ -47,6 +68,8 @@ pub struct Layout {
     shape: TensorShape,
     strides: Strides,
     offset: usize,
+    /// `is_contiguous`, computed once: every kernel asks, most of them per call.
+    contiguous: bool,
 }
 
 impl Layout {
@@ -57,6 +80,18 @@ impl Layout {
             shape,
             strides,
             offset: 0,
+            contiguous: true,
+        }
+    }
+
+    /// A layout from parts already checked by the caller, with its contiguity computed.
+    fn assemble(shape: TensorShape, strides: Strides, offset: usize) -> Self {
+        let contiguous = row_major(&shape, &strides);
+        Self {
+            shape,
+            strides,
+            offset,
+            contiguous,
         }
     }
 
@@ -70,54 +105,46 @@ impl Layout {
                 shape.rank()
             )));
         }
-        let layout = Self {
-            shape,
-            strides: strides.into(),
-            offset,
-        };
+        let layout = Self::assemble(shape, strides.into(), offset);
         layout.span_checked()?;
         Ok(layout)
     }
 
     /// The shape.
+    #[inline]
     pub fn shape(&self) -> &TensorShape {
         &self.shape
     }
 
     /// The strides, in elements.
+    #[inline]
     pub fn strides(&self) -> &[isize] {
         &self.strides
     }
 
     /// The offset of element `[0, ..., 0]`, in elements.
+    #[inline]
     pub fn offset(&self) -> usize {
         self.offset
     }
 
     /// The rank.
+    #[inline]
     pub fn rank(&self) -> usize {
         self.shape.rank()
     }
 
     /// The number of elements.
+    #[inline]
     pub fn num_elements(&self) -> usize {
         self.shape.num_elements()
     }
 
     /// Whether the elements are in row-major order with no gaps (dims of size 1 and empty
     /// tensors place no constraint).
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
-        if self.shape.is_empty() {
-            return true;
-        }
-        let mut expected = 1isize;
-        for (d, &s) in self.shape.iter().zip(&self.strides).rev() {
-            if d != 1 && s != expected {
-                return false;
-            }
-            expected *= d as isize;
-        }
-        true
+        self.contiguous
     }
 
     /// The smallest and largest element positions reached, or `None` if there are no elements.
@@ -195,11 +222,11 @@ impl Layout {
             )));
         }
         let dims: Vec<usize> = perm.iter().map(|&p| self.shape.dim_size(p)).collect();
-        Ok(Self {
-            shape: TensorShape::new(&dims)?,
-            strides: perm.iter().map(|&p| self.strides[p]).collect(),
-            offset: self.offset,
-        })
+        Ok(Self::assemble(
+            TensorShape::new(&dims)?,
+            perm.iter().map(|&p| self.strides[p]).collect(),
+            self.offset,
+        ))
     }
 
     /// Swap two dims (negative axes count from the end).
@@ -236,11 +263,7 @@ impl Layout {
                 return Err(mismatch());
             };
         }
-        Ok(Self {
-            shape: shape.clone(),
-            strides,
-            offset: self.offset,
-        })
+        Ok(Self::assemble(shape.clone(), strides, self.offset))
     }
 
     /// Elements `start..start + len` of dim `dim`.
@@ -262,11 +285,7 @@ impl Layout {
         } else {
             (self.offset as isize + start as isize * self.strides[dim]) as usize
         };
-        Ok(Self {
-            shape,
-            strides: self.strides.clone(),
-            offset,
-        })
+        Ok(Self::assemble(shape, self.strides.clone(), offset))
     }
 
     /// Element `index` of dim `dim`, with that dim removed.
@@ -296,11 +315,7 @@ impl Layout {
         shape.remove_dim(dim)?;
         let mut strides = self.strides.clone();
         strides.remove(dim);
-        Ok(Self {
-            shape,
-            strides,
-            offset: self.offset,
-        })
+        Ok(Self::assemble(shape, strides, self.offset))
     }
 
     /// Insert a dim of size 1 before `dim` (`dim == rank` appends).
@@ -314,11 +329,7 @@ impl Layout {
         };
         let mut strides = self.strides.clone();
         strides.insert(dim, stride);
-        Ok(Self {
-            shape,
-            strides,
-            offset: self.offset,
-        })
+        Ok(Self::assemble(shape, strides, self.offset))
     }
 
     /// The same elements with shape `shape`, in row-major order, without moving data, if
@@ -336,11 +347,11 @@ impl Layout {
             ));
         }
         if self.is_contiguous() {
-            return Ok(Some(Self {
-                shape: shape.clone(),
-                strides: contiguous_strides(shape),
-                offset: self.offset,
-            }));
+            return Ok(Some(Self::assemble(
+                shape.clone(),
+                contiguous_strides(shape),
+                self.offset,
+            )));
         }
         Ok(self.reshape_strided(shape))
     }
@@ -378,11 +389,7 @@ impl Layout {
                 view_numel = 1;
             }
         }
-        (view_d == -1).then(|| Self {
-            shape: shape.clone(),
-            strides,
-            offset: self.offset,
-        })
+        (view_d == -1).then(|| Self::assemble(shape.clone(), strides, self.offset))
     }
 
     /// Reinterpret element positions for an element type `num / den` times the size: used by

@@ -33,7 +33,10 @@ pub use alloc::{
     Allocator, AllocatorInfo, AllocatorStats, CachingAllocator, HostAllocator, HostBlock,
     HostMemory, StatsTracker, ALLOCATOR_ALIGNMENT,
 };
-pub use buffer::{BytesBuffer, HostBuffer, SharedHostAllocator, StringBuffer, TensorBuffer};
+pub use buffer::{
+    BytesBuffer, HostBuffer, InlineBuffer, SharedHostAllocator, StringBuffer, TensorBuffer,
+    INLINE_BUFFER_BYTES,
+};
 pub use device::{Device, DeviceKind, OutView, TensorView};
 pub use dtype::{DTypeClass, DTypeSet, DataType};
 pub use element::{Element, Scalar};

@@ -186,6 +186,7 @@ impl Op {
     }
 
     /// Whether the op has a meaning for `dtype` (independent of any device).
+    #[inline]
     pub fn is_defined_for(self, dtype: DataType) -> bool {
         use DTypeClass::*;
         if self == Op::Copy {

@@ -77,6 +77,7 @@ impl TensorShape {
     }
 
     /// The number of dimensions.
+    #[inline]
     pub fn rank(&self) -> usize {
         match &self.repr {
             Repr::Inline { rank, .. } => *rank as usize,
@@ -91,6 +92,7 @@ impl TensorShape {
     }
 
     /// Dim `i`, or `None` if `i >= rank`.
+    #[inline]
     pub fn get(&self, i: usize) -> Option<usize> {
         match &self.repr {
             Repr::Inline { rank, dims } => (i < *rank as usize).then(|| dims[i] as usize),
@@ -104,17 +106,28 @@ impl TensorShape {
     }
 
     /// An iterator over the dims.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = usize> + ExactSizeIterator + '_ {
-        (0..self.rank()).map(|i| self.dim_size(i))
+    #[inline]
+    pub fn iter(&self) -> Dims<'_> {
+        match &self.repr {
+            Repr::Inline { rank, dims } => Dims::Inline(dims[..*rank as usize].iter()),
+            Repr::Heap(dims) => Dims::Heap(dims.iter()),
+        }
     }
 
     /// The number of elements (1 for a scalar, 0 if any dim is 0). Never overflows: every
     /// constructor checks it.
+    #[inline]
     pub fn num_elements(&self) -> usize {
-        self.iter().product()
+        match &self.repr {
+            Repr::Inline { rank, dims } => dims[..*rank as usize]
+                .iter()
+                .fold(1, |n, &d| n * d as usize),
+            Repr::Heap(dims) => dims.iter().fold(1, |n, &d| n * d as usize),
+        }
     }
 
     /// Whether the shape has no elements (some dim is 0).
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.iter().any(|d| d == 0)
     }
@@ -235,6 +248,53 @@ impl TensorShape {
             Repr::Heap(dims.iter().map(|&d| d as u64).collect())
         };
         Ok(TensorShape { repr })
+    }
+}
+
+/// An iterator over a [`TensorShape`]'s dims, straight from its storage.
+#[derive(Clone, Debug)]
+pub enum Dims<'a> {
+    /// Dims stored inline.
+    Inline(std::slice::Iter<'a, u32>),
+    /// Dims stored on the heap.
+    Heap(std::slice::Iter<'a, u64>),
+}
+
+impl Iterator for Dims<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Dims::Inline(dims) => dims.next().map(|&d| d as usize),
+            Dims::Heap(dims) => dims.next().map(|&d| d as usize),
+        }
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let len = self.len();
+        (len, Some(len))
+    }
+}
+
+impl DoubleEndedIterator for Dims<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<usize> {
+        match self {
+            Dims::Inline(dims) => dims.next_back().map(|&d| d as usize),
+            Dims::Heap(dims) => dims.next_back().map(|&d| d as usize),
+        }
+    }
+}
+
+impl ExactSizeIterator for Dims<'_> {
+    #[inline]
+    fn len(&self) -> usize {
+        match self {
+            Dims::Inline(dims) => dims.len(),
+            Dims::Heap(dims) => dims.len(),
+        }
     }
 }
 

@@ -7,7 +7,8 @@ use backend_cpu::CpuDevice;
 use half::{bf16, f16};
 use num_complex::Complex;
 use tensor_core::{
-    DataType, Device, Error, HostAllocator, ReduceOp, Scalar, Tensor, TensorShape, TensorSlice,
+    DataType, Device, Error, HostAllocator, InlineBuffer, ReduceOp, Scalar, Tensor, TensorShape,
+    TensorSlice,
 };
 
 fn cpu() -> Arc<dyn Device> {
@@ -291,6 +292,34 @@ fn memory_is_returned_and_limits_are_errors() {
             Err(Error::InvalidShape(_)) | Err(Error::OutOfMemory { .. })
         ),
         "{huge:?}"
+    );
+}
+
+#[test]
+fn tiny_tensors_live_inline_and_are_still_counted() {
+    let device: Arc<dyn Device> = CpuDevice::new();
+    let stats = || device.allocator().stats();
+    let x = Tensor::from_slice(&[1.5f64, -2.0], [2], &device).unwrap();
+    let y = Tensor::zeros([16], DataType::Float, &device).unwrap();
+    let big = Tensor::zeros([17], DataType::Float, &device).unwrap();
+    assert!(x.buffer().downcast_ref::<InlineBuffer>().is_some());
+    assert!(y.buffer().downcast_ref::<InlineBuffer>().is_some());
+    assert!(big.buffer().downcast_ref::<InlineBuffer>().is_none());
+    for t in [&x, &y] {
+        let ptr = t.buffer().host_ptr().unwrap();
+        assert_eq!(ptr as usize % 64, 0, "inline bytes start on a cache line");
+    }
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![0.0; 16]);
+    let sum = x.add(&x).unwrap();
+    assert_eq!(sum.to_vec::<f64>().unwrap(), vec![3.0, -4.0]);
+    assert_eq!(stats().bytes_in_use, 16 + 64 + 68 + 16);
+    assert_eq!(stats().num_allocs, 4);
+    drop((x, y, big, sum));
+    assert_eq!(stats().bytes_in_use, 0);
+    assert_eq!(
+        stats().bytes_reserved,
+        128,
+        "only the 68-byte tensor took a block (of the 128-byte class, now cached)"
     );
 }
 

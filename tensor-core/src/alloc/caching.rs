@@ -163,6 +163,11 @@ impl<A: Allocator> AllocatorInfo for CachingAllocator<A> {
             ..self.tracker.snapshot()
         }
     }
+
+    /// What callers hold and asked for, inline buffers charged to this allocator included.
+    fn tracker(&self) -> Option<&StatsTracker> {
+        Some(&self.tracker)
+    }
 }
 
 impl<A: Allocator> Allocator for CachingAllocator<A> {

@@ -94,18 +94,20 @@ impl StatsTracker {
             }
         };
         self.num_allocs.fetch_add(1, Ordering::Relaxed);
-        self.peak_bytes_in_use.fetch_max(in_use, Ordering::Relaxed);
-        self.largest_alloc_size.fetch_max(bytes, Ordering::Relaxed);
+        // Maxima change rarely: a plain load spares the locked read-modify-write.
+        if self.peak_bytes_in_use.load(Ordering::Relaxed) < in_use {
+            self.peak_bytes_in_use.fetch_max(in_use, Ordering::Relaxed);
+        }
+        if self.largest_alloc_size.load(Ordering::Relaxed) < bytes {
+            self.largest_alloc_size.fetch_max(bytes, Ordering::Relaxed);
+        }
         Ok(())
     }
 
-    /// Account for `bytes` returned.
+    /// Account for `bytes` returned (each `release` matches one successful `try_reserve`).
     pub fn release(&self, bytes: usize) {
-        let _ = self
-            .bytes_in_use
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |current| {
-                Some(current.saturating_sub(bytes as u64))
-            });
+        let before = self.bytes_in_use.fetch_sub(bytes as u64, Ordering::Relaxed);
+        debug_assert!(before >= bytes as u64, "released more bytes than reserved");
     }
 
     /// A snapshot of the stats (`bytes_reserved` equals `bytes_in_use`: a plain allocator
@@ -140,6 +142,11 @@ pub trait AllocatorInfo: Send + Sync {
     fn name(&self) -> &str;
     /// Current statistics.
     fn stats(&self) -> AllocatorStats;
+    /// The tracker that memory held outside this allocator's blocks but charged to it
+    /// ([`InlineBuffer`](crate::InlineBuffer)s) accounts through, if it has one.
+    fn tracker(&self) -> Option<&StatsTracker> {
+        None
+    }
 }
 
 /// An allocator of device memory, as TensorFlow's `Allocator` (`AllocateRaw`,

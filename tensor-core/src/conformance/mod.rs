@@ -168,7 +168,7 @@ pub fn run_with_progress(
         .filter(|c| filter.accepts(c))
         .collect();
     let before = device.allocator().stats().bytes_in_use;
-    let mut results = Vec::with_capacity(cases.len());
+    let mut results = overclaims(device.as_ref());
     for (i, case) in cases.iter().enumerate() {
         results.push(CaseResult {
             op: case.op,
@@ -192,9 +192,34 @@ pub fn run(device: &Arc<dyn Device>, filter: &Filter) -> Report {
     run_with_progress(device, filter, |_, _| {})
 }
 
+/// A failure for every op and dtype the device claims to support that the op is not defined
+/// for: `Device::check_supports` trusts `supports` alone, so such a claim would let a kernel
+/// see a dtype it was never written for.
+fn overclaims(device: &dyn Device) -> Vec<CaseResult> {
+    let mut failures = Vec::new();
+    for op in Op::all() {
+        for &dtype in DataType::ALL {
+            if device.supports(op, dtype) && !op.is_defined_for(dtype) {
+                failures.push(CaseResult {
+                    op,
+                    dtype,
+                    name: format!("supports {op} {dtype}"),
+                    outcome: Outcome::Fail {
+                        max_error: f64::INFINITY,
+                        message: format!(
+                            "the device claims {op} for {dtype}, which the op is not defined for"
+                        ),
+                    },
+                });
+            }
+        }
+    }
+    failures
+}
+
 /// Whether `device` runs every op a case needs.
 fn supported(device: &dyn Device, case: &Case) -> bool {
-    let ok = |op: Op, dtype: DataType| op.is_defined_for(dtype) && device.supports(op, dtype);
+    let ok = |op: Op, dtype: DataType| device.supports(op, dtype);
     match &case.kind {
         Kind::Cast(to, _) => ok(Op::Cast, case.dtype) && ok(Op::Cast, *to),
         // Building strided inputs of non-contiguous layouts needs nothing more; `where` also

@@ -387,15 +387,21 @@ impl Tensor {
             .map(StringBuffer::strings)
     }
 
+    #[inline]
     fn check_same_device(&self, other: &Tensor, op: &'static str) -> Result<()> {
         if same_device(self.device(), other.device()) {
             Ok(())
         } else {
-            Err(Error::DeviceMismatch {
-                op,
-                lhs: self.device().name().to_string(),
-                rhs: other.device().name().to_string(),
-            })
+            Err(self.device_mismatch(other, op))
+        }
+    }
+
+    #[cold]
+    fn device_mismatch(&self, other: &Tensor, op: &'static str) -> Error {
+        Error::DeviceMismatch {
+            op,
+            lhs: self.device().name().to_string(),
+            rhs: other.device().name().to_string(),
         }
     }
 

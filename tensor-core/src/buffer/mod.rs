@@ -7,6 +7,10 @@ use std::sync::Arc;
 use crate::alloc::{Allocator, HostBlock, HostMemory};
 use crate::device::Device;
 
+mod inline;
+
+pub use inline::{InlineBuffer, INLINE_BUFFER_BYTES};
+
 /// The memory behind a tensor: one allocation on one device.
 ///
 /// Buffers live behind `Arc`: tensors that are views of one another (slices, transposes,
@@ -48,6 +52,7 @@ impl dyn TensorBuffer {
     }
 
     /// The memory as host bytes, if host-visible.
+    #[inline]
     pub fn host_bytes(&self) -> Option<&[u8]> {
         let ptr = self.host_ptr()?;
         // SAFETY: the trait guarantees `len_bytes` valid bytes at `ptr` for the buffer's life;
