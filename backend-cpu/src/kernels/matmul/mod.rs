@@ -1,9 +1,11 @@
 //! Batched matmul over strided operands: `[batch.., m, k] x [batch.., k, n]`.
 //!
 //! f32, f64 and complex go to the `gemm` crate (packed AVX-512 / AVX2+FMA kernels chosen
-//! at run time), which takes any strides, so views need no copy. f16 and bf16 are widened
-//! to f32 (exactly), multiplied there and rounded once: accumulating in f32, as the
-//! conformance tolerances require (gemm's own f16 path accumulates in f16 on small sizes). Integer matmul (wrapping) is a plain i-k-j loop.
+//! at run time), which takes any strides, so views need no copy. bf16 runs on AVX512-BF16
+//! dot-product instructions where the CPU has them ([`bf16_dot`]). Otherwise f16 and bf16
+//! are widened to f32 (exactly), multiplied there and rounded once: accumulating in f32, as
+//! the conformance tolerances require (gemm's own f16 path accumulates in f16 on small
+//! sizes). Integer matmul (wrapping) is a plain i-k-j loop.
 //! Small matrices in a batch are multiplied in parallel over the batch, one thread per
 //! matrix; large ones one after another, each on every thread.
 
@@ -16,6 +18,8 @@ use super::unsupported;
 use crate::scalar::{FloatElem, IntElem};
 use crate::strided::{input, output, positions};
 
+mod bf16_dot;
+
 pub(crate) fn matmul(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
     use tensor_core::DataType as D;
     match a.dtype() {
@@ -24,6 +28,7 @@ pub(crate) fn matmul(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'
         D::Half => widened_to_f32::<half::f16>(a, b, out),
         D::Complex64 => gemm_typed::<Complex<f32>>(a, b, out),
         D::Complex128 => gemm_typed::<Complex<f64>>(a, b, out),
+        D::BFloat16 if bf16_dot::available() => bf16_dot_products(a, b, out),
         D::BFloat16 => widened_to_f32::<half::bf16>(a, b, out),
         D::Int32 => integer_matmul::<i32>(a, b, out),
         D::Int64 => integer_matmul::<i64>(a, b, out),
@@ -215,6 +220,21 @@ fn widened_to_f32<H: FloatElem<Compute = f32>>(
     unsafe { run_gemm(&g, Operands(va.as_ptr(), vb.as_ptr(), wide.as_mut_ptr())) };
     for (o, w) in output::<H>(out)?.iter_mut().zip(wide) {
         *o = H::narrow(w);
+    }
+    Ok(())
+}
+
+/// A bf16 matmul on AVX512-BF16, one batch after another, each on every thread.
+fn bf16_dot_products(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+    let g = Geometry::of(a.layout(), b.layout(), out.layout())?;
+    let (sa, sb) = (input::<half::bf16>(a)?, input::<half::bf16>(b)?);
+    let dst = output::<half::bf16>(out)?;
+    let mut acc = vec![0f32; g.m * g.n];
+    for &[oa, ob, oo] in &g.starts {
+        acc.fill(0.0);
+        bf16_dot::multiply(&g, sa, oa, sb, ob, &mut acc);
+        let oo = oo as usize;
+        bf16_dot::narrow(&acc, &mut dst[oo..oo + g.m * g.n]);
     }
     Ok(())
 }
