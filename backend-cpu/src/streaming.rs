@@ -24,7 +24,7 @@ pub(crate) fn worth_streaming<O>(len: usize) -> bool {
 pub(crate) fn fill_streaming<O: Element>(out: &mut [O], fill: impl Fn(&mut [O], usize)) {
     let size = std::mem::size_of::<O>();
     let misalignment = out.as_ptr() as usize % 64;
-    if size == 0 || misalignment % size != 0 {
+    if size == 0 || !misalignment.is_multiple_of(size) {
         fill(out, 0);
         return;
     }
@@ -58,7 +58,11 @@ pub(crate) fn fill_output<O: Element>(
 fn stream<O: Element>(src: &[O], dst: &mut [O]) {
     use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
     let bytes = std::mem::size_of_val(src);
-    debug_assert!(src.len() == dst.len() && bytes % 16 == 0 && dst.as_ptr() as usize % 16 == 0);
+    debug_assert!(
+        src.len() == dst.len()
+            && bytes.is_multiple_of(16)
+            && (dst.as_ptr() as usize).is_multiple_of(16)
+    );
     let (from, to) = (src.as_ptr().cast::<u8>(), dst.as_mut_ptr().cast::<u8>());
     for offset in (0..bytes).step_by(16) {
         // SAFETY: SSE2 is part of x86_64. `offset + 16 <= bytes` for both slices (equal

@@ -95,7 +95,7 @@ impl<'a> TensorView<'a> {
             return None;
         }
         let ptr = self.buffer.host_ptr()?;
-        if ptr as usize % std::mem::align_of::<T>() != 0 {
+        if !(ptr as usize).is_multiple_of(std::mem::align_of::<T>()) {
             return None;
         }
         let len = self.buffer.len_bytes() / std::mem::size_of::<T>();

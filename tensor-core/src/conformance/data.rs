@@ -39,7 +39,7 @@ impl Rng {
 
     /// True with probability `1 / n`.
     pub fn one_in(&mut self, n: u64) -> bool {
-        self.next_u64() % n == 0
+        self.next_u64().is_multiple_of(n)
     }
 }
 

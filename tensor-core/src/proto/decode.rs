@@ -169,7 +169,7 @@ fn from_content(
             expected.map_or("more than usize::MAX".to_string(), |e| e.to_string())
         )));
     }
-    let aligned = content.as_ptr() as usize % alignment(dtype) == 0;
+    let aligned = (content.as_ptr() as usize).is_multiple_of(alignment(dtype));
     if device.kind() == DeviceKind::Cpu && aligned {
         let buffer = Arc::new(BytesBuffer::new(content, device.clone()));
         return Tensor::from_parts(dtype, Layout::contiguous(shape), buffer);
