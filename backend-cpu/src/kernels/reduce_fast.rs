@@ -158,8 +158,47 @@ fn inner_sums<T: FloatElem>(
 const ROW_GROUP: usize = 64;
 
 /// Add the `width`-element rows starting at `starts` (plus `first`) into the f64 `totals`,
-/// through compute-type partial sums over groups of rows so that the inner loop vectorises.
+/// through compute-type partial sums over groups of rows so that the inner loop vectorises,
+/// with the widest vectors this CPU has.
 fn add_rows<T: FloatElem>(data: &[T], starts: &[usize], first: usize, totals: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    match crate::vmath::detected() {
+        // SAFETY: the CPU has the instruction set each variant is compiled for.
+        crate::vmath::Isa::Avx512 => {
+            return unsafe { add_rows_avx512(data, starts, first, totals) }
+        }
+        // SAFETY: as above.
+        crate::vmath::Isa::Avx2 => return unsafe { add_rows_avx2(data, starts, first, totals) },
+        crate::vmath::Isa::Baseline => {}
+    }
+    add_rows_with(data, starts, first, totals)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")]
+unsafe fn add_rows_avx512<T: FloatElem>(
+    data: &[T],
+    starts: &[usize],
+    first: usize,
+    totals: &mut [f64],
+) {
+    add_rows_with(data, starts, first, totals)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn add_rows_avx2<T: FloatElem>(
+    data: &[T],
+    starts: &[usize],
+    first: usize,
+    totals: &mut [f64],
+) {
+    add_rows_with(data, starts, first, totals)
+}
+
+/// [`add_rows`]' loop, inlined into each instruction-set variant.
+#[inline(always)]
+fn add_rows_with<T: FloatElem>(data: &[T], starts: &[usize], first: usize, totals: &mut [f64]) {
     let width = totals.len();
     let mut partial = vec![<T::Compute as Real>::ZERO; width];
     for group in starts.chunks(ROW_GROUP) {
