@@ -185,14 +185,25 @@ unsafe fn run_gemm<T: GemmElem>(g: &Geometry, operands: Operands<T>) {
     }
 }
 
+/// The geometry of a matmul whose operands and output are host elements of type `T`, and
+/// those elements.
+type Checked<'a, 'o, T> = (Geometry, &'a [T], &'a [T], &'o mut [T]);
+
+fn checked<'a, 'o, T: Element>(
+    a: &TensorView<'a>,
+    b: &TensorView<'a>,
+    out: &'o mut OutView<'_>,
+) -> Result<Checked<'a, 'o, T>> {
+    let g = Geometry::of(a.layout(), b.layout(), out.layout())?;
+    Ok((g, input::<T>(a)?, input::<T>(b)?, output::<T>(out)?))
+}
+
 fn gemm_typed<T: GemmElem>(
     a: &TensorView<'_>,
     b: &TensorView<'_>,
     out: &mut OutView<'_>,
 ) -> Result<()> {
-    let g = Geometry::of(a.layout(), b.layout(), out.layout())?;
-    let (sa, sb) = (input::<T>(a)?, input::<T>(b)?);
-    let dst = output::<T>(out)?;
+    let (g, sa, sb, dst) = checked::<T>(a, b, out)?;
     // SAFETY: the input layouts were checked against their buffers when the tensors were
     // made and `Geometry::of` checked that the shapes agree, so every position gemm reads
     // is inside `sa` / `sb`; `dst` is the uniquely owned contiguous output.
@@ -226,9 +237,7 @@ fn widened_to_f32<H: FloatElem<Compute = f32>>(
 
 /// A bf16 matmul on AVX512-BF16, one batch after another, each on every thread.
 fn bf16_dot_products(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-    let g = Geometry::of(a.layout(), b.layout(), out.layout())?;
-    let (sa, sb) = (input::<half::bf16>(a)?, input::<half::bf16>(b)?);
-    let dst = output::<half::bf16>(out)?;
+    let (g, sa, sb, dst) = checked::<half::bf16>(a, b, out)?;
     let mut acc = vec![0f32; g.m * g.n];
     for &[oa, ob, oo] in &g.starts {
         acc.fill(0.0);
@@ -249,9 +258,7 @@ fn integer_matmul<T: IntegerMatmul>(
     b: &TensorView<'_>,
     out: &mut OutView<'_>,
 ) -> Result<()> {
-    let g = Geometry::of(a.layout(), b.layout(), out.layout())?;
-    let (sa, sb) = (input::<T>(a)?, input::<T>(b)?);
-    let dst = output::<T>(out)?;
+    let (g, sa, sb, dst) = checked::<T>(a, b, out)?;
     let at = |base: isize, i: usize, s: isize| (base + i as isize * s) as usize;
     let mut acc = vec![T::ZERO; g.n];
     for &[base_a, base_b, base_o] in &g.starts {
