@@ -2,3 +2,4 @@
 //! kernels on any Vulkan, Metal, DX12 or GL GPU.
 
 pub mod adapters;
+pub mod memory;

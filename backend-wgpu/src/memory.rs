@@ -1,0 +1,173 @@
+//! Device memory: storage buffers from a [`BufferAllocator`] (put behind tensor-core's
+//! `CachingAllocator` by the device), and host copies through staging buffers.
+
+use tensor_core::alloc::StatsTracker;
+use tensor_core::{Allocator, AllocatorInfo, AllocatorStats, Error, Result};
+
+/// wgpu copies and bindings move whole 4-byte words.
+pub const WORD: u64 = 4;
+
+/// Storage buffers on one wgpu device, sized in whole words, usable as kernel bindings and
+/// as copy sources and targets. Requests over the device's `max_buffer_size` and
+/// out-of-memory reports from the driver are `Err(OutOfMemory)`.
+pub struct BufferAllocator {
+    name: String,
+    device: wgpu::Device,
+    max_buffer_size: u64,
+    tracker: StatsTracker,
+}
+
+impl BufferAllocator {
+    /// An allocator for `device`, named `name` in errors and stats.
+    pub fn new(name: String, device: wgpu::Device) -> Self {
+        let max_buffer_size = device.limits().max_buffer_size;
+        Self {
+            name,
+            device,
+            max_buffer_size,
+            tracker: StatsTracker::new(None),
+        }
+    }
+}
+
+impl AllocatorInfo for BufferAllocator {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn stats(&self) -> AllocatorStats {
+        self.tracker.snapshot()
+    }
+}
+
+impl Allocator for BufferAllocator {
+    type Block = wgpu::Buffer;
+
+    fn allocate(&self, bytes: usize, _alignment: usize) -> Result<wgpu::Buffer> {
+        let size = (bytes as u64).max(WORD).next_multiple_of(WORD);
+        if size > self.max_buffer_size {
+            return Err(Error::OutOfMemory {
+                device: self.name.clone(),
+                requested: bytes,
+                stats: self.tracker.snapshot(),
+            });
+        }
+        self.tracker.try_reserve(size as usize, &self.name)?;
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("polytensor storage"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        if pollster::block_on(scope.pop()).is_some() {
+            buffer.destroy();
+            self.tracker.release(size as usize);
+            return Err(self.tracker.out_of_memory(bytes, &self.name));
+        }
+        Ok(buffer)
+    }
+
+    fn deallocate(&self, buffer: wgpu::Buffer) {
+        self.tracker.release(buffer.size() as usize);
+        buffer.destroy();
+    }
+}
+
+/// Copy `bytes` into `target` at byte `offset` (both whole words; a partial last word is
+/// padded with zeros) through the queue's staging memory.
+pub fn upload(queue: &wgpu::Queue, target: &wgpu::Buffer, offset: u64, bytes: &[u8]) {
+    let whole = bytes.len() - bytes.len() % WORD as usize;
+    if whole > 0 {
+        queue.write_buffer(target, offset, &bytes[..whole]);
+    }
+    if whole < bytes.len() {
+        let mut last = [0u8; WORD as usize];
+        last[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
+        queue.write_buffer(target, offset + whole as u64, &last);
+    }
+    queue.submit([]);
+}
+
+/// Read `dst.len()` bytes of `source` from byte `offset` (a whole word) into `dst`: a copy
+/// into a mappable staging buffer, a wait for the queue (no busy loop: the driver blocks),
+/// then a map.
+pub fn download(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    source: &wgpu::Buffer,
+    offset: u64,
+    dst: &mut [u8],
+) -> Result<()> {
+    if dst.is_empty() {
+        return Ok(());
+    }
+    let size = (dst.len() as u64).next_multiple_of(WORD);
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("polytensor staging"),
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+    encoder.copy_buffer_to_buffer(source, offset, &staging, 0, size);
+    queue.submit([encoder.finish()]);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    staging.map_async(wgpu::MapMode::Read, .., move |result| {
+        let _ = sender.send(result);
+    });
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| Error::invalid(format!("waiting for the wgpu device failed: {e}")))?;
+    receiver
+        .recv()
+        .map_err(|_| Error::invalid("the wgpu device dropped a read"))?
+        .map_err(|e| Error::invalid(format!("mapping a wgpu staging buffer failed: {e}")))?;
+    {
+        let view = staging
+            .get_mapped_range(..)
+            .map_err(|e| Error::invalid(format!("reading a wgpu staging buffer failed: {e}")))?;
+        dst.copy_from_slice(&view[..dst.len()]);
+    }
+    staging.unmap();
+    staging.destroy();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device() -> Option<(wgpu::Device, wgpu::Queue)> {
+        let adapter = crate::adapters::adapters().into_iter().next()?;
+        let limits = adapter.limits();
+        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            required_limits: limits,
+            ..Default::default()
+        }))
+        .ok()
+    }
+
+    #[test]
+    fn bytes_round_trip_and_stats_balance() {
+        let Some((device, queue)) = device() else {
+            eprintln!("skipped: {}", crate::adapters::absence_reason());
+            return;
+        };
+        let allocator = BufferAllocator::new("wgpu:test".into(), device.clone());
+        for len in [1usize, 3, 4, 1000, 1 << 20] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+            let buffer = allocator.allocate(len, 4).unwrap();
+            upload(&queue, &buffer, 0, &bytes);
+            let mut back = vec![0u8; len];
+            download(&device, &queue, &buffer, 0, &mut back).unwrap();
+            assert_eq!(back, bytes, "{len} bytes");
+            allocator.deallocate(buffer);
+        }
+        assert_eq!(allocator.stats().bytes_in_use, 0);
+        let huge = allocator.allocate(usize::MAX / 2, 4).unwrap_err();
+        assert!(matches!(huge, Error::OutOfMemory { .. }), "{huge}");
+    }
+}
