@@ -2,4 +2,7 @@
 //! kernels on any Vulkan, Metal, DX12 or GL GPU.
 
 pub mod adapters;
+mod device;
 pub mod memory;
+
+pub use device::{WgpuBuffer, WgpuDevice, DEFAULT_CACHE_BYTES};

@@ -91,9 +91,9 @@ pub fn upload(queue: &wgpu::Queue, target: &wgpu::Buffer, offset: u64, bytes: &[
     queue.submit([]);
 }
 
-/// Read `dst.len()` bytes of `source` from byte `offset` (a whole word) into `dst`: a copy
-/// into a mappable staging buffer, a wait for the queue (no busy loop: the driver blocks),
-/// then a map.
+/// Read `dst.len()` bytes of `source` from byte `offset` into `dst`: a copy of the whole
+/// words around them into a mappable staging buffer, a wait for the queue (no busy loop:
+/// the driver blocks), then a map.
 pub fn download(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
@@ -104,7 +104,9 @@ pub fn download(
     if dst.is_empty() {
         return Ok(());
     }
-    let size = (dst.len() as u64).next_multiple_of(WORD);
+    let skip = offset % WORD;
+    let offset = offset - skip;
+    let size = (skip + dst.len() as u64).next_multiple_of(WORD);
     let staging = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("polytensor staging"),
         size,
@@ -129,7 +131,7 @@ pub fn download(
         let view = staging
             .get_mapped_range(..)
             .map_err(|e| Error::invalid(format!("reading a wgpu staging buffer failed: {e}")))?;
-        dst.copy_from_slice(&view[..dst.len()]);
+        dst.copy_from_slice(&view[skip as usize..skip as usize + dst.len()]);
     }
     staging.unmap();
     staging.destroy();
@@ -164,6 +166,11 @@ mod tests {
             let mut back = vec![0u8; len];
             download(&device, &queue, &buffer, 0, &mut back).unwrap();
             assert_eq!(back, bytes, "{len} bytes");
+            if len > 3 {
+                let mut middle = vec![0u8; len - 3];
+                download(&device, &queue, &buffer, 1, &mut middle).unwrap();
+                assert_eq!(middle, bytes[1..len - 2], "{len} bytes from byte 1");
+            }
             allocator.deallocate(buffer);
         }
         assert_eq!(allocator.stats().bytes_in_use, 0);

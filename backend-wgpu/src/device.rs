@@ -1,0 +1,324 @@
+//! [`WgpuDevice`]: one wgpu adapter as a polytensor [`Device`].
+
+use std::any::Any;
+use std::fmt;
+use std::sync::{Arc, Weak};
+
+use tensor_core::alloc::CachedBlock;
+use tensor_core::{
+    Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Error, Op,
+    OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
+};
+
+use crate::memory::{self, BufferAllocator};
+
+/// The bytes of freed storage buffers a wgpu device keeps for reuse by default.
+pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
+
+/// A wgpu adapter opened as a device with the adapter's own limits and its f16/f64
+/// shader features, storage buffers from a [`CachingAllocator`], and WGSL kernels.
+pub struct WgpuDevice {
+    name: String,
+    info: wgpu::AdapterInfo,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    allocator: Arc<CachingAllocator<BufferAllocator>>,
+    me: Weak<WgpuDevice>,
+}
+
+impl fmt::Debug for WgpuDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WgpuDevice")
+            .field("name", &self.name)
+            .field("adapter", &self.info.name)
+            .field("backend", &self.info.backend)
+            .finish()
+    }
+}
+
+impl WgpuDevice {
+    /// Open adapter `index` of [`crate::adapters::adapters`] as `wgpu:<index>`.
+    pub fn open(index: usize) -> Result<Arc<WgpuDevice>> {
+        let adapter = crate::adapters::adapters()
+            .into_iter()
+            .nth(index)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "no wgpu adapter {index}: {}",
+                    crate::adapters::absence_reason()
+                ))
+            })?;
+        let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_F64;
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("polytensor"),
+            required_features: adapter.features() & wanted,
+            required_limits: adapter.limits(),
+            ..Default::default()
+        }))
+        .map_err(|e| Error::invalid(format!("opening wgpu adapter {index} failed: {e}")))?;
+        let name = format!("wgpu:{index}");
+        let buffers = BufferAllocator::new(name.clone(), device.clone());
+        Ok(Arc::new_cyclic(|me| WgpuDevice {
+            name,
+            info: adapter.get_info(),
+            device,
+            queue,
+            allocator: Arc::new(CachingAllocator::new(buffers, DEFAULT_CACHE_BYTES)),
+            me: me.clone(),
+        }))
+    }
+
+    /// The adapter's name, backend and type, as wgpu reports them.
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    fn handle(&self) -> Arc<dyn Device> {
+        self.me
+            .upgrade()
+            .expect("a WgpuDevice is only reachable through its Arc")
+    }
+
+    fn unsupported(&self, op: impl fmt::Display, dtype: DataType) -> Error {
+        Error::Unsupported {
+            op: op.to_string(),
+            dtype,
+            device: self.name.clone(),
+        }
+    }
+}
+
+/// A storage buffer of a [`WgpuDevice`], returned to its cache on drop.
+pub struct WgpuBuffer {
+    block: Option<CachedBlock<wgpu::Buffer>>,
+    allocator: Arc<CachingAllocator<BufferAllocator>>,
+    device: Arc<dyn Device>,
+}
+
+impl WgpuBuffer {
+    /// The wgpu buffer.
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        self.block
+            .as_ref()
+            .expect("a WgpuBuffer holds its block until drop")
+            .inner()
+    }
+}
+
+impl fmt::Debug for WgpuBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WgpuBuffer")
+            .field("len_bytes", &self.len_bytes())
+            .field("device", &self.device.name())
+            .finish()
+    }
+}
+
+// SAFETY: `len_bytes` is the bytes asked for, within the wgpu buffer's size; there is no
+// host pointer.
+unsafe impl TensorBuffer for WgpuBuffer {
+    fn len_bytes(&self) -> usize {
+        self.block.as_ref().map_or(0, |b| b.requested())
+    }
+    fn device(&self) -> &Arc<dyn Device> {
+        &self.device
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Drop for WgpuBuffer {
+    fn drop(&mut self) {
+        if let Some(block) = self.block.take() {
+            self.allocator.deallocate(block);
+        }
+    }
+}
+
+/// The wgpu buffer behind a view, or an error naming what it is instead.
+fn storage<'a>(view: &TensorView<'a>) -> Result<&'a wgpu::Buffer> {
+    view.buffer()
+        .downcast_ref::<WgpuBuffer>()
+        .map(WgpuBuffer::buffer)
+        .ok_or_else(|| Error::invalid(format!("{:?} is not a wgpu buffer", view.buffer())))
+}
+
+impl Device for WgpuDevice {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Wgpu
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "{} ({:?}, {:?})",
+            self.info.name, self.info.backend, self.info.device_type
+        )
+    }
+
+    fn supports(&self, _op: Op, _dtype: DataType) -> bool {
+        // Kernels land op family by op family; until then every op is declared unsupported.
+        false
+    }
+
+    fn allocator(&self) -> &dyn AllocatorInfo {
+        self.allocator.as_ref()
+    }
+
+    fn allocate(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+        let block = self.allocator.allocate(bytes, memory::WORD as usize)?;
+        Ok(Arc::new(WgpuBuffer {
+            block: Some(block),
+            allocator: self.allocator.clone(),
+            device: self.handle(),
+        }))
+    }
+
+    fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+        let buffer = self.allocate(bytes)?;
+        let wgpu_buffer = buffer
+            .downcast_ref::<WgpuBuffer>()
+            .expect("allocate makes WgpuBuffers")
+            .buffer();
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        encoder.clear_buffer(wgpu_buffer, 0, None);
+        self.queue.submit([encoder.finish()]);
+        Ok(buffer)
+    }
+
+    fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {
+        let view = out.view();
+        let size = view.dtype().size();
+        let (start, len) = (
+            view.layout().offset() * size,
+            view.layout().num_elements() * size,
+        );
+        if src.len() != len {
+            return Err(Error::invalid(format!(
+                "copy_from_host of {} bytes into {len} bytes",
+                src.len()
+            )));
+        }
+        if start as u64 % memory::WORD != 0 {
+            return Err(Error::invalid(
+                "copy_from_host into an output that does not start on a 4-byte word",
+            ));
+        }
+        memory::upload(&self.queue, storage(&view)?, start as u64, src);
+        Ok(())
+    }
+
+    fn copy_to_host(&self, src: &TensorView<'_>, dst: &mut [u8]) -> Result<()> {
+        let layout = src.layout();
+        if !layout.is_contiguous() {
+            return Err(Error::invalid("copy_to_host needs a contiguous source"));
+        }
+        let size = src.dtype().size();
+        let (start, len) = (layout.offset() * size, layout.num_elements() * size);
+        if dst.len() != len {
+            return Err(Error::invalid(format!(
+                "copy_to_host of {len} bytes into {} bytes",
+                dst.len()
+            )));
+        }
+        memory::download(&self.device, &self.queue, storage(src)?, start as u64, dst)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| Error::invalid(format!("waiting for {} failed: {e}", self.name)))
+    }
+
+    fn unary(&self, op: UnaryOp, x: &TensorView<'_>, _out: &mut OutView<'_>) -> Result<()> {
+        Err(self.unsupported(op.name(), x.dtype()))
+    }
+
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: &TensorView<'_>,
+        _b: &TensorView<'_>,
+        _out: &mut OutView<'_>,
+    ) -> Result<()> {
+        Err(self.unsupported(op.name(), a.dtype()))
+    }
+
+    fn select(
+        &self,
+        _cond: &TensorView<'_>,
+        a: &TensorView<'_>,
+        _b: &TensorView<'_>,
+        _out: &mut OutView<'_>,
+    ) -> Result<()> {
+        Err(self.unsupported("where", a.dtype()))
+    }
+
+    fn cast(&self, x: &TensorView<'_>, _out: &mut OutView<'_>) -> Result<()> {
+        Err(self.unsupported("cast", x.dtype()))
+    }
+
+    fn matmul(
+        &self,
+        a: &TensorView<'_>,
+        _b: &TensorView<'_>,
+        _out: &mut OutView<'_>,
+    ) -> Result<()> {
+        Err(self.unsupported("matmul", a.dtype()))
+    }
+
+    fn reduce(
+        &self,
+        op: ReduceOp,
+        x: &TensorView<'_>,
+        _axes: &[usize],
+        _out: &mut OutView<'_>,
+    ) -> Result<()> {
+        Err(self.unsupported(op.name(), x.dtype()))
+    }
+
+    fn fill(&self, _value: Scalar, out: &mut OutView<'_>) -> Result<()> {
+        Err(self.unsupported("fill", out.dtype()))
+    }
+
+    fn arange(&self, _start: Scalar, _step: Scalar, out: &mut OutView<'_>) -> Result<()> {
+        Err(self.unsupported("arange", out.dtype()))
+    }
+
+    fn copy(&self, x: &TensorView<'_>, _out: &mut OutView<'_>) -> Result<()> {
+        Err(self.unsupported("copy", x.dtype()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tensor_core::Tensor;
+
+    #[test]
+    fn tensors_round_trip_through_the_device() {
+        let device: Arc<dyn Device> = match WgpuDevice::open(0) {
+            Ok(device) => device,
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let values: Vec<f32> = (0..1001).map(|i| i as f32 * 0.5 - 7.0).collect();
+        let t = Tensor::from_slice(&values, [7, 143], &device).unwrap();
+        assert_eq!(t.to_vec::<f32>().unwrap(), values);
+        let odd = Tensor::from_slice(&[1u8, 2, 3], [3], &device).unwrap();
+        assert_eq!(odd.to_vec::<u8>().unwrap(), vec![1, 2, 3]);
+        let zeros = Tensor::zeros([5], DataType::Int32, &device).unwrap();
+        assert_eq!(zeros.to_vec::<i32>().unwrap(), vec![0; 5]);
+        drop((t, odd, zeros));
+        assert_eq!(device.allocator().stats().bytes_in_use, 0);
+    }
+}
