@@ -205,7 +205,7 @@ impl Device for WgpuDevice {
                 src.len()
             )));
         }
-        if start as u64 % memory::WORD != 0 {
+        if !(start as u64).is_multiple_of(memory::WORD) {
             return Err(Error::invalid(
                 "copy_from_host into an output that does not start on a 4-byte word",
             ));
