@@ -10,6 +10,7 @@ use tensor_core::{
     OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
 };
 
+use crate::kernels::{elementwise, Pipelines};
 use crate::memory::{self, BufferAllocator};
 
 /// The bytes of freed storage buffers a wgpu device keeps for reuse by default.
@@ -23,6 +24,7 @@ pub struct WgpuDevice {
     device: wgpu::Device,
     queue: wgpu::Queue,
     allocator: Arc<CachingAllocator<BufferAllocator>>,
+    pipelines: Pipelines,
     me: Weak<WgpuDevice>,
 }
 
@@ -64,6 +66,7 @@ impl WgpuDevice {
             device,
             queue,
             allocator: Arc::new(CachingAllocator::new(buffers, DEFAULT_CACHE_BYTES)),
+            pipelines: Pipelines::default(),
             me: me.clone(),
         }))
     }
@@ -77,6 +80,53 @@ impl WgpuDevice {
         self.me
             .upgrade()
             .expect("a WgpuDevice is only reachable through its Arc")
+    }
+
+    /// Run `pipeline` over `count` invocations with `bindings` (in binding order) after
+    /// the geometry words.
+    fn dispatch(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        geometry: &[u32],
+        bindings: &[&wgpu::Buffer],
+        count: usize,
+    ) {
+        use wgpu::util::DeviceExt;
+        let geometry = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("polytensor geometry"),
+                contents: &geometry
+                    .iter()
+                    .flat_map(|w| w.to_le_bytes())
+                    .collect::<Vec<u8>>(),
+                usage: wgpu::BufferUsages::STORAGE,
+            });
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = std::iter::once(&geometry)
+            .chain(bindings.iter().copied())
+            .enumerate()
+            .map(|(i, buffer)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: buffer.as_entire_binding(),
+            })
+            .collect();
+        let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            let limit = self.device.limits().max_compute_workgroups_per_dimension;
+            let (x, y) = elementwise::workgroups(count, limit);
+            pass.dispatch_workgroups(x, y, 1);
+        }
+        self.queue.submit([encoder.finish()]);
     }
 
     fn unsupported(&self, op: impl fmt::Display, dtype: DataType) -> Error {
@@ -160,9 +210,15 @@ impl Device for WgpuDevice {
         )
     }
 
-    fn supports(&self, _op: Op, _dtype: DataType) -> bool {
-        // Kernels land op family by op family; until then every op is declared unsupported.
-        false
+    fn supports(&self, op: Op, dtype: DataType) -> bool {
+        // Kernels land op family by op family; the others are declared unsupported.
+        let Some(t) = elementwise::wgsl_type(dtype) else {
+            return false;
+        };
+        match op {
+            Op::Binary(op) => elementwise::binary_expression(op, t).is_some(),
+            _ => false,
+        }
     }
 
     fn allocator(&self) -> &dyn AllocatorInfo {
@@ -245,10 +301,44 @@ impl Device for WgpuDevice {
         &self,
         op: BinaryOp,
         a: &TensorView<'_>,
-        _b: &TensorView<'_>,
-        _out: &mut OutView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
     ) -> Result<()> {
-        Err(self.unsupported(op.name(), a.dtype()))
+        let unsupported = || self.unsupported(op.name(), a.dtype());
+        let t = elementwise::wgsl_type(a.dtype()).ok_or_else(unsupported)?;
+        let expression = elementwise::binary_expression(op, t).ok_or_else(unsupported)?;
+        let (la, lb, lo) = (a.layout(), b.layout(), out.layout());
+        if la.shape() != lo.shape() || lb.shape() != lo.shape() || b.dtype() != a.dtype() {
+            return Err(Error::shape(
+                op.name(),
+                format!(
+                    "operands {} {} and {} {} for an output {}",
+                    a.dtype(),
+                    la.shape(),
+                    b.dtype(),
+                    lb.shape(),
+                    lo.shape()
+                ),
+            ));
+        }
+        if lo.offset() != 0 {
+            return Err(Error::invalid(
+                "a wgpu kernel output must start at its buffer's start",
+            ));
+        }
+        let key = format!("binary.{}.{t}", op.name());
+        let pipeline = self.pipelines.get(&self.device, &key, || {
+            elementwise::binary_source(t, &expression)
+        });
+        let dims = lo.shape().dims();
+        let geometry = elementwise::geometry(
+            &dims,
+            [la.offset(), lb.offset()],
+            [la.strides(), lb.strides()],
+        );
+        let buffers = [storage(a)?, storage(b)?, storage(&out.view())?];
+        self.dispatch(&pipeline, &geometry, &buffers, lo.num_elements());
+        Ok(())
     }
 
     fn select(
@@ -301,6 +391,33 @@ impl Device for WgpuDevice {
 mod tests {
     use super::*;
     use tensor_core::Tensor;
+
+    #[test]
+    fn broadcast_add_on_the_device() {
+        let device: Arc<dyn Device> = match WgpuDevice::open(0) {
+            Ok(device) => device,
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], &device).unwrap();
+        let b = Tensor::from_slice(&[10.0f32, 20.0, 30.0], [3], &device).unwrap();
+        let sum = a.add(&b).unwrap();
+        assert_eq!(
+            sum.to_vec::<f32>().unwrap(),
+            vec![11.0, 22.0, 33.0, 14.0, 25.0, 36.0]
+        );
+        let t = a.t().unwrap().add(&a.t().unwrap()).unwrap();
+        assert_eq!(
+            t.to_vec::<f32>().unwrap(),
+            vec![2.0, 8.0, 4.0, 10.0, 6.0, 12.0]
+        );
+        let q = Tensor::from_slice(&[7i32, -7, 5], [3], &device).unwrap();
+        let z = Tensor::from_slice(&[2i32, 2, 0], [3], &device).unwrap();
+        assert_eq!(q.div(&z).unwrap().to_vec::<i32>().unwrap(), vec![3, -3, -1]);
+        assert_eq!(q.rem(&z).unwrap().to_vec::<i32>().unwrap(), vec![1, -1, 5]);
+    }
 
     #[test]
     fn tensors_round_trip_through_the_device() {

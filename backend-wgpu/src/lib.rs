@@ -3,6 +3,7 @@
 
 pub mod adapters;
 mod device;
+mod kernels;
 pub mod memory;
 
 pub use device::{WgpuBuffer, WgpuDevice, DEFAULT_CACHE_BYTES};

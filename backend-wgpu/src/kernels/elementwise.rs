@@ -1,0 +1,129 @@
+//! Elementwise kernels: one WGSL template for every op of two operands over any strided
+//! (broadcast, transposed, offset) inputs, writing a contiguous output.
+//!
+//! The geometry travels in a small storage buffer of `u32`: element count, rank, the two
+//! input offsets, the output dims, then each input's strides (as `i32` bits, so reversed
+//! views work).
+
+use tensor_core::{BinaryOp, DataType};
+
+/// Invocations per workgroup.
+pub(crate) const WORKGROUP: u32 = 256;
+
+/// The WGSL scalar type that holds `dtype` in storage, if this backend runs it.
+pub(crate) fn wgsl_type(dtype: DataType) -> Option<&'static str> {
+    match dtype {
+        DataType::Float => Some("f32"),
+        DataType::Int32 => Some("i32"),
+        DataType::UInt32 => Some("u32"),
+        _ => None,
+    }
+}
+
+/// The WGSL expression of `op` on `x` and `y` of type `t`, following DESIGN.md's shared
+/// semantics (integer `x / 0 = -1`, `x % 0 = x`; WGSL's own rules give `x` and `0`), or
+/// `None` where this backend has no exact kernel yet.
+pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
+    let float = t == "f32";
+    let all_ones = if t == "u32" { "0xffffffffu" } else { "-1" };
+    let zero = if t == "u32" {
+        "0u"
+    } else if float {
+        "0.0"
+    } else {
+        "0"
+    };
+    Some(match op {
+        BinaryOp::Add => "x + y".into(),
+        BinaryOp::Sub => "x - y".into(),
+        BinaryOp::Mul => "x * y".into(),
+        BinaryOp::Div if float => "x / y".into(),
+        BinaryOp::Div => format!("select(x / y, {all_ones}, y == {zero})"),
+        BinaryOp::Rem if !float => format!("select(x % y, x, y == {zero})"),
+        BinaryOp::Max if float => "float_max(x, y)".into(),
+        BinaryOp::Min if float => "float_min(x, y)".into(),
+        BinaryOp::Max => "max(x, y)".into(),
+        BinaryOp::Min => "min(x, y)".into(),
+        _ => return None,
+    })
+}
+
+/// f32 helpers every template carries. WGSL lets compilers assume there are no NaNs
+/// (`x != x` folds to false on lavapipe), so NaN is tested on the bits; `max` and `min`
+/// propagate NaN and order -0 below +0, as the shared semantics require.
+const FLOAT_HELPERS: &str = r#"
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn float_max(x: f32, y: f32) -> f32 {
+    let zeros = bitcast<f32>(bitcast<u32>(x) & bitcast<u32>(y));
+    return select(select(select(max(x, y), zeros, x == y), y, is_nan(y)), x, is_nan(x));
+}
+
+fn float_min(x: f32, y: f32) -> f32 {
+    let zeros = bitcast<f32>(bitcast<u32>(x) | bitcast<u32>(y));
+    return select(select(select(min(x, y), zeros, x == y), y, is_nan(y)), x, is_nan(x));
+}
+"#;
+
+/// The WGSL source of `out[i] = EXPR(a[pa(i)], b[pb(i)])` for elements of type `t`.
+pub(crate) fn binary_source(t: &str, expression: &str) -> String {
+    format!(
+        r#"
+@group(0) @binding(0) var<storage, read> geometry: array<u32>;
+@group(0) @binding(1) var<storage, read> a: array<{t}>;
+@group(0) @binding(2) var<storage, read> b: array<{t}>;
+@group(0) @binding(3) var<storage, read_write> out: array<{t}>;
+
+{FLOAT_HELPERS}
+fn apply(x: {t}, y: {t}) -> {t} {{
+    return {expression};
+}}
+
+@compute @workgroup_size({WORKGROUP})
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
+    let i = id.x + id.y * groups.x * {WORKGROUP}u;
+    if (i >= geometry[0]) {{
+        return;
+    }}
+    let rank = geometry[1];
+    var rest = i;
+    var pa = bitcast<i32>(geometry[2]);
+    var pb = bitcast<i32>(geometry[3]);
+    for (var d = i32(rank) - 1; d >= 0; d--) {{
+        let dim = geometry[4u + u32(d)];
+        let index = i32(rest % dim);
+        rest = rest / dim;
+        pa += index * bitcast<i32>(geometry[4u + rank + u32(d)]);
+        pb += index * bitcast<i32>(geometry[4u + 2u * rank + u32(d)]);
+    }}
+    out[i] = apply(a[pa], b[pb]);
+}}
+"#
+    )
+}
+
+/// The geometry buffer's words for an output of `dims` read from inputs at `offsets` with
+/// `strides`.
+pub(crate) fn geometry(dims: &[usize], offsets: [usize; 2], strides: [&[isize]; 2]) -> Vec<u32> {
+    let count: usize = dims.iter().product();
+    let mut words = vec![
+        count as u32,
+        dims.len() as u32,
+        offsets[0] as u32,
+        offsets[1] as u32,
+    ];
+    words.extend(dims.iter().map(|&d| d as u32));
+    for s in strides {
+        words.extend(s.iter().map(|&s| s as i32 as u32));
+    }
+    words
+}
+
+/// Workgroups to cover `count` invocations: `(x, y)` with `x <= limit` per dimension.
+pub(crate) fn workgroups(count: usize, limit: u32) -> (u32, u32) {
+    let groups = count.div_ceil(WORKGROUP as usize).max(1) as u64;
+    let x = groups.min(u64::from(limit));
+    (x as u32, groups.div_ceil(x) as u32)
+}
