@@ -1,13 +1,22 @@
 //! Finding adapters: every usable one in a stable order, `WGPU_BACKEND` and
 //! `WGPU_ADAPTER_NAME` honoured, and a reason when there is none.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
-/// One process-wide wgpu instance (backends from `WGPU_BACKEND`, all by default).
+/// The backends to look on: `WGPU_BACKEND` (a comma list: `vulkan`, `metal`, `dx12`,
+/// `gl`), or Vulkan, Metal and DX12. GL is opt-in: its EGL contexts fail when two threads
+/// use them at once, which a parallel test harness does.
+pub fn backends() -> wgpu::Backends {
+    wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY)
+}
+
+/// One process-wide wgpu instance on [`backends`].
 pub fn instance() -> &'static wgpu::Instance {
     static INSTANCE: OnceLock<wgpu::Instance> = OnceLock::new();
     INSTANCE.get_or_init(|| {
-        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+        let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        descriptor.backends = backends();
+        wgpu::Instance::new(descriptor)
     })
 }
 
@@ -34,11 +43,15 @@ fn runs_compute(adapter: &wgpu::Adapter) -> bool {
 /// (case-insensitive) first, then by device type (discrete, integrated, virtual, other, CPU),
 /// then in wgpu's order. `wgpu:0` is the first. An empty list when there is no driver.
 pub fn adapters() -> Vec<wgpu::Adapter> {
-    let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all());
-    let mut found: Vec<wgpu::Adapter> = pollster::block_on(instance().enumerate_adapters(backends))
-        .into_iter()
-        .filter(runs_compute)
-        .collect();
+    // Drivers differ in how well they take concurrent enumeration; one at a time.
+    static ENUMERATING: Mutex<()> = Mutex::new(());
+    let mut found: Vec<wgpu::Adapter> = {
+        let _one = ENUMERATING.lock().unwrap_or_else(|p| p.into_inner());
+        pollster::block_on(instance().enumerate_adapters(backends()))
+    }
+    .into_iter()
+    .filter(runs_compute)
+    .collect();
     let wanted = std::env::var("WGPU_ADAPTER_NAME")
         .ok()
         .map(|name| name.to_lowercase());
@@ -54,7 +67,7 @@ pub fn adapters() -> Vec<wgpu::Adapter> {
 
 /// Why there is no adapter, in words, for `devices()` and skipped tests.
 pub fn absence_reason() -> String {
-    let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all());
+    let backends = backends();
     format!(
         "no wgpu adapter that runs compute shaders (backends tried: {backends:?}; on Linux \
          install a Vulkan driver, e.g. Mesa's lavapipe: apt-get install mesa-vulkan-drivers \

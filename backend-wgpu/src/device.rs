@@ -129,6 +129,48 @@ impl WgpuDevice {
         self.queue.submit([encoder.finish()]);
     }
 
+    /// `out[i] = expression(inputs[..][i])` for inputs of the output's shape (already
+    /// broadcast) and element type `t`, through the pipeline cached as `key`.
+    fn map(
+        &self,
+        key: &str,
+        inputs: &[&TensorView<'_>],
+        out: &mut OutView<'_>,
+        t: &str,
+        expression: &str,
+    ) -> Result<()> {
+        let lo = out.layout();
+        if let Some(bad) = inputs.iter().find(|x| x.layout().shape() != lo.shape()) {
+            return Err(Error::shape(
+                "map",
+                format!(
+                    "operand of shape {} for an output of shape {}",
+                    bad.layout().shape(),
+                    lo.shape()
+                ),
+            ));
+        }
+        if lo.offset() != 0 {
+            return Err(Error::invalid(
+                "a wgpu kernel output must start at its buffer's start",
+            ));
+        }
+        let types = vec![t; inputs.len()];
+        let pipeline = self.pipelines.get(&self.device, key, || {
+            elementwise::map_source(&types, t, expression)
+        });
+        let offsets: Vec<usize> = inputs.iter().map(|x| x.layout().offset()).collect();
+        let strides: Vec<&[isize]> = inputs.iter().map(|x| x.layout().strides()).collect();
+        let geometry = elementwise::geometry(&lo.shape().dims(), &offsets, &strides);
+        let mut buffers = inputs
+            .iter()
+            .map(|x| storage(x))
+            .collect::<Result<Vec<_>>>()?;
+        buffers.push(storage(&out.view())?);
+        self.dispatch(&pipeline, &geometry, &buffers, lo.num_elements());
+        Ok(())
+    }
+
     fn unsupported(&self, op: impl fmt::Display, dtype: DataType) -> Error {
         Error::Unsupported {
             op: op.to_string(),
@@ -217,6 +259,7 @@ impl Device for WgpuDevice {
         };
         match op {
             Op::Binary(op) => elementwise::binary_expression(op, t).is_some(),
+            Op::Unary(op) => elementwise::unary_expression(op, t).is_some(),
             _ => false,
         }
     }
@@ -293,8 +336,17 @@ impl Device for WgpuDevice {
             .map_err(|e| Error::invalid(format!("waiting for {} failed: {e}", self.name)))
     }
 
-    fn unary(&self, op: UnaryOp, x: &TensorView<'_>, _out: &mut OutView<'_>) -> Result<()> {
-        Err(self.unsupported(op.name(), x.dtype()))
+    fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        let unsupported = || self.unsupported(op.name(), x.dtype());
+        let t = elementwise::wgsl_type(x.dtype()).ok_or_else(unsupported)?;
+        let expression = elementwise::unary_expression(op, t).ok_or_else(unsupported)?;
+        self.map(
+            &format!("unary.{}.{t}", op.name()),
+            &[x],
+            out,
+            t,
+            &expression,
+        )
     }
 
     fn binary(
@@ -307,38 +359,13 @@ impl Device for WgpuDevice {
         let unsupported = || self.unsupported(op.name(), a.dtype());
         let t = elementwise::wgsl_type(a.dtype()).ok_or_else(unsupported)?;
         let expression = elementwise::binary_expression(op, t).ok_or_else(unsupported)?;
-        let (la, lb, lo) = (a.layout(), b.layout(), out.layout());
-        if la.shape() != lo.shape() || lb.shape() != lo.shape() || b.dtype() != a.dtype() {
-            return Err(Error::shape(
-                op.name(),
-                format!(
-                    "operands {} {} and {} {} for an output {}",
-                    a.dtype(),
-                    la.shape(),
-                    b.dtype(),
-                    lb.shape(),
-                    lo.shape()
-                ),
-            ));
-        }
-        if lo.offset() != 0 {
-            return Err(Error::invalid(
-                "a wgpu kernel output must start at its buffer's start",
-            ));
-        }
-        let key = format!("binary.{}.{t}", op.name());
-        let pipeline = self.pipelines.get(&self.device, &key, || {
-            elementwise::binary_source(t, &expression)
-        });
-        let dims = lo.shape().dims();
-        let geometry = elementwise::geometry(
-            &dims,
-            [la.offset(), lb.offset()],
-            [la.strides(), lb.strides()],
-        );
-        let buffers = [storage(a)?, storage(b)?, storage(&out.view())?];
-        self.dispatch(&pipeline, &geometry, &buffers, lo.num_elements());
-        Ok(())
+        self.map(
+            &format!("binary.{}.{t}", op.name()),
+            &[a, b],
+            out,
+            t,
+            &expression,
+        )
     }
 
     fn select(

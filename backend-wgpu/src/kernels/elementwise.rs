@@ -5,7 +5,7 @@
 //! input offsets, the output dims, then each input's strides (as `i32` bits, so reversed
 //! views work).
 
-use tensor_core::{BinaryOp, DataType};
+use tensor_core::{BinaryOp, DataType, UnaryOp};
 
 /// Invocations per workgroup.
 pub(crate) const WORKGROUP: u32 = 256;
@@ -48,6 +48,32 @@ pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
     })
 }
 
+/// The WGSL expression of unary `op` on `x` of type `t`, or `None` where this backend has
+/// no kernel within the conformance bounds yet.
+pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
+    let float = t == "f32";
+    let signed = t != "u32";
+    Some(match op {
+        UnaryOp::Neg if float => "-x".into(),
+        UnaryOp::Neg if signed => "0 - x".into(),
+        UnaryOp::Abs if float => "abs(x)".into(),
+        // Wrapping: |MIN| = MIN, as two's complement negation gives.
+        UnaryOp::Abs if signed => "select(x, 0 - x, x < 0)".into(),
+        UnaryOp::Abs => "x".into(),
+        UnaryOp::Sign if float => "select(sign(x), x, is_nan(x) || x == 0.0)".into(),
+        UnaryOp::Sign if signed => "sign(x)".into(),
+        UnaryOp::Sign => "min(x, 1u)".into(),
+        UnaryOp::Relu if float => "select(0.0, x, x > 0.0 || is_nan(x))".into(),
+        UnaryOp::Relu if signed => "max(x, 0)".into(),
+        UnaryOp::Relu => "x".into(),
+        UnaryOp::Square => "x * x".into(),
+        UnaryOp::Floor if float => "floor(x)".into(),
+        UnaryOp::Ceil if float => "ceil(x)".into(),
+        UnaryOp::Round if float => "round(x)".into(),
+        _ => return None,
+    })
+}
+
 /// f32 helpers every template carries. WGSL lets compilers assume there are no NaNs
 /// (`x != x` folds to false on lavapipe), so NaN is tested on the bits; `max` and `min`
 /// propagate NaN and order -0 below +0, as the shared semantics require.
@@ -67,20 +93,45 @@ fn float_min(x: f32, y: f32) -> f32 {
 }
 "#;
 
-/// The WGSL source of `out[i] = EXPR(a[pa(i)], b[pb(i)])` for elements of type `t`.
-pub(crate) fn binary_source(t: &str, expression: &str) -> String {
-    format!(
+/// The WGSL source of `out[i] = apply(in0[p0(i)], in1[p1(i)], ...)`: inputs of the types
+/// `inputs`, output of type `output`, `apply`'s body `expression` over `x`, `y`, `z`.
+pub(crate) fn map_source(inputs: &[&str], output: &str, expression: &str) -> String {
+    const NAMES: [&str; 3] = ["x", "y", "z"];
+    let n = inputs.len();
+    let mut source = String::from(FLOAT_HELPERS);
+    source.push_str("@group(0) @binding(0) var<storage, read> geometry: array<u32>;\n");
+    for (k, t) in inputs.iter().enumerate() {
+        let binding = k + 1;
+        source += &format!("@group(0) @binding({binding}) var<storage, read> in{k}: array<{t}>;\n");
+    }
+    source += &format!(
+        "@group(0) @binding({}) var<storage, read_write> out: array<{output}>;\n",
+        n + 1
+    );
+    let params: Vec<String> = inputs
+        .iter()
+        .zip(NAMES)
+        .map(|(t, name)| format!("{name}: {t}"))
+        .collect();
+    source += &format!(
+        "fn apply({}) -> {output} {{\n    return {expression};\n}}\n",
+        params.join(", ")
+    );
+    let positions: String = (0..n)
+        .map(|k| format!("    var p{k} = bitcast<i32>(geometry[{}u]);\n", 2 + k))
+        .collect();
+    let steps: String = (0..n)
+        .map(|k| {
+            format!(
+                "        p{k} += index * bitcast<i32>(geometry[{}u + {}u * rank + u32(d)]);\n",
+                2 + n,
+                k + 1
+            )
+        })
+        .collect();
+    let args: Vec<String> = (0..n).map(|k| format!("in{k}[p{k}]")).collect();
+    source += &format!(
         r#"
-@group(0) @binding(0) var<storage, read> geometry: array<u32>;
-@group(0) @binding(1) var<storage, read> a: array<{t}>;
-@group(0) @binding(2) var<storage, read> b: array<{t}>;
-@group(0) @binding(3) var<storage, read_write> out: array<{t}>;
-
-{FLOAT_HELPERS}
-fn apply(x: {t}, y: {t}) -> {t} {{
-    return {expression};
-}}
-
 @compute @workgroup_size({WORKGROUP})
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
     let i = id.x + id.y * groups.x * {WORKGROUP}u;
@@ -89,31 +140,26 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     }}
     let rank = geometry[1];
     var rest = i;
-    var pa = bitcast<i32>(geometry[2]);
-    var pb = bitcast<i32>(geometry[3]);
-    for (var d = i32(rank) - 1; d >= 0; d--) {{
-        let dim = geometry[4u + u32(d)];
+{positions}    for (var d = i32(rank) - 1; d >= 0; d--) {{
+        let dim = geometry[{n2}u + u32(d)];
         let index = i32(rest % dim);
         rest = rest / dim;
-        pa += index * bitcast<i32>(geometry[4u + rank + u32(d)]);
-        pb += index * bitcast<i32>(geometry[4u + 2u * rank + u32(d)]);
-    }}
-    out[i] = apply(a[pa], b[pb]);
+{steps}    }}
+    out[i] = apply({args});
 }}
-"#
-    )
+"#,
+        n2 = 2 + n,
+        args = args.join(", ")
+    );
+    source
 }
 
 /// The geometry buffer's words for an output of `dims` read from inputs at `offsets` with
-/// `strides`.
-pub(crate) fn geometry(dims: &[usize], offsets: [usize; 2], strides: [&[isize]; 2]) -> Vec<u32> {
+/// `strides`: count, rank, one offset per input, the dims, then each input's strides.
+pub(crate) fn geometry(dims: &[usize], offsets: &[usize], strides: &[&[isize]]) -> Vec<u32> {
     let count: usize = dims.iter().product();
-    let mut words = vec![
-        count as u32,
-        dims.len() as u32,
-        offsets[0] as u32,
-        offsets[1] as u32,
-    ];
+    let mut words = vec![count as u32, dims.len() as u32];
+    words.extend(offsets.iter().map(|&o| o as u32));
     words.extend(dims.iter().map(|&d| d as u32));
     for s in strides {
         words.extend(s.iter().map(|&s| s as i32 as u32));
