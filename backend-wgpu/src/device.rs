@@ -260,6 +260,7 @@ impl Device for WgpuDevice {
         match op {
             Op::Binary(op) => elementwise::binary_expression(op, t).is_some(),
             Op::Unary(op) => elementwise::unary_expression(op, t).is_some(),
+            Op::Copy => true,
             _ => false,
         }
     }
@@ -409,8 +410,17 @@ impl Device for WgpuDevice {
         Err(self.unsupported("arange", out.dtype()))
     }
 
-    fn copy(&self, x: &TensorView<'_>, _out: &mut OutView<'_>) -> Result<()> {
-        Err(self.unsupported("copy", x.dtype()))
+    fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        let t =
+            elementwise::wgsl_type(x.dtype()).ok_or_else(|| self.unsupported("copy", x.dtype()))?;
+        if out.dtype() != x.dtype() {
+            return Err(Error::invalid(format!(
+                "copy of {} into {}",
+                x.dtype(),
+                out.dtype()
+            )));
+        }
+        self.map(&format!("copy.{t}"), &[x], out, t, "x")
     }
 }
 
