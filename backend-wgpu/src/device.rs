@@ -155,17 +155,37 @@ impl WgpuDevice {
                 "a wgpu kernel output must start at its buffer's start",
             ));
         }
-        let types = vec![t; inputs.len()];
+        let operands = inputs
+            .iter()
+            .map(|x| {
+                Ok(Operand {
+                    buffer: storage(x)?,
+                    offset: x.layout().offset(),
+                    strides: x.layout().strides(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.run_map(key, &operands, out, t, expression)
+    }
+
+    /// [`WgpuDevice::map`] on operands already checked against the output's shape.
+    fn run_map(
+        &self,
+        key: &str,
+        operands: &[Operand<'_>],
+        out: &mut OutView<'_>,
+        t: &str,
+        expression: &str,
+    ) -> Result<()> {
+        let lo = out.layout();
+        let types = vec![t; operands.len()];
         let pipeline = self.pipelines.get(&self.device, key, || {
             elementwise::map_source(&types, t, expression)
         });
-        let offsets: Vec<usize> = inputs.iter().map(|x| x.layout().offset()).collect();
-        let strides: Vec<&[isize]> = inputs.iter().map(|x| x.layout().strides()).collect();
+        let offsets: Vec<usize> = operands.iter().map(|x| x.offset).collect();
+        let strides: Vec<&[isize]> = operands.iter().map(|x| x.strides).collect();
         let geometry = elementwise::geometry(&lo.shape().dims(), &offsets, &strides);
-        let mut buffers = inputs
-            .iter()
-            .map(|x| storage(x))
-            .collect::<Result<Vec<_>>>()?;
+        let mut buffers: Vec<&wgpu::Buffer> = operands.iter().map(|x| x.buffer).collect();
         buffers.push(storage(&out.view())?);
         self.dispatch(&pipeline, &geometry, &buffers, lo.num_elements());
         Ok(())
@@ -178,6 +198,25 @@ impl WgpuDevice {
             device: self.name.clone(),
         }
     }
+}
+
+/// One kernel input: a buffer and the offset and strides (in elements) it is read with.
+struct Operand<'a> {
+    buffer: &'a wgpu::Buffer,
+    offset: usize,
+    strides: &'a [isize],
+}
+
+/// The little-endian bytes of `value` as `dtype` (cast semantics), for the dtypes the
+/// kernels run.
+fn scalar_bytes(value: Scalar, dtype: DataType) -> Option<[u8; 4]> {
+    use tensor_core::Element;
+    Some(match dtype {
+        DataType::Float => f32::from_scalar(value).to_le_bytes(),
+        DataType::Int32 => i32::from_scalar(value).to_le_bytes(),
+        DataType::UInt32 => u32::from_scalar(value).to_le_bytes(),
+        _ => return None,
+    })
 }
 
 /// A storage buffer of a [`WgpuDevice`], returned to its cache on drop.
@@ -260,7 +299,7 @@ impl Device for WgpuDevice {
         match op {
             Op::Binary(op) => elementwise::binary_expression(op, t).is_some(),
             Op::Unary(op) => elementwise::unary_expression(op, t).is_some(),
-            Op::Copy => true,
+            Op::Copy | Op::Fill => true,
             _ => false,
         }
     }
@@ -402,8 +441,25 @@ impl Device for WgpuDevice {
         Err(self.unsupported(op.name(), x.dtype()))
     }
 
-    fn fill(&self, _value: Scalar, out: &mut OutView<'_>) -> Result<()> {
-        Err(self.unsupported("fill", out.dtype()))
+    fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
+        let dtype = out.dtype();
+        let unsupported = || self.unsupported("fill", dtype);
+        let t = elementwise::wgsl_type(dtype).ok_or_else(unsupported)?;
+        let bytes = scalar_bytes(value, dtype).ok_or_else(unsupported)?;
+        // The value in a one-element buffer, read with all strides zero.
+        let value = self.allocate(bytes.len())?;
+        let value = value
+            .downcast_ref::<WgpuBuffer>()
+            .expect("allocate makes WgpuBuffers")
+            .buffer();
+        memory::upload(&self.queue, value, 0, &bytes);
+        let strides = vec![0isize; out.layout().rank()];
+        let operand = Operand {
+            buffer: value,
+            offset: 0,
+            strides: &strides,
+        };
+        self.run_map(&format!("copy.{t}"), &[operand], out, t, "x")
     }
 
     fn arange(&self, _start: Scalar, _step: Scalar, out: &mut OutView<'_>) -> Result<()> {
