@@ -10,7 +10,8 @@ use tensor_core::{
     OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
 };
 
-use crate::kernels::{elementwise, Pipelines};
+use crate::kernels::elementwise::{self, Storage};
+use crate::kernels::Pipelines;
 use crate::memory::{self, BufferAllocator};
 
 /// The bytes of freed storage buffers a wgpu device keeps for reuse by default.
@@ -130,13 +131,12 @@ impl WgpuDevice {
     }
 
     /// `out[i] = expression(inputs[..][i])` for inputs of the output's shape (already
-    /// broadcast) and element type `t`, through the pipeline cached as `key`.
+    /// broadcast), through the pipeline cached as `key`.
     fn map(
         &self,
         key: &str,
         inputs: &[&TensorView<'_>],
         out: &mut OutView<'_>,
-        t: &str,
         expression: &str,
     ) -> Result<()> {
         let lo = out.layout();
@@ -150,22 +150,19 @@ impl WgpuDevice {
                 ),
             ));
         }
-        if lo.offset() != 0 {
-            return Err(Error::invalid(
-                "a wgpu kernel output must start at its buffer's start",
-            ));
-        }
         let operands = inputs
             .iter()
             .map(|x| {
                 Ok(Operand {
                     buffer: storage(x)?,
+                    storage: Storage::of(x.dtype())
+                        .ok_or_else(|| self.unsupported(key, x.dtype()))?,
                     offset: x.layout().offset(),
                     strides: x.layout().strides(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        self.run_map(key, &operands, out, t, expression)
+        self.run_map(key, &operands, out, expression)
     }
 
     /// [`WgpuDevice::map`] on operands already checked against the output's shape.
@@ -174,20 +171,26 @@ impl WgpuDevice {
         key: &str,
         operands: &[Operand<'_>],
         out: &mut OutView<'_>,
-        t: &str,
         expression: &str,
     ) -> Result<()> {
         let lo = out.layout();
-        let types = vec![t; operands.len()];
+        if lo.offset() != 0 {
+            return Err(Error::invalid(
+                "a wgpu kernel output must start at its buffer's start",
+            ));
+        }
+        let output = Storage::of(out.dtype()).ok_or_else(|| self.unsupported(key, out.dtype()))?;
+        let inputs: Vec<Storage> = operands.iter().map(|x| x.storage).collect();
         let pipeline = self.pipelines.get(&self.device, key, || {
-            elementwise::map_source(&types, t, expression)
+            elementwise::map_source(&inputs, output, expression)
         });
         let offsets: Vec<usize> = operands.iter().map(|x| x.offset).collect();
         let strides: Vec<&[isize]> = operands.iter().map(|x| x.strides).collect();
         let geometry = elementwise::geometry(&lo.shape().dims(), &offsets, &strides);
         let mut buffers: Vec<&wgpu::Buffer> = operands.iter().map(|x| x.buffer).collect();
         buffers.push(storage(&out.view())?);
-        self.dispatch(&pipeline, &geometry, &buffers, lo.num_elements());
+        let invocations = lo.num_elements().div_ceil(output.lanes());
+        self.dispatch(&pipeline, &geometry, &buffers, invocations);
         Ok(())
     }
 
@@ -203,8 +206,28 @@ impl WgpuDevice {
 /// One kernel input: a buffer and the offset and strides (in elements) it is read with.
 struct Operand<'a> {
     buffer: &'a wgpu::Buffer,
+    storage: Storage,
     offset: usize,
     strides: &'a [isize],
+}
+
+/// The cache key and WGSL expression of the kernel that runs `op` on `dtype`, or `None`
+/// where this backend has none (yet): the single source of `supports` and the kernels.
+fn kernel_for(op: Op, dtype: DataType) -> Option<(String, String)> {
+    let storage = Storage::of(dtype)?;
+    let t = storage.value_type();
+    let word = elementwise::wgsl_type(dtype);
+    let expression = match op {
+        Op::Binary(op) if op.is_comparison() => elementwise::compare_expression(op, t)?,
+        Op::Binary(op) if dtype == DataType::Bool => elementwise::logical_expression(op)?.into(),
+        Op::Binary(op) => elementwise::binary_expression(op, word?)?,
+        Op::Unary(UnaryOp::Not) if dtype == DataType::Bool => "1u - x".into(),
+        Op::Unary(op) => elementwise::unary_expression(op, word?)?,
+        Op::Where => "select(z, y, x != 0u)".into(),
+        Op::Copy | Op::Fill => "x".into(),
+        _ => return None,
+    };
+    Some((format!("{op}.{dtype}"), expression))
 }
 
 /// The little-endian bytes of `value` as `dtype` (cast semantics), for the dtypes the
@@ -215,6 +238,7 @@ fn scalar_bytes(value: Scalar, dtype: DataType) -> Option<[u8; 4]> {
         DataType::Float => f32::from_scalar(value).to_le_bytes(),
         DataType::Int32 => i32::from_scalar(value).to_le_bytes(),
         DataType::UInt32 => u32::from_scalar(value).to_le_bytes(),
+        DataType::Bool => [u8::from(bool::from_scalar(value)), 0, 0, 0],
         _ => return None,
     })
 }
@@ -293,15 +317,7 @@ impl Device for WgpuDevice {
 
     fn supports(&self, op: Op, dtype: DataType) -> bool {
         // Kernels land op family by op family; the others are declared unsupported.
-        let Some(t) = elementwise::wgsl_type(dtype) else {
-            return false;
-        };
-        match op {
-            Op::Binary(op) => elementwise::binary_expression(op, t).is_some(),
-            Op::Unary(op) => elementwise::unary_expression(op, t).is_some(),
-            Op::Copy | Op::Fill => true,
-            _ => false,
-        }
+        kernel_for(op, dtype).is_some()
     }
 
     fn allocator(&self) -> &dyn AllocatorInfo {
@@ -377,16 +393,9 @@ impl Device for WgpuDevice {
     }
 
     fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        let unsupported = || self.unsupported(op.name(), x.dtype());
-        let t = elementwise::wgsl_type(x.dtype()).ok_or_else(unsupported)?;
-        let expression = elementwise::unary_expression(op, t).ok_or_else(unsupported)?;
-        self.map(
-            &format!("unary.{}.{t}", op.name()),
-            &[x],
-            out,
-            t,
-            &expression,
-        )
+        let (key, expression) = kernel_for(Op::Unary(op), x.dtype())
+            .ok_or_else(|| self.unsupported(op.name(), x.dtype()))?;
+        self.map(&key, &[x], out, &expression)
     }
 
     fn binary(
@@ -396,26 +405,36 @@ impl Device for WgpuDevice {
         b: &TensorView<'_>,
         out: &mut OutView<'_>,
     ) -> Result<()> {
-        let unsupported = || self.unsupported(op.name(), a.dtype());
-        let t = elementwise::wgsl_type(a.dtype()).ok_or_else(unsupported)?;
-        let expression = elementwise::binary_expression(op, t).ok_or_else(unsupported)?;
-        self.map(
-            &format!("binary.{}.{t}", op.name()),
-            &[a, b],
-            out,
-            t,
-            &expression,
-        )
+        if b.dtype() != a.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: op.name(),
+                expected: a.dtype().to_string(),
+                found: b.dtype(),
+            });
+        }
+        let (key, expression) = kernel_for(Op::Binary(op), a.dtype())
+            .ok_or_else(|| self.unsupported(op.name(), a.dtype()))?;
+        self.map(&key, &[a, b], out, &expression)
     }
 
     fn select(
         &self,
-        _cond: &TensorView<'_>,
+        cond: &TensorView<'_>,
         a: &TensorView<'_>,
-        _b: &TensorView<'_>,
-        _out: &mut OutView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
     ) -> Result<()> {
-        Err(self.unsupported("where", a.dtype()))
+        if cond.dtype() != DataType::Bool || b.dtype() != a.dtype() {
+            return Err(Error::invalid(format!(
+                "where needs a bool condition and equal dtypes, not {}, {} and {}",
+                cond.dtype(),
+                a.dtype(),
+                b.dtype()
+            )));
+        }
+        let (key, expression) =
+            kernel_for(Op::Where, a.dtype()).ok_or_else(|| self.unsupported("where", a.dtype()))?;
+        self.map(&key, &[cond, a, b], out, &expression)
     }
 
     fn cast(&self, x: &TensorView<'_>, _out: &mut OutView<'_>) -> Result<()> {
@@ -444,7 +463,7 @@ impl Device for WgpuDevice {
     fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
         let dtype = out.dtype();
         let unsupported = || self.unsupported("fill", dtype);
-        let t = elementwise::wgsl_type(dtype).ok_or_else(unsupported)?;
+        let (key, expression) = kernel_for(Op::Fill, dtype).ok_or_else(unsupported)?;
         let bytes = scalar_bytes(value, dtype).ok_or_else(unsupported)?;
         // The value in a one-element buffer, read with all strides zero.
         let value = self.allocate(bytes.len())?;
@@ -456,10 +475,11 @@ impl Device for WgpuDevice {
         let strides = vec![0isize; out.layout().rank()];
         let operand = Operand {
             buffer: value,
+            storage: Storage::of(dtype).ok_or_else(unsupported)?,
             offset: 0,
             strides: &strides,
         };
-        self.run_map(&format!("copy.{t}"), &[operand], out, t, "x")
+        self.run_map(&key, &[operand], out, &expression)
     }
 
     fn arange(&self, _start: Scalar, _step: Scalar, out: &mut OutView<'_>) -> Result<()> {
@@ -467,8 +487,6 @@ impl Device for WgpuDevice {
     }
 
     fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        let t =
-            elementwise::wgsl_type(x.dtype()).ok_or_else(|| self.unsupported("copy", x.dtype()))?;
         if out.dtype() != x.dtype() {
             return Err(Error::invalid(format!(
                 "copy of {} into {}",
@@ -476,7 +494,9 @@ impl Device for WgpuDevice {
                 out.dtype()
             )));
         }
-        self.map(&format!("copy.{t}"), &[x], out, t, "x")
+        let (key, expression) =
+            kernel_for(Op::Copy, x.dtype()).ok_or_else(|| self.unsupported("copy", x.dtype()))?;
+        self.map(&key, &[x], out, &expression)
     }
 }
 

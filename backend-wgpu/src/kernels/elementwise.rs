@@ -93,28 +93,87 @@ fn float_min(x: f32, y: f32) -> f32 {
 }
 "#;
 
-/// The WGSL source of `out[i] = apply(in0[p0(i)], in1[p1(i)], ...)`: inputs of the types
-/// `inputs`, output of type `output`, `apply`'s body `expression` over `x`, `y`, `z`.
-pub(crate) fn map_source(inputs: &[&str], output: &str, expression: &str) -> String {
+/// How an operand's elements sit in its storage buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Storage {
+    /// One 4-byte WGSL scalar per element (`f32`, `i32`, `u32`).
+    Word(&'static str),
+    /// One byte per element, four to a `u32` word, as the host holds bool; the kernel sees
+    /// the byte as a `u32`.
+    Byte,
+}
+
+impl Storage {
+    /// How `dtype` is stored, if the kernels run it.
+    pub(crate) fn of(dtype: DataType) -> Option<Storage> {
+        match dtype {
+            DataType::Bool => Some(Storage::Byte),
+            _ => wgsl_type(dtype).map(Storage::Word),
+        }
+    }
+
+    /// The WGSL type of one element as the expression sees it.
+    pub(crate) fn value_type(self) -> &'static str {
+        match self {
+            Storage::Word(t) => t,
+            Storage::Byte => "u32",
+        }
+    }
+
+    /// The WGSL type of the storage array's items.
+    fn item_type(self) -> &'static str {
+        match self {
+            Storage::Word(t) => t,
+            Storage::Byte => "u32",
+        }
+    }
+
+    /// The expression loading element position `p` (an `i32`) of array `array`.
+    fn load(self, array: &str, p: &str) -> String {
+        match self {
+            Storage::Word(_) => format!("{array}[{p}]"),
+            Storage::Byte => {
+                format!("((({array}[u32({p}) >> 2u]) >> ((u32({p}) & 3u) * 8u)) & 0xffu)")
+            }
+        }
+    }
+
+    /// Elements each invocation writes: a byte output writes whole words.
+    pub(crate) fn lanes(self) -> usize {
+        match self {
+            Storage::Word(_) => 1,
+            Storage::Byte => 4,
+        }
+    }
+}
+
+/// The WGSL source of `out[i] = apply(in0[p0(i)], in1[p1(i)], ...)` with inputs and output
+/// stored as `inputs` and `output`, `apply`'s body `expression` over `x`, `y`, `z`.
+pub(crate) fn map_source(inputs: &[Storage], output: Storage, expression: &str) -> String {
     const NAMES: [&str; 3] = ["x", "y", "z"];
     let n = inputs.len();
+    let value = output.value_type();
     let mut source = String::from(FLOAT_HELPERS);
     source.push_str("@group(0) @binding(0) var<storage, read> geometry: array<u32>;\n");
-    for (k, t) in inputs.iter().enumerate() {
-        let binding = k + 1;
-        source += &format!("@group(0) @binding({binding}) var<storage, read> in{k}: array<{t}>;\n");
+    for (k, storage) in inputs.iter().enumerate() {
+        source += &format!(
+            "@group(0) @binding({}) var<storage, read> in{k}: array<{}>;\n",
+            k + 1,
+            storage.item_type()
+        );
     }
     source += &format!(
-        "@group(0) @binding({}) var<storage, read_write> out: array<{output}>;\n",
-        n + 1
+        "@group(0) @binding({}) var<storage, read_write> out: array<{}>;\n",
+        n + 1,
+        output.item_type()
     );
     let params: Vec<String> = inputs
         .iter()
         .zip(NAMES)
-        .map(|(t, name)| format!("{name}: {t}"))
+        .map(|(storage, name)| format!("{name}: {}", storage.value_type()))
         .collect();
     source += &format!(
-        "fn apply({}) -> {output} {{\n    return {expression};\n}}\n",
+        "fn apply({}) -> {value} {{\n    return {expression};\n}}\n",
         params.join(", ")
     );
     let positions: String = (0..n)
@@ -129,15 +188,14 @@ pub(crate) fn map_source(inputs: &[&str], output: &str, expression: &str) -> Str
             )
         })
         .collect();
-    let args: Vec<String> = (0..n).map(|k| format!("in{k}[p{k}]")).collect();
+    let args: Vec<String> = inputs
+        .iter()
+        .enumerate()
+        .map(|(k, storage)| storage.load(&format!("in{k}"), &format!("p{k}")))
+        .collect();
     source += &format!(
         r#"
-@compute @workgroup_size({WORKGROUP})
-fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
-    let i = id.x + id.y * groups.x * {WORKGROUP}u;
-    if (i >= geometry[0]) {{
-        return;
-    }}
+fn element(i: u32) -> {value} {{
     let rank = geometry[1];
     var rest = i;
 {positions}    for (var d = i32(rank) - 1; d >= 0; d--) {{
@@ -145,13 +203,74 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         let index = i32(rest % dim);
         rest = rest / dim;
 {steps}    }}
-    out[i] = apply({args});
+    return apply({args});
 }}
 "#,
         n2 = 2 + n,
         args = args.join(", ")
     );
+    let body = match output {
+        Storage::Word(_) => {
+            "    if (i < geometry[0]) {\n        out[i] = element(i);\n    }\n".to_string()
+        }
+        Storage::Byte => r#"    let first = i * 4u;
+    if (first >= geometry[0]) {
+        return;
+    }
+    var word = 0u;
+    for (var lane = 0u; lane < 4u; lane++) {
+        if (first + lane < geometry[0]) {
+            word |= (element(first + lane) & 0xffu) << (lane * 8u);
+        }
+    }
+    out[i] = word;
+"#
+        .to_string(),
+    };
+    source += &format!(
+        r#"
+@compute @workgroup_size({WORKGROUP})
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
+    let i = id.x + id.y * groups.x * {WORKGROUP}u;
+{body}}}
+"#
+    );
     source
+}
+
+/// The WGSL expression of comparison `op` on `x` and `y` stored as `t`, as a `u32` 0 or 1.
+/// Float comparisons are false (`ne`: true) when either side is NaN, tested on the bits.
+pub(crate) fn compare_expression(op: BinaryOp, t: &str) -> Option<String> {
+    let symbol = match op {
+        BinaryOp::Eq => "==",
+        BinaryOp::Ne => "==",
+        BinaryOp::Lt => "<",
+        BinaryOp::Le => "<=",
+        BinaryOp::Gt => ">",
+        BinaryOp::Ge => ">=",
+        _ => return None,
+    };
+    let ordered = if t == "f32" {
+        format!("(x {symbol} y && !is_nan(x) && !is_nan(y))")
+    } else {
+        format!("(x {symbol} y)")
+    };
+    let truth = if op == BinaryOp::Ne {
+        format!("!{ordered}")
+    } else {
+        ordered
+    };
+    Some(format!("select(0u, 1u, {truth})"))
+}
+
+/// The WGSL expression of a logical op on bools (bytes 0 or 1).
+pub(crate) fn logical_expression(op: BinaryOp) -> Option<&'static str> {
+    match op {
+        BinaryOp::And => Some("x & y"),
+        BinaryOp::Or => Some("x | y"),
+        BinaryOp::Xor => Some("x ^ y"),
+        _ => None,
+    }
 }
 
 /// The geometry buffer's words for an output of `dims` read from inputs at `offsets` with
