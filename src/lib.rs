@@ -2,7 +2,8 @@
 //!
 //! Tensors on whatever device a machine has: TensorFlow's tensor core (dtypes, shapes,
 //! slices, refcounted buffers, allocators, `TensorProto`) in Rust, with pluggable device
-//! backends behind cargo features: `cpu` (default); CUDA, OpenCL and wgpu as they land.
+//! backends behind cargo features: `cpu` (default), `wgpu` (in progress); CUDA and OpenCL
+//! as they land.
 //!
 //! ```
 //! use polytensor::prelude::*;
@@ -29,6 +30,10 @@ pub use tensor_core::*;
 /// The CPU backend (feature `cpu`).
 #[cfg(feature = "cpu")]
 pub use backend_cpu::CpuDevice;
+
+/// The wgpu backend (feature `wgpu`).
+#[cfg(feature = "wgpu")]
+pub use backend_wgpu::WgpuDevice;
 
 /// The names most programs need: `use polytensor::prelude::*;`.
 pub mod prelude {

@@ -66,6 +66,11 @@ const BACKENDS: &[Backend] = &[
         kind: DeviceKind::Cpu,
         probe: || Ok(vec![backend_cpu::CpuDevice::shared()]),
     },
+    #[cfg(feature = "wgpu")]
+    Backend {
+        kind: DeviceKind::Wgpu,
+        probe: backend_wgpu::open_all,
+    },
 ];
 
 /// Every device this machine has, and every compiled-in backend that has none (with the
