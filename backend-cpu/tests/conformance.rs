@@ -23,24 +23,4 @@ fn check(family: Family) {
     );
 }
 
-macro_rules! family_tests {
-    ($($name:ident => $family:ident;)*) => {$(
-        #[test]
-        fn $name() {
-            check(Family::$family);
-        }
-    )*};
-}
-
-family_tests! {
-    unary => Unary;
-    binary => Binary;
-    compare => Compare;
-    logical => Logical;
-    where_select => Where;
-    cast => Cast;
-    matmul => Matmul;
-    reduce => Reduce;
-    fill => Fill;
-    copy => Copy;
-}
+tensor_core::conformance_family_tests!(check);

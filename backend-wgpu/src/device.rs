@@ -370,19 +370,14 @@ impl Device for WgpuDevice {
     }
 
     fn copy_to_host(&self, src: &TensorView<'_>, dst: &mut [u8]) -> Result<()> {
-        let layout = src.layout();
-        if !layout.is_contiguous() {
-            return Err(Error::invalid("copy_to_host needs a contiguous source"));
-        }
-        let size = src.dtype().size();
-        let (start, len) = (layout.offset() * size, layout.num_elements() * size);
-        if dst.len() != len {
-            return Err(Error::invalid(format!(
-                "copy_to_host of {len} bytes into {} bytes",
-                dst.len()
-            )));
-        }
-        memory::download(&self.device, &self.queue, storage(src)?, start as u64, dst)
+        let range = src.host_copy_range(dst.len())?;
+        memory::download(
+            &self.device,
+            &self.queue,
+            storage(src)?,
+            range.start as u64,
+            dst,
+        )
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -87,6 +87,25 @@ impl<'a> TensorView<'a> {
         self.buffer.host_bytes()
     }
 
+    /// The byte range of this view's elements in its buffer, for a `copy_to_host` of them
+    /// into `dst_len` bytes: an `Err` unless the view is contiguous and exactly that size.
+    pub fn host_copy_range(&self, dst_len: usize) -> Result<std::ops::Range<usize>> {
+        if !self.layout.is_contiguous() {
+            return Err(Error::invalid("copy_to_host needs a contiguous source"));
+        }
+        let size = self.dtype.size();
+        let (start, len) = (
+            self.layout.offset() * size,
+            self.layout.num_elements() * size,
+        );
+        if dst_len != len {
+            return Err(Error::invalid(format!(
+                "copy_to_host of {len} bytes into {dst_len} bytes"
+            )));
+        }
+        Ok(start..start + len)
+    }
+
     /// The whole buffer as host elements of type `T`, if the memory is host-visible, `T`
     /// is this view's element type and the memory is aligned for it. Index it with the
     /// layout's positions.

@@ -64,21 +64,10 @@ pub(crate) fn copy_from_host(src: &[u8], out: &mut OutView<'_>) -> Result<()> {
 
 /// Copy the elements of contiguous `src` into host bytes.
 pub(crate) fn copy_to_host(src: &TensorView<'_>, dst: &mut [u8]) -> Result<()> {
-    let layout = src.layout();
-    if !layout.is_contiguous() {
-        return Err(Error::invalid("copy_to_host needs a contiguous source"));
-    }
-    let size = src.dtype().size();
-    let (start, len) = (layout.offset() * size, layout.num_elements() * size);
-    if dst.len() != len {
-        return Err(Error::invalid(format!(
-            "copy_to_host of {len} bytes into {} bytes",
-            dst.len()
-        )));
-    }
-    if len == 0 {
+    let range = src.host_copy_range(dst.len())?;
+    if range.is_empty() {
         return Ok(());
     }
-    dst.copy_from_slice(&host_bytes(src)?[start..start + len]);
+    dst.copy_from_slice(&host_bytes(src)?[range]);
     Ok(())
 }

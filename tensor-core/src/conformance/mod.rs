@@ -157,6 +157,30 @@ impl Report {
     }
 }
 
+/// One `#[test]` per op family, each calling `$check(Family::...)`, so a failure names
+/// what broke. For each backend's `tests/conformance.rs`:
+///
+/// ```ignore
+/// fn check(family: Family) { /* run the family on the device, assert */ }
+/// tensor_core::conformance_family_tests!(check);
+/// ```
+#[macro_export]
+macro_rules! conformance_family_tests {
+    ($check:path) => {
+        $crate::conformance_family_tests!(@each $check;
+            unary => Unary; binary => Binary; compare => Compare; logical => Logical;
+            where_select => Where; cast => Cast; matmul => Matmul; reduce => Reduce;
+            fill => Fill; copy => Copy;
+        );
+    };
+    (@each $check:path; $($name:ident => $family:ident;)*) => {$(
+        #[test]
+        fn $name() {
+            $check($crate::conformance::Family::$family);
+        }
+    )*};
+}
+
 /// Run every case that `filter` accepts on `device`, calling `progress` after each case.
 pub fn run_with_progress(
     device: &Arc<dyn Device>,
