@@ -60,6 +60,12 @@ impl WgpuDevice {
         }))
         .map_err(|e| Error::invalid(format!("opening wgpu adapter {index} failed: {e}")))?;
         let name = format!("wgpu:{index}");
+        // wgpu's default for a validation error nobody caught is a panic; polytensor checks
+        // its inputs before encoding, so such an error is a bug to report, not to abort on.
+        let reporter = name.clone();
+        device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
+            eprintln!("polytensor {reporter}: uncaught wgpu error: {error}");
+        }));
         let buffers = BufferAllocator::new(name.clone(), device.clone());
         Ok(Arc::new_cyclic(|me| WgpuDevice {
             name,

@@ -8,23 +8,28 @@ use tensor_core::{Allocator, AllocatorInfo, AllocatorStats, Error, Result};
 pub const WORD: u64 = 4;
 
 /// Storage buffers on one wgpu device, sized in whole words, usable as kernel bindings and
-/// as copy sources and targets. Requests over the device's `max_buffer_size` and
-/// out-of-memory reports from the driver are `Err(OutOfMemory)`.
+/// as copy sources and targets. Requests larger than one storage binding (the smaller of
+/// the device's `max_buffer_size` and `max_storage_buffer_binding_size`: kernels bind whole
+/// buffers, and chunking larger tensors is not implemented) and out-of-memory reports from
+/// the driver are `Err(OutOfMemory)`.
 pub struct BufferAllocator {
     name: String,
     device: wgpu::Device,
-    max_buffer_size: u64,
+    largest: u64,
     tracker: StatsTracker,
 }
 
 impl BufferAllocator {
     /// An allocator for `device`, named `name` in errors and stats.
     pub fn new(name: String, device: wgpu::Device) -> Self {
-        let max_buffer_size = device.limits().max_buffer_size;
+        let limits = device.limits();
+        let largest = limits
+            .max_buffer_size
+            .min(limits.max_storage_buffer_binding_size);
         Self {
             name,
             device,
-            max_buffer_size,
+            largest,
             tracker: StatsTracker::new(None),
         }
     }
@@ -45,7 +50,7 @@ impl Allocator for BufferAllocator {
 
     fn allocate(&self, bytes: usize, _alignment: usize) -> Result<wgpu::Buffer> {
         let size = (bytes as u64).max(WORD).next_multiple_of(WORD);
-        if size > self.max_buffer_size {
+        if size > self.largest {
             return Err(Error::OutOfMemory {
                 device: self.name.clone(),
                 requested: bytes,
@@ -176,5 +181,12 @@ mod tests {
         assert_eq!(allocator.stats().bytes_in_use, 0);
         let huge = allocator.allocate(usize::MAX / 2, 4).unwrap_err();
         assert!(matches!(huge, Error::OutOfMemory { .. }), "{huge}");
+        let binding = device.limits().max_storage_buffer_binding_size as usize;
+        let unbindable = allocator.allocate(binding + 4, 4).unwrap_err();
+        assert!(
+            matches!(unbindable, Error::OutOfMemory { .. }),
+            "{unbindable}"
+        );
+        assert_eq!(allocator.stats().bytes_in_use, 0);
     }
 }
