@@ -506,14 +506,21 @@ mod tests {
     use super::*;
     use tensor_core::Tensor;
 
-    #[test]
-    fn broadcast_add_on_the_device() {
-        let device: Arc<dyn Device> = match WgpuDevice::open(0) {
-            Ok(device) => device,
+    /// The first wgpu device, or `None` after printing why the test skips.
+    fn first_device() -> Option<Arc<dyn Device>> {
+        match WgpuDevice::open(0) {
+            Ok(device) => Some(device),
             Err(e) => {
                 eprintln!("skipped: {e}");
-                return;
+                None
             }
+        }
+    }
+
+    #[test]
+    fn broadcast_add_on_the_device() {
+        let Some(device) = first_device() else {
+            return;
         };
         let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], &device).unwrap();
         let b = Tensor::from_slice(&[10.0f32, 20.0, 30.0], [3], &device).unwrap();
@@ -535,12 +542,8 @@ mod tests {
 
     #[test]
     fn tensors_round_trip_through_the_device() {
-        let device: Arc<dyn Device> = match WgpuDevice::open(0) {
-            Ok(device) => device,
-            Err(e) => {
-                eprintln!("skipped: {e}");
-                return;
-            }
+        let Some(device) = first_device() else {
+            return;
         };
         let values: Vec<f32> = (0..1001).map(|i| i as f32 * 0.5 - 7.0).collect();
         let t = Tensor::from_slice(&values, [7, 143], &device).unwrap();

@@ -112,16 +112,9 @@ impl Storage {
         }
     }
 
-    /// The WGSL type of one element as the expression sees it.
+    /// The WGSL type of the storage array's items, which is also the type the expression
+    /// sees an element as (a byte is widened to `u32`).
     pub(crate) fn value_type(self) -> &'static str {
-        match self {
-            Storage::Word(t) => t,
-            Storage::Byte => "u32",
-        }
-    }
-
-    /// The WGSL type of the storage array's items.
-    fn item_type(self) -> &'static str {
         match self {
             Storage::Word(t) => t,
             Storage::Byte => "u32",
@@ -159,13 +152,13 @@ pub(crate) fn map_source(inputs: &[Storage], output: Storage, expression: &str) 
         source += &format!(
             "@group(0) @binding({}) var<storage, read> in{k}: array<{}>;\n",
             k + 1,
-            storage.item_type()
+            storage.value_type()
         );
     }
     source += &format!(
         "@group(0) @binding({}) var<storage, read_write> out: array<{}>;\n",
         n + 1,
-        output.item_type()
+        output.value_type()
     );
     let params: Vec<String> = inputs
         .iter()
