@@ -13,6 +13,7 @@ use tensor_core::{
 use crate::kernels::elementwise::{self, Storage};
 use crate::kernels::Pipelines;
 use crate::memory::{self, BufferAllocator};
+use crate::ops;
 
 /// The bytes of freed storage buffers a wgpu device keeps for reuse by default.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
@@ -89,14 +90,14 @@ impl WgpuDevice {
             .expect("a WgpuDevice is only reachable through its Arc")
     }
 
-    /// Run `pipeline` over `count` invocations with `bindings` (in binding order) after
+    /// Run `pipeline` on `groups` workgroups with `bindings` (in binding order) after
     /// the geometry words.
-    fn dispatch(
+    pub(crate) fn dispatch(
         &self,
         pipeline: &wgpu::ComputePipeline,
         geometry: &[u32],
         bindings: &[&wgpu::Buffer],
-        count: usize,
+        groups: [u32; 3],
     ) {
         use wgpu::util::DeviceExt;
         let geometry = self
@@ -129,9 +130,7 @@ impl WgpuDevice {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &group, &[]);
-            let limit = self.device.limits().max_compute_workgroups_per_dimension;
-            let (x, y) = elementwise::workgroups(count, limit);
-            pass.dispatch_workgroups(x, y, 1);
+            pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
         }
         self.queue.submit([encoder.finish()]);
     }
@@ -180,27 +179,45 @@ impl WgpuDevice {
         expression: &str,
     ) -> Result<()> {
         let lo = out.layout();
-        if lo.offset() != 0 {
-            return Err(Error::invalid(
-                "a wgpu kernel output must start at its buffer's start",
-            ));
-        }
+        let target = output_buffer(out)?;
         let output = Storage::of(out.dtype()).ok_or_else(|| self.unsupported(key, out.dtype()))?;
         let inputs: Vec<Storage> = operands.iter().map(|x| x.storage).collect();
-        let pipeline = self.pipelines.get(&self.device, key, || {
-            elementwise::map_source(&inputs, output, expression)
-        });
+        let pipeline =
+            self.pipeline(key, || elementwise::map_source(&inputs, output, expression))?;
         let offsets: Vec<usize> = operands.iter().map(|x| x.offset).collect();
         let strides: Vec<&[isize]> = operands.iter().map(|x| x.strides).collect();
         let geometry = elementwise::geometry(&lo.shape().dims(), &offsets, &strides);
         let mut buffers: Vec<&wgpu::Buffer> = operands.iter().map(|x| x.buffer).collect();
-        buffers.push(storage(&out.view())?);
+        buffers.push(target);
         let invocations = lo.num_elements().div_ceil(output.lanes());
-        self.dispatch(&pipeline, &geometry, &buffers, invocations);
+        let groups = self.workgroups(invocations.div_ceil(elementwise::WORKGROUP as usize));
+        self.dispatch(&pipeline, &geometry, &buffers, groups);
         Ok(())
     }
 
-    fn unsupported(&self, op: impl fmt::Display, dtype: DataType) -> Error {
+    /// `count` workgroups (at least one) laid out as `[x, y, 1]` within the per-dimension
+    /// limit; a kernel numbers them `x + y * groups.x`.
+    pub(crate) fn workgroups(&self, count: usize) -> [u32; 3] {
+        let limit = self.device.limits().max_compute_workgroups_per_dimension;
+        let (x, y) = elementwise::workgroups(count, limit);
+        [x, y, 1]
+    }
+
+    /// The pipeline cached as `key`, compiled from `source()` on first use.
+    pub(crate) fn pipeline(
+        &self,
+        key: &str,
+        source: impl FnOnce() -> String,
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
+        self.pipelines.get(&self.device, key, source)
+    }
+
+    /// The wgpu device's limits.
+    pub(crate) fn limits(&self) -> wgpu::Limits {
+        self.device.limits()
+    }
+
+    pub(crate) fn unsupported(&self, op: impl fmt::Display, dtype: DataType) -> Error {
         Error::Unsupported {
             op: op.to_string(),
             dtype,
@@ -298,11 +315,21 @@ impl Drop for WgpuBuffer {
 }
 
 /// The wgpu buffer behind a view, or an error naming what it is instead.
-fn storage<'a>(view: &TensorView<'a>) -> Result<&'a wgpu::Buffer> {
+pub(crate) fn storage<'a>(view: &TensorView<'a>) -> Result<&'a wgpu::Buffer> {
     view.buffer()
         .downcast_ref::<WgpuBuffer>()
         .map(WgpuBuffer::buffer)
         .ok_or_else(|| Error::invalid(format!("{:?} is not a wgpu buffer", view.buffer())))
+}
+
+/// The wgpu buffer a kernel writes `out` into; kernels write from the buffer's start.
+pub(crate) fn output_buffer<'a>(out: &'a OutView<'_>) -> Result<&'a wgpu::Buffer> {
+    if out.layout().offset() != 0 {
+        return Err(Error::invalid(
+            "a wgpu kernel output must start at its buffer's start",
+        ));
+    }
+    storage(&out.view())
 }
 
 impl Device for WgpuDevice {
@@ -322,8 +349,13 @@ impl Device for WgpuDevice {
     }
 
     fn supports(&self, op: Op, dtype: DataType) -> bool {
-        // Kernels land op family by op family; the others are declared unsupported.
-        kernel_for(op, dtype).is_some()
+        match op {
+            Op::Matmul => ops::matmul_type(dtype).is_some(),
+            Op::Reduce(op) => ops::reduces(op, dtype),
+            Op::Cast => Storage::of(dtype).is_some(),
+            Op::Arange => op.is_defined_for(dtype) && Storage::of(dtype).is_some(),
+            _ => kernel_for(op, dtype).is_some(),
+        }
     }
 
     fn allocator(&self) -> &dyn AllocatorInfo {
@@ -438,27 +470,33 @@ impl Device for WgpuDevice {
         self.map(&key, &[cond, a, b], out, &expression)
     }
 
-    fn cast(&self, x: &TensorView<'_>, _out: &mut OutView<'_>) -> Result<()> {
-        Err(self.unsupported("cast", x.dtype()))
+    fn cast(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        let (from, to) = (x.dtype(), out.dtype());
+        let expression = elementwise::cast_expression(from, to).ok_or_else(|| {
+            self.unsupported(
+                "cast",
+                if Storage::of(from).is_some() {
+                    to
+                } else {
+                    from
+                },
+            )
+        })?;
+        self.map(&format!("cast.{from}.{to}"), &[x], out, &expression)
     }
 
-    fn matmul(
-        &self,
-        a: &TensorView<'_>,
-        _b: &TensorView<'_>,
-        _out: &mut OutView<'_>,
-    ) -> Result<()> {
-        Err(self.unsupported("matmul", a.dtype()))
+    fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        self.run_matmul(a, b, out)
     }
 
     fn reduce(
         &self,
         op: ReduceOp,
         x: &TensorView<'_>,
-        _axes: &[usize],
-        _out: &mut OutView<'_>,
+        axes: &[usize],
+        out: &mut OutView<'_>,
     ) -> Result<()> {
-        Err(self.unsupported(op.name(), x.dtype()))
+        self.run_reduce(op, x, axes, out)
     }
 
     fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
@@ -483,8 +521,17 @@ impl Device for WgpuDevice {
         self.run_map(&key, &[operand], out, &expression)
     }
 
-    fn arange(&self, _start: Scalar, _step: Scalar, out: &mut OutView<'_>) -> Result<()> {
-        Err(self.unsupported("arange", out.dtype()))
+    fn arange(&self, start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {
+        // Computed on the host, exactly (in i128 or f64, as the shared semantics define
+        // it), and uploaded: a GPU without f64 could not round f32 results exactly.
+        let dtype = out.dtype();
+        if !self.supports(Op::Arange, dtype) {
+            return Err(self.unsupported("arange", dtype));
+        }
+        let count = out.layout().num_elements();
+        let values = tensor_core::ops::arange_bytes(dtype, start, step, count)
+            .ok_or_else(|| self.unsupported("arange", dtype))?;
+        self.copy_from_host(&values, out)
     }
 
     fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {

@@ -5,6 +5,7 @@ pub mod adapters;
 mod device;
 mod kernels;
 pub mod memory;
+mod ops;
 
 pub use device::{WgpuBuffer, WgpuDevice, DEFAULT_CACHE_BYTES};
 

@@ -106,6 +106,17 @@ pub unsafe trait Element:
     }
 }
 
+/// The bytes of `data` in memory (little-endian on every platform polytensor runs on).
+///
+/// ```
+/// assert_eq!(tensor_core::element::as_bytes(&[1u16, 2]), &[1, 0, 2, 0]);
+/// ```
+pub fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
+    // SAFETY: `T: Element` has no padding, so its memory is `size_of_val(data)` initialised
+    // bytes, borrowed for as long as `data`.
+    unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) }
+}
+
 /// `value` as f64 rounded to odd: exact below 2^53, otherwise truncated with the lowest
 /// mantissa bit set when bits were lost. Rounding that to a narrower float then rounds
 /// exactly once, as a direct conversion would.

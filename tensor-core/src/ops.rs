@@ -5,6 +5,7 @@
 use std::fmt;
 
 use crate::dtype::{DTypeClass, DataType};
+use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::shape::TensorShape;
 
@@ -273,6 +274,102 @@ impl ReduceOp {
             ReduceOp::ArgMax | ReduceOp::ArgMin => DataType::Int64,
             _ => dtype,
         }
+    }
+}
+
+/// Element `i` of `arange(start, .., step)`, computed exactly for integer arguments (in
+/// i128, wrapping) and in f64 otherwise, before any conversion to the output dtype.
+///
+/// ```
+/// use tensor_core::{ops::arange_value, Scalar};
+/// assert_eq!(arange_value(Scalar::I64(-3), Scalar::I64(2), 4), Scalar::I64(5));
+/// assert_eq!(arange_value(Scalar::F64(0.5), Scalar::F64(0.25), 2), Scalar::F64(1.0));
+/// ```
+pub fn arange_value(start: Scalar, step: Scalar, i: usize) -> Scalar {
+    let int = |s: Scalar| match s {
+        Scalar::I64(v) => Some(i128::from(v)),
+        Scalar::U64(v) => Some(i128::from(v)),
+        _ => None,
+    };
+    match (int(start), int(step)) {
+        (Some(a), Some(s)) => {
+            let v = a.wrapping_add((i as i128).wrapping_mul(s));
+            match (i64::try_from(v), u64::try_from(v)) {
+                (Ok(v), _) => Scalar::I64(v),
+                (_, Ok(v)) => Scalar::U64(v),
+                _ => Scalar::I64(v as i64),
+            }
+        }
+        _ => Scalar::F64(start.to_f64() + i as f64 * step.to_f64()),
+    }
+}
+
+/// The little-endian bytes of `count` elements of `arange(start, .., step)` as `dtype`
+/// (each computed by [`arange_value`], then converted), for backends that build it on the
+/// host; `None` for a dtype without a fixed-size element.
+///
+/// ```
+/// use tensor_core::{ops::arange_bytes, DataType, Scalar};
+/// let bytes = arange_bytes(DataType::UInt8, Scalar::I64(250), Scalar::I64(3), 3).unwrap();
+/// assert_eq!(bytes, vec![250, 253, 0]);
+/// ```
+pub fn arange_bytes(dtype: DataType, start: Scalar, step: Scalar, count: usize) -> Option<Vec<u8>> {
+    crate::dispatch_dtype!(dtype,
+        T => {
+            use crate::element::Element;
+            let values: Vec<T> = (0..count)
+                .map(|i| T::from_scalar(arange_value(start, step, i)))
+                .collect();
+            Some(crate::element::as_bytes(&values).to_vec())
+        },
+        _ => None)
+}
+
+/// The sizes of a batched matmul `[batch.., m, k] x [batch.., k, n] -> [batch.., m, n]`,
+/// checked against the output's shape (batch dims already broadcast by the caller).
+///
+/// ```
+/// use tensor_core::{ops::MatmulDims, TensorShape};
+/// let shape = |d: &[usize]| TensorShape::new(d).unwrap();
+/// let dims = MatmulDims::of(&shape(&[2, 3, 4]), &shape(&[2, 4, 5]), &shape(&[2, 3, 5])).unwrap();
+/// assert_eq!((dims.batch, dims.m, dims.k, dims.n), (vec![2], 3, 4, 5));
+/// assert!(MatmulDims::of(&shape(&[3, 4]), &shape(&[5, 6]), &shape(&[3, 6])).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatmulDims {
+    /// The batch dims, shared by both operands and the output.
+    pub batch: Vec<usize>,
+    /// Rows of `a` and of the output.
+    pub m: usize,
+    /// Columns of `a`, rows of `b`: the summed dim.
+    pub k: usize,
+    /// Columns of `b` and of the output.
+    pub n: usize,
+}
+
+impl MatmulDims {
+    /// The sizes of `a x b -> out`, or a shape error naming all three shapes.
+    pub fn of(a: &TensorShape, b: &TensorShape, out: &TensorShape) -> Result<Self> {
+        let mismatch = || {
+            Error::shape(
+                "matmul",
+                format!("operands {a} x {b} for output {out} (each needs rank >= 2)"),
+            )
+        };
+        let (a_dims, b_dims, o_dims) = (a.dims(), b.dims(), out.dims());
+        let split = |dims: &[usize]| match dims {
+            [batch @ .., rows, cols] => Some((batch.to_vec(), *rows, *cols)),
+            _ => None,
+        };
+        let ((batch, m, k), (b_batch, k2, n), (o_batch, m2, n2)) = (
+            split(&a_dims).ok_or_else(mismatch)?,
+            split(&b_dims).ok_or_else(mismatch)?,
+            split(&o_dims).ok_or_else(mismatch)?,
+        );
+        if batch != b_batch || batch != o_batch || k != k2 || m != m2 || n != n2 {
+            return Err(mismatch());
+        }
+        Ok(MatmulDims { batch, m, k, n })
     }
 }
 

@@ -2,7 +2,8 @@
 //! (wrapped to the dtype at the end, as wrapping addition would give), complex in f64 parts.
 
 use num_complex::Complex;
-use tensor_core::{Element, Error, OutView, ReduceOp, Result, Scalar, StridedRows, TensorView};
+use tensor_core::layout::ReducedAxes;
+use tensor_core::{Element, OutView, ReduceOp, Result, Scalar, StridedRows, TensorView};
 
 use super::{by_class, unsupported};
 use crate::scalar::{maximum, minimum, FloatElem, IntElem, Real};
@@ -57,29 +58,12 @@ fn reduce_blocks<T: Element, O: Element>(
     mut f: impl FnMut(BlockValues<'_, T>) -> O,
 ) -> Result<()> {
     let layout = x.layout();
-    let (dims, strides) = (layout.shape().dims(), layout.strides());
-    if axes.windows(2).any(|w| w[0] >= w[1]) || axes.last().is_some_and(|&a| a >= dims.len()) {
-        return Err(Error::invalid(format!(
-            "reduction axes {axes:?} must be sorted, distinct and < {}",
-            dims.len()
-        )));
-    }
-    let (mut kept, mut kept_strides, mut red, mut red_strides) = (vec![], vec![], vec![], vec![]);
-    for (i, (&d, &s)) in dims.iter().zip(strides).enumerate() {
-        if axes.contains(&i) {
-            red.push(d);
-            red_strides.push(s);
-        } else {
-            kept.push(d);
-            kept_strides.push(s);
-        }
-    }
-    if kept.iter().product::<usize>() != out.layout().num_elements() {
-        return Err(Error::shape(
-            "reduce",
-            format!("output {} for kept dims {kept:?}", out.layout().shape()),
-        ));
-    }
+    let ReducedAxes {
+        kept,
+        kept_strides,
+        reduced: red,
+        reduced_strides: red_strides,
+    } = ReducedAxes::split(layout, axes, out.layout().num_elements())?;
     let data = input::<T>(x)?;
     let dst = output::<O>(out)?;
     let outer = StridedRows::new(&kept, [&kept_strides], [layout.offset() as isize]);

@@ -77,7 +77,7 @@ pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
 /// f32 helpers every template carries. WGSL lets compilers assume there are no NaNs
 /// (`x != x` folds to false on lavapipe), so NaN is tested on the bits; `max` and `min`
 /// propagate NaN and order -0 below +0, as the shared semantics require.
-const FLOAT_HELPERS: &str = r#"
+pub(crate) const FLOAT_HELPERS: &str = r#"
 fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
@@ -122,7 +122,7 @@ impl Storage {
     }
 
     /// The expression loading element position `p` (an `i32`) of array `array`.
-    fn load(self, array: &str, p: &str) -> String {
+    pub(crate) fn load(self, array: &str, p: &str) -> String {
         match self {
             Storage::Word(_) => format!("{array}[{p}]"),
             Storage::Byte => {
@@ -256,6 +256,28 @@ pub(crate) fn compare_expression(op: BinaryOp, t: &str) -> Option<String> {
     Some(format!("select(0u, 1u, {truth})"))
 }
 
+/// The WGSL expression converting `x` of `from` into `to` with the shared cast semantics:
+/// float to int truncates and saturates with NaN to 0, ints wrap, anything to bool is
+/// "not zero" (NaN is not zero), bool is 0 or 1. `None` unless both dtypes run here.
+pub(crate) fn cast_expression(from: DataType, to: DataType) -> Option<String> {
+    use tensor_core::DTypeClass::{Bool, Float, Signed};
+    let (source, target) = (Storage::of(from)?, Storage::of(to)?);
+    let (t, float) = (target.value_type(), from.class() == Float);
+    Some(match (from.class(), to.class()) {
+        (_, Bool) if float => "select(0u, 1u, x != 0.0 || is_nan(x))".into(),
+        (_, Bool) => format!("select(0u, 1u, x != {}(0))", source.value_type()),
+        (Float, Float) | (Bool, _) => format!("{t}(x)"),
+        (Float, Signed) => "select(select(select(i32(x), 0x7fffffff, x >= 2147483648.0), \
+                            bitcast<i32>(0x80000000u), x <= -2147483648.0), 0, is_nan(x))"
+            .into(),
+        (Float, _) => "select(select(u32(x), 0xffffffffu, x >= 4294967296.0), 0u, \
+                       x <= 0.0 || is_nan(x))"
+            .into(),
+        (_, Float) => format!("{t}(x)"),
+        _ => format!("bitcast<{t}>(x)"),
+    })
+}
+
 /// The WGSL expression of a logical op on bools (bytes 0 or 1).
 pub(crate) fn logical_expression(op: BinaryOp) -> Option<&'static str> {
     match op {
@@ -279,9 +301,9 @@ pub(crate) fn geometry(dims: &[usize], offsets: &[usize], strides: &[&[isize]]) 
     words
 }
 
-/// Workgroups to cover `count` invocations: `(x, y)` with `x <= limit` per dimension.
+/// `count` workgroups as `(x, y)` with `x <= limit`.
 pub(crate) fn workgroups(count: usize, limit: u32) -> (u32, u32) {
-    let groups = count.div_ceil(WORKGROUP as usize).max(1) as u64;
+    let groups = count.max(1) as u64;
     let x = groups.min(u64::from(limit));
     (x as u32, groups.div_ceil(x) as u32)
 }

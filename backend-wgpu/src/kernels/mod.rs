@@ -2,6 +2,8 @@
 //! (kernel, dtype, variant) and cached by the [`Pipelines`] cache.
 
 pub(crate) mod elementwise;
+pub(crate) mod matmul;
 mod pipelines;
+pub(crate) mod reduce;
 
 pub(crate) use pipelines::Pipelines;

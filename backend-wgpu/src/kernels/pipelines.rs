@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use tensor_core::{Error, Result};
+
 /// Pipelines by their WGSL source's key (op, dtype, variant).
 #[derive(Default)]
 pub(crate) struct Pipelines {
@@ -10,17 +12,19 @@ pub(crate) struct Pipelines {
 }
 
 impl Pipelines {
-    /// The pipeline named `key`, compiling `source()` (entry point `main`) on first use.
+    /// The pipeline named `key`, compiling `source()` (entry point `main`) on first use; a
+    /// shader the device rejects is an `Err` naming the key and the compiler's message.
     pub(crate) fn get(
         &self,
         device: &wgpu::Device,
         key: &str,
         source: impl FnOnce() -> String,
-    ) -> Arc<wgpu::ComputePipeline> {
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(pipeline) = cache.get(key) {
-            return pipeline.clone();
+            return Ok(pipeline.clone());
         }
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(key),
             source: wgpu::ShaderSource::Wgsl(source().into()),
@@ -35,7 +39,12 @@ impl Pipelines {
                 cache: None,
             }),
         );
+        if let Some(error) = pollster::block_on(scope.pop()) {
+            return Err(Error::invalid(format!(
+                "the wgpu kernel {key} did not compile: {error}"
+            )));
+        }
         cache.insert(key.to_string(), pipeline.clone());
-        pipeline
+        Ok(pipeline)
     }
 }

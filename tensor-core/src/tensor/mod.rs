@@ -200,11 +200,7 @@ impl Tensor {
                 ),
             ));
         }
-        // SAFETY: `T: Element` has no padding, so its memory is `size_of_val(data)` initialised bytes.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
-        };
-        Self::write_new(bytes, shape, T::DTYPE, device)
+        Self::write_new(crate::element::as_bytes(data), shape, T::DTYPE, device)
     }
 
     /// A rank-1 tensor holding `data`.

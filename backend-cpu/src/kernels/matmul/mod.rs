@@ -12,7 +12,8 @@
 use num_complex::Complex;
 use rayon::prelude::*;
 use tensor_core::layout::contiguous_strides;
-use tensor_core::{Element, Error, Layout, OutView, Result, StridedRows, TensorView};
+use tensor_core::ops::MatmulDims;
+use tensor_core::{Element, Layout, OutView, Result, StridedRows, TensorView};
 
 use super::unsupported;
 use crate::scalar::{FloatElem, IntElem};
@@ -50,37 +51,13 @@ struct Geometry {
     starts: Vec<[isize; 3]>,
 }
 
-/// The shape `[batch.., rows, cols]` split into batch dims and the matrix dims.
-fn split(shape: &[usize]) -> Result<(&[usize], usize, usize)> {
-    match shape {
-        [batch @ .., rows, cols] => Ok((batch, *rows, *cols)),
-        _ => Err(Error::shape(
-            "matmul",
-            format!("operand of rank {} (needs >= 2)", shape.len()),
-        )),
-    }
-}
-
 impl Geometry {
     fn of(la: &Layout, lb: &Layout, lo: &Layout) -> Result<Self> {
-        let (a_dims, b_dims, o_dims) = (la.shape().dims(), lb.shape().dims(), lo.shape().dims());
-        let ((batch, m, k), (b_batch, k2, n), (o_batch, m2, n2)) =
-            (split(&a_dims)?, split(&b_dims)?, split(&o_dims)?);
-        if batch != b_batch || batch != o_batch || k != k2 || m != m2 || n != n2 {
-            return Err(Error::shape(
-                "matmul",
-                format!(
-                    "operands {} x {} for output {}",
-                    la.shape(),
-                    lb.shape(),
-                    lo.shape()
-                ),
-            ));
-        }
+        let MatmulDims { batch, m, k, n } = MatmulDims::of(la.shape(), lb.shape(), lo.shape())?;
         let r = batch.len();
         let (sa, sb, so) = (la.strides(), lb.strides(), contiguous_strides(lo.shape()));
         let rows = StridedRows::new(
-            batch,
+            &batch,
             [&sa[..r], &sb[..r], &so[..r]],
             [la.offset() as isize, lb.offset() as isize, 0],
         );

@@ -1,0 +1,151 @@
+//! Tiled, batched matmul: `out[b, m, n] = sum_k a[b, m, k] * b[b, k, n]` over strided
+//! operands (transposes, offsets and broadcast batches are strides), one template per
+//! element type.
+//!
+//! A workgroup of 16 x 16 invocations computes one 64 x 64 tile of one batch's output,
+//! four rows by four columns per invocation, stepping through `k` sixteen at a time with
+//! both operand tiles staged in workgroup memory. Workgroups are `(n tiles, m tiles,
+//! batches)`; the geometry buffer holds the sizes, the operand strides, the batch dims and
+//! the first batch of the dispatch (a batch count above the per-dimension workgroup limit
+//! takes several dispatches).
+
+/// Output rows and columns of one workgroup's tile.
+pub(crate) const TILE: usize = 64;
+
+/// Geometry words before the batch dims: m, n, k, batch rank, first batch, a offset,
+/// b offset, a's m and k strides, b's k and n strides.
+const HEADER: usize = 11;
+
+/// The geometry buffer's words of one dispatch: the header, the batch dims, then `a`'s
+/// and `b`'s strides along them (as `i32` bits).
+pub(crate) struct Geometry {
+    /// `[m, n, k]`.
+    pub(crate) sizes: [usize; 3],
+    /// Element offsets of `a` and `b`.
+    pub(crate) offsets: [usize; 2],
+    /// `[a along m, a along k, b along k, b along n]`.
+    pub(crate) strides: [isize; 4],
+    /// Batch dims (the output's leading dims).
+    pub(crate) batch: Vec<usize>,
+    /// `a`'s and `b`'s strides along the batch dims.
+    pub(crate) batch_strides: [Vec<isize>; 2],
+}
+
+impl Geometry {
+    /// The words of the dispatch that starts at batch `first`.
+    pub(crate) fn words(&self, first: usize) -> Vec<u32> {
+        let [m, n, k] = self.sizes;
+        let bits = |s: isize| s as i32 as u32;
+        let mut words = vec![
+            m as u32,
+            n as u32,
+            k as u32,
+            self.batch.len() as u32,
+            first as u32,
+            self.offsets[0] as u32,
+            self.offsets[1] as u32,
+        ];
+        words.extend(self.strides.iter().map(|&s| bits(s)));
+        debug_assert_eq!(words.len(), HEADER);
+        words.extend(self.batch.iter().map(|&d| d as u32));
+        for strides in &self.batch_strides {
+            words.extend(strides.iter().map(|&s| bits(s)));
+        }
+        words
+    }
+}
+
+/// The WGSL source of the matmul of element type `t` (`zero` its literal zero), with
+/// `prelude` (enable directives) first.
+pub(crate) fn source(prelude: &str, t: &str, zero: &str) -> String {
+    format!(
+        r#"{prelude}
+@group(0) @binding(0) var<storage, read> geometry: array<u32>;
+@group(0) @binding(1) var<storage, read> a: array<{t}>;
+@group(0) @binding(2) var<storage, read> b: array<{t}>;
+@group(0) @binding(3) var<storage, read_write> out: array<{t}>;
+
+var<workgroup> tile_a: array<{t}, 1024>;
+var<workgroup> tile_b: array<{t}, 1024>;
+
+fn stride(word: u32) -> i32 {{
+    return bitcast<i32>(geometry[word]);
+}}
+
+@compute @workgroup_size(16, 16, 1)
+fn main(@builtin(local_invocation_id) local: vec3<u32>, @builtin(workgroup_id) group: vec3<u32>) {{
+    let m = geometry[0];
+    let n = geometry[1];
+    let k = geometry[2];
+    let rank = geometry[3];
+    let batch = group.z + geometry[4];
+    // The batch's matrices: row-major batch index to offsets along the batch dims.
+    var pa = i32(geometry[5]);
+    var pb = i32(geometry[6]);
+    var rest = batch;
+    for (var d = i32(rank) - 1; d >= 0; d--) {{
+        let dim = geometry[{HEADER}u + u32(d)];
+        let index = i32(rest % dim);
+        rest = rest / dim;
+        pa += index * stride({HEADER}u + rank + u32(d));
+        pb += index * stride({HEADER}u + 2u * rank + u32(d));
+    }}
+    let am = stride(7u);
+    let ak = stride(8u);
+    let bk = stride(9u);
+    let bn = stride(10u);
+    let row0 = group.y * 64u;
+    let col0 = group.x * 64u;
+    let flat = local.y * 16u + local.x;
+    var acc: array<{t}, 16>;
+    for (var i = 0u; i < 16u; i++) {{
+        acc[i] = {zero};
+    }}
+    for (var k0 = 0u; k0 < k; k0 += 16u) {{
+        for (var l = 0u; l < 4u; l++) {{
+            let e = flat + l * 256u;
+            // a's tile is 64 rows by 16, b's 16 rows by 64; outside the matrices, zeros.
+            let ar = row0 + e / 16u;
+            let ac = k0 + e % 16u;
+            var av = {zero};
+            if (ar < m && ac < k) {{
+                av = a[pa + i32(ar) * am + i32(ac) * ak];
+            }}
+            tile_a[e] = av;
+            let br = k0 + e / 64u;
+            let bc = col0 + e % 64u;
+            var bv = {zero};
+            if (br < k && bc < n) {{
+                bv = b[pb + i32(br) * bk + i32(bc) * bn];
+            }}
+            tile_b[e] = bv;
+        }}
+        workgroupBarrier();
+        for (var kk = 0u; kk < 16u; kk++) {{
+            var column: array<{t}, 4>;
+            for (var i = 0u; i < 4u; i++) {{
+                column[i] = tile_a[(local.y + 16u * i) * 16u + kk];
+            }}
+            for (var j = 0u; j < 4u; j++) {{
+                let bv = tile_b[kk * 64u + local.x + 16u * j];
+                for (var i = 0u; i < 4u; i++) {{
+                    acc[i * 4u + j] += column[i] * bv;
+                }}
+            }}
+        }}
+        workgroupBarrier();
+    }}
+    let base = batch * m * n;
+    for (var i = 0u; i < 4u; i++) {{
+        let row = row0 + local.y + 16u * i;
+        for (var j = 0u; j < 4u; j++) {{
+            let col = col0 + local.x + 16u * j;
+            if (row < m && col < n) {{
+                out[base + row * n + col] = acc[i * 4u + j];
+            }}
+        }}
+    }}
+}}
+"#
+    )
+}

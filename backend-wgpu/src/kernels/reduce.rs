@@ -1,0 +1,288 @@
+//! Reductions over any set of axes of a strided input, one template for every op and
+//! element type: an op is an accumulator (`identity`, `lift`, `combine`) and a `store`.
+//!
+//! Two variants share the template. `Tree`: one workgroup per output element; each
+//! invocation folds a strided share of the reduced elements, then the workgroup combines
+//! the 256 partial results in a tree in workgroup memory. `Serial`: one invocation per
+//! output element, for reductions too short to feed a workgroup. `combine` is associative
+//! and commutative for every op (arg-reductions break ties on the index), so both
+//! variants give the sequential result up to float rounding.
+//!
+//! The geometry holds: outputs, reduced count, kept rank, reduced rank, input offset, the
+//! kept dims and strides, then the reduced dims and strides.
+
+use tensor_core::ReduceOp;
+
+use super::elementwise::{Storage, FLOAT_HELPERS, WORKGROUP};
+
+/// Reductions this short run one invocation per output.
+pub(crate) const SERIAL_BELOW: usize = 64;
+
+/// How the reduced elements of one output are spread over invocations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Variant {
+    /// One workgroup per output, partial results combined in a tree.
+    Tree,
+    /// One invocation per output.
+    Serial,
+}
+
+impl Variant {
+    /// The variant for reductions of `count` elements.
+    pub(crate) fn for_count(count: usize) -> Variant {
+        if count < SERIAL_BELOW {
+            Variant::Serial
+        } else {
+            Variant::Tree
+        }
+    }
+}
+
+/// The geometry words of a reduction of `kept`/`reduced` dims (with the input's strides
+/// along them) starting at element `offset`.
+pub(crate) fn geometry(
+    kept: &[usize],
+    kept_strides: &[isize],
+    reduced: &[usize],
+    reduced_strides: &[isize],
+    offset: usize,
+) -> Vec<u32> {
+    let bits = |s: &isize| *s as i32 as u32;
+    let mut words = vec![
+        kept.iter().product::<usize>() as u32,
+        reduced.iter().product::<usize>() as u32,
+        kept.len() as u32,
+        reduced.len() as u32,
+        offset as u32,
+    ];
+    words.extend(kept.iter().map(|&d| d as u32));
+    words.extend(kept_strides.iter().map(bits));
+    words.extend(reduced.iter().map(|&d| d as u32));
+    words.extend(reduced_strides.iter().map(bits));
+    words
+}
+
+/// The WGSL accumulator of `op` over values of type `t`: the type declarations and the
+/// `identity`, `lift`, `combine` and `store` functions.
+fn accumulator(op: ReduceOp, t: &str) -> String {
+    let float = t.starts_with('f');
+    let signed = t == "i32";
+    let zero = format!("{t}(0)");
+    // An accumulator of the value type itself, storing `finish` of the result `a`.
+    let plain = |identity: String, combine: &str, finish: &str| {
+        format!(
+            "alias Acc = {t};
+fn identity() -> Acc {{ return {identity}; }}
+fn lift(x: {t}, index: u32) -> Acc {{ return x; }}
+fn combine(a: Acc, b: Acc) -> Acc {{ return {combine}; }}
+fn store(j: u32, a: Acc, count: u32) {{ out[j] = {finish}; }}
+"
+        )
+    };
+    let (lowest, highest) = match t {
+        "f32" => ("bitcast<f32>(0xff800000u)", "bitcast<f32>(0x7f800000u)"),
+        "i32" => ("bitcast<i32>(0x80000000u)", "0x7fffffff"),
+        _ => ("0u", "0xffffffffu"),
+    };
+    match op {
+        ReduceOp::Sum => plain(zero, "a + b", "a"),
+        ReduceOp::Prod => plain(format!("{t}(1)"), "a * b", "a"),
+        ReduceOp::Max if float => plain(lowest.into(), "float_max(a, b)", "a"),
+        ReduceOp::Min if float => plain(highest.into(), "float_min(a, b)", "a"),
+        ReduceOp::Max => plain(lowest.into(), "max(a, b)", "a"),
+        ReduceOp::Min => plain(highest.into(), "min(a, b)", "a"),
+        ReduceOp::Mean if float => plain(zero, "a + b", &format!("a / {t}(count)")),
+        ReduceOp::Mean => integer_mean(t, signed),
+        ReduceOp::ArgMax | ReduceOp::ArgMin => {
+            let wins = if op == ReduceOp::ArgMax { ">" } else { "<" };
+            let nan = |v: &str| {
+                if float {
+                    format!("is_nan({v})")
+                } else {
+                    "false".into()
+                }
+            };
+            format!(
+                "struct Acc {{ value: {t}, index: u32 }}
+const NONE = 0xffffffffu;
+fn identity() -> Acc {{ return Acc({zero}, NONE); }}
+fn lift(x: {t}, index: u32) -> Acc {{ return Acc(x, index); }}
+// The first NaN, else the first extreme value; an empty side loses.
+fn combine(a: Acc, b: Acc) -> Acc {{
+    if (a.index == NONE) {{ return b; }}
+    if (b.index == NONE) {{ return a; }}
+    let an = {a_nan};
+    let bn = {b_nan};
+    var a_wins = a.value {wins} b.value;
+    if (an || bn || a.value == b.value) {{
+        a_wins = (an && !bn) || (an == bn && a.index < b.index);
+    }}
+    if (a_wins) {{ return a; }}
+    return b;
+}}
+// An int64 index: the low word, then a zero high word.
+fn store(j: u32, a: Acc, count: u32) {{
+    out[2u * j] = select(a.index, 0u, a.index == NONE);
+    out[2u * j + 1u] = 0u;
+}}
+",
+                a_nan = nan("a.value"),
+                b_nan = nan("b.value"),
+            )
+        }
+    }
+}
+
+/// The accumulator of an integer mean: the exact sum in 64 bits (two `u32` words, the
+/// high one carrying the sign for `i32`), divided by the count truncating toward zero,
+/// and wrapped to 32 bits, as the shared semantics define it.
+fn integer_mean(t: &str, signed: bool) -> String {
+    let (extend, negative) = if signed {
+        (
+            "select(0u, 0xffffffffu, x < 0)",
+            "(a.y >> 31u) == 1u".to_string(),
+        )
+    } else {
+        ("0u", "false".to_string())
+    };
+    format!(
+        "alias Acc = vec2<u32>;
+fn identity() -> Acc {{ return vec2<u32>(0u, 0u); }}
+fn lift(x: {t}, index: u32) -> Acc {{ return vec2<u32>(bitcast<u32>(x), {extend}); }}
+fn combine(a: Acc, b: Acc) -> Acc {{
+    let low = a.x + b.x;
+    return vec2<u32>(low, a.y + b.y + select(0u, 1u, low < a.x));
+}}
+fn negate(a: Acc) -> Acc {{
+    return combine(vec2<u32>(~a.x, ~a.y), vec2<u32>(1u, 0u));
+}}
+// The low word of the 64-bit `a / d`, by long division.
+fn quotient(a: Acc, d: u32) -> u32 {{
+    var q = 0u;
+    var r = 0u;
+    for (var bit = 63i; bit >= 0; bit--) {{
+        let word = select(a.x, a.y, bit >= 32);
+        let carry = r >> 31u;
+        r = (r << 1u) | ((word >> (u32(bit) & 31u)) & 1u);
+        if (carry == 1u || r >= d) {{
+            r -= d;
+            if (bit < 32) {{
+                q |= 1u << u32(bit);
+            }}
+        }}
+    }}
+    return q;
+}}
+fn store(j: u32, a: Acc, count: u32) {{
+    if (count == 0u) {{
+        out[j] = {t}(0);
+        return;
+    }}
+    let negative = {negative};
+    let q = quotient(select(a, negate(a), negative), count);
+    out[j] = bitcast<{t}>(select(q, 0u - q, negative));
+}}
+"
+    )
+}
+
+/// The WGSL source of reduction `op` of an input stored as `input` into an output of
+/// value type `output` (`u32` words for arg-reductions).
+pub(crate) fn source(
+    prelude: &str,
+    op: ReduceOp,
+    input: Storage,
+    output: &str,
+    variant: Variant,
+) -> String {
+    let t = input.value_type();
+    let accumulator = accumulator(op, t);
+    let load = input.load("x", "base + reduced_position(r)");
+    let head = format!(
+        r#"{prelude}
+{FLOAT_HELPERS}
+@group(0) @binding(0) var<storage, read> geometry: array<u32>;
+@group(0) @binding(1) var<storage, read> x: array<{input_type}>;
+@group(0) @binding(2) var<storage, read_write> out: array<{output}>;
+
+{accumulator}
+// Element position of output `j`'s first input (row-major over the kept dims).
+fn kept_position(j: u32) -> i32 {{
+    let rank = geometry[2];
+    var position = i32(geometry[4]);
+    var rest = j;
+    for (var d = i32(rank) - 1; d >= 0; d--) {{
+        let dim = geometry[5u + u32(d)];
+        position += i32(rest % dim) * bitcast<i32>(geometry[5u + rank + u32(d)]);
+        rest = rest / dim;
+    }}
+    return position;
+}}
+
+// Element offset of reduced element `r` (row-major over the reduced dims).
+fn reduced_position(r: u32) -> i32 {{
+    let kept = geometry[2];
+    let rank = geometry[3];
+    let dims = 5u + 2u * kept;
+    var position = 0;
+    var rest = r;
+    for (var d = i32(rank) - 1; d >= 0; d--) {{
+        let dim = geometry[dims + u32(d)];
+        position += i32(rest % dim) * bitcast<i32>(geometry[dims + rank + u32(d)]);
+        rest = rest / dim;
+    }}
+    return position;
+}}
+
+// The fold of reduced elements `first`, `first + step`, ... of output `j`.
+fn fold(j: u32, first: u32, step: u32) -> Acc {{
+    let base = kept_position(j);
+    var acc = identity();
+    for (var r = first; r < geometry[1]; r += step) {{
+        acc = combine(acc, lift({load}, r));
+    }}
+    return acc;
+}}
+"#,
+        input_type = input.value_type(),
+    );
+    let main = match variant {
+        Variant::Serial => format!(
+            r#"
+@compute @workgroup_size({WORKGROUP})
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
+    let j = id.x + id.y * groups.x * {WORKGROUP}u;
+    if (j < geometry[0]) {{
+        store(j, fold(j, 0u, 1u), geometry[1]);
+    }}
+}}
+"#
+        ),
+        Variant::Tree => format!(
+            r#"
+var<workgroup> partial: array<Acc, {WORKGROUP}>;
+
+@compute @workgroup_size({WORKGROUP})
+fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
+    let j = group.x + group.y * groups.x;
+    if (j >= geometry[0]) {{
+        return;
+    }}
+    partial[lane] = fold(j, lane, {WORKGROUP}u);
+    workgroupBarrier();
+    for (var width = {half}u; width > 0u; width >>= 1u) {{
+        if (lane < width) {{
+            partial[lane] = combine(partial[lane], partial[lane + width]);
+        }}
+        workgroupBarrier();
+    }}
+    if (lane == 0u) {{
+        store(j, partial[0], geometry[1]);
+    }}
+}}
+"#,
+            half = WORKGROUP / 2
+        ),
+    };
+    head + &main
+}

@@ -1,0 +1,140 @@
+//! The launches of the matmul and reduction kernels of a [`WgpuDevice`]: operand checks,
+//! geometry and workgroup counts.
+
+use tensor_core::layout::ReducedAxes;
+use tensor_core::ops::MatmulDims;
+use tensor_core::{DataType, Error, Op, OutView, ReduceOp, Result, TensorView};
+
+use crate::device::{output_buffer, storage, WgpuDevice};
+use crate::kernels::elementwise::{Storage, WORKGROUP};
+use crate::kernels::{matmul, reduce};
+
+/// The WGSL type and zero literal of matmul on `dtype`, where this backend runs it.
+pub(crate) fn matmul_type(dtype: DataType) -> Option<(&'static str, &'static str)> {
+    match dtype {
+        DataType::Float => Some(("f32", "0.0")),
+        DataType::Int32 => Some(("i32", "0")),
+        _ => None,
+    }
+}
+
+/// Whether this backend has a reduction kernel of `op` on `dtype`.
+pub(crate) fn reduces(op: ReduceOp, dtype: DataType) -> bool {
+    Op::Reduce(op).is_defined_for(dtype) && matches!(Storage::of(dtype), Some(Storage::Word(_)))
+}
+
+/// `Err` unless `value` fits the `u32` words kernels index with.
+fn fits_u32(value: usize, what: &str) -> Result<u32> {
+    u32::try_from(value).map_err(|_| {
+        Error::invalid(format!(
+            "{what} of {value} is beyond one wgpu dispatch (2^32 - 1)"
+        ))
+    })
+}
+
+impl WgpuDevice {
+    /// `out = a x b`, batched over the leading dims, with any strides.
+    pub(crate) fn run_matmul(
+        &self,
+        a: &TensorView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let dtype = a.dtype();
+        if let Some(other) = [b.dtype(), out.dtype()].into_iter().find(|&d| d != dtype) {
+            return Err(Error::DTypeMismatch {
+                op: "matmul",
+                expected: dtype.to_string(),
+                found: other,
+            });
+        }
+        let (t, zero) = matmul_type(dtype).ok_or_else(|| self.unsupported("matmul", dtype))?;
+        let (la, lb) = (a.layout(), b.layout());
+        let MatmulDims { batch, m, k, n } =
+            MatmulDims::of(la.shape(), lb.shape(), out.layout().shape())?;
+        let batches: usize = batch.iter().product();
+        if batches * m * n == 0 {
+            return Ok(());
+        }
+        let limit = self.limits().max_compute_workgroups_per_dimension as usize;
+        let tiles = [n.div_ceil(matmul::TILE), m.div_ceil(matmul::TILE)];
+        if tiles.iter().any(|&t| t > limit) {
+            return Err(Error::invalid(format!(
+                "matmul of {m} x {k} x {n} needs more than {limit} workgroups along one dimension"
+            )));
+        }
+        for size in [m, n, k, batches] {
+            fits_u32(size, "a matmul size")?;
+        }
+        let r = batch.len();
+        let (sa, sb) = (la.strides(), lb.strides());
+        let geometry = matmul::Geometry {
+            sizes: [m, n, k],
+            offsets: [la.offset(), lb.offset()],
+            strides: [sa[r], sa[r + 1], sb[r], sb[r + 1]],
+            batch: batch.clone(),
+            batch_strides: [sa[..r].to_vec(), sb[..r].to_vec()],
+        };
+        let pipeline = self.pipeline(&format!("matmul.{dtype}"), || matmul::source("", t, zero))?;
+        let buffers = [storage(a)?, storage(b)?, output_buffer(out)?];
+        for first in (0..batches).step_by(limit) {
+            let count = (batches - first).min(limit);
+            let groups = [tiles[0] as u32, tiles[1] as u32, count as u32];
+            self.dispatch(&pipeline, &geometry.words(first), &buffers, groups);
+        }
+        Ok(())
+    }
+
+    /// Reduce `x` over `axes` into `out` (the kept dims, row-major).
+    pub(crate) fn run_reduce(
+        &self,
+        op: ReduceOp,
+        x: &TensorView<'_>,
+        axes: &[usize],
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let dtype = x.dtype();
+        let expected = op.output_dtype(dtype);
+        if out.dtype() != expected {
+            return Err(Error::DTypeMismatch {
+                op: op.name(),
+                expected: expected.to_string(),
+                found: out.dtype(),
+            });
+        }
+        let unsupported = || self.unsupported(op.name(), dtype);
+        let input = Storage::of(dtype)
+            .filter(|_| reduces(op, dtype))
+            .ok_or_else(unsupported)?;
+        let layout = x.layout();
+        let split = ReducedAxes::split(layout, axes, out.layout().num_elements())?;
+        let outputs = fits_u32(split.kept.iter().product(), "a reduction's output")? as usize;
+        let count = fits_u32(split.reduced.iter().product(), "a reduction")? as usize;
+        if outputs == 0 {
+            return Ok(());
+        }
+        let variant = reduce::Variant::for_count(count);
+        let output = if expected == DataType::Int64 {
+            "u32"
+        } else {
+            input.value_type()
+        };
+        let pipeline = self.pipeline(&format!("reduce_{op}.{dtype}.{variant:?}"), || {
+            reduce::source("", op, input, output, variant)
+        })?;
+        let geometry = reduce::geometry(
+            &split.kept,
+            &split.kept_strides,
+            &split.reduced,
+            &split.reduced_strides,
+            layout.offset(),
+        );
+        let groups = match variant {
+            reduce::Variant::Serial => self.workgroups(outputs.div_ceil(WORKGROUP as usize)),
+            reduce::Variant::Tree => self.workgroups(outputs),
+        };
+        let buffers = [storage(x)?, output_buffer(out)?];
+        self.dispatch(&pipeline, &geometry, &buffers, groups);
+        Ok(())
+    }
+}
