@@ -5,12 +5,14 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 
 use tensor_core::alloc::CachedBlock;
+use tensor_core::layout::contiguous_strides;
 use tensor_core::{
     Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Error, Op,
     OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
 };
 
-use crate::kernels::elementwise::{self, Storage};
+use crate::kernels::elementwise;
+use crate::kernels::storage::Storage;
 use crate::kernels::Pipelines;
 use crate::memory::{self, BufferAllocator};
 use crate::ops;
@@ -135,14 +137,13 @@ impl WgpuDevice {
         self.queue.submit([encoder.finish()]);
     }
 
-    /// `out[i] = expression(inputs[..][i])` for inputs of the output's shape (already
-    /// broadcast), through the pipeline cached as `key`.
+    /// `out[i] = kernel(inputs[..][i])` for inputs of the output's shape (already
+    /// broadcast).
     fn map(
         &self,
-        key: &str,
+        kernel: &Kernel,
         inputs: &[&TensorView<'_>],
         out: &mut OutView<'_>,
-        expression: &str,
     ) -> Result<()> {
         let lo = out.layout();
         if let Some(bad) = inputs.iter().find(|x| x.layout().shape() != lo.shape()) {
@@ -160,14 +161,16 @@ impl WgpuDevice {
             .map(|x| {
                 Ok(Operand {
                     buffer: storage(x)?,
-                    storage: Storage::of(x.dtype())
-                        .ok_or_else(|| self.unsupported(key, x.dtype()))?,
+                    storage: (kernel.storage)(x.dtype())
+                        .ok_or_else(|| self.unsupported(&kernel.key, x.dtype()))?,
                     offset: x.layout().offset(),
                     strides: x.layout().strides(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        self.run_map(key, &operands, out, expression)
+        let output = (kernel.storage)(out.dtype())
+            .ok_or_else(|| self.unsupported(&kernel.key, out.dtype()))?;
+        self.run_map(&kernel.key, &operands, output, out, &kernel.expression)
     }
 
     /// [`WgpuDevice::map`] on operands already checked against the output's shape.
@@ -175,12 +178,12 @@ impl WgpuDevice {
         &self,
         key: &str,
         operands: &[Operand<'_>],
+        output: Storage,
         out: &mut OutView<'_>,
         expression: &str,
     ) -> Result<()> {
         let lo = out.layout();
         let target = output_buffer(out)?;
-        let output = Storage::of(out.dtype()).ok_or_else(|| self.unsupported(key, out.dtype()))?;
         let inputs: Vec<Storage> = operands.iter().map(|x| x.storage).collect();
         let pipeline =
             self.pipeline(key, || elementwise::map_source(&inputs, output, expression))?;
@@ -193,6 +196,32 @@ impl WgpuDevice {
         let groups = self.workgroups(invocations.div_ceil(elementwise::WORKGROUP as usize));
         self.dispatch(&pipeline, &geometry, &buffers, groups);
         Ok(())
+    }
+
+    /// Run `kernel` on the buffer that receives `out`'s elements as words of their value
+    /// type: `out`'s own buffer for word dtypes; for packed ones (f16, bf16, 8- and 16-bit
+    /// ints) a scratch buffer, narrowed into `out` afterwards, so that no two invocations
+    /// write one word.
+    pub(crate) fn through_words(
+        &self,
+        out: &mut OutView<'_>,
+        kernel: impl FnOnce(&wgpu::Buffer) -> Result<()>,
+    ) -> Result<()> {
+        let Some(packed @ Storage::Packed(packing)) = Storage::of(out.dtype()) else {
+            return kernel(output_buffer(out)?);
+        };
+        let scratch = self.allocate(out.layout().num_elements() * memory::WORD as usize)?;
+        let buffer = wgpu_buffer(&scratch);
+        kernel(buffer)?;
+        let strides = contiguous_strides(out.layout().shape());
+        let words = Operand {
+            buffer,
+            storage: Storage::Word(packing.value_type()),
+            offset: 0,
+            strides: &strides,
+        };
+        let key = format!("narrow.{}", out.dtype());
+        self.run_map(&key, &[words], packed, out, "x")
     }
 
     /// `count` workgroups (at least one) laid out as `[x, y, 1]` within the per-dimension
@@ -234,36 +263,55 @@ struct Operand<'a> {
     strides: &'a [isize],
 }
 
-/// The cache key and WGSL expression of the kernel that runs `op` on `dtype`, or `None`
-/// where this backend has none (yet): the single source of `supports` and the kernels.
-fn kernel_for(op: Op, dtype: DataType) -> Option<(String, String)> {
-    let storage = Storage::of(dtype)?;
-    let t = storage.value_type();
-    let word = elementwise::wgsl_type(dtype);
+/// An elementwise kernel: its pipeline's cache key, its WGSL expression over `x`, `y`,
+/// `z`, and how its operands and output are stored.
+struct Kernel {
+    key: String,
+    expression: String,
+    storage: fn(DataType) -> Option<Storage>,
+}
+
+/// The kernel that runs `op` on `dtype`, or `None` where this backend has none: the
+/// single source of `supports` and the elementwise kernels.
+fn kernel_for(op: Op, dtype: DataType) -> Option<Kernel> {
+    if !op.is_defined_for(dtype) {
+        return None;
+    }
+    let key = format!("{op}.{dtype}");
+    let raw = |expression: &str| Kernel {
+        key: key.clone(),
+        expression: expression.into(),
+        storage: Storage::raw,
+    };
+    // Moves of any fixed-size dtype, on its raw bits.
+    match op {
+        Op::Where => return Storage::raw(dtype).map(|_| raw("select(z, y, x != 0u)")),
+        Op::Copy | Op::Fill => return Storage::raw(dtype).map(|_| raw("x")),
+        _ => {}
+    }
+    let t = Storage::of(dtype)?.value_type();
     let expression = match op {
         Op::Binary(op) if op.is_comparison() => elementwise::compare_expression(op, t)?,
         Op::Binary(op) if dtype == DataType::Bool => elementwise::logical_expression(op)?.into(),
-        Op::Binary(op) => elementwise::binary_expression(op, word?)?,
         Op::Unary(UnaryOp::Not) if dtype == DataType::Bool => "1u - x".into(),
-        Op::Unary(op) => elementwise::unary_expression(op, word?)?,
-        Op::Where => "select(z, y, x != 0u)".into(),
-        Op::Copy | Op::Fill => "x".into(),
+        _ if dtype == DataType::Bool => return None,
+        Op::Binary(op) => elementwise::binary_expression(op, t)?,
+        Op::Unary(op) => elementwise::unary_expression(op, t)?,
         _ => return None,
     };
-    Some((format!("{op}.{dtype}"), expression))
+    Some(Kernel {
+        key,
+        expression,
+        storage: Storage::of,
+    })
 }
 
-/// The little-endian bytes of `value` as `dtype` (cast semantics), for the dtypes the
-/// kernels run.
-fn scalar_bytes(value: Scalar, dtype: DataType) -> Option<[u8; 4]> {
-    use tensor_core::Element;
-    Some(match dtype {
-        DataType::Float => f32::from_scalar(value).to_le_bytes(),
-        DataType::Int32 => i32::from_scalar(value).to_le_bytes(),
-        DataType::UInt32 => u32::from_scalar(value).to_le_bytes(),
-        DataType::Bool => [u8::from(bool::from_scalar(value)), 0, 0, 0],
-        _ => return None,
-    })
+/// The wgpu buffer of a buffer this backend allocated.
+pub(crate) fn wgpu_buffer(buffer: &Arc<dyn TensorBuffer>) -> &wgpu::Buffer {
+    buffer
+        .downcast_ref::<WgpuBuffer>()
+        .expect("a WgpuDevice allocates WgpuBuffers")
+        .buffer()
 }
 
 /// A storage buffer of a [`WgpuDevice`], returned to its cache on drop.
@@ -350,7 +398,7 @@ impl Device for WgpuDevice {
 
     fn supports(&self, op: Op, dtype: DataType) -> bool {
         match op {
-            Op::Matmul => ops::matmul_type(dtype).is_some(),
+            Op::Matmul => ops::matmul_storage(dtype).is_some(),
             Op::Reduce(op) => ops::reduces(op, dtype),
             Op::Cast => Storage::of(dtype).is_some(),
             Op::Arange => op.is_defined_for(dtype) && Storage::of(dtype).is_some(),
@@ -373,14 +421,10 @@ impl Device for WgpuDevice {
 
     fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
         let buffer = self.allocate(bytes)?;
-        let wgpu_buffer = buffer
-            .downcast_ref::<WgpuBuffer>()
-            .expect("allocate makes WgpuBuffers")
-            .buffer();
         let mut encoder = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-        encoder.clear_buffer(wgpu_buffer, 0, None);
+        encoder.clear_buffer(wgpu_buffer(&buffer), 0, None);
         self.queue.submit([encoder.finish()]);
         Ok(buffer)
     }
@@ -426,9 +470,9 @@ impl Device for WgpuDevice {
     }
 
     fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        let (key, expression) = kernel_for(Op::Unary(op), x.dtype())
+        let kernel = kernel_for(Op::Unary(op), x.dtype())
             .ok_or_else(|| self.unsupported(op.name(), x.dtype()))?;
-        self.map(&key, &[x], out, &expression)
+        self.map(&kernel, &[x], out)
     }
 
     fn binary(
@@ -445,9 +489,9 @@ impl Device for WgpuDevice {
                 found: b.dtype(),
             });
         }
-        let (key, expression) = kernel_for(Op::Binary(op), a.dtype())
+        let kernel = kernel_for(Op::Binary(op), a.dtype())
             .ok_or_else(|| self.unsupported(op.name(), a.dtype()))?;
-        self.map(&key, &[a, b], out, &expression)
+        self.map(&kernel, &[a, b], out)
     }
 
     fn select(
@@ -465,9 +509,9 @@ impl Device for WgpuDevice {
                 b.dtype()
             )));
         }
-        let (key, expression) =
+        let kernel =
             kernel_for(Op::Where, a.dtype()).ok_or_else(|| self.unsupported("where", a.dtype()))?;
-        self.map(&key, &[cond, a, b], out, &expression)
+        self.map(&kernel, &[cond, a, b], out)
     }
 
     fn cast(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
@@ -482,7 +526,12 @@ impl Device for WgpuDevice {
                 },
             )
         })?;
-        self.map(&format!("cast.{from}.{to}"), &[x], out, &expression)
+        let kernel = Kernel {
+            key: format!("cast.{from}.{to}"),
+            expression,
+            storage: Storage::of,
+        };
+        self.map(&kernel, &[x], out)
     }
 
     fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
@@ -502,23 +551,21 @@ impl Device for WgpuDevice {
     fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
         let dtype = out.dtype();
         let unsupported = || self.unsupported("fill", dtype);
-        let (key, expression) = kernel_for(Op::Fill, dtype).ok_or_else(unsupported)?;
-        let bytes = scalar_bytes(value, dtype).ok_or_else(unsupported)?;
+        let kernel = kernel_for(Op::Fill, dtype).ok_or_else(unsupported)?;
+        let bytes = tensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
         // The value in a one-element buffer, read with all strides zero.
         let value = self.allocate(bytes.len())?;
-        let value = value
-            .downcast_ref::<WgpuBuffer>()
-            .expect("allocate makes WgpuBuffers")
-            .buffer();
+        let value = wgpu_buffer(&value);
         memory::upload(&self.queue, value, 0, &bytes);
         let strides = vec![0isize; out.layout().rank()];
+        let storage = (kernel.storage)(dtype).ok_or_else(unsupported)?;
         let operand = Operand {
             buffer: value,
-            storage: Storage::of(dtype).ok_or_else(unsupported)?,
+            storage,
             offset: 0,
             strides: &strides,
         };
-        self.run_map(&key, &[operand], out, &expression)
+        self.run_map(&kernel.key, &[operand], storage, out, &kernel.expression)
     }
 
     fn arange(&self, start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {
@@ -542,9 +589,9 @@ impl Device for WgpuDevice {
                 out.dtype()
             )));
         }
-        let (key, expression) =
+        let kernel =
             kernel_for(Op::Copy, x.dtype()).ok_or_else(|| self.unsupported("copy", x.dtype()))?;
-        self.map(&key, &[x], out, &expression)
+        self.map(&kernel, &[x], out)
     }
 }
 

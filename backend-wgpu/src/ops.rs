@@ -6,21 +6,31 @@ use tensor_core::ops::MatmulDims;
 use tensor_core::{DataType, Error, Op, OutView, ReduceOp, Result, TensorView};
 
 use crate::device::{output_buffer, storage, WgpuDevice};
-use crate::kernels::elementwise::{Storage, WORKGROUP};
+use crate::kernels::elementwise::{self, WORKGROUP};
+use crate::kernels::storage::Storage;
 use crate::kernels::{matmul, reduce};
 
-/// The WGSL type and zero literal of matmul on `dtype`, where this backend runs it.
-pub(crate) fn matmul_type(dtype: DataType) -> Option<(&'static str, &'static str)> {
-    match dtype {
-        DataType::Float => Some(("f32", "0.0")),
-        DataType::Int32 => Some(("i32", "0")),
-        _ => None,
-    }
+/// How matmul operands of `dtype` are stored, where this backend multiplies them (f16
+/// and bf16 accumulate in f32).
+pub(crate) fn matmul_storage(dtype: DataType) -> Option<Storage> {
+    Storage::of(dtype).filter(|_| Op::Matmul.is_defined_for(dtype))
 }
 
 /// Whether this backend has a reduction kernel of `op` on `dtype`.
 pub(crate) fn reduces(op: ReduceOp, dtype: DataType) -> bool {
-    Op::Reduce(op).is_defined_for(dtype) && matches!(Storage::of(dtype), Some(Storage::Word(_)))
+    Op::Reduce(op).is_defined_for(dtype) && Storage::of(dtype).is_some()
+}
+
+/// The lowest and highest values of `dtype` as WGSL expressions of its value type: the
+/// identities of max and min.
+fn bounds(dtype: DataType, t: &str) -> (String, String) {
+    match elementwise::integer_bounds(dtype) {
+        Some((lo, hi)) => (format!("{t}({lo})"), format!("{t}({hi})")),
+        None => (
+            "bitcast<f32>(0xff800000u)".into(),
+            "bitcast<f32>(0x7f800000u)".into(),
+        ),
+    }
 }
 
 /// `Err` unless `value` fits the `u32` words kernels index with.
@@ -48,7 +58,7 @@ impl WgpuDevice {
                 found: other,
             });
         }
-        let (t, zero) = matmul_type(dtype).ok_or_else(|| self.unsupported("matmul", dtype))?;
+        let input = matmul_storage(dtype).ok_or_else(|| self.unsupported("matmul", dtype))?;
         let (la, lb) = (a.layout(), b.layout());
         let MatmulDims { batch, m, k, n } =
             MatmulDims::of(la.shape(), lb.shape(), out.layout().shape())?;
@@ -75,14 +85,16 @@ impl WgpuDevice {
             batch: batch.clone(),
             batch_strides: [sa[..r].to_vec(), sb[..r].to_vec()],
         };
-        let pipeline = self.pipeline(&format!("matmul.{dtype}"), || matmul::source("", t, zero))?;
-        let buffers = [storage(a)?, storage(b)?, output_buffer(out)?];
-        for first in (0..batches).step_by(limit) {
-            let count = (batches - first).min(limit);
-            let groups = [tiles[0] as u32, tiles[1] as u32, count as u32];
-            self.dispatch(&pipeline, &geometry.words(first), &buffers, groups);
-        }
-        Ok(())
+        let pipeline = self.pipeline(&format!("matmul.{dtype}"), || matmul::source(input))?;
+        let (a, b) = (storage(a)?, storage(b)?);
+        self.through_words(out, |target| {
+            for first in (0..batches).step_by(limit) {
+                let count = (batches - first).min(limit);
+                let groups = [tiles[0] as u32, tiles[1] as u32, count as u32];
+                self.dispatch(&pipeline, &geometry.words(first), &[a, b, target], groups);
+            }
+            Ok(())
+        })
     }
 
     /// Reduce `x` over `axes` into `out` (the kept dims, row-major).
@@ -114,13 +126,9 @@ impl WgpuDevice {
             return Ok(());
         }
         let variant = reduce::Variant::for_count(count);
-        let output = if expected == DataType::Int64 {
-            "u32"
-        } else {
-            input.value_type()
-        };
         let pipeline = self.pipeline(&format!("reduce_{op}.{dtype}.{variant:?}"), || {
-            reduce::source("", op, input, output, variant)
+            let (lowest, highest) = bounds(dtype, input.value_type());
+            reduce::source(op, input, (&lowest, &highest), variant)
         })?;
         let geometry = reduce::geometry(
             &split.kept,
@@ -133,8 +141,15 @@ impl WgpuDevice {
             reduce::Variant::Serial => self.workgroups(outputs.div_ceil(WORKGROUP as usize)),
             reduce::Variant::Tree => self.workgroups(outputs),
         };
-        let buffers = [storage(x)?, output_buffer(out)?];
-        self.dispatch(&pipeline, &geometry, &buffers, groups);
-        Ok(())
+        let x = storage(x)?;
+        let run = |target: &wgpu::Buffer| {
+            self.dispatch(&pipeline, &geometry, &[x, target], groups);
+            Ok(())
+        };
+        if expected == DataType::Int64 {
+            run(output_buffer(out)?)
+        } else {
+            self.through_words(out, run)
+        }
     }
 }

@@ -117,6 +117,20 @@ pub fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) }
 }
 
+/// The little-endian bytes of `value` converted to `dtype` with cast semantics, or `None`
+/// for a dtype without a fixed-size element.
+///
+/// ```
+/// use tensor_core::{element::scalar_bytes, DataType, Scalar};
+/// assert_eq!(scalar_bytes(Scalar::F64(-0.0), DataType::Half), Some(vec![0x00, 0x80]));
+/// assert_eq!(scalar_bytes(Scalar::I64(300), DataType::UInt8), Some(vec![44]));
+/// ```
+pub fn scalar_bytes(value: Scalar, dtype: DataType) -> Option<Vec<u8>> {
+    crate::dispatch_dtype!(dtype,
+        T => Some(as_bytes(&[T::from_scalar(value)]).to_vec()),
+        _ => None)
+}
+
 /// `value` as f64 rounded to odd: exact below 2^53, otherwise truncated with the lowest
 /// mantissa bit set when bits were lost. Rounding that to a narrower float then rounds
 /// exactly once, as a direct conversion would.

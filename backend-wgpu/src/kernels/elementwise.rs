@@ -7,18 +7,10 @@
 
 use tensor_core::{BinaryOp, DataType, UnaryOp};
 
+use super::storage::{Storage, CONVERSIONS};
+
 /// Invocations per workgroup.
 pub(crate) const WORKGROUP: u32 = 256;
-
-/// The WGSL scalar type that holds `dtype` in storage, if this backend runs it.
-pub(crate) fn wgsl_type(dtype: DataType) -> Option<&'static str> {
-    match dtype {
-        DataType::Float => Some("f32"),
-        DataType::Int32 => Some("i32"),
-        DataType::UInt32 => Some("u32"),
-        _ => None,
-    }
-}
 
 /// The WGSL expression of `op` on `x` and `y` of type `t`, following DESIGN.md's shared
 /// semantics (integer `x / 0 = -1`, `x % 0 = x`; WGSL's own rules give `x` and `0`), or
@@ -93,72 +85,25 @@ fn float_min(x: f32, y: f32) -> f32 {
 }
 "#;
 
-/// How an operand's elements sit in its storage buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Storage {
-    /// One 4-byte WGSL scalar per element (`f32`, `i32`, `u32`).
-    Word(&'static str),
-    /// One byte per element, four to a `u32` word, as the host holds bool; the kernel sees
-    /// the byte as a `u32`.
-    Byte,
-}
-
-impl Storage {
-    /// How `dtype` is stored, if the kernels run it.
-    pub(crate) fn of(dtype: DataType) -> Option<Storage> {
-        match dtype {
-            DataType::Bool => Some(Storage::Byte),
-            _ => wgsl_type(dtype).map(Storage::Word),
-        }
-    }
-
-    /// The WGSL type of the storage array's items, which is also the type the expression
-    /// sees an element as (a byte is widened to `u32`).
-    pub(crate) fn value_type(self) -> &'static str {
-        match self {
-            Storage::Word(t) => t,
-            Storage::Byte => "u32",
-        }
-    }
-
-    /// The expression loading element position `p` (an `i32`) of array `array`.
-    pub(crate) fn load(self, array: &str, p: &str) -> String {
-        match self {
-            Storage::Word(_) => format!("{array}[{p}]"),
-            Storage::Byte => {
-                format!("((({array}[u32({p}) >> 2u]) >> ((u32({p}) & 3u) * 8u)) & 0xffu)")
-            }
-        }
-    }
-
-    /// Elements each invocation writes: a byte output writes whole words.
-    pub(crate) fn lanes(self) -> usize {
-        match self {
-            Storage::Word(_) => 1,
-            Storage::Byte => 4,
-        }
-    }
-}
-
 /// The WGSL source of `out[i] = apply(in0[p0(i)], in1[p1(i)], ...)` with inputs and output
 /// stored as `inputs` and `output`, `apply`'s body `expression` over `x`, `y`, `z`.
 pub(crate) fn map_source(inputs: &[Storage], output: Storage, expression: &str) -> String {
     const NAMES: [&str; 3] = ["x", "y", "z"];
     let n = inputs.len();
     let value = output.value_type();
-    let mut source = String::from(FLOAT_HELPERS);
+    let mut source = format!("{FLOAT_HELPERS}{CONVERSIONS}");
     source.push_str("@group(0) @binding(0) var<storage, read> geometry: array<u32>;\n");
     for (k, storage) in inputs.iter().enumerate() {
         source += &format!(
             "@group(0) @binding({}) var<storage, read> in{k}: array<{}>;\n",
             k + 1,
-            storage.value_type()
+            storage.array_type()
         );
     }
     source += &format!(
         "@group(0) @binding({}) var<storage, read_write> out: array<{}>;\n",
         n + 1,
-        output.value_type()
+        output.array_type()
     );
     let params: Vec<String> = inputs
         .iter()
@@ -202,24 +147,7 @@ fn element(i: u32) -> {value} {{
         n2 = 2 + n,
         args = args.join(", ")
     );
-    let body = match output {
-        Storage::Word(_) => {
-            "    if (i < geometry[0]) {\n        out[i] = element(i);\n    }\n".to_string()
-        }
-        Storage::Byte => r#"    let first = i * 4u;
-    if (first >= geometry[0]) {
-        return;
-    }
-    var word = 0u;
-    for (var lane = 0u; lane < 4u; lane++) {
-        if (first + lane < geometry[0]) {
-            word |= (element(first + lane) & 0xffu) << (lane * 8u);
-        }
-    }
-    out[i] = word;
-"#
-        .to_string(),
-    };
+    let body = output.store_body("geometry[0]");
     source += &format!(
         r#"
 @compute @workgroup_size({WORKGROUP})
@@ -257,24 +185,52 @@ pub(crate) fn compare_expression(op: BinaryOp, t: &str) -> Option<String> {
 }
 
 /// The WGSL expression converting `x` of `from` into `to` with the shared cast semantics:
-/// float to int truncates and saturates with NaN to 0, ints wrap, anything to bool is
-/// "not zero" (NaN is not zero), bool is 0 or 1. `None` unless both dtypes run here.
+/// float to int truncates and saturates with NaN to 0, ints wrap (the narrowing store
+/// drops the high bits), anything to bool is "not zero" (NaN is not zero), bool is 0 or 1,
+/// and ints become floats rounded once. `None` unless both dtypes are computed on here.
 pub(crate) fn cast_expression(from: DataType, to: DataType) -> Option<String> {
     use tensor_core::DTypeClass::{Bool, Float, Signed};
     let (source, target) = (Storage::of(from)?, Storage::of(to)?);
-    let (t, float) = (target.value_type(), from.class() == Float);
+    let (s, t) = (source.value_type(), target.value_type());
     Some(match (from.class(), to.class()) {
-        (_, Bool) if float => "select(0u, 1u, x != 0.0 || is_nan(x))".into(),
-        (_, Bool) => format!("select(0u, 1u, x != {}(0))", source.value_type()),
-        (Float, Float) | (Bool, _) => format!("{t}(x)"),
-        (Float, Signed) => "select(select(select(i32(x), 0x7fffffff, x >= 2147483648.0), \
-                            bitcast<i32>(0x80000000u), x <= -2147483648.0), 0, is_nan(x))"
-            .into(),
-        (Float, _) => "select(select(u32(x), 0xffffffffu, x >= 4294967296.0), 0u, \
-                       x <= 0.0 || is_nan(x))"
-            .into(),
-        (_, Float) => format!("{t}(x)"),
+        (Float, Bool) => "select(0u, 1u, x != 0.0 || is_nan(x))".into(),
+        (_, Bool) => format!("select(0u, 1u, x != {s}(0))"),
+        (Float, Float) => "x".into(),
+        (Bool, _) => format!("{t}(x)"),
+        (Float, _) => {
+            // Saturate outside [lo, hi], truncate inside; the bounds are exact in f32.
+            let (lo, hi) = integer_bounds(to)?;
+            format!(
+                "select(select(select({t}(x), {t}({hi}), x >= {hi}.0 + 1.0), {t}({lo}), \
+                 x < {lo}.0), {t}(0), is_nan(x))"
+            )
+        }
+        (_, Float) => {
+            let bits = match to {
+                DataType::Half => 11,
+                DataType::BFloat16 => 8,
+                _ => 24,
+            };
+            if from.class() == Signed {
+                format!("int_to_float(select(u32(x), 0u - bitcast<u32>(x), x < 0), x < 0, {bits}u)")
+            } else {
+                format!("int_to_float(x, false, {bits}u)")
+            }
+        }
         _ => format!("bitcast<{t}>(x)"),
+    })
+}
+
+/// The smallest and largest value of integer `dtype`, as WGSL literals of its value type.
+pub(crate) fn integer_bounds(dtype: DataType) -> Option<(&'static str, &'static str)> {
+    Some(match dtype {
+        DataType::Int8 => ("-128", "127"),
+        DataType::Int16 => ("-32768", "32767"),
+        DataType::Int32 => ("-2147483648", "2147483647"),
+        DataType::UInt8 => ("0", "255"),
+        DataType::UInt16 => ("0", "65535"),
+        DataType::UInt32 => ("0", "4294967295"),
+        _ => return None,
     })
 }
 

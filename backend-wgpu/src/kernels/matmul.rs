@@ -9,6 +9,8 @@
 //! the first batch of the dispatch (a batch count above the per-dimension workgroup limit
 //! takes several dispatches).
 
+use super::storage::Storage;
+
 /// Output rows and columns of one workgroup's tile.
 pub(crate) const TILE: usize = 64;
 
@@ -55,14 +57,19 @@ impl Geometry {
     }
 }
 
-/// The WGSL source of the matmul of element type `t` (`zero` its literal zero), with
-/// `prelude` (enable directives) first.
-pub(crate) fn source(prelude: &str, t: &str, zero: &str) -> String {
+/// The WGSL source of the matmul of operands stored as `input`, computed and written as
+/// words of its value type (f16 and bf16 in f32).
+pub(crate) fn source(input: Storage) -> String {
+    let t = input.value_type();
+    let zero = format!("{t}(0)");
+    let array = input.array_type();
+    let load_a = input.load("a", "pa + i32(ar) * am + i32(ac) * ak");
+    let load_b = input.load("b", "pb + i32(br) * bk + i32(bc) * bn");
     format!(
-        r#"{prelude}
+        r#"
 @group(0) @binding(0) var<storage, read> geometry: array<u32>;
-@group(0) @binding(1) var<storage, read> a: array<{t}>;
-@group(0) @binding(2) var<storage, read> b: array<{t}>;
+@group(0) @binding(1) var<storage, read> a: array<{array}>;
+@group(0) @binding(2) var<storage, read> b: array<{array}>;
 @group(0) @binding(3) var<storage, read_write> out: array<{t}>;
 
 var<workgroup> tile_a: array<{t}, 1024>;
@@ -109,14 +116,14 @@ fn main(@builtin(local_invocation_id) local: vec3<u32>, @builtin(workgroup_id) g
             let ac = k0 + e % 16u;
             var av = {zero};
             if (ar < m && ac < k) {{
-                av = a[pa + i32(ar) * am + i32(ac) * ak];
+                av = {load_a};
             }}
             tile_a[e] = av;
             let br = k0 + e / 64u;
             let bc = col0 + e % 64u;
             var bv = {zero};
             if (br < k && bc < n) {{
-                bv = b[pb + i32(br) * bk + i32(bc) * bn];
+                bv = {load_b};
             }}
             tile_b[e] = bv;
         }}

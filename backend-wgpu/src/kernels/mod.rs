@@ -5,5 +5,6 @@ pub(crate) mod elementwise;
 pub(crate) mod matmul;
 mod pipelines;
 pub(crate) mod reduce;
+pub(crate) mod storage;
 
 pub(crate) use pipelines::Pipelines;

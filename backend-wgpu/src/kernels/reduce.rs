@@ -13,7 +13,8 @@
 
 use tensor_core::ReduceOp;
 
-use super::elementwise::{Storage, FLOAT_HELPERS, WORKGROUP};
+use super::elementwise::{FLOAT_HELPERS, WORKGROUP};
+use super::storage::Storage;
 
 /// Reductions this short run one invocation per output.
 pub(crate) const SERIAL_BELOW: usize = 64;
@@ -62,9 +63,10 @@ pub(crate) fn geometry(
     words
 }
 
-/// The WGSL accumulator of `op` over values of type `t`: the type declarations and the
-/// `identity`, `lift`, `combine` and `store` functions.
-fn accumulator(op: ReduceOp, t: &str) -> String {
+/// The WGSL accumulator of `op` over values of type `t` whose dtype spans `lowest` to
+/// `highest` (WGSL expressions): the type declarations and the `identity`, `lift`,
+/// `combine` and `store` functions.
+fn accumulator(op: ReduceOp, t: &str, (lowest, highest): (&str, &str)) -> String {
     let float = t.starts_with('f');
     let signed = t == "i32";
     let zero = format!("{t}(0)");
@@ -78,11 +80,6 @@ fn combine(a: Acc, b: Acc) -> Acc {{ return {combine}; }}
 fn store(j: u32, a: Acc, count: u32) {{ out[j] = {finish}; }}
 "
         )
-    };
-    let (lowest, highest) = match t {
-        "f32" => ("bitcast<f32>(0xff800000u)", "bitcast<f32>(0x7f800000u)"),
-        "i32" => ("bitcast<i32>(0x80000000u)", "0x7fffffff"),
-        _ => ("0u", "0xffffffffu"),
     };
     match op {
         ReduceOp::Sum => plain(zero, "a + b", "a"),
@@ -186,20 +183,25 @@ fn store(j: u32, a: Acc, count: u32) {{
     )
 }
 
-/// The WGSL source of reduction `op` of an input stored as `input` into an output of
-/// value type `output` (`u32` words for arg-reductions).
+/// The WGSL source of reduction `op` of an input stored as `input` whose dtype spans
+/// `bounds`, into words of the input's value type (`u32` pairs, an int64, for
+/// arg-reductions).
 pub(crate) fn source(
-    prelude: &str,
     op: ReduceOp,
     input: Storage,
-    output: &str,
+    bounds: (&str, &str),
     variant: Variant,
 ) -> String {
     let t = input.value_type();
-    let accumulator = accumulator(op, t);
+    let accumulator = accumulator(op, t, bounds);
+    let output = if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+        "u32"
+    } else {
+        t
+    };
     let load = input.load("x", "base + reduced_position(r)");
     let head = format!(
-        r#"{prelude}
+        r#"
 {FLOAT_HELPERS}
 @group(0) @binding(0) var<storage, read> geometry: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<{input_type}>;
@@ -244,7 +246,7 @@ fn fold(j: u32, first: u32, step: u32) -> Acc {{
     return acc;
 }}
 "#,
-        input_type = input.value_type(),
+        input_type = input.array_type(),
     );
     let main = match variant {
         Variant::Serial => format!(
