@@ -32,6 +32,8 @@ pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
         BinaryOp::Div if float => "x / y".into(),
         BinaryOp::Div => format!("select(x / y, {all_ones}, y == {zero})"),
         BinaryOp::Rem if !float => format!("select(x % y, x, y == {zero})"),
+        BinaryOp::Rem => "float_rem(x, y)".into(),
+        BinaryOp::Pow if !float => format!("pow_{t}(x, y)"),
         BinaryOp::Max if float => "float_max(x, y)".into(),
         BinaryOp::Min if float => "float_min(x, y)".into(),
         BinaryOp::Max => "max(x, y)".into(),
@@ -62,6 +64,11 @@ pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
         UnaryOp::Floor if float => "floor(x)".into(),
         UnaryOp::Ceil if float => "ceil(x)".into(),
         UnaryOp::Round if float => "round(x)".into(),
+        // Correctly rounded on every conformant Vulkan device (and f16, bf16 round once
+        // more, innocuously); rsqrt's two roundings stay within its 2 ulp.
+        UnaryOp::Sqrt if float => "sqrt(x)".into(),
+        UnaryOp::Recip if float => "1.0 / x".into(),
+        UnaryOp::Rsqrt if float => "1.0 / sqrt(x)".into(),
         _ => return None,
     })
 }
@@ -85,13 +92,107 @@ fn float_min(x: f32, y: f32) -> f32 {
 }
 "#;
 
+/// Helpers of the arithmetic the shared semantics define where WGSL differs: integer
+/// powers by squaring (wrapping; negative exponents give 0 except for bases 1 and -1) and
+/// the exact float remainder of C's `fmod` (WGSL's `%` is `x - y * trunc(x / y)`, which
+/// rounds), by shift-and-subtract on the significands.
+const ARITHMETIC_HELPERS: &str = r#"
+fn pow_u32(base: u32, exponent: u32) -> u32 {
+    var acc = 1u;
+    var b = base;
+    var e = exponent;
+    while (e > 0u) {
+        if ((e & 1u) == 1u) {
+            acc *= b;
+        }
+        b *= b;
+        e >>= 1u;
+    }
+    return acc;
+}
+
+fn pow_i32(base: i32, exponent: i32) -> i32 {
+    if (exponent < 0) {
+        if (base == 1) {
+            return 1;
+        }
+        if (base == -1) {
+            return select(-1, 1, (exponent & 1) == 0);
+        }
+        return 0;
+    }
+    return bitcast<i32>(pow_u32(bitcast<u32>(base), u32(exponent)));
+}
+
+// The significand of a finite nonzero magnitude `a` with its hidden bit at bit 23, and
+// its exponent (subnormals normalised).
+fn unpack_significand(a: u32) -> vec2<i32> {
+    var e = i32(a >> 23u);
+    var m = a & 0x7fffffu;
+    if (e == 0) {
+        e = 1;
+        while ((m & 0x800000u) == 0u) {
+            m <<= 1u;
+            e -= 1;
+        }
+    } else {
+        m |= 0x800000u;
+    }
+    return vec2<i32>(bitcast<i32>(m), e);
+}
+
+fn float_rem(x: f32, y: f32) -> f32 {
+    let ux = bitcast<u32>(x);
+    let sign = ux & 0x80000000u;
+    let ax = ux & 0x7fffffffu;
+    let ay = bitcast<u32>(y) & 0x7fffffffu;
+    if (ay == 0u || ay > 0x7f800000u || ax >= 0x7f800000u) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    if (ax < ay) {
+        return x;
+    }
+    if (ax == ay) {
+        return bitcast<f32>(sign);
+    }
+    let px = unpack_significand(ax);
+    let py = unpack_significand(ay);
+    var m = bitcast<u32>(px.x);
+    let my = bitcast<u32>(py.x);
+    var e = px.y;
+    for (; e > py.y; e--) {
+        if (m >= my) {
+            m -= my;
+        }
+        if (m == 0u) {
+            return bitcast<f32>(sign);
+        }
+        m <<= 1u;
+    }
+    if (m >= my) {
+        m -= my;
+    }
+    if (m == 0u) {
+        return bitcast<f32>(sign);
+    }
+    while ((m & 0x800000u) == 0u) {
+        m <<= 1u;
+        e -= 1;
+    }
+    if (e > 0) {
+        return bitcast<f32>(sign | (u32(e) << 23u) | (m & 0x7fffffu));
+    }
+    return bitcast<f32>(sign | (m >> u32(1 - e)));
+}
+"#;
+
 /// The WGSL source of `out[i] = apply(in0[p0(i)], in1[p1(i)], ...)` with inputs and output
 /// stored as `inputs` and `output`, `apply`'s body `expression` over `x`, `y`, `z`.
 pub(crate) fn map_source(inputs: &[Storage], output: Storage, expression: &str) -> String {
     const NAMES: [&str; 3] = ["x", "y", "z"];
     let n = inputs.len();
     let value = output.value_type();
-    let mut source = format!("{FLOAT_HELPERS}{CONVERSIONS}");
+    let mut source = format!("{FLOAT_HELPERS}{ARITHMETIC_HELPERS}{CONVERSIONS}");
     source.push_str("@group(0) @binding(0) var<storage, read> geometry: array<u32>;\n");
     for (k, storage) in inputs.iter().enumerate() {
         source += &format!(
