@@ -29,6 +29,9 @@ pub struct WgpuDevice {
     queue: wgpu::Queue,
     allocator: Arc<CachingAllocator<BufferAllocator>>,
     pipelines: Pipelines,
+    /// Whether kernels may compute in f64 (the device has SHADER_F64, and SHADER_INT64
+    /// for the bit tests of NaN).
+    shader_f64: bool,
     me: Weak<WgpuDevice>,
 }
 
@@ -54,7 +57,8 @@ impl WgpuDevice {
                     crate::adapters::absence_reason()
                 ))
             })?;
-        let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_F64;
+        let wanted =
+            wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("polytensor"),
             required_features: adapter.features() & wanted,
@@ -73,6 +77,9 @@ impl WgpuDevice {
         Ok(Arc::new_cyclic(|me| WgpuDevice {
             name,
             info: adapter.get_info(),
+            shader_f64: device
+                .features()
+                .contains(wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64),
             device,
             queue,
             allocator: Arc::new(CachingAllocator::new(buffers, DEFAULT_CACHE_BYTES)),
@@ -397,6 +404,14 @@ impl Device for WgpuDevice {
     }
 
     fn supports(&self, op: Op, dtype: DataType) -> bool {
+        // f64 is computed on only where the device has SHADER_F64 and SHADER_INT64; moves
+        // need neither.
+        let computes = dtype != DataType::Double || self.shader_f64;
+        match op {
+            Op::Arange | Op::Copy | Op::Fill | Op::Where => {}
+            _ if !computes => return false,
+            _ => {}
+        }
         match op {
             Op::Matmul => ops::matmul_storage(dtype).is_some(),
             Op::Reduce(op) => ops::reduces(op, dtype),

@@ -27,8 +27,8 @@ fn bounds(dtype: DataType, t: &str) -> (String, String) {
     match elementwise::integer_bounds(dtype) {
         Some((lo, hi)) => (format!("{t}({lo})"), format!("{t}({hi})")),
         None => (
-            "bitcast<f32>(0xff800000u)".into(),
-            "bitcast<f32>(0x7f800000u)".into(),
+            format!("{t}(bitcast<f32>(0xff800000u))"),
+            format!("{t}(bitcast<f32>(0x7f800000u))"),
         ),
     }
 }

@@ -16,7 +16,7 @@ pub(crate) const WORKGROUP: u32 = 256;
 /// semantics (integer `x / 0 = -1`, `x % 0 = x`; WGSL's own rules give `x` and `0`), or
 /// `None` where this backend has no exact kernel yet.
 pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
-    let float = t == "f32";
+    let float = t.starts_with('f');
     let all_ones = if t == "u32" { "0xffffffffu" } else { "-1" };
     let zero = if t == "u32" {
         "0u"
@@ -32,7 +32,7 @@ pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
         BinaryOp::Div if float => "x / y".into(),
         BinaryOp::Div => format!("select(x / y, {all_ones}, y == {zero})"),
         BinaryOp::Rem if !float => format!("select(x % y, x, y == {zero})"),
-        BinaryOp::Rem => "float_rem(x, y)".into(),
+        BinaryOp::Rem if t == "f32" => "float_rem(x, y)".into(),
         BinaryOp::Pow if !float => format!("pow_{t}(x, y)"),
         BinaryOp::Max if float => "float_max(x, y)".into(),
         BinaryOp::Min if float => "float_min(x, y)".into(),
@@ -45,7 +45,7 @@ pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
 /// The WGSL expression of unary `op` on `x` of type `t`, or `None` where this backend has
 /// no kernel within the conformance bounds yet.
 pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
-    let float = t == "f32";
+    let float = t.starts_with('f');
     let signed = t != "u32";
     Some(match op {
         UnaryOp::Neg if float => "-x".into(),
@@ -73,24 +73,61 @@ pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
     })
 }
 
-/// f32 helpers every template carries. WGSL lets compilers assume there are no NaNs
-/// (`x != x` folds to false on lavapipe), so NaN is tested on the bits; `max` and `min`
-/// propagate NaN and order -0 below +0, as the shared semantics require.
-pub(crate) const FLOAT_HELPERS: &str = r#"
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
+/// The float helpers of a template computing on float type `t` (`f32`, or `f64` where the
+/// device has SHADER_F64 and SHADER_INT64, which its bit tests need). WGSL lets compilers assume there are no NaNs (`x != x` folds to
+/// false on lavapipe), so NaN is tested on the bits; `max` and `min` propagate NaN and
+/// order -0 below +0, as the shared semantics require. f64 templates also get the
+/// round-to-odd narrowing that makes f64 to f16/bf16 a single rounding.
+pub(crate) fn float_helpers(t: &str) -> String {
+    let (bits, is_nan) = if t == "f64" {
+        (
+            "u64",
+            "return (bitcast<u64>(v) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu;",
+        )
+    } else {
+        (
+            "u32",
+            "return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;",
+        )
+    };
+    let mut helpers = format!(
+        r#"
+fn is_nan(v: {t}) -> bool {{
+    {is_nan}
+}}
 
-fn float_max(x: f32, y: f32) -> f32 {
-    let zeros = bitcast<f32>(bitcast<u32>(x) & bitcast<u32>(y));
+fn float_max(x: {t}, y: {t}) -> {t} {{
+    let zeros = bitcast<{t}>(bitcast<{bits}>(x) & bitcast<{bits}>(y));
     return select(select(select(max(x, y), zeros, x == y), y, is_nan(y)), x, is_nan(x));
-}
+}}
 
-fn float_min(x: f32, y: f32) -> f32 {
-    let zeros = bitcast<f32>(bitcast<u32>(x) | bitcast<u32>(y));
+fn float_min(x: {t}, y: {t}) -> {t} {{
+    let zeros = bitcast<{t}>(bitcast<{bits}>(x) | bitcast<{bits}>(y));
     return select(select(select(min(x, y), zeros, x == y), y, is_nan(y)), x, is_nan(x));
+}}
+"#
+    );
+    if t == "f64" {
+        helpers.push_str(
+            r#"
+// x rounded to f32 toward zero, with the last bit set if that was inexact (round to odd):
+// rounding this once more to a narrower float rounds x correctly.
+fn f64_to_f32_odd(x: f64) -> f32 {
+    var r = f32(x);
+    if (is_nan(x) || abs(f64(r)) <= abs(x)) {
+        if (f64(r) != x && !is_nan(x)) {
+            r = bitcast<f32>(bitcast<u32>(r) | 1u);
+        }
+        return r;
+    }
+    r = bitcast<f32>(bitcast<u32>(r) - 1u);
+    return bitcast<f32>(bitcast<u32>(r) | 1u);
 }
-"#;
+"#,
+        );
+    }
+    helpers
+}
 
 /// Helpers of the arithmetic the shared semantics define where WGSL differs: integer
 /// powers by squaring (wrapping; negative exponents give 0 except for bases 1 and -1) and
@@ -192,7 +229,16 @@ pub(crate) fn map_source(inputs: &[Storage], output: Storage, expression: &str) 
     const NAMES: [&str; 3] = ["x", "y", "z"];
     let n = inputs.len();
     let value = output.value_type();
-    let mut source = format!("{FLOAT_HELPERS}{ARITHMETIC_HELPERS}{CONVERSIONS}");
+    let float = if inputs
+        .iter()
+        .chain([&output])
+        .any(|s| s.value_type() == "f64")
+    {
+        "f64"
+    } else {
+        "f32"
+    };
+    let mut source = format!("{}{ARITHMETIC_HELPERS}{CONVERSIONS}", float_helpers(float));
     source.push_str("@group(0) @binding(0) var<storage, read> geometry: array<u32>;\n");
     for (k, storage) in inputs.iter().enumerate() {
         source += &format!(
@@ -272,7 +318,7 @@ pub(crate) fn compare_expression(op: BinaryOp, t: &str) -> Option<String> {
         BinaryOp::Ge => ">=",
         _ => return None,
     };
-    let ordered = if t == "f32" {
+    let ordered = if t.starts_with('f') {
         format!("(x {symbol} y && !is_nan(x) && !is_nan(y))")
     } else {
         format!("(x {symbol} y)")
@@ -296,7 +342,11 @@ pub(crate) fn cast_expression(from: DataType, to: DataType) -> Option<String> {
     Some(match (from.class(), to.class()) {
         (Float, Bool) => "select(0u, 1u, x != 0.0 || is_nan(x))".into(),
         (_, Bool) => format!("select(0u, 1u, x != {s}(0))"),
-        (Float, Float) => "x".into(),
+        (Float, Float) if s == "f64" && t != "f64" => match to {
+            DataType::Float => "f32(x)".into(),
+            _ => "f64_to_f32_odd(x)".into(),
+        },
+        (Float, Float) => format!("{t}(x)"),
         (Bool, _) => format!("{t}(x)"),
         (Float, _) => {
             // Saturate outside [lo, hi], truncate inside; the bounds are exact in f32.
@@ -306,6 +356,7 @@ pub(crate) fn cast_expression(from: DataType, to: DataType) -> Option<String> {
                  x < {lo}.0), {t}(0), is_nan(x))"
             )
         }
+        (_, Float) if t == "f64" => "f64(x)".into(),
         (_, Float) => {
             let bits = match to {
                 DataType::Half => 11,

@@ -13,7 +13,7 @@
 
 use tensor_core::ReduceOp;
 
-use super::elementwise::{FLOAT_HELPERS, WORKGROUP};
+use super::elementwise::{float_helpers, WORKGROUP};
 use super::storage::Storage;
 
 /// Reductions this short run one invocation per output.
@@ -202,7 +202,7 @@ pub(crate) fn source(
     let load = input.load("x", "base + reduced_position(r)");
     let head = format!(
         r#"
-{FLOAT_HELPERS}
+{helpers}
 @group(0) @binding(0) var<storage, read> geometry: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<{input_type}>;
 @group(0) @binding(2) var<storage, read_write> out: array<{output}>;
@@ -247,6 +247,7 @@ fn fold(j: u32, first: u32, step: u32) -> Acc {{
 }}
 "#,
         input_type = input.array_type(),
+        helpers = float_helpers(if t == "f64" { t } else { "f32" }),
     );
     let main = match variant {
         Variant::Serial => format!(
