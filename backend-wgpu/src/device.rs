@@ -29,9 +29,10 @@ pub struct WgpuDevice {
     queue: wgpu::Queue,
     allocator: Arc<CachingAllocator<BufferAllocator>>,
     pipelines: Pipelines,
-    /// Whether kernels may compute in f64 (the device has SHADER_F64, and SHADER_INT64
-    /// for the bit tests of NaN).
+    /// Whether kernels may compute in f64 (the device has SHADER_F64).
     shader_f64: bool,
+    /// Whether kernels may compute in i64 and u64 (the device has SHADER_INT64).
+    shader_int64: bool,
     me: Weak<WgpuDevice>,
 }
 
@@ -77,9 +78,8 @@ impl WgpuDevice {
         Ok(Arc::new_cyclic(|me| WgpuDevice {
             name,
             info: adapter.get_info(),
-            shader_f64: device
-                .features()
-                .contains(wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64),
+            shader_f64: device.features().contains(wgpu::Features::SHADER_F64),
+            shader_int64: device.features().contains(wgpu::Features::SHADER_INT64),
             device,
             queue,
             allocator: Arc::new(CachingAllocator::new(buffers, DEFAULT_CACHE_BYTES)),
@@ -404,9 +404,13 @@ impl Device for WgpuDevice {
     }
 
     fn supports(&self, op: Op, dtype: DataType) -> bool {
-        // f64 is computed on only where the device has SHADER_F64 and SHADER_INT64; moves
-        // need neither.
-        let computes = dtype != DataType::Double || self.shader_f64;
+        // 64-bit dtypes are computed on only where the device has the shader features
+        // (f64 also tests NaN on u64 bits); moves need neither.
+        let computes = match dtype {
+            DataType::Double => self.shader_f64 && self.shader_int64,
+            DataType::Int64 | DataType::UInt64 => self.shader_int64,
+            _ => true,
+        };
         match op {
             Op::Arange | Op::Copy | Op::Fill | Op::Where => {}
             _ if !computes => return false,

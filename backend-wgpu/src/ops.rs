@@ -18,14 +18,19 @@ pub(crate) fn matmul_storage(dtype: DataType) -> Option<Storage> {
 
 /// Whether this backend has a reduction kernel of `op` on `dtype`.
 pub(crate) fn reduces(op: ReduceOp, dtype: DataType) -> bool {
-    Op::Reduce(op).is_defined_for(dtype) && Storage::of(dtype).is_some()
+    // The exact mean of 64-bit integers would need a 128-bit sum.
+    let wide_mean = op == ReduceOp::Mean && matches!(dtype, DataType::Int64 | DataType::UInt64);
+    Op::Reduce(op).is_defined_for(dtype) && Storage::of(dtype).is_some() && !wide_mean
 }
 
 /// The lowest and highest values of `dtype` as WGSL expressions of its value type: the
 /// identities of max and min.
 fn bounds(dtype: DataType, t: &str) -> (String, String) {
     match elementwise::integer_bounds(dtype) {
-        Some((lo, hi)) => (format!("{t}({lo})"), format!("{t}({hi})")),
+        Some((lo, hi)) => (
+            elementwise::int_literal(lo, t),
+            elementwise::int_literal(hi, t),
+        ),
         None => (
             format!("{t}(bitcast<f32>(0xff800000u))"),
             format!("{t}(bitcast<f32>(0x7f800000u))"),

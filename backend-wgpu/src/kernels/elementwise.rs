@@ -17,13 +17,11 @@ pub(crate) const WORKGROUP: u32 = 256;
 /// `None` where this backend has no exact kernel yet.
 pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
     let float = t.starts_with('f');
-    let all_ones = if t == "u32" { "0xffffffffu" } else { "-1" };
-    let zero = if t == "u32" {
-        "0u"
-    } else if float {
-        "0.0"
+    let zero = format!("{t}(0)");
+    let all_ones = if t.starts_with('u') {
+        format!("~{zero}")
     } else {
-        "0"
+        format!("{t}(-1)")
     };
     Some(match op {
         BinaryOp::Add => "x + y".into(),
@@ -46,7 +44,7 @@ pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
 /// no kernel within the conformance bounds yet.
 pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
     let float = t.starts_with('f');
-    let signed = t != "u32";
+    let signed = !t.starts_with('u');
     Some(match op {
         UnaryOp::Neg if float => "-x".into(),
         UnaryOp::Neg if signed => "0 - x".into(),
@@ -55,8 +53,8 @@ pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
         UnaryOp::Abs if signed => "select(x, 0 - x, x < 0)".into(),
         UnaryOp::Abs => "x".into(),
         UnaryOp::Sign if float => "select(sign(x), x, is_nan(x) || x == 0.0)".into(),
-        UnaryOp::Sign if signed => "sign(x)".into(),
-        UnaryOp::Sign => "min(x, 1u)".into(),
+        UnaryOp::Sign if signed => format!("select(select({t}(0), {t}(1), x > 0), {t}(-1), x < 0)"),
+        UnaryOp::Sign => format!("min(x, {t}(1))"),
         UnaryOp::Relu if float => "select(0.0, x, x > 0.0 || is_nan(x))".into(),
         UnaryOp::Relu if signed => "max(x, 0)".into(),
         UnaryOp::Relu => "x".into(),
@@ -129,38 +127,9 @@ fn f64_to_f32_odd(x: f64) -> f32 {
     helpers
 }
 
-/// Helpers of the arithmetic the shared semantics define where WGSL differs: integer
-/// powers by squaring (wrapping; negative exponents give 0 except for bases 1 and -1) and
-/// the exact float remainder of C's `fmod` (WGSL's `%` is `x - y * trunc(x / y)`, which
+/// The exact float remainder of C's `fmod` (WGSL's `%` is `x - y * trunc(x / y)`, which
 /// rounds), by shift-and-subtract on the significands.
 const ARITHMETIC_HELPERS: &str = r#"
-fn pow_u32(base: u32, exponent: u32) -> u32 {
-    var acc = 1u;
-    var b = base;
-    var e = exponent;
-    while (e > 0u) {
-        if ((e & 1u) == 1u) {
-            acc *= b;
-        }
-        b *= b;
-        e >>= 1u;
-    }
-    return acc;
-}
-
-fn pow_i32(base: i32, exponent: i32) -> i32 {
-    if (exponent < 0) {
-        if (base == 1) {
-            return 1;
-        }
-        if (base == -1) {
-            return select(-1, 1, (exponent & 1) == 0);
-        }
-        return 0;
-    }
-    return bitcast<i32>(pow_u32(bitcast<u32>(base), u32(exponent)));
-}
-
 // The significand of a finite nonzero magnitude `a` with its hidden bit at bit 23, and
 // its exponent (subnormals normalised).
 fn unpack_significand(a: u32) -> vec2<i32> {
@@ -223,6 +192,59 @@ fn float_rem(x: f32, y: f32) -> f32 {
 }
 "#;
 
+/// Integer powers by squaring for the signed and unsigned types `i` and `u` of one width
+/// (wrapping; negative exponents give 0 except for bases 1 and -1), as `pow_<type>`.
+fn pow_helpers(i: &str, u: &str) -> String {
+    format!(
+        r#"
+fn pow_{u}(base: {u}, exponent: {u}) -> {u} {{
+    var acc = {u}(1);
+    var b = base;
+    var e = exponent;
+    while (e > {u}(0)) {{
+        if ((e & {u}(1)) == {u}(1)) {{
+            acc *= b;
+        }}
+        b *= b;
+        e >>= 1u;
+    }}
+    return acc;
+}}
+
+fn pow_{i}(base: {i}, exponent: {i}) -> {i} {{
+    if (exponent < {i}(0)) {{
+        if (base == {i}(1)) {{
+            return {i}(1);
+        }}
+        if (base == {i}(-1)) {{
+            return select({i}(-1), {i}(1), (exponent & {i}(1)) == {i}(0));
+        }}
+        return {i}(0);
+    }}
+    return bitcast<{i}>(pow_{u}(bitcast<{u}>(base), bitcast<{u}>(exponent)));
+}}
+"#
+    )
+}
+
+/// 64-bit integer helpers, for templates on devices with SHADER_INT64: powers, and
+/// magnitudes rounded once to floats of `p` significant bits (the magnitude is first cut
+/// to 32 bits with a sticky bit, which keeps the rounding single).
+fn int64_helpers() -> String {
+    pow_helpers("i64", "u64")
+        + r#"
+fn int64_to_float(m: u64, negative: bool, p: u32) -> f32 {
+    let high = u32(m >> 32u);
+    if (high == 0u) {
+        return int_to_float(u32(m), negative, p);
+    }
+    let shift = 32u - countLeadingZeros(high);
+    let cut = u32(m >> shift) | select(0u, 1u, (m & ((1lu << shift) - 1lu)) != 0lu);
+    return int_to_float(cut, negative, p) * bitcast<f32>((127u + shift) << 23u);
+}
+"#
+}
+
 /// The WGSL source of `out[i] = apply(in0[p0(i)], in1[p1(i)], ...)` with inputs and output
 /// stored as `inputs` and `output`, `apply`'s body `expression` over `x`, `y`, `z`.
 pub(crate) fn map_source(inputs: &[Storage], output: Storage, expression: &str) -> String {
@@ -238,7 +260,18 @@ pub(crate) fn map_source(inputs: &[Storage], output: Storage, expression: &str) 
     } else {
         "f32"
     };
-    let mut source = format!("{}{ARITHMETIC_HELPERS}{CONVERSIONS}", float_helpers(float));
+    let mut source = format!(
+        "{}{ARITHMETIC_HELPERS}{CONVERSIONS}{}",
+        float_helpers(float),
+        pow_helpers("i32", "u32")
+    );
+    if inputs
+        .iter()
+        .chain([&output])
+        .any(|s| s.value_type().ends_with("64"))
+    {
+        source += &int64_helpers();
+    }
     source.push_str("@group(0) @binding(0) var<storage, read> geometry: array<u32>;\n");
     for (k, storage) in inputs.iter().enumerate() {
         source += &format!(
@@ -339,6 +372,7 @@ pub(crate) fn cast_expression(from: DataType, to: DataType) -> Option<String> {
     use tensor_core::DTypeClass::{Bool, Float, Signed};
     let (source, target) = (Storage::of(from)?, Storage::of(to)?);
     let (s, t) = (source.value_type(), target.value_type());
+    let (wide_source, wide_target) = (s.ends_with("64"), t.ends_with("64"));
     Some(match (from.class(), to.class()) {
         (Float, Bool) => "select(0u, 1u, x != 0.0 || is_nan(x))".into(),
         (_, Bool) => format!("select(0u, 1u, x != {s}(0))"),
@@ -346,14 +380,15 @@ pub(crate) fn cast_expression(from: DataType, to: DataType) -> Option<String> {
             DataType::Float => "f32(x)".into(),
             _ => "f64_to_f32_odd(x)".into(),
         },
-        (Float, Float) => format!("{t}(x)"),
-        (Bool, _) => format!("{t}(x)"),
+        (Float, Float) | (Bool, _) => format!("{t}(x)"),
         (Float, _) => {
             // Saturate outside [lo, hi], truncate inside; the bounds are exact in f32.
             let (lo, hi) = integer_bounds(to)?;
             format!(
-                "select(select(select({t}(x), {t}({hi}), x >= {hi}.0 + 1.0), {t}({lo}), \
-                 x < {lo}.0), {t}(0), is_nan(x))"
+                "select(select(select({t}(x), {}, x >= {hi}.0 + 1.0), {}, x < {lo}.0), {t}(0), \
+                 is_nan(x))",
+                int_literal(hi, t),
+                int_literal(lo, t)
             )
         }
         (_, Float) if t == "f64" => "f64(x)".into(),
@@ -363,27 +398,56 @@ pub(crate) fn cast_expression(from: DataType, to: DataType) -> Option<String> {
                 DataType::BFloat16 => 8,
                 _ => 24,
             };
-            if from.class() == Signed {
-                format!("int_to_float(select(u32(x), 0u - bitcast<u32>(x), x < 0), x < 0, {bits}u)")
+            let (convert, unsigned) = if wide_source {
+                ("int64_to_float", "u64")
             } else {
-                format!("int_to_float(x, false, {bits}u)")
+                ("int_to_float", "u32")
+            };
+            if from.class() == Signed {
+                format!(
+                    "{convert}(select(bitcast<{unsigned}>(x), {unsigned}(0) - bitcast<{unsigned}>(x), \
+                     x < 0), x < 0, {bits}u)"
+                )
+            } else {
+                format!("{convert}(x, false, {bits}u)")
             }
+        }
+        // Between integer widths: sign- or zero-extend by the source's signedness, or cut.
+        _ if wide_source && !wide_target => format!("bitcast<{t}>(u32(bitcast<u64>(x)))"),
+        _ if wide_target && !wide_source => {
+            let extended = if from.class() == Signed { "i64" } else { "u64" };
+            format!("bitcast<{t}>({extended}(x))")
         }
         _ => format!("bitcast<{t}>(x)"),
     })
 }
 
-/// The smallest and largest value of integer `dtype`, as WGSL literals of its value type.
-pub(crate) fn integer_bounds(dtype: DataType) -> Option<(&'static str, &'static str)> {
-    Some(match dtype {
-        DataType::Int8 => ("-128", "127"),
-        DataType::Int16 => ("-32768", "32767"),
-        DataType::Int32 => ("-2147483648", "2147483647"),
-        DataType::UInt8 => ("0", "255"),
-        DataType::UInt16 => ("0", "65535"),
-        DataType::UInt32 => ("0", "4294967295"),
+/// The smallest and largest value of integer `dtype`.
+pub(crate) fn integer_bounds(dtype: DataType) -> Option<(i128, i128)> {
+    let bits = match dtype {
+        DataType::Int8 | DataType::UInt8 => 8,
+        DataType::Int16 | DataType::UInt16 => 16,
+        DataType::Int32 | DataType::UInt32 => 32,
+        DataType::Int64 | DataType::UInt64 => 64,
         _ => return None,
+    };
+    Some(if dtype.class() == tensor_core::DTypeClass::Signed {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
     })
+}
+
+/// `value` as a WGSL expression of integer type `t` (WGSL's abstract integers are 64-bit
+/// signed, so the extremes of i64 and u64 are built from smaller literals).
+pub(crate) fn int_literal(value: i128, t: &str) -> String {
+    if value < -i128::from(i64::MAX) {
+        format!("{t}({} - 1)", -i128::from(i64::MAX))
+    } else if value > i128::from(i64::MAX) {
+        format!("~{t}(0)")
+    } else {
+        format!("{t}({value})")
+    }
 }
 
 /// The WGSL expression of a logical op on bools (bytes 0 or 1).

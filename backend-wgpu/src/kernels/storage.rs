@@ -1,8 +1,9 @@
 //! How each dtype's elements sit in a storage buffer, and the WGSL that reads and writes
 //! them: the bytes are always the host's bytes, so copies in and out are plain.
 //!
-//! - `f32`, `i32`, `u32` are one WGSL scalar per element, and so is `f64` on devices with
-//!   SHADER_F64 (elsewhere f64 is only moved).
+//! - `f32`, `i32`, `u32` are one WGSL scalar per element, and so are `i64` and `u64` on
+//!   devices with SHADER_INT64 and `f64` on devices with SHADER_F64 as well (elsewhere
+//!   they are only moved).
 //! - bool, 8- and 16-bit integers, f16 and bf16 are packed two or four to a `u32` word and
 //!   computed on as a 32-bit value (`u32`, `i32` or `f32`). Integer results wrap when they
 //!   are narrowed back; f16 and bf16 results are rounded once, to nearest even, from `f32`,
@@ -16,7 +17,8 @@ use tensor_core::DataType;
 /// How an operand's elements sit in its storage buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Storage {
-    /// One WGSL scalar per element (`f32`, `i32`, `u32`; `f64` on SHADER_F64 devices).
+    /// One WGSL scalar per element (`f32`, `i32`, `u32`; `i64`, `u64`, `f64` where the
+    /// device has the shader features).
     Word(&'static str),
     /// 8- or 16-bit elements packed into `u32` words, computed on as a 32-bit value.
     Packed(Packing),
@@ -89,6 +91,8 @@ impl Storage {
         Some(match dtype {
             DataType::Float => Storage::Word("f32"),
             DataType::Double => Storage::Word("f64"),
+            DataType::Int64 => Storage::Word("i64"),
+            DataType::UInt64 => Storage::Word("u64"),
             DataType::Int32 => Storage::Word("i32"),
             DataType::UInt32 => Storage::Word("u32"),
             DataType::Bool => Storage::Packed(Packing::Bool),
