@@ -191,12 +191,14 @@ impl WgpuDevice {
     ) -> Result<()> {
         let lo = out.layout();
         let target = output_buffer(out)?;
-        let inputs: Vec<Storage> = operands.iter().map(|x| x.storage).collect();
-        let pipeline =
-            self.pipeline(key, || elementwise::map_source(&inputs, output, expression))?;
         let offsets: Vec<usize> = operands.iter().map(|x| x.offset).collect();
         let strides: Vec<&[isize]> = operands.iter().map(|x| x.strides).collect();
-        let geometry = elementwise::geometry(&lo.shape().dims(), &offsets, &strides);
+        let (geometry, flat) = elementwise::geometry(&lo.shape().dims(), &offsets, &strides);
+        let inputs: Vec<Storage> = operands.iter().map(|x| x.storage).collect();
+        let variant = if flat { "flat" } else { "strided" };
+        let pipeline = self.pipeline(&format!("{key}.{variant}"), || {
+            elementwise::map_source(&inputs, output, expression, flat)
+        })?;
         let mut buffers: Vec<&wgpu::Buffer> = operands.iter().map(|x| x.buffer).collect();
         buffers.push(target);
         let invocations = lo.num_elements().div_ceil(output.lanes());

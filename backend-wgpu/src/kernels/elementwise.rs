@@ -246,8 +246,14 @@ fn int64_to_float(m: u64, negative: bool, p: u32) -> f32 {
 }
 
 /// The WGSL source of `out[i] = apply(in0[p0(i)], in1[p1(i)], ...)` with inputs and output
-/// stored as `inputs` and `output`, `apply`'s body `expression` over `x`, `y`, `z`.
-pub(crate) fn map_source(inputs: &[Storage], output: Storage, expression: &str) -> String {
+/// stored as `inputs` and `output`, `apply`'s body `expression` over `x`, `y`, `z`; `flat`
+/// for geometry of one dim (see [`geometry`]).
+pub(crate) fn map_source(
+    inputs: &[Storage],
+    output: Storage,
+    expression: &str,
+    flat: bool,
+) -> String {
     const NAMES: [&str; 3] = ["x", "y", "z"];
     let n = inputs.len();
     let value = output.value_type();
@@ -311,8 +317,24 @@ pub(crate) fn map_source(inputs: &[Storage], output: Storage, expression: &str) 
         .enumerate()
         .map(|(k, storage)| storage.load(&format!("in{k}"), &format!("p{k}")))
         .collect();
-    source += &format!(
-        r#"
+    let element = if flat {
+        // One dim: positions are affine in the index, no division.
+        let positions: String = (0..n)
+            .map(|k| {
+                format!(
+                    "    let p{k} = bitcast<i32>(geometry[{}u]) + i32(i) * bitcast<i32>(geometry[{}u]);\n",
+                    2 + k,
+                    3 + n + k
+                )
+            })
+            .collect();
+        format!(
+            "\nfn element(i: u32) -> {value} {{\n{positions}    return apply({});\n}}\n",
+            args.join(", ")
+        )
+    } else {
+        format!(
+            r#"
 fn element(i: u32) -> {value} {{
     let rank = geometry[1];
     var rest = i;
@@ -324,9 +346,11 @@ fn element(i: u32) -> {value} {{
     return apply({args});
 }}
 "#,
-        n2 = 2 + n,
-        args = args.join(", ")
-    );
+            n2 = 2 + n,
+            args = args.join(", ")
+        )
+    };
+    source += &element;
     let body = output.store_body("geometry[0]");
     source += &format!(
         r#"
@@ -461,16 +485,70 @@ pub(crate) fn logical_expression(op: BinaryOp) -> Option<&'static str> {
 }
 
 /// The geometry buffer's words for an output of `dims` read from inputs at `offsets` with
-/// `strides`: count, rank, one offset per input, the dims, then each input's strides.
-pub(crate) fn geometry(dims: &[usize], offsets: &[usize], strides: &[&[isize]]) -> Vec<u32> {
+/// `strides`: count, rank, one offset per input, the dims, then each input's strides; and
+/// whether it has one dim (a flat kernel). Dims of size 1 are dropped and neighbours
+/// merged wherever every input's strides allow, so contiguous and uniformly strided
+/// inputs become flat.
+pub(crate) fn geometry(
+    dims: &[usize],
+    offsets: &[usize],
+    strides: &[&[isize]],
+) -> (Vec<u32>, bool) {
     let count: usize = dims.iter().product();
-    let mut words = vec![count as u32, dims.len() as u32];
+    let (mut merged, mut merged_strides): (Vec<usize>, Vec<Vec<isize>>) =
+        (vec![], vec![vec![]; strides.len()]);
+    for (d, &dim) in dims.iter().enumerate() {
+        if dim == 1 {
+            continue;
+        }
+        let joins = merged.last().is_some_and(|_| {
+            strides
+                .iter()
+                .zip(&merged_strides)
+                .all(|(s, m)| m.last() == Some(&(s[d] * dim as isize)))
+        });
+        if joins {
+            *merged.last_mut().expect("joins needs a previous dim") *= dim;
+            for (m, s) in merged_strides.iter_mut().zip(strides) {
+                *m.last_mut().expect("one stride per merged dim") = s[d];
+            }
+        } else {
+            merged.push(dim);
+            for (m, s) in merged_strides.iter_mut().zip(strides) {
+                m.push(s[d]);
+            }
+        }
+    }
+    if merged.is_empty() {
+        merged.push(count);
+        merged_strides.iter_mut().for_each(|m| m.push(0));
+    }
+    let mut words = vec![count as u32, merged.len() as u32];
     words.extend(offsets.iter().map(|&o| o as u32));
-    words.extend(dims.iter().map(|&d| d as u32));
-    for s in strides {
+    words.extend(merged.iter().map(|&d| d as u32));
+    for s in &merged_strides {
         words.extend(s.iter().map(|&s| s as i32 as u32));
     }
-    words
+    (words, merged.len() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::geometry;
+
+    #[test]
+    fn geometry_merges_what_strides_allow() {
+        // Contiguous [2,3,4] and a broadcast scalar: flat.
+        let (words, flat) = geometry(&[2, 3, 4], &[5, 0], &[&[12, 4, 1], &[0, 0, 0]]);
+        assert!(flat);
+        assert_eq!(words, vec![24, 1, 5, 0, 24, 1, 0]);
+        // A transposed [3,2] cannot merge; the size-1 dim goes.
+        let (words, flat) = geometry(&[3, 1, 2], &[0], &[&[1, 9, 3]]);
+        assert!(!flat);
+        assert_eq!(words, vec![6, 2, 0, 3, 2, 1, 3]);
+        // A scalar is one flat element.
+        assert_eq!(geometry(&[], &[7], &[&[]]), (vec![1, 1, 7, 1, 0], true));
+    }
 }
 
 /// `count` workgroups as `(x, y)` with `x <= limit`.
