@@ -656,6 +656,30 @@ mod tests {
     }
 
     #[test]
+    fn long_reductions_split_across_workgroups() {
+        let Some(device) = first_device() else {
+            return;
+        };
+        // 2 outputs of 100_000 elements: several workgroups per output, then a gather.
+        let n = 100_000;
+        let values: Vec<i32> = (0..2 * n as i32).map(|i| (i * 7919) % 1000 - 500).collect();
+        let mut with_peak = values.clone();
+        with_peak[n + 77_777] = 10_000;
+        let x = Tensor::from_slice(&with_peak, [2, n], &device).unwrap();
+        let sums: Vec<i32> = with_peak.chunks(n).map(|c| c.iter().sum()).collect();
+        assert_eq!(x.sum(&[1], false).unwrap().to_vec::<i32>().unwrap(), sums);
+        let arg = x.reduce(ReduceOp::ArgMax, &[1], false).unwrap();
+        let first_max = with_peak[..n]
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, v)| (**v, -(*i as i64)));
+        assert_eq!(
+            arg.to_vec::<i64>().unwrap(),
+            vec![first_max.unwrap().0 as i64, 77_777]
+        );
+    }
+
+    #[test]
     fn tensors_round_trip_through_the_device() {
         let Some(device) = first_device() else {
             return;

@@ -1,11 +1,13 @@
 //! The launches of the matmul and reduction kernels of a [`WgpuDevice`]: operand checks,
 //! geometry and workgroup counts.
 
+use std::sync::Arc;
 use tensor_core::layout::ReducedAxes;
 use tensor_core::ops::MatmulDims;
-use tensor_core::{DataType, Error, Op, OutView, ReduceOp, Result, TensorView};
 
-use crate::device::{output_buffer, storage, WgpuDevice};
+use tensor_core::{DataType, Device, Error, Op, OutView, ReduceOp, Result, TensorView};
+
+use crate::device::{output_buffer, storage, wgpu_buffer, WgpuDevice};
 use crate::kernels::elementwise::{self, WORKGROUP};
 use crate::kernels::storage::Storage;
 use crate::kernels::{matmul, reduce};
@@ -130,25 +132,47 @@ impl WgpuDevice {
         if outputs == 0 {
             return Ok(());
         }
-        let variant = reduce::Variant::for_count(count);
-        let pipeline = self.pipeline(&format!("reduce_{op}.{dtype}.{variant:?}"), || {
-            let (lowest, highest) = bounds(dtype, input.value_type());
-            reduce::source(op, input, (&lowest, &highest), variant)
-        })?;
+        let (variant, parts) = reduce::plan(outputs, count);
+        let pipeline = |variant: reduce::Variant| -> Result<Arc<wgpu::ComputePipeline>> {
+            self.pipeline(&format!("reduce_{op}.{dtype}.{variant:?}"), || {
+                let (lowest, highest) = bounds(dtype, input.value_type());
+                reduce::source(op, input, (&lowest, &highest), variant)
+            })
+        };
         let geometry = reduce::geometry(
             &split.kept,
             &split.kept_strides,
             &split.reduced,
             &split.reduced_strides,
             layout.offset(),
+            parts,
         );
-        let groups = match variant {
-            reduce::Variant::Serial => self.workgroups(outputs.div_ceil(WORKGROUP as usize)),
-            reduce::Variant::Tree => self.workgroups(outputs),
-        };
+        let per_invocation = self.workgroups(outputs.div_ceil(WORKGROUP as usize));
         let x = storage(x)?;
-        let run = |target: &wgpu::Buffer| {
-            self.dispatch(&pipeline, &geometry, &[x, target], groups);
+        let run = |target: &wgpu::Buffer| -> Result<()> {
+            match variant {
+                reduce::Variant::Serial => self.dispatch(
+                    pipeline(variant)?.as_ref(),
+                    &geometry,
+                    &[x, target],
+                    per_invocation,
+                ),
+                reduce::Variant::Tree => {
+                    let groups = self.workgroups(outputs);
+                    self.dispatch(pipeline(variant)?.as_ref(), &geometry, &[x, target], groups)
+                }
+                reduce::Variant::Split | reduce::Variant::Gather => {
+                    let partials = self.allocate(outputs * parts * reduce::PARTIAL_BYTES)?;
+                    let partials = wgpu_buffer(&partials);
+                    let (first, second) = (
+                        pipeline(reduce::Variant::Split)?,
+                        pipeline(reduce::Variant::Gather)?,
+                    );
+                    let groups = self.workgroups(outputs * parts);
+                    self.dispatch(&first, &geometry, &[x, partials], groups);
+                    self.dispatch(&second, &geometry, &[partials, target], per_invocation);
+                }
+            }
             Ok(())
         };
         if expected == DataType::Int64 {

@@ -8,8 +8,12 @@
 //! and commutative for every op (arg-reductions break ties on the index), so both
 //! variants give the sequential result up to float rounding.
 //!
-//! The geometry holds: outputs, reduced count, kept rank, reduced rank, input offset, the
-//! kept dims and strides, then the reduced dims and strides.
+//! Long reductions into few outputs (a whole-tensor sum) would leave all but a few
+//! workgroups idle, so they split: `Split` runs several workgroups per output, each
+//! writing a partial accumulator, and `Gather` combines each output's partials.
+//!
+//! The geometry holds: outputs, reduced count, kept rank, reduced rank, input offset,
+//! parts per output, the kept dims and strides, then the reduced dims and strides.
 
 use tensor_core::ReduceOp;
 
@@ -26,27 +30,46 @@ pub(crate) enum Variant {
     Tree,
     /// One invocation per output.
     Serial,
+    /// The first pass of a long reduction into few outputs: several workgroups per output
+    /// (the geometry's `parts`), each writing its tree's result as a partial accumulator.
+    Split,
+    /// The second pass: one invocation per output combines its `parts` partials.
+    Gather,
 }
 
-impl Variant {
-    /// The variant for reductions of `count` elements.
-    pub(crate) fn for_count(count: usize) -> Variant {
-        if count < SERIAL_BELOW {
-            Variant::Serial
-        } else {
-            Variant::Tree
-        }
+/// Reduced elements each workgroup of a split reduction folds at least.
+const PART: usize = 16 * WORKGROUP as usize;
+
+/// Workgroups a reduction aims to keep busy before it splits outputs into parts.
+const BUSY: usize = 1024;
+
+/// The variant for `outputs` reductions of `count` elements each, and the parts each
+/// output is split into (1 unless the variant is [`Variant::Split`]).
+pub(crate) fn plan(outputs: usize, count: usize) -> (Variant, usize) {
+    if count < SERIAL_BELOW {
+        return (Variant::Serial, 1);
+    }
+    let parts = (count / PART).min(BUSY / outputs.max(1));
+    if parts > 1 {
+        (Variant::Split, parts)
+    } else {
+        (Variant::Tree, 1)
     }
 }
 
+/// Bytes of one partial accumulator in a split's scratch buffer (the largest `Acc`: a
+/// 64-bit value and a `u32` index, padded to 16).
+pub(crate) const PARTIAL_BYTES: usize = 16;
+
 /// The geometry words of a reduction of `kept`/`reduced` dims (with the input's strides
-/// along them) starting at element `offset`.
+/// along them) starting at element `offset`, each output split into `parts`.
 pub(crate) fn geometry(
     kept: &[usize],
     kept_strides: &[isize],
     reduced: &[usize],
     reduced_strides: &[isize],
     offset: usize,
+    parts: usize,
 ) -> Vec<u32> {
     let bits = |s: &isize| *s as i32 as u32;
     let mut words = vec![
@@ -55,6 +78,7 @@ pub(crate) fn geometry(
         kept.len() as u32,
         reduced.len() as u32,
         offset as u32,
+        parts as u32,
     ];
     words.extend(kept.iter().map(|&d| d as u32));
     words.extend(kept_strides.iter().map(bits));
@@ -200,12 +224,27 @@ pub(crate) fn source(
         t
     };
     let load = input.load("x", "base + reduced_position(r)");
-    let head = format!(
+    // A split's first pass writes partial accumulators; its second reads them.
+    let input_type = if variant == Variant::Gather {
+        "Acc"
+    } else {
+        input.array_type()
+    };
+    let output_binding = if variant == Variant::Split {
+        // The partials take the output's binding; `store` is not called in this pass but
+        // must still compile, so `out` becomes a private dummy.
+        format!(
+            "var<storage, read_write> partials: array<Acc>;\nvar<private> out: array<{output}, 1>;"
+        )
+    } else {
+        format!("var<storage, read_write> out: array<{output}>;")
+    };
+    let mut head = format!(
         r#"
 {helpers}
 @group(0) @binding(0) var<storage, read> geometry: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<{input_type}>;
-@group(0) @binding(2) var<storage, read_write> out: array<{output}>;
+@group(0) @binding(2) {output_binding}
 
 {accumulator}
 // Element position of output `j`'s first input (row-major over the kept dims).
@@ -214,8 +253,8 @@ fn kept_position(j: u32) -> i32 {{
     var position = i32(geometry[4]);
     var rest = j;
     for (var d = i32(rank) - 1; d >= 0; d--) {{
-        let dim = geometry[5u + u32(d)];
-        position += i32(rest % dim) * bitcast<i32>(geometry[5u + rank + u32(d)]);
+        let dim = geometry[6u + u32(d)];
+        position += i32(rest % dim) * bitcast<i32>(geometry[6u + rank + u32(d)]);
         rest = rest / dim;
     }}
     return position;
@@ -225,7 +264,7 @@ fn kept_position(j: u32) -> i32 {{
 fn reduced_position(r: u32) -> i32 {{
     let kept = geometry[2];
     let rank = geometry[3];
-    let dims = 5u + 2u * kept;
+    let dims = 6u + 2u * kept;
     var position = 0;
     var rest = r;
     for (var d = i32(rank) - 1; d >= 0; d--) {{
@@ -235,7 +274,12 @@ fn reduced_position(r: u32) -> i32 {{
     }}
     return position;
 }}
-
+"#,
+        helpers = float_helpers(if t == "f64" { t } else { "f32" }),
+    );
+    if variant != Variant::Gather {
+        head += &format!(
+            r#"
 // The fold of reduced elements `first`, `first + step`, ... of output `j`.
 fn fold(j: u32, first: u32, step: u32) -> Acc {{
     let base = kept_position(j);
@@ -245,10 +289,9 @@ fn fold(j: u32, first: u32, step: u32) -> Acc {{
     }}
     return acc;
 }}
-"#,
-        input_type = input.array_type(),
-        helpers = float_helpers(if t == "f64" { t } else { "f32" }),
-    );
+"#
+        );
+    }
     let main = match variant {
         Variant::Serial => format!(
             r#"
@@ -261,17 +304,36 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
 }}
 "#
         ),
-        Variant::Tree => format!(
+        Variant::Gather => format!(
+            r#"
+@compute @workgroup_size({WORKGROUP})
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
+    let j = id.x + id.y * groups.x * {WORKGROUP}u;
+    let parts = geometry[5];
+    if (j < geometry[0]) {{
+        var acc = identity();
+        for (var q = 0u; q < parts; q++) {{
+            acc = combine(acc, x[j * parts + q]);
+        }}
+        store(j, acc, geometry[1]);
+    }}
+}}
+"#
+        ),
+        Variant::Tree | Variant::Split => format!(
             r#"
 var<workgroup> partial: array<Acc, {WORKGROUP}>;
 
 @compute @workgroup_size({WORKGROUP})
 fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
-    let j = group.x + group.y * groups.x;
+    // Workgroup g folds part g % parts of output g / parts.
+    let g = group.x + group.y * groups.x;
+    let parts = geometry[5];
+    let j = g / parts;
     if (j >= geometry[0]) {{
         return;
     }}
-    partial[lane] = fold(j, lane, {WORKGROUP}u);
+    partial[lane] = fold(j, (g % parts) * {WORKGROUP}u + lane, parts * {WORKGROUP}u);
     workgroupBarrier();
     for (var width = {half}u; width > 0u; width >>= 1u) {{
         if (lane < width) {{
@@ -280,11 +342,16 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
         workgroupBarrier();
     }}
     if (lane == 0u) {{
-        store(j, partial[0], geometry[1]);
+        {finish}
     }}
 }}
 "#,
-            half = WORKGROUP / 2
+            half = WORKGROUP / 2,
+            finish = if variant == Variant::Split {
+                "partials[g] = partial[0];"
+            } else {
+                "store(j, partial[0], geometry[1]);"
+            }
         ),
     };
     head + &main
