@@ -532,6 +532,13 @@ pub(crate) fn geometry(
     (words, merged.len() == 1)
 }
 
+/// `count` workgroups as `(x, y)` with `x <= limit`.
+pub(crate) fn workgroups(count: usize, limit: u32) -> (u32, u32) {
+    let groups = count.max(1) as u64;
+    let x = groups.min(u64::from(limit));
+    (x as u32, groups.div_ceil(x) as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::geometry;
@@ -549,11 +556,4 @@ mod tests {
         // A scalar is one flat element.
         assert_eq!(geometry(&[], &[7], &[&[]]), (vec![1, 1, 7, 1, 0], true));
     }
-}
-
-/// `count` workgroups as `(x, y)` with `x <= limit`.
-pub(crate) fn workgroups(count: usize, limit: u32) -> (u32, u32) {
-    let groups = count.max(1) as u64;
-    let x = groups.min(u64::from(limit));
-    (x as u32, groups.div_ceil(x) as u32)
 }
