@@ -8,6 +8,7 @@
 use tensor_core::{BinaryOp, DataType, UnaryOp};
 
 use super::storage::{Storage, CONVERSIONS};
+use super::transcendental::TRANSCENDENTALS;
 
 /// Invocations per workgroup.
 pub(crate) const WORKGROUP: u32 = 256;
@@ -67,6 +68,13 @@ pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
         UnaryOp::Sqrt if float => "sqrt(x)".into(),
         UnaryOp::Recip if float => "1.0 / x".into(),
         UnaryOp::Rsqrt if float => "1.0 / sqrt(x)".into(),
+        // f32 (and f16, bf16 through it) only: see `transcendental`.
+        UnaryOp::Exp if t == "f32" => "exp_f32(x)".into(),
+        UnaryOp::Log if t == "f32" => "log_f32(x)".into(),
+        UnaryOp::Tanh if t == "f32" => "tanh_f32(x)".into(),
+        UnaryOp::Sigmoid if t == "f32" => "sigmoid_f32(x)".into(),
+        UnaryOp::Sin if t == "f32" => "sin_cos_f32(x, false)".into(),
+        UnaryOp::Cos if t == "f32" => "sin_cos_f32(x, true)".into(),
         _ => return None,
     })
 }
@@ -271,6 +279,9 @@ pub(crate) fn map_source(
         float_helpers(float),
         pow_helpers("i32", "u32")
     );
+    if float == "f32" {
+        source += TRANSCENDENTALS;
+    }
     if inputs
         .iter()
         .chain([&output])

@@ -6,5 +6,6 @@ pub(crate) mod matmul;
 mod pipelines;
 pub(crate) mod reduce;
 pub(crate) mod storage;
+mod transcendental;
 
 pub(crate) use pipelines::Pipelines;

@@ -1,0 +1,75 @@
+//! The WGSL exp, log, sin, cos, tanh and sigmoid against f64 references over every f32
+//! exponent (random bit patterns) and a dense sweep of [0.5, 20.5]: within the
+//! conformance suite's bounds, which the suite's own inputs probe less densely.
+
+use std::sync::Arc;
+
+use tensor_core::conformance::tolerance::ulp;
+use tensor_core::{DataType, Device, Tensor, UnaryOp};
+
+fn inputs() -> Vec<f32> {
+    let mut xs: Vec<f32> = (0..200_000).map(|i| 0.5 + i as f32 * 1e-4).collect();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    while xs.len() < 500_000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let v = f32::from_bits((state >> 32) as u32);
+        if v.is_finite() {
+            xs.push(v);
+        }
+    }
+    xs
+}
+
+fn reference(op: UnaryOp, x: f64) -> f64 {
+    match op {
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Log => x.ln(),
+        UnaryOp::Sin => x.sin(),
+        UnaryOp::Cos => x.cos(),
+        UnaryOp::Tanh => x.tanh(),
+        _ => 1.0 / (1.0 + (-x).exp()),
+    }
+}
+
+#[test]
+fn transcendentals_stay_within_their_ulp_bounds() {
+    let device: Arc<dyn Device> = match backend_wgpu::WgpuDevice::open(0) {
+        Ok(device) => device,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let xs = inputs();
+    let x = Tensor::from_slice(&xs, [xs.len()], &device).unwrap();
+    for (op, bound) in [
+        (UnaryOp::Exp, 2.0),
+        (UnaryOp::Log, 2.0),
+        (UnaryOp::Sin, 2.0),
+        (UnaryOp::Cos, 2.0),
+        (UnaryOp::Tanh, 4.0),
+        (UnaryOp::Sigmoid, 4.0),
+    ] {
+        let got = x.unary(op).unwrap().to_vec::<f32>().unwrap();
+        let mut worst = (0.0f64, 0.0f32);
+        for (&v, &g) in xs.iter().zip(&got) {
+            let want = reference(op, f64::from(v));
+            let rounded = want as f32;
+            if rounded.is_nan() || rounded.is_infinite() || g.is_nan() || g.is_infinite() {
+                assert!(
+                    g.to_bits() == rounded.to_bits() || (g.is_nan() && rounded.is_nan()),
+                    "{op}({v}) = {g}, expected {rounded}"
+                );
+                continue;
+            }
+            let error = (f64::from(g) - want).abs() / ulp(DataType::Float, want.abs());
+            if error > worst.0 {
+                worst = (error, v);
+            }
+        }
+        println!("{op}: worst {:.3} ulp at {}", worst.0, worst.1);
+        assert!(worst.0 <= bound, "{op}: {:.3} ulp at {}", worst.0, worst.1);
+    }
+}
