@@ -17,7 +17,7 @@
 
 use tensor_core::ReduceOp;
 
-use super::elementwise::{float_helpers, WORKGROUP};
+use super::elementwise::{coalesce, float_helpers, WORKGROUP};
 use super::storage::Storage;
 
 /// Reductions this short run one invocation per output.
@@ -72,6 +72,10 @@ pub(crate) fn geometry(
     parts: usize,
 ) -> Vec<u32> {
     let bits = |s: &isize| *s as i32 as u32;
+    // Merging dims keeps the row-major order of outputs and of reduced elements, so
+    // arg-reductions' indices are unchanged.
+    let (kept, [kept_strides]) = coalesced(kept, kept_strides);
+    let (reduced, [reduced_strides]) = coalesced(reduced, reduced_strides);
     let mut words = vec![
         kept.iter().product::<usize>() as u32,
         reduced.iter().product::<usize>() as u32,
@@ -85,6 +89,12 @@ pub(crate) fn geometry(
     words.extend(reduced.iter().map(|&d| d as u32));
     words.extend(reduced_strides.iter().map(bits));
     words
+}
+
+/// [`coalesce`] of one operand.
+fn coalesced(dims: &[usize], strides: &[isize]) -> (Vec<usize>, [Vec<isize>; 1]) {
+    let (dims, mut strides) = coalesce(dims, &[strides]);
+    (dims, [strides.remove(0)])
 }
 
 /// The WGSL accumulator of `op` over values of type `t` whose dtype spans `lowest` to
@@ -265,6 +275,9 @@ fn reduced_position(r: u32) -> i32 {{
     let kept = geometry[2];
     let rank = geometry[3];
     let dims = 6u + 2u * kept;
+    if (rank == 1u) {{
+        return i32(r) * bitcast<i32>(geometry[dims + 1u]);
+    }}
     var position = 0;
     var rest = r;
     for (var d = i32(rank) - 1; d >= 0; d--) {{
