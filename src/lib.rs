@@ -2,7 +2,7 @@
 //!
 //! Tensors on whatever device a machine has: TensorFlow's tensor core (dtypes, shapes,
 //! slices, refcounted buffers, allocators, `TensorProto`) in Rust, with pluggable device
-//! backends behind cargo features: `cpu` (default), `wgpu` (in progress); CUDA and OpenCL
+//! backends behind cargo features: `cpu` (default), `wgpu` (any Vulkan, Metal or DX12 GPU); CUDA and OpenCL
 //! as they land.
 //!
 //! ```
