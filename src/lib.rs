@@ -2,8 +2,8 @@
 //!
 //! Tensors on whatever device a machine has: TensorFlow's tensor core (dtypes, shapes,
 //! slices, refcounted buffers, allocators, `TensorProto`) in Rust, with pluggable device
-//! backends behind cargo features: `cpu` (default), `wgpu` (any Vulkan, Metal or DX12 GPU); CUDA and OpenCL
-//! as they land.
+//! backends behind cargo features: `cpu` (default) and `wgpu` (any Vulkan, Metal or DX12
+//! GPU); CUDA and OpenCL as they land.
 //!
 //! ```
 //! use polytensor::prelude::*;
