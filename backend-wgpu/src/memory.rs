@@ -23,9 +23,12 @@ impl BufferAllocator {
     /// An allocator for `device`, named `name` in errors and stats.
     pub fn new(name: String, device: wgpu::Device) -> Self {
         let limits = device.limits();
+        // Kernels index elements with `i32` positions, so no buffer holds more than
+        // i32::MAX bytes (the smallest element is a byte).
         let largest = limits
             .max_buffer_size
-            .min(limits.max_storage_buffer_binding_size);
+            .min(limits.max_storage_buffer_binding_size)
+            .min(i32::MAX as u64);
         Self {
             name,
             device,

@@ -2,9 +2,9 @@
 //! geometry and workgroup counts.
 
 use std::sync::Arc;
+
 use tensor_core::layout::ReducedAxes;
 use tensor_core::ops::MatmulDims;
-
 use tensor_core::{DataType, Device, Error, Op, OutView, ReduceOp, Result, TensorView};
 
 use crate::device::{output_buffer, storage, wgpu_buffer, WgpuDevice};

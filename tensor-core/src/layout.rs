@@ -413,8 +413,8 @@ impl Layout {
 /// layout's strides along them, in the layout's order.
 ///
 /// ```
-/// use tensor_core::{layout::ReducedAxes, Layout};
-/// let layout = Layout::contiguous([2, 3, 4].into());
+/// use tensor_core::{layout::ReducedAxes, Layout, TensorShape};
+/// let layout = Layout::contiguous(TensorShape::new(&[2, 3, 4]).unwrap());
 /// let split = ReducedAxes::split(&layout, &[1], 8).unwrap();
 /// assert_eq!((split.kept, split.kept_strides), (vec![2, 4], vec![12, 1]));
 /// assert_eq!((split.reduced, split.reduced_strides), (vec![3], vec![4]));

@@ -1,16 +1,15 @@
 //! Reductions over any set of axes of a strided input, one template for every op and
 //! element type: an op is an accumulator (`identity`, `lift`, `combine`) and a `store`.
 //!
-//! Two variants share the template. `Tree`: one workgroup per output element; each
-//! invocation folds a strided share of the reduced elements, then the workgroup combines
-//! the 256 partial results in a tree in workgroup memory. `Serial`: one invocation per
-//! output element, for reductions too short to feed a workgroup. `combine` is associative
-//! and commutative for every op (arg-reductions break ties on the index), so both
-//! variants give the sequential result up to float rounding.
-//!
-//! Long reductions into few outputs (a whole-tensor sum) would leave all but a few
-//! workgroups idle, so they split: `Split` runs several workgroups per output, each
-//! writing a partial accumulator, and `Gather` combines each output's partials.
+//! The template has four variants ([`Variant`]). `Tree`: one workgroup per output element;
+//! each invocation folds a strided share of the reduced elements, then the workgroup
+//! combines the 256 partial results in a tree in workgroup memory. `Serial`: one
+//! invocation per output element, for reductions too short to feed a workgroup. Long
+//! reductions into few outputs (a whole-tensor sum) would leave all but a few workgroups
+//! idle, so they split: `Split` runs several workgroups per output, each writing a partial
+//! accumulator, and `Gather` combines each output's partials. `combine` is associative and
+//! commutative for every op (arg-reductions break ties on the index), so every variant
+//! gives the sequential result up to float rounding.
 //!
 //! The geometry holds: outputs, reduced count, kept rank, reduced rank, input offset,
 //! parts per output, the kept dims and strides, then the reduced dims and strides.
