@@ -31,7 +31,7 @@ pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
         BinaryOp::Div if float => "x / y".into(),
         BinaryOp::Div => format!("select(x / y, {all_ones}, y == {zero})"),
         BinaryOp::Rem if !float => format!("select(x % y, x, y == {zero})"),
-        BinaryOp::Rem if t == "f32" => "float_rem(x, y)".into(),
+        BinaryOp::Rem => format!("float_rem_{t}(x, y)"),
         BinaryOp::Pow if !float => format!("pow_{t}(x, y)"),
         BinaryOp::Max if float => "float_max(x, y)".into(),
         BinaryOp::Min if float => "float_min(x, y)".into(),
@@ -135,70 +135,98 @@ fn f64_to_f32_odd(x: f64) -> f32 {
     helpers
 }
 
-/// The exact float remainder of C's `fmod` (WGSL's `%` is `x - y * trunc(x / y)`, which
-/// rounds), by shift-and-subtract on the significands.
-const ARITHMETIC_HELPERS: &str = r#"
-// The significand of a finite nonzero magnitude `a` with its hidden bit at bit 23, and
-// its exponent (subnormals normalised).
-fn unpack_significand(a: u32) -> vec2<i32> {
-    var e = i32(a >> 23u);
-    var m = a & 0x7fffffu;
-    if (e == 0) {
+/// The exact float remainder of C's `fmod` on float type `t` (`f32`, or `f64` in templates
+/// with 64-bit integers), as `float_rem_<t>`: WGSL's `%` is `x - y * trunc(x / y)`, which
+/// rounds, so the significands are reduced by shift-and-subtract instead.
+fn remainder_helper(t: &str) -> String {
+    let wide = t == "f64";
+    let (u, s, bits) = if wide {
+        ("u64", "lu", 52)
+    } else {
+        ("u32", "u", 23)
+    };
+    let hidden = format!("{:#x}{s}", 1u64 << bits);
+    let mantissa = format!("{:#x}{s}", (1u64 << bits) - 1);
+    let magnitude = format!(
+        "{:#x}{s}",
+        if wide {
+            u64::MAX >> 1
+        } else {
+            u64::from(u32::MAX >> 1)
+        }
+    );
+    let sign_bit = format!("{:#x}{s}", if wide { 1u64 << 63 } else { 1 << 31 });
+    let infinity = format!("{:#x}{s}", if wide { 0x7ffu64 << 52 } else { 0xff << 23 });
+    let nan = format!("{:#x}{s}", if wide { 0xfffu64 << 51 } else { 0x1ff << 22 });
+    format!(
+        r#"
+struct Unpacked_{t} {{
+    m: {u},
+    e: i32,
+}}
+
+// The significand of a finite nonzero magnitude `a` with its hidden bit set, and its
+// exponent (subnormals normalised).
+fn unpack_significand_{t}(a: {u}) -> Unpacked_{t} {{
+    var e = i32(u32(a >> {bits}u));
+    var m = a & {mantissa};
+    if (e == 0) {{
         e = 1;
-        while ((m & 0x800000u) == 0u) {
+        while ((m & {hidden}) == 0{s}) {{
             m <<= 1u;
             e -= 1;
-        }
-    } else {
-        m |= 0x800000u;
-    }
-    return vec2<i32>(bitcast<i32>(m), e);
-}
+        }}
+    }} else {{
+        m |= {hidden};
+    }}
+    return Unpacked_{t}(m, e);
+}}
 
-fn float_rem(x: f32, y: f32) -> f32 {
-    let ux = bitcast<u32>(x);
-    let sign = ux & 0x80000000u;
-    let ax = ux & 0x7fffffffu;
-    let ay = bitcast<u32>(y) & 0x7fffffffu;
-    if (ay == 0u || ay > 0x7f800000u || ax >= 0x7f800000u) {
-        return bitcast<f32>(0x7fc00000u);
-    }
-    if (ax < ay) {
+fn float_rem_{t}(x: {t}, y: {t}) -> {t} {{
+    let ux = bitcast<{u}>(x);
+    let sign = ux & {sign_bit};
+    let ax = ux & {magnitude};
+    let ay = bitcast<{u}>(y) & {magnitude};
+    if (ay == 0{s} || ay > {infinity} || ax >= {infinity}) {{
+        return bitcast<{t}>({nan});
+    }}
+    if (ax < ay) {{
         return x;
-    }
-    if (ax == ay) {
-        return bitcast<f32>(sign);
-    }
-    let px = unpack_significand(ax);
-    let py = unpack_significand(ay);
-    var m = bitcast<u32>(px.x);
-    let my = bitcast<u32>(py.x);
-    var e = px.y;
-    for (; e > py.y; e--) {
-        if (m >= my) {
-            m -= my;
-        }
-        if (m == 0u) {
-            return bitcast<f32>(sign);
-        }
+    }}
+    if (ax == ay) {{
+        return bitcast<{t}>(sign);
+    }}
+    let px = unpack_significand_{t}(ax);
+    let py = unpack_significand_{t}(ay);
+    var m = px.m;
+    var e = px.e;
+    for (; e > py.e; e--) {{
+        if (m >= py.m) {{
+            m -= py.m;
+        }}
+        if (m == 0{s}) {{
+            return bitcast<{t}>(sign);
+        }}
         m <<= 1u;
-    }
-    if (m >= my) {
-        m -= my;
-    }
-    if (m == 0u) {
-        return bitcast<f32>(sign);
-    }
-    while ((m & 0x800000u) == 0u) {
+    }}
+    if (m >= py.m) {{
+        m -= py.m;
+    }}
+    if (m == 0{s}) {{
+        return bitcast<{t}>(sign);
+    }}
+    while ((m & {hidden}) == 0{s}) {{
         m <<= 1u;
         e -= 1;
-    }
-    if (e > 0) {
-        return bitcast<f32>(sign | (u32(e) << 23u) | (m & 0x7fffffu));
-    }
-    return bitcast<f32>(sign | (m >> u32(1 - e)));
+    }}
+    if (e > 0) {{
+        return bitcast<{t}>(sign | ({u}(u32(e)) << {bits}u) | (m & {mantissa}));
+    }}
+    return bitcast<{t}>(sign | (m >> u32(1 - e)));
+}}
+"#
+    )
 }
-"#;
 
 /// Integer powers by squaring for the signed and unsigned types `i` and `u` of one width
 /// (wrapping; negative exponents give 0 except for bases 1 and -1), as `pow_<type>`.
@@ -275,8 +303,9 @@ pub(crate) fn map_source(
         "f32"
     };
     let mut source = format!(
-        "{}{ARITHMETIC_HELPERS}{CONVERSIONS}{}",
+        "{}{}{CONVERSIONS}{}",
         float_helpers(float),
+        remainder_helper("f32"),
         pow_helpers("i32", "u32")
     );
     if float == "f32" {
@@ -288,6 +317,9 @@ pub(crate) fn map_source(
         .any(|s| s.value_type().ends_with("64"))
     {
         source += &int64_helpers();
+        if float == "f64" {
+            source += &remainder_helper("f64");
+        }
     }
     source.push_str("@group(0) @binding(0) var<storage, read> geometry: array<u32>;\n");
     for (k, storage) in inputs.iter().enumerate() {
