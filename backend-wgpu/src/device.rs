@@ -411,6 +411,10 @@ impl Device for WgpuDevice {
         let computes = match dtype {
             DataType::Double => self.shader_f64 && self.shader_int64,
             DataType::Int64 | DataType::UInt64 => self.shader_int64,
+            // Float powers are computed in f64.
+            _ if op == Op::Binary(BinaryOp::Pow) && dtype.is_float() => {
+                self.shader_f64 && self.shader_int64
+            }
             _ => true,
         };
         match op {

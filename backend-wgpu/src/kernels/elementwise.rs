@@ -8,7 +8,7 @@
 use tensor_core::{BinaryOp, DataType, UnaryOp};
 
 use super::storage::{Storage, CONVERSIONS};
-use super::transcendental::TRANSCENDENTALS;
+use super::transcendental::{POW_F32, TRANSCENDENTALS};
 
 /// Invocations per workgroup.
 pub(crate) const WORKGROUP: u32 = 256;
@@ -33,6 +33,8 @@ pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
         BinaryOp::Rem if !float => format!("select(x % y, x, y == {zero})"),
         BinaryOp::Rem => format!("float_rem_{t}(x, y)"),
         BinaryOp::Pow if !float => format!("pow_{t}(x, y)"),
+        // Computed in f64: see `transcendental::POW_F32`.
+        BinaryOp::Pow if t == "f32" => "pow_f32(x, y)".into(),
         BinaryOp::Max if float => "float_max(x, y)".into(),
         BinaryOp::Min if float => "float_min(x, y)".into(),
         BinaryOp::Max => "max(x, y)".into(),
@@ -310,6 +312,10 @@ pub(crate) fn map_source(
     );
     if float == "f32" {
         source += TRANSCENDENTALS;
+    }
+    // Helpers that need SHADER_F64 go only into the kernels that call them.
+    if expression.contains("pow_f32(") {
+        source += POW_F32;
     }
     if inputs
         .iter()
