@@ -684,6 +684,29 @@ mod tests {
     }
 
     #[test]
+    fn integer_means_sum_exactly_beyond_the_dtype() {
+        let Some(device) = first_device() else {
+            return;
+        };
+        if !device.supports(Op::Reduce(ReduceOp::Mean), DataType::Int64) {
+            eprintln!("skipped: {} has no SHADER_INT64", device.name());
+            return;
+        }
+        let signed = [i64::MAX, i64::MAX, i64::MIN + 5, i64::MIN, i64::MIN, 7];
+        let exact =
+            |v: &[i64]| (v.iter().map(|&x| i128::from(x)).sum::<i128>() / v.len() as i128) as i64;
+        let x = Tensor::from_slice(&signed, [2, 3], &device).unwrap();
+        let mean = x.reduce(ReduceOp::Mean, &[1], false).unwrap();
+        assert_eq!(
+            mean.to_vec::<i64>().unwrap(),
+            vec![exact(&signed[..3]), exact(&signed[3..])]
+        );
+        let unsigned = Tensor::from_slice(&[u64::MAX; 4], [4], &device).unwrap();
+        let mean = unsigned.reduce(ReduceOp::Mean, &[0], false).unwrap();
+        assert_eq!(mean.to_vec::<u64>().unwrap(), vec![u64::MAX]);
+    }
+
+    #[test]
     fn tensors_round_trip_through_the_device() {
         let Some(device) = first_device() else {
             return;

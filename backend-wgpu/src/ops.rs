@@ -20,9 +20,7 @@ pub(crate) fn matmul_storage(dtype: DataType) -> Option<Storage> {
 
 /// Whether this backend has a reduction kernel of `op` on `dtype`.
 pub(crate) fn reduces(op: ReduceOp, dtype: DataType) -> bool {
-    // The exact mean of 64-bit integers would need a 128-bit sum.
-    let wide_mean = op == ReduceOp::Mean && matches!(dtype, DataType::Int64 | DataType::UInt64);
-    Op::Reduce(op).is_defined_for(dtype) && Storage::of(dtype).is_some() && !wide_mean
+    Op::Reduce(op).is_defined_for(dtype) && Storage::of(dtype).is_some()
 }
 
 /// The lowest and highest values of `dtype` as WGSL expressions of its value type: the

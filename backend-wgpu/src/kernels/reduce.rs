@@ -101,7 +101,7 @@ fn coalesced(dims: &[usize], strides: &[isize]) -> (Vec<usize>, [Vec<isize>; 1])
 /// `combine` and `store` functions.
 fn accumulator(op: ReduceOp, t: &str, (lowest, highest): (&str, &str)) -> String {
     let float = t.starts_with('f');
-    let signed = t == "i32";
+    let signed = t.starts_with('i');
     let zero = format!("{t}(0)");
     // An accumulator of the value type itself, storing `finish` of the result `a`.
     let plain = |identity: String, combine: &str, finish: &str| {
@@ -163,41 +163,49 @@ fn store(j: u32, a: Acc, count: u32) {{
     }
 }
 
-/// The accumulator of an integer mean: the exact sum in 64 bits (two `u32` words, the
-/// high one carrying the sign for `i32`), divided by the count truncating toward zero,
-/// and wrapped to 32 bits, as the shared semantics define it.
+/// The accumulator of an integer mean: the exact sum in two words of the value's width
+/// (`u32` for 32-bit and narrower values, `u64` for 64-bit ones; the high word carries the
+/// sign of signed values), divided by the count truncating toward zero, and wrapped to
+/// the value type, as the shared semantics define it.
 fn integer_mean(t: &str, signed: bool) -> String {
+    let (w, bits) = if t.ends_with("64") {
+        ("u64", 64)
+    } else {
+        ("u32", 32)
+    };
+    let top = bits - 1;
     let (extend, negative) = if signed {
         (
-            "select(0u, 0xffffffffu, x < 0)",
-            "(a.y >> 31u) == 1u".to_string(),
+            format!("select({w}(0), ~{w}(0), x < 0)"),
+            format!("(a.y >> {top}u) == {w}(1)"),
         )
     } else {
-        ("0u", "false".to_string())
+        (format!("{w}(0)"), "false".to_string())
     };
     format!(
-        "alias Acc = vec2<u32>;
-fn identity() -> Acc {{ return vec2<u32>(0u, 0u); }}
-fn lift(x: {t}, index: u32) -> Acc {{ return vec2<u32>(bitcast<u32>(x), {extend}); }}
+        "alias Acc = vec2<{w}>;
+fn identity() -> Acc {{ return Acc({w}(0), {w}(0)); }}
+fn lift(x: {t}, index: u32) -> Acc {{ return Acc(bitcast<{w}>(x), {extend}); }}
 fn combine(a: Acc, b: Acc) -> Acc {{
     let low = a.x + b.x;
-    return vec2<u32>(low, a.y + b.y + select(0u, 1u, low < a.x));
+    return Acc(low, a.y + b.y + select({w}(0), {w}(1), low < a.x));
 }}
 fn negate(a: Acc) -> Acc {{
-    return combine(vec2<u32>(~a.x, ~a.y), vec2<u32>(1u, 0u));
+    return combine(Acc(~a.x, ~a.y), Acc({w}(1), {w}(0)));
 }}
-// The low word of the 64-bit `a / d`, by long division.
-fn quotient(a: Acc, d: u32) -> u32 {{
-    var q = 0u;
-    var r = 0u;
-    for (var bit = 63i; bit >= 0; bit--) {{
-        let word = select(a.x, a.y, bit >= 32);
-        let carry = r >> 31u;
-        r = (r << 1u) | ((word >> (u32(bit) & 31u)) & 1u);
-        if (carry == 1u || r >= d) {{
-            r -= d;
-            if (bit < 32) {{
-                q |= 1u << u32(bit);
+// The low word of the double-width `a / d`, by long division.
+fn quotient(a: Acc, d: u32) -> {w} {{
+    let divisor = {w}(d);
+    var q = {w}(0);
+    var r = {w}(0);
+    for (var bit = {last}i; bit >= 0; bit--) {{
+        let word = select(a.x, a.y, bit >= {bits});
+        let carry = r >> {top}u;
+        r = (r << 1u) | ((word >> (u32(bit) & {top}u)) & {w}(1));
+        if (carry == {w}(1) || r >= divisor) {{
+            r -= divisor;
+            if (bit < {bits}) {{
+                q |= {w}(1) << u32(bit);
             }}
         }}
     }}
@@ -210,9 +218,10 @@ fn store(j: u32, a: Acc, count: u32) {{
     }}
     let negative = {negative};
     let q = quotient(select(a, negate(a), negative), count);
-    out[j] = bitcast<{t}>(select(q, 0u - q, negative));
+    out[j] = bitcast<{t}>(select(q, {w}(0) - q, negative));
 }}
-"
+",
+        last = 2 * bits - 1
     )
 }
 
