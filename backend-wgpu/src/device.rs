@@ -11,9 +11,9 @@ use tensor_core::{
     OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
 };
 
-use crate::kernels::elementwise;
 use crate::kernels::storage::Storage;
 use crate::kernels::Pipelines;
+use crate::kernels::{complex, elementwise};
 use crate::memory::{self, BufferAllocator};
 use crate::ops;
 
@@ -300,6 +300,8 @@ fn kernel_for(op: Op, dtype: DataType) -> Option<Kernel> {
     }
     let t = Storage::of(dtype)?.value_type();
     let expression = match op {
+        Op::Binary(op) if dtype.is_complex() => complex::binary_expression(op)?,
+        Op::Unary(op) if dtype.is_complex() => complex::unary_expression(op, t)?,
         Op::Binary(op) if op.is_comparison() => elementwise::compare_expression(op, t)?,
         Op::Binary(op) if dtype == DataType::Bool => elementwise::logical_expression(op)?.into(),
         Op::Unary(UnaryOp::Not) if dtype == DataType::Bool => "1u - x".into(),
@@ -409,7 +411,7 @@ impl Device for WgpuDevice {
         // 64-bit dtypes are computed on only where the device has the shader features
         // (f64 also tests NaN on u64 bits); moves need neither.
         let computes = match dtype {
-            DataType::Double => self.shader_f64 && self.shader_int64,
+            DataType::Double | DataType::Complex128 => self.shader_f64 && self.shader_int64,
             DataType::Int64 | DataType::UInt64 => self.shader_int64,
             // Float powers are computed in f64.
             _ if op == Op::Binary(BinaryOp::Pow) && dtype.is_float() => {
@@ -704,6 +706,31 @@ mod tests {
         let unsigned = Tensor::from_slice(&[u64::MAX; 4], [4], &device).unwrap();
         let mean = unsigned.reduce(ReduceOp::Mean, &[0], false).unwrap();
         assert_eq!(mean.to_vec::<u64>().unwrap(), vec![u64::MAX]);
+    }
+
+    #[test]
+    fn products_survive_partial_overflow() {
+        let Some(device) = first_device() else {
+            return;
+        };
+        let reals = [1e30f32, 1e30, 1e30, 1e-30, 1e-30, 1e-30, 3.0, 1e-40];
+        let x = Tensor::from_slice(&reals, [8], &device).unwrap();
+        let product = x.reduce(ReduceOp::Prod, &[0], false).unwrap();
+        let want = reals.iter().map(|&v| f64::from(v)).product::<f64>() as f32;
+        assert_eq!(product.to_vec::<f32>().unwrap(), vec![want]);
+        use tensor_core::num_complex::Complex;
+        let zs = [
+            Complex::new(1e30f32, 0.0),
+            Complex::new(0.0, 1e30),
+            Complex::new(1e-30, 0.0),
+            Complex::new(0.0, 1e-30),
+        ];
+        let z = Tensor::from_slice(&zs, [4], &device).unwrap();
+        let product = z.reduce(ReduceOp::Prod, &[0], false).unwrap();
+        assert_eq!(
+            product.to_vec::<Complex<f32>>().unwrap(),
+            vec![Complex::new(-1.0, 0.0)]
+        );
     }
 
     #[test]

@@ -298,7 +298,7 @@ pub(crate) fn map_source(
     let float = if inputs
         .iter()
         .chain([&output])
-        .any(|s| s.value_type() == "f64")
+        .any(|s| s.value_type().contains("f64"))
     {
         "f64"
     } else {
@@ -313,6 +313,13 @@ pub(crate) fn map_source(
     if float == "f32" {
         source += TRANSCENDENTALS;
     }
+    if let Some(part) = inputs
+        .iter()
+        .chain([&output])
+        .find_map(|s| super::complex::part_type(s.value_type()))
+    {
+        source += &super::complex::helpers(part);
+    }
     // Helpers that need SHADER_F64 go only into the kernels that call them.
     if expression.contains("pow_f32(") {
         source += POW_F32;
@@ -320,7 +327,7 @@ pub(crate) fn map_source(
     if inputs
         .iter()
         .chain([&output])
-        .any(|s| s.value_type().ends_with("64"))
+        .any(|s| s.value_type().contains("64"))
     {
         source += &int64_helpers();
         if float == "f64" {
@@ -442,29 +449,47 @@ pub(crate) fn compare_expression(op: BinaryOp, t: &str) -> Option<String> {
 /// drops the high bits), anything to bool is "not zero" (NaN is not zero), bool is 0 or 1,
 /// and ints become floats rounded once. `None` unless both dtypes are computed on here.
 pub(crate) fn cast_expression(from: DataType, to: DataType) -> Option<String> {
+    let target = Storage::of(to)?.value_type();
+    match (from.is_complex(), to.is_complex()) {
+        (false, false) => real_cast(from, to, "x"),
+        (true, true) => Some(format!("{target}(x)")),
+        // Complex to bool is "either part is not zero"; to anything else, the real part.
+        (true, false) if to == DataType::Bool => {
+            Some("select(0u, 1u, x.x != 0.0 || x.y != 0.0 || is_nan(x.x) || is_nan(x.y))".into())
+        }
+        (true, false) => real_cast(from.real_dtype(), to, "x.x"),
+        (false, true) => Some(format!(
+            "{target}({}, 0.0)",
+            real_cast(from, to.real_dtype(), "x")?
+        )),
+    }
+}
+
+/// [`cast_expression`] between real dtypes (and bool) of the value `v`.
+fn real_cast(from: DataType, to: DataType, v: &str) -> Option<String> {
     use tensor_core::DTypeClass::{Bool, Float, Signed};
     let (source, target) = (Storage::of(from)?, Storage::of(to)?);
     let (s, t) = (source.value_type(), target.value_type());
     let (wide_source, wide_target) = (s.ends_with("64"), t.ends_with("64"));
     Some(match (from.class(), to.class()) {
-        (Float, Bool) => "select(0u, 1u, x != 0.0 || is_nan(x))".into(),
-        (_, Bool) => format!("select(0u, 1u, x != {s}(0))"),
+        (Float, Bool) => format!("select(0u, 1u, {v} != 0.0 || is_nan({v}))"),
+        (_, Bool) => format!("select(0u, 1u, {v} != {s}(0))"),
         (Float, Float) if s == "f64" && t != "f64" => match to {
-            DataType::Float => "f32(x)".into(),
-            _ => "f64_to_f32_odd(x)".into(),
+            DataType::Float => format!("f32({v})"),
+            _ => format!("f64_to_f32_odd({v})"),
         },
-        (Float, Float) | (Bool, _) => format!("{t}(x)"),
+        (Float, Float) | (Bool, _) => format!("{t}({v})"),
         (Float, _) => {
             // Saturate outside [lo, hi], truncate inside; the bounds are exact in f32.
             let (lo, hi) = integer_bounds(to)?;
             format!(
-                "select(select(select({t}(x), {}, x >= {hi}.0 + 1.0), {}, x < {lo}.0), {t}(0), \
-                 is_nan(x))",
+                "select(select(select({t}({v}), {}, {v} >= {hi}.0 + 1.0), {}, {v} < {lo}.0), \
+                 {t}(0), is_nan({v}))",
                 int_literal(hi, t),
                 int_literal(lo, t)
             )
         }
-        (_, Float) if t == "f64" => "f64(x)".into(),
+        (_, Float) if t == "f64" => format!("f64({v})"),
         (_, Float) => {
             let bits = match to {
                 DataType::Half => 11,
@@ -478,20 +503,20 @@ pub(crate) fn cast_expression(from: DataType, to: DataType) -> Option<String> {
             };
             if from.class() == Signed {
                 format!(
-                    "{convert}(select(bitcast<{unsigned}>(x), {unsigned}(0) - bitcast<{unsigned}>(x), \
-                     x < 0), x < 0, {bits}u)"
+                    "{convert}(select(bitcast<{unsigned}>({v}), {unsigned}(0) - bitcast<{unsigned}>({v}), \
+                     {v} < 0), {v} < 0, {bits}u)"
                 )
             } else {
-                format!("{convert}(x, false, {bits}u)")
+                format!("{convert}({v}, false, {bits}u)")
             }
         }
         // Between integer widths: sign- or zero-extend by the source's signedness, or cut.
-        _ if wide_source && !wide_target => format!("bitcast<{t}>(u32(bitcast<u64>(x)))"),
+        _ if wide_source && !wide_target => format!("bitcast<{t}>(u32(bitcast<u64>({v})))"),
         _ if wide_target && !wide_source => {
             let extended = if from.class() == Signed { "i64" } else { "u64" };
-            format!("bitcast<{t}>({extended}(x))")
+            format!("bitcast<{t}>({extended}({v}))")
         }
-        _ => format!("bitcast<{t}>(x)"),
+        _ => format!("bitcast<{t}>({v})"),
     })
 }
 

@@ -65,8 +65,17 @@ pub(crate) fn source(input: Storage) -> String {
     let array = input.array_type();
     let load_a = input.load("a", "pa + i32(ar) * am + i32(ac) * ak");
     let load_b = input.load("b", "pb + i32(br) * bk + i32(bc) * bn");
+    // Complex operands multiply as complex numbers.
+    let (product, helpers) = match super::complex::part_type(t) {
+        Some(part) => ("cmul(a, b)", super::complex::helpers(part)),
+        None => ("a * b", String::new()),
+    };
     format!(
-        r#"
+        r#"{helpers}
+fn product(a: {t}, b: {t}) -> {t} {{
+    return {product};
+}}
+
 @group(0) @binding(0) var<storage, read> geometry: array<u32>;
 @group(0) @binding(1) var<storage, read> a: array<{array}>;
 @group(0) @binding(2) var<storage, read> b: array<{array}>;
@@ -136,7 +145,7 @@ fn main(@builtin(local_invocation_id) local: vec3<u32>, @builtin(workgroup_id) g
             for (var j = 0u; j < 4u; j++) {{
                 let bv = tile_b[kk * 64u + local.x + 16u * j];
                 for (var i = 0u; i < 4u; i++) {{
-                    acc[i * 4u + j] += column[i] * bv;
+                    acc[i * 4u + j] += product(column[i], bv);
                 }}
             }}
         }}

@@ -1,6 +1,7 @@
 //! WGSL kernels, generated per dtype from one template per op family, compiled once per
 //! (kernel, dtype, variant) and cached by the [`Pipelines`] cache.
 
+pub(crate) mod complex;
 pub(crate) mod elementwise;
 pub(crate) mod matmul;
 mod pipelines;

@@ -114,8 +114,17 @@ fn store(j: u32, a: Acc, count: u32) {{ out[j] = {finish}; }}
 "
         )
     };
+    if let Some(part) = super::complex::part_type(t) {
+        return match op {
+            ReduceOp::Prod if part == "f32" => scaled_product(t, "cmul(a.m, b.m)"),
+            ReduceOp::Prod => plain(format!("{t}(1.0, 0.0)"), "cmul(a, b)", "a"),
+            ReduceOp::Mean => plain(zero, "a + b", &format!("a / {part}(count)")),
+            _ => plain(zero, "a + b", "a"),
+        };
+    }
     match op {
         ReduceOp::Sum => plain(zero, "a + b", "a"),
+        ReduceOp::Prod if t == "f32" => scaled_product(t, "a.m * b.m"),
         ReduceOp::Prod => plain(format!("{t}(1)"), "a * b", "a"),
         ReduceOp::Max if float => plain(lowest.into(), "float_max(a, b)", "a"),
         ReduceOp::Min if float => plain(highest.into(), "float_min(a, b)", "a"),
@@ -161,6 +170,52 @@ fn store(j: u32, a: Acc, count: u32) {{
             )
         }
     }
+}
+
+/// The accumulator of an f32 or complex64 product: a significand scaled into [1, 2) by a
+/// power of two and that power, so that partial products neither overflow nor underflow
+/// where the whole product (and the f64 reference) does not; the result is scaled back
+/// once. `multiply` combines the significands `a.m` and `b.m`.
+fn scaled_product(t: &str, multiply: &str) -> String {
+    let (one, magnitude) = if t == "f32" {
+        ("1.0", "abs(a.m)")
+    } else {
+        ("vec2<f32>(1.0, 0.0)", "max(abs(a.m.x), abs(a.m.y))")
+    };
+    format!(
+        "struct Acc {{ m: {t}, e: i32 }}
+fn power_of_two(n: i32) -> f32 {{ return bitcast<f32>(u32(n + 127) << 23u); }}
+// a with its significand's largest part scaled into [1, 2); zeros, infinities and NaNs
+// stay as they are.
+fn normalized(a: Acc) -> Acc {{
+    let big = bitcast<u32>({magnitude});
+    if (big == 0u || big >= 0x7f800000u) {{
+        return a;
+    }}
+    var k = i32(big >> 23u) - 127;
+    if (k == -127) {{
+        // A subnormal: its top bit, 31 - clz, stands for 2^(31 - clz - 149).
+        k = -118 - i32(countLeadingZeros(big));
+    }}
+    let first = clamp(k, -126, 126);
+    return Acc(a.m * power_of_two(-first) * power_of_two(first - k), a.e + k);
+}}
+fn identity() -> Acc {{ return Acc({one}, 0); }}
+fn lift(x: {t}, index: u32) -> Acc {{ return normalized(Acc(x, 0)); }}
+fn combine(a: Acc, b: Acc) -> Acc {{ return normalized(Acc({multiply}, a.e + b.e)); }}
+// m 2^e in at most three scalings, each within f32's exponents: it rounds once.
+fn store(j: u32, a: Acc, count: u32) {{
+    var m = a.m;
+    var e = clamp(a.e, -400, 400);
+    for (var step = 0; step < 3 && e != 0; step++) {{
+        let k = clamp(e, -126, 127);
+        m = m * power_of_two(k);
+        e -= k;
+    }}
+    out[j] = m;
+}}
+"
+    )
 }
 
 /// The accumulator of an integer mean: the exact sum in two words of the value's width
@@ -296,7 +351,8 @@ fn reduced_position(r: u32) -> i32 {{
     return position;
 }}
 "#,
-        helpers = float_helpers(if t == "f64" { t } else { "f32" }),
+        helpers = float_helpers(if t.contains("f64") { "f64" } else { "f32" })
+            + &super::complex::part_type(t).map_or(String::new(), super::complex::helpers),
     );
     if variant != Variant::Gather {
         head += &format!(

@@ -9,16 +9,17 @@
 //!   are narrowed back; f16 and bf16 results are rounded once, to nearest even, from `f32`,
 //!   which is exact for `+ - * /` and `sqrt` (f32 carries more than twice their precision
 //!   plus two bits, so the double rounding is innocuous). The device needs no SHADER_F16.
-//! - 64-bit and complex elements are 2 or 4 raw words: they are moved (copy, fill, where)
-//!   but not computed on.
+//! - complex64 and complex128 are one `vec2` of their part type per element (complex128
+//!   needs the f64 features).
+//! - Other elements are moved as raw words (copy, fill, where), not computed on.
 
 use tensor_core::DataType;
 
 /// How an operand's elements sit in its storage buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Storage {
-    /// One WGSL scalar per element (`f32`, `i32`, `u32`; `i64`, `u64`, `f64` where the
-    /// device has the shader features).
+    /// One WGSL scalar (or complex `vec2`) per element (`f32`, `i32`, `u32`,
+    /// `vec2<f32>`; `i64`, `u64`, `f64`, `vec2<f64>` where the device has the features).
     Word(&'static str),
     /// 8- or 16-bit elements packed into `u32` words, computed on as a 32-bit value.
     Packed(Packing),
@@ -93,6 +94,8 @@ impl Storage {
             DataType::Double => Storage::Word("f64"),
             DataType::Int64 => Storage::Word("i64"),
             DataType::UInt64 => Storage::Word("u64"),
+            DataType::Complex64 => Storage::Word("vec2<f32>"),
+            DataType::Complex128 => Storage::Word("vec2<f64>"),
             DataType::Int32 => Storage::Word("i32"),
             DataType::UInt32 => Storage::Word("u32"),
             DataType::Bool => Storage::Packed(Packing::Bool),
