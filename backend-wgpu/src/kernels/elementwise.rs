@@ -319,6 +319,9 @@ pub(crate) fn map_source(
         .find_map(|s| super::complex::part_type(s.value_type()))
     {
         source += &super::complex::helpers(part);
+        if part == "f32" {
+            source += super::complex::TRANSCENDENTALS;
+        }
     }
     // Helpers that need SHADER_F64 go only into the kernels that call them.
     if expression.contains("pow_f32(") {
