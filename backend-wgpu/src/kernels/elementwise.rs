@@ -319,7 +319,8 @@ pub(crate) fn map_source(
         .find_map(|s| super::complex::part_type(s.value_type()))
     {
         source += &super::complex::helpers(part);
-        if part == "f32" {
+        // They build on the f32 functions, which f64 templates (casts) do not carry.
+        if part == "f32" && float == "f32" {
             source += super::complex::TRANSCENDENTALS;
         }
     }
