@@ -13,8 +13,13 @@ pub(crate) fn part_type(value_type: &str) -> Option<&str> {
 }
 
 /// The helpers `cmul`, `cdiv` (Smith's, which neither overflows nor underflows where the
-/// quotient does not) and `cabs` (scaled, likewise) on `vec2<f>`.
+/// quotient does not), `cabs` (scaled, likewise) and `csqrt` on `vec2<f>`.
 pub(crate) fn helpers(f: &str) -> String {
+    let sign_bit = if f == "f64" {
+        "(bitcast<u64>(z.y) >> 63u) == 1lu"
+    } else {
+        "(bitcast<u32>(z.y) >> 31u) == 1u"
+    };
     format!(
         r#"
 fn cmul(a: vec2<{f}>, b: vec2<{f}>) -> vec2<{f}> {{
@@ -40,12 +45,25 @@ fn cabs(a: vec2<{f}>) -> {f} {{
     let s = a / m;
     return m * sqrt(s.x * s.x + s.y * s.y);
 }}
+
+// The principal square root; the imaginary part's sign follows z's, zeros included.
+fn csqrt(z: vec2<{f}>) -> vec2<{f}> {{
+    if (z.x == 0.0 && z.y == 0.0) {{
+        return vec2<{f}>(0.0, z.y);
+    }}
+    let t = sqrt((abs(z.x) + cabs(z)) * 0.5);
+    if (z.x >= 0.0) {{
+        return vec2<{f}>(t, z.y / (2.0 * t));
+    }}
+    let negative = {sign_bit};
+    return vec2<{f}>(abs(z.y) / (2.0 * t), select(t, -t, negative));
+}}
 "#
     )
 }
 
 /// The WGSL expression of unary `op` on complex `x` of value type `c`, or `None` where this
-/// backend has no complex kernel (sqrt, rsqrt and the transcendentals of complex128).
+/// backend has no complex kernel (the transcendentals of complex128).
 pub(crate) fn unary_expression(op: UnaryOp, c: &str) -> Option<String> {
     let single = c == "vec2<f32>";
     Some(match op {
@@ -55,8 +73,8 @@ pub(crate) fn unary_expression(op: UnaryOp, c: &str) -> Option<String> {
         UnaryOp::Square => "cmul(x, x)".into(),
         UnaryOp::Recip => format!("cdiv({c}(1.0, 0.0), x)"),
         // complex64 only: see `TRANSCENDENTALS`.
-        UnaryOp::Sqrt if single => "csqrt(x)".into(),
-        UnaryOp::Rsqrt if single => "cdiv(vec2<f32>(1.0, 0.0), csqrt(x))".into(),
+        UnaryOp::Sqrt => "csqrt(x)".into(),
+        UnaryOp::Rsqrt => format!("cdiv({c}(1.0, 0.0), csqrt(x))"),
         UnaryOp::Exp if single => "cexp(x)".into(),
         UnaryOp::Log if single => "clog(x)".into(),
         UnaryOp::Sin if single => "csin(x)".into(),
@@ -69,7 +87,7 @@ pub(crate) fn unary_expression(op: UnaryOp, c: &str) -> Option<String> {
     })
 }
 
-/// complex64 sqrt, exp, log, sin, cos and tanh from the f32 functions of
+/// complex64 exp, log, sin, cos and tanh from the f32 functions of
 /// `super::transcendental` (which a template must carry too): accurate relative to each
 /// function's condition, `|f(z)| + |z f'(z)|`, as the conformance suite measures them.
 pub(crate) const TRANSCENDENTALS: &str = r#"
@@ -127,17 +145,6 @@ fn sinh_f32(v: f32) -> f32 {
 fn cosh_f32(v: f32) -> f32 {
     let e = exp_f32(abs(v));
     return 0.5 * (e + 1.0 / e);
-}
-
-fn csqrt(z: vec2<f32>) -> vec2<f32> {
-    if (z.x == 0.0 && z.y == 0.0) {
-        return vec2<f32>(0.0, z.y);
-    }
-    let t = sqrt((abs(z.x) + cabs(z)) * 0.5);
-    if (z.x >= 0.0) {
-        return vec2<f32>(t, z.y / (2.0 * t));
-    }
-    return vec2<f32>(abs(z.y) / (2.0 * t), select(t, -t, negative_sign(z.y)));
 }
 
 fn cexp(z: vec2<f32>) -> vec2<f32> {
