@@ -29,6 +29,7 @@ fn reference(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Sin => x.sin(),
         UnaryOp::Cos => x.cos(),
         UnaryOp::Tanh => x.tanh(),
+        _ if x < 0.0 => x.exp() / (1.0 + x.exp()),
         _ => 1.0 / (1.0 + (-x).exp()),
     }
 }
@@ -153,4 +154,63 @@ fn pow_stays_within_four_ulp() {
         worst.1,
         worst.2
     );
+}
+
+#[test]
+fn f64_functions_stay_within_their_ulp_bounds() {
+    let device: Arc<dyn Device> = match backend_wgpu::WgpuDevice::open(0) {
+        Ok(device) => device,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    if !device.supports(tensor_core::Op::Unary(UnaryOp::Exp), DataType::Double) {
+        eprintln!("skipped: {} computes no f64", device.name());
+        return;
+    }
+    let mut xs: Vec<f64> = (0..100_000).map(|i| -50.0 + f64::from(i) * 1e-3).collect();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    while xs.len() < 300_000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let v = f64::from_bits(state);
+        if v.is_finite() {
+            xs.push(v);
+        }
+    }
+    let x = Tensor::from_slice(&xs, [xs.len()], &device).unwrap();
+    for (op, bound) in [
+        (UnaryOp::Exp, 2.0),
+        (UnaryOp::Log, 2.0),
+        (UnaryOp::Tanh, 4.0),
+        (UnaryOp::Sigmoid, 4.0),
+    ] {
+        let got = x.unary(op).unwrap().to_vec::<f64>().unwrap();
+        let mut worst = (0.0f64, 0.0f64);
+        for (&v, &g) in xs.iter().zip(&got) {
+            let want = reference(op, v);
+            if !want.is_finite() || !g.is_finite() {
+                assert!(
+                    g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                    "{op}({v}) = {g}, expected {want}"
+                );
+                continue;
+            }
+            // (`ulp` gives 0 below f64's normals, where the spacing is the least subnormal.)
+            let spacing = ulp(DataType::Double, want.abs()).max(f64::from_bits(1));
+            let error = (g - want).abs() / spacing;
+            if error > worst.0 {
+                worst = (error, v);
+            }
+        }
+        println!("{op} f64: worst {:.3} ulp at {}", worst.0, worst.1);
+        assert!(
+            worst.0 <= bound,
+            "{op} f64: {:.3} ulp at {}",
+            worst.0,
+            worst.1
+        );
+    }
 }

@@ -8,7 +8,7 @@
 use tensor_core::{BinaryOp, DataType, UnaryOp};
 
 use super::storage::{Storage, CONVERSIONS};
-use super::transcendental::{POW_F32, TRANSCENDENTALS};
+use super::transcendental::{POW_F32, TRANSCENDENTALS, TRANSCENDENTALS_F64};
 
 /// Invocations per workgroup.
 pub(crate) const WORKGROUP: u32 = 256;
@@ -75,6 +75,10 @@ pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
         UnaryOp::Log if t == "f32" => "log_f32(x)".into(),
         UnaryOp::Tanh if t == "f32" => "tanh_f32(x)".into(),
         UnaryOp::Sigmoid if t == "f32" => "sigmoid_f32(x)".into(),
+        UnaryOp::Exp if t == "f64" => "exp_f64(x)".into(),
+        UnaryOp::Log if t == "f64" => "log_f64(x)".into(),
+        UnaryOp::Tanh if t == "f64" => "tanh_f64(x)".into(),
+        UnaryOp::Sigmoid if t == "f64" => "sigmoid_f64(x)".into(),
         UnaryOp::Sin if t == "f32" => "sin_cos_f32(x, false)".into(),
         UnaryOp::Cos if t == "f32" => "sin_cos_f32(x, true)".into(),
         _ => return None,
@@ -312,6 +316,8 @@ pub(crate) fn map_source(
     );
     if float == "f32" {
         source += TRANSCENDENTALS;
+    } else {
+        source += TRANSCENDENTALS_F64;
     }
     if let Some(part) = inputs
         .iter()
