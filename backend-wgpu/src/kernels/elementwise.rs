@@ -1,9 +1,11 @@
-//! Elementwise kernels: one WGSL template for every op of two operands over any strided
-//! (broadcast, transposed, offset) inputs, writing a contiguous output.
+//! Elementwise kernels: one WGSL template for every op of one to three operands over any
+//! strided (broadcast, transposed, offset) inputs, writing a contiguous output; the op is a
+//! WGSL expression over `x`, `y`, `z`, and the template carries the helpers expressions
+//! call (NaN-aware float helpers, conversions, integer powers, `fmod`, transcendentals).
 //!
-//! The geometry travels in a small storage buffer of `u32`: element count, rank, the two
-//! input offsets, the output dims, then each input's strides (as `i32` bits, so reversed
-//! views work).
+//! The geometry travels in a small storage buffer of `u32`: element count, rank, one
+//! offset per input, the (merged) dims, then each input's strides (as `i32` bits, so
+//! reversed views work).
 
 use tensor_core::{BinaryOp, DataType, UnaryOp};
 
