@@ -38,9 +38,9 @@ fn bounds(dtype: DataType, t: &str) -> (String, String) {
     }
 }
 
-/// `Err` unless `value` fits the `u32` words kernels index with.
-fn fits_u32(value: usize, what: &str) -> Result<u32> {
-    u32::try_from(value).map_err(|_| {
+/// `value`, or `Err` unless it fits the `u32` words kernels index with.
+fn within_u32(value: usize, what: &str) -> Result<usize> {
+    u32::try_from(value).map(|_| value).map_err(|_| {
         Error::invalid(format!(
             "{what} of {value} is beyond one wgpu dispatch (2^32 - 1)"
         ))
@@ -79,7 +79,7 @@ impl WgpuDevice {
             )));
         }
         for size in [m, n, k, batches] {
-            fits_u32(size, "a matmul size")?;
+            within_u32(size, "a matmul size")?;
         }
         let r = batch.len();
         let (sa, sb) = (la.strides(), lb.strides());
@@ -125,8 +125,8 @@ impl WgpuDevice {
             .ok_or_else(unsupported)?;
         let layout = x.layout();
         let split = ReducedAxes::split(layout, axes, out.layout().num_elements())?;
-        let outputs = fits_u32(split.kept.iter().product(), "a reduction's output")? as usize;
-        let count = fits_u32(split.reduced.iter().product(), "a reduction")? as usize;
+        let outputs = within_u32(split.kept.iter().product(), "a reduction's output")?;
+        let count = within_u32(split.reduced.iter().product(), "a reduction")?;
         if outputs == 0 {
             return Ok(());
         }

@@ -87,11 +87,13 @@ pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
     })
 }
 
-/// The float helpers of a template computing on float type `t` (`f32`, or `f64` where the
-/// device has SHADER_F64 and SHADER_INT64, which its bit tests need). WGSL lets compilers assume there are no NaNs (`x != x` folds to
-/// false on lavapipe), so NaN is tested on the bits; `max` and `min` propagate NaN and
-/// order -0 below +0, as the shared semantics require. f64 templates also get the
-/// round-to-odd narrowing that makes f64 to f16/bf16 a single rounding.
+/// The float helpers every map and reduction template carries, for float type `t` (`f32`,
+/// or `f64` where the device has SHADER_F64 and SHADER_INT64, which its bit tests need):
+/// the f32 power of two `pow2`, and `is_nan`, `float_max`, `float_min` on `t`. WGSL lets
+/// compilers assume there are no NaNs (`x != x` folds to false on lavapipe), so NaN is
+/// tested on the bits; `max` and `min` propagate NaN and order -0 below +0, as the shared
+/// semantics require. f64 templates also get the round-to-odd narrowing that makes f64 to
+/// f16/bf16 a single rounding.
 pub(crate) fn float_helpers(t: &str) -> String {
     let (bits, is_nan) = if t == "f64" {
         (
@@ -106,6 +108,11 @@ pub(crate) fn float_helpers(t: &str) -> String {
     };
     let mut helpers = format!(
         r#"
+// 2^n for n in [-126, 127], built from its bits (exact, unlike a device's `exp2`).
+fn pow2(n: i32) -> f32 {{
+    return bitcast<f32>(u32(n + 127) << 23u);
+}}
+
 fn is_nan(v: {t}) -> bool {{
     {is_nan}
 }}
@@ -284,7 +291,7 @@ fn int64_to_float(m: u64, negative: bool, p: u32) -> f32 {
     }
     let shift = 32u - countLeadingZeros(high);
     let cut = u32(m >> shift) | select(0u, 1u, (m & ((1lu << shift) - 1lu)) != 0lu);
-    return int_to_float(cut, negative, p) * bitcast<f32>((127u + shift) << 23u);
+    return int_to_float(cut, negative, p) * pow2(i32(shift));
 }
 "#
 }

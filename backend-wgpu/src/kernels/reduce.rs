@@ -184,7 +184,6 @@ fn scaled_product(t: &str, multiply: &str) -> String {
     };
     format!(
         "struct Acc {{ m: {t}, e: i32 }}
-fn power_of_two(n: i32) -> f32 {{ return bitcast<f32>(u32(n + 127) << 23u); }}
 // a with its significand's largest part scaled into [1, 2); zeros, infinities and NaNs
 // stay as they are.
 fn normalized(a: Acc) -> Acc {{
@@ -198,7 +197,7 @@ fn normalized(a: Acc) -> Acc {{
         k = -118 - i32(countLeadingZeros(big));
     }}
     let first = clamp(k, -126, 126);
-    return Acc(a.m * power_of_two(-first) * power_of_two(first - k), a.e + k);
+    return Acc(a.m * pow2(-first) * pow2(first - k), a.e + k);
 }}
 fn identity() -> Acc {{ return Acc({one}, 0); }}
 fn lift(x: {t}, index: u32) -> Acc {{ return normalized(Acc(x, 0)); }}
@@ -209,7 +208,7 @@ fn store(j: u32, a: Acc, count: u32) {{
     var e = clamp(a.e, -400, 400);
     for (var step = 0; step < 3 && e != 0; step++) {{
         let k = clamp(e, -126, 127);
-        m = m * power_of_two(k);
+        m = m * pow2(k);
         e -= k;
     }}
     out[j] = m;

@@ -210,6 +210,7 @@ impl Storage {
 /// WGSL helpers every template carries: exact f32 to f16 and bf16 rounding (to nearest
 /// even, overflow to infinity, NaN kept quiet), and integers to floats of `p` significant
 /// bits rounded once (the device's own `f32(int)` may round twice on the way to f16).
+/// They use the float helpers' `pow2`.
 pub(crate) const CONVERSIONS: &str = r#"
 fn f32_to_f16(v: f32) -> u32 {
     let x = bitcast<u32>(v);
@@ -265,7 +266,7 @@ fn int_to_float(m: u32, negative: bool, p: u32) -> f32 {
         if (rest > half || (rest == half && (q & 1u) == 1u)) {
             q += 1u;
         }
-        scale = bitcast<f32>((127u + shift) << 23u);
+        scale = pow2(i32(shift));
     }
     let v = f32(q) * scale;
     return select(v, -v, negative);

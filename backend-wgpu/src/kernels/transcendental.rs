@@ -10,16 +10,12 @@
 //! `tests/transcendentals.rs` checks the bounds over every exponent.
 
 /// The WGSL functions `exp_f32`, `log_f32`, `sin_cos_f32`, `tanh_f32` and `sigmoid_f32`
-/// (they need the float helpers' `is_nan`).
+/// (they need the float helpers' `is_nan` and `pow2`).
 pub(crate) const TRANSCENDENTALS: &str = r#"
 // a * b + c, rounded twice: WGSL's `fma` may be emulated, and on lavapipe it loses far
 // more than the unfused form (67 ulp in exp's range reduction), so it is not used.
 fn mad(a: f32, b: f32, c: f32) -> f32 {
     return a * b + c;
-}
-
-fn pow2(n: i32) -> f32 {
-    return bitcast<f32>(u32(n + 127) << 23u);
 }
 
 fn exp_f32(x: f32) -> f32 {
