@@ -4,13 +4,16 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use tensor_core::alloc::CachedBlock;
 use tensor_core::{
-    Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind,
-    HostAllocator, HostBlock, HostBuffer, HostMemory, InlineBuffer, Op, OutView, ReduceOp, Result,
-    Scalar, StringBuffer, TensorBuffer, TensorView, UnaryOp, ALLOCATOR_ALIGNMENT,
+    Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceHandle,
+    DeviceKind, HostAllocator, HostBlock, HostBuffer, HostMemory, InlineBuffer, Op, OutView,
+    ReduceOp, Result, Scalar, StringBuffer, TensorBuffer, TensorView, UnaryOp, ALLOCATOR_ALIGNMENT,
     INLINE_BUFFER_BYTES,
 };
 
 use crate::kernels::{binary, cast, copy, fill, matmul, reduce, unary};
+
+/// The process-wide CPU device ([`CpuDevice::shared`]).
+static SHARED: OnceLock<Arc<dyn Device>> = OnceLock::new();
 
 /// The bytes of freed host memory a CPU device keeps for reuse by default.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
@@ -71,26 +74,29 @@ impl CpuDevice {
 
     /// The process-wide CPU device, made on first use.
     pub fn shared() -> Arc<dyn Device> {
-        static SHARED: OnceLock<Arc<CpuDevice>> = OnceLock::new();
-        SHARED.get_or_init(CpuDevice::new).clone()
+        SHARED.get_or_init(|| CpuDevice::new()).clone()
     }
 
-    fn handle(&self) -> Arc<dyn Device> {
-        self.me
-            .upgrade()
-            .expect("a CpuDevice is only reachable through its Arc")
-    }
-
-    /// A buffer of at most [`INLINE_BUFFER_BYTES`], zeroed, inside its `Arc`.
-    fn inline(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
-        Ok(InlineBuffer::new_shared(bytes, self.handle())?)
+    /// This device's handle for its buffers: the process-wide device's is borrowed from
+    /// [`SHARED`], so its buffers keep no reference count on it.
+    fn handle(&self) -> DeviceHandle {
+        match SHARED.get() {
+            Some(shared) if std::ptr::addr_eq(Arc::as_ptr(shared), self) => {
+                DeviceHandle::Static(shared)
+            }
+            _ => DeviceHandle::Shared(
+                self.me
+                    .upgrade()
+                    .expect("a CpuDevice is only reachable through its Arc"),
+            ),
+        }
     }
 
     fn wrap(&self, block: CachedBlock<HostBlock>) -> Arc<dyn TensorBuffer> {
         Arc::new(HostBuffer::new(
             block,
             self.allocator.clone(),
-            self.handle(),
+            self.handle().get().clone(),
         ))
     }
 }
@@ -123,14 +129,14 @@ impl Device for CpuDevice {
 
     fn allocate(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
         if bytes <= INLINE_BUFFER_BYTES {
-            return self.inline(bytes);
+            return Ok(InlineBuffer::new_uninit(bytes, self.handle())?);
         }
         Ok(self.wrap(self.allocator.allocate(bytes, ALLOCATOR_ALIGNMENT)?))
     }
 
     fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
         if bytes <= INLINE_BUFFER_BYTES {
-            return self.inline(bytes);
+            return Ok(InlineBuffer::new_shared(bytes, self.handle())?);
         }
         let block = self.allocator.allocate(bytes, ALLOCATOR_ALIGNMENT)?;
         // SAFETY: the block is `host_len()` writable bytes that nothing else references yet.
@@ -139,7 +145,10 @@ impl Device for CpuDevice {
     }
 
     fn strings(&self, values: Vec<Vec<u8>>) -> Result<Arc<dyn TensorBuffer>> {
-        Ok(Arc::new(StringBuffer::new(values, self.handle())))
+        Ok(Arc::new(StringBuffer::new(
+            values,
+            self.handle().get().clone(),
+        )))
     }
 
     fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {

@@ -54,6 +54,7 @@ pub struct TensorView<'a> {
 }
 
 impl<'a> TensorView<'a> {
+    #[inline]
     pub(crate) fn new(dtype: DataType, layout: &'a Layout, buffer: &'a dyn TensorBuffer) -> Self {
         Self {
             dtype,
@@ -134,6 +135,7 @@ pub struct OutView<'a> {
 }
 
 impl<'a> OutView<'a> {
+    #[inline]
     pub(crate) fn new(view: TensorView<'a>) -> Self {
         Self { view }
     }
@@ -178,6 +180,33 @@ impl<'a> OutView<'a> {
         // count of one, so no other view of these elements exists while this borrow lives;
         // its contiguous layout lies within the buffer (checked when the tensor was made).
         Some(unsafe { std::slice::from_raw_parts_mut(ptr.add(start), len) })
+    }
+}
+
+/// How a buffer keeps its device: borrowed from a handle that lives for the whole process
+/// (such as `CpuDevice::shared()`'s, so buffers keep no reference count on it), or shared.
+#[derive(Clone, Debug)]
+pub enum DeviceHandle {
+    /// A device handle that is never dropped.
+    Static(&'static Arc<dyn Device>),
+    /// Any other device, kept alive by this handle.
+    Shared(Arc<dyn Device>),
+}
+
+impl DeviceHandle {
+    /// The device.
+    #[inline]
+    pub fn get(&self) -> &Arc<dyn Device> {
+        match self {
+            DeviceHandle::Static(device) => device,
+            DeviceHandle::Shared(device) => device,
+        }
+    }
+}
+
+impl From<Arc<dyn Device>> for DeviceHandle {
+    fn from(device: Arc<dyn Device>) -> Self {
+        DeviceHandle::Shared(device)
     }
 }
 

@@ -19,6 +19,7 @@ pub fn normalize_axis(axis: isize, rank: usize) -> Result<usize> {
 }
 
 /// The row-major (C order) strides of `shape`.
+#[inline]
 pub fn contiguous_strides(shape: &TensorShape) -> Strides {
     let rank = shape.rank();
     let mut strides: Strides = if rank <= INLINE_RANK {
@@ -74,6 +75,7 @@ pub struct Layout {
 
 impl Layout {
     /// The row-major layout of `shape` at offset 0.
+    #[inline]
     pub fn contiguous(shape: TensorShape) -> Self {
         let strides = contiguous_strides(&shape);
         Self {

@@ -37,7 +37,7 @@ pub use buffer::{
     BytesBuffer, HostBuffer, InlineBuffer, SharedHostAllocator, StringBuffer, TensorBuffer,
     INLINE_BUFFER_BYTES,
 };
-pub use device::{Device, DeviceKind, OutView, TensorView};
+pub use device::{Device, DeviceHandle, DeviceKind, OutView, TensorView};
 pub use dtype::{DTypeClass, DTypeSet, DataType};
 pub use element::{Element, Scalar};
 pub use error::{Error, Result};

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::dtype::{DTypeClass, DataType};
+use crate::dtype::{DTypeClass, DTypeSet, DataType};
 use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::shape::TensorShape;
@@ -186,55 +186,118 @@ impl Op {
         ops
     }
 
-    /// Whether the op has a meaning for `dtype` (independent of any device).
+    /// Whether the op has a meaning for `dtype` (independent of any device): a bit test in a
+    /// table built at compile time, since ops ask it on every call.
     #[inline]
     pub fn is_defined_for(self, dtype: DataType) -> bool {
-        use DTypeClass::*;
-        if self == Op::Copy {
-            return dtype.is_pod();
-        }
-        if !dtype.is_computable() {
-            return false;
-        }
-        let class = dtype.class();
-        let real = matches!(class, Float | Signed | Unsigned);
-        let numeric = real || class == Complex;
+        self.defined_dtypes().contains(dtype)
+    }
+
+    /// Every dtype the op has a meaning for.
+    #[inline]
+    pub const fn defined_dtypes(self) -> DTypeSet {
         match self {
-            Op::Unary(op) => match op {
-                UnaryOp::Not => class == Bool,
-                UnaryOp::Neg => matches!(class, Float | Signed | Complex),
-                UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Square => numeric,
-                UnaryOp::Relu => real,
-                UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => class == Float,
-                _ => matches!(class, Float | Complex),
-            },
-            Op::Binary(op) => match op {
-                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow => {
-                    numeric
-                }
-                BinaryOp::Rem | BinaryOp::Max | BinaryOp::Min => real,
-                BinaryOp::Eq | BinaryOp::Ne => true,
-                BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => class != Complex,
-                BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => class == Bool,
-            },
-            Op::Reduce(op) => match op {
-                ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Mean => numeric,
-                _ => real,
-            },
-            Op::Matmul => matches!(
-                dtype,
-                DataType::Half
-                    | DataType::BFloat16
-                    | DataType::Float
-                    | DataType::Double
-                    | DataType::Complex64
-                    | DataType::Complex128
-                    | DataType::Int32
-                    | DataType::Int64
-            ),
-            Op::Arange => numeric,
-            Op::Where | Op::Cast | Op::Fill | Op::Copy => true,
+            Op::Unary(op) => DEFINED_UNARY[op as usize],
+            Op::Binary(op) => DEFINED_BINARY[op as usize],
+            Op::Reduce(op) => DEFINED_REDUCE[op as usize],
+            _ => defined_set(self),
         }
+    }
+}
+
+/// [`Op::defined_dtypes`] of every unary op, by variant index.
+const DEFINED_UNARY: [DTypeSet; UnaryOp::ALL.len()] = {
+    let mut table = [DTypeSet::EMPTY; UnaryOp::ALL.len()];
+    let mut i = 0;
+    while i < table.len() {
+        table[i] = defined_set(Op::Unary(UnaryOp::ALL[i]));
+        i += 1;
+    }
+    table
+};
+
+/// [`Op::defined_dtypes`] of every binary op, by variant index.
+const DEFINED_BINARY: [DTypeSet; BinaryOp::ALL.len()] = {
+    let mut table = [DTypeSet::EMPTY; BinaryOp::ALL.len()];
+    let mut i = 0;
+    while i < table.len() {
+        table[i] = defined_set(Op::Binary(BinaryOp::ALL[i]));
+        i += 1;
+    }
+    table
+};
+
+/// [`Op::defined_dtypes`] of every reduction, by variant index.
+const DEFINED_REDUCE: [DTypeSet; ReduceOp::ALL.len()] = {
+    let mut table = [DTypeSet::EMPTY; ReduceOp::ALL.len()];
+    let mut i = 0;
+    while i < table.len() {
+        table[i] = defined_set(Op::Reduce(ReduceOp::ALL[i]));
+        i += 1;
+    }
+    table
+};
+
+/// The dtypes `op` has a meaning for, from [`defined`].
+const fn defined_set(op: Op) -> DTypeSet {
+    let mut set = DTypeSet::EMPTY;
+    let mut i = 0;
+    while i < DataType::ALL.len() {
+        if defined(op, DataType::ALL[i]) {
+            set = set.with(DataType::ALL[i]);
+        }
+        i += 1;
+    }
+    set
+}
+
+/// The rule behind [`Op::is_defined_for`], by dtype class.
+const fn defined(op: Op, dtype: DataType) -> bool {
+    use DTypeClass::*;
+    if matches!(op, Op::Copy) {
+        return dtype.is_pod();
+    }
+    if !dtype.is_computable() {
+        return false;
+    }
+    let class = dtype.class();
+    let real = matches!(class, Float | Signed | Unsigned);
+    let numeric = real || matches!(class, Complex);
+    match op {
+        Op::Unary(op) => match op {
+            UnaryOp::Not => matches!(class, Bool),
+            UnaryOp::Neg => matches!(class, Float | Signed | Complex),
+            UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Square => numeric,
+            UnaryOp::Relu => real,
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => matches!(class, Float),
+            _ => matches!(class, Float | Complex),
+        },
+        Op::Binary(op) => match op {
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow => {
+                numeric
+            }
+            BinaryOp::Rem | BinaryOp::Max | BinaryOp::Min => real,
+            BinaryOp::Eq | BinaryOp::Ne => true,
+            BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => !matches!(class, Complex),
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => matches!(class, Bool),
+        },
+        Op::Reduce(op) => match op {
+            ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Mean => numeric,
+            _ => real,
+        },
+        Op::Matmul => matches!(
+            dtype,
+            DataType::Half
+                | DataType::BFloat16
+                | DataType::Float
+                | DataType::Double
+                | DataType::Complex64
+                | DataType::Complex128
+                | DataType::Int32
+                | DataType::Int64
+        ),
+        Op::Arange => numeric,
+        Op::Where | Op::Cast | Op::Fill | Op::Copy => true,
     }
 }
 
@@ -448,6 +511,19 @@ mod tests {
         );
         assert_eq!(Op::Reduce(ReduceOp::Sum).to_string(), "reduce_sum");
         assert!(Op::all().len() > 40);
+    }
+
+    #[test]
+    fn the_compiled_tables_follow_the_rule_for_every_op_and_dtype() {
+        for op in Op::all() {
+            for &dtype in DataType::ALL {
+                assert_eq!(
+                    op.is_defined_for(dtype),
+                    defined(op, dtype),
+                    "{op} on {dtype}"
+                );
+            }
+        }
     }
 
     #[test]

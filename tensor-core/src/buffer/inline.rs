@@ -4,11 +4,12 @@ use std::any::Any;
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::mem::MaybeUninit;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::TensorBuffer;
-use crate::alloc::ALLOCATOR_ALIGNMENT;
-use crate::device::Device;
+use crate::alloc::{StatsTracker, ALLOCATOR_ALIGNMENT};
+use crate::device::{Device, DeviceHandle};
 use crate::error::{Error, Result};
 
 /// The most bytes an [`InlineBuffer`] holds: one cache line (16 `f32`, 8 `f64`).
@@ -31,47 +32,68 @@ const _: () = assert!(std::mem::align_of::<Storage>() == STORAGE_ALIGNMENT);
 /// that the `Arc` around it is the only allocation: scalars and tiny tensors pay for one
 /// small `malloc` instead of an allocator round trip (as TFRT's host scalar tensors do).
 ///
-/// The bytes start at a 64-byte boundary, as every host buffer's do, and are zeroed on
-/// creation. They still count in the statistics of the device's allocator, through its
+/// The bytes start at a 64-byte boundary, as every host buffer's do. They still count in the
+/// statistics of the device's allocator, through its
 /// [`AllocatorInfo::tracker`](crate::AllocatorInfo::tracker), so `bytes_in_use` (and the
 /// conformance suite's leak check) sees them.
 pub struct InlineBuffer {
     storage: UnsafeCell<Storage>,
     len: usize,
-    device: Arc<dyn Device>,
+    device: DeviceHandle,
+    /// The device allocator's tracker, found once: the buffer keeps its device, which owns
+    /// the tracker, alive.
+    tracker: Option<NonNull<StatsTracker>>,
 }
 
 // SAFETY: the bytes are written only through `host_ptr` under `TensorBuffer`'s contract
 // (a unique owner or a kernel writing a fresh output); everything else is immutable or
-// `Sync` itself, exactly as for a `HostBuffer`'s raw block.
+// `Sync` itself, exactly as for a `HostBuffer`'s raw block. `tracker` points into the
+// device the buffer holds, and `StatsTracker` is `Sync` (atomics only).
 unsafe impl Sync for InlineBuffer {}
+// SAFETY: as for `Sync`: nothing in the buffer is tied to the thread that made it.
+unsafe impl Send for InlineBuffer {}
 
 impl InlineBuffer {
     /// A shared, zeroed buffer of `len <= INLINE_BUFFER_BYTES` bytes on `device`, built in
     /// place in its `Arc` and counted in its allocator's tracker (if it has one) until
     /// dropped; an `Err` if `len` is too large or the tracker's limit refuses.
-    pub fn new_shared(len: usize, device: Arc<dyn Device>) -> Result<Arc<Self>> {
+    pub fn new_shared(len: usize, device: impl Into<DeviceHandle>) -> Result<Arc<Self>> {
+        Self::build(len, device.into(), true)
+    }
+
+    /// As [`InlineBuffer::new_shared`], with the bytes left uninitialised, as
+    /// [`Device::allocate`] promises: for outputs that a kernel overwrites.
+    pub fn new_uninit(len: usize, device: impl Into<DeviceHandle>) -> Result<Arc<Self>> {
+        Self::build(len, device.into(), false)
+    }
+
+    fn build(len: usize, device: DeviceHandle, zeroed: bool) -> Result<Arc<Self>> {
         if len > INLINE_BUFFER_BYTES {
             return Err(Error::invalid(format!(
                 "an inline buffer holds at most {INLINE_BUFFER_BYTES} bytes, not {len}"
             )));
         }
-        if let Some(tracker) = device.allocator().tracker() {
-            tracker.try_reserve(len, device.name())?;
+        let tracker = device.get().allocator().tracker();
+        if let Some(tracker) = tracker {
+            tracker.try_reserve(len, device.get().name())?;
         }
+        let tracker = tracker.map(NonNull::from);
         let mut shared = Arc::<Self>::new_uninit();
         let slot = Arc::get_mut(&mut shared)
             .expect("a new Arc is unique")
             .as_mut_ptr();
         // SAFETY: `slot` is the new Arc's uninitialised value, written field by field before
-        // `assume_init`: `len` and `device` in full; `storage` may stay uninitialised
-        // (`MaybeUninit`) but for the `len` bytes in use, zeroed at their 64-byte aligned
-        // start, inside the storage as `bytes_start` shows.
+        // `assume_init`: `len`, `device` and `tracker` in full; `storage` may stay
+        // uninitialised (`MaybeUninit`), and its `len` bytes in use, at their 64-byte aligned
+        // start inside the storage as `bytes_start` shows, are zeroed when asked.
         unsafe {
             std::ptr::addr_of_mut!((*slot).len).write(len);
             std::ptr::addr_of_mut!((*slot).device).write(device);
-            let storage = std::ptr::addr_of_mut!((*slot).storage).cast::<u8>();
-            storage.add(bytes_start(storage)).write_bytes(0, len);
+            std::ptr::addr_of_mut!((*slot).tracker).write(tracker);
+            if zeroed {
+                let storage = std::ptr::addr_of_mut!((*slot).storage).cast::<u8>();
+                storage.add(bytes_start(storage)).write_bytes(0, len);
+            }
             Ok(shared.assume_init())
         }
     }
@@ -93,7 +115,7 @@ impl fmt::Debug for InlineBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InlineBuffer")
             .field("len_bytes", &self.len)
-            .field("device", &self.device.name())
+            .field("device", &self.device.get().name())
             .finish()
     }
 }
@@ -105,7 +127,7 @@ unsafe impl TensorBuffer for InlineBuffer {
         self.len
     }
     fn device(&self) -> &Arc<dyn Device> {
-        &self.device
+        self.device.get()
     }
     fn host_ptr(&self) -> Option<*mut u8> {
         Some(self.bytes_ptr())
@@ -117,8 +139,10 @@ unsafe impl TensorBuffer for InlineBuffer {
 
 impl Drop for InlineBuffer {
     fn drop(&mut self) {
-        if let Some(tracker) = self.device.allocator().tracker() {
-            tracker.release(self.len);
+        if let Some(tracker) = self.tracker {
+            // SAFETY: the tracker lives in the device's allocator, and the device lives at
+            // least as long as `self.device`, which is still held here.
+            unsafe { tracker.as_ref() }.release(self.len);
         }
     }
 }

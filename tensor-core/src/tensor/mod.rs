@@ -48,6 +48,7 @@ pub fn same_device(a: &Arc<dyn Device>, b: &Arc<dyn Device>) -> bool {
     std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
 
+#[inline]
 fn byte_len(shape: &TensorShape, dtype: DataType) -> Result<usize> {
     if !dtype.is_pod() {
         return Err(Error::invalid(format!(
@@ -106,6 +107,7 @@ impl Tensor {
     }
 
     /// A contiguous tensor over a fresh buffer whose contents the caller will overwrite.
+    #[inline]
     fn uninit_on(shape: TensorShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
         let bytes = byte_len(&shape, dtype)?;
         let buffer = device.allocate(bytes)?;
@@ -345,10 +347,12 @@ impl Tensor {
     }
 
     /// This tensor as a kernel operand.
+    #[inline]
     pub fn view(&self) -> TensorView<'_> {
         TensorView::new(self.dtype, &self.layout, self.buffer.as_ref())
     }
 
+    #[inline]
     pub(crate) fn out_view(&mut self) -> OutView<'_> {
         OutView::new(self.view())
     }
