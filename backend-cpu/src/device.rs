@@ -5,9 +5,9 @@ use std::sync::{Arc, OnceLock, Weak};
 use tensor_core::alloc::CachedBlock;
 use tensor_core::{
     Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceHandle,
-    DeviceKind, HostAllocator, HostBlock, HostBuffer, HostMemory, InlineBuffer, Op, OutView,
-    ReduceOp, Result, Scalar, StringBuffer, TensorBuffer, TensorView, UnaryOp, ALLOCATOR_ALIGNMENT,
-    INLINE_BUFFER_BYTES,
+    DeviceKind, EmbeddedBuffer, HostAllocator, HostBlock, HostBuffer, HostMemory, InlineBuffer, Op,
+    OutView, ReduceOp, Result, Scalar, StringBuffer, TensorBuffer, TensorView, UnaryOp,
+    ALLOCATOR_ALIGNMENT, INLINE_BUFFER_BYTES,
 };
 
 use crate::kernels::{binary, cast, copy, fill, matmul, reduce, unary};
@@ -74,22 +74,34 @@ impl CpuDevice {
 
     /// The process-wide CPU device, made on first use.
     pub fn shared() -> Arc<dyn Device> {
-        SHARED.get_or_init(|| CpuDevice::new()).clone()
+        SHARED
+            .get_or_init(|| {
+                let device: Arc<dyn Device> = CpuDevice::new();
+                EmbeddedBuffer::register_host_device(&device);
+                device
+            })
+            .clone()
     }
 
     /// This device's handle for its buffers: the process-wide device's is borrowed from
     /// [`SHARED`], so its buffers keep no reference count on it.
     fn handle(&self) -> DeviceHandle {
-        match SHARED.get() {
-            Some(shared) if std::ptr::addr_eq(Arc::as_ptr(shared), self) => {
-                DeviceHandle::Static(shared)
-            }
-            _ => DeviceHandle::Shared(
+        match self.static_handle() {
+            Some(shared) => DeviceHandle::Static(shared),
+            None => DeviceHandle::Shared(
                 self.me
                     .upgrade()
                     .expect("a CpuDevice is only reachable through its Arc"),
             ),
         }
+    }
+
+    /// The static handle, if this is the process-wide device.
+    #[inline]
+    fn static_handle(&self) -> Option<&'static Arc<dyn Device>> {
+        SHARED
+            .get()
+            .filter(|shared| std::ptr::addr_eq(Arc::as_ptr(shared), self))
     }
 
     fn wrap(&self, block: CachedBlock<HostBlock>) -> Arc<dyn TensorBuffer> {

@@ -34,8 +34,8 @@ pub use alloc::{
     HostMemory, StatsTracker, ALLOCATOR_ALIGNMENT,
 };
 pub use buffer::{
-    BytesBuffer, HostBuffer, InlineBuffer, SharedHostAllocator, StringBuffer, TensorBuffer,
-    INLINE_BUFFER_BYTES,
+    BytesBuffer, EmbeddedBuffer, HostBuffer, InlineBuffer, SharedHostAllocator, StringBuffer,
+    TensorBuffer, EMBEDDED_BUFFER_BYTES, INLINE_BUFFER_BYTES,
 };
 pub use device::{Device, DeviceHandle, DeviceKind, OutView, TensorView};
 pub use dtype::{DTypeClass, DTypeSet, DataType};

@@ -7,8 +7,8 @@ use backend_cpu::CpuDevice;
 use half::{bf16, f16};
 use num_complex::Complex;
 use tensor_core::{
-    DataType, Device, Error, HostAllocator, InlineBuffer, ReduceOp, Scalar, Tensor, TensorShape,
-    TensorSlice,
+    same_device, DataType, Device, EmbeddedBuffer, Error, HostAllocator, InlineBuffer, ReduceOp,
+    Scalar, Tensor, TensorShape, TensorSlice, EMBEDDED_BUFFER_BYTES,
 };
 
 fn cpu() -> Arc<dyn Device> {
@@ -180,23 +180,29 @@ fn views_share_the_buffer() {
 #[test]
 fn bitcasts() {
     let cpu = cpu();
-    let t = Tensor::from_slice(&[1.0f32, -2.0], [2], &cpu).unwrap();
+    // Three elements: more than an embedded buffer holds, so views share one buffer.
+    let t = Tensor::from_slice(&[1.0f32, -2.0, 0.5], [3], &cpu).unwrap();
     let bits = t.bitcast(DataType::UInt32).unwrap();
     assert!(bits.shares_buffer_with(&t));
     assert_eq!(
         bits.to_vec::<u32>().unwrap(),
-        vec![1.0f32.to_bits(), (-2.0f32).to_bits()]
+        vec![1.0f32.to_bits(), (-2.0f32).to_bits(), 0.5f32.to_bits()]
     );
     let bytes = t.bitcast(DataType::UInt8).unwrap();
-    assert_eq!(bytes.dims(), vec![2, 4]);
+    assert_eq!(bytes.dims(), vec![3, 4]);
     assert_eq!(
         bytes.to_vec::<u8>().unwrap(),
-        [1.0f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat()
+        [
+            1.0f32.to_le_bytes(),
+            (-2.0f32).to_le_bytes(),
+            0.5f32.to_le_bytes()
+        ]
+        .concat()
     );
     let back = bytes.bitcast(DataType::Float).unwrap();
     assert_eq!(
         (back.dims(), back.to_vec::<f32>().unwrap()),
-        (vec![2], vec![1.0, -2.0])
+        (vec![3], vec![1.0, -2.0, 0.5])
     );
     assert!(
         bytes
@@ -293,6 +299,76 @@ fn memory_is_returned_and_limits_are_errors() {
         ),
         "{huge:?}"
     );
+}
+
+#[test]
+fn tiny_tensors_on_the_shared_device_are_embedded_values() {
+    let cpu = cpu();
+    let embedded = |t: &Tensor| t.buffer().downcast_ref::<EmbeddedBuffer>().is_some();
+    let x = Tensor::scalar(3.0f32, &cpu).unwrap();
+    let pair = Tensor::from_slice(&[1.0f32, -2.0], [2], &cpu).unwrap();
+    let z = Tensor::scalar(Complex::new(1.0f32, 2.0), &cpu).unwrap();
+    let wide = Tensor::scalar(Complex::new(1.0f64, 2.0), &cpu).unwrap();
+    let three = Tensor::zeros([3], DataType::Float, &cpu).unwrap();
+    assert!(embedded(&x) && embedded(&pair) && embedded(&z));
+    assert!(
+        !embedded(&wide) && !embedded(&three),
+        "over 8 bytes: a buffer"
+    );
+    assert!(same_device(x.device(), &cpu));
+    assert_eq!(x.allocated_bytes(), EMBEDDED_BUFFER_BYTES);
+
+    // A value: clones and views copy the bytes, so writes are never seen elsewhere.
+    let mut y = x.clone();
+    assert!(!y.shares_buffer_with(&x) && x.ref_count_is_one() && y.ref_count_is_one());
+    y.as_slice_mut::<f32>().unwrap()[0] = 5.0;
+    assert_eq!(
+        (x.item::<f32>().unwrap(), y.item::<f32>().unwrap()),
+        (3.0, 5.0)
+    );
+
+    // Ops, views and broadcasts read it like any buffer.
+    assert_eq!(x.add(&y).unwrap().item::<f32>().unwrap(), 8.0);
+    assert_eq!(
+        pair.mul(&x).unwrap().to_vec::<f32>().unwrap(),
+        vec![3.0, -6.0]
+    );
+    assert_eq!(
+        x.broadcast_to([2, 2]).unwrap().to_vec::<f32>().unwrap(),
+        vec![3.0; 4]
+    );
+    assert_eq!(
+        pair.slice(1..2).unwrap().to_vec::<f32>().unwrap(),
+        vec![-2.0]
+    );
+    assert_eq!(
+        pair.reshape([2, 1])
+            .unwrap()
+            .transpose(0, 1)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![1.0, -2.0]
+    );
+    assert_eq!(
+        pair.bitcast(DataType::UInt32)
+            .unwrap()
+            .to_vec::<u32>()
+            .unwrap(),
+        vec![1.0f32.to_bits(), (-2.0f32).to_bits()]
+    );
+    assert_eq!(z.abs().unwrap().item::<f32>().unwrap(), 5f32.sqrt());
+    let bad_bools = Tensor::from_slice(&[1u8, 2], [2], &cpu).unwrap();
+    assert!(
+        bad_bools.bitcast(DataType::Bool).is_err(),
+        "2 is not a bool"
+    );
+
+    // The bytes move with the tensor, across threads too.
+    let moved = std::thread::spawn(move || y.add(&pair.sum(&[0], false).unwrap()).unwrap())
+        .join()
+        .unwrap();
+    assert_eq!(moved.item::<f32>().unwrap(), 4.0);
 }
 
 #[test]

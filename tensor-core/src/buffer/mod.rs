@@ -7,8 +7,10 @@ use std::sync::Arc;
 use crate::alloc::{Allocator, HostBlock, HostMemory};
 use crate::device::Device;
 
+mod embedded;
 mod inline;
 
+pub use embedded::{EmbeddedBuffer, EMBEDDED_BUFFER_BYTES};
 pub use inline::{InlineBuffer, INLINE_BUFFER_BYTES};
 
 /// The memory behind a tensor: one allocation on one device.
@@ -16,12 +18,13 @@ pub use inline::{InlineBuffer, INLINE_BUFFER_BYTES};
 /// Buffers live behind `Arc`: tensors that are views of one another (slices, transposes,
 /// reshapes, broadcasts) clone the `Arc`, never the data, and keep the whole allocation
 /// alive. Dropping the last reference returns the memory to the allocator that made it.
+/// (The one exception is an [`EmbeddedBuffer`]: a few bytes inside the tensor value.)
 ///
 /// # Safety
 ///
 /// Implementors guarantee that `len_bytes` is the size of the memory, and that
 /// `host_ptr`, when `Some`, points to `len_bytes` bytes that stay valid and do not move for
-/// as long as the buffer lives. Writes through it happen only from the owner of a unique
+/// as long as the buffer lives (behind an `Arc`) or is borrowed (an `EmbeddedBuffer`). Writes through it happen only from the owner of a unique
 /// reference (`Arc::strong_count == 1`) or from kernels writing a fresh output.
 pub unsafe trait TensorBuffer: Send + Sync + fmt::Debug + 'static {
     /// The size in bytes.

@@ -107,7 +107,7 @@ impl Tensor {
     /// memory, and the only reference to its buffer (so no other tensor sees the writes).
     pub fn as_slice_mut<T: Element>(&mut self) -> Result<&mut [T]> {
         self.check_dtype::<T>("as_slice_mut")?;
-        let host = self.buffer.host_ptr().is_some();
+        let host = self.buffer().host_ptr().is_some();
         if !host {
             return Err(self.not_host("as_slice_mut"));
         }

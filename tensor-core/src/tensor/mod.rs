@@ -8,7 +8,9 @@ mod views;
 
 use std::sync::Arc;
 
-use crate::buffer::{StringBuffer, TensorBuffer};
+#[cfg(doc)]
+use crate::buffer::EMBEDDED_BUFFER_BYTES;
+use crate::buffer::{EmbeddedBuffer, StringBuffer, TensorBuffer};
 use crate::device::{Device, OutView, TensorView};
 use crate::dtype::DataType;
 use crate::element::{Element, Scalar};
@@ -22,7 +24,10 @@ pub use host::HostView;
 /// A tensor: a dtype, a [`Layout`] and an `Arc` of a [`TensorBuffer`] on some device.
 ///
 /// Cloning a tensor clones the `Arc`, never the data. Views (`slice`, `transpose`,
-/// `broadcast_to`, `reshape` where possible) share the buffer. Operations allocate their
+/// `broadcast_to`, `reshape` where possible) share the buffer. The one exception is a tensor
+/// of at most [`EMBEDDED_BUFFER_BYTES`] on the process-wide CPU device: its elements live
+/// inside the value (an [`EmbeddedBuffer`]), so it is made with
+/// no allocation, and clones and views copy those few bytes. Operations allocate their
 /// result on the operands' device and return `Result`: bad shapes, mismatched dtypes or
 /// devices, and unsupported ops are errors, never panics.
 ///
@@ -40,7 +45,41 @@ pub use host::HostView;
 pub struct Tensor {
     dtype: DataType,
     layout: Layout,
-    buffer: Arc<dyn TensorBuffer>,
+    storage: Storage,
+}
+
+/// Where a tensor's elements live.
+#[derive(Clone)]
+enum Storage {
+    /// A reference-counted buffer, shared by every view of it.
+    Shared(Arc<dyn TensorBuffer>),
+    /// A few host bytes inside the tensor value.
+    Embedded(EmbeddedBuffer),
+}
+
+impl Storage {
+    /// A new buffer of `bytes` on `device`, embedded where the device allows it (always
+    /// zeroed then), else allocated (zeroed only if asked).
+    #[inline]
+    fn allocate(device: &Arc<dyn Device>, bytes: usize, zeroed: bool) -> Result<Self> {
+        if let Some(embedded) = EmbeddedBuffer::zeroed(bytes, device) {
+            return Ok(Storage::Embedded(embedded));
+        }
+        let buffer = if zeroed {
+            device.allocate_zeroed(bytes)?
+        } else {
+            device.allocate(bytes)?
+        };
+        Ok(Storage::Shared(buffer))
+    }
+
+    #[inline]
+    fn buffer(&self) -> &dyn TensorBuffer {
+        match self {
+            Storage::Shared(buffer) => buffer.as_ref(),
+            Storage::Embedded(embedded) => embedded,
+        }
+    }
 }
 
 /// Whether two device handles are the same device.
@@ -82,6 +121,12 @@ impl Tensor {
         layout: Layout,
         buffer: Arc<dyn TensorBuffer>,
     ) -> Result<Self> {
+        Self::from_storage(dtype, layout, Storage::Shared(buffer))
+    }
+
+    /// [`Tensor::from_parts`] over any storage.
+    fn from_storage(dtype: DataType, layout: Layout, storage: Storage) -> Result<Self> {
+        let buffer = storage.buffer();
         let capacity = if dtype == DataType::String {
             buffer
                 .downcast_ref::<StringBuffer>()
@@ -102,19 +147,18 @@ impl Tensor {
         Ok(Self {
             dtype,
             layout,
-            buffer,
+            storage,
         })
     }
 
     /// A contiguous tensor over a fresh buffer whose contents the caller will overwrite.
     #[inline]
     fn uninit_on(shape: TensorShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
-        let bytes = byte_len(&shape, dtype)?;
-        let buffer = device.allocate(bytes)?;
+        let storage = Storage::allocate(device, byte_len(&shape, dtype)?, false)?;
         Ok(Self {
             dtype,
             layout: Layout::contiguous(shape),
-            buffer,
+            storage,
         })
     }
 
@@ -137,12 +181,11 @@ impl Tensor {
     /// A tensor of zeros (false for bool).
     pub fn zeros(shape: impl IntoShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
         let shape = shape.into_shape()?;
-        let bytes = byte_len(&shape, dtype)?;
-        let buffer = device.allocate_zeroed(bytes)?;
+        let storage = Storage::allocate(device, byte_len(&shape, dtype)?, true)?;
         Ok(Self {
             dtype,
             layout: Layout::contiguous(shape),
-            buffer,
+            storage,
         })
     }
 
@@ -270,7 +313,7 @@ impl Tensor {
         Ok(Self {
             dtype: DataType::String,
             layout: Layout::contiguous(shape),
-            buffer: device.strings(values)?,
+            storage: Storage::Shared(device.strings(values)?),
         })
     }
 
@@ -305,13 +348,17 @@ impl Tensor {
     }
 
     /// The device holding the buffer.
+    #[inline]
     pub fn device(&self) -> &Arc<dyn Device> {
-        self.buffer.device()
+        match &self.storage {
+            Storage::Shared(buffer) => buffer.device(),
+            Storage::Embedded(embedded) => embedded.device(),
+        }
     }
 
-    /// The buffer.
-    pub fn buffer(&self) -> &Arc<dyn TensorBuffer> {
-        &self.buffer
+    /// The buffer (downcast it to a backend's own type).
+    pub fn buffer(&self) -> &dyn TensorBuffer {
+        self.storage.buffer()
     }
 
     /// Whether the elements are contiguous in row-major order.
@@ -332,24 +379,35 @@ impl Tensor {
 
     /// The bytes of the whole buffer this tensor views (TensorFlow's `AllocatedBytes`).
     pub fn allocated_bytes(&self) -> usize {
-        self.buffer.len_bytes()
+        self.storage.buffer().len_bytes()
     }
 
-    /// Whether both tensors view the same buffer (TensorFlow's `SharesBufferWith`).
+    /// Whether both tensors view the same buffer (TensorFlow's `SharesBufferWith`); never for
+    /// embedded buffers, which are copied with their tensors.
     pub fn shares_buffer_with(&self, other: &Tensor) -> bool {
-        std::ptr::addr_eq(Arc::as_ptr(&self.buffer), Arc::as_ptr(&other.buffer))
+        match (&self.storage, &other.storage) {
+            (Storage::Shared(a), Storage::Shared(b)) => {
+                std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+            }
+            _ => false,
+        }
     }
 
     /// Whether this is the only reference to the buffer (TensorFlow's `RefCountIsOne`): the
     /// condition for writing into it in place.
     pub fn ref_count_is_one(&self) -> bool {
-        Arc::strong_count(&self.buffer) == 1 && Arc::weak_count(&self.buffer) == 0
+        match &self.storage {
+            Storage::Shared(buffer) => {
+                Arc::strong_count(buffer) == 1 && Arc::weak_count(buffer) == 0
+            }
+            Storage::Embedded(_) => true,
+        }
     }
 
     /// This tensor as a kernel operand.
     #[inline]
     pub fn view(&self) -> TensorView<'_> {
-        TensorView::new(self.dtype, &self.layout, self.buffer.as_ref())
+        TensorView::new(self.dtype, &self.layout, self.storage.buffer())
     }
 
     #[inline]
@@ -360,7 +418,7 @@ impl Tensor {
     /// This tensor as a kernel output, to write an op's result into existing memory: it must
     /// be contiguous and the only reference to its buffer.
     pub fn try_out_view(&mut self) -> Result<OutView<'_>> {
-        if self.buffer.is_read_only() && self.ref_count_is_one() && self.dtype.is_pod() {
+        if self.storage.buffer().is_read_only() && self.ref_count_is_one() && self.dtype.is_pod() {
             // Memory shared with the outside (a decoded proto's bytes): copy on write.
             let private = Tensor::from_bytes(
                 &self.to_bytes()?,
@@ -382,7 +440,8 @@ impl Tensor {
     }
 
     fn strings_ref(&self) -> Option<&[Vec<u8>]> {
-        self.buffer
+        self.storage
+            .buffer()
             .downcast_ref::<StringBuffer>()
             .map(StringBuffer::strings)
     }

@@ -15,7 +15,7 @@ impl Tensor {
         Tensor {
             dtype: self.dtype,
             layout,
-            buffer: self.buffer.clone(),
+            storage: self.storage.clone(),
         }
     }
 
@@ -180,7 +180,7 @@ impl Tensor {
             }
         };
         match layout {
-            Some(layout) => Tensor::from_parts(dtype, layout, self.buffer.clone()),
+            Some(layout) => Tensor::from_storage(dtype, layout, self.storage.clone()),
             None => self.contiguous()?.bitcast(dtype),
         }
     }
