@@ -18,21 +18,10 @@ pub fn normalize_axis(axis: isize, rank: usize) -> Result<usize> {
     Ok(resolved as usize)
 }
 
-/// The row-major (C order) strides of `shape`.
+/// The row-major (C order) strides of `shape` ([`TensorShape::row_major_strides`]).
 #[inline]
 pub fn contiguous_strides(shape: &TensorShape) -> Strides {
-    let rank = shape.rank();
-    let mut strides: Strides = if rank <= INLINE_RANK {
-        SmallVec::from_buf_and_len([0; INLINE_RANK], rank)
-    } else {
-        SmallVec::from_elem(0, rank)
-    };
-    let mut step = 1isize;
-    for (i, d) in shape.iter().enumerate().rev() {
-        strides[i] = step;
-        step = step.saturating_mul(d.max(1) as isize);
-    }
-    strides
+    shape.row_major_strides()
 }
 
 /// Whether `strides` walk `shape` in row-major order with no gaps (dims of size 1 and empty

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use crate::error::{Error, Result};
+use crate::layout::Strides;
 
 /// TensorFlow's maximum rank (`TensorShape::MaxDimensions()`).
 pub const MAX_RANK: usize = 254;
@@ -103,6 +104,32 @@ impl TensorShape {
     /// The dims, as a small vector (no heap for rank <= 6).
     pub fn dims(&self) -> smallvec::SmallVec<[usize; INLINE_RANK]> {
         (0..self.rank()).map(|i| self.dim_size(i)).collect()
+    }
+
+    /// The row-major (C order) strides of this shape, in elements: empty dims count as 1, so
+    /// strides stay distinct, and they saturate rather than overflow.
+    #[inline]
+    pub fn row_major_strides(&self) -> Strides {
+        fn fill<D: Copy + Into<u64>>(dims: &[D], strides: &mut [isize]) {
+            let mut step = 1isize;
+            for (stride, &d) in strides.iter_mut().zip(dims).rev() {
+                *stride = step;
+                step = step.saturating_mul(d.into().max(1) as isize);
+            }
+        }
+        match &self.repr {
+            Repr::Inline { rank, dims } => {
+                let rank = (*rank as usize).min(INLINE_RANK);
+                let mut strides = [0; INLINE_RANK];
+                fill(&dims[..rank], &mut strides[..rank]);
+                Strides::from_buf_and_len(strides, rank)
+            }
+            Repr::Heap(dims) => {
+                let mut strides = Strides::from_elem(0, dims.len());
+                fill(dims, &mut strides);
+                strides
+            }
+        }
     }
 
     /// An iterator over the dims.

@@ -39,11 +39,12 @@ impl Tensor {
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         let device = self.device();
         device.check_supports(Op::Unary(op), self.dtype)?;
-        let mut out = Tensor::uninit_on(self.shape().clone(), op.output_dtype(self.dtype), device)?;
-        if out.num_elements() > 0 {
-            device.unary(op, &self.view(), &mut out.out_view())?;
-        }
-        Ok(out)
+        Tensor::produce(
+            self.shape().clone(),
+            op.output_dtype(self.dtype),
+            device,
+            |out| device.unary(op, &self.view(), out),
+        )
     }
 
     unary_methods! {
@@ -101,19 +102,15 @@ impl Tensor {
         let out_dtype = op.output_dtype(self.dtype);
         if self.shape() == other.shape() {
             // The common case needs no broadcast views.
-            let mut out = Tensor::uninit_on(self.shape().clone(), out_dtype, device)?;
-            if out.num_elements() > 0 {
-                device.binary(op, &self.view(), &other.view(), &mut out.out_view())?;
-            }
-            return Ok(out);
+            return Tensor::produce(self.shape().clone(), out_dtype, device, |out| {
+                device.binary(op, &self.view(), &other.view(), out)
+            });
         }
         let shape = broadcast_shapes(self.shape(), other.shape())?;
         let (a, b) = (self.broadcast_to(&shape)?, other.broadcast_to(&shape)?);
-        let mut out = Tensor::uninit_on(shape, out_dtype, device)?;
-        if out.num_elements() > 0 {
-            device.binary(op, &a.view(), &b.view(), &mut out.out_view())?;
-        }
-        Ok(out)
+        Tensor::produce(shape, out_dtype, device, |out| {
+            device.binary(op, &a.view(), &b.view(), out)
+        })
     }
 
     binary_methods! {
@@ -183,11 +180,9 @@ impl Tensor {
             on_true.broadcast_to(&shape)?,
             on_false.broadcast_to(&shape)?,
         );
-        let mut out = Tensor::uninit_on(shape, on_true.dtype, device)?;
-        if out.num_elements() > 0 {
-            device.select(&c.view(), &a.view(), &b.view(), &mut out.out_view())?;
-        }
-        Ok(out)
+        Tensor::produce(shape, on_true.dtype, device, |out| {
+            device.select(&c.view(), &a.view(), &b.view(), out)
+        })
     }
 
     /// Convert to `dtype` (float to int truncates and saturates, NaN to 0; see
@@ -199,11 +194,9 @@ impl Tensor {
         let device = self.device();
         device.check_supports(Op::Cast, self.dtype)?;
         device.check_supports(Op::Cast, dtype)?;
-        let mut out = Tensor::uninit_on(self.shape().clone(), dtype, device)?;
-        if out.num_elements() > 0 {
-            device.cast(&self.view(), &mut out.out_view())?;
-        }
-        Ok(out)
+        Tensor::produce(self.shape().clone(), dtype, device, |out| {
+            device.cast(&self.view(), out)
+        })
     }
 
     /// Matrix product `[.., m, k] x [.., k, n] -> [.., m, n]` with broadcast batch dims.
@@ -257,15 +250,12 @@ impl Tensor {
         let batch = broadcast_shapes(&batch_a, &batch_b)?;
         let a = a.broadcast_to(batch.concatenate(&TensorShape::new(&[m, k])?)?)?;
         let b = b.broadcast_to(batch.concatenate(&TensorShape::new(&[k, n])?)?)?;
-        let mut out = Tensor::uninit_on(
+        Tensor::produce(
             batch.concatenate(&TensorShape::new(&[m, n])?)?,
             self.dtype,
             device,
-        )?;
-        if out.num_elements() > 0 {
-            device.matmul(&a.view(), &b.view(), &mut out.out_view())?;
-        }
-        Ok(out)
+            |out| device.matmul(&a.view(), &b.view(), out),
+        )
     }
 
     /// Reduce over `axes` (negative count from the end; empty means none), keeping the
@@ -283,22 +273,20 @@ impl Tensor {
                 (true, false) => None,
             })
             .collect();
-        let mut out = Tensor::uninit_on(
+        Tensor::produce(
             TensorShape::new(&kept)?,
             op.output_dtype(self.dtype),
             device,
-        )?;
-        if out.num_elements() == 0 {
-            return Ok(out);
-        }
-        if reduced == 0 && matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
-            return Err(Error::invalid(format!(
-                "{op} over axes {axes:?} of shape {} reduces no elements",
-                self.shape()
-            )));
-        }
-        device.reduce(op, &self.view(), &axes, &mut out.out_view())?;
-        Ok(out)
+            |out| {
+                if reduced == 0 && matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+                    return Err(Error::invalid(format!(
+                        "{op} over axes {axes:?} of shape {} reduces no elements",
+                        self.shape()
+                    )));
+                }
+                device.reduce(op, &self.view(), &axes, out)
+            },
+        )
     }
 
     /// Reduce over every axis to a scalar.

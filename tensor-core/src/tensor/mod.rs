@@ -151,13 +151,28 @@ impl Tensor {
         })
     }
 
-    /// A contiguous tensor over a fresh buffer whose contents the caller will overwrite.
+    /// A new contiguous tensor of `shape` and `dtype` on `device`, its elements written by
+    /// `kernel` (not called when there are none). Every op's result is made here; the tensor
+    /// is assembled once the kernel has run, so no half-made tensor is moved around.
     #[inline]
-    fn uninit_on(shape: TensorShape, dtype: DataType, device: &Arc<dyn Device>) -> Result<Self> {
+    fn produce(
+        shape: TensorShape,
+        dtype: DataType,
+        device: &Arc<dyn Device>,
+        kernel: impl FnOnce(&mut OutView<'_>) -> Result<()>,
+    ) -> Result<Self> {
         let storage = Storage::allocate(device, byte_len(&shape, dtype)?, false)?;
+        let layout = Layout::contiguous(shape);
+        if layout.num_elements() > 0 {
+            kernel(&mut OutView::new(TensorView::new(
+                dtype,
+                &layout,
+                storage.buffer(),
+            )))?;
+        }
         Ok(Self {
             dtype,
-            layout: Layout::contiguous(shape),
+            layout,
             storage,
         })
     }
@@ -175,7 +190,7 @@ impl Tensor {
         dtype: DataType,
         device: &Arc<dyn Device>,
     ) -> Result<Self> {
-        Self::uninit_on(shape.into_shape()?, dtype, device)
+        Self::produce(shape.into_shape()?, dtype, device, |_| Ok(()))
     }
 
     /// A tensor of zeros (false for bool).
@@ -202,11 +217,10 @@ impl Tensor {
         device: &Arc<dyn Device>,
     ) -> Result<Self> {
         device.check_supports(Op::Fill, dtype)?;
-        let mut out = Self::uninit_on(shape.into_shape()?, dtype, device)?;
-        if out.num_elements() > 0 {
-            device.fill(value.into(), &mut out.out_view())?;
-        }
-        Ok(out)
+        let value = value.into();
+        Self::produce(shape.into_shape()?, dtype, device, |out| {
+            device.fill(value, out)
+        })
     }
 
     /// `[start, start + step, ...]` up to (excluding) `end`, as NumPy's `arange`. The count is
@@ -221,11 +235,9 @@ impl Tensor {
         let (start, end, step) = (start.into(), end.into(), step.into());
         let count = arange_count(start, end, step)?;
         device.check_supports(Op::Arange, dtype)?;
-        let mut out = Self::uninit_on(TensorShape::new(&[count])?, dtype, device)?;
-        if count > 0 {
-            device.arange(start, step, &mut out.out_view())?;
-        }
-        Ok(out)
+        Self::produce(TensorShape::new(&[count])?, dtype, device, |out| {
+            device.arange(start, step, out)
+        })
     }
 
     /// A tensor of `shape` holding `data` (row-major); the lengths must agree.
@@ -289,11 +301,9 @@ impl Tensor {
         dtype: DataType,
         device: &Arc<dyn Device>,
     ) -> Result<Self> {
-        let mut out = Self::uninit_on(shape, dtype, device)?;
-        if !bytes.is_empty() {
-            device.copy_from_host(bytes, &mut out.out_view())?;
-        }
-        Ok(out)
+        Self::produce(shape, dtype, device, |out| {
+            device.copy_from_host(bytes, out)
+        })
     }
 
     /// A string tensor of `shape` (byte strings, any bytes) on a host device.

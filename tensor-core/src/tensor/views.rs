@@ -122,11 +122,9 @@ impl Tensor {
         }
         let device = self.device();
         device.check_supports(Op::Copy, self.dtype)?;
-        let mut out = Tensor::uninit_on(self.shape().clone(), self.dtype, device)?;
-        if out.num_elements() > 0 {
-            device.copy(&self.view(), &mut out.out_view())?;
-        }
-        Ok(out)
+        Tensor::produce(self.shape().clone(), self.dtype, device, |out| {
+            device.copy(&self.view(), out)
+        })
     }
 
     /// Reinterpret the bytes as `dtype`, sharing the buffer when the layout allows
