@@ -205,38 +205,22 @@ impl Op {
     }
 }
 
-/// [`Op::defined_dtypes`] of every unary op, by variant index.
-const DEFINED_UNARY: [DTypeSet; UnaryOp::ALL.len()] = {
-    let mut table = [DTypeSet::EMPTY; UnaryOp::ALL.len()];
-    let mut i = 0;
-    while i < table.len() {
-        table[i] = defined_set(Op::Unary(UnaryOp::ALL[i]));
-        i += 1;
-    }
-    table
-};
+/// The [`Op::defined_dtypes`] of every op of one family, by variant index.
+macro_rules! defined_table {
+    ($family:ident, $variant:ident) => {{
+        let mut table = [DTypeSet::EMPTY; $family::ALL.len()];
+        let mut i = 0;
+        while i < table.len() {
+            table[i] = defined_set(Op::$variant($family::ALL[i]));
+            i += 1;
+        }
+        table
+    }};
+}
 
-/// [`Op::defined_dtypes`] of every binary op, by variant index.
-const DEFINED_BINARY: [DTypeSet; BinaryOp::ALL.len()] = {
-    let mut table = [DTypeSet::EMPTY; BinaryOp::ALL.len()];
-    let mut i = 0;
-    while i < table.len() {
-        table[i] = defined_set(Op::Binary(BinaryOp::ALL[i]));
-        i += 1;
-    }
-    table
-};
-
-/// [`Op::defined_dtypes`] of every reduction, by variant index.
-const DEFINED_REDUCE: [DTypeSet; ReduceOp::ALL.len()] = {
-    let mut table = [DTypeSet::EMPTY; ReduceOp::ALL.len()];
-    let mut i = 0;
-    while i < table.len() {
-        table[i] = defined_set(Op::Reduce(ReduceOp::ALL[i]));
-        i += 1;
-    }
-    table
-};
+const DEFINED_UNARY: [DTypeSet; UnaryOp::ALL.len()] = defined_table!(UnaryOp, Unary);
+const DEFINED_BINARY: [DTypeSet; BinaryOp::ALL.len()] = defined_table!(BinaryOp, Binary);
+const DEFINED_REDUCE: [DTypeSet; ReduceOp::ALL.len()] = defined_table!(ReduceOp, Reduce);
 
 /// The dtypes `op` has a meaning for, from [`defined`].
 const fn defined_set(op: Op) -> DTypeSet {
