@@ -18,7 +18,8 @@ pub fn normalize_axis(axis: isize, rank: usize) -> Result<usize> {
     Ok(resolved as usize)
 }
 
-/// The row-major (C order) strides of `shape` ([`TensorShape::row_major_strides`]).
+/// The row-major (C order) strides of `shape`: empty dims count as 1, so strides stay
+/// distinct, and they saturate rather than overflow.
 #[inline]
 pub fn contiguous_strides(shape: &TensorShape) -> Strides {
     shape.row_major_strides()

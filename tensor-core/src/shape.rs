@@ -107,9 +107,10 @@ impl TensorShape {
     }
 
     /// The row-major (C order) strides of this shape, in elements: empty dims count as 1, so
-    /// strides stay distinct, and they saturate rather than overflow.
+    /// strides stay distinct, and they saturate rather than overflow. Public as
+    /// [`contiguous_strides`](crate::layout::contiguous_strides).
     #[inline]
-    pub fn row_major_strides(&self) -> Strides {
+    pub(crate) fn row_major_strides(&self) -> Strides {
         fn fill<D: Copy + Into<u64>>(dims: &[D], strides: &mut [isize]) {
             let mut step = 1isize;
             for (stride, &d) in strides.iter_mut().zip(dims).rev() {

@@ -8,8 +8,6 @@ mod views;
 
 use std::sync::Arc;
 
-#[cfg(doc)]
-use crate::buffer::EMBEDDED_BUFFER_BYTES;
 use crate::buffer::{EmbeddedBuffer, StringBuffer, TensorBuffer};
 use crate::device::{Device, OutView, TensorView};
 use crate::dtype::DataType;
@@ -25,11 +23,11 @@ pub use host::HostView;
 ///
 /// Cloning a tensor clones the `Arc`, never the data. Views (`slice`, `transpose`,
 /// `broadcast_to`, `reshape` where possible) share the buffer. The one exception is a tensor
-/// of at most [`EMBEDDED_BUFFER_BYTES`] on the process-wide CPU device: its elements live
-/// inside the value (an [`EmbeddedBuffer`]), so it is made with no allocation, and clones
-/// and views copy those few bytes. Operations allocate their result on the operands' device
-/// and return `Result`: bad shapes, mismatched dtypes or devices, and unsupported ops are
-/// errors, never panics.
+/// of at most [`EMBEDDED_BUFFER_BYTES`](crate::EMBEDDED_BUFFER_BYTES) on the process-wide
+/// CPU device: its elements live inside the value (an [`EmbeddedBuffer`]), so it is made
+/// with no allocation, and clones and views copy those few bytes. Operations allocate their
+/// result on the operands' device and return `Result`: bad shapes, mismatched dtypes or
+/// devices, and unsupported ops are errors, never panics.
 ///
 /// ```
 /// use std::sync::Arc;
