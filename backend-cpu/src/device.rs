@@ -1,5 +1,6 @@
 //! [`CpuDevice`]: the host CPU as a polytensor [`Device`].
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 use tensor_core::alloc::CachedBlock;
@@ -12,8 +13,11 @@ use tensor_core::{
 
 use crate::kernels::{binary, cast, copy, fill, matmul, reduce, unary};
 
-/// The process-wide CPU device ([`CpuDevice::shared`]).
+/// The process-wide CPU device ([`CpuDevice::shared`]), `cpu:0`.
 static SHARED: OnceLock<Arc<dyn Device>> = OnceLock::new();
+
+/// The index of the next CPU device made with its own allocator: `cpu:1`, `cpu:2`, ...
+static NEXT_INDEX: AtomicUsize = AtomicUsize::new(1);
 
 /// The bytes of freed host memory a CPU device keeps for reuse by default.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
@@ -41,22 +45,33 @@ pub struct CpuDevice {
 }
 
 impl CpuDevice {
-    /// A new CPU device `cpu:0` with its own unlimited host allocator.
+    /// A new CPU device with its own unlimited host allocator. Every device made this way
+    /// is a device of its own, with a name of its own: `cpu:1`, `cpu:2`, ... in the order
+    /// they are made (`cpu:0` is [`CpuDevice::shared`]), as TensorFlow numbers the logical
+    /// devices it makes of one CPU.
     pub fn new() -> Arc<CpuDevice> {
         Self::with_allocator(HostAllocator::new())
     }
 
-    /// A new CPU device `cpu:0` allocating from `allocator` (for example one with a byte
-    /// limit), caching up to [`DEFAULT_CACHE_BYTES`] of freed memory.
+    /// A new CPU device (named as by [`CpuDevice::new`]) allocating from `allocator` (for
+    /// example one with a byte limit), caching up to [`DEFAULT_CACHE_BYTES`] of freed memory.
     pub fn with_allocator(allocator: HostAllocator) -> Arc<CpuDevice> {
         Self::with_cache(allocator, DEFAULT_CACHE_BYTES)
     }
 
-    /// A new CPU device `cpu:0` allocating from `allocator` and caching up to `cache_bytes`
-    /// of freed memory (0 disables the cache).
+    /// A new CPU device (named as by [`CpuDevice::new`]) allocating from `allocator` and
+    /// caching up to `cache_bytes` of freed memory (0 disables the cache).
     pub fn with_cache(allocator: HostAllocator, cache_bytes: usize) -> Arc<CpuDevice> {
+        Self::build(
+            NEXT_INDEX.fetch_add(1, Ordering::Relaxed),
+            allocator,
+            cache_bytes,
+        )
+    }
+
+    fn build(index: usize, allocator: HostAllocator, cache_bytes: usize) -> Arc<CpuDevice> {
         Arc::new_cyclic(|me| CpuDevice {
-            name: "cpu:0".to_string(),
+            name: format!("cpu:{index}"),
             allocator: Arc::new(CachingAllocator::new(allocator, cache_bytes)),
             me: me.clone(),
         })
@@ -72,11 +87,12 @@ impl CpuDevice {
         self.allocator.cached_bytes()
     }
 
-    /// The process-wide CPU device, made on first use.
+    /// The process-wide CPU device `cpu:0`, made on first use.
     pub fn shared() -> Arc<dyn Device> {
         SHARED
             .get_or_init(|| {
-                let device: Arc<dyn Device> = CpuDevice::new();
+                let device: Arc<dyn Device> =
+                    CpuDevice::build(0, HostAllocator::new(), DEFAULT_CACHE_BYTES);
                 EmbeddedBuffer::register_host_device(&device);
                 device
             })

@@ -47,7 +47,8 @@ impl fmt::Debug for WgpuDevice {
 }
 
 impl WgpuDevice {
-    /// Open adapter `index` of [`crate::adapters::adapters`] as `wgpu:<index>`.
+    /// Open adapter `index` of [`crate::adapters::adapters`] as `wgpu:<index>` (a further
+    /// device opened on the same adapter is `wgpu:<index>.1`, ...: each has its own memory).
     pub fn open(index: usize) -> Result<Arc<WgpuDevice>> {
         let adapter = crate::adapters::adapters()
             .into_iter()
@@ -67,7 +68,7 @@ impl WgpuDevice {
             ..Default::default()
         }))
         .map_err(|e| Error::invalid(format!("opening wgpu adapter {index} failed: {e}")))?;
-        let name = format!("wgpu:{index}");
+        let name = tensor_core::device::instance_name(&format!("wgpu:{index}"));
         // wgpu's default for a validation error nobody caught is a panic; polytensor checks
         // its inputs before encoding, so such an error is a bug to report, not to abort on.
         let reporter = name.clone();

@@ -38,6 +38,28 @@ impl BufferAllocator {
     }
 }
 
+impl BufferAllocator {
+    /// A storage buffer of `size` bytes from the driver (for a request of `bytes`), not yet
+    /// accounted for; the driver's out-of-memory report, caught in an error scope, is
+    /// `Err(OutOfMemory)`.
+    fn create(&self, size: u64, bytes: usize) -> Result<wgpu::Buffer> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("polytensor storage"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        if pollster::block_on(scope.pop()).is_some() {
+            buffer.destroy();
+            return Err(self.tracker.out_of_memory(bytes, &self.name));
+        }
+        Ok(buffer)
+    }
+}
+
 impl AllocatorInfo for BufferAllocator {
     fn name(&self) -> &str {
         &self.name
@@ -54,28 +76,15 @@ impl Allocator for BufferAllocator {
     fn allocate(&self, bytes: usize, _alignment: usize) -> Result<wgpu::Buffer> {
         let size = (bytes as u64).max(WORD).next_multiple_of(WORD);
         if size > self.largest {
-            return Err(Error::OutOfMemory {
-                device: self.name.clone(),
-                requested: bytes,
-                stats: self.tracker.snapshot(),
-            });
-        }
-        self.tracker.try_reserve(size as usize, &self.name)?;
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("polytensor storage"),
-            size,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_SRC
-                | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        if pollster::block_on(scope.pop()).is_some() {
-            buffer.destroy();
-            self.tracker.release(size as usize);
+            self.tracker.record_failure();
             return Err(self.tracker.out_of_memory(bytes, &self.name));
         }
-        Ok(buffer)
+        self.tracker.obtain(
+            size as usize,
+            &self.name,
+            || self.create(size, bytes),
+            |b| b.destroy(),
+        )
     }
 
     fn deallocate(&self, buffer: wgpu::Buffer) {

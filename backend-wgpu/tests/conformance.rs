@@ -2,26 +2,13 @@
 //! family. Cases the device declares unsupported are reported, never failures; everything
 //! it runs must match the suite's reference, and `bytes_in_use` must return to its start.
 
-use std::sync::Arc;
-
-use backend_wgpu::WgpuDevice;
 use tensor_core::conformance::{run, Family, Filter};
-use tensor_core::Device;
+
+mod common;
 
 fn check(family: Family) {
-    let device: Arc<dyn Device> = match WgpuDevice::open(0) {
-        Ok(device) => device,
-        Err(e) => {
-            assert!(
-                !std::env::var("POLYTENSOR_REQUIRE")
-                    .unwrap_or_default()
-                    .split(',')
-                    .any(|b| b.trim() == "wgpu"),
-                "POLYTENSOR_REQUIRE names wgpu, but: {e}"
-            );
-            eprintln!("skipped: {e}");
-            return;
-        }
+    let Some(device) = common::device_or_skip() else {
+        return;
     };
     let report = run(&device, &Filter::family(family));
     let (passed, failed, unsupported) = report.counts();

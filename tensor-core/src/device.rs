@@ -1,8 +1,9 @@
 //! The [`Device`] trait: memory, copies and the kernel surface every backend implements,
 //! and the operand views kernels receive.
 
+use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::alloc::AllocatorInfo;
 use crate::buffer::TensorBuffer;
@@ -165,20 +166,28 @@ impl<'a> OutView<'a> {
         let size = self.view.dtype.size();
         let start = self.view.layout.offset() * size;
         let len = self.view.layout.num_elements() * size;
-        // SAFETY: as for `host_slice_mut`: the buffer is uniquely owned for this borrow and
-        // the contiguous layout lies within it.
+        // SAFETY: as for `host_slice_mut`: the pointer is the buffer's own, the buffer is
+        // uniquely owned for this borrow and the contiguous layout lies within it.
         Some(unsafe { std::slice::from_raw_parts_mut(ptr.add(start), len) })
     }
 
     /// The output's elements, if host-visible, of type `T` and aligned.
     pub fn host_slice_mut<T: Element>(&mut self) -> Option<&mut [T]> {
-        let all = self.view.host_slice::<T>()?;
+        if T::DTYPE != self.view.dtype {
+            return None;
+        }
+        // The buffer's own pointer, with its write permission: never one derived from a
+        // shared slice (`host_slice`), which may not be written through.
+        let ptr = self.view.buffer.host_ptr()?.cast::<T>();
+        if !ptr.is_aligned() {
+            return None;
+        }
         let start = self.view.layout.offset();
         let len = self.view.layout.num_elements();
-        let ptr = all.as_ptr() as *mut T;
         // SAFETY: an OutView is made only from a `&mut Tensor` whose buffer has a reference
-        // count of one, so no other view of these elements exists while this borrow lives;
-        // its contiguous layout lies within the buffer (checked when the tensor was made).
+        // count of one (or a fresh output), so no other view of these elements exists while
+        // this borrow lives; its contiguous layout lies within the buffer (checked when the
+        // tensor was made), `T` is the dtype's element type, and the pointer is aligned.
         Some(unsafe { std::slice::from_raw_parts_mut(ptr.add(start), len) })
     }
 }
@@ -208,6 +217,24 @@ impl From<Arc<dyn Device>> for DeviceHandle {
     fn from(device: Arc<dyn Device>) -> Self {
         DeviceHandle::Shared(device)
     }
+}
+
+/// A name for a new instance of the device `base` (`wgpu:0`): `base` itself for the first
+/// instance the process makes, then `base.1`, `base.2`, ..., so that two device objects
+/// (each with its own memory) never share a name, and an error that names two devices
+/// tells them apart. For backends that can open one piece of hardware more than once.
+pub fn instance_name(base: &str) -> String {
+    static OPENED: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
+    let mut opened = OPENED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let count = opened.entry(base.to_string()).or_insert(0);
+    let name = match *count {
+        0 => base.to_string(),
+        n => format!("{base}.{n}"),
+    };
+    *count += 1;
+    name
 }
 
 /// A compute device: its memory, host copies and kernels.

@@ -208,6 +208,59 @@ impl DataType {
         self.is_computable() && !matches!(self, DataType::Bool)
     }
 
+    /// The values an element of this one-byte dtype may hold, for the dtypes that use only
+    /// some byte values: bool (0 and 1), int4, uint4, int2 and uint2 (one element per byte).
+    /// `None` for dtypes whose every byte pattern is a value.
+    pub const fn byte_range(self) -> Option<(i16, i16)> {
+        match self {
+            DataType::Bool => Some((0, 1)),
+            DataType::Int4 => Some((-8, 7)),
+            DataType::UInt4 => Some((0, 15)),
+            DataType::Int2 => Some((-2, 1)),
+            DataType::UInt2 => Some((0, 3)),
+            _ => None,
+        }
+    }
+
+    /// Whether `byte` is a valid element of this one-byte dtype (always true for dtypes
+    /// without a [`byte_range`](DataType::byte_range)). A signed sub-byte integer may come
+    /// in either of the forms its ecosystem writes: sign-extended (TensorFlow's C++, `0xf8`
+    /// for int4 -8) or in the low bits (ml_dtypes and NumPy, `0x08`); both read as the low
+    /// bits, sign-extended. Every way into a tensor checks this, so kernels and encoders can
+    /// rely on it.
+    pub const fn is_valid_byte(self, byte: u8) -> bool {
+        match self.byte_range() {
+            None => true,
+            Some((min, max)) => {
+                let low_bits = byte as i16 <= max - min;
+                let value = if min < 0 {
+                    byte as i8 as i16
+                } else {
+                    byte as i16
+                };
+                (min <= value && value <= max) || (min < 0 && low_bits)
+            }
+        }
+    }
+
+    /// The element a raw byte holds as TensorFlow's C++ reads it (through `ml_dtypes` and
+    /// C++ `bool`): any non-zero byte is true; int4, uint4, int2 and uint2 keep their low
+    /// bits, sign-extended for the signed ones. Identity for other dtypes.
+    pub const fn canonical_byte(self, byte: u8) -> u8 {
+        let bits = match self {
+            DataType::Bool => return (byte != 0) as u8,
+            DataType::Int4 | DataType::UInt4 => 4,
+            DataType::Int2 | DataType::UInt2 => 2,
+            _ => return byte,
+        };
+        let unused = 8 - bits;
+        if self.is_signed_integer() {
+            (((byte << unused) as i8) >> unused) as u8
+        } else {
+            (byte << unused) >> unused
+        }
+    }
+
     /// For complex dtypes, the dtype of one component (`complex64` -> `float32`); otherwise `self`.
     pub const fn real_dtype(self) -> DataType {
         match self {
@@ -323,6 +376,50 @@ mod tests {
         assert!(DataType::from_i32(99).is_err());
         assert!(DataType::from_i32(-1).is_err());
         assert!("float33".parse::<DataType>().is_err());
+    }
+
+    #[test]
+    fn byte_rules_of_bool_and_sub_byte_ints() {
+        let valid = |d: DataType| (0..=255u8).filter(|&b| d.is_valid_byte(b)).count();
+        assert_eq!(valid(DataType::Bool), 2);
+        // Signed sub-byte ints: sign-extended or low-bits form (-8 is 0xf8 or 0x08).
+        assert_eq!(valid(DataType::Int4), 24);
+        assert_eq!(valid(DataType::UInt4), 16);
+        assert_eq!(valid(DataType::Int2), 6);
+        assert_eq!(valid(DataType::UInt2), 4);
+        assert_eq!(valid(DataType::UInt8), 256);
+        assert!(DataType::Int4.is_valid_byte(0xf8) && DataType::Int4.is_valid_byte(0x08));
+        assert!(!DataType::Int4.is_valid_byte(0x10) && !DataType::Int4.is_valid_byte(0xf7));
+        for d in [
+            DataType::Bool,
+            DataType::Int4,
+            DataType::UInt4,
+            DataType::Int2,
+            DataType::UInt2,
+        ] {
+            for b in 0..=255u8 {
+                let c = d.canonical_byte(b);
+                assert!(d.is_valid_byte(c), "{d} {b}");
+                assert_eq!(d.canonical_byte(c), c, "{d} {b}");
+            }
+        }
+        // Both forms of a signed value read as the same (sign-extended) value.
+        for (d, byte, value) in [
+            (DataType::Int4, 0x08, 0xf8),
+            (DataType::Int4, 0xf8, 0xf8),
+            (DataType::Int4, 0x0f, 0xff),
+            (DataType::Int4, 0x07, 0x07),
+            (DataType::Int2, 0x02, 0xfe),
+            (DataType::Int2, 0x01, 0x01),
+            (DataType::UInt4, 0x0f, 0x0f),
+        ] {
+            assert!(d.is_valid_byte(byte));
+            assert_eq!(d.canonical_byte(byte), value, "{d} {byte:#x}");
+        }
+        assert_eq!(DataType::Int4.canonical_byte(0x0f), 0xff);
+        assert_eq!(DataType::UInt4.canonical_byte(0xff), 0x0f);
+        assert_eq!(DataType::Int2.canonical_byte(0x06), 0xfe);
+        assert_eq!(DataType::Bool.canonical_byte(7), 1);
     }
 
     #[test]

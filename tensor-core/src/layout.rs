@@ -194,6 +194,7 @@ impl Layout {
                     "index {i} out of range for dimension {axis} of size {d}"
                 )));
             }
+            // In range, so within the span that every layout checks when it is made.
             pos += i as isize * s;
         }
         Ok(pos as usize)
@@ -275,6 +276,8 @@ impl Layout {
         let offset = if len == 0 {
             self.offset
         } else {
+            // `start < size`: the new first element is an element of this layout, whose
+            // positions lie in its checked span, so none of this can overflow.
             (self.offset as isize + start as isize * self.strides[dim]) as usize
         };
         Ok(Self::assemble(shape, self.strides.clone(), offset))
@@ -314,10 +317,14 @@ impl Layout {
     pub fn unsqueeze(&self, dim: usize) -> Result<Self> {
         let mut shape = self.shape.clone();
         shape.insert_dim(dim, 1)?;
-        let stride = if dim < self.rank() {
-            self.strides[dim] * self.shape.dim_size(dim) as isize
-        } else {
-            1
+        // A dim of size 1 is never stepped along, so any stride is correct; PyTorch's choice
+        // (the next dim's extent) where it fits keeps contiguous views contiguous, and the
+        // next dim's own stride where it would overflow.
+        let stride = match self.strides.get(dim) {
+            Some(&next) => next
+                .checked_mul(self.shape.dim_size(dim) as isize)
+                .unwrap_or(next),
+            None => 1,
         };
         let mut strides = self.strides.clone();
         strides.insert(dim, stride);
@@ -368,7 +375,9 @@ impl Layout {
                 continue;
             }
             while view_d >= 0 && (view_numel < tensor_numel || new_dims[view_d as usize] == 1) {
-                strides[view_d as usize] = view_numel as isize * chunk_base_stride;
+                // Element counts fit (shapes are checked); a stride past isize (possible only
+                // for a size-1 dim beyond a huge chunk) means copying instead.
+                strides[view_d as usize] = (view_numel as isize).checked_mul(chunk_base_stride)?;
                 view_numel *= new_dims[view_d as usize];
                 view_d -= 1;
             }
@@ -694,6 +703,28 @@ mod tests {
         assert_eq!(scalar, vec![[7]]);
         let neg = Layout::new(shape(&[3]), &[-1], 2).unwrap();
         assert_eq!(positions(&neg), vec![2, 1, 0]);
+    }
+
+    #[test]
+    fn huge_strides_never_overflow() {
+        // A layout whose span just fits isize, as a DLPack import may have.
+        let stride = isize::MAX / 2;
+        let l = Layout::new(shape(&[2, 3]), &[stride, 1], 0).unwrap();
+        for dim in 0..=2 {
+            let u = l.unsqueeze(dim).unwrap();
+            assert_eq!(u.shape().num_elements(), 6);
+            assert_eq!(positions(&u), positions(&l), "unsqueeze({dim})");
+        }
+        assert!(Layout::new(shape(&[3, 3]), &[stride, 1], 0).is_err());
+        assert!(Layout::new(shape(&[2]), &[1], usize::MAX).is_err());
+        let narrowed = l.narrow(0, 1, 1).unwrap();
+        assert_eq!(narrowed.offset(), stride as usize);
+        assert_eq!(l.position(&[1, 2]).unwrap(), stride as usize + 2);
+        assert!(l.position(&[2, 0]).is_err());
+        // Reshapes that would need a stride past isize copy instead of wrapping.
+        let t = l.transpose(0, 1).unwrap();
+        assert!(t.reshape(&shape(&[6])).unwrap().is_none());
+        assert!(t.reshape(&shape(&[3, 2, 1])).unwrap().is_some());
     }
 
     #[test]

@@ -60,7 +60,8 @@ impl TensorShape {
         }
     }
 
-    /// A shape from its dims; an `Err` for rank over 254 or an element count over `i64::MAX`.
+    /// A shape from its dims; an `Err` for rank over 254, a dim over `i64::MAX` or an element
+    /// count over `i64::MAX`.
     pub fn new(dims: &[usize]) -> Result<Self> {
         Self::checked(dims)
     }
@@ -251,6 +252,12 @@ impl TensorShape {
                 dims.len()
             )));
         }
+        if let Some(&d) = dims.iter().find(|&&d| d as u64 > MAX_ELEMENTS) {
+            return Err(Error::InvalidShape(format!(
+                "dimension {d} of {dims:?} exceeds the largest dimension TensorFlow allows, \
+                 {MAX_ELEMENTS} (int64)"
+            )));
+        }
         let mut count: u64 = 1;
         for &d in dims {
             count = (d as u64)
@@ -432,6 +439,13 @@ mod tests {
         // TensorFlow checks the product as dims are added: a 0 after an overflow does not help.
         assert!(TensorShape::new(&[1 << 62, 0]).is_ok());
         assert!(TensorShape::new(&[1 << 62, 4, 0]).is_err());
+        // Every dim is an int64 to TensorFlow, even in an empty shape.
+        let err = TensorShape::new(&[0, usize::MAX]).unwrap_err().to_string();
+        assert!(err.contains("int64"), "{err}");
+        assert!(
+            TensorShape::new(&[0, i64::MAX as usize]).is_ok_and(|s| s.dims_i64()[1] == i64::MAX)
+        );
+        assert!(TensorShape::new(&[0, 1 << 63]).is_err());
         let mut s = TensorShape::new(&[1 << 40]).unwrap();
         assert!(s.add_dim(1 << 40).is_err());
         assert_eq!(

@@ -52,11 +52,21 @@ impl Extent {
         }
     }
 
-    /// One past the last index, or `None` for a full extent.
+    /// One past the last index, or `None` for a full extent. (Saturates for a hand-built
+    /// `Range` that [`Extent::check`] would refuse.)
     pub fn end(self) -> Option<i64> {
         match self {
             Extent::Full => None,
-            Extent::Range { start, length } => Some(start + length),
+            Extent::Range { start, length } => Some(start.saturating_add(length)),
+        }
+    }
+
+    /// `Ok` for a full extent or a range that [`Extent::range`] would make: the variant's
+    /// fields are public, so every slice built from extents checks them.
+    pub fn check(self) -> Result<Self> {
+        match self {
+            Extent::Full => Ok(self),
+            Extent::Range { start, length } => Extent::range(start, length),
         }
     }
 }
@@ -88,13 +98,20 @@ impl TensorSlice {
         }
     }
 
-    /// A slice from extents; an `Err` for rank over 254.
+    /// A slice from extents; an `Err` for rank over 254 or a range with a negative start, a
+    /// length under 1, or an end past `i64::MAX` (see [`Extent::range`]).
     pub fn new(extents: Vec<Extent>) -> Result<Self> {
         if extents.len() > MAX_RANK {
             return Err(Error::InvalidSlice(format!(
                 "rank {} exceeds the maximum rank {MAX_RANK}",
                 extents.len()
             )));
+        }
+        for (d, extent) in extents.iter().enumerate() {
+            extent.check().map_err(|e| match e {
+                Error::InvalidSlice(why) => Error::InvalidSlice(format!("dimension {d}: {why}")),
+                other => other,
+            })?;
         }
         Ok(Self { extents })
     }
@@ -270,14 +287,16 @@ impl TensorSlice {
 impl FromStr for TensorSlice {
     type Err = Error;
 
-    /// Parse TensorFlow's form (`"0,10:-:14,1"`); every malformed string is an `Err` that
-    /// names the offending part.
+    /// Parse TensorFlow's form (`"0,10:-:14,1"`) as TensorFlow's `TensorSlice::Parse` does:
+    /// empty items between separators are skipped (`"0,10::-"` is `"0,10:-"`, `"0,,2"` is
+    /// `"0,2"`), and each number may carry surrounding ASCII whitespace and a sign
+    /// (`" +1 , 2"`). Anything else, a number outside `i64`, and a range whose end passes
+    /// `i64::MAX` are an `Err` that names the offending part. [`Display`](fmt::Display)
+    /// writes the canonical form.
     fn from_str(s: &str) -> Result<Self> {
-        if s.is_empty() {
-            return Ok(Self::full(0));
-        }
         let extents = s
             .split(':')
+            .filter(|item| !item.is_empty())
             .enumerate()
             .map(|(d, item)| {
                 parse_extent(item)
@@ -288,27 +307,35 @@ impl FromStr for TensorSlice {
     }
 }
 
+/// One item of the string form: `-`, or `start,length` with empty parts skipped.
 fn parse_extent(item: &str) -> std::result::Result<Extent, String> {
     if item == "-" {
         return Ok(Extent::Full);
     }
-    let Some((start, length)) = item.split_once(',') else {
+    let parts: Vec<&str> = item.split(',').filter(|p| !p.is_empty()).collect();
+    let [start, length] = parts[..] else {
         return Err(format!("expected \"start,length\" or \"-\", got {item:?}"));
     };
-    let number = |text: &str, what: &str| {
-        let digits = text.strip_prefix('-').unwrap_or(text);
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!("{what} {text:?} is not an integer"));
-        }
-        text.parse::<i64>()
-            .map_err(|_| format!("{what} {text:?} does not fit in an int64"))
-    };
-    let start = number(start, "start")?;
-    let length = number(length, "length")?;
+    let start = parse_i64(start, "start")?;
+    let length = parse_i64(length, "length")?;
     Extent::range(start, length).map_err(|e| match e {
         Error::InvalidSlice(why) => why,
         other => other.to_string(),
     })
+}
+
+/// An integer as TensorFlow's `safe_strto64` (`absl::SimpleAtoi`) reads it: ASCII whitespace
+/// around it, an optional `+` or `-`, then decimal digits only, within `i64`.
+fn parse_i64(text: &str, what: &str) -> std::result::Result<i64, String> {
+    // absl's whitespace includes the vertical tab, which Rust's ASCII whitespace does not.
+    let trimmed = text.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\x0b');
+    let digits = trimmed.strip_prefix(['+', '-']).unwrap_or(trimmed);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{what} {text:?} is not an integer"));
+    }
+    trimmed
+        .parse::<i64>()
+        .map_err(|_| format!("{what} {text:?} does not fit in an int64"))
 }
 
 impl fmt::Display for TensorSlice {
@@ -351,22 +378,71 @@ mod tests {
     fn malformed_strings_name_the_problem() {
         let cases = [
             ("0,10:x", "dimension 1"),
-            ("0,10::-", "dimension 1"),
             ("1", "start,length"),
-            ("1,2,3", "not an integer"),
+            ("1,2,3", "start,length"),
             ("-1,2", "non-negative start"),
             ("1,0", "positive length"),
             ("a,2", "not an integer"),
-            ("1,", "not an integer"),
+            ("1,", "start,length"),
             ("99999999999999999999,1", "int64"),
             ("9223372036854775807,1", "overflows"),
-            (":", "dimension 0"),
-            ("+1,2", "not an integer"),
+            ("+-1,2", "not an integer"),
+            ("1 2,3", "not an integer"),
+            ("0x1,2", "not an integer"),
+            (" -,1", "not an integer"),
+            ("0,10: - ", "dimension 1"),
+            ("1,\u{a0}2", "not an integer"),
         ];
         for (text, needle) in cases {
             let err = text.parse::<TensorSlice>().unwrap_err().to_string();
             assert!(err.contains(needle), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn tensorflow_leniency_is_accepted_and_canonicalised() {
+        // What TensorFlow's TensorSlice::Parse accepts (str_util::Split with SkipEmpty, then
+        // safe_strto64), with the canonical string polytensor writes.
+        let cases = [
+            ("0,10::-", "0,10:-"),
+            ("0,,2", "0,2"),
+            ("0,2:", "0,2"),
+            (":0,2", "0,2"),
+            (":", ""),
+            ("::", ""),
+            (",1,2,", "1,2"),
+            (" 1 , 2 ", "1,2"),
+            ("+1,+2", "1,2"),
+            ("\t3,\n4\x0b:-", "3,4:-"),
+            ("-0,1", "0,1"),
+            ("007,010", "7,10"),
+        ];
+        for (text, canonical) in cases {
+            let slice = s(text);
+            assert_eq!(slice.to_string(), canonical, "{text:?}");
+            assert_eq!(s(canonical), slice);
+        }
+    }
+
+    #[test]
+    fn constructors_check_every_extent() {
+        let overflowing = Extent::Range {
+            start: i64::MAX - 1,
+            length: 2,
+        };
+        let err = TensorSlice::new(vec![Extent::Full, overflowing]).unwrap_err();
+        assert!(err.to_string().contains("dimension 1"), "{err}");
+        for (start, length) in [(-1, 1), (0, 0), (0, -5), (i64::MAX, 1)] {
+            assert!(TensorSlice::new(vec![Extent::Range { start, length }]).is_err());
+        }
+        assert_eq!(overflowing.end(), Some(i64::MAX));
+        let ok = TensorSlice::new(vec![Extent::Range {
+            start: i64::MAX - 2,
+            length: 2,
+        }])
+        .unwrap();
+        let shape = TensorShape::new(&[4]).unwrap();
+        assert!(ok.slice_tensor_shape(&shape).is_err());
     }
 
     #[test]

@@ -82,13 +82,9 @@ fn malformed_protos_name_the_problem() {
     let mut p = proto(DataType::Half as i32, &[1]);
     p.half_val = vec![70000];
     rejects(&p, "half_val value 0 is 70000");
-    let mut p = proto(DataType::Complex64 as i32, &[2]);
-    p.scomplex_val = vec![1.0, 2.0, 3.0];
-    rejects(&p, "scomplex_val holds 3 parts");
-
-    let mut p = proto(DataType::Bool as i32, &[2]);
-    p.tensor_content = vec![1u8, 2].into();
-    rejects(&p, "not a valid bool");
+    let mut p = proto(DataType::Complex64 as i32, &[1]);
+    p.scomplex_val = vec![1.0, 2.0, 3.0, 4.0, 5.0];
+    rejects(&p, "scomplex_val holds 2 values for shape [1]");
 
     // A tiny message describing a huge tensor is refused before any allocation.
     let mut p = proto(float, &[1 << 40]);
@@ -103,6 +99,60 @@ fn malformed_protos_name_the_problem() {
     let mut p = proto(DataType::String as i32, &[1 << 40]);
     p.string_val = vec![b"x".to_vec()];
     rejects(&p, "DecodeOptions::max_bytes");
+}
+
+/// Protos that both of TensorFlow's decoders accept, read as its C++ `FromProto` reads them.
+#[test]
+fn what_both_tensorflow_decoders_accept_is_read_as_cpp_reads_it() {
+    let read = |p: &TensorProto| {
+        let direct = Tensor::from_proto(p, &device()).unwrap();
+        let wire = Tensor::decode_proto(p.encode_to_vec(), &device()).unwrap();
+        assert_eq!(direct.to_bytes().unwrap(), wire.to_bytes().unwrap());
+        assert_eq!(direct.shape(), wire.shape());
+        direct
+    };
+    // An odd number of complex parts: C++ counts parts / 2 values, so the last part is
+    // dropped; the values then splat as usual.
+    let mut p = proto(DataType::Complex64 as i32, &[3]);
+    p.scomplex_val = vec![1.0, 2.0, 3.0];
+    let t = read(&p);
+    assert_eq!(
+        t.to_vec::<num_complex::Complex32>().unwrap(),
+        vec![num_complex::Complex32::new(1.0, 2.0); 3]
+    );
+    let mut p = proto(DataType::Complex128 as i32, &[2]);
+    p.dcomplex_val = vec![7.0];
+    assert_eq!(
+        read(&p).to_vec::<num_complex::Complex64>().unwrap(),
+        vec![num_complex::Complex64::new(0.0, 0.0); 2],
+        "a lone part is no value: zeros"
+    );
+
+    // unknown_rank with dims: TensorShape(proto) and make_ndarray both read the dims.
+    let mut p = proto(DataType::Float as i32, &[2, 1]);
+    p.tensor_shape.as_mut().unwrap().unknown_rank = true;
+    p.float_val = vec![4.0, 5.0];
+    let t = read(&p);
+    assert_eq!(
+        (t.dims(), t.to_vec::<f32>().unwrap()),
+        (vec![2, 1], vec![4.0, 5.0])
+    );
+
+    // Any non-zero bool byte in tensor_content is true (C++ bool, NumPy's frombuffer).
+    let mut p = proto(DataType::Bool as i32, &[3]);
+    p.tensor_content = vec![1u8, 2, 0].into();
+    assert_eq!(read(&p).to_vec::<bool>().unwrap(), vec![true, true, false]);
+
+    // Sub-byte integers in tensor_content keep their low bits, sign-extended (ml_dtypes);
+    // content in one of the valid forms is kept as it is (shared, not rewritten).
+    let mut p = proto(DataType::Int4 as i32, &[4]);
+    p.tensor_content = vec![0x0f, 0x08, 0x17, 0xf9].into();
+    assert_eq!(read(&p).to_bytes().unwrap(), vec![0xff, 0xf8, 0x07, 0xf9]);
+    p.tensor_content = vec![0x0f, 0x08, 0x07, 0xf9].into();
+    assert_eq!(read(&p).to_bytes().unwrap(), vec![0x0f, 0x08, 0x07, 0xf9]);
+    let mut p = proto(DataType::UInt2 as i32, &[2]);
+    p.tensor_content = vec![0xff, 0x06].into();
+    assert_eq!(read(&p).to_bytes().unwrap(), vec![0x03, 0x02]);
 }
 
 #[test]

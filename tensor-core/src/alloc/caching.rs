@@ -164,9 +164,34 @@ impl<A: Allocator> AllocatorInfo for CachingAllocator<A> {
         }
     }
 
-    /// What callers hold and asked for, inline buffers charged to this allocator included.
-    fn tracker(&self) -> Option<&StatsTracker> {
-        Some(&self.tracker)
+    /// Held to the inner allocator's limit next to its blocks (a full cache is trimmed
+    /// first, as for a block), and counted in what callers hold.
+    fn charge(&self, bytes: usize, device: &str) -> Result<()> {
+        self.with_inner_retry(|| self.inner.charge(bytes, device))?;
+        self.tracker.try_reserve(bytes, device)
+    }
+
+    fn refund(&self, bytes: usize) {
+        self.tracker.release(bytes);
+        self.inner.refund(bytes);
+    }
+}
+
+impl<A: Allocator> CachingAllocator<A> {
+    /// Run `request` against the inner allocator; if it runs out of memory while blocks sit
+    /// in the cache, trim the cache and run it once more. A final refusal is counted.
+    fn with_inner_retry<T>(&self, request: impl Fn() -> Result<T>) -> Result<T> {
+        let result = match request() {
+            Err(Error::OutOfMemory { .. }) if self.cached_bytes() > 0 => {
+                self.trim();
+                request()
+            }
+            other => other,
+        };
+        if result.is_err() {
+            self.tracker.record_failure();
+        }
+        result
     }
 }
 
@@ -177,14 +202,7 @@ impl<A: Allocator> Allocator for CachingAllocator<A> {
         let class = size_class(bytes);
         let inner = match self.take_cached(class, alignment) {
             Some(block) => block,
-            None => match self.inner.allocate(class, alignment) {
-                Ok(block) => block,
-                Err(Error::OutOfMemory { .. }) if self.cached_bytes() > 0 => {
-                    self.trim();
-                    self.inner.allocate(class, alignment)?
-                }
-                Err(e) => return Err(e),
-            },
+            None => self.with_inner_retry(|| self.inner.allocate(class, alignment))?,
         };
         self.tracker.try_reserve(bytes, self.inner.name())?;
         Ok(CachedBlock {
@@ -302,5 +320,25 @@ mod tests {
             Err(Error::OutOfMemory { .. })
         ));
         cache.deallocate(b);
+    }
+
+    #[test]
+    fn charges_are_held_to_the_inner_limit_and_trim_the_cache() {
+        let cache = CachingAllocator::new(HostAllocator::with_limit(4096), 1 << 20);
+        let a = cache.allocate(4096, 64).unwrap();
+        assert!(
+            cache.charge(64, "cpu:0").is_err(),
+            "4096 + 64 is over the limit"
+        );
+        cache.deallocate(a);
+        // 4096 bytes sit in the cache: a charge trims it rather than fail.
+        cache.charge(64, "cpu:0").unwrap();
+        assert_eq!(cache.cached_bytes(), 0);
+        let stats = cache.stats();
+        assert_eq!((stats.bytes_in_use, stats.bytes_reserved), (64, 64));
+        assert_eq!(stats.num_failed_allocs, 1);
+        cache.refund(64);
+        assert_eq!(cache.stats().bytes_in_use, 0);
+        assert_eq!(cache.inner().stats().bytes_in_use, 0);
     }
 }

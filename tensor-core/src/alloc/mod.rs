@@ -36,6 +36,9 @@ pub struct AllocatorStats {
     pub bytes_reserved: u64,
     /// The highest `bytes_reserved` seen.
     pub peak_bytes_reserved: u64,
+    /// Allocations refused (over the byte limit, or the system or driver out of memory).
+    /// A refused allocation changes no other field. (Not in TensorFlow's `AllocatorStats`.)
+    pub num_failed_allocs: u64,
 }
 
 impl fmt::Display for AllocatorStats {
@@ -46,20 +49,28 @@ impl fmt::Display for AllocatorStats {
             self.bytes_in_use, self.peak_bytes_in_use, self.num_allocs, self.largest_alloc_size
         )?;
         match self.bytes_limit {
-            Some(limit) => write!(f, "{limit} B"),
-            None => f.write_str("none"),
+            Some(limit) => write!(f, "{limit} B")?,
+            None => f.write_str("none")?,
         }
+        if self.num_failed_allocs > 0 {
+            write!(f, ", {} refused", self.num_failed_allocs)?;
+        }
+        Ok(())
     }
 }
 
 /// Book-keeping shared by allocators: counts allocations and enforces the byte limit.
 /// Lock-free (atomics), since it sits on every allocation's path.
+///
+/// Only allocations that succeed are counted: one that is refused (by the limit, or by the
+/// system or driver in [`StatsTracker::obtain`]) changes nothing but the failure count.
 #[derive(Debug, Default)]
 pub struct StatsTracker {
     num_allocs: AtomicU64,
     bytes_in_use: AtomicU64,
     peak_bytes_in_use: AtomicU64,
     largest_alloc_size: AtomicU64,
+    num_failed_allocs: AtomicU64,
     bytes_limit: Option<u64>,
 }
 
@@ -89,7 +100,7 @@ impl StatsTracker {
                 );
                 match update {
                     Ok(previous) => previous + bytes,
-                    Err(_) => return Err(self.out_of_memory(bytes as usize, device)),
+                    Err(_) => return Err(self.refuse(bytes as usize, device)),
                 }
             }
         };
@@ -102,6 +113,49 @@ impl StatsTracker {
             self.largest_alloc_size.fetch_max(bytes, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Memory from `obtain` (a system or driver allocation of `bytes`), accounted for: a
+    /// request the limit cannot admit is refused before `obtain` runs, a failed `obtain`
+    /// changes nothing but the failure count (its `Err` is returned as it is), and memory
+    /// obtained while concurrent allocations took the room meanwhile goes back through
+    /// `give_back` before the refusal. So no failed allocation moves `bytes_in_use`, its
+    /// peak, or `largest_alloc_size`.
+    pub fn obtain<B>(
+        &self,
+        bytes: usize,
+        device: &str,
+        obtain: impl FnOnce() -> Result<B>,
+        give_back: impl FnOnce(B),
+    ) -> Result<B> {
+        if let Some(limit) = self.bytes_limit {
+            let in_use = self.bytes_in_use.load(Ordering::Relaxed);
+            if in_use.saturating_add(bytes as u64) > limit {
+                return Err(self.refuse(bytes, device));
+            }
+        }
+        let block = obtain().inspect_err(|_| {
+            self.num_failed_allocs.fetch_add(1, Ordering::Relaxed);
+        })?;
+        match self.try_reserve(bytes, device) {
+            Ok(()) => Ok(block),
+            Err(refused) => {
+                give_back(block);
+                Err(refused)
+            }
+        }
+    }
+
+    /// Count one refused allocation of `bytes` and describe it.
+    #[cold]
+    fn refuse(&self, bytes: usize, device: &str) -> Error {
+        self.num_failed_allocs.fetch_add(1, Ordering::Relaxed);
+        self.out_of_memory(bytes, device)
+    }
+
+    /// Count one allocation refused elsewhere (a caching layer whose inner allocator refused).
+    pub fn record_failure(&self) {
+        self.num_failed_allocs.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Account for `bytes` returned (each `release` matches one successful `try_reserve`).
@@ -123,6 +177,7 @@ impl StatsTracker {
             bytes_limit: self.bytes_limit,
             bytes_reserved: in_use,
             peak_bytes_reserved: peak,
+            num_failed_allocs: self.num_failed_allocs.load(Ordering::Relaxed),
         }
     }
 
@@ -142,10 +197,19 @@ pub trait AllocatorInfo: Send + Sync {
     fn name(&self) -> &str;
     /// Current statistics.
     fn stats(&self) -> AllocatorStats;
-    /// The tracker that memory held outside this allocator's blocks but charged to it
-    /// ([`InlineBuffer`](crate::InlineBuffer)s) accounts through, if it has one.
-    fn tracker(&self) -> Option<&StatsTracker> {
-        None
+    /// Account for `bytes` of memory held outside this allocator's blocks but charged to it
+    /// (an [`InlineBuffer`](crate::InlineBuffer)'s): counted in its stats and held to its
+    /// byte limit, an `Err(OutOfMemory)` past it, as for any block. Each successful charge
+    /// is matched by one [`AllocatorInfo::refund`]. Allocators that track nothing accept
+    /// every charge.
+    fn charge(&self, bytes: usize, device: &str) -> Result<()> {
+        let _ = (bytes, device);
+        Ok(())
+    }
+
+    /// Return a [`AllocatorInfo::charge`] of `bytes`.
+    fn refund(&self, bytes: usize) {
+        let _ = bytes;
     }
 }
 
@@ -274,16 +338,22 @@ impl HostAllocator {
     }
 
     fn allocate_with(&self, bytes: usize, alignment: usize, zeroed: bool) -> Result<HostBlock> {
+        self.tracker.obtain(
+            bytes,
+            &self.name,
+            || self.system_allocate(bytes, alignment, zeroed),
+            |block| self.system_free(block),
+        )
+    }
+
+    /// A block straight from the system allocator, not yet accounted for.
+    fn system_allocate(&self, bytes: usize, alignment: usize, zeroed: bool) -> Result<HostBlock> {
         let huge = bytes >= HUGE_PAGE_BYTES;
         let align = alignment
             .max(ALLOCATOR_ALIGNMENT)
             .max(if huge { HUGE_PAGE_BYTES } else { 1 });
-        let layout = MemLayout::from_size_align(bytes, align).map_err(|_| Error::OutOfMemory {
-            requested: bytes,
-            device: self.name.clone(),
-            stats: self.tracker.snapshot(),
-        })?;
-        self.tracker.try_reserve(bytes, &self.name)?;
+        let layout = MemLayout::from_size_align(bytes, align)
+            .map_err(|_| self.tracker.out_of_memory(bytes, &self.name))?;
         if bytes == 0 {
             // A dangling but aligned pointer, as for any zero-sized allocation.
             let ptr = NonNull::new(align as *mut u8).expect("alignment is non-zero");
@@ -297,23 +367,25 @@ impl HostAllocator {
                 std::alloc::alloc(layout)
             }
         };
-        match NonNull::new(raw) {
-            Some(ptr) => {
-                if huge {
-                    // Advise before the first touch, so the zeroing below (or the first
-                    // kernel) faults huge pages in.
-                    advise_huge_pages(ptr, bytes);
-                    if zeroed {
-                        // SAFETY: `ptr` is valid for `bytes` writes (just allocated).
-                        unsafe { ptr.as_ptr().write_bytes(0, bytes) };
-                    }
-                }
-                Ok(HostBlock { ptr, layout })
+        let ptr = NonNull::new(raw).ok_or_else(|| self.tracker.out_of_memory(bytes, &self.name))?;
+        if huge {
+            // Advise before the first touch, so the zeroing below (or the first kernel)
+            // faults huge pages in.
+            advise_huge_pages(ptr, bytes);
+            if zeroed {
+                // SAFETY: `ptr` is valid for `bytes` writes (just allocated).
+                unsafe { ptr.as_ptr().write_bytes(0, bytes) };
             }
-            None => {
-                self.tracker.release(bytes);
-                Err(self.tracker.out_of_memory(bytes, &self.name))
-            }
+        }
+        Ok(HostBlock { ptr, layout })
+    }
+
+    /// Return a block made by [`HostAllocator::system_allocate`] to the system.
+    fn system_free(&self, block: HostBlock) {
+        if !block.is_empty() {
+            // SAFETY: the block came from `system_allocate` with exactly this layout and is
+            // returned once (it is moved in).
+            unsafe { std::alloc::dealloc(block.ptr.as_ptr(), block.layout) };
         }
     }
 }
@@ -338,6 +410,14 @@ impl AllocatorInfo for HostAllocator {
     fn stats(&self) -> AllocatorStats {
         self.tracker.snapshot()
     }
+
+    fn charge(&self, bytes: usize, device: &str) -> Result<()> {
+        self.tracker.try_reserve(bytes, device)
+    }
+
+    fn refund(&self, bytes: usize) {
+        self.tracker.release(bytes);
+    }
 }
 
 impl Allocator for HostAllocator {
@@ -349,11 +429,7 @@ impl Allocator for HostAllocator {
 
     fn deallocate(&self, block: HostBlock) {
         self.tracker.release(block.len());
-        if !block.is_empty() {
-            // SAFETY: the block came from `allocate_with` with exactly this layout and is
-            // returned once (it is moved in).
-            unsafe { std::alloc::dealloc(block.ptr.as_ptr(), block.layout) };
-        }
+        self.system_free(block);
     }
 }
 
@@ -387,6 +463,41 @@ mod tests {
     }
 
     #[test]
+    fn failed_allocations_change_only_the_failure_count() {
+        let host = HostAllocator::new();
+        let small = host.allocate(1000, 64).unwrap();
+        let before = host.stats();
+        // 4 TiB: a valid layout that the system refuses (no overcommit of that much here),
+        // and sizes no layout can describe.
+        for bytes in [4 << 40, usize::MAX - 10, isize::MAX as usize] {
+            assert!(matches!(
+                host.allocate(bytes, 64),
+                Err(Error::OutOfMemory { stats, .. }) if stats.peak_bytes_in_use == 1000
+            ));
+        }
+        let after = host.stats();
+        assert_eq!(
+            after,
+            AllocatorStats {
+                num_failed_allocs: 3,
+                ..before
+            }
+        );
+        let limited = HostAllocator::with_limit(100);
+        assert!(limited.allocate(101, 64).is_err());
+        assert!(limited.charge(101, "cpu").is_err());
+        assert_eq!(
+            limited.stats(),
+            AllocatorStats {
+                bytes_limit: Some(100),
+                num_failed_allocs: 2,
+                ..AllocatorStats::default()
+            }
+        );
+        host.deallocate(small);
+    }
+
+    #[test]
     fn limits_and_absurd_sizes_are_errors() {
         let host = HostAllocator::with_limit(1000);
         let a = host.allocate(600, 64).unwrap();
@@ -416,6 +527,7 @@ mod tests {
         ));
         assert_eq!(unlimited.stats().bytes_in_use, 0);
         let empty = unlimited.allocate(0, 64).unwrap();
+        assert_eq!(unlimited.stats().num_failed_allocs, 2);
         assert!(empty.is_empty());
         unlimited.deallocate(empty);
     }

@@ -4,11 +4,10 @@ use std::any::Any;
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::mem::MaybeUninit;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::TensorBuffer;
-use crate::alloc::{StatsTracker, ALLOCATOR_ALIGNMENT};
+use crate::alloc::ALLOCATOR_ALIGNMENT;
 use crate::device::{Device, DeviceHandle};
 use crate::error::{Error, Result};
 
@@ -32,31 +31,27 @@ const _: () = assert!(std::mem::align_of::<Storage>() == STORAGE_ALIGNMENT);
 /// that the `Arc` around it is the only allocation: scalars and tiny tensors pay for one
 /// small `malloc` instead of an allocator round trip (as TFRT's host scalar tensors do).
 ///
-/// The bytes start at a 64-byte boundary, as every host buffer's do. They still count in the
-/// statistics of the device's allocator, through its
-/// [`AllocatorInfo::tracker`](crate::AllocatorInfo::tracker), so `bytes_in_use` (and the
-/// conformance suite's leak check) sees them.
+/// The bytes start at a 64-byte boundary, as every host buffer's do. They are charged to the
+/// device's allocator ([`AllocatorInfo::charge`](crate::AllocatorInfo::charge)), so they count
+/// in its statistics (and the conformance suite's leak check) and are held to its byte limit
+/// like any block: past the limit, making one is an `Err(OutOfMemory)`.
 pub struct InlineBuffer {
     storage: UnsafeCell<Storage>,
     len: usize,
     device: DeviceHandle,
-    /// The device allocator's tracker, found once: the buffer keeps its device, which owns
-    /// the tracker, alive.
-    tracker: Option<NonNull<StatsTracker>>,
 }
 
 // SAFETY: the bytes are written only through `host_ptr` under `TensorBuffer`'s contract
 // (a unique owner or a kernel writing a fresh output); everything else is immutable or
-// `Sync` itself, exactly as for a `HostBuffer`'s raw block. `tracker` points into the
-// device the buffer holds, and `StatsTracker` is `Sync` (atomics only).
+// `Sync` itself, exactly as for a `HostBuffer`'s raw block.
 unsafe impl Sync for InlineBuffer {}
 // SAFETY: as for `Sync`: nothing in the buffer is tied to the thread that made it.
 unsafe impl Send for InlineBuffer {}
 
 impl InlineBuffer {
     /// A shared, zeroed buffer of `len <= INLINE_BUFFER_BYTES` bytes on `device`, built in
-    /// place in its `Arc` and counted in its allocator's tracker (if it has one) until
-    /// dropped; an `Err` if `len` is too large or the tracker's limit refuses.
+    /// place in its `Arc` and charged to the device's allocator until dropped; an `Err` if
+    /// `len` is too large or the allocator's byte limit refuses.
     pub fn new_shared(len: usize, device: impl Into<DeviceHandle>) -> Result<Arc<Self>> {
         Self::build(len, device.into(), true)
     }
@@ -73,23 +68,18 @@ impl InlineBuffer {
                 "an inline buffer holds at most {INLINE_BUFFER_BYTES} bytes, not {len}"
             )));
         }
-        let tracker = device.get().allocator().tracker();
-        if let Some(tracker) = tracker {
-            tracker.try_reserve(len, device.get().name())?;
-        }
-        let tracker = tracker.map(NonNull::from);
+        device.get().allocator().charge(len, device.get().name())?;
         let mut shared = Arc::<Self>::new_uninit();
         let slot = Arc::get_mut(&mut shared)
             .expect("a new Arc is unique")
             .as_mut_ptr();
         // SAFETY: `slot` is the new Arc's uninitialised value, written field by field before
-        // `assume_init`: `len`, `device` and `tracker` in full; `storage` may stay
+        // `assume_init`: `len` and `device` in full; `storage` may stay
         // uninitialised (`MaybeUninit`), and its `len` bytes in use, at their 64-byte aligned
         // start inside the storage as `bytes_start` shows, are zeroed when asked.
         unsafe {
             std::ptr::addr_of_mut!((*slot).len).write(len);
             std::ptr::addr_of_mut!((*slot).device).write(device);
-            std::ptr::addr_of_mut!((*slot).tracker).write(tracker);
             if zeroed {
                 let storage = std::ptr::addr_of_mut!((*slot).storage).cast::<u8>();
                 storage.add(bytes_start(storage)).write_bytes(0, len);
@@ -139,10 +129,6 @@ unsafe impl TensorBuffer for InlineBuffer {
 
 impl Drop for InlineBuffer {
     fn drop(&mut self) {
-        if let Some(tracker) = self.tracker {
-            // SAFETY: the tracker lives in the device's allocator, and the device lives at
-            // least as long as `self.device`, which is still held here.
-            unsafe { tracker.as_ref() }.release(self.len);
-        }
+        self.device.get().allocator().refund(self.len);
     }
 }

@@ -82,11 +82,16 @@ impl Tensor {
     /// field, where fewer values than elements repeat the last value and no values mean
     /// zeros (empty strings). Values in other typed fields are ignored.
     ///
-    /// Errors (where TensorFlow's C++ would truncate or wrap silently, or crash): an unknown
-    /// or reference dtype, `resource` and `variant`, a bad shape (negative or overflowing
-    /// dims, rank over 254), `tensor_content` of the wrong length or for strings, more
-    /// values than elements, integers outside the dtype's range, bool bytes other than 0
-    /// and 1, and tensors over [`DecodeOptions::max_bytes`].
+    /// Where both of TensorFlow's decoders (C++ `FromProto` and Python `make_ndarray`)
+    /// accept a proto, it is read as C++ reads it: an odd number of complex parts drops the
+    /// last part, bool bytes other than 0 in `tensor_content` are true, sub-byte integers in
+    /// `tensor_content` keep their low bits, and `unknown_rank` with dims means those dims.
+    ///
+    /// Errors, where at least one of TensorFlow's decoders rejects (C++ often truncates or
+    /// wraps silently where Python raises): an unknown or reference dtype, `resource` and
+    /// `variant`, a bad shape (negative or overflowing dims, rank over 254),
+    /// `tensor_content` of the wrong length or for strings, more values than elements,
+    /// integers outside the dtype's range, and tensors over [`DecodeOptions::max_bytes`].
     pub fn from_proto(proto: &TensorProto, device: &Arc<dyn Device>) -> Result<Tensor> {
         Self::from_proto_with(proto, device, &DecodeOptions::default())
     }
@@ -168,6 +173,13 @@ fn from_content(
             content.len(),
             expected.map_or("more than usize::MAX".to_string(), |e| e.to_string())
         )));
+    }
+    if !content.iter().all(|&b| dtype.is_valid_byte(b)) {
+        // Both of TensorFlow's decoders take any byte: C++ reads a non-zero bool byte as
+        // true and keeps the low bits of a sub-byte integer (ml_dtypes). Read them so, into
+        // the canonical bytes every polytensor tensor holds.
+        let canonical: Vec<u8> = content.iter().map(|&b| dtype.canonical_byte(b)).collect();
+        return Tensor::from_bytes(&canonical, shape, dtype, device);
     }
     let aligned = (content.as_ptr() as usize).is_multiple_of(alignment(dtype));
     if device.kind() == DeviceKind::Cpu && aligned {

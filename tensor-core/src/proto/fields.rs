@@ -159,8 +159,9 @@ impl Field {
         }
     }
 
-    /// The number of values the field holds in `proto` (complex parts count as one value
-    /// per pair; an odd count of parts is an `Err`).
+    /// The number of values the field holds in `proto`: complex parts count as one value
+    /// per pair, and an odd last part is not a value (TensorFlow's C++ `NumElements` is the
+    /// part count over 2; Python's `zip(it, it)` drops it too).
     pub(crate) fn count(self, proto: &TensorProto) -> Result<usize> {
         Ok(match self {
             Field::Half => proto.half_val.len(),
@@ -171,20 +172,8 @@ impl Field {
             Field::UInt32 => proto.uint32_val.len(),
             Field::UInt64 => proto.uint64_val.len(),
             Field::Bool => proto.bool_val.len(),
-            Field::SComplex | Field::DComplex => {
-                let parts = if self == Field::SComplex {
-                    proto.scomplex_val.len()
-                } else {
-                    proto.dcomplex_val.len()
-                };
-                if parts % 2 != 0 {
-                    return Err(Error::InvalidProto(format!(
-                        "{} holds {parts} parts: complex values need an even number",
-                        self.name()
-                    )));
-                }
-                parts / 2
-            }
+            Field::SComplex => proto.scomplex_val.len() / 2,
+            Field::DComplex => proto.dcomplex_val.len() / 2,
             Field::String => proto.string_val.len(),
             Field::Float8 => proto.float8_val.len(),
         })
@@ -222,8 +211,8 @@ impl Field {
             Field::UInt32 => collect(&proto.uint32_val, |v| v.to_le_bytes()),
             Field::UInt64 => collect(&proto.uint64_val, |v| v.to_le_bytes()),
             Field::Bool => proto.bool_val.iter().map(|&b| u8::from(b)).collect(),
-            Field::SComplex => collect(&proto.scomplex_val, |v| v.to_le_bytes()),
-            Field::DComplex => collect(&proto.dcomplex_val, |v| v.to_le_bytes()),
+            Field::SComplex => collect(whole_pairs(&proto.scomplex_val), |v| v.to_le_bytes()),
+            Field::DComplex => collect(whole_pairs(&proto.dcomplex_val), |v| v.to_le_bytes()),
             Field::Float8 => proto.float8_val.clone(),
             Field::String => unreachable!("strings are read as strings"),
         })
@@ -235,6 +224,11 @@ fn out_of_range(field: Field, i: usize, v: impl std::fmt::Display, min: i64, max
         "{} value {i} is {v}, outside the dtype's range {min}..={max}",
         field.name()
     ))
+}
+
+/// The complex parts that form whole (re, im) pairs: an odd last part is dropped.
+fn whole_pairs<T>(parts: &[T]) -> &[T] {
+    &parts[..parts.len() / 2 * 2]
 }
 
 /// `bytes` as little-endian `N`-byte lanes, each mapped by the caller.

@@ -7,6 +7,9 @@ use crate::partial_shape::PartialTensorShape;
 use crate::shape::{TensorShape, MAX_RANK};
 use crate::slice::{Extent, TensorSlice};
 
+/// TensorFlow's `TensorSlice::kFullExtent`: a length of -1 means the whole dim.
+const FULL_EXTENT: i64 = -1;
+
 fn dims_proto(dims: impl IntoIterator<Item = i64>) -> Vec<DimProto> {
     dims.into_iter()
         .map(|size| DimProto {
@@ -35,15 +38,11 @@ impl TensorShape {
     }
 
     /// A fully defined shape from a proto: every dim >= 0, rank <= 254, the element count
-    /// within `i64`. Like TensorFlow's `TensorShape(proto)`, the `unknown_rank` flag of a
-    /// proto with no dims reads as a scalar; with dims it is an error. Dim names are ignored.
+    /// within `i64`. As TensorFlow's `TensorShape(proto)` (and Python's `make_ndarray`) read
+    /// it, the `unknown_rank` flag is ignored: the dims are the shape (none: a scalar). Dim
+    /// names are ignored.
     pub fn from_proto(proto: &TensorShapeProto) -> Result<Self> {
         check_rank(proto.dim.len())?;
-        if proto.unknown_rank && !proto.dim.is_empty() {
-            return Err(Error::InvalidProto(
-                "a shape with unknown_rank set must have no dims".into(),
-            ));
-        }
         let dims = proto
             .dim
             .iter()
@@ -107,21 +106,23 @@ impl TensorSlice {
         }
     }
 
-    /// A slice from a proto: a start >= 0 and a length > 0 per extent, or no length for the
-    /// whole dim (whose start must then be 0).
+    /// A slice from a proto, as TensorFlow's `TensorSlice::BuildTensorSlice` reads it: a
+    /// start >= 0 and a length > 0 per extent, or the whole dim, written either as no length
+    /// or as `length: -1` (TensorFlow's `kFullExtent`), with start 0.
     pub fn from_proto(proto: &TensorSliceProto) -> Result<Self> {
         check_rank(proto.extent.len())?;
         let extents = proto
             .extent
             .iter()
             .enumerate()
-            .map(|(i, e)| match e.length {
-                None if e.start == 0 => Ok(Extent::Full),
-                None => Err(Error::InvalidSlice(format!(
-                    "extent {i} has start {} but no length: a full extent starts at 0",
+            .map(|(i, e)| match e.length.unwrap_or(FULL_EXTENT) {
+                FULL_EXTENT if e.start == 0 => Ok(Extent::Full),
+                FULL_EXTENT => Err(Error::InvalidSlice(format!(
+                    "extent {i} has start {} but a full length: a full extent starts at 0",
                     e.start
                 ))),
-                Some(length) => Extent::range(e.start, length),
+                length => Extent::range(e.start, length)
+                    .map_err(|err| Error::InvalidSlice(format!("extent {i}: {err}"))),
             })
             .collect::<Result<Vec<_>>>()?;
         TensorSlice::new(extents)
@@ -182,7 +183,29 @@ mod tests {
             [0x0a, 0x00, 0x0a, 0x04, 0x08, 0x01, 0x10, 0x03]
         );
         assert_eq!(TensorSlice::from_proto(&proto).unwrap(), slice);
-        for (start, length) in [(-1, Some(2)), (0, Some(0)), (i64::MAX, Some(1)), (2, None)] {
+        // TensorFlow's reader takes an explicit length of -1 as the full extent (from start 0).
+        let explicit_full = TensorSliceProto {
+            extent: vec![
+                ExtentProto {
+                    start: 0,
+                    length: Some(-1),
+                },
+                ExtentProto {
+                    start: 1,
+                    length: Some(3),
+                },
+            ],
+        };
+        assert_eq!(TensorSlice::from_proto(&explicit_full).unwrap(), slice);
+        let bad_cases = [
+            (-1, Some(2)),
+            (0, Some(0)),
+            (i64::MAX, Some(1)),
+            (2, None),
+            (2, Some(-1)),
+            (0, Some(-2)),
+        ];
+        for (start, length) in bad_cases {
             let bad = TensorSliceProto {
                 extent: vec![ExtentProto { start, length }],
             };

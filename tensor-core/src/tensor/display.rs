@@ -1,6 +1,11 @@
 //! `Display` like TensorFlow eager (`tf.Tensor(7.0, shape=(), dtype=float32)`), with NumPy's
 //! array formatting: aligned columns, `1.` for integral floats, scientific notation when
 //! magnitudes call for it, and `...` summaries past 1000 elements. Lines are not wrapped.
+//!
+//! Printing reads only the elements it prints: their positions form a strided view of the
+//! tensor's buffer (an edge-summarised dim becomes two dims), which one small copy brings to
+//! the host. At most [`SUMMARY_THRESHOLD`] elements print, however large the tensor (a
+//! broadcast view of 2^30 elements prints as fast as a small one).
 
 use std::fmt;
 
@@ -8,7 +13,8 @@ use super::Tensor;
 use crate::dtype::DataType;
 use crate::element::{Element, Scalar};
 use crate::error::Result;
-use crate::shape::TensorShape;
+use crate::layout::Layout;
+use crate::shape::{TensorShape, MAX_RANK};
 
 /// NumPy's `threshold`: arrays with more elements are summarised.
 const SUMMARY_THRESHOLD: usize = 1000;
@@ -54,57 +60,125 @@ fn python_shape(shape: &TensorShape) -> String {
     }
 }
 
-/// The indices shown along a dim of size `size` (`None` marks the `...`).
-fn shown(size: usize, summarize: bool) -> Vec<Option<usize>> {
-    if summarize && size > 2 * EDGE_ITEMS {
-        (0..EDGE_ITEMS)
-            .map(Some)
-            .chain([None])
-            .chain((size - EDGE_ITEMS..size).map(Some))
-            .collect()
-    } else {
-        (0..size).map(Some).collect()
+/// How much of one dim is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    /// Every index of a dim of this size.
+    All(usize),
+    /// The first and last [`EDGE_ITEMS`] with `...` between them (NumPy's summary).
+    Edges,
+    /// The first index, then `...` (for outer dims, when the edges alone are too many).
+    First,
+}
+
+impl Shown {
+    /// Elements printed along the dim.
+    fn count(self) -> usize {
+        match self {
+            Shown::All(size) => size,
+            Shown::Edges => 2 * EDGE_ITEMS,
+            Shown::First => 1,
+        }
+    }
+
+    /// The printed slots, in order: the index into the printed sub-tensor's dim (or dims,
+    /// for edges), `None` for the `...`.
+    fn slots(self) -> Vec<Option<usize>> {
+        match self {
+            Shown::All(size) => (0..size).map(Some).collect(),
+            Shown::Edges => (0..EDGE_ITEMS)
+                .map(Some)
+                .chain([None])
+                .chain((EDGE_ITEMS..2 * EDGE_ITEMS).map(Some))
+                .collect(),
+            Shown::First => vec![Some(0), None],
+        }
     }
 }
 
-/// Row-major flat indices of the shown elements.
-fn shown_elements(dims: &[usize], summarize: bool) -> Vec<usize> {
-    let mut flat = vec![0usize];
-    for &d in dims {
-        let picks: Vec<usize> = shown(d, summarize).into_iter().flatten().collect();
-        flat = flat
-            .iter()
-            .flat_map(|&base| picks.iter().map(move |&i| base * d + i))
-            .collect();
+/// What each dim of `dims` prints: NumPy's rule (edges of dims longer than twice the edge
+/// items, once the tensor has more than the threshold's elements), and then, while more
+/// than [`SUMMARY_THRESHOLD`] elements would still print (many short dims), the outermost
+/// dims print only their first index. So a tensor prints at most that many elements, and
+/// its printed part fits in a layout of at most [`MAX_RANK`] dims.
+fn plan(dims: &[usize]) -> Vec<Shown> {
+    let summarize = dims
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .is_none_or(|n| n > SUMMARY_THRESHOLD);
+    let mut plan: Vec<Shown> = dims
+        .iter()
+        .map(|&d| {
+            if summarize && d > 2 * EDGE_ITEMS {
+                Shown::Edges
+            } else {
+                Shown::All(d)
+            }
+        })
+        .collect();
+    let printed = |plan: &[Shown]| {
+        plan.iter()
+            .try_fold(1usize, |n, p| n.checked_mul(p.count()))
+            .unwrap_or(usize::MAX)
+    };
+    let edges = |plan: &[Shown]| plan.iter().filter(|&&p| p == Shown::Edges).count();
+    for i in 0..plan.len() {
+        let over_count = printed(&plan) > SUMMARY_THRESHOLD;
+        let over_rank = plan.len() + edges(&plan) > MAX_RANK;
+        if !over_count && !over_rank {
+            break;
+        }
+        if plan[i].count() > 1 {
+            plan[i] = Shown::First;
+        }
     }
-    flat
+    plan
+}
+
+/// The layout of the printed elements of `layout` (as a view of the same buffer): an edges
+/// dim of size `d` and stride `s` becomes two dims, `[2, EDGE_ITEMS]` with strides
+/// `[s * (d - EDGE_ITEMS), s]`, and a first-only dim a dim of 1.
+fn printed_layout(layout: &Layout, plan: &[Shown]) -> Result<Layout> {
+    let mut dims = Vec::with_capacity(plan.len() * 2);
+    let mut strides = Vec::with_capacity(plan.len() * 2);
+    for ((d, &s), &shown) in layout.shape().iter().zip(layout.strides()).zip(plan) {
+        match shown {
+            Shown::All(_) => dims.push(d),
+            Shown::First => dims.push(1),
+            Shown::Edges => {
+                // `d - EDGE_ITEMS < d`, so the step stays within the layout's checked span.
+                dims.push(2);
+                strides.push(s * (d - EDGE_ITEMS) as isize);
+                dims.push(EDGE_ITEMS);
+            }
+        }
+        strides.push(s);
+    }
+    Layout::new(TensorShape::new(&dims)?, &strides, layout.offset())
 }
 
 fn format_values(tensor: &Tensor) -> Result<String> {
-    let dims = tensor.dims();
     if tensor.num_elements() == 0 {
         return Ok("[]".into());
     }
-    let summarize = tensor.num_elements() > SUMMARY_THRESHOLD;
-    let indices = shown_elements(&dims, summarize);
-    let cells = format_cells(tensor, &indices, dims.is_empty())?;
-    let lookup: std::collections::HashMap<usize, String> = indices.into_iter().zip(cells).collect();
+    let plan = plan(&tensor.dims());
+    let printed = tensor.with_layout(printed_layout(tensor.layout(), &plan)?);
+    let mut cells = format_cells(&printed, plan.is_empty())?.into_iter();
     let mut out = String::new();
-    render(&dims, 0, 0, summarize, &lookup, &mut out);
+    render(&plan, 0, &mut cells, &mut out);
     Ok(out)
 }
 
-/// Print the sub-array at `flat` (row-major index of its first element) at nesting `depth`.
+/// Print the sub-array whose dims print as `plan`, at nesting `depth`, taking its cells in
+/// row-major order.
 fn render(
-    dims: &[usize],
+    plan: &[Shown],
     depth: usize,
-    flat: usize,
-    summarize: bool,
-    cells: &std::collections::HashMap<usize, String>,
+    cells: &mut impl Iterator<Item = String>,
     out: &mut String,
 ) {
-    let Some((&size, rest)) = dims.split_first() else {
-        out.push_str(&cells[&flat]);
+    let Some((&shown, rest)) = plan.split_first() else {
+        out.push_str(&cells.next().unwrap_or_default());
         return;
     };
     let separator = if rest.is_empty() {
@@ -112,31 +186,33 @@ fn render(
     } else {
         format!("{}{}", "\n".repeat(rest.len()), " ".repeat(depth + 1))
     };
-    let inner: usize = rest.iter().product();
     out.push('[');
-    for (n, index) in shown(size, summarize).into_iter().enumerate() {
+    for (n, slot) in shown.slots().into_iter().enumerate() {
         if n > 0 {
             out.push_str(&separator);
         }
-        match index {
-            Some(i) => render(rest, depth + 1, flat + i * inner, summarize, cells, out),
+        match slot {
+            Some(_) => render(rest, depth + 1, cells, out),
             None => out.push_str("..."),
         }
     }
     out.push(']');
 }
 
-/// Format the elements at `indices`, padded to common widths as NumPy does.
-fn format_cells(tensor: &Tensor, indices: &[usize], scalar: bool) -> Result<Vec<String>> {
-    let dtype = tensor.dtype();
+/// Format every element of `printed` (a small view: what Display shows), in row-major
+/// order, padded to common widths as NumPy does.
+fn format_cells(printed: &Tensor, scalar: bool) -> Result<Vec<String>> {
+    let dtype = printed.dtype();
     if dtype == DataType::String {
-        let strings = tensor.to_strings()?;
-        return Ok(indices.iter().map(|&i| python_bytes(&strings[i])).collect());
+        return Ok(printed
+            .to_strings()?
+            .iter()
+            .map(|s| python_bytes(s))
+            .collect());
     }
-    let bytes = tensor.to_bytes()?;
-    let values: Vec<Scalar> = indices
-        .iter()
-        .map(|&i| scalar_at(&bytes, dtype, i))
+    let bytes = printed.to_bytes()?;
+    let values: Vec<Scalar> = (0..printed.num_elements())
+        .map(|i| scalar_at(&bytes, dtype, i))
         .collect();
     let cells: Vec<String> = match dtype {
         DataType::Bool => values
@@ -441,9 +517,21 @@ mod tests {
     }
 
     #[test]
-    fn summaries_pick_edges() {
-        assert_eq!(shown(10, true).len(), 7);
-        assert_eq!(shown(6, true).len(), 6);
-        assert_eq!(shown_elements(&[2, 10], true).len(), 12);
+    fn summaries_pick_edges_and_stay_small() {
+        assert_eq!(plan(&[10]), vec![Shown::All(10)]);
+        assert_eq!(plan(&[2, 1000]), vec![Shown::All(2), Shown::Edges]);
+        assert_eq!(Shown::Edges.slots().len(), 7);
+        // 2^24 elements in dims of 2: NumPy would print them all; the outer dims print only
+        // their first index until at most the threshold's elements are left.
+        let wide = plan(&[2; 24]);
+        let printed: usize = wide.iter().map(|p| p.count()).product();
+        assert!(printed <= SUMMARY_THRESHOLD && printed > SUMMARY_THRESHOLD / 2);
+        assert_eq!(wide[0], Shown::First);
+        assert_eq!(wide[23], Shown::All(2));
+        // Many long dims: edges double the printed rank, which stays within MAX_RANK.
+        let mut deep = vec![1; 240];
+        deep.extend([7; 14]);
+        let deep = plan(&deep);
+        assert!(deep.len() + deep.iter().filter(|&&p| p == Shown::Edges).count() <= MAX_RANK);
     }
 }

@@ -144,7 +144,7 @@ impl Tensor {
 }
 
 /// Buffer positions of a layout's elements in row-major order.
-fn positions(layout: &Layout) -> impl Iterator<Item = usize> + '_ {
+pub(crate) fn positions(layout: &Layout) -> impl Iterator<Item = usize> + '_ {
     let dims = layout.shape().dims();
     let rows = StridedRows::new(&dims, [layout.strides()], [layout.offset() as isize]);
     let (len, [step]) = (rows.row_len(), rows.inner_strides());

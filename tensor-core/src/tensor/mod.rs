@@ -100,20 +100,36 @@ fn byte_len(shape: &TensorShape, dtype: DataType) -> Result<usize> {
         })
 }
 
-fn check_bool_bytes(bytes: &[u8]) -> Result<()> {
-    match bytes.iter().position(|&b| b > 1) {
+/// `Err` naming the first element of `elements` (the bytes of `dtype`'s elements, in
+/// order) that is not a valid `dtype` value: bool and the sub-byte integers use only some
+/// byte values ([`DataType::byte_range`]). Every way bytes enter a tensor checks this.
+fn check_element_bytes(dtype: DataType, elements: impl IntoIterator<Item = u8>) -> Result<()> {
+    let Some((min, max)) = dtype.byte_range() else {
+        return Ok(());
+    };
+    match elements
+        .into_iter()
+        .enumerate()
+        .find(|&(_, b)| !dtype.is_valid_byte(b))
+    {
         None => Ok(()),
-        Some(i) => Err(Error::invalid(format!(
-            "byte {i} is {}, not a valid bool (0 or 1)",
-            bytes[i]
+        Some((i, b)) => Err(Error::invalid(format!(
+            "element {i} is the byte {b:#04x}, not a valid {dtype} (values {min}..={max}, one \
+             per byte{})",
+            if min < 0 && dtype != DataType::Bool {
+                ", sign-extended or in the low bits"
+            } else {
+                ""
+            }
         ))),
     }
 }
 
 impl Tensor {
     /// A tensor of `shape` and `dtype` on `device` from parts, checking that the layout lies
-    /// within the buffer, that the buffer is on a device, and (for bool on host memory) that
-    /// every byte is 0 or 1. For backends and importers (DLPack, protos).
+    /// within the buffer and, for bool and the sub-byte integers, that every element of the
+    /// view is a valid value (bytes outside the view are not looked at). For backends and
+    /// importers (DLPack, protos).
     pub fn from_parts(
         dtype: DataType,
         layout: Layout,
@@ -137,16 +153,26 @@ impl Tensor {
             return Err(Error::invalid(format!("dtype {dtype} cannot hold values")));
         };
         layout.check_fits(capacity)?;
-        if dtype == DataType::Bool {
-            if let Some(bytes) = buffer.host_bytes() {
-                check_bool_bytes(bytes)?;
-            }
-        }
-        Ok(Self {
+        let tensor = Self {
             dtype,
             layout,
             storage,
-        })
+        };
+        if dtype.byte_range().is_some() {
+            tensor.check_elements()?;
+        }
+        Ok(tensor)
+    }
+
+    /// [`check_element_bytes`] over this tensor's elements (only its view of the buffer):
+    /// read in place from host memory, copied from a device.
+    fn check_elements(&self) -> Result<()> {
+        match self.storage.buffer().host_bytes() {
+            Some(bytes) => {
+                check_element_bytes(self.dtype, host::positions(&self.layout).map(|p| bytes[p]))
+            }
+            None => check_element_bytes(self.dtype, self.to_bytes()?),
+        }
     }
 
     /// A new contiguous tensor of `shape` and `dtype` on `device`, its elements written by
@@ -268,8 +294,9 @@ impl Tensor {
         Self::from_slice(&[value], TensorShape::scalar(), device)
     }
 
-    /// A tensor from little-endian element bytes of any fixed-size dtype (bool bytes must be
-    /// 0 or 1).
+    /// A tensor from little-endian element bytes of any fixed-size dtype. Bool bytes must be
+    /// 0 or 1, and int4, uint4, int2 and uint2 one element per byte within their range
+    /// (sign-extended for the signed ones); anything else is an `Err`, never truncated.
     pub fn from_bytes(
         bytes: &[u8],
         shape: impl IntoShape,
@@ -287,9 +314,7 @@ impl Tensor {
                 ),
             ));
         }
-        if dtype == DataType::Bool {
-            check_bool_bytes(bytes)?;
-        }
+        check_element_bytes(dtype, bytes.iter().copied())?;
         Self::write_new(bytes, shape, dtype, device)
     }
 

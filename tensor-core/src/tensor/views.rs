@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use super::{check_bool_bytes, Tensor};
+use super::Tensor;
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use crate::layout::{normalize_axis, Layout};
@@ -11,7 +11,9 @@ use crate::shape::IntoShape;
 use crate::slice::{Extent, TensorSlice};
 
 impl Tensor {
-    fn with_layout(&self, layout: Layout) -> Tensor {
+    /// The same buffer and dtype viewed through `layout`, which the caller derived from
+    /// this tensor's own (so it lies within the buffer, and bool bytes stay valid).
+    pub(super) fn with_layout(&self, layout: Layout) -> Tensor {
         Tensor {
             dtype: self.dtype,
             layout,
@@ -120,80 +122,86 @@ impl Tensor {
         if self.dtype == DataType::String {
             return Tensor::from_strings(self.to_strings()?, self.shape(), self.device());
         }
-        let device = self.device();
-        device.check_supports(Op::Copy, self.dtype)?;
-        Tensor::produce(self.shape().clone(), self.dtype, device, |out| {
-            device.copy(&self.view(), out)
-        })
+        self.copied()
     }
 
-    /// Reinterpret the bytes as `dtype`, sharing the buffer when the layout allows
-    /// (TensorFlow's `tf.bitcast`): equal sizes keep the shape; a smaller target adds an
-    /// innermost dim of `old size / new size`; a larger target needs an innermost dim of
-    /// `new size / old size`, which it removes. Bool targets are checked to be 0 or 1.
+    /// Reinterpret the bytes as `dtype` (TensorFlow's `tf.bitcast`): equal sizes keep the
+    /// shape; a smaller target adds an innermost dim of `old size / new size`; a larger target
+    /// needs an innermost dim of `new size / old size`, which it removes. The result shares
+    /// the buffer when the view's offset and strides line up with the new element size, and
+    /// is made from one contiguous copy of the view otherwise. Bool and sub-byte targets are
+    /// checked to hold valid values (only this view's bytes are looked at).
     pub fn bitcast(&self, dtype: DataType) -> Result<Tensor> {
-        let (old, new) = (self.dtype.size(), dtype.size());
-        if old == 0 || new == 0 {
+        if self.dtype.size() == 0 || dtype.size() == 0 {
             return Err(Error::invalid(format!(
                 "cannot bitcast {} to {dtype}: both dtypes need a fixed element size",
                 self.dtype
             )));
         }
-        if dtype == DataType::Bool && self.dtype != DataType::Bool {
-            check_bool_bytes(&self.to_bytes()?)?;
+        if let Some(layout) = self.bitcast_layout(dtype)? {
+            return Tensor::from_storage(dtype, layout, self.storage.clone());
         }
-        let layout = if old == new {
-            Some(self.layout.clone())
-        } else if old > new {
+        // A fresh contiguous copy starts at offset 0 of its own buffer, so its strides and
+        // offset are multiples of any element size: it always lines up.
+        let dense = self.copied()?;
+        match dense.bitcast_layout(dtype)? {
+            Some(layout) => Tensor::from_storage(dtype, layout, dense.storage),
+            None => Err(Error::invalid(format!(
+                "bitcast of {} {} to {dtype}: a contiguous copy does not line up",
+                self.shape(),
+                self.dtype
+            ))),
+        }
+    }
+
+    /// The layout of `self` bitcast to `dtype` over the same buffer, `Ok(None)` where the
+    /// view's offset or strides do not line up with the new element size (a copy does), and
+    /// an `Err` where the shape does not allow the bitcast at all.
+    fn bitcast_layout(&self, dtype: DataType) -> Result<Option<Layout>> {
+        let (old, new) = (self.dtype.size(), dtype.size());
+        if old == new {
+            return Ok(Some(self.layout.clone()));
+        }
+        if old > new {
+            // Sizes are powers of two, so the ratio is exact.
             let ratio = old / new;
             let mut shape = self.shape().clone();
             shape.add_dim(ratio)?;
-            self.layout
-                .rescale(ratio, 1)
-                .map(|(offset, mut strides)| {
-                    strides.push(1);
-                    Layout::new(shape, &strides, offset)
-                })
-                .transpose()?
-        } else {
-            let ratio = new / old;
-            let dims = self.dims();
-            if dims.last() != Some(&ratio) {
-                return Err(Error::shape(
-                    "bitcast",
-                    format!(
-                        "{} to {dtype} needs an innermost dim of {ratio}, shape is {}",
-                        self.dtype,
-                        self.shape()
-                    ),
-                ));
-            }
-            let mut shape = self.shape().clone();
-            shape.remove_last_dims(1)?;
-            let inner_ok = self.layout.strides().last() == Some(&1);
-            let outer = self.layout.squeeze_last_for_bitcast();
-            match (inner_ok, outer.rescale(1, ratio)) {
-                (true, Some((offset, strides))) => Some(Layout::new(shape, &strides, offset)?),
-                _ => None,
-            }
-        };
-        match layout {
-            Some(layout) => Tensor::from_storage(dtype, layout, self.storage.clone()),
-            None => self.contiguous()?.bitcast(dtype),
+            let Some((offset, mut strides)) = self.layout.rescale(ratio, 1) else {
+                return Ok(None);
+            };
+            strides.push(1);
+            return Ok(Layout::new(shape, &strides, offset).ok());
         }
-    }
-}
-
-impl Layout {
-    /// This layout without its innermost dim (for bitcasts to a larger dtype).
-    fn squeeze_last_for_bitcast(&self) -> Layout {
+        let ratio = new / old;
         let rank = self.rank();
-        match self
-            .narrow(rank - 1, 0, 1)
-            .and_then(|l| l.squeeze(rank - 1))
-        {
-            Ok(layout) => layout,
-            Err(_) => self.clone(),
+        if rank == 0 || self.shape().dim_size(rank - 1) != ratio {
+            return Err(Error::shape(
+                "bitcast",
+                format!(
+                    "{} to {dtype} needs an innermost dim of {ratio}, shape is {}",
+                    self.dtype,
+                    self.shape()
+                ),
+            ));
         }
+        if self.layout.strides()[rank - 1] != 1 {
+            return Ok(None);
+        }
+        let outer = self.layout.select(rank - 1, 0)?;
+        let Some((offset, strides)) = outer.rescale(1, ratio) else {
+            return Ok(None);
+        };
+        Ok(Layout::new(outer.shape().clone(), &strides, offset).ok())
+    }
+
+    /// A contiguous copy of this view in a new buffer of its own (never a clone, unlike
+    /// [`Tensor::contiguous`]).
+    fn copied(&self) -> Result<Tensor> {
+        let device = self.device();
+        device.check_supports(Op::Copy, self.dtype)?;
+        Tensor::produce(self.shape().clone(), self.dtype, device, |out| {
+            device.copy(&self.view(), out)
+        })
     }
 }

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Run polytensor's cargo-fuzz targets (fuzz/): TensorProto decoding, TensorSlice parsing, and
+# the view/bitcast API. Installs what it needs: a nightly toolchain and cargo-fuzz (into
+# target/tools). Each target runs for SECONDS (default 60); CI runs a short smoke run:
+#
+#   scripts/fuzz.sh 20                 # every target, 20 s each (what .ci/run does)
+#   scripts/fuzz.sh 3600 tensor_proto  # one target for an hour (the longer run documented in
+#                                      # docs/ARCHITECTURE.md)
+#
+# The corpus grows in target/fuzz/corpus/TARGET; TensorFlow's golden protos (../shared) seed
+# the TensorProto target. A crash leaves its input in fuzz/artifacts/TARGET and fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(tensor_proto tensor_slice views)
+
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    rustup toolchain install nightly --profile minimal
+fi
+tools="$PWD/target/tools"
+if [ ! -x "$tools/bin/cargo-fuzz" ]; then
+    cargo install --quiet --locked --root "$tools" cargo-fuzz
+fi
+export PATH="$tools/bin:$PATH"
+export CARGO_TARGET_DIR="$PWD/target/fuzz"
+
+mkdir -p "$CARGO_TARGET_DIR"
+if ! cargo +nightly fuzz build >"$CARGO_TARGET_DIR/build.log" 2>&1; then
+    cat "$CARGO_TARGET_DIR/build.log" >&2
+    exit 1
+fi
+for target in "${targets[@]}"; do
+    corpus="$CARGO_TARGET_DIR/corpus/$target"
+    mkdir -p "$corpus"
+    seeds=()
+    if [ "$target" = tensor_proto ] && [ -d ../shared/tf-golden/tensor_proto ]; then
+        seeds=(../shared/tf-golden/tensor_proto/decode ../shared/tf-golden/tensor_proto/encode)
+    fi
+    echo "fuzzing $target for ${seconds}s"
+    rm -rf "fuzz/artifacts/$target"
+    cargo +nightly fuzz run "$target" "$corpus" "${seeds[@]}" -- \
+        -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 2>&1 \
+        | grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|Done|==[0-9]+==|SUMMARY|thread|.*panicked)' || true
+    # cargo fuzz exits non-zero on a crash; grep's status above hides it, so check the
+    # artifacts, which libFuzzer writes only for a crashing input.
+    if compgen -G "fuzz/artifacts/$target/*" >/dev/null; then
+        echo "fuzz target $target crashed: see fuzz/artifacts/$target" >&2
+        exit 1
+    fi
+done
