@@ -16,9 +16,7 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(tensor_proto tensor_slice views)
 
-if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-    rustup toolchain install nightly --profile minimal
-fi
+scripts/nightly.sh
 tools="$PWD/target/tools"
 if [ ! -x "$tools/bin/cargo-fuzz" ]; then
     cargo install --quiet --locked --root "$tools" cargo-fuzz

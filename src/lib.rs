@@ -20,8 +20,6 @@
 //! The crates: `tensor-core` (everything device-independent, re-exported here),
 //! `backend-cpu` (feature `cpu`), and one crate per further backend.
 
-#![warn(missing_docs)]
-
 mod registry;
 
 pub use registry::{default_device, device, devices, DeviceByName, DeviceEntry, DeviceStatus};

@@ -11,8 +11,6 @@
 //!
 //! Backends (`backend-cpu`, ...) implement [`Device`]; the `polytensor` facade finds them.
 
-#![warn(missing_docs)]
-
 pub mod alloc;
 pub mod buffer;
 #[cfg(feature = "conformance")]

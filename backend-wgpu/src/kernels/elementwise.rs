@@ -66,7 +66,9 @@ pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
         UnaryOp::Square => "x * x".into(),
         UnaryOp::Floor if float => "floor(x)".into(),
         UnaryOp::Ceil if float => "ceil(x)".into(),
-        UnaryOp::Round if float => "round(x)".into(),
+        // A zero result keeps the sign of `x`, as WGSL's round must (lavapipe's f64 round
+        // returns +0 for -0.4); `1 / x < 0` tells -0 from +0.
+        UnaryOp::Round if float => "round_even(x)".into(),
         // Correctly rounded on every conformant Vulkan device (and f16, bf16 round once
         // more, innocuously); rsqrt's two roundings stay within its 2 ulp.
         UnaryOp::Sqrt if float => "sqrt(x)".into(),
@@ -89,7 +91,7 @@ pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
 
 /// The float helpers every map and reduction template carries, for float type `t` (`f32`,
 /// or `f64` where the device has SHADER_F64 and SHADER_INT64, which its bit tests need):
-/// the f32 power of two `pow2`, and `is_nan`, `float_max`, `float_min` on `t`. WGSL lets
+/// the f32 power of two `pow2`, and `is_nan`, `float_max`, `float_min`, `round_even` on `t`. WGSL lets
 /// compilers assume there are no NaNs (`x != x` folds to false on lavapipe), so NaN is
 /// tested on the bits; `max` and `min` propagate NaN and order -0 below +0, as the shared
 /// semantics require. f64 templates also get the round-to-odd narrowing that makes f64 to
@@ -105,6 +107,11 @@ pub(crate) fn float_helpers(t: &str) -> String {
             "u32",
             "return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;",
         )
+    };
+    let integral = if t == "f64" {
+        "4503599627370496.0" // 2^52
+    } else {
+        "8388608.0" // 2^23
     };
     let mut helpers = format!(
         r#"
@@ -125,6 +132,18 @@ fn float_max(x: {t}, y: {t}) -> {t} {{
 fn float_min(x: {t}, y: {t}) -> {t} {{
     let zeros = bitcast<{t}>(bitcast<{bits}>(x) | bitcast<{bits}>(y));
     return select(select(select(min(x, y), zeros, x == y), y, is_nan(y)), x, is_nan(x));
+}}
+
+// Round half to even, exactly, keeping the sign of a zero result: lavapipe's f64 `round`
+// returns +0 for -0.4 and, in some shaders, 1 for 1.5. Below {integral} every `x - floor(x)`
+// and parity test is exact; from there on every float is an integer (or inf or NaN).
+fn round_even(x: {t}) -> {t} {{
+    let r = floor(x);
+    let d = x - r;
+    let odd = r - 2.0 * floor(r * 0.5) != 0.0;
+    let y = select(r, r + 1.0, d > 0.5 || (d == 0.5 && odd));
+    let zero = select({t}(0.0), {t}(-0.0), x < 0.0 || 1.0 / x < 0.0);
+    return select(select(y, zero, y == 0.0), x, !(abs(x) < {integral}));
 }}
 "#
     );

@@ -356,7 +356,8 @@ impl HostAllocator {
             .map_err(|_| self.tracker.out_of_memory(bytes, &self.name))?;
         if bytes == 0 {
             // A dangling but aligned pointer, as for any zero-sized allocation.
-            let ptr = NonNull::new(align as *mut u8).expect("alignment is non-zero");
+            let ptr = NonNull::new(std::ptr::without_provenance_mut(align))
+                .expect("alignment is non-zero");
             return Ok(HostBlock { ptr, layout });
         }
         // SAFETY: `layout` has a non-zero size (checked above) and a valid alignment.

@@ -214,7 +214,8 @@ fn computable() -> impl Iterator<Item = DataType> {
     DataType::ALL.iter().copied().filter(|d| d.is_computable())
 }
 
-fn unary_domain(op: UnaryOp) -> Domain {
+/// The values the suite draws `op`'s input from.
+pub fn unary_domain(op: UnaryOp) -> Domain {
     match op {
         UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt => Domain::Positive,
         UnaryOp::Exp | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tanh | UnaryOp::Sigmoid => {
@@ -224,7 +225,8 @@ fn unary_domain(op: UnaryOp) -> Domain {
     }
 }
 
-fn binary_domains(op: BinaryOp) -> (Domain, Domain) {
+/// The values the suite draws `op`'s two inputs from.
+pub fn binary_domains(op: BinaryOp) -> (Domain, Domain) {
     match op {
         BinaryOp::Pow => (Domain::Positive, Domain::Small),
         _ => (Domain::General, Domain::General),

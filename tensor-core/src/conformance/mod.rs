@@ -668,8 +668,10 @@ fn show(value: Scalar) -> String {
     }
 }
 
-/// Whether `got` matches `want` under `tol`, and the error in ulps.
-fn check(dtype: DataType, tol: Tolerance, got: Scalar, want: &Expected) -> (bool, f64) {
+/// Whether `got` (an element of dtype `dtype`) matches the reference `want` under `tol`, and
+/// the error (in ulps for floats, as a distance for integers): the one element check of the
+/// suite, also used by property tests that compare random op chains with the reference.
+pub fn check(dtype: DataType, tol: Tolerance, got: Scalar, want: &Expected) -> (bool, f64) {
     match (got, want.value) {
         (Scalar::C64(g), Scalar::C64(w)) => {
             let part = dtype.real_dtype();

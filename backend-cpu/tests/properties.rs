@@ -1,0 +1,453 @@
+//! Property tests on the CPU device: random shapes, dtypes and chains of views (slices,
+//! narrows, transposes, permutes, broadcasts, reshapes, squeezes, bitcasts, offsets) read
+//! exactly what an independent dense model says, and ops on such views match the
+//! conformance suite's reference within its tolerances.
+
+use std::sync::Arc;
+
+use backend_cpu::CpuDevice;
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use tensor_core::conformance::cases::{binary_domains, unary_domain};
+use tensor_core::conformance::check;
+use tensor_core::conformance::data::{self, Domain, Rng};
+use tensor_core::conformance::reference::{self, Expected};
+use tensor_core::conformance::tolerance::tolerance;
+use tensor_core::{BinaryOp, DataType, Device, Op, ReduceOp, Scalar, Tensor, UnaryOp};
+
+fn cpu() -> Arc<dyn Device> {
+    CpuDevice::shared()
+}
+
+fn computable() -> Vec<DataType> {
+    DataType::ALL
+        .iter()
+        .copied()
+        .filter(|d| d.is_computable())
+        .collect()
+}
+
+/// Logical values in row-major order, with their dims: what a view chain must read.
+#[derive(Debug, Clone)]
+struct Model {
+    dtype: DataType,
+    dims: Vec<usize>,
+    values: Vec<Scalar>,
+}
+
+/// The row-major multi-index of flat position `flat` in `dims`.
+fn unflatten(dims: &[usize], mut flat: usize) -> Vec<usize> {
+    let mut index = vec![0; dims.len()];
+    for (slot, &d) in index.iter_mut().zip(dims).rev() {
+        *slot = flat % d;
+        flat /= d;
+    }
+    index
+}
+
+impl Model {
+    fn random(dtype: DataType, dims: Vec<usize>, domain: Domain, seed: u64) -> Self {
+        let n = dims.iter().product();
+        let values = data::values(dtype, n, domain, &mut Rng::for_case(&seed.to_string()));
+        Model {
+            dtype,
+            dims,
+            values,
+        }
+    }
+
+    fn tensor(&self) -> Tensor {
+        let bytes = data::to_bytes(self.dtype, &self.values);
+        Tensor::from_bytes(&bytes, self.dims.as_slice(), self.dtype, &cpu()).unwrap()
+    }
+
+    fn at(&self, index: &[usize]) -> Scalar {
+        let flat = index
+            .iter()
+            .zip(&self.dims)
+            .fold(0, |acc, (&i, &d)| acc * d + i);
+        self.values[flat]
+    }
+
+    /// A model of `dims` whose element at each index is this model's at `source(index)`.
+    fn gather(&self, dims: Vec<usize>, source: impl Fn(&[usize]) -> Vec<usize>) -> Model {
+        let n = dims.iter().product();
+        let values = (0..n)
+            .map(|flat| self.at(&source(&unflatten(&dims, flat))))
+            .collect();
+        Model {
+            dtype: self.dtype,
+            dims,
+            values,
+        }
+    }
+}
+
+/// One view operation, as raw numbers read against the current shape (so every generated
+/// chain is meaningful whatever the shapes before it).
+#[derive(Debug, Clone, Copy)]
+struct ViewStep {
+    kind: u8,
+    a: u8,
+    b: u8,
+    c: u8,
+}
+
+fn view_steps() -> impl Strategy<Value = Vec<ViewStep>> {
+    prop::collection::vec(
+        (0u8..10, any::<u8>(), any::<u8>(), any::<u8>()).prop_map(|(kind, a, b, c)| ViewStep {
+            kind,
+            a,
+            b,
+            c,
+        }),
+        0..6,
+    )
+}
+
+/// Apply `step` to the tensor and the model alike; `Ok(None)` when the step does not apply
+/// (and the tensor agreed by refusing it, or the step was not tried).
+fn apply(step: ViewStep, t: &Tensor, m: &Model) -> Result<Option<(Tensor, Model)>, TestCaseError> {
+    let rank = m.dims.len();
+    let pick = |seed: u8, n: usize| usize::from(seed) % n.max(1);
+    let dims = m.dims.clone();
+    Ok(Some(match step.kind {
+        // narrow(dim, start, len): offsets into the buffer.
+        0 if rank > 0 => {
+            let dim = pick(step.a, rank);
+            let size = dims[dim];
+            let start = pick(step.b, size + 1);
+            let len = pick(step.c, size - start + 1);
+            let mut new = dims.clone();
+            new[dim] = len;
+            let view = t.narrow(dim as isize, start, len).unwrap();
+            let model = m.gather(new, |i| {
+                let mut s = i.to_vec();
+                s[dim] += start;
+                s
+            });
+            (view, model)
+        }
+        // transpose(a, b)
+        1 if rank > 0 => {
+            let (x, y) = (pick(step.a, rank), pick(step.b, rank));
+            let mut new = dims.clone();
+            new.swap(x, y);
+            let view = t.transpose(x as isize, y as isize).unwrap();
+            (
+                view,
+                m.gather(new, |i| {
+                    let mut s = i.to_vec();
+                    s.swap(x, y);
+                    s
+                }),
+            )
+        }
+        // permute: a rotation
+        2 if rank > 0 => {
+            let r = pick(step.a, rank);
+            let perm: Vec<usize> = (0..rank).map(|i| (i + r) % rank).collect();
+            let new: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+            let view = t.permute(&perm).unwrap();
+            (
+                view,
+                m.gather(new, |i| {
+                    let mut s = vec![0; rank];
+                    for (k, &p) in perm.iter().enumerate() {
+                        s[p] = i[k];
+                    }
+                    s
+                }),
+            )
+        }
+        // broadcast: a new leading dim, and size-1 dims expanded
+        3 => {
+            let mut new = vec![1 + pick(step.a, 3)];
+            new.extend(
+                dims.iter()
+                    .map(|&d| if d == 1 { 1 + pick(step.b, 3) } else { d }),
+            );
+            let view = t.broadcast_to(new.clone()).unwrap();
+            (
+                view,
+                m.gather(new, |i| {
+                    i[1..]
+                        .iter()
+                        .zip(&dims)
+                        .map(|(&x, &d)| if d == 1 { 0 } else { x })
+                        .collect()
+                }),
+            )
+        }
+        // reshape: split the count into two factors, or flatten
+        4 => {
+            let n: usize = dims.iter().product();
+            let new = if n == 0 || step.a % 3 == 0 {
+                vec![n]
+            } else {
+                let divisors: Vec<usize> = (1..=n).filter(|d| n % d == 0).collect();
+                let d = divisors[pick(step.b, divisors.len())];
+                vec![d, n / d]
+            };
+            let view = t.reshape(new.clone()).unwrap();
+            let model = Model {
+                dims: new,
+                ..m.clone()
+            };
+            (view, model)
+        }
+        // unsqueeze
+        5 => {
+            let at = pick(step.a, rank + 1);
+            let mut new = dims.clone();
+            new.insert(at, 1);
+            let view = t.unsqueeze(at as isize).unwrap();
+            (
+                view,
+                m.gather(new, |i| {
+                    let mut s = i.to_vec();
+                    s.remove(at);
+                    s
+                }),
+            )
+        }
+        // squeeze a size-1 dim (or expect the refusal)
+        6 if rank > 0 => {
+            let at = pick(step.a, rank);
+            if dims[at] != 1 {
+                prop_assert!(t.squeeze(at as isize).is_err());
+                return Ok(None);
+            }
+            let mut new = dims.clone();
+            new.remove(at);
+            let view = t.squeeze(at as isize).unwrap();
+            (
+                view,
+                m.gather(new, |i| {
+                    let mut s = i.to_vec();
+                    s.insert(at, 0);
+                    s
+                }),
+            )
+        }
+        // sub_slice(i)
+        7 if rank > 0 && dims[0] > 0 => {
+            let at = pick(step.a, dims[0]);
+            let view = t.sub_slice(at).unwrap();
+            (
+                view,
+                m.gather(dims[1..].to_vec(), |i| {
+                    let mut s = vec![at];
+                    s.extend_from_slice(i);
+                    s
+                }),
+            )
+        }
+        // bitcast to another computable dtype
+        8 => return bitcast(step, t, m),
+        // a contiguous copy
+        9 => (t.contiguous().unwrap(), m.clone()),
+        _ => return Ok(None),
+    }))
+}
+
+/// A bitcast of the tensor and of the model: the model's bytes, row-major, regrouped.
+fn bitcast(
+    step: ViewStep,
+    t: &Tensor,
+    m: &Model,
+) -> Result<Option<(Tensor, Model)>, TestCaseError> {
+    let dtypes = computable();
+    let to = dtypes[usize::from(step.a) % dtypes.len()];
+    let (old, new) = (m.dtype.size(), to.size());
+    let mut dims = m.dims.clone();
+    if old > new {
+        dims.push(old / new);
+    } else if old < new {
+        if dims.last() != Some(&(new / old)) {
+            prop_assert!(
+                t.bitcast(to).is_err(),
+                "{} to {to} of {:?}",
+                m.dtype,
+                m.dims
+            );
+            return Ok(None);
+        }
+        dims.pop();
+    }
+    let bytes = data::to_bytes(m.dtype, &m.values);
+    if !bytes.iter().all(|&b| to.is_valid_byte(b)) {
+        prop_assert!(t.bitcast(to).is_err(), "invalid {to} bytes were accepted");
+        return Ok(None);
+    }
+    let view = t
+        .bitcast(to)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let values = Tensor::from_bytes(&bytes, dims.as_slice(), to, &cpu())
+        .unwrap()
+        .to_scalars()
+        .unwrap();
+    Ok(Some((
+        view,
+        Model {
+            dtype: to,
+            dims,
+            values,
+        },
+    )))
+}
+
+/// Run `steps` on the tensor and the model, checking after each that they agree.
+fn chain(steps: &[ViewStep], model: Model) -> Result<(Tensor, Model), TestCaseError> {
+    let (mut t, mut m) = (model.tensor(), model);
+    for &step in steps {
+        if let Some((next_t, next_m)) = apply(step, &t, &m)? {
+            (t, m) = (next_t, next_m);
+        }
+        prop_assert_eq!(t.dims(), m.dims.clone(), "after {:?}", step);
+        prop_assert_eq!(t.dtype(), m.dtype);
+        prop_assert_eq!(
+            t.to_bytes().unwrap(),
+            data::to_bytes(m.dtype, &m.values),
+            "after {:?}",
+            step
+        );
+    }
+    Ok((t, m))
+}
+
+/// Each got element is within the suite's tolerance of the reference.
+fn matches(op: Op, dtype: DataType, got: &Tensor, want: &[Expected]) -> Result<(), TestCaseError> {
+    let got_values = got.to_scalars().unwrap();
+    prop_assert_eq!(got_values.len(), want.len());
+    let tol = tolerance(op, dtype);
+    for (i, (&g, w)) in got_values.iter().zip(want).enumerate() {
+        let (ok, error) = check(got.dtype(), tol, g, w);
+        prop_assert!(
+            ok,
+            "{op} on {dtype}, element {i}: got {g:?}, want {:?} ({error})",
+            w.value
+        );
+    }
+    Ok(())
+}
+
+fn shapes() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(0usize..5, 0..4)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Every view chain reads exactly the model's elements, for every computable dtype.
+    #[test]
+    fn view_chains_read_what_the_model_says(
+        dtype in prop::sample::select(computable()),
+        dims in shapes(),
+        steps in view_steps(),
+        seed in any::<u64>(),
+    ) {
+        chain(&steps, Model::random(dtype, dims, Domain::General, seed))?;
+    }
+
+    /// A unary and a binary op on a view (the second operand broadcast from a suffix of the
+    /// shape, or transposed) match the reference.
+    #[test]
+    fn elementwise_ops_on_views_match_the_reference(
+        dtype in prop::sample::select(computable()),
+        dims in shapes(),
+        steps in view_steps(),
+        seeds in any::<(u64, u64, u8, u8, u8)>(),
+    ) {
+        let (seed_a, seed_b, unary_pick, binary_pick, suffix) = seeds;
+        let unary: Vec<UnaryOp> = UnaryOp::ALL.iter().copied()
+            .filter(|&u| Op::Unary(u).is_defined_for(dtype)).collect();
+        if let Some(&op) = unary.get(usize::from(unary_pick) % unary.len().max(1)) {
+            let (t, m) = chain(&steps, Model::random(dtype, dims.clone(), unary_domain(op), seed_a))?;
+            let want: Vec<Expected> = m.values.iter().map(|&v| reference::unary(op, dtype, v)).collect();
+            matches(Op::Unary(op), dtype, &t.unary(op).unwrap(), &want)?;
+        }
+        let binary: Vec<BinaryOp> = BinaryOp::ALL.iter().copied()
+            .filter(|&b| Op::Binary(b).is_defined_for(dtype)).collect();
+        let Some(&op) = binary.get(usize::from(binary_pick) % binary.len().max(1)) else {
+            return Ok(());
+        };
+        let (domain_a, domain_b) = binary_domains(op);
+        let (a, ma) = chain(&steps, Model::random(dtype, dims, domain_a, seed_a))?;
+        // The second operand: a suffix of a's shape (broadcast by the op), stored transposed.
+        let keep = usize::from(suffix) % (ma.dims.len() + 1);
+        let b_dims = ma.dims[ma.dims.len() - keep..].to_vec();
+        let mb = Model::random(dtype, b_dims.clone(), domain_b, seed_b);
+        let b = if keep >= 2 {
+            let transposed = mb.gather(
+                { let mut d = b_dims.clone(); d.swap(keep - 2, keep - 1); d },
+                |i| { let mut s = i.to_vec(); s.swap(keep - 2, keep - 1); s },
+            );
+            transposed.tensor().t().unwrap()
+        } else {
+            mb.tensor()
+        };
+        let lead = ma.dims.len() - keep;
+        let want: Vec<Expected> = (0..ma.values.len())
+            .map(|flat| {
+                let index = unflatten(&ma.dims, flat);
+                reference::binary(op, dtype, ma.values[flat], mb.at(&index[lead..]))
+            })
+            .collect();
+        matches(Op::Binary(op), dtype, &a.binary(op, &b).unwrap(), &want)?;
+    }
+
+    /// A reduction over one axis of a view, and a view times its own transpose, match the
+    /// reference.
+    #[test]
+    fn reductions_and_matmul_on_views_match_the_reference(
+        dtype in prop::sample::select(computable()),
+        dims in shapes(),
+        steps in view_steps(),
+        seed in any::<u64>(),
+        picks in any::<(u8, u8)>(),
+    ) {
+        let (t, m) = chain(&steps, Model::random(dtype, dims, Domain::Finite, seed))?;
+        let reductions: Vec<ReduceOp> = ReduceOp::ALL.iter().copied()
+            .filter(|&r| Op::Reduce(r).is_defined_for(dtype)).collect();
+        let rank = m.dims.len();
+        if let (Some(&op), true) = (reductions.get(usize::from(picks.0) % reductions.len().max(1)), rank > 0) {
+            let axis = usize::from(picks.1) % rank;
+            let mut kept = m.dims.clone();
+            kept.remove(axis);
+            let n: usize = kept.iter().product();
+            // An index of nothing is an error (when there is an output to hold it).
+            let no_index = m.dims[axis] == 0 && n > 0
+                && matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
+            let got = t.reduce(op, &[axis as isize], false);
+            if no_index {
+                prop_assert!(got.is_err(), "{op} over an empty axis");
+            } else {
+                let want: Vec<Expected> = (0..n).map(|flat| {
+                    let mut index = unflatten(&kept, flat);
+                    index.insert(axis, 0);
+                    let line: Vec<Scalar> = (0..m.dims[axis]).map(|k| { index[axis] = k; m.at(&index) }).collect();
+                    reference::reduce(op, dtype, &line)
+                }).collect();
+                matches(Op::Reduce(op), dtype, &got.unwrap(), &want)?;
+            }
+        }
+        if rank >= 2 && Op::Matmul.is_defined_for(dtype) {
+            let got = t.matmul(&t.t().unwrap()).unwrap();
+            let (rows, inner) = (m.dims[rank - 2], m.dims[rank - 1]);
+            let batch: usize = m.dims[..rank - 2].iter().product();
+            let mut want = Vec::with_capacity(batch * rows * rows);
+            for b in 0..batch {
+                let row = |r: usize| -> Vec<Scalar> {
+                    (0..inner).map(|k| m.values[(b * rows + r) * inner + k]).collect()
+                };
+                for i in 0..rows {
+                    for j in 0..rows {
+                        want.push(reference::dot(dtype, &row(i), &row(j)));
+                    }
+                }
+            }
+            matches(Op::Matmul, dtype, &got, &want)?;
+        }
+    }
+}
