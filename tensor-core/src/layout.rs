@@ -87,8 +87,11 @@ impl Layout {
         }
     }
 
-    /// A layout from parts; an `Err` if the stride count differs from the rank or an
-    /// element's position overflows.
+    /// A layout from parts; an `Err` if the stride count differs from the rank, or an
+    /// element's position is negative (a negative stride walking back past the offset) or
+    /// past `isize::MAX`. So every element of every layout lies in `0..=isize::MAX`, and
+    /// every layout derived from one (narrow, select, permute, broadcast, squeeze,
+    /// unsqueeze, reshape) reaches only positions of its source, in that range too.
     pub fn new(shape: TensorShape, strides: &[isize], offset: usize) -> Result<Self> {
         if strides.len() != shape.rank() {
             return Err(Error::invalid(format!(
@@ -98,7 +101,13 @@ impl Layout {
             )));
         }
         let layout = Self::assemble(shape, strides.into(), offset);
-        layout.span_checked()?;
+        if let Some((lo, _)) = layout.span_checked()? {
+            if lo < 0 {
+                return Err(Error::invalid(format!(
+                    "the layout {layout:?} reaches position {lo}, before its buffer's start"
+                )));
+            }
+        }
         Ok(layout)
     }
 
@@ -717,6 +726,10 @@ mod tests {
         }
         assert!(Layout::new(shape(&[3, 3]), &[stride, 1], 0).is_err());
         assert!(Layout::new(shape(&[2]), &[1], usize::MAX).is_err());
+        // Negative strides may not walk back past the start of the buffer.
+        assert!(Layout::new(shape(&[3]), &[-1], 1).is_err());
+        let reversed = Layout::new(shape(&[3]), &[-1], 2).unwrap();
+        assert_eq!(positions(&reversed.narrow(0, 1, 2).unwrap()), vec![1, 0]);
         let narrowed = l.narrow(0, 1, 1).unwrap();
         assert_eq!(narrowed.offset(), stride as usize);
         assert_eq!(l.position(&[1, 2]).unwrap(), stride as usize + 2);

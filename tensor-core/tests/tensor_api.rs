@@ -69,6 +69,7 @@ fn constructors() {
         Tensor::from_vec(vec![1u64, 2], &cpu).unwrap().dims(),
         vec![2]
     );
+    // SAFETY: every element is written (copy_from_slice below) before any is read.
     let mut raw = unsafe { Tensor::uninit([3], DataType::UInt16, &cpu) }.unwrap();
     raw.as_slice_mut::<u16>()
         .unwrap()

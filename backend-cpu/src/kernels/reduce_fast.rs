@@ -163,9 +163,9 @@ const ROW_GROUP: usize = 64;
 fn add_rows<T: FloatElem>(data: &[T], starts: &[usize], first: usize, totals: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
     match crate::vmath::detected() {
-        // SAFETY: the CPU has the instruction set each variant is compiled for.
         crate::vmath::Isa::Avx512 => {
-            return unsafe { add_rows_avx512(data, starts, first, totals) }
+            // SAFETY: the CPU has the instruction set each variant is compiled for.
+            return unsafe { add_rows_avx512(data, starts, first, totals) };
         }
         // SAFETY: as above.
         crate::vmath::Isa::Avx2 => return unsafe { add_rows_avx2(data, starts, first, totals) },
