@@ -3,14 +3,20 @@
 # the view/bitcast API. Installs what it needs: a nightly toolchain and cargo-fuzz (into
 # target/tools). Each target runs for SECONDS (default 60); CI runs a short smoke run:
 #
-#   scripts/fuzz.sh 20                 # every target, 20 s each (what .ci/run does)
-#   scripts/fuzz.sh 3600 tensor_proto  # one target for an hour (the longer run documented in
-#                                      # docs/ARCHITECTURE.md)
+#   scripts/fuzz.sh --dev 20           # every target, 20 s each, built unoptimised (what
+#                                      # .ci/run does: the optimised build takes minutes)
+#   scripts/fuzz.sh 3600               # every target for an hour, optimised (the longer run
+#   scripts/fuzz.sh 3600 tensor_proto  # documented in docs/ARCHITECTURE.md), or one target
 #
 # The corpus grows in target/fuzz/corpus/TARGET; TensorFlow's golden protos (../shared) seed
 # the TensorProto target. A crash leaves its input in fuzz/artifacts/TARGET and fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+profile=()
+if [ "${1:-}" = --dev ]; then
+    profile=(--dev)
+    shift
+fi
 seconds="${1:-60}"
 shift || true
 targets=("$@")
@@ -25,7 +31,7 @@ export PATH="$tools/bin:$PATH"
 export CARGO_TARGET_DIR="$PWD/target/fuzz"
 
 mkdir -p "$CARGO_TARGET_DIR"
-if ! cargo +nightly fuzz build >"$CARGO_TARGET_DIR/build.log" 2>&1; then
+if ! cargo +nightly fuzz build "${profile[@]}" >"$CARGO_TARGET_DIR/build.log" 2>&1; then
     cat "$CARGO_TARGET_DIR/build.log" >&2
     exit 1
 fi
@@ -38,7 +44,7 @@ for target in "${targets[@]}"; do
     fi
     echo "fuzzing $target for ${seconds}s"
     rm -rf "fuzz/artifacts/$target"
-    cargo +nightly fuzz run "$target" "$corpus" "${seeds[@]}" -- \
+    cargo +nightly fuzz run "${profile[@]}" "$target" "$corpus" "${seeds[@]}" -- \
         -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 2>&1 \
         | grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|Done|==[0-9]+==|SUMMARY|thread|.*panicked)' || true
     # cargo fuzz exits non-zero on a crash; grep's status above hides it, so check the

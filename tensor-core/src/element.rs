@@ -142,7 +142,9 @@ fn u64_to_f64_round_odd(value: u64) -> f64 {
     let shift = bits - 53;
     let kept = value >> shift;
     let sticky = u64::from(value & ((1u64 << shift) - 1) != 0);
-    ((kept | sticky) as f64) * f64::from(2u32).powi(shift as i32)
+    // 2^shift from its bits: exact (`powi` promises no precision, and Miri varies it).
+    let scale = f64::from_bits(u64::from(1023 + shift) << 52);
+    ((kept | sticky) as f64) * scale
 }
 
 fn i64_to_f64_round_odd(value: i64) -> f64 {
@@ -431,14 +433,13 @@ mod tests {
         assert_eq!(bf16::cast_from(-(value as i64)).to_f64(), -direct.to_f64());
         assert_eq!(f16::cast_from(70000i32), f16::INFINITY);
         // Just above the halfway point between two f16 values, by less than f32 can hold.
-        let above_tie = 1.0 + f64::powi(2.0, -11) + f64::powi(2.0, -40);
+        // Powers of two as exact quotients (`powi` promises no precision).
+        let two_to_minus = |n: u32| 1.0 / (1u64 << n) as f64;
+        let above_tie = 1.0 + two_to_minus(11) + two_to_minus(40);
+        assert_eq!(f16::cast_from(above_tie).to_f64(), 1.0 + two_to_minus(10));
         assert_eq!(
-            f16::cast_from(above_tie).to_f64(),
-            1.0 + f64::powi(2.0, -10)
-        );
-        assert_eq!(
-            bf16::cast_from(1.0 + f64::powi(2.0, -8) + f64::powi(2.0, -40)).to_f64(),
-            1.0 + f64::powi(2.0, -7)
+            bf16::cast_from(1.0 + two_to_minus(8) + two_to_minus(40)).to_f64(),
+            1.0 + two_to_minus(7)
         );
         assert_eq!(f16::cast_from(1e-30f64).to_f64(), 0.0);
         assert!(bf16::cast_from(f64::NAN).is_nan());

@@ -464,6 +464,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "Miri tries to allocate the 4 TiB and more the system refuses"
+    )]
     fn failed_allocations_change_only_the_failure_count() {
         let host = HostAllocator::new();
         let small = host.allocate(1000, 64).unwrap();
@@ -499,6 +503,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "Miri tries to allocate the 4 TiB and more the system refuses"
+    )]
     fn limits_and_absurd_sizes_are_errors() {
         let host = HostAllocator::with_limit(1000);
         let a = host.allocate(600, 64).unwrap();
