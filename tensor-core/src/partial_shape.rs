@@ -5,7 +5,7 @@ use std::fmt;
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::shape::{TensorShape, INLINE_RANK, MAX_RANK};
+use crate::shape::{TensorShape, INLINE_RANK, MAX_ELEMENTS, MAX_RANK};
 
 /// A dimension that may be unknown.
 pub type Dim = Option<usize>;
@@ -33,13 +33,40 @@ impl PartialTensorShape {
         Self { dims: None }
     }
 
-    /// A shape of known rank from dims that may be unknown.
+    /// A shape of known rank from dims that may be unknown; an `Err` for rank over 254, a
+    /// known dim over `i64::MAX`, or, as TensorFlow's `PartialTensorShape::IsValid` checks,
+    /// known dims before the first unknown one whose product overflows `i64`.
     pub fn new(dims: &[Dim]) -> Result<Self> {
         if dims.len() > MAX_RANK {
             return Err(Error::InvalidShape(format!(
                 "rank {} exceeds the maximum rank {MAX_RANK}",
                 dims.len()
             )));
+        }
+        let mut count: Option<u64> = Some(1);
+        for &dim in dims {
+            let Some(d) = dim else {
+                count = None;
+                continue;
+            };
+            if d as u64 > MAX_ELEMENTS {
+                return Err(Error::InvalidShape(format!(
+                    "dimension {d} of {dims:?} exceeds the largest dimension TensorFlow \
+                     allows, {MAX_ELEMENTS} (int64)"
+                )));
+            }
+            if let Some(n) = count {
+                count = Some(
+                    (d as u64)
+                        .checked_mul(n)
+                        .filter(|&c| c <= MAX_ELEMENTS)
+                        .ok_or_else(|| {
+                            Error::InvalidShape(format!(
+                                "the element count of {dims:?} overflows (limit {MAX_ELEMENTS})"
+                            ))
+                        })?,
+                );
+            }
         }
         Ok(Self {
             dims: Some(dims.iter().copied().collect()),
@@ -214,6 +241,24 @@ mod tests {
 
     fn p(dims: &[i64]) -> PartialTensorShape {
         PartialTensorShape::from_i64(dims).unwrap()
+    }
+
+    #[test]
+    fn known_dims_follow_tensorflows_limits() {
+        // A known dim above i64::MAX would read back as -1, unknown: refused.
+        assert!(PartialTensorShape::new(&[Some(usize::MAX)]).is_err());
+        assert!(PartialTensorShape::new(&[None, Some(1 << 63)]).is_err());
+        assert_eq!(
+            PartialTensorShape::new(&[None, Some(i64::MAX as usize)])
+                .unwrap()
+                .dims_i64(),
+            Some(vec![-1, i64::MAX])
+        );
+        // Known dims before the first unknown one may not overflow; after it, TensorFlow
+        // cannot know the count, and neither checks.
+        assert!(PartialTensorShape::from_i64(&[1 << 40, 1 << 40, -1]).is_err());
+        assert!(PartialTensorShape::from_i64(&[1 << 40, 1 << 40]).is_err());
+        assert!(PartialTensorShape::from_i64(&[-1, 1 << 40, 1 << 40]).is_ok());
     }
 
     #[test]
