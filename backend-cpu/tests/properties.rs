@@ -338,6 +338,19 @@ fn matches(op: Op, dtype: DataType, got: &Tensor, want: &[Expected]) -> Result<(
     Ok(())
 }
 
+/// The op of a family (`all`, made an [`Op`] by `op`) that `seed` picks among those defined
+/// for `dtype`, if any is.
+fn pick_defined<T: Copy>(all: &[T], op: fn(T) -> Op, dtype: DataType, seed: u8) -> Option<T> {
+    let defined: Vec<T> = all
+        .iter()
+        .copied()
+        .filter(|&o| op(o).is_defined_for(dtype))
+        .collect();
+    defined
+        .get(usize::from(seed) % defined.len().max(1))
+        .copied()
+}
+
 fn shapes() -> impl Strategy<Value = Vec<usize>> {
     prop::collection::vec(0usize..5, 0..4)
 }
@@ -366,16 +379,12 @@ proptest! {
         seeds in any::<(u64, u64, u8, u8, u8)>(),
     ) {
         let (seed_a, seed_b, unary_pick, binary_pick, suffix) = seeds;
-        let unary: Vec<UnaryOp> = UnaryOp::ALL.iter().copied()
-            .filter(|&u| Op::Unary(u).is_defined_for(dtype)).collect();
-        if let Some(&op) = unary.get(usize::from(unary_pick) % unary.len().max(1)) {
+        if let Some(op) = pick_defined(UnaryOp::ALL, Op::Unary, dtype, unary_pick) {
             let (t, m) = chain(&steps, Model::random(dtype, dims.clone(), unary_domain(op), seed_a))?;
             let want: Vec<Expected> = m.values().iter().map(|&v| reference::unary(op, dtype, v)).collect();
             matches(Op::Unary(op), dtype, &t.unary(op).unwrap(), &want)?;
         }
-        let binary: Vec<BinaryOp> = BinaryOp::ALL.iter().copied()
-            .filter(|&b| Op::Binary(b).is_defined_for(dtype)).collect();
-        let Some(&op) = binary.get(usize::from(binary_pick) % binary.len().max(1)) else {
+        let Some(op) = pick_defined(BinaryOp::ALL, Op::Binary, dtype, binary_pick) else {
             return Ok(());
         };
         let (domain_a, domain_b) = binary_domains(op);
@@ -416,10 +425,8 @@ proptest! {
     ) {
         let (t, m) = chain(&steps, Model::random(dtype, dims, Domain::Finite, seed))?;
         let values = m.values();
-        let reductions: Vec<ReduceOp> = ReduceOp::ALL.iter().copied()
-            .filter(|&r| Op::Reduce(r).is_defined_for(dtype)).collect();
         let rank = m.dims.len();
-        if let (Some(&op), true) = (reductions.get(usize::from(picks.0) % reductions.len().max(1)), rank > 0) {
+        if let (Some(op), true) = (pick_defined(ReduceOp::ALL, Op::Reduce, dtype, picks.0), rank > 0) {
             let axis = usize::from(picks.1) % rank;
             let mut kept = m.dims.clone();
             kept.remove(axis);
