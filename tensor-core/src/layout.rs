@@ -282,10 +282,12 @@ impl Layout {
         }
         let mut shape = self.shape.clone();
         shape.set_dim(dim, len)?;
-        let offset = if len == 0 {
+        let offset = if shape.is_empty() {
+            // No elements, so no position to move to (and an empty layout's strides were
+            // never checked against a span: they may be anything).
             self.offset
         } else {
-            // `start < size`: the new first element is an element of this layout, whose
+            // The new first element is an element of this (non-empty) layout, whose
             // positions lie in its checked span, so none of this can overflow.
             (self.offset as isize + start as isize * self.strides[dim]) as usize
         };
@@ -734,6 +736,16 @@ mod tests {
         assert_eq!(narrowed.offset(), stride as usize);
         assert_eq!(l.position(&[1, 2]).unwrap(), stride as usize + 2);
         assert!(l.position(&[2, 0]).is_err());
+        // An empty layout's strides are never checked against a span (it has none), so
+        // views of it keep its offset rather than step by a stride that may overflow.
+        let empty = Layout::new(
+            shape(&[0, 3]),
+            &[0, isize::MAX / 3],
+            isize::MAX as usize / 2,
+        );
+        let empty = empty.unwrap();
+        assert_eq!(empty.narrow(1, 2, 1).unwrap().offset(), empty.offset());
+        assert_eq!(empty.select(1, 2).unwrap().offset(), empty.offset());
         // Reshapes that would need a stride past isize copy instead of wrapping.
         let t = l.transpose(0, 1).unwrap();
         assert!(t.reshape(&shape(&[6])).unwrap().is_none());
