@@ -33,6 +33,10 @@ pub use backend_cpu::CpuDevice;
 #[cfg(feature = "wgpu")]
 pub use backend_wgpu::WgpuDevice;
 
+/// The OpenCL backend (feature `opencl`).
+#[cfg(feature = "opencl")]
+pub use backend_opencl::OpenClDevice;
+
 /// The names most programs need: `use polytensor::prelude::*;`.
 pub mod prelude {
     pub use crate::registry::{default_device, device, devices, DeviceByName};

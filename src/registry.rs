@@ -66,6 +66,11 @@ const BACKENDS: &[Backend] = &[
         kind: DeviceKind::Cpu,
         probe: || Ok(vec![backend_cpu::CpuDevice::shared()]),
     },
+    #[cfg(feature = "opencl")]
+    Backend {
+        kind: DeviceKind::OpenCl,
+        probe: backend_opencl::open_all,
+    },
     #[cfg(feature = "wgpu")]
     Backend {
         kind: DeviceKind::Wgpu,

@@ -511,37 +511,16 @@ pub struct StridedRows<const N: usize> {
 impl<const N: usize> StridedRows<N> {
     /// Rows over `shape` for operands with `strides` and element offsets `offsets`.
     pub fn new(shape: &[usize], strides: [&[isize]; N], offsets: [isize; N]) -> Self {
-        let mut dims: SmallVec<[usize; INLINE_RANK]> = SmallVec::new();
-        let mut dim_strides: [SmallVec<[isize; INLINE_RANK]>; N] =
-            std::array::from_fn(|_| SmallVec::new());
         let empty = shape.contains(&0);
-        for (axis, &d) in shape.iter().enumerate() {
-            if d == 1 {
-                continue;
-            }
-            let mergeable = dims.last().is_some_and(|&last| {
-                (0..N).all(|k| dim_strides[k].last() == Some(&(strides[k][axis] * d as isize)))
-                    && last > 0
-            });
-            if mergeable {
-                *dims.last_mut().expect("checked") *= d;
-                for k in 0..N {
-                    *dim_strides[k].last_mut().expect("checked") = strides[k][axis];
-                }
-            } else {
-                dims.push(d);
-                for k in 0..N {
-                    dim_strides[k].push(strides[k][axis]);
-                }
-            }
-        }
-        let (row_len, inner) = match dims.pop() {
-            Some(d) => (
-                d,
-                std::array::from_fn(|k| dim_strides[k].pop().expect("same rank")),
-            ),
-            None => (1, [0; N]),
-        };
+        let plan = crate::plan::Coalesced::new(shape, &strides);
+        let rank = plan.rank();
+        let mut dims: SmallVec<[usize; INLINE_RANK]> = SmallVec::from_slice(plan.dims());
+        let mut dim_strides: [SmallVec<[isize; INLINE_RANK]>; N] =
+            std::array::from_fn(|k| SmallVec::from_slice(plan.strides(k)));
+        // The innermost dim is the row; a coalesced plan always has one.
+        let row_len = dims.pop().unwrap_or(1);
+        let inner = std::array::from_fn(|k| dim_strides[k].pop().unwrap_or(0));
+        debug_assert_eq!(dims.len() + 1, rank);
         let index = SmallVec::from_elem(0, dims.len());
         Self {
             outer: dims,

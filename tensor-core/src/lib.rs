@@ -22,6 +22,7 @@ pub mod error;
 pub mod layout;
 pub mod ops;
 pub mod partial_shape;
+pub mod plan;
 pub mod proto;
 pub mod shape;
 pub mod slice;

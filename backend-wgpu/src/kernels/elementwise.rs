@@ -596,58 +596,23 @@ pub(crate) fn logical_expression(op: BinaryOp) -> Option<&'static str> {
     }
 }
 
-/// `dims` with the operands' `strides` along them, simplified without changing the
-/// row-major order of the elements: dims of size 1 dropped, and neighbours merged wherever
-/// every operand's strides allow. At least one dim remains (a scalar is `[1]`).
-pub(crate) fn coalesce(dims: &[usize], strides: &[&[isize]]) -> (Vec<usize>, Vec<Vec<isize>>) {
-    let (mut merged, mut merged_strides): (Vec<usize>, Vec<Vec<isize>>) =
-        (vec![], vec![vec![]; strides.len()]);
-    for (d, &dim) in dims.iter().enumerate() {
-        if dim == 1 {
-            continue;
-        }
-        let joins = !merged.is_empty()
-            && strides
-                .iter()
-                .zip(&merged_strides)
-                .all(|(s, m)| m.last() == Some(&(s[d] * dim as isize)));
-        if joins {
-            *merged.last_mut().expect("joins needs a previous dim") *= dim;
-            for (m, s) in merged_strides.iter_mut().zip(strides) {
-                *m.last_mut().expect("one stride per merged dim") = s[d];
-            }
-        } else {
-            merged.push(dim);
-            for (m, s) in merged_strides.iter_mut().zip(strides) {
-                m.push(s[d]);
-            }
-        }
-    }
-    if merged.is_empty() {
-        merged.push(dims.iter().product());
-        merged_strides.iter_mut().for_each(|m| m.push(0));
-    }
-    (merged, merged_strides)
-}
-
 /// The geometry buffer's words for an output of `dims` read from inputs at `offsets` with
 /// `strides`: count, rank, one offset per input, the dims, then each input's strides; and
-/// whether it has one dim (a flat kernel). The dims are [`coalesce`]d first, so contiguous
+/// whether it has one dim (a flat kernel). The dims are coalesced first, so contiguous
 /// and uniformly strided inputs become flat.
 pub(crate) fn geometry(
     dims: &[usize],
     offsets: &[usize],
     strides: &[&[isize]],
 ) -> (Vec<u32>, bool) {
-    let count: usize = dims.iter().product();
-    let (merged, merged_strides) = coalesce(dims, strides);
-    let mut words = vec![count as u32, merged.len() as u32];
+    let plan = tensor_core::plan::Coalesced::new(dims, strides);
+    let mut words = vec![plan.num_elements() as u32, plan.rank() as u32];
     words.extend(offsets.iter().map(|&o| o as u32));
-    words.extend(merged.iter().map(|&d| d as u32));
-    for s in &merged_strides {
-        words.extend(s.iter().map(|&s| s as i32 as u32));
+    words.extend(plan.dims().iter().map(|&d| d as u32));
+    for k in 0..strides.len() {
+        words.extend(plan.strides(k).iter().map(|&s| s as i32 as u32));
     }
-    (words, merged.len() == 1)
+    (words, plan.is_flat())
 }
 
 /// `count` workgroups as `(x, y)` with `x <= limit`.

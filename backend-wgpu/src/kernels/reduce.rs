@@ -16,8 +16,9 @@
 
 use tensor_core::ReduceOp;
 
-use super::elementwise::{coalesce, float_helpers, WORKGROUP};
+use super::elementwise::{float_helpers, WORKGROUP};
 use super::storage::Storage;
+use tensor_core::plan::Coalesced;
 
 /// Reductions this short run one invocation per output.
 pub(crate) const SERIAL_BELOW: usize = 64;
@@ -90,10 +91,10 @@ pub(crate) fn geometry(
     words
 }
 
-/// [`coalesce`] of one operand.
+/// One operand's dims and strides, [`Coalesced`].
 fn coalesced(dims: &[usize], strides: &[isize]) -> (Vec<usize>, [Vec<isize>; 1]) {
-    let (dims, mut strides) = coalesce(dims, &[strides]);
-    (dims, [strides.remove(0)])
+    let plan = Coalesced::new(dims, &[strides]);
+    (plan.dims().to_vec(), [plan.strides(0).to_vec()])
 }
 
 /// The WGSL accumulator of `op` over values of type `t` whose dtype spans `lowest` to

@@ -181,6 +181,72 @@ macro_rules! conformance_family_tests {
     )*};
 }
 
+/// Whether `POLYTENSOR_REQUIRE` (a comma-separated list of backend names, set by CI) names
+/// `backend`: a missing device of that backend is then a failure, never a skip.
+pub fn required(backend: &str) -> bool {
+    std::env::var("POLYTENSOR_REQUIRE")
+        .unwrap_or_default()
+        .split(',')
+        .any(|b| b.trim() == backend)
+}
+
+/// `open()`'s device, or `None` after printing why the test skips; a panic instead when
+/// [`required`] names `backend`, so that CI cannot pass by skipping it.
+pub fn device_or_skip<E: std::fmt::Display>(
+    backend: &str,
+    open: impl FnOnce() -> std::result::Result<Arc<dyn Device>, E>,
+) -> Option<Arc<dyn Device>> {
+    match open() {
+        Ok(device) => Some(device),
+        Err(e) => {
+            assert!(
+                !required(backend),
+                "POLYTENSOR_REQUIRE names {backend}, but: {e}"
+            );
+            eprintln!("skipped: no {backend} device: {e}");
+            None
+        }
+    }
+}
+
+/// Run `family` on `device` and assert that nothing failed and no memory leaked (cases
+/// the device declares unsupported are counted, not failures): the body of every
+/// backend's conformance tests.
+pub fn assert_family(device: &Arc<dyn Device>, family: Family) {
+    let report = run(device, &Filter::family(family));
+    let (passed, failed, unsupported) = report.counts();
+    println!(
+        "{family:?} on {}: {passed} passed, {failed} failed, {unsupported} unsupported",
+        report.device
+    );
+    assert!(passed > 0, "no {family:?} case ran on {}", report.device);
+    assert!(
+        failed == 0 && report.leak_free(),
+        "\n{}",
+        report.failure_summary()
+    );
+}
+
+/// A backend's whole conformance test file: one `#[test]` per op family on the device
+/// that `$open` (a `fn() -> Result<Arc<dyn Device>, impl Display>`) opens, skipped with
+/// the reason when there is none, unless `POLYTENSOR_REQUIRE` names `$backend`.
+///
+/// ```ignore
+/// tensor_core::conformance_backend_tests!("opencl", || backend_opencl::OpenClDevice::first()
+///     .map(|d| d as std::sync::Arc<dyn tensor_core::Device>));
+/// ```
+#[macro_export]
+macro_rules! conformance_backend_tests {
+    ($backend:literal, $open:expr) => {
+        fn check(family: $crate::conformance::Family) {
+            if let Some(device) = $crate::conformance::device_or_skip($backend, $open) {
+                $crate::conformance::assert_family(&device, family);
+            }
+        }
+        $crate::conformance_family_tests!(check);
+    };
+}
+
 /// Run every case that `filter` accepts on `device`, calling `progress` after each case.
 pub fn run_with_progress(
     device: &Arc<dyn Device>,

@@ -1,0 +1,720 @@
+//! [`OpenClDevice`]: one OpenCL device as a polytensor [`Device`].
+
+use std::ffi::c_void;
+use std::fmt;
+use std::sync::{Arc, Weak};
+
+use kernels_c::elementwise::{self, MapKernel, Variant};
+use kernels_c::matmul::{MatmulKernel, TILE};
+use kernels_c::reduce::{self, ReduceKernel, WORKGROUP};
+use kernels_c::{Dialect, Elem};
+use opencl3::command_queue::{CommandQueue, CL_BLOCKING};
+use opencl3::context::Context;
+use opencl3::device::{Device as ClDevice, CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT};
+use opencl3::error_codes::ClError;
+use opencl3::event::Event;
+use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY};
+use opencl3::types::cl_mem;
+use tensor_core::layout::ReducedAxes;
+use tensor_core::plan::{Coalesced, MatmulPlan};
+use tensor_core::{
+    Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Error, Op,
+    OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
+};
+
+use crate::kernels::{self, MapSpec, ProgramKey};
+use crate::launch::{enqueue, Arg};
+use crate::memory::{ClAllocator, ClBuffer, GRANULE};
+use crate::platform::{driver_lock, Found};
+use crate::programs::{Compiled, Programs};
+
+/// The bytes of freed buffers an OpenCL device keeps for reuse by default.
+pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
+
+/// The most work-items an elementwise launch starts; each loops over the rest.
+const MAX_MAP_ITEMS: usize = 1 << 18;
+
+/// The work-group size of elementwise and serial-reduction launches. Always given, never
+/// left to the runtime: PoCL compiles a kernel once per work-group size it runs with, and
+/// its own choice follows the element count.
+const MAP_GROUP: usize = 64;
+
+/// The global size of a launch over `count` items: at most [`MAX_MAP_ITEMS`], a whole
+/// number of [`MAP_GROUP`]s (kernels loop over `count` with the global size as stride).
+fn map_global(count: usize) -> usize {
+    count.min(MAX_MAP_ITEMS).next_multiple_of(MAP_GROUP)
+}
+
+/// An OpenCL device with its own context and in-order queue, buffers from a
+/// [`CachingAllocator`] and kernels from the shared C-family generator.
+pub struct OpenClDevice {
+    name: String,
+    description: String,
+    device: ClDevice,
+    context: Arc<Context>,
+    queue: CommandQueue,
+    allocator: Arc<CachingAllocator<ClAllocator>>,
+    programs: Programs,
+    /// Whether kernels may compute in f64 (`cl_khr_fp64`).
+    fp64: bool,
+    /// The build options of every program.
+    options: String,
+    me: Weak<OpenClDevice>,
+}
+
+impl fmt::Debug for OpenClDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenClDevice")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .finish()
+    }
+}
+
+impl OpenClDevice {
+    /// Open `found` as `opencl:<index>` (a further device opened on the same OpenCL
+    /// device is `opencl:<index>.1`, ...: each has its own context and memory).
+    pub fn open(index: usize, found: Found) -> Result<Arc<OpenClDevice>> {
+        let base = format!("opencl:{index}");
+        let backend = |what: &str, e: ClError| Error::Backend {
+            device: base.clone(),
+            message: format!("{what}: {e}"),
+        };
+        let device = found.device;
+        let (context, queue) = {
+            let _driver = driver_lock();
+            let context =
+                Context::from_device(&device).map_err(|e| backend("creating a context", e))?;
+            #[allow(deprecated)]
+            // clCreateCommandQueue: the OpenCL 1.2 call PoCL and every ICD have.
+            let queue = CommandQueue::create_default(&context, 0)
+                .map_err(|e| backend("creating a command queue", e))?;
+            (context, queue)
+        };
+        let info = |r: std::result::Result<String, ClError>| r.unwrap_or_else(|e| e.to_string());
+        let extensions = device.extensions().unwrap_or_default();
+        let fp64 = extensions.contains("cl_khr_fp64");
+        let exact_f32 = device
+            .single_fp_config()
+            .is_ok_and(|c| c & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT != 0);
+        let options = if exact_f32 {
+            "-cl-fp32-correctly-rounded-divide-sqrt".to_string()
+        } else {
+            String::new()
+        };
+        let memory = device.global_mem_size().unwrap_or(0);
+        let largest = device.max_mem_alloc_size().unwrap_or(0);
+        let largest = usize::try_from(largest)
+            .unwrap_or(usize::MAX)
+            .min(i64::MAX as usize);
+        let description = format!(
+            "{} ({}, {}, {} MiB{})",
+            info(device.name()).trim(),
+            found.platform,
+            device_type(&device),
+            memory >> 20,
+            if fp64 { ", fp64" } else { "" }
+        );
+        let name = tensor_core::device::instance_name(&base);
+        let context = Arc::new(context);
+        let buffers = ClAllocator::new(name.clone(), context.clone(), largest);
+        Ok(Arc::new_cyclic(|me| OpenClDevice {
+            name,
+            description,
+            device,
+            context,
+            queue,
+            allocator: Arc::new(CachingAllocator::new(buffers, DEFAULT_CACHE_BYTES)),
+            programs: Programs::default(),
+            fp64,
+            options,
+            me: me.clone(),
+        }))
+    }
+
+    /// The first OpenCL device, opened (a test's and an example's shortcut).
+    pub fn first() -> Result<Arc<OpenClDevice>> {
+        let found = crate::platform::devices()
+            .map_err(|why| Error::DeviceUnavailable {
+                device: "opencl".into(),
+                why,
+            })?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::DeviceUnavailable {
+                device: "opencl".into(),
+                why: "no OpenCL device found".into(),
+            })?;
+        Self::open(0, found)
+    }
+
+    /// How many programs this device has built (each (op, dtype, variant) once).
+    pub fn programs_built(&self) -> usize {
+        self.programs.len()
+    }
+
+    fn handle(&self) -> Arc<dyn Device> {
+        self.me
+            .upgrade()
+            .expect("an OpenClDevice is only reachable through its Arc")
+    }
+
+    fn backend(&self, what: &str, e: ClError) -> Error {
+        Error::Backend {
+            device: self.name.clone(),
+            message: format!("{what}: {e}"),
+        }
+    }
+
+    fn unsupported(&self, op: impl fmt::Display, dtype: DataType) -> Error {
+        Error::Unsupported {
+            op: op.to_string(),
+            dtype,
+            device: self.name.clone(),
+        }
+    }
+
+    /// The compiled program of `key`.
+    fn program(&self, key: ProgramKey) -> Result<Arc<Compiled>> {
+        self.programs.get(
+            &self.context,
+            self.device.id(),
+            &self.name,
+            &self.options,
+            key,
+            || self.program_source(key),
+        )
+    }
+
+    /// The text and kernel names of the program of `key`.
+    fn program_source(&self, key: ProgramKey) -> Result<(String, Vec<String>)> {
+        let dialect = Dialect::OpenCl;
+        Ok(match key {
+            ProgramKey::Matmul(dtype) => {
+                let kernel = Elem::of(dtype)
+                    .and_then(MatmulKernel::new)
+                    .ok_or_else(|| self.unsupported("matmul", dtype))?;
+                (kernel.source(dialect), vec!["matmul".into()])
+            }
+            ProgramKey::Reduce(dtype) => {
+                let members = kernels::reduce_members(dtype, self.fp64);
+                let text = reduce::program(dialect, &members)
+                    .ok_or_else(|| self.unsupported("reduce", dtype))?;
+                let names = members
+                    .iter()
+                    .flat_map(|k| [k.kernel_name(false), k.kernel_name(true)])
+                    .collect();
+                (text, names)
+            }
+            _ => {
+                let kernels: Vec<(String, MapKernel)> = kernels::map_members(key, self.fp64)
+                    .iter()
+                    .flat_map(|spec| [spec.kernel(Variant::Flat), spec.kernel(Variant::Strided)])
+                    .collect();
+                let named: Vec<(&str, &MapKernel)> =
+                    kernels.iter().map(|(n, k)| (n.as_str(), k)).collect();
+                let text = elementwise::program(dialect, &named);
+                (text, kernels.into_iter().map(|(n, _)| n).collect())
+            }
+        })
+    }
+
+    /// A read-only buffer holding `words` (a kernel's geometry), released once the
+    /// kernels using it complete.
+    fn constants(&self, words: &[i64]) -> Result<Buffer<i64>> {
+        let mut words = words.to_vec();
+        if words.is_empty() {
+            words.push(0);
+        }
+        // SAFETY: COPY_HOST_PTR copies `words.len()` i64s from the vector, which outlives
+        // the call.
+        unsafe {
+            Buffer::<i64>::create(
+                &self.context,
+                CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                words.len(),
+                words.as_mut_ptr() as *mut c_void,
+            )
+        }
+        .map_err(|e| self.backend("creating a geometry buffer", e))
+    }
+
+    /// Enqueue `kernel` of `program`.
+    fn launch(
+        &self,
+        program: &Compiled,
+        kernel: &str,
+        args: &[Arg],
+        global: &[usize],
+        local: Option<&[usize]>,
+    ) -> Result<()> {
+        let handle = program.kernel(kernel).ok_or_else(|| Error::Backend {
+            device: self.name.clone(),
+            message: format!("no kernel {kernel} in its program"),
+        })?;
+        enqueue(&self.queue, handle, args, global, local)
+            .map_err(|e| self.backend(&format!("launching {kernel}"), e))
+    }
+
+    /// `out[i] = spec(inputs[..][i])` for inputs of the output's shape (already broadcast).
+    fn map(
+        &self,
+        (key, spec): (ProgramKey, MapSpec),
+        inputs: &[&TensorView<'_>],
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let lo = out.layout();
+        if let Some(bad) = inputs.iter().find(|x| x.layout().shape() != lo.shape()) {
+            return Err(Error::shape(
+                "map",
+                format!(
+                    "operand of shape {} for an output of shape {}",
+                    bad.layout().shape(),
+                    lo.shape()
+                ),
+            ));
+        }
+        let target = output_mem(out)?;
+        let count = lo.num_elements();
+        if count == 0 {
+            return Ok(());
+        }
+        let dims = lo.shape().dims();
+        let strides: Vec<&[isize]> = inputs.iter().map(|x| x.layout().strides()).collect();
+        let plan = Coalesced::new(&dims, &strides);
+        let variant = if plan.is_flat() {
+            Variant::Flat
+        } else {
+            Variant::Strided
+        };
+        let (name, _) = spec.kernel(variant);
+        let program = self.program(key)?;
+        let geometry = match variant {
+            Variant::Strided => Some(self.constants(&MapKernel::geometry(&plan, inputs.len()))?),
+            Variant::Flat => None,
+        };
+        let mut args = vec![Arg::I64(count as i64)];
+        if let Some(g) = &geometry {
+            args.push(Arg::Mem(g.get()));
+        }
+        for (k, x) in inputs.iter().enumerate() {
+            args.push(Arg::Mem(mem_of(x)?));
+            args.push(Arg::I64(x.layout().offset() as i64));
+            if variant == Variant::Flat {
+                args.push(Arg::I64(plan.strides(k)[0] as i64));
+            }
+        }
+        args.push(Arg::Mem(target));
+        args.push(Arg::I64(lo.offset() as i64));
+        self.launch(
+            &program,
+            &name,
+            &args,
+            &[map_global(count)],
+            Some(&[MAP_GROUP]),
+        )
+    }
+
+    fn map_op(
+        &self,
+        op: Op,
+        dtype: DataType,
+        inputs: &[&TensorView<'_>],
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        if !self.supports(op, dtype) {
+            return Err(self.unsupported(op, dtype));
+        }
+        let spec = kernels::map_spec(op, dtype).ok_or_else(|| self.unsupported(op, dtype))?;
+        self.map(spec, inputs, out)
+    }
+
+    /// Write `len` bytes at byte `offset` of `mem` from `src`, waiting for the copy.
+    fn write(&self, mem: cl_mem, offset: usize, src: &[u8]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: a blocking write reads `src.len()` bytes of `src` before it returns;
+        // the caller checked that `offset + src.len()` lies within `mem`.
+        let event = unsafe {
+            opencl3::command_queue::enqueue_write_buffer(
+                self.queue.get(),
+                mem,
+                CL_BLOCKING,
+                offset,
+                src.len(),
+                src.as_ptr() as *const c_void,
+                0,
+                std::ptr::null(),
+            )
+        }
+        .map_err(|e| self.backend("writing to the device", ClError(e)))?;
+        drop(Event::new(event));
+        Ok(())
+    }
+}
+
+/// The OpenCL device type in words.
+fn device_type(device: &ClDevice) -> &'static str {
+    use opencl3::device::{CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU};
+    match device.dev_type() {
+        Ok(t) if t & CL_DEVICE_TYPE_GPU != 0 => "GPU",
+        Ok(t) if t & CL_DEVICE_TYPE_CPU != 0 => "CPU",
+        Ok(t) if t & CL_DEVICE_TYPE_ACCELERATOR != 0 => "accelerator",
+        _ => "other",
+    }
+}
+
+/// The `cl_mem` behind a view, or an error naming what it is instead.
+fn mem_of(view: &TensorView<'_>) -> Result<cl_mem> {
+    view.buffer()
+        .downcast_ref::<ClBuffer>()
+        .map(ClBuffer::mem)
+        .ok_or_else(|| Error::invalid(format!("{:?} is not an OpenCL buffer", view.buffer())))
+}
+
+/// The `cl_mem` a kernel writes `out` into, contiguously from `out`'s offset.
+fn output_mem(out: &OutView<'_>) -> Result<cl_mem> {
+    if !out.layout().is_contiguous() {
+        return Err(Error::invalid("an OpenCL kernel output must be contiguous"));
+    }
+    mem_of(&out.view())
+}
+
+impl Device for OpenClDevice {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::OpenCl
+    }
+
+    fn description(&self) -> String {
+        self.description.clone()
+    }
+
+    fn supports(&self, op: Op, dtype: DataType) -> bool {
+        kernels::has_kernel(op, dtype, self.fp64)
+    }
+
+    fn allocator(&self) -> &dyn AllocatorInfo {
+        self.allocator.as_ref()
+    }
+
+    fn allocate(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+        let block = self.allocator.allocate(bytes, GRANULE)?;
+        Ok(Arc::new(ClBuffer::new(
+            block,
+            self.allocator.clone(),
+            self.handle(),
+        )))
+    }
+
+    fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+        let buffer = self.allocate(bytes)?;
+        if bytes > 0 {
+            let mem = buffer
+                .downcast_ref::<ClBuffer>()
+                .expect("this device allocates ClBuffers")
+                .mem();
+            fill_bytes(self, mem, &[0u8], 0, bytes)?;
+        }
+        Ok(buffer)
+    }
+
+    fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {
+        let view = out.view();
+        let size = view.dtype().size();
+        let (start, len) = (
+            view.layout().offset() * size,
+            view.layout().num_elements() * size,
+        );
+        if src.len() != len || !view.layout().is_contiguous() {
+            return Err(Error::invalid(format!(
+                "copy_from_host of {} bytes into {len} contiguous bytes",
+                src.len()
+            )));
+        }
+        self.write(mem_of(&view)?, start, src)
+    }
+
+    fn copy_to_host(&self, src: &TensorView<'_>, dst: &mut [u8]) -> Result<()> {
+        let range = src.host_copy_range(dst.len())?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: a blocking read fills `dst.len()` bytes of `dst` before it returns; the
+        // range lies within the view's buffer (checked by `host_copy_range`).
+        let event = unsafe {
+            opencl3::command_queue::enqueue_read_buffer(
+                self.queue.get(),
+                mem_of(src)?,
+                CL_BLOCKING,
+                range.start,
+                dst.len(),
+                dst.as_mut_ptr() as *mut c_void,
+                0,
+                std::ptr::null(),
+            )
+        }
+        .map_err(|e| self.backend("reading from the device", ClError(e)))?;
+        drop(Event::new(event));
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.queue
+            .finish()
+            .map_err(|e| self.backend("waiting for the queue", e))
+    }
+
+    fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        self.map_op(Op::Unary(op), x.dtype(), &[x], out)
+    }
+
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: &TensorView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        if b.dtype() != a.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: op.name(),
+                expected: a.dtype().to_string(),
+                found: b.dtype(),
+            });
+        }
+        self.map_op(Op::Binary(op), a.dtype(), &[a, b], out)
+    }
+
+    fn select(
+        &self,
+        cond: &TensorView<'_>,
+        a: &TensorView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        if cond.dtype() != DataType::Bool || b.dtype() != a.dtype() {
+            return Err(Error::invalid(format!(
+                "where needs a bool condition and equal dtypes, not {}, {} and {}",
+                cond.dtype(),
+                a.dtype(),
+                b.dtype()
+            )));
+        }
+        self.map_op(Op::Where, a.dtype(), &[cond, a, b], out)
+    }
+
+    fn cast(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        let (from, to) = (x.dtype(), out.dtype());
+        for dtype in [from, to] {
+            if !self.supports(Op::Cast, dtype) {
+                return Err(self.unsupported("cast", dtype));
+            }
+        }
+        let spec = kernels::cast_spec(from, to).ok_or_else(|| self.unsupported("cast", from))?;
+        self.map(spec, &[x], out)
+    }
+
+    fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        let dtype = a.dtype();
+        if let Some(other) = [b.dtype(), out.dtype()].into_iter().find(|&d| d != dtype) {
+            return Err(Error::DTypeMismatch {
+                op: "matmul",
+                expected: dtype.to_string(),
+                found: other,
+            });
+        }
+        if !self.supports(Op::Matmul, dtype) {
+            return Err(self.unsupported("matmul", dtype));
+        }
+        let target = output_mem(out)?;
+        let plan = MatmulPlan::new(a.layout(), b.layout(), out.layout())?;
+        let batches = plan.batches();
+        if batches * plan.m * plan.n == 0 {
+            return Ok(());
+        }
+        if plan.k == 0 {
+            return self.fill(Scalar::I64(0), out);
+        }
+        let program = self.program(ProgramKey::Matmul(dtype))?;
+        let geometry = self.constants(&MatmulKernel::geometry(&plan))?;
+        let (la, lb) = (a.layout(), b.layout());
+        // The third launch dim is limited on some devices: launch batches in chunks.
+        const BATCH_CHUNK: usize = 1 << 16;
+        for first in (0..batches).step_by(BATCH_CHUNK) {
+            let chunk = (batches - first).min(BATCH_CHUNK);
+            let args = [
+                Arg::I64(plan.m as i64),
+                Arg::I64(plan.n as i64),
+                Arg::I64(plan.k as i64),
+                Arg::Mem(geometry.get()),
+                Arg::I64(first as i64),
+                Arg::Mem(mem_of(a)?),
+                Arg::I64(la.offset() as i64),
+                Arg::I64(plan.a_strides[0] as i64),
+                Arg::I64(plan.a_strides[1] as i64),
+                Arg::Mem(mem_of(b)?),
+                Arg::I64(lb.offset() as i64),
+                Arg::I64(plan.b_strides[0] as i64),
+                Arg::I64(plan.b_strides[1] as i64),
+                Arg::Mem(target),
+                Arg::I64(out.layout().offset() as i64),
+            ];
+            let global = [
+                plan.n.div_ceil(TILE) * TILE,
+                plan.m.div_ceil(TILE) * TILE,
+                chunk,
+            ];
+            self.launch(&program, "matmul", &args, &global, Some(&[TILE, TILE, 1]))?;
+        }
+        Ok(())
+    }
+
+    fn reduce(
+        &self,
+        op: ReduceOp,
+        x: &TensorView<'_>,
+        axes: &[usize],
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let dtype = x.dtype();
+        let expected = op.output_dtype(dtype);
+        if out.dtype() != expected {
+            return Err(Error::DTypeMismatch {
+                op: op.name(),
+                expected: expected.to_string(),
+                found: out.dtype(),
+            });
+        }
+        if !self.supports(Op::Reduce(op), dtype) {
+            return Err(self.unsupported(op.name(), dtype));
+        }
+        let input = Elem::of(dtype).ok_or_else(|| self.unsupported(op.name(), dtype))?;
+        let target = output_mem(out)?;
+        let layout = x.layout();
+        let outputs = out.layout().num_elements();
+        let split = ReducedAxes::split(layout, axes, outputs)?;
+        let count: usize = split.reduced.iter().product();
+        if outputs == 0 {
+            return Ok(());
+        }
+        let kernel = ReduceKernel {
+            op,
+            input,
+            wide_floats: self.fp64,
+        };
+        let program = self.program(ProgramKey::Reduce(dtype))?;
+        let geometry = self.constants(&ReduceKernel::geometry(
+            &split.kept,
+            &split.kept_strides,
+            &split.reduced,
+            &split.reduced_strides,
+        ))?;
+        let args = [
+            Arg::I64(outputs as i64),
+            Arg::I64(count as i64),
+            Arg::Mem(geometry.get()),
+            Arg::Mem(mem_of(x)?),
+            Arg::I64(layout.offset() as i64),
+            Arg::Mem(target),
+            Arg::I64(out.layout().offset() as i64),
+        ];
+        if count < WORKGROUP {
+            let name = kernel.kernel_name(false);
+            self.launch(
+                &program,
+                &name,
+                &args,
+                &[map_global(outputs)],
+                Some(&[MAP_GROUP]),
+            )
+        } else {
+            let groups = outputs.min(1 << 16);
+            self.launch(
+                &program,
+                &kernel.kernel_name(true),
+                &args,
+                &[groups * WORKGROUP],
+                Some(&[WORKGROUP]),
+            )
+        }
+    }
+
+    fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
+        let dtype = out.dtype();
+        let unsupported = || self.unsupported("fill", dtype);
+        if !self.supports(Op::Fill, dtype) {
+            return Err(unsupported());
+        }
+        let bytes = tensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
+        let target = output_mem(out)?;
+        let lo = out.layout();
+        let size = dtype.size();
+        fill_bytes(
+            self,
+            target,
+            &bytes,
+            lo.offset() * size,
+            lo.num_elements() * size,
+        )
+    }
+
+    fn arange(&self, start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {
+        // Computed on the host, exactly (in i128 or f64, as the shared semantics define
+        // it), and uploaded.
+        let dtype = out.dtype();
+        if !self.supports(Op::Arange, dtype) {
+            return Err(self.unsupported("arange", dtype));
+        }
+        let count = out.layout().num_elements();
+        let values = tensor_core::ops::arange_bytes(dtype, start, step, count)
+            .ok_or_else(|| self.unsupported("arange", dtype))?;
+        self.copy_from_host(&values, out)
+    }
+
+    fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        if out.dtype() != x.dtype() {
+            return Err(Error::invalid(format!(
+                "copy of {} into {}",
+                x.dtype(),
+                out.dtype()
+            )));
+        }
+        self.map_op(Op::Copy, x.dtype(), &[x], out)
+    }
+}
+
+/// Fill `len` bytes of `mem` from byte `offset` with copies of `pattern` (1, 2, 4, 8 or 16
+/// bytes; `offset` and `len` multiples of it).
+fn fill_bytes(
+    device: &OpenClDevice,
+    mem: cl_mem,
+    pattern: &[u8],
+    offset: usize,
+    len: usize,
+) -> Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: the runtime copies the pattern before returning; `offset + len` lies within
+    // `mem` (the output view's elements) and both are multiples of the pattern's size.
+    let event = unsafe {
+        opencl3::command_queue::enqueue_fill_buffer(
+            device.queue.get(),
+            mem,
+            pattern.as_ptr() as *const c_void,
+            pattern.len(),
+            offset,
+            len,
+            0,
+            std::ptr::null(),
+        )
+    }
+    .map_err(|e| device.backend("filling a buffer", ClError(e)))?;
+    drop(Event::new(event));
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! The kernel table: which generated kernel runs each (op, dtype) on an OpenCL device, and
+//! which kernels are built together into one program. `supports` is derived from it and
+//! nothing else.
+//!
+//! Building a program has a large fixed cost (PoCL: about 0.3 s, however many kernels it
+//! holds), so the kernels of one family and dtype share a program: every unary op of a
+//! dtype, every binary op, every cast from it, every reduction; moves (copy, where) share
+//! one per element size. Each elementwise kernel comes in a flat and a strided variant.
+
+use kernels_c::elementwise::{Access, MapKernel, Variant};
+use kernels_c::matmul::MatmulKernel;
+use kernels_c::reduce::ReduceKernel;
+use kernels_c::{expr, Elem};
+use tensor_core::{BinaryOp, DataType, Op, ReduceOp, UnaryOp};
+
+/// A program: the kernels of one family and dtype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ProgramKey {
+    /// Every unary op of the dtype.
+    Unary(DataType),
+    /// Every binary op of the dtype (comparisons and logical ops included).
+    Binary(DataType),
+    /// Every cast from the dtype.
+    Cast(DataType),
+    /// Copy and where on elements of the dtype's raw type (shared by equal sizes).
+    Move(Elem),
+    /// Every reduction of the dtype.
+    Reduce(DataType),
+    /// Matmul of the dtype.
+    Matmul(DataType),
+}
+
+/// An elementwise kernel of a program: its name (without the variant) and its operands
+/// and expression.
+#[derive(Debug, Clone)]
+pub(crate) struct MapSpec {
+    /// The name, unique in its program; kernels are `<name>_flat` and `<name>_strided`.
+    pub name: String,
+    /// The inputs, `x`, `y`, `z`.
+    pub inputs: Vec<Access>,
+    /// The output.
+    pub output: Access,
+    /// The C expression.
+    pub expression: String,
+}
+
+impl MapSpec {
+    /// The kernel of this spec in `variant`, and its name in the program.
+    pub(crate) fn kernel(&self, variant: Variant) -> (String, MapKernel) {
+        let suffix = match variant {
+            Variant::Flat => "flat",
+            Variant::Strided => "strided",
+        };
+        (
+            format!("{}_{suffix}", self.name),
+            MapKernel {
+                inputs: self.inputs.clone(),
+                output: self.output,
+                expression: self.expression.clone(),
+                variant,
+            },
+        )
+    }
+}
+
+/// The element a raw move of `e` is done as: one per size.
+fn move_elem(e: Elem) -> Elem {
+    match e.raw() {
+        "u8" => Elem::U8,
+        "u16" => Elem::U16,
+        "u32" => Elem::U32,
+        "u64" => Elem::U64,
+        _ => Elem::C128,
+    }
+}
+
+/// The program holding `op` on `dtype`'s elementwise kernel, and the kernel's spec.
+pub(crate) fn map_spec(op: Op, dtype: DataType) -> Option<(ProgramKey, MapSpec)> {
+    if !op.is_defined_for(dtype) {
+        return None;
+    }
+    let e = Elem::of(dtype)?;
+    let value = |out: DataType| Some(Access::Value(Elem::of(out)?));
+    Some(match op {
+        Op::Unary(u) => (
+            ProgramKey::Unary(dtype),
+            MapSpec {
+                name: u.name().into(),
+                inputs: vec![Access::Value(e)],
+                output: value(u.output_dtype(dtype))?,
+                expression: expr::unary(u, e)?,
+            },
+        ),
+        Op::Binary(b) => (
+            ProgramKey::Binary(dtype),
+            MapSpec {
+                name: b.name().into(),
+                inputs: vec![Access::Value(e), Access::Value(e)],
+                output: value(b.output_dtype(dtype))?,
+                expression: expr::binary(b, e)?,
+            },
+        ),
+        Op::Where => {
+            let m = move_elem(e);
+            (
+                ProgramKey::Move(m),
+                MapSpec {
+                    name: "where".into(),
+                    inputs: vec![Access::Value(Elem::Bool), Access::Raw(m), Access::Raw(m)],
+                    output: Access::Raw(m),
+                    expression: expr::SELECT.into(),
+                },
+            )
+        }
+        Op::Copy => {
+            let m = move_elem(e);
+            (
+                ProgramKey::Move(m),
+                MapSpec {
+                    name: "copy".into(),
+                    inputs: vec![Access::Raw(m)],
+                    output: Access::Raw(m),
+                    expression: "x".into(),
+                },
+            )
+        }
+        _ => return None,
+    })
+}
+
+/// The program and spec of the cast from `from` to `to`.
+pub(crate) fn cast_spec(from: DataType, to: DataType) -> Option<(ProgramKey, MapSpec)> {
+    let (f, t) = (Elem::of(from)?, Elem::of(to)?);
+    Some((
+        ProgramKey::Cast(from),
+        MapSpec {
+            name: format!("to_{to}"),
+            inputs: vec![Access::Value(f)],
+            output: Access::Value(t),
+            expression: expr::cast(f, t),
+        },
+    ))
+}
+
+/// Every elementwise kernel spec of a program, on a device with or without f64.
+pub(crate) fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapSpec> {
+    let usable = |spec: &(ProgramKey, MapSpec)| {
+        fp64 || (spec.1.inputs.iter().chain([&spec.1.output])).all(|a| match a {
+            Access::Value(e) => !e.needs_fp64(),
+            Access::Raw(_) => true,
+        })
+    };
+    let specs: Vec<(ProgramKey, MapSpec)> = match key {
+        ProgramKey::Unary(dtype) => UnaryOp::ALL
+            .iter()
+            .filter_map(|&op| map_spec(Op::Unary(op), dtype))
+            .collect(),
+        ProgramKey::Binary(dtype) => BinaryOp::ALL
+            .iter()
+            .filter_map(|&op| map_spec(Op::Binary(op), dtype))
+            .collect(),
+        ProgramKey::Cast(from) => DataType::ALL
+            .iter()
+            .filter_map(|&to| cast_spec(from, to))
+            .collect(),
+        ProgramKey::Move(m) => {
+            let dtype = representative(m);
+            [Op::Copy, Op::Where]
+                .into_iter()
+                .filter_map(|op| map_spec(op, dtype))
+                .collect()
+        }
+        ProgramKey::Reduce(_) | ProgramKey::Matmul(_) => vec![],
+    };
+    specs
+        .into_iter()
+        .filter(|s| s.0 == key && usable(s))
+        .map(|s| s.1)
+        .collect()
+}
+
+/// A dtype whose raw move is done as `m`.
+fn representative(m: Elem) -> DataType {
+    match m {
+        Elem::U8 => DataType::UInt8,
+        Elem::U16 => DataType::UInt16,
+        Elem::U32 => DataType::UInt32,
+        Elem::U64 => DataType::UInt64,
+        _ => DataType::Complex128,
+    }
+}
+
+/// Every reduction of a dtype's program.
+pub(crate) fn reduce_members(dtype: DataType, fp64: bool) -> Vec<ReduceKernel> {
+    let Some(input) = Elem::of(dtype) else {
+        return vec![];
+    };
+    ReduceOp::ALL
+        .iter()
+        .filter(|&&op| Op::Reduce(op).is_defined_for(dtype))
+        .map(|&op| ReduceKernel {
+            op,
+            input,
+            wide_floats: fp64,
+        })
+        .collect()
+}
+
+/// Whether a kernel for `op` on `dtype` exists, given whether the device computes in f64.
+pub(crate) fn has_kernel(op: Op, dtype: DataType, fp64: bool) -> bool {
+    let Some(e) = Elem::of(dtype) else {
+        return false;
+    };
+    let moves_only = matches!(op, Op::Copy | Op::Fill | Op::Where | Op::Arange);
+    if e.needs_fp64() && !fp64 && !moves_only {
+        return false;
+    }
+    match op {
+        Op::Fill | Op::Arange => op.is_defined_for(dtype),
+        Op::Cast => true,
+        Op::Matmul => MatmulKernel::new(e).is_some(),
+        Op::Reduce(_) => op.is_defined_for(dtype),
+        _ => map_spec(op, dtype).is_some(),
+    }
+}

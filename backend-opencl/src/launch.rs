@@ -1,0 +1,57 @@
+//! Kernel arguments and enqueues on one command queue.
+
+use std::ptr;
+use std::sync::Mutex;
+
+use opencl3::command_queue::CommandQueue;
+use opencl3::error_codes::ClError;
+use opencl3::kernel::Kernel;
+use opencl3::types::cl_mem;
+
+/// One kernel argument.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Arg {
+    /// A buffer.
+    Mem(cl_mem),
+    /// A 64-bit integer (sizes, offsets, strides).
+    I64(i64),
+}
+
+/// Set `args` on `kernel` and enqueue it over `global` work-items in groups of `local`
+/// (or groups the runtime picks), holding the kernel's lock across both.
+pub(crate) fn enqueue(
+    queue: &CommandQueue,
+    kernel: &Mutex<Kernel>,
+    args: &[Arg],
+    global: &[usize],
+    local: Option<&[usize]>,
+) -> Result<(), ClError> {
+    let kernel = kernel.lock().unwrap_or_else(|e| e.into_inner());
+    for (index, arg) in args.iter().enumerate() {
+        // SAFETY: each argument has the size and type of the kernel parameter at its index
+        // (`GLOBAL T*` parameters take a `cl_mem`, `i64` ones an `i64`), as the generator
+        // documents each kernel's parameter list.
+        unsafe {
+            match arg {
+                Arg::Mem(mem) => kernel.set_arg(index as u32, mem)?,
+                Arg::I64(value) => kernel.set_arg(index as u32, value)?,
+            }
+        }
+    }
+    let local_ptr = local.map_or(ptr::null(), |l| l.as_ptr());
+    // SAFETY: every argument is set; `global` (and `local`, if given) hold `global.len()`
+    // sizes; the buffers stay alive until the command completes (OpenCL retains them).
+    let event = unsafe {
+        queue.enqueue_nd_range_kernel(
+            kernel.get(),
+            global.len() as u32,
+            ptr::null(),
+            global.as_ptr(),
+            local_ptr,
+            &[],
+        )?
+    };
+    // The event is not waited on: the queue is in order, and `finish` waits for all.
+    drop(event);
+    Ok(())
+}

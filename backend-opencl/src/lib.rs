@@ -1,0 +1,43 @@
+//! polytensor's OpenCL device: `cl_mem` buffers behind tensor-core's caching allocator, and
+//! kernels from the shared C-family generator (`kernels-c`), compiled by the OpenCL runtime
+//! once per (op, dtype, variant). Runs on any OpenCL 1.2+ platform; CI runs it on PoCL.
+//!
+//! - [`platform`]: finding platforms and devices (under one process-wide lock: PoCL breaks
+//!   when several threads create contexts at once), and why there are none.
+//! - [`memory`]: the `cl_mem` allocator and [`ClBuffer`].
+//! - `programs`: the compiled-kernel cache.
+//! - `launch`: kernel arguments and enqueues.
+//! - `kernels`: which kernel runs each (op, dtype): the single source of `supports`.
+//! - `device`: [`OpenClDevice`], the [`tensor_core::Device`].
+
+mod device;
+mod kernels;
+mod launch;
+pub mod memory;
+pub mod platform;
+mod programs;
+
+pub use device::OpenClDevice;
+pub use memory::ClBuffer;
+
+use std::sync::Arc;
+
+/// Every OpenCL device of every platform opened as `opencl:0`, `opencl:1`, ..., or why
+/// there is none (no OpenCL loader, no platform, or every device refused to open).
+pub fn open_all() -> std::result::Result<Vec<Arc<dyn tensor_core::Device>>, String> {
+    let found = platform::devices()?;
+    if found.is_empty() {
+        return Err("no OpenCL device found".into());
+    }
+    let (mut opened, mut refused) = (Vec::new(), Vec::new());
+    for (index, device) in found.into_iter().enumerate() {
+        match OpenClDevice::open(index, device) {
+            Ok(device) => opened.push(device as Arc<dyn tensor_core::Device>),
+            Err(e) => refused.push(e.to_string()),
+        }
+    }
+    if opened.is_empty() {
+        return Err(refused.join("; "));
+    }
+    Ok(opened)
+}

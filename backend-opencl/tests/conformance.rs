@@ -1,0 +1,6 @@
+//! The conformance suite on the first OpenCL device (PoCL in CI): one test per op family.
+//! Cases the device declares unsupported are reported, never failures; everything it runs
+//! must match the suite's reference, and `bytes_in_use` must return to its start.
+
+tensor_core::conformance_backend_tests!("opencl", || backend_opencl::OpenClDevice::first()
+    .map(|d| d as std::sync::Arc<dyn tensor_core::Device>));
