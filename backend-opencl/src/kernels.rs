@@ -63,21 +63,29 @@ impl MapSpec {
     }
 }
 
-/// The element a raw move of `e` is done as: one per size.
-fn move_elem(e: Elem) -> Elem {
-    match e.raw() {
-        "u8" => Elem::U8,
-        "u16" => Elem::U16,
-        "u32" => Elem::U32,
-        "u64" => Elem::U64,
-        _ => Elem::C128,
+/// The element a raw move of `dtype` is done as: one per element size (any fixed-size
+/// dtype moves, whether or not kernels compute on it).
+fn move_elem(dtype: DataType) -> Option<Elem> {
+    if !dtype.is_pod() {
+        return None;
     }
+    Some(match dtype.size() {
+        1 => Elem::U8,
+        2 => Elem::U16,
+        4 => Elem::U32,
+        8 => Elem::U64,
+        16 => Elem::C128,
+        _ => return None,
+    })
 }
 
 /// The program holding `op` on `dtype`'s elementwise kernel, and the kernel's spec.
 pub(crate) fn map_spec(op: Op, dtype: DataType) -> Option<(ProgramKey, MapSpec)> {
     if !op.is_defined_for(dtype) {
         return None;
+    }
+    if matches!(op, Op::Where | Op::Copy) {
+        return move_spec(op, move_elem(dtype)?);
     }
     let e = Elem::of(dtype)?;
     let value = |out: DataType| Some(Access::Value(Elem::of(out)?));
@@ -100,32 +108,30 @@ pub(crate) fn map_spec(op: Op, dtype: DataType) -> Option<(ProgramKey, MapSpec)>
                 expression: expr::binary(b, e)?,
             },
         ),
-        Op::Where => {
-            let m = move_elem(e);
-            (
-                ProgramKey::Move(m),
-                MapSpec {
-                    name: "where".into(),
-                    inputs: vec![Access::Value(Elem::Bool), Access::Raw(m), Access::Raw(m)],
-                    output: Access::Raw(m),
-                    expression: expr::SELECT.into(),
-                },
-            )
-        }
-        Op::Copy => {
-            let m = move_elem(e);
-            (
-                ProgramKey::Move(m),
-                MapSpec {
-                    name: "copy".into(),
-                    inputs: vec![Access::Raw(m)],
-                    output: Access::Raw(m),
-                    expression: "x".into(),
-                },
-            )
-        }
         _ => return None,
     })
+}
+
+/// The program and spec of a raw move (`where` or `copy`) of elements moved as `m`.
+fn move_spec(op: Op, m: Elem) -> Option<(ProgramKey, MapSpec)> {
+    let (name, inputs, expression) = match op {
+        Op::Where => (
+            "where",
+            vec![Access::Value(Elem::Bool), Access::Raw(m), Access::Raw(m)],
+            expr::SELECT,
+        ),
+        Op::Copy => ("copy", vec![Access::Raw(m)], "x"),
+        _ => return None,
+    };
+    Some((
+        ProgramKey::Move(m),
+        MapSpec {
+            name: name.into(),
+            inputs,
+            output: Access::Raw(m),
+            expression: expression.into(),
+        },
+    ))
 }
 
 /// The program and spec of the cast from `from` to `to`.
@@ -163,13 +169,10 @@ pub(crate) fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapSpec> {
             .iter()
             .filter_map(|&to| cast_spec(from, to))
             .collect(),
-        ProgramKey::Move(m) => {
-            let dtype = representative(m);
-            [Op::Copy, Op::Where]
-                .into_iter()
-                .filter_map(|op| map_spec(op, dtype))
-                .collect()
-        }
+        ProgramKey::Move(m) => [Op::Copy, Op::Where]
+            .into_iter()
+            .filter_map(|op| move_spec(op, m))
+            .collect(),
         ProgramKey::Reduce(_) | ProgramKey::Matmul(_) => vec![],
     };
     specs
@@ -177,17 +180,6 @@ pub(crate) fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapSpec> {
         .filter(|s| s.0 == key && usable(s))
         .map(|s| s.1)
         .collect()
-}
-
-/// A dtype whose raw move is done as `m`.
-fn representative(m: Elem) -> DataType {
-    match m {
-        Elem::U8 => DataType::UInt8,
-        Elem::U16 => DataType::UInt16,
-        Elem::U32 => DataType::UInt32,
-        Elem::U64 => DataType::UInt64,
-        _ => DataType::Complex128,
-    }
 }
 
 /// Every reduction of a dtype's program.
@@ -208,15 +200,19 @@ pub(crate) fn reduce_members(dtype: DataType, fp64: bool) -> Vec<ReduceKernel> {
 
 /// Whether a kernel for `op` on `dtype` exists, given whether the device computes in f64.
 pub(crate) fn has_kernel(op: Op, dtype: DataType, fp64: bool) -> bool {
+    match op {
+        Op::Copy | Op::Where => return map_spec(op, dtype).is_some(),
+        Op::Fill => return op.is_defined_for(dtype) && move_elem(dtype).is_some(),
+        _ => {}
+    }
     let Some(e) = Elem::of(dtype) else {
         return false;
     };
-    let moves_only = matches!(op, Op::Copy | Op::Fill | Op::Where | Op::Arange);
-    if e.needs_fp64() && !fp64 && !moves_only {
+    if e.needs_fp64() && !fp64 && op != Op::Arange {
         return false;
     }
     match op {
-        Op::Fill | Op::Arange => op.is_defined_for(dtype),
+        Op::Arange => op.is_defined_for(dtype),
         Op::Cast => true,
         Op::Matmul => MatmulKernel::new(e).is_some(),
         Op::Reduce(_) => op.is_defined_for(dtype),

@@ -27,3 +27,80 @@ pub mod reduce;
 pub use dialect::Dialect;
 pub use elem::{Elem, Real};
 pub use library::Library;
+
+#[cfg(test)]
+mod tests {
+    use super::elementwise::{Access, MapKernel, Variant};
+    use super::matmul::MatmulKernel;
+    use super::reduce::ReduceKernel;
+    use super::*;
+    use tensor_core::ReduceOp;
+
+    /// The kernel text after the dialect header (and the f64 part of OpenCL's).
+    fn body(source: &str, dialect: Dialect, fp64: bool) -> String {
+        source
+            .strip_prefix(&dialect.header(fp64))
+            .expect("every source starts with its dialect's header")
+            .to_string()
+    }
+
+    #[test]
+    fn opencl_and_cuda_kernels_differ_only_by_the_dialect_header() {
+        let map = MapKernel {
+            inputs: vec![Access::Value(Elem::BF16), Access::Value(Elem::BF16)],
+            output: Access::Value(Elem::BF16),
+            expression: expr::binary(tensor_core::BinaryOp::Pow, Elem::BF16).unwrap(),
+            variant: Variant::Strided,
+        };
+        let reduce = ReduceKernel {
+            op: ReduceOp::Mean,
+            input: Elem::C64,
+            wide_floats: true,
+        };
+        let matmul = MatmulKernel::new(Elem::F16).unwrap();
+        let sources = [
+            (
+                map.source(Dialect::OpenCl),
+                map.source(Dialect::Cuda),
+                false,
+            ),
+            (
+                reduce.source(Dialect::OpenCl).unwrap(),
+                reduce.source(Dialect::Cuda).unwrap(),
+                true,
+            ),
+            (
+                matmul.source(Dialect::OpenCl),
+                matmul.source(Dialect::Cuda),
+                false,
+            ),
+        ];
+        for (opencl, cuda, fp64) in sources {
+            assert_eq!(
+                body(&opencl, Dialect::OpenCl, fp64),
+                body(&cuda, Dialect::Cuda, fp64)
+            );
+        }
+        assert!(reduce.needs_fp64() && !map.needs_fp64());
+    }
+
+    #[test]
+    fn helpers_come_only_with_the_types_that_need_them() {
+        let ints = MapKernel {
+            inputs: vec![Access::Value(Elem::I32)],
+            output: Access::Value(Elem::I32),
+            expression: "x".into(),
+            variant: Variant::Flat,
+        }
+        .source(Dialect::OpenCl);
+        assert!(!ints.contains("cl_khr_fp64") && !ints.contains("#define CPLX"));
+        let complex = MapKernel {
+            inputs: vec![Access::Value(Elem::C128)],
+            output: Access::Value(Elem::C128),
+            expression: "x".into(),
+            variant: Variant::Flat,
+        }
+        .source(Dialect::OpenCl);
+        assert!(complex.contains("cl_khr_fp64") && complex.contains("#define CPLX c128"));
+    }
+}

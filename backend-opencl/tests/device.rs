@@ -1,0 +1,107 @@
+//! The OpenCL device beyond the conformance suite: views, caching of programs and buffers,
+//! errors, threads.
+
+use std::sync::Arc;
+
+use backend_opencl::OpenClDevice;
+use tensor_core::{DataType, Device, Error, ReduceOp, Tensor};
+
+fn device() -> Option<Arc<OpenClDevice>> {
+    tensor_core::conformance::device_or_skip("opencl", || {
+        OpenClDevice::first().map(|d| d as Arc<dyn Device>)
+    })?;
+    OpenClDevice::first().ok()
+}
+
+#[test]
+fn views_are_offsets_not_copies() {
+    let Some(cl) = device() else { return };
+    let d: Arc<dyn Device> = cl.clone();
+    let values: Vec<f32> = (0..24).map(|i| i as f32).collect();
+    let t = Tensor::from_slice(&values, [2, 3, 4], &d).unwrap();
+    let view = t.narrow(2, 1, 2).unwrap().sub_slice(1).unwrap();
+    assert!(view.shares_buffer_with(&t));
+    assert_eq!(
+        view.to_vec::<f32>().unwrap(),
+        vec![13.0, 14.0, 17.0, 18.0, 21.0, 22.0]
+    );
+    let doubled = view.add(&view).unwrap();
+    assert_eq!(
+        doubled.to_vec::<f32>().unwrap(),
+        vec![26.0, 28.0, 34.0, 36.0, 42.0, 44.0]
+    );
+    let col_sums = t.t().unwrap().sum(&[1], false).unwrap();
+    assert_eq!(col_sums.dims(), vec![4, 3]);
+    assert_eq!(col_sums.to_vec::<f32>().unwrap()[..3], [12.0, 20.0, 28.0]);
+}
+
+#[test]
+fn each_family_and_dtype_builds_one_program() {
+    let Some(cl) = device() else { return };
+    let d: Arc<dyn Device> = cl.clone();
+    let a = Tensor::from_slice(&[1i32, -2, 3], [3], &d).unwrap();
+    a.neg().unwrap();
+    let built = cl.programs_built();
+    // Another unary op of the same dtype, in both variants: the same program.
+    a.abs().unwrap().to_vec::<i32>().unwrap();
+    a.reshape([3, 1])
+        .unwrap()
+        .t()
+        .unwrap()
+        .t()
+        .unwrap()
+        .sign()
+        .unwrap();
+    assert_eq!(cl.programs_built(), built);
+    a.add(&a).unwrap();
+    assert_eq!(cl.programs_built(), built + 1);
+    a.reduce(ReduceOp::Max, &[0], false).unwrap();
+    a.reduce(ReduceOp::ArgMin, &[0], false).unwrap();
+    assert_eq!(cl.programs_built(), built + 2);
+}
+
+#[test]
+fn buffers_return_to_the_cache_and_oversized_requests_fail() {
+    let Some(cl) = device() else { return };
+    let d: Arc<dyn Device> = cl.clone();
+    let before = d.allocator().stats().bytes_in_use;
+    let t = Tensor::zeros([1000], DataType::Float, &d).unwrap();
+    assert_eq!(t.to_vec::<f32>().unwrap(), vec![0.0; 1000]);
+    drop(t);
+    assert_eq!(d.allocator().stats().bytes_in_use, before);
+    let err = d.allocate(usize::MAX / 2).unwrap_err();
+    assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
+}
+
+#[test]
+fn wrong_dtypes_and_foreign_buffers_are_errors() {
+    let Some(cl) = device() else { return };
+    let d: Arc<dyn Device> = cl.clone();
+    let f = Tensor::from_slice(&[1.0f32, 2.0], [2], &d).unwrap();
+    let i = Tensor::from_slice(&[1i32, 2], [2], &d).unwrap();
+    assert!(matches!(f.add(&i), Err(Error::DTypeMismatch { .. })));
+    let strings = Tensor::from_strings(&["a", "b"], [2], &d);
+    assert!(strings.is_err() || strings.unwrap().add(&f).is_err());
+}
+
+#[test]
+fn threads_share_one_device() {
+    let Some(cl) = device() else { return };
+    let d: Arc<dyn Device> = cl.clone();
+    let handles: Vec<_> = (0..4)
+        .map(|k| {
+            let d = d.clone();
+            std::thread::spawn(move || {
+                for round in 0..20 {
+                    let v: Vec<i64> = (0..257).map(|i| i * k + round).collect();
+                    let t = Tensor::from_slice(&v, [257], &d).unwrap();
+                    let sum = t.sum(&[0], false).unwrap().to_vec::<i64>().unwrap();
+                    assert_eq!(sum, vec![v.iter().sum::<i64>()]);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
