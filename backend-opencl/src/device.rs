@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 
 use kernels_c::elementwise::{self, MapKernel, Variant};
-use kernels_c::matmul::{MatmulKernel, TILE};
+use kernels_c::matmul::{MatmulKernel, THREADS, TILE};
 use kernels_c::reduce::{self, ReduceKernel, WORKGROUP};
 use kernels_c::{Dialect, Elem};
 use opencl3::command_queue::{CommandQueue, CL_BLOCKING};
@@ -565,11 +565,17 @@ impl Device for OpenClDevice {
                 Arg::I64(out.layout().offset() as i64),
             ];
             let global = [
-                plan.n.div_ceil(TILE) * TILE,
-                plan.m.div_ceil(TILE) * TILE,
+                plan.n.div_ceil(TILE) * THREADS,
+                plan.m.div_ceil(TILE) * THREADS,
                 chunk,
             ];
-            self.launch(&program, "matmul", &args, &global, Some(&[TILE, TILE, 1]))?;
+            self.launch(
+                &program,
+                "matmul",
+                &args,
+                &global,
+                Some(&[THREADS, THREADS, 1]),
+            )?;
         }
         Ok(())
     }

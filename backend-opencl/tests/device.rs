@@ -31,7 +31,13 @@ fn views_are_offsets_not_copies() {
         vec![26.0, 28.0, 34.0, 36.0, 42.0, 44.0]
     );
     // Column sums of the [4, 6] matrix, through its transpose: 4j + 36.
-    let col_sums = t.reshape([4, 6]).unwrap().t().unwrap().sum(&[1], false).unwrap();
+    let col_sums = t
+        .reshape([4, 6])
+        .unwrap()
+        .t()
+        .unwrap()
+        .sum(&[1], false)
+        .unwrap();
     let want: Vec<f32> = (0..6).map(|j| 4.0 * j as f32 + 36.0).collect();
     assert_eq!(col_sums.to_vec::<f32>().unwrap(), want);
 }

@@ -3,7 +3,7 @@
 //! work-group computes a `TILE x TILE` block of one output matrix; f16 and bf16 multiply and
 //! accumulate in f32, complex in its own type, integers wrap.
 //!
-//! The kernel is named `matmul`; work-group `(TILE, TILE, 1)`, groups
+//! The kernel is named `matmul`; work-group `(THREADS, THREADS, 1)`, groups
 //! `(ceil(n / TILE), ceil(m / TILE), batches)`. Arguments: `i64 m, n, k`, `GLOBAL const
 //! i64* geometry` (batch rank `r`, the `r` batch dims, then the `r` batch strides of `a`,
 //! of `b` and of the output), `i64 first_batch` (the batch of group 0 along dim 2), then
@@ -14,8 +14,12 @@ use tensor_core::plan::MatmulPlan;
 
 use crate::{Dialect, Elem, Library};
 
-/// The side of the square tiles (work-group `TILE x TILE`).
-pub const TILE: usize = 16;
+/// The side of the square output tile of one work-group.
+pub const TILE: usize = 64;
+
+/// The side of a work-group: `THREADS x THREADS` work-items, each computing
+/// `(TILE / THREADS)^2` outputs.
+pub const THREADS: usize = 16;
 
 /// A matmul kernel of one element type; the cache key of its program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,29 +80,43 @@ impl MatmulKernel {
                 value
             }
         };
-        let store = e.store(finish);
+        let store = e.store(&finish.replace("sum", "sum[i][j]"));
         let a_load = load("a[pa + row * a_rows + ak * a_cols]");
         let b_load = load("b[pb + bk * b_rows + col * b_cols]");
         let s = e.storage();
+        let loads = format!(
+            "        for (i64 q = 0; q < 4; q++) {{\n            \
+             const i64 e = flat + q * 256;\n            \
+             const i64 ar = e / KT, ac = e % KT;\n            \
+             const i64 row = row0 + ar, ak = t + ac;\n            \
+             a_tile[ar][ac] = (row < m && ak < k) ? {a_load} : ({acc}){zero};\n            \
+             const i64 br = e / TILE, bc = e % TILE;\n            \
+             const i64 bk = t + br, col = col0 + bc;\n            \
+             b_tile[br][bc] = (bk < k && col < n) ? {b_load} : ({acc}){zero};\n        }}\n"
+        );
         text += &format!(
             r#"
 #define TILE {TILE}
+#define KT 16
 
 FN {acc} mac({acc} sum, {acc} x, {acc} y) {{
     return {mac};
 }}
 
+// 16 x 16 work-items compute a TILE x TILE block of one output matrix, 4 x 4 each (rows
+// ly + 16 i, columns lx + 16 j), stepping k by KT with both operand tiles in local memory.
 KERNEL void matmul(const i64 m, const i64 n, const i64 k, GLOBAL const i64* geometry,
                    const i64 first_batch,
                    GLOBAL const {s}* a, const i64 a_offset, const i64 a_rows, const i64 a_cols,
                    GLOBAL const {s}* b, const i64 b_offset, const i64 b_rows, const i64 b_cols,
                    GLOBAL {s}* out, const i64 out_offset) {{
-    LOCAL {acc} a_tile[TILE][TILE];
-    LOCAL {acc} b_tile[TILE][TILE];
+    LOCAL {acc} a_tile[TILE][KT];
+    LOCAL {acc} b_tile[KT][TILE];
     const i64 lx = LOCAL_ID2(0);
     const i64 ly = LOCAL_ID2(1);
-    const i64 col = GROUP_ID(0) * TILE + lx;
-    const i64 row = GROUP_ID(1) * TILE + ly;
+    const i64 flat = ly * 16 + lx;
+    const i64 col0 = GROUP_ID(0) * TILE;
+    const i64 row0 = GROUP_ID(1) * TILE;
     // This group's matrices: the batch index unravelled over the batch dims.
     const i64 rank = geometry[0];
     i64 rest = first_batch + GROUP_ID(2);
@@ -110,20 +128,35 @@ KERNEL void matmul(const i64 m, const i64 n, const i64 k, GLOBAL const i64* geom
         pb += index * geometry[1 + 2 * rank + d];
         po += index * geometry[1 + 3 * rank + d];
     }}
-    {acc} sum = {zero};
-    for (i64 t = 0; t < k; t += TILE) {{
-        const i64 ak = t + lx;
-        const i64 bk = t + ly;
-        a_tile[ly][lx] = (row < m && ak < k) ? {a_load} : ({acc}){zero};
-        b_tile[ly][lx] = (bk < k && col < n) ? {b_load} : ({acc}){zero};
-        BARRIER();
-        for (i64 q = 0; q < TILE; q++) {{
-            sum = mac(sum, a_tile[ly][q], b_tile[q][lx]);
+    {acc} sum[4][4];
+    for (i64 i = 0; i < 4; i++) {{
+        for (i64 j = 0; j < 4; j++) {{
+            sum[i][j] = {zero};
+        }}
+    }}
+    for (i64 t = 0; t < k; t += KT) {{
+{loads}        BARRIER();
+        for (i64 q = 0; q < KT; q++) {{
+            {acc} x[4], y[4];
+            for (i64 i = 0; i < 4; i++) {{
+                x[i] = a_tile[ly + 16 * i][q];
+                y[i] = b_tile[q][lx + 16 * i];
+            }}
+            for (i64 i = 0; i < 4; i++) {{
+                for (i64 j = 0; j < 4; j++) {{
+                    sum[i][j] = mac(sum[i][j], x[i], y[j]);
+                }}
+            }}
         }}
         BARRIER();
     }}
-    if (row < m && col < n) {{
-        out[po + row * n + col] = {store};
+    for (i64 i = 0; i < 4; i++) {{
+        for (i64 j = 0; j < 4; j++) {{
+            const i64 row = row0 + ly + 16 * i, col = col0 + lx + 16 * j;
+            if (row < m && col < n) {{
+                out[po + row * n + col] = {store};
+            }}
+        }}
     }}
 }}
 "#
