@@ -1,5 +1,5 @@
 //! Finding OpenCL devices. Every call that creates or queries platform objects runs
-//! under [`DRIVER_LOCK`]: PoCL crashes when several threads create contexts at once.
+//! under one process-wide lock: PoCL crashes when several threads create contexts at once.
 
 use std::sync::{Mutex, MutexGuard};
 
