@@ -67,7 +67,10 @@ impl WgpuDevice {
             required_limits: adapter.limits(),
             ..Default::default()
         }))
-        .map_err(|e| Error::invalid(format!("opening wgpu adapter {index} failed: {e}")))?;
+        .map_err(|e| Error::Backend {
+            device: format!("wgpu:{index}"),
+            message: format!("opening the adapter failed: {e}"),
+        })?;
         let name = tensor_core::device::instance_name(&format!("wgpu:{index}"));
         // wgpu's default for a validation error nobody caught is a panic; polytensor checks
         // its inputs before encoding, so such an error is a bug to report, not to abort on.
@@ -248,12 +251,25 @@ impl WgpuDevice {
         key: &str,
         source: impl FnOnce() -> String,
     ) -> Result<Arc<wgpu::ComputePipeline>> {
-        self.pipelines.get(&self.device, key, source)
+        self.pipelines
+            .get(&self.device, key, source)
+            .map_err(|e| self.relabel(e))
     }
 
     /// The wgpu device's limits.
     pub(crate) fn limits(&self) -> wgpu::Limits {
         self.device.limits()
+    }
+
+    /// A driver failure reported by a helper, named after this device.
+    fn relabel(&self, error: Error) -> Error {
+        match error {
+            Error::Backend { message, .. } => Error::Backend {
+                device: self.name.clone(),
+                message,
+            },
+            other => other,
+        }
     }
 
     pub(crate) fn unsupported(&self, op: impl fmt::Display, dtype: DataType) -> Error {
@@ -488,13 +504,17 @@ impl Device for WgpuDevice {
             range.start as u64,
             dst,
         )
+        .map_err(|e| self.relabel(e))
     }
 
     fn synchronize(&self) -> Result<()> {
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map(|_| ())
-            .map_err(|e| Error::invalid(format!("waiting for {} failed: {e}", self.name)))
+            .map_err(|e| Error::Backend {
+                device: self.name.clone(),
+                message: format!("waiting for the device failed: {e}"),
+            })
     }
 
     fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {

@@ -108,6 +108,15 @@ pub fn upload(queue: &wgpu::Queue, target: &wgpu::Buffer, offset: u64, bytes: &[
     queue.submit([]);
 }
 
+/// A failure the driver reported, as `Error::Backend` (the device relabels it with its
+/// name).
+fn driver(message: String) -> Error {
+    Error::Backend {
+        device: "wgpu".into(),
+        message,
+    }
+}
+
 /// Read `dst.len()` bytes of `source` from byte `offset` into `dst`: a copy of the whole
 /// words around them into a mappable staging buffer, a wait for the queue (no busy loop:
 /// the driver blocks), then a map.
@@ -139,15 +148,15 @@ pub fn download(
     });
     device
         .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| Error::invalid(format!("waiting for the wgpu device failed: {e}")))?;
+        .map_err(|e| driver(format!("waiting for the wgpu device failed: {e}")))?;
     receiver
         .recv()
-        .map_err(|_| Error::invalid("the wgpu device dropped a read"))?
-        .map_err(|e| Error::invalid(format!("mapping a wgpu staging buffer failed: {e}")))?;
+        .map_err(|_| driver("the wgpu device dropped a read".into()))?
+        .map_err(|e| driver(format!("mapping a wgpu staging buffer failed: {e}")))?;
     {
         let view = staging
             .get_mapped_range(..)
-            .map_err(|e| Error::invalid(format!("reading a wgpu staging buffer failed: {e}")))?;
+            .map_err(|e| driver(format!("reading a wgpu staging buffer failed: {e}")))?;
         dst.copy_from_slice(&view[skip as usize..skip as usize + dst.len()]);
     }
     staging.unmap();

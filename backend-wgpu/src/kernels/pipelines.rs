@@ -40,9 +40,10 @@ impl Pipelines {
             }),
         );
         if let Some(error) = pollster::block_on(scope.pop()) {
-            return Err(Error::invalid(format!(
-                "the wgpu kernel {key} did not compile: {error}"
-            )));
+            return Err(Error::Backend {
+                device: "wgpu".into(),
+                message: format!("the wgpu kernel {key} did not compile: {error}"),
+            });
         }
         cache.insert(key.to_string(), pipeline.clone());
         Ok(pipeline)
