@@ -31,8 +31,11 @@ use crate::programs::{Compiled, Programs};
 /// The bytes of freed buffers an OpenCL device keeps for reuse by default.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
 
-/// The most work-items an elementwise launch starts; each loops over the rest.
-const MAX_MAP_ITEMS: usize = 1 << 18;
+/// The most work-items an elementwise launch starts; each loops over the rest. Large:
+/// PoCL runs one element per work-item five times faster than a loop per work-item (it
+/// vectorises across work-items, not across a work-item's loop), measured on `a + b` of
+/// 16M f32.
+const MAX_MAP_ITEMS: usize = 1 << 30;
 
 /// The work-group size of elementwise and serial-reduction launches. Always given, never
 /// left to the runtime: PoCL compiles a kernel once per work-group size it runs with, and
