@@ -150,6 +150,57 @@ fn write(path: &PathBuf, text: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// The `[features]` table of a Cargo manifest, as `name = [values]` lines.
+    fn features(manifest: &str) -> Vec<(String, String)> {
+        manifest
+            .split("[features]")
+            .nth(1)
+            .expect("a [features] table")
+            .lines()
+            .skip(1)
+            .take_while(|line| !line.starts_with('['))
+            .filter_map(|line| line.split_once('='))
+            .map(|(name, value)| (name.trim().to_string(), value.trim().to_string()))
+            .collect()
+    }
+
+    /// Every backend feature of the facade has a feature of the same name here that turns
+    /// it on, in the default set, so `cargo xtask conformance` runs every backend; and
+    /// every backend compiled in has an entry in `devices()` (present, or absent with why).
+    #[test]
+    fn every_backend_of_the_facade_reaches_the_conformance_task() {
+        let facade = features(include_str!("../../Cargo.toml"));
+        let xtask = features(include_str!("../Cargo.toml"));
+        let defaults = &xtask
+            .iter()
+            .find(|(n, _)| n == "default")
+            .expect("defaults")
+            .1;
+        for (name, value) in facade.iter().filter(|(_, v)| v.contains("dep:backend-")) {
+            let own = xtask.iter().find(|(n, _)| n == name);
+            assert!(
+                own.is_some_and(|(_, v)| v.contains(&format!("polytensor/{name}"))),
+                "the facade's backend feature {name} ({value}) has no xtask feature turning it on"
+            );
+            assert!(
+                defaults.contains(&format!("\"{name}\"")),
+                "xtask's default features miss the backend {name}"
+            );
+        }
+        let kinds: Vec<&str> = polytensor::devices()
+            .iter()
+            .map(|e| e.kind.name())
+            .collect();
+        for name in ["cpu", "opencl", "wgpu"] {
+            let compiled = match name {
+                "cpu" => cfg!(feature = "cpu"),
+                "opencl" => cfg!(feature = "opencl"),
+                _ => cfg!(feature = "wgpu"),
+            };
+            assert_eq!(kinds.contains(&name), compiled, "{name} in {kinds:?}");
+        }
+    }
+
     fn args(text: &str) -> Vec<String> {
         text.split_whitespace().map(String::from).collect()
     }
