@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 
 use kernels_c::elementwise::{self, MapKernel, Variant};
 use kernels_c::matmul::{MatmulKernel, THREADS, TILE};
-use kernels_c::reduce::{self, ReduceKernel, WORKGROUP};
+use kernels_c::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
 use kernels_c::{Dialect, Elem};
 use opencl3::command_queue::{CommandQueue, CL_BLOCKING};
 use opencl3::context::Context;
@@ -41,6 +41,24 @@ const MAX_MAP_ITEMS: usize = 1 << 30;
 /// left to the runtime: PoCL compiles a kernel once per work-group size it runs with, and
 /// its own choice follows the element count.
 const MAP_GROUP: usize = 64;
+
+/// How many work-groups each output of a reduction is split across: enough that about
+/// [`SPLIT_GROUPS`] work-groups run when there are few outputs, each folding at least
+/// [`SPLIT_MIN`] elements; 1 (no split) when the outputs alone fill the device.
+fn split_parts(outputs: usize, count: usize) -> usize {
+    if outputs >= SPLIT_GROUPS {
+        return 1;
+    }
+    (SPLIT_GROUPS / outputs.max(1))
+        .min(count / SPLIT_MIN)
+        .max(1)
+}
+
+/// The work-groups a split reduction aims for.
+const SPLIT_GROUPS: usize = 64;
+
+/// The fewest elements one work-group of a split reduction folds.
+const SPLIT_MIN: usize = 4096;
 
 /// The global size of a launch over `count` items: at most [`MAX_MAP_ITEMS`], a whole
 /// number of [`MAP_GROUP`]s (kernels loop over `count` with the global size as stride).
@@ -205,7 +223,7 @@ impl OpenClDevice {
                     .ok_or_else(|| self.unsupported("reduce", dtype))?;
                 let names = members
                     .iter()
-                    .flat_map(|k| [k.kernel_name(false), k.kernel_name(true)])
+                    .flat_map(|k| Stage::ALL.map(|stage| k.kernel_name(stage)))
                     .collect();
                 (text, names)
             }
@@ -632,8 +650,9 @@ impl Device for OpenClDevice {
             Arg::Mem(target),
             Arg::I64(out.layout().offset() as i64),
         ];
+        let parts = split_parts(outputs, count);
         if count < WORKGROUP {
-            let name = kernel.kernel_name(false);
+            let name = kernel.kernel_name(Stage::Serial);
             self.launch(
                 &program,
                 &name,
@@ -641,11 +660,43 @@ impl Device for OpenClDevice {
                 &[map_global(outputs)],
                 Some(&[MAP_GROUP]),
             )
+        } else if parts > 1 {
+            // Few outputs, each long: split each across `parts` work-groups, then gather.
+            let partials = self.allocate(outputs * parts * PARTIAL_BYTES)?;
+            let partials = partials
+                .downcast_ref::<ClBuffer>()
+                .expect("this device allocates ClBuffers")
+                .mem();
+            let mut split = args[..5].to_vec();
+            split.extend([Arg::Mem(partials), Arg::I64(parts as i64)]);
+            let groups = (outputs * parts).min(1 << 16);
+            self.launch(
+                &program,
+                &kernel.kernel_name(Stage::Split),
+                &split,
+                &[groups * WORKGROUP],
+                Some(&[WORKGROUP]),
+            )?;
+            let gather = [
+                Arg::I64(outputs as i64),
+                Arg::I64(count as i64),
+                Arg::Mem(partials),
+                Arg::I64(parts as i64),
+                Arg::Mem(target),
+                Arg::I64(out.layout().offset() as i64),
+            ];
+            self.launch(
+                &program,
+                &kernel.kernel_name(Stage::Gather),
+                &gather,
+                &[map_global(outputs)],
+                Some(&[MAP_GROUP]),
+            )
         } else {
             let groups = outputs.min(1 << 16);
             self.launch(
                 &program,
-                &kernel.kernel_name(true),
+                &kernel.kernel_name(Stage::Tree),
                 &args,
                 &[groups * WORKGROUP],
                 Some(&[WORKGROUP]),

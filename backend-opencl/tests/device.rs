@@ -112,3 +112,32 @@ fn threads_share_one_device() {
         h.join().unwrap();
     }
 }
+
+#[test]
+fn long_reductions_split_across_work_groups() {
+    let Some(cl) = device() else { return };
+    let d: Arc<dyn Device> = cl.clone();
+    let start = d.allocator().stats().bytes_in_use;
+    // 2 outputs of 100_000 elements: each split across work-groups, then gathered.
+    let n = 100_000;
+    let mut values: Vec<i32> = (0..2 * n as i32).map(|i| (i * 7919) % 1000 - 500).collect();
+    values[n + 77_777] = 10_000;
+    let x = Tensor::from_slice(&values, [2, n], &d).unwrap();
+    let sums: Vec<i32> = values.chunks(n).map(|c| c.iter().sum()).collect();
+    assert_eq!(x.sum(&[1], false).unwrap().to_vec::<i32>().unwrap(), sums);
+    let first_max = values[..n]
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, v)| (**v, -(*i as i64)))
+        .unwrap()
+        .0 as i64;
+    let arg = x.reduce(ReduceOp::ArgMax, &[1], false).unwrap();
+    assert_eq!(arg.to_vec::<i64>().unwrap(), vec![first_max, 77_777]);
+    // Means of i64 sum exactly beyond the dtype, across the split.
+    let big = Tensor::from_slice(&vec![i64::MAX; 50_000], [50_000], &d).unwrap();
+    let mean = big.reduce(ReduceOp::Mean, &[0], false).unwrap();
+    assert_eq!(mean.to_vec::<i64>().unwrap(), vec![i64::MAX]);
+    // The scratch partials went back to the cache, as the tensors do.
+    drop((x, arg, big, mean));
+    assert_eq!(d.allocator().stats().bytes_in_use, start);
+}

@@ -11,9 +11,14 @@
 //!   `GROUP_ID, GROUP_ID + NUM_GROUPS, ...`), each work-item striding over the reduced
 //!   elements, then a tree in local memory; for long reductions;
 //! - `<op>_serial`: one work-item per output (`GLOBAL_ID, GLOBAL_ID + GLOBAL_SIZE,
-//!   ...`); for short ones.
+//!   ...`); for short ones;
+//! - `<op>_split` and `<op>_gather`: long reductions into few outputs, each output split
+//!   into `parts` work-groups writing partial accumulators (arguments: as above up to the
+//!   input offset, then the partials buffer and `i64 parts`), then one work-item per
+//!   output combining its partials (arguments: `i64 outputs`, `i64 count`, the partials,
+//!   `i64 parts`, the output buffer and its offset).
 //!
-//! Arguments: `i64 outputs`, `i64 count` (elements per output), `GLOBAL const i64*
+//! Arguments of the serial and tree kernels: `i64 outputs`, `i64 count` (elements per output), `GLOBAL const i64*
 //! geometry` (kept rank `r`, reduced rank `s`, the `r` kept dims, their `r` strides, the
 //! `s` reduced dims, their `s` strides), the input buffer and its `i64` offset, the output
 //! buffer and its `i64` offset.
@@ -23,8 +28,32 @@ use tensor_core::ReduceOp;
 
 use crate::{Dialect, Elem, Library, Real};
 
-/// Work-items per work-group of `reduce_tree` (a power of two).
+/// Work-items per work-group of the tree kernels (a power of two).
 pub const WORKGROUP: usize = 64;
+
+/// The most bytes one partial accumulator of `<op>_split` takes (the largest `acc`: a
+/// 128-bit integer sum, a complex128, or an f64 value with its i64 index): the scratch
+/// buffer between split and gather holds `outputs * parts` of them.
+pub const PARTIAL_BYTES: usize = 16;
+
+/// The kernels of one reduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// One work-item per output (short reductions).
+    Serial,
+    /// One work-group per output, a tree in local memory (long reductions, many outputs).
+    Tree,
+    /// `parts` work-groups per output, each writing a partial accumulator (long
+    /// reductions into few outputs); followed by [`Stage::Gather`].
+    Split,
+    /// One work-item per output combining its partials in order, then finishing.
+    Gather,
+}
+
+impl Stage {
+    /// Every stage: the kernels a reduction's program holds.
+    pub const ALL: [Stage; 4] = [Stage::Serial, Stage::Tree, Stage::Split, Stage::Gather];
+}
 
 /// A reduction kernel. Equal kernels have equal text: the cache key of the program.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -207,13 +236,16 @@ impl ReduceKernel {
         program(dialect, std::slice::from_ref(self))
     }
 
-    /// The name of one of this reduction's kernels: `<op>_serial` or `<op>_tree`.
-    pub fn kernel_name(&self, tree: bool) -> String {
-        format!(
-            "{}_{}",
-            self.op.name(),
-            if tree { "tree" } else { "serial" }
-        )
+    /// The name of one of this reduction's kernels: `<op>_serial`, `<op>_tree`,
+    /// `<op>_split` or `<op>_gather`.
+    pub fn kernel_name(&self, stage: Stage) -> String {
+        let stage = match stage {
+            Stage::Serial => "serial",
+            Stage::Tree => "tree",
+            Stage::Split => "split",
+            Stage::Gather => "gather",
+        };
+        format!("{}_{stage}", self.op.name())
     }
 
     /// The reduction's own text (its accumulator renamed after the op by the
@@ -230,7 +262,15 @@ impl ReduceKernel {
         let load = input.load("input[p]");
         let store = self.output().store("finish(a, count)");
         let store_tree = self.output().store("finish(partial[0], count)");
-        let (serial, tree) = (self.kernel_name(false), self.kernel_name(true));
+        let (serial, tree) = (
+            self.kernel_name(Stage::Serial),
+            self.kernel_name(Stage::Tree),
+        );
+        let (split, gather) = (
+            self.kernel_name(Stage::Split),
+            self.kernel_name(Stage::Gather),
+        );
+        let store_gather = self.output().store("finish(a, count)");
         text += &format!(
             r#"
 KERNEL void {serial}(const i64 outputs, const i64 count, GLOBAL const i64* geometry,
@@ -287,6 +327,54 @@ KERNEL void {tree}(const i64 outputs, const i64 count, GLOBAL const i64* geometr
             out[out_offset + o] = {store_tree};
         }}
         BARRIER();
+    }}
+}}
+
+KERNEL void {split}(const i64 outputs, const i64 count, GLOBAL const i64* geometry,
+                         GLOBAL const {s}* input, const i64 offset,
+                         GLOBAL acc* partials, const i64 parts) {{
+    LOCAL acc partial[WG];
+    const i64 kept_rank = geometry[0];
+    const i64 reduced_rank = geometry[1];
+    GLOBAL const i64* kept = geometry + 2;
+    GLOBAL const i64* reduced = kept + 2 * kept_rank;
+    const i64 lane = LOCAL_ID;
+    const i64 chunk = (count + parts - 1) / parts;
+    for (i64 g = GROUP_ID(0); g < outputs * parts; g += NUM_GROUPS(0)) {{
+        const i64 o = g / parts;
+        const i64 start = (g % parts) * chunk;
+        const i64 end = start + chunk < count ? start + chunk : count;
+        const i64 base = offset + position(o, kept, kept + kept_rank, kept_rank);
+        acc a = identity();
+        for (i64 j = start + lane; j < end; j += WG) {{
+            const i64 p = base + (reduced_rank == 1
+                ? j * reduced[1]
+                : position(j, reduced, reduced + reduced_rank, reduced_rank));
+            a = combine(a, lift({load}, j));
+        }}
+        partial[lane] = a;
+        BARRIER();
+        for (i64 step = WG / 2; step > 0; step >>= 1) {{
+            if (lane < step) {{
+                partial[lane] = combine(partial[lane], partial[lane + step]);
+            }}
+            BARRIER();
+        }}
+        if (lane == 0) {{
+            partials[g] = partial[0];
+        }}
+        BARRIER();
+    }}
+}}
+
+KERNEL void {gather}(const i64 outputs, const i64 count, GLOBAL const acc* partials,
+                          const i64 parts, GLOBAL {os}* out, const i64 out_offset) {{
+    for (i64 o = GLOBAL_ID; o < outputs; o += GLOBAL_SIZE) {{
+        acc a = identity();
+        for (i64 q = 0; q < parts; q++) {{
+            a = combine(a, partials[o * parts + q]);
+        }}
+        out[out_offset + o] = {store_gather};
     }}
 }}
 "#,
