@@ -33,6 +33,8 @@ pub struct WgpuDevice {
     shader_f64: bool,
     /// Whether kernels may compute in i64 and u64 (the device has SHADER_INT64).
     shader_int64: bool,
+    /// Asynchronous errors the driver reported since the last synchronising call.
+    failures: Arc<std::sync::Mutex<Vec<String>>>,
     me: Weak<WgpuDevice>,
 }
 
@@ -72,11 +74,16 @@ impl WgpuDevice {
             message: format!("opening the adapter failed: {e}"),
         })?;
         let name = tensor_core::device::instance_name(&format!("wgpu:{index}"));
-        // wgpu's default for a validation error nobody caught is a panic; polytensor checks
-        // its inputs before encoding, so such an error is a bug to report, not to abort on.
-        let reporter = name.clone();
+        // wgpu's default for an error nobody caught (validation, out of memory, a lost
+        // device) is a panic. Such errors arrive asynchronously: they are stored, and the
+        // next `synchronize` or `copy_to_host` returns them as `Err`.
+        let failures = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let store = failures.clone();
         device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
-            eprintln!("polytensor {reporter}: uncaught wgpu error: {error}");
+            store
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(error.to_string());
         }));
         let buffers = BufferAllocator::new(name.clone(), device.clone());
         Ok(Arc::new_cyclic(|me| WgpuDevice {
@@ -88,6 +95,7 @@ impl WgpuDevice {
             queue,
             allocator: Arc::new(CachingAllocator::new(buffers, DEFAULT_CACHE_BYTES)),
             pipelines: Pipelines::default(),
+            failures,
             me: me.clone(),
         }))
     }
@@ -259,6 +267,20 @@ impl WgpuDevice {
     /// The wgpu device's limits.
     pub(crate) fn limits(&self) -> wgpu::Limits {
         self.device.limits()
+    }
+
+    /// `Err` with the asynchronous errors reported since the last call (which it clears),
+    /// or `Ok`.
+    fn take_failures(&self) -> Result<()> {
+        let failures =
+            std::mem::take(&mut *self.failures.lock().unwrap_or_else(|e| e.into_inner()));
+        if failures.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Backend {
+            device: self.name.clone(),
+            message: format!("the device reported: {}", failures.join("; ")),
+        })
     }
 
     /// A driver failure reported by a helper, named after this device.
@@ -504,17 +526,18 @@ impl Device for WgpuDevice {
             range.start as u64,
             dst,
         )
-        .map_err(|e| self.relabel(e))
+        .map_err(|e| self.relabel(e))?;
+        self.take_failures()
     }
 
     fn synchronize(&self) -> Result<()> {
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
-            .map(|_| ())
             .map_err(|e| Error::Backend {
                 device: self.name.clone(),
                 message: format!("waiting for the device failed: {e}"),
-            })
+            })?;
+        self.take_failures()
     }
 
     fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
@@ -680,6 +703,25 @@ mod tests {
         let z = Tensor::from_slice(&[2i32, 2, 0], [3], &device).unwrap();
         assert_eq!(q.div(&z).unwrap().to_vec::<i32>().unwrap(), vec![3, -3, -1]);
         assert_eq!(q.rem(&z).unwrap().to_vec::<i32>().unwrap(), vec![1, -1, 5]);
+    }
+
+    #[test]
+    fn asynchronous_driver_errors_are_returned_by_the_next_wait() {
+        let Ok(device) = WgpuDevice::open(0) else {
+            eprintln!("skipped: no wgpu adapter");
+            return;
+        };
+        let buffer = device.allocate(16).unwrap();
+        // A write past the buffer's end: wgpu reports it to the uncaptured-error handler.
+        device
+            .queue
+            .write_buffer(wgpu_buffer(&buffer), 64, &[0u8; 16]);
+        device.queue.submit([]);
+        let err = device.synchronize().unwrap_err();
+        assert!(matches!(err, Error::Backend { .. }), "{err}");
+        assert!(err.to_string().contains(device.name()), "{err}");
+        // Returned once, then cleared.
+        device.synchronize().unwrap();
     }
 
     #[test]
