@@ -140,6 +140,9 @@ unsafe impl TensorBuffer for ClBuffer {
     fn device(&self) -> &Arc<dyn Device> {
         &self.device
     }
+    fn device_address(&self) -> Option<usize> {
+        Some(self.mem() as usize)
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }

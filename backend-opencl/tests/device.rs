@@ -43,6 +43,20 @@ fn views_are_offsets_not_copies() {
 }
 
 #[test]
+fn buffers_name_their_cl_mem() {
+    let Some(cl) = device() else { return };
+    let d: Arc<dyn Device> = cl.clone();
+    let t = Tensor::zeros([4], DataType::Float, &d).unwrap();
+    let buffer = t.buffer();
+    let mem = buffer
+        .downcast_ref::<backend_opencl::ClBuffer>()
+        .unwrap()
+        .mem();
+    assert_eq!(buffer.device_address(), Some(mem as usize));
+    assert!(buffer.host_ptr().is_none());
+}
+
+#[test]
 fn each_family_and_dtype_builds_one_program() {
     let Some(cl) = device() else { return };
     let d: Arc<dyn Device> = cl.clone();

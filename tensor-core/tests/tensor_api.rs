@@ -581,3 +581,16 @@ fn operator_and_op_errors_are_results() {
         &shape
     );
 }
+
+/// Host memory names itself by its host pointer, for DLPack's `data`.
+#[test]
+fn host_buffers_give_their_pointer_as_device_address() {
+    let cpu = backend_cpu::CpuDevice::shared();
+    let t = Tensor::from_slice(&[1.0f32; 32], [32], &cpu).unwrap();
+    let buffer = t.buffer();
+    assert_eq!(
+        buffer.device_address(),
+        buffer.host_ptr().map(|p| p as usize)
+    );
+    assert!(buffer.device_address().is_some());
+}

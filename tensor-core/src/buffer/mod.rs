@@ -38,6 +38,14 @@ pub unsafe trait TensorBuffer: Send + Sync + fmt::Debug + 'static {
         None
     }
 
+    /// The memory as its device's own API names it: the host pointer of host memory, a
+    /// `cl_mem` handle, a CUDA device pointer; `None` where the device has no handle to
+    /// give out (wgpu). With a view's byte offset, this is what DLPack's `DLTensor::data`
+    /// and `byte_offset` carry for the buffer's device type.
+    fn device_address(&self) -> Option<usize> {
+        self.host_ptr().map(|p| p as usize)
+    }
+
     /// The buffer as `Any`, to downcast to the backend's own type.
     fn as_any(&self) -> &dyn Any;
 
