@@ -1,21 +1,20 @@
 //! [`WgpuDevice`]: one wgpu adapter as a polytensor [`Device`].
 
-use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use tensor_core::alloc::CachedBlock;
-use tensor_core::layout::contiguous_strides;
 use tensor_core::{
     Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Error, Op,
     OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
 };
 
+use crate::buffer::{storage, wgpu_buffer, WgpuBuffer};
 use crate::kernels::storage::Storage;
-use crate::kernels::Pipelines;
-use crate::kernels::{complex, elementwise};
+use crate::kernels::{elementwise, Pipelines};
+use crate::launch::Operand;
 use crate::memory::{self, BufferAllocator};
 use crate::ops;
+use crate::table::{kernel_for, Kernel};
 
 /// The bytes of freed storage buffers a wgpu device keeps for reuse by default.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
@@ -23,19 +22,19 @@ pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
 /// A wgpu adapter opened as a device with the adapter's own limits and its f16/f64
 /// shader features, storage buffers from a [`CachingAllocator`], and WGSL kernels.
 pub struct WgpuDevice {
-    name: String,
-    info: wgpu::AdapterInfo,
-    device: wgpu::Device,
-    queue: wgpu::Queue,
-    allocator: Arc<CachingAllocator<BufferAllocator>>,
-    pipelines: Pipelines,
+    pub(crate) name: String,
+    pub(crate) info: wgpu::AdapterInfo,
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) allocator: Arc<CachingAllocator<BufferAllocator>>,
+    pub(crate) pipelines: Pipelines,
     /// Whether kernels may compute in f64 (the device has SHADER_F64).
-    shader_f64: bool,
+    pub(crate) shader_f64: bool,
     /// Whether kernels may compute in i64 and u64 (the device has SHADER_INT64).
-    shader_int64: bool,
+    pub(crate) shader_int64: bool,
     /// Asynchronous errors the driver reported since the last synchronising call.
-    failures: Arc<std::sync::Mutex<Vec<String>>>,
-    me: Weak<WgpuDevice>,
+    pub(crate) failures: Arc<std::sync::Mutex<Vec<String>>>,
+    pub(crate) me: Weak<WgpuDevice>,
 }
 
 impl fmt::Debug for WgpuDevice {
@@ -111,164 +110,6 @@ impl WgpuDevice {
             .expect("a WgpuDevice is only reachable through its Arc")
     }
 
-    /// Run `pipeline` on `groups` workgroups with `bindings` (in binding order) after
-    /// the geometry words.
-    pub(crate) fn dispatch(
-        &self,
-        pipeline: &wgpu::ComputePipeline,
-        geometry: &[u32],
-        bindings: &[&wgpu::Buffer],
-        groups: [u32; 3],
-    ) {
-        use wgpu::util::DeviceExt;
-        let geometry = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("polytensor geometry"),
-                contents: &geometry
-                    .iter()
-                    .flat_map(|w| w.to_le_bytes())
-                    .collect::<Vec<u8>>(),
-                usage: wgpu::BufferUsages::STORAGE,
-            });
-        let entries: Vec<wgpu::BindGroupEntry<'_>> = std::iter::once(&geometry)
-            .chain(bindings.iter().copied())
-            .enumerate()
-            .map(|(i, buffer)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: buffer.as_entire_binding(),
-            })
-            .collect();
-        let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
-        let mut encoder = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, &group, &[]);
-            pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
-        }
-        self.queue.submit([encoder.finish()]);
-    }
-
-    /// `out[i] = kernel(inputs[..][i])` for inputs of the output's shape (already
-    /// broadcast).
-    fn map(
-        &self,
-        kernel: &Kernel,
-        inputs: &[&TensorView<'_>],
-        out: &mut OutView<'_>,
-    ) -> Result<()> {
-        let lo = out.layout();
-        if let Some(bad) = inputs.iter().find(|x| x.layout().shape() != lo.shape()) {
-            return Err(Error::shape(
-                "map",
-                format!(
-                    "operand of shape {} for an output of shape {}",
-                    bad.layout().shape(),
-                    lo.shape()
-                ),
-            ));
-        }
-        let operands = inputs
-            .iter()
-            .map(|x| {
-                Ok(Operand {
-                    buffer: storage(x)?,
-                    storage: (kernel.storage)(x.dtype())
-                        .ok_or_else(|| self.unsupported(&kernel.key, x.dtype()))?,
-                    offset: x.layout().offset(),
-                    strides: x.layout().strides(),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let output = (kernel.storage)(out.dtype())
-            .ok_or_else(|| self.unsupported(&kernel.key, out.dtype()))?;
-        self.run_map(&kernel.key, &operands, output, out, &kernel.expression)
-    }
-
-    /// [`WgpuDevice::map`] on operands already checked against the output's shape.
-    fn run_map(
-        &self,
-        key: &str,
-        operands: &[Operand<'_>],
-        output: Storage,
-        out: &mut OutView<'_>,
-        expression: &str,
-    ) -> Result<()> {
-        let lo = out.layout();
-        let target = output_buffer(out)?;
-        let offsets: Vec<usize> = operands.iter().map(|x| x.offset).collect();
-        let strides: Vec<&[isize]> = operands.iter().map(|x| x.strides).collect();
-        let (geometry, flat) = elementwise::geometry(&lo.shape().dims(), &offsets, &strides);
-        let inputs: Vec<Storage> = operands.iter().map(|x| x.storage).collect();
-        let variant = if flat { "flat" } else { "strided" };
-        let pipeline = self.pipeline(&format!("{key}.{variant}"), || {
-            elementwise::map_source(&inputs, output, expression, flat)
-        })?;
-        let mut buffers: Vec<&wgpu::Buffer> = operands.iter().map(|x| x.buffer).collect();
-        buffers.push(target);
-        let invocations = lo.num_elements().div_ceil(output.lanes());
-        let groups = self.workgroups(invocations.div_ceil(elementwise::WORKGROUP as usize));
-        self.dispatch(&pipeline, &geometry, &buffers, groups);
-        Ok(())
-    }
-
-    /// Run `kernel` on the buffer that receives `out`'s elements as words of their value
-    /// type: `out`'s own buffer for word dtypes; for packed ones (f16, bf16, 8- and 16-bit
-    /// ints) a scratch buffer, narrowed into `out` afterwards, so that no two invocations
-    /// write one word.
-    pub(crate) fn through_words(
-        &self,
-        out: &mut OutView<'_>,
-        kernel: impl FnOnce(&wgpu::Buffer) -> Result<()>,
-    ) -> Result<()> {
-        let Some(packed @ Storage::Packed(packing)) = Storage::of(out.dtype()) else {
-            return kernel(output_buffer(out)?);
-        };
-        let scratch = self.allocate(out.layout().num_elements() * memory::WORD as usize)?;
-        let buffer = wgpu_buffer(&scratch);
-        kernel(buffer)?;
-        let strides = contiguous_strides(out.layout().shape());
-        let words = Operand {
-            buffer,
-            storage: Storage::Word(packing.value_type()),
-            offset: 0,
-            strides: &strides,
-        };
-        let key = format!("narrow.{}", out.dtype());
-        self.run_map(&key, &[words], packed, out, "x")
-    }
-
-    /// `count` workgroups (at least one) laid out as `[x, y, 1]` within the per-dimension
-    /// limit; a kernel numbers them `x + y * groups.x`.
-    pub(crate) fn workgroups(&self, count: usize) -> [u32; 3] {
-        let limit = self.device.limits().max_compute_workgroups_per_dimension;
-        let (x, y) = elementwise::workgroups(count, limit);
-        [x, y, 1]
-    }
-
-    /// The pipeline cached as `key`, compiled from `source()` on first use.
-    pub(crate) fn pipeline(
-        &self,
-        key: &str,
-        source: impl FnOnce() -> String,
-    ) -> Result<Arc<wgpu::ComputePipeline>> {
-        self.pipelines
-            .get(&self.device, key, source)
-            .map_err(|e| self.relabel(e))
-    }
-
-    /// The wgpu device's limits.
-    pub(crate) fn limits(&self) -> wgpu::Limits {
-        self.device.limits()
-    }
-
     /// `Err` with the asynchronous errors reported since the last call (which it clears),
     /// or `Ok`.
     fn take_failures(&self) -> Result<()> {
@@ -284,7 +125,7 @@ impl WgpuDevice {
     }
 
     /// A driver failure reported by a helper, named after this device.
-    fn relabel(&self, error: Error) -> Error {
+    pub(crate) fn relabel(&self, error: Error) -> Error {
         match error {
             Error::Backend { message, .. } => Error::Backend {
                 device: self.name.clone(),
@@ -301,133 +142,6 @@ impl WgpuDevice {
             device: self.name.clone(),
         }
     }
-}
-
-/// One kernel input: a buffer and the offset and strides (in elements) it is read with.
-struct Operand<'a> {
-    buffer: &'a wgpu::Buffer,
-    storage: Storage,
-    offset: usize,
-    strides: &'a [isize],
-}
-
-/// An elementwise kernel: its pipeline's cache key, its WGSL expression over `x`, `y`,
-/// `z`, and how its operands and output are stored.
-struct Kernel {
-    key: String,
-    expression: String,
-    storage: fn(DataType) -> Option<Storage>,
-}
-
-/// The kernel that runs `op` on `dtype`, or `None` where this backend has none: the
-/// single source of `supports` and the elementwise kernels.
-fn kernel_for(op: Op, dtype: DataType) -> Option<Kernel> {
-    if !op.is_defined_for(dtype) {
-        return None;
-    }
-    let key = format!("{op}.{dtype}");
-    let raw = |expression: &str| Kernel {
-        key: key.clone(),
-        expression: expression.into(),
-        storage: Storage::raw,
-    };
-    // Moves of any fixed-size dtype, on its raw bits.
-    match op {
-        Op::Where => return Storage::raw(dtype).map(|_| raw("select(z, y, x != 0u)")),
-        Op::Copy | Op::Fill => return Storage::raw(dtype).map(|_| raw("x")),
-        _ => {}
-    }
-    let t = Storage::of(dtype)?.value_type();
-    let expression = match op {
-        Op::Binary(op) if dtype.is_complex() => complex::binary_expression(op)?,
-        Op::Unary(op) if dtype.is_complex() => complex::unary_expression(op, t)?,
-        Op::Binary(op) if op.is_comparison() => elementwise::compare_expression(op, t)?,
-        Op::Binary(op) if dtype == DataType::Bool => elementwise::logical_expression(op)?.into(),
-        Op::Unary(UnaryOp::Not) if dtype == DataType::Bool => "1u - x".into(),
-        _ if dtype == DataType::Bool => return None,
-        Op::Binary(op) => elementwise::binary_expression(op, t)?,
-        Op::Unary(op) => elementwise::unary_expression(op, t)?,
-        _ => return None,
-    };
-    Some(Kernel {
-        key,
-        expression,
-        storage: Storage::of,
-    })
-}
-
-/// The wgpu buffer of a buffer this backend allocated.
-pub(crate) fn wgpu_buffer(buffer: &Arc<dyn TensorBuffer>) -> &wgpu::Buffer {
-    buffer
-        .downcast_ref::<WgpuBuffer>()
-        .expect("a WgpuDevice allocates WgpuBuffers")
-        .buffer()
-}
-
-/// A storage buffer of a [`WgpuDevice`], returned to its cache on drop.
-pub struct WgpuBuffer {
-    block: Option<CachedBlock<wgpu::Buffer>>,
-    allocator: Arc<CachingAllocator<BufferAllocator>>,
-    device: Arc<dyn Device>,
-}
-
-impl WgpuBuffer {
-    /// The wgpu buffer.
-    pub fn buffer(&self) -> &wgpu::Buffer {
-        self.block
-            .as_ref()
-            .expect("a WgpuBuffer holds its block until drop")
-            .inner()
-    }
-}
-
-impl fmt::Debug for WgpuBuffer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WgpuBuffer")
-            .field("len_bytes", &self.len_bytes())
-            .field("device", &self.device.name())
-            .finish()
-    }
-}
-
-// SAFETY: `len_bytes` is the bytes asked for, within the wgpu buffer's size; there is no
-// host pointer.
-unsafe impl TensorBuffer for WgpuBuffer {
-    fn len_bytes(&self) -> usize {
-        self.block.as_ref().map_or(0, |b| b.requested())
-    }
-    fn device(&self) -> &Arc<dyn Device> {
-        &self.device
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-impl Drop for WgpuBuffer {
-    fn drop(&mut self) {
-        if let Some(block) = self.block.take() {
-            self.allocator.deallocate(block);
-        }
-    }
-}
-
-/// The wgpu buffer behind a view, or an error naming what it is instead.
-pub(crate) fn storage<'a>(view: &TensorView<'a>) -> Result<&'a wgpu::Buffer> {
-    view.buffer()
-        .downcast_ref::<WgpuBuffer>()
-        .map(WgpuBuffer::buffer)
-        .ok_or_else(|| Error::invalid(format!("{:?} is not a wgpu buffer", view.buffer())))
-}
-
-/// The wgpu buffer a kernel writes `out` into; kernels write from the buffer's start.
-pub(crate) fn output_buffer<'a>(out: &'a OutView<'_>) -> Result<&'a wgpu::Buffer> {
-    if out.layout().offset() != 0 {
-        return Err(Error::invalid(
-            "a wgpu kernel output must start at its buffer's start",
-        ));
-    }
-    storage(&out.view())
 }
 
 impl Device for WgpuDevice {

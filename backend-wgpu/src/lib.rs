@@ -1,13 +1,25 @@
 //! polytensor's wgpu device: adapters, storage buffers and WGSL compute
 //! kernels on any Vulkan, Metal, DX12 or GL GPU.
+//!
+//! - [`adapters`]: finding adapters, in a stable order, and why there are none.
+//! - [`memory`]: the storage-buffer allocator and host copies.
+//! - `buffer`: [`WgpuBuffer`], a tensor's buffer, and the wgpu buffer behind a view.
+//! - `device`: [`WgpuDevice`], the [`tensor_core::Device`], its capabilities and errors.
+//! - `launch`: bind groups, dispatches, the elementwise launch, packed outputs.
+//! - `table`: which WGSL expression runs each elementwise (op, dtype).
+//! - `ops`: the matmul and reduction launches; `kernels`: the WGSL templates.
 
 pub mod adapters;
+mod buffer;
 mod device;
 mod kernels;
+mod launch;
 pub mod memory;
 mod ops;
+mod table;
 
-pub use device::{WgpuBuffer, WgpuDevice, DEFAULT_CACHE_BYTES};
+pub use buffer::WgpuBuffer;
+pub use device::{WgpuDevice, DEFAULT_CACHE_BYTES};
 
 use std::sync::Arc;
 

@@ -7,7 +7,8 @@ use tensor_core::layout::ReducedAxes;
 use tensor_core::ops::MatmulDims;
 use tensor_core::{DataType, Device, Error, Op, OutView, ReduceOp, Result, TensorView};
 
-use crate::device::{output_buffer, storage, wgpu_buffer, WgpuDevice};
+use crate::buffer::{output_buffer, storage, wgpu_buffer};
+use crate::device::WgpuDevice;
 use crate::kernels::elementwise::{self, WORKGROUP};
 use crate::kernels::storage::Storage;
 use crate::kernels::{matmul, reduce};
