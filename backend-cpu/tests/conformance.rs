@@ -3,7 +3,7 @@
 //! and that the allocator's `bytes_in_use` returns to its starting value.
 
 use backend_cpu::CpuDevice;
-use tensor_core::conformance::{run, Family, Filter};
+use conformance::{run, Family, Filter};
 use tensor_core::Device;
 
 fn check(family: Family) {
@@ -23,4 +23,4 @@ fn check(family: Family) {
     );
 }
 
-tensor_core::conformance_family_tests!(check);
+conformance::conformance_family_tests!(check);

@@ -6,13 +6,13 @@
 use std::sync::Arc;
 
 use backend_cpu::CpuDevice;
+use conformance::cases::{binary_domains, unary_domain};
+use conformance::check;
+use conformance::data::{self, Domain, Rng};
+use conformance::reference::{self, Expected};
+use conformance::tolerance::tolerance;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use tensor_core::conformance::cases::{binary_domains, unary_domain};
-use tensor_core::conformance::check;
-use tensor_core::conformance::data::{self, Domain, Rng};
-use tensor_core::conformance::reference::{self, Expected};
-use tensor_core::conformance::tolerance::tolerance;
 use tensor_core::{BinaryOp, DataType, Device, Op, ReduceOp, Scalar, Tensor, UnaryOp};
 
 fn cpu() -> Arc<dyn Device> {

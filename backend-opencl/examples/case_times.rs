@@ -1,6 +1,6 @@
 //! The slowest conformance cases on the first OpenCL device (a development probe).
+use conformance::{cases::all_cases, run_case};
 use std::time::Instant;
-use tensor_core::conformance::{cases::all_cases, run_case};
 fn main() {
     let opencl = backend_opencl::OpenClDevice::first().unwrap();
     let device: std::sync::Arc<dyn tensor_core::Device> = opencl.clone();

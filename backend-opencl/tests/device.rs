@@ -7,7 +7,7 @@ use backend_opencl::OpenClDevice;
 use tensor_core::{DataType, Device, Error, ReduceOp, Tensor};
 
 fn device() -> Option<Arc<OpenClDevice>> {
-    tensor_core::conformance::device_or_skip("opencl", || {
+    conformance::device_or_skip("opencl", || {
         OpenClDevice::first().map(|d| d as Arc<dyn Device>)
     })?;
     OpenClDevice::first().ok()

@@ -19,7 +19,7 @@ pub(crate) fn wgpu_buffer(buffer: &Arc<dyn TensorBuffer>) -> &wgpu::Buffer {
         .buffer()
 }
 
-/// A storage buffer of a [`WgpuDevice`], returned to its cache on drop.
+/// A storage buffer of a [`WgpuDevice`](crate::WgpuDevice), returned to its cache on drop.
 pub struct WgpuBuffer {
     pub(crate) block: Option<CachedBlock<wgpu::Buffer>>,
     pub(crate) allocator: Arc<CachingAllocator<BufferAllocator>>,

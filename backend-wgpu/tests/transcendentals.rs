@@ -5,7 +5,7 @@
 use std::fmt::Display;
 use std::sync::Arc;
 
-use tensor_core::conformance::tolerance::ulp;
+use conformance::tolerance::ulp;
 use tensor_core::{BinaryOp, DataType, Device, Op, Tensor, UnaryOp};
 
 /// The first wgpu device if it computes `op` on `dtype`, or `None` after saying why not.

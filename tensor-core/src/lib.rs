@@ -13,8 +13,6 @@
 
 pub mod alloc;
 pub mod buffer;
-#[cfg(feature = "conformance")]
-pub mod conformance;
 pub mod device;
 pub mod dtype;
 pub mod element;

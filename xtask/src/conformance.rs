@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use conformance::{run_with_progress, Filter};
 use polytensor::DeviceStatus;
-use tensor_core::conformance::{run_with_progress, Filter};
 use tensor_core::DataType;
 
 use crate::report::{Column, Report};

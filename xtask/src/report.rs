@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use conformance::{CaseResult, Outcome, Report as DeviceReport};
 use serde_json::json;
-use tensor_core::conformance::{CaseResult, Outcome, Report as DeviceReport};
 use tensor_core::DataType;
 
 /// One column of the table: a device that ran, or a backend that was skipped.
@@ -339,7 +339,7 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tensor_core::conformance::CaseResult;
+    use conformance::CaseResult;
     use tensor_core::ops::{BinaryOp, Op};
 
     fn report(outcomes: Vec<(DataType, Outcome)>) -> DeviceReport {

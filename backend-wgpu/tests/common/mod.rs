@@ -8,7 +8,5 @@ use tensor_core::Device;
 /// The first wgpu adapter as a device, or `None` after printing why it is skipped. A skip is a
 /// failure when `POLYTENSOR_REQUIRE` names wgpu (CI sets it).
 pub fn device_or_skip() -> Option<Arc<dyn Device>> {
-    tensor_core::conformance::device_or_skip("wgpu", || {
-        WgpuDevice::open(0).map(|d| d as Arc<dyn Device>)
-    })
+    conformance::device_or_skip("wgpu", || WgpuDevice::open(0).map(|d| d as Arc<dyn Device>))
 }

@@ -1,4 +1,6 @@
-//! The cross-backend conformance suite (feature `conformance`).
+//! The cross-backend conformance suite: the one suite of cases every backend's tests and
+//! `cargo xtask conformance` run (kept apart from `tensor-core`, as burn keeps
+//! `burn-backend-tests`, so the core holds only the core).
 //!
 //! One catalogue of cases ([`all_cases`]: every op of the [`Device`] kernel surface x every
 //! dtype it is defined for x shapes from scalars and empty tensors to over 2^20 elements and
@@ -9,7 +11,7 @@
 //! ```
 //! # #[cfg(any())]
 //! # {
-//! let report = tensor_core::conformance::run(&device, &Filter::all());
+//! let report = conformance::run(&device, &Filter::all());
 //! assert!(report.failures().is_empty(), "{}", report.failure_summary());
 //! # }
 //! ```
@@ -27,12 +29,12 @@ use data::Rng;
 use reference::Expected;
 use tolerance::Tolerance;
 
-use crate::device::Device;
-use crate::dtype::DataType;
-use crate::element::Scalar;
-use crate::error::Result;
-use crate::ops::{broadcast_shapes, Op};
-use crate::tensor::Tensor;
+use tensor_core::device::Device;
+use tensor_core::dtype::DataType;
+use tensor_core::element::Scalar;
+use tensor_core::error::Result;
+use tensor_core::ops::{broadcast_shapes, Op};
+use tensor_core::tensor::Tensor;
 
 /// The result of one case.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,7 +164,7 @@ impl Report {
 ///
 /// ```ignore
 /// fn check(family: Family) { /* run the family on the device, assert */ }
-/// tensor_core::conformance_family_tests!(check);
+/// conformance::conformance_family_tests!(check);
 /// ```
 #[macro_export]
 macro_rules! conformance_family_tests {
@@ -176,7 +178,7 @@ macro_rules! conformance_family_tests {
     (@each $check:path; $($name:ident => $family:ident;)*) => {$(
         #[test]
         fn $name() {
-            $check($crate::conformance::Family::$family);
+            $check($crate::Family::$family);
         }
     )*};
 }
@@ -232,15 +234,15 @@ pub fn assert_family(device: &Arc<dyn Device>, family: Family) {
 /// the reason when there is none, unless `POLYTENSOR_REQUIRE` names `$backend`.
 ///
 /// ```ignore
-/// tensor_core::conformance_backend_tests!("opencl", || backend_opencl::OpenClDevice::first()
+/// conformance::conformance_backend_tests!("opencl", || backend_opencl::OpenClDevice::first()
 ///     .map(|d| d as std::sync::Arc<dyn tensor_core::Device>));
 /// ```
 #[macro_export]
 macro_rules! conformance_backend_tests {
     ($backend:literal, $open:expr) => {
-        fn check(family: $crate::conformance::Family) {
-            if let Some(device) = $crate::conformance::device_or_skip($backend, $open) {
-                $crate::conformance::assert_family(&device, family);
+        fn check(family: $crate::Family) {
+            if let Some(device) = $crate::device_or_skip($backend, $open) {
+                $crate::assert_family(&device, family);
             }
         }
         $crate::conformance_family_tests!(check);
@@ -490,8 +492,8 @@ fn execute(device: &Arc<dyn Device>, case: &Case) -> Result<Outcome> {
         Kind::Binary(op, sa, sb) => {
             let ((a, ta), (b, tb)) = (input(sa, 0)?, input(sb, 1)?);
             let dims = broadcast_shapes(
-                &crate::TensorShape::new(&a.dims)?,
-                &crate::TensorShape::new(&b.dims)?,
+                &tensor_core::TensorShape::new(&a.dims)?,
+                &tensor_core::TensorShape::new(&b.dims)?,
             )?
             .dims()
             .to_vec();
@@ -506,7 +508,7 @@ fn execute(device: &Arc<dyn Device>, case: &Case) -> Result<Outcome> {
         }
         Kind::Where(sc, sa, sb) => {
             let ((c, tc), (a, ta), (b, tb)) = (input(sc, 0)?, input(sa, 1)?, input(sb, 2)?);
-            let shape = |d: &[usize]| crate::TensorShape::new(d);
+            let shape = |d: &[usize]| tensor_core::TensorShape::new(d);
             let dims = broadcast_shapes(
                 &broadcast_shapes(&shape(&c.dims)?, &shape(&a.dims)?)?,
                 &shape(&b.dims)?,
@@ -639,8 +641,8 @@ fn reference_matmul(
     };
     let ((batch_a, m, k), (batch_b, _, n)) = (matrix(a, ta), matrix(b, tb));
     let batch = broadcast_shapes(
-        &crate::TensorShape::new(&batch_a)?,
-        &crate::TensorShape::new(&batch_b)?,
+        &tensor_core::TensorShape::new(&batch_a)?,
+        &tensor_core::TensorShape::new(&batch_b)?,
     )?
     .dims()
     .to_vec();
@@ -666,13 +668,13 @@ fn reference_matmul(
 }
 
 fn reference_reduce(
-    op: crate::ops::ReduceOp,
+    op: tensor_core::ops::ReduceOp,
     dtype: DataType,
     x: &Values,
     axes: &[isize],
     keep: bool,
 ) -> Result<(Vec<Expected>, Vec<usize>)> {
-    let axes = crate::ops::normalize_axes(axes, x.dims.len())?;
+    let axes = tensor_core::ops::normalize_axes(axes, x.dims.len())?;
     let kept: Vec<usize> = (0..x.dims.len()).filter(|a| !axes.contains(a)).collect();
     let kept_dims: Vec<usize> = kept.iter().map(|&a| x.dims[a]).collect();
     let red_dims: Vec<usize> = axes.iter().map(|&a| x.dims[a]).collect();
