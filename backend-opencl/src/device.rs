@@ -15,6 +15,7 @@ use opencl3::error_codes::ClError;
 use opencl3::event::Event;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY};
 use opencl3::types::cl_mem;
+use tensor_core::device::checks;
 use tensor_core::layout::ReducedAxes;
 use tensor_core::plan::{Coalesced, MatmulPlan};
 use tensor_core::{
@@ -284,17 +285,8 @@ impl OpenClDevice {
         inputs: &[&TensorView<'_>],
         out: &mut OutView<'_>,
     ) -> Result<()> {
+        checks::same_shapes(inputs, &out.view())?;
         let lo = out.layout();
-        if let Some(bad) = inputs.iter().find(|x| x.layout().shape() != lo.shape()) {
-            return Err(Error::shape(
-                "map",
-                format!(
-                    "operand of shape {} for an output of shape {}",
-                    bad.layout().shape(),
-                    lo.shape()
-                ),
-            ));
-        }
         let target = output_mem(out)?;
         let count = lo.num_elements();
         if count == 0 {
@@ -501,13 +493,7 @@ impl Device for OpenClDevice {
         b: &TensorView<'_>,
         out: &mut OutView<'_>,
     ) -> Result<()> {
-        if b.dtype() != a.dtype() {
-            return Err(Error::DTypeMismatch {
-                op: op.name(),
-                expected: a.dtype().to_string(),
-                found: b.dtype(),
-            });
-        }
+        checks::same_dtype(op.name(), a.dtype(), &[b.dtype()])?;
         self.map_op(Op::Binary(op), a.dtype(), &[a, b], out)
     }
 
@@ -518,14 +504,7 @@ impl Device for OpenClDevice {
         b: &TensorView<'_>,
         out: &mut OutView<'_>,
     ) -> Result<()> {
-        if cond.dtype() != DataType::Bool || b.dtype() != a.dtype() {
-            return Err(Error::invalid(format!(
-                "where needs a bool condition and equal dtypes, not {}, {} and {}",
-                cond.dtype(),
-                a.dtype(),
-                b.dtype()
-            )));
-        }
+        checks::select_dtypes(cond.dtype(), a.dtype(), b.dtype())?;
         self.map_op(Op::Where, a.dtype(), &[cond, a, b], out)
     }
 
@@ -542,13 +521,7 @@ impl Device for OpenClDevice {
 
     fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
         let dtype = a.dtype();
-        if let Some(other) = [b.dtype(), out.dtype()].into_iter().find(|&d| d != dtype) {
-            return Err(Error::DTypeMismatch {
-                op: "matmul",
-                expected: dtype.to_string(),
-                found: other,
-            });
-        }
+        checks::same_dtype("matmul", dtype, &[b.dtype(), out.dtype()])?;
         if !self.supports(Op::Matmul, dtype) {
             return Err(self.unsupported("matmul", dtype));
         }
@@ -609,14 +582,7 @@ impl Device for OpenClDevice {
         out: &mut OutView<'_>,
     ) -> Result<()> {
         let dtype = x.dtype();
-        let expected = op.output_dtype(dtype);
-        if out.dtype() != expected {
-            return Err(Error::DTypeMismatch {
-                op: op.name(),
-                expected: expected.to_string(),
-                found: out.dtype(),
-            });
-        }
+        checks::reduce_output(op, dtype, out.dtype())?;
         if !self.supports(Op::Reduce(op), dtype) {
             return Err(self.unsupported(op.name(), dtype));
         }
@@ -737,13 +703,7 @@ impl Device for OpenClDevice {
     }
 
     fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        if out.dtype() != x.dtype() {
-            return Err(Error::invalid(format!(
-                "copy of {} into {}",
-                x.dtype(),
-                out.dtype()
-            )));
-        }
+        checks::copy_dtypes(x.dtype(), out.dtype())?;
         self.map_op(Op::Copy, x.dtype(), &[x], out)
     }
 }

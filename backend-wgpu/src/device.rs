@@ -8,6 +8,8 @@ use tensor_core::{
     OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
 };
 
+use tensor_core::device::checks;
+
 use crate::buffer::{storage, wgpu_buffer, WgpuBuffer};
 use crate::kernels::storage::Storage;
 use crate::kernels::{elementwise, Pipelines};
@@ -267,13 +269,7 @@ impl Device for WgpuDevice {
         b: &TensorView<'_>,
         out: &mut OutView<'_>,
     ) -> Result<()> {
-        if b.dtype() != a.dtype() {
-            return Err(Error::DTypeMismatch {
-                op: op.name(),
-                expected: a.dtype().to_string(),
-                found: b.dtype(),
-            });
-        }
+        checks::same_dtype(op.name(), a.dtype(), &[b.dtype()])?;
         let kernel = kernel_for(Op::Binary(op), a.dtype())
             .ok_or_else(|| self.unsupported(op.name(), a.dtype()))?;
         self.map(&kernel, &[a, b], out)
@@ -286,14 +282,7 @@ impl Device for WgpuDevice {
         b: &TensorView<'_>,
         out: &mut OutView<'_>,
     ) -> Result<()> {
-        if cond.dtype() != DataType::Bool || b.dtype() != a.dtype() {
-            return Err(Error::invalid(format!(
-                "where needs a bool condition and equal dtypes, not {}, {} and {}",
-                cond.dtype(),
-                a.dtype(),
-                b.dtype()
-            )));
-        }
+        checks::select_dtypes(cond.dtype(), a.dtype(), b.dtype())?;
         let kernel =
             kernel_for(Op::Where, a.dtype()).ok_or_else(|| self.unsupported("where", a.dtype()))?;
         self.map(&kernel, &[cond, a, b], out)
@@ -367,13 +356,7 @@ impl Device for WgpuDevice {
     }
 
     fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        if out.dtype() != x.dtype() {
-            return Err(Error::invalid(format!(
-                "copy of {} into {}",
-                x.dtype(),
-                out.dtype()
-            )));
-        }
+        checks::copy_dtypes(x.dtype(), out.dtype())?;
         let kernel =
             kernel_for(Op::Copy, x.dtype()).ok_or_else(|| self.unsupported("copy", x.dtype()))?;
         self.map(&kernel, &[x], out)

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use tensor_core::layout::contiguous_strides;
-use tensor_core::{Device, Error, OutView, Result, TensorView};
+use tensor_core::{Device, OutView, Result, TensorView};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
@@ -76,17 +76,7 @@ impl WgpuDevice {
         inputs: &[&TensorView<'_>],
         out: &mut OutView<'_>,
     ) -> Result<()> {
-        let lo = out.layout();
-        if let Some(bad) = inputs.iter().find(|x| x.layout().shape() != lo.shape()) {
-            return Err(Error::shape(
-                "map",
-                format!(
-                    "operand of shape {} for an output of shape {}",
-                    bad.layout().shape(),
-                    lo.shape()
-                ),
-            ));
-        }
+        tensor_core::device::checks::same_shapes(inputs, &out.view())?;
         let operands = inputs
             .iter()
             .map(|x| {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use tensor_core::device::checks;
 use tensor_core::layout::ReducedAxes;
 use tensor_core::ops::MatmulDims;
 use tensor_core::{DataType, Device, Error, Op, OutView, ReduceOp, Result, TensorView};
@@ -57,13 +58,7 @@ impl WgpuDevice {
         out: &mut OutView<'_>,
     ) -> Result<()> {
         let dtype = a.dtype();
-        if let Some(other) = [b.dtype(), out.dtype()].into_iter().find(|&d| d != dtype) {
-            return Err(Error::DTypeMismatch {
-                op: "matmul",
-                expected: dtype.to_string(),
-                found: other,
-            });
-        }
+        checks::same_dtype("matmul", dtype, &[b.dtype(), out.dtype()])?;
         let input = matmul_storage(dtype).ok_or_else(|| self.unsupported("matmul", dtype))?;
         let (la, lb) = (a.layout(), b.layout());
         let MatmulDims { batch, m, k, n } =
@@ -113,13 +108,7 @@ impl WgpuDevice {
     ) -> Result<()> {
         let dtype = x.dtype();
         let expected = op.output_dtype(dtype);
-        if out.dtype() != expected {
-            return Err(Error::DTypeMismatch {
-                op: op.name(),
-                expected: expected.to_string(),
-                found: out.dtype(),
-            });
-        }
+        checks::reduce_output(op, dtype, out.dtype())?;
         let unsupported = || self.unsupported(op.name(), dtype);
         let input = Storage::of(dtype)
             .filter(|_| reduces(op, dtype))

@@ -219,6 +219,66 @@ impl From<Arc<dyn Device>> for DeviceHandle {
     }
 }
 
+/// The operand checks every backend makes before it launches a kernel, written once: each
+/// an `Err` naming what is wrong, as the `Tensor` API would have caught it.
+pub mod checks {
+    use crate::dtype::DataType;
+    use crate::error::{Error, Result};
+    use crate::ops::ReduceOp;
+
+    use super::TensorView;
+
+    /// Every dtype in `others` equals `expected` (binary ops, matmul).
+    pub fn same_dtype(op: &'static str, expected: DataType, others: &[DataType]) -> Result<()> {
+        match others.iter().find(|&&d| d != expected) {
+            Some(&found) => Err(Error::DTypeMismatch {
+                op,
+                expected: expected.to_string(),
+                found,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// `where(cond, a, b)`: a bool condition and equal value dtypes.
+    pub fn select_dtypes(cond: DataType, a: DataType, b: DataType) -> Result<()> {
+        if cond != DataType::Bool || b != a {
+            return Err(Error::invalid(format!(
+                "where needs a bool condition and equal dtypes, not {cond}, {a} and {b}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// A copy keeps its dtype.
+    pub fn copy_dtypes(from: DataType, to: DataType) -> Result<()> {
+        if from != to {
+            return Err(Error::invalid(format!("copy of {from} into {to}")));
+        }
+        Ok(())
+    }
+
+    /// A reduction's output has the dtype the op produces.
+    pub fn reduce_output(op: ReduceOp, input: DataType, output: DataType) -> Result<()> {
+        same_dtype(op.name(), op.output_dtype(input), &[output])
+    }
+
+    /// Elementwise operands already broadcast to the output's shape.
+    pub fn same_shapes(inputs: &[&TensorView<'_>], out: &TensorView<'_>) -> Result<()> {
+        let shape = out.layout().shape();
+        match inputs.iter().find(|x| x.layout().shape() != shape) {
+            Some(bad) => Err(Error::shape(
+                "map",
+                format!(
+                    "operand of shape {} for an output of shape {shape}",
+                    bad.layout().shape()
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A name for a new instance of the device `base` (`wgpu:0`): `base` itself for the first
 /// instance the process makes, then `base.1`, `base.2`, ..., so that two device objects
 /// (each with its own memory) never share a name, and an error that names two devices
