@@ -343,16 +343,7 @@ impl Device for WgpuDevice {
     }
 
     fn arange(&self, start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {
-        // Computed on the host, exactly (in i128 or f64, as the shared semantics define
-        // it), and uploaded: a GPU without f64 could not round f32 results exactly.
-        let dtype = out.dtype();
-        if !self.supports(Op::Arange, dtype) {
-            return Err(self.unsupported("arange", dtype));
-        }
-        let count = out.layout().num_elements();
-        let values = tensor_core::ops::arange_bytes(dtype, start, step, count)
-            .ok_or_else(|| self.unsupported("arange", dtype))?;
-        self.copy_from_host(&values, out)
+        (self as &dyn Device).arange_from_host(start, step, out)
     }
 
     fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {

@@ -423,6 +423,23 @@ impl dyn Device {
         }
     }
 
+    /// `arange` computed on the host, exactly (in i128 or f64, as the shared semantics
+    /// define it), and uploaded with `copy_from_host`: for GPU backends, whose devices may
+    /// lack the f64 that rounds every dtype's values exactly.
+    pub fn arange_from_host(
+        &self,
+        start: Scalar,
+        step: Scalar,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let dtype = out.dtype();
+        self.check_supports(Op::Arange, dtype)?;
+        let count = out.layout().num_elements();
+        let values = crate::ops::arange_bytes(dtype, start, step, count)
+            .ok_or_else(|| self.unsupported(Op::Arange, dtype))?;
+        self.copy_from_host(&values, out)
+    }
+
     #[cold]
     fn unsupported(&self, op: Op, dtype: DataType) -> Error {
         Error::Unsupported {
