@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 
 use kernels_c::elementwise::{self, MapKernel, Variant};
-use kernels_c::matmul::{MatmulKernel, THREADS, TILE};
+use kernels_c::matmul::{MatmulKernel, Schedule};
 use kernels_c::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
 use kernels_c::{Dialect, Elem};
 use opencl3::command_queue::{CommandQueue, CL_BLOCKING};
@@ -79,6 +79,9 @@ pub struct OpenClDevice {
     programs: Programs,
     /// Whether kernels may compute in f64 (`cl_khr_fp64`).
     fp64: bool,
+    /// How matmul work is divided: blocked in registers on CPU devices, tiled through
+    /// local memory elsewhere.
+    matmul_schedule: Schedule,
     /// The build options of every program.
     options: String,
     me: Weak<OpenClDevice>,
@@ -137,6 +140,10 @@ impl OpenClDevice {
             memory >> 20,
             if fp64 { ", fp64" } else { "" }
         );
+        let matmul_schedule = match device_type(&device) {
+            "CPU" => Schedule::Blocked,
+            _ => Schedule::Tiled,
+        };
         let name = tensor_core::device::instance_name(&base);
         let context = Arc::new(context);
         let buffers = ClAllocator::new(name.clone(), context.clone(), largest);
@@ -149,6 +156,7 @@ impl OpenClDevice {
             allocator: Arc::new(CachingAllocator::new(buffers, DEFAULT_CACHE_BYTES)),
             programs: Programs::default(),
             fp64,
+            matmul_schedule,
             options,
             me: me.clone(),
         }))
@@ -214,7 +222,7 @@ impl OpenClDevice {
         Ok(match key {
             ProgramKey::Matmul(dtype) => {
                 let kernel = Elem::of(dtype)
-                    .and_then(MatmulKernel::new)
+                    .and_then(|e| MatmulKernel::new(e, self.matmul_schedule))
                     .ok_or_else(|| self.unsupported("matmul", dtype))?;
                 (kernel.source(dialect), vec!["matmul".into()])
             }
@@ -231,7 +239,10 @@ impl OpenClDevice {
             _ => {
                 let kernels: Vec<(String, MapKernel)> = kernels::map_members(key, self.fp64)
                     .iter()
-                    .flat_map(|spec| [spec.kernel(Variant::Flat), spec.kernel(Variant::Strided)])
+                    .flat_map(|spec| {
+                        [Variant::Contiguous, Variant::Flat, Variant::Strided]
+                            .map(|variant| spec.kernel(variant))
+                    })
                     .collect();
                 let named: Vec<(&str, &MapKernel)> =
                     kernels.iter().map(|(n, k)| (n.as_str(), k)).collect();
@@ -295,16 +306,18 @@ impl OpenClDevice {
         let dims = lo.shape().dims();
         let strides: Vec<&[isize]> = inputs.iter().map(|x| x.layout().strides()).collect();
         let plan = Coalesced::new(&dims, &strides);
-        let variant = if plan.is_flat() {
-            Variant::Flat
-        } else {
+        let variant = if !plan.is_flat() {
             Variant::Strided
+        } else if (0..inputs.len()).all(|k| plan.strides(k)[0] == 1) {
+            Variant::Contiguous
+        } else {
+            Variant::Flat
         };
         let (name, _) = spec.kernel(variant);
         let program = self.program(key)?;
         let geometry = match variant {
             Variant::Strided => Some(self.constants(&MapKernel::geometry(&plan, inputs.len()))?),
-            Variant::Flat => None,
+            Variant::Contiguous | Variant::Flat => None,
         };
         let mut args = vec![Arg::I64(count as i64)];
         if let Some(g) = &geometry {
@@ -558,17 +571,13 @@ impl Device for OpenClDevice {
                 Arg::Mem(target),
                 Arg::I64(out.layout().offset() as i64),
             ];
-            let global = [
-                plan.n.div_ceil(TILE) * THREADS,
-                plan.m.div_ceil(TILE) * THREADS,
-                chunk,
-            ];
+            let schedule = self.matmul_schedule;
             self.launch(
                 &program,
                 "matmul",
                 &args,
-                &global,
-                Some(&[THREADS, THREADS, 1]),
+                &schedule.global(plan.m, plan.n, chunk),
+                Some(&schedule.local()),
             )?;
         }
         Ok(())

@@ -48,6 +48,7 @@ impl MapSpec {
     /// The kernel of this spec in `variant`, and its name in the program.
     pub(crate) fn kernel(&self, variant: Variant) -> (String, MapKernel) {
         let suffix = match variant {
+            Variant::Contiguous => "contiguous",
             Variant::Flat => "flat",
             Variant::Strided => "strided",
         };
@@ -214,7 +215,7 @@ pub(crate) fn has_kernel(op: Op, dtype: DataType, fp64: bool) -> bool {
     match op {
         Op::Arange => op.is_defined_for(dtype),
         Op::Cast => true,
-        Op::Matmul => MatmulKernel::new(e).is_some(),
+        Op::Matmul => MatmulKernel::is_defined_for(e),
         Op::Reduce(_) => op.is_defined_for(dtype),
         _ => map_spec(op, dtype).is_some(),
     }

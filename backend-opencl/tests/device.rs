@@ -90,6 +90,13 @@ fn buffers_return_to_the_cache_and_oversized_requests_fail() {
     assert_eq!(t.to_vec::<f32>().unwrap(), vec![0.0; 1000]);
     drop(t);
     assert_eq!(d.allocator().stats().bytes_in_use, before);
+    // A freed block is handed out again (no other test asks for this size class).
+    let first = Tensor::zeros([777_777], DataType::Float, &d).unwrap();
+    let address = first.buffer().device_address();
+    drop(first);
+    let second = Tensor::zeros([777_777], DataType::Float, &d).unwrap();
+    assert!(address.is_some());
+    assert_eq!(second.buffer().device_address(), address, "the cached cl_mem");
     let err = d.allocate(usize::MAX / 2).unwrap_err();
     assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
 }

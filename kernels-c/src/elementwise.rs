@@ -7,7 +7,7 @@
 //! - strided variant only: `GLOBAL const i64* geometry`: the rank `r` of the coalesced
 //!   shape ([`tensor_core::plan::Coalesced`]), its `r` dims, then each input's `r` strides;
 //! - per input: its buffer, then `i64` offset (elements), then (flat variant only) its
-//!   `i64` stride;
+//!   `i64` stride (the contiguous variant's strides are all 1);
 //! - the output buffer and its `i64` offset (elements).
 //!
 //! Each work-item handles elements `GLOBAL_ID, GLOBAL_ID + GLOBAL_SIZE, ...`, so any
@@ -58,6 +58,9 @@ impl Access {
 /// through the geometry buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Variant {
+    /// One dim, every stride 1: `p = offset + i`. Compilers that vectorise across
+    /// work-items (PoCL) load and store whole vectors here.
+    Contiguous,
     /// One dim: `p = offset + i * stride`.
     Flat,
     /// Any rank: dims and strides from the geometry buffer.
@@ -127,7 +130,7 @@ impl MapKernel {
         for (k, a) in self.inputs.iter().enumerate() {
             args.push(format!("GLOBAL const {}* in{k}", a.storage()));
             args.push(format!("const i64 offset{k}"));
-            if !strided {
+            if self.variant == Variant::Flat {
                 args.push(format!("const i64 stride{k}"));
             }
         }
@@ -157,8 +160,12 @@ impl MapKernel {
                  rest /= dim;\n{steps}        }}\n"
             )
         } else {
+            let step = |k: usize| match self.variant {
+                Variant::Flat => format!(" * stride{k}"),
+                _ => String::new(),
+            };
             (0..self.inputs.len())
-                .map(|k| format!("        const i64 p{k} = offset{k} + i * stride{k};\n"))
+                .map(|k| format!("        const i64 p{k} = offset{k} + i{};\n", step(k)))
                 .collect()
         };
         let rank = if strided {

@@ -31,7 +31,7 @@ pub use library::Library;
 #[cfg(test)]
 mod tests {
     use super::elementwise::{Access, MapKernel, Variant};
-    use super::matmul::MatmulKernel;
+    use super::matmul::{MatmulKernel, Schedule};
     use super::reduce::ReduceKernel;
     use super::*;
     use tensor_core::ReduceOp;
@@ -57,7 +57,8 @@ mod tests {
             input: Elem::C64,
             wide_floats: true,
         };
-        let matmul = MatmulKernel::new(Elem::F16).unwrap();
+        let tiled = MatmulKernel::new(Elem::F16, Schedule::Tiled).unwrap();
+        let blocked = MatmulKernel::new(Elem::C64, Schedule::Blocked).unwrap();
         let sources = [
             (
                 map.source(Dialect::OpenCl),
@@ -70,8 +71,13 @@ mod tests {
                 true,
             ),
             (
-                matmul.source(Dialect::OpenCl),
-                matmul.source(Dialect::Cuda),
+                tiled.source(Dialect::OpenCl),
+                tiled.source(Dialect::Cuda),
+                false,
+            ),
+            (
+                blocked.source(Dialect::OpenCl),
+                blocked.source(Dialect::Cuda),
                 false,
             ),
         ];

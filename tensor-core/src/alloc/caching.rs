@@ -57,6 +57,8 @@ struct Cache<B> {
 
 /// A caching layer over an allocator: freed blocks are kept, per size class, up to a byte
 /// cap, and handed out again to requests of the same class. `trim` returns them all.
+/// Requests for any power-of-two alignment up to [`ALLOCATOR_ALIGNMENT`] share the cache
+/// (they get `ALLOCATOR_ALIGNMENT`-aligned blocks); larger alignments are not cached.
 ///
 /// Statistics: `bytes_in_use` and `num_allocs` count what callers hold and asked for;
 /// `bytes_reserved` is what the inner allocator holds (in use plus cached). When the inner
@@ -199,6 +201,14 @@ impl<A: Allocator> Allocator for CachingAllocator<A> {
     type Block = CachedBlock<A::Block>;
 
     fn allocate(&self, bytes: usize, alignment: usize) -> Result<Self::Block> {
+        // A block aligned to ALLOCATOR_ALIGNMENT serves every smaller power-of-two
+        // alignment, so such requests share the cached blocks (device allocators ask for
+        // their own granule, 4 or 16 bytes).
+        let alignment = if alignment.is_power_of_two() && alignment < ALLOCATOR_ALIGNMENT {
+            ALLOCATOR_ALIGNMENT
+        } else {
+            alignment
+        };
         let class = size_class(bytes);
         let inner = match self.take_cached(class, alignment) {
             Some(block) => block,
@@ -304,6 +314,22 @@ mod tests {
         cache.trim();
         assert_eq!((cache.cached_bytes(), cache.stats().bytes_reserved), (0, 0));
         assert_eq!(cache.stats().num_allocs, 4);
+    }
+
+    #[test]
+    fn smaller_alignments_share_the_cache() {
+        let cache = CachingAllocator::new(HostAllocator::new(), 1 << 20);
+        let a = cache.allocate(1000, 16).unwrap();
+        cache.deallocate(a);
+        assert_eq!(cache.cached_bytes(), 1024, "a 16-byte-aligned block is cached");
+        let b = cache.allocate(1000, 4).unwrap();
+        assert_eq!(cache.cached_bytes(), 0, "and serves a 4-byte-aligned request");
+        cache.deallocate(b);
+        let wide = cache.allocate(1000, 4096).unwrap();
+        cache.deallocate(wide);
+        assert_eq!(cache.cached_bytes(), 1024, "4096-byte alignment is not cached");
+        cache.trim();
+        assert_eq!(cache.stats().bytes_reserved, 0);
     }
 
     #[test]
