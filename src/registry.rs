@@ -63,17 +63,17 @@ struct Backend {
 const BACKENDS: &[Backend] = &[
     #[cfg(feature = "cpu")]
     Backend {
-        kind: DeviceKind::Cpu,
+        kind: DeviceKind::CPU,
         probe: || Ok(vec![backend_cpu::CpuDevice::shared()]),
     },
     #[cfg(feature = "opencl")]
     Backend {
-        kind: DeviceKind::OpenCl,
+        kind: backend_opencl::KIND,
         probe: backend_opencl::open_all,
     },
     #[cfg(feature = "wgpu")]
     Backend {
-        kind: DeviceKind::Wgpu,
+        kind: backend_wgpu::KIND,
         probe: backend_wgpu::open_all,
     },
 ];

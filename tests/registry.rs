@@ -10,7 +10,7 @@ fn the_cpu_is_always_listed_and_available() {
         .iter()
         .find(|e| e.name == "cpu:0")
         .expect("cpu:0 listed");
-    assert_eq!(cpu.kind, DeviceKind::Cpu);
+    assert_eq!(cpu.kind, DeviceKind::CPU);
     assert!(matches!(cpu.status, DeviceStatus::Available(_)));
     assert!(cpu.to_string().starts_with("cpu:0: host CPU"), "{cpu}");
 }

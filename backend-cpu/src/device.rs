@@ -135,7 +135,7 @@ impl Device for CpuDevice {
     }
 
     fn kind(&self) -> DeviceKind {
-        DeviceKind::Cpu
+        DeviceKind::CPU
     }
 
     fn description(&self) -> String {

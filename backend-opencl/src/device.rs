@@ -16,7 +16,7 @@ use opencl3::event::Event;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY};
 use opencl3::types::cl_mem;
 use tensor_core::device::checks;
-use tensor_core::layout::ReducedAxes;
+use tensor_core::plan::ReducedAxes;
 use tensor_core::plan::{Coalesced, MatmulPlan};
 use tensor_core::{
     Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Error, Op,
@@ -413,7 +413,7 @@ impl Device for OpenClDevice {
     }
 
     fn kind(&self) -> DeviceKind {
-        DeviceKind::OpenCl
+        crate::KIND
     }
 
     fn description(&self) -> String {

@@ -17,6 +17,8 @@ pub mod memory;
 pub mod platform;
 mod programs;
 
+/// The kind of this backend's devices (`opencl:0`, ...).
+pub const KIND: tensor_core::DeviceKind = tensor_core::DeviceKind::new("opencl");
 pub use device::OpenClDevice;
 pub use memory::ClBuffer;
 

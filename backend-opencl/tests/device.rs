@@ -96,7 +96,11 @@ fn buffers_return_to_the_cache_and_oversized_requests_fail() {
     drop(first);
     let second = Tensor::zeros([777_777], DataType::Float, &d).unwrap();
     assert!(address.is_some());
-    assert_eq!(second.buffer().device_address(), address, "the cached cl_mem");
+    assert_eq!(
+        second.buffer().device_address(),
+        address,
+        "the cached cl_mem"
+    );
     let err = d.allocate(usize::MAX / 2).unwrap_err();
     assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
 }

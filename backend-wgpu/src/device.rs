@@ -11,6 +11,7 @@ use tensor_core::{
 use tensor_core::device::checks;
 
 use crate::buffer::{storage, wgpu_buffer, WgpuBuffer};
+use crate::kernels::key::MapKey;
 use crate::kernels::storage::Storage;
 use crate::kernels::{elementwise, Pipelines};
 use crate::launch::Operand;
@@ -152,7 +153,7 @@ impl Device for WgpuDevice {
     }
 
     fn kind(&self) -> DeviceKind {
-        DeviceKind::Wgpu
+        crate::KIND
     }
 
     fn description(&self) -> String {
@@ -301,7 +302,7 @@ impl Device for WgpuDevice {
             )
         })?;
         let kernel = Kernel {
-            key: format!("cast.{from}.{to}"),
+            key: MapKey::Cast(from, to),
             expression,
             storage: Storage::of,
         };
@@ -339,7 +340,7 @@ impl Device for WgpuDevice {
             offset: 0,
             strides: &strides,
         };
-        self.run_map(&kernel.key, &[operand], storage, out, &kernel.expression)
+        self.run_map(kernel.key, &[operand], storage, out, &kernel.expression)
     }
 
     fn arange(&self, start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {

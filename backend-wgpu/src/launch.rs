@@ -10,7 +10,9 @@ use tensor_core::{Device, OutView, Result, TensorView};
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
 use crate::kernels::elementwise;
+use crate::kernels::key::{MapKey, PipelineKey};
 use crate::kernels::storage::Storage;
+use crate::kernels::ty::Ty;
 use crate::memory;
 use crate::table::Kernel;
 
@@ -83,21 +85,21 @@ impl WgpuDevice {
                 Ok(Operand {
                     buffer: storage(x)?,
                     storage: (kernel.storage)(x.dtype())
-                        .ok_or_else(|| self.unsupported(&kernel.key, x.dtype()))?,
+                        .ok_or_else(|| self.unsupported(kernel.key, x.dtype()))?,
                     offset: x.layout().offset(),
                     strides: x.layout().strides(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         let output = (kernel.storage)(out.dtype())
-            .ok_or_else(|| self.unsupported(&kernel.key, out.dtype()))?;
-        self.run_map(&kernel.key, &operands, output, out, &kernel.expression)
+            .ok_or_else(|| self.unsupported(kernel.key, out.dtype()))?;
+        self.run_map(kernel.key, &operands, output, out, &kernel.expression)
     }
 
     /// [`WgpuDevice::map`] on operands already checked against the output's shape.
     pub(crate) fn run_map(
         &self,
-        key: &str,
+        key: MapKey,
         operands: &[Operand<'_>],
         output: Storage,
         out: &mut OutView<'_>,
@@ -109,8 +111,7 @@ impl WgpuDevice {
         let strides: Vec<&[isize]> = operands.iter().map(|x| x.strides).collect();
         let (geometry, flat) = elementwise::geometry(&lo.shape().dims(), &offsets, &strides);
         let inputs: Vec<Storage> = operands.iter().map(|x| x.storage).collect();
-        let variant = if flat { "flat" } else { "strided" };
-        let pipeline = self.pipeline(&format!("{key}.{variant}"), || {
+        let pipeline = self.pipeline(PipelineKey::Map { map: key, flat }, || {
             elementwise::map_source(&inputs, output, expression, flat)
         })?;
         let mut buffers: Vec<&wgpu::Buffer> = operands.iter().map(|x| x.buffer).collect();
@@ -139,12 +140,11 @@ impl WgpuDevice {
         let strides = contiguous_strides(out.layout().shape());
         let words = Operand {
             buffer,
-            storage: Storage::Word(packing.value_type()),
+            storage: Storage::Word(Ty::Real(packing.value_type())),
             offset: 0,
             strides: &strides,
         };
-        let key = format!("narrow.{}", out.dtype());
-        self.run_map(&key, &[words], packed, out, "x")
+        self.run_map(MapKey::Narrow(out.dtype()), &[words], packed, out, "x")
     }
 
     /// `count` workgroups (at least one) laid out as `[x, y, 1]` within the per-dimension
@@ -158,7 +158,7 @@ impl WgpuDevice {
     /// The pipeline cached as `key`, compiled from `source()` on first use.
     pub(crate) fn pipeline(
         &self,
-        key: &str,
+        key: PipelineKey,
         source: impl FnOnce() -> String,
     ) -> Result<Arc<wgpu::ComputePipeline>> {
         self.pipelines

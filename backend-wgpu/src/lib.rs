@@ -18,6 +18,8 @@ pub mod memory;
 mod ops;
 mod table;
 
+/// The kind of this backend's devices (`wgpu:0`, ...).
+pub const KIND: tensor_core::DeviceKind = tensor_core::DeviceKind::new("wgpu");
 pub use buffer::WgpuBuffer;
 pub use device::{WgpuDevice, DEFAULT_CACHE_BYTES};
 

@@ -4,14 +4,16 @@
 use std::sync::Arc;
 
 use tensor_core::device::checks;
-use tensor_core::layout::ReducedAxes;
-use tensor_core::ops::MatmulDims;
+use tensor_core::plan::MatmulDims;
+use tensor_core::plan::ReducedAxes;
 use tensor_core::{DataType, Device, Error, Op, OutView, ReduceOp, Result, TensorView};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
 use crate::kernels::elementwise::{self, WORKGROUP};
+use crate::kernels::key::PipelineKey;
 use crate::kernels::storage::Storage;
+use crate::kernels::ty::Ty;
 use crate::kernels::{matmul, reduce};
 
 /// How matmul operands of `dtype` are stored, where this backend multiplies them (f16
@@ -27,12 +29,15 @@ pub(crate) fn reduces(op: ReduceOp, dtype: DataType) -> bool {
 
 /// The lowest and highest values of `dtype` as WGSL expressions of its value type: the
 /// identities of max and min.
-fn bounds(dtype: DataType, t: &str) -> (String, String) {
+fn bounds(dtype: DataType, t: Ty) -> (String, String) {
     match elementwise::integer_bounds(dtype) {
-        Some((lo, hi)) => (
-            elementwise::int_literal(lo, t),
-            elementwise::int_literal(hi, t),
-        ),
+        Some((lo, hi)) => match t.real() {
+            Some(t) => (
+                elementwise::int_literal(lo, t),
+                elementwise::int_literal(hi, t),
+            ),
+            None => (String::new(), String::new()),
+        },
         None => (
             format!("{t}(bitcast<f32>(0xff800000u))"),
             format!("{t}(bitcast<f32>(0x7f800000u))"),
@@ -86,7 +91,7 @@ impl WgpuDevice {
             batch: batch.clone(),
             batch_strides: [sa[..r].to_vec(), sb[..r].to_vec()],
         };
-        let pipeline = self.pipeline(&format!("matmul.{dtype}"), || matmul::source(input))?;
+        let pipeline = self.pipeline(PipelineKey::Matmul(dtype), || matmul::source(input))?;
         let (a, b) = (storage(a)?, storage(b)?);
         self.through_words(out, |target| {
             for first in (0..batches).step_by(limit) {
@@ -122,7 +127,7 @@ impl WgpuDevice {
         }
         let (variant, parts) = reduce::plan(outputs, count);
         let pipeline = |variant: reduce::Variant| -> Result<Arc<wgpu::ComputePipeline>> {
-            self.pipeline(&format!("reduce_{op}.{dtype}.{variant:?}"), || {
+            self.pipeline(PipelineKey::Reduce(op, dtype, variant), || {
                 let (lowest, highest) = bounds(dtype, input.value_type());
                 reduce::source(op, input, (&lowest, &highest), variant)
             })

@@ -3,13 +3,14 @@
 
 use tensor_core::{DataType, Op, UnaryOp};
 
+use crate::kernels::key::MapKey;
 use crate::kernels::storage::Storage;
 use crate::kernels::{complex, elementwise};
 
 /// An elementwise kernel: its pipeline's cache key, its WGSL expression over `x`, `y`,
 /// `z`, and how its operands and output are stored.
 pub(crate) struct Kernel {
-    pub(crate) key: String,
+    pub(crate) key: MapKey,
     pub(crate) expression: String,
     pub(crate) storage: fn(DataType) -> Option<Storage>,
 }
@@ -20,9 +21,9 @@ pub(crate) fn kernel_for(op: Op, dtype: DataType) -> Option<Kernel> {
     if !op.is_defined_for(dtype) {
         return None;
     }
-    let key = format!("{op}.{dtype}");
+    let key = MapKey::Op(op, dtype);
     let raw = |expression: &str| Kernel {
-        key: key.clone(),
+        key,
         expression: expression.into(),
         storage: Storage::raw,
     };
@@ -33,9 +34,20 @@ pub(crate) fn kernel_for(op: Op, dtype: DataType) -> Option<Kernel> {
         _ => {}
     }
     let t = Storage::of(dtype)?.value_type();
+    if let Some(part) = t.part() {
+        let expression = match op {
+            Op::Binary(op) => complex::binary_expression(op)?,
+            Op::Unary(op) => complex::unary_expression(op, part)?,
+            _ => return None,
+        };
+        return Some(Kernel {
+            key,
+            expression,
+            storage: Storage::of,
+        });
+    }
+    let t = t.real()?;
     let expression = match op {
-        Op::Binary(op) if dtype.is_complex() => complex::binary_expression(op)?,
-        Op::Unary(op) if dtype.is_complex() => complex::unary_expression(op, t)?,
         Op::Binary(op) if op.is_comparison() => elementwise::compare_expression(op, t)?,
         Op::Binary(op) if dtype == DataType::Bool => elementwise::logical_expression(op)?.into(),
         Op::Unary(UnaryOp::Not) if dtype == DataType::Bool => "1u - x".into(),

@@ -1,5 +1,5 @@
 //! Reduction kernels: each output element reduces the elements of its kept index over the
-//! reduced dims of a strided input ([`tensor_core::layout::ReducedAxes`], each side
+//! reduced dims of a strided input ([`tensor_core::plan::ReducedAxes`], each side
 //! coalesced), with an accumulator per (op, dtype) that follows the suite's semantics:
 //! integer sums and products wrap, integer means sum exactly in 128 bits, floats
 //! accumulate in f64 where the device has it (f32 otherwise), max/min propagate NaN, and

@@ -3,8 +3,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::{Error, Result};
-
 /// The kind of values a dtype holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DTypeClass {
@@ -25,6 +23,19 @@ pub enum DTypeClass {
     /// TensorFlow's `resource` and `variant` handles: representable, never computable.
     Opaque,
 }
+
+/// A dtype number or name that names no dtype (its message says which and why). It
+/// converts into [`crate::Error::InvalidArgument`], so `?` carries it on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DTypeError(String);
+
+impl fmt::Display for DTypeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DTypeError {}
 
 macro_rules! data_types {
     ($( $(#[$doc:meta])* $variant:ident = $num:literal, $name:literal, $size:literal, $class:ident, $computable:literal; )*) => {
@@ -72,26 +83,26 @@ macro_rules! data_types {
 
             /// The dtype with TensorFlow enum number `value`. Reference dtypes (`DT_FLOAT_REF`,
             /// numbers over 100) and unknown numbers are an `Err`.
-            pub fn from_i32(value: i32) -> Result<Self> {
+            pub fn from_i32(value: i32) -> Result<Self, DTypeError> {
                 match value {
                     $($num => Ok(DataType::$variant),)*
-                    101..=199 => Err(Error::invalid(format!(
+                    101..=199 => Err(DTypeError(format!(
                         "dtype {value} is a TensorFlow reference dtype (DT_*_REF), which has no tensor values"))),
-                    0 => Err(Error::invalid("dtype 0 is DT_INVALID")),
-                    _ => Err(Error::invalid(format!("unknown dtype enum value {value}"))),
+                    0 => Err(DTypeError("dtype 0 is DT_INVALID".into())),
+                    _ => Err(DTypeError(format!("unknown dtype enum value {value}"))),
                 }
             }
         }
 
         impl FromStr for DataType {
-            type Err = Error;
-            fn from_str(s: &str) -> Result<Self> {
+            type Err = DTypeError;
+            fn from_str(s: &str) -> Result<Self, DTypeError> {
                 match s {
                     $($name => Ok(DataType::$variant),)*
                     "half" => Ok(DataType::Half),
                     "float" => Ok(DataType::Float),
                     "double" => Ok(DataType::Double),
-                    _ => Err(Error::invalid(format!("unknown dtype name {s:?}"))),
+                    _ => Err(DTypeError(format!("unknown dtype name {s:?}"))),
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! The one error type of polytensor.
 
-use crate::alloc::AllocatorStats;
-use crate::dtype::DataType;
+use crate::dtype::{DTypeError, DataType};
+use crate::stats::AllocatorStats;
 
 /// Everything that can go wrong in polytensor. Bad input from a user or a file is
 /// always one of these, never a panic.
@@ -109,5 +109,11 @@ impl Error {
     /// An [`Error::InvalidArgument`] with a formatted message.
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(message.into())
+    }
+}
+
+impl From<DTypeError> for Error {
+    fn from(e: DTypeError) -> Self {
+        Error::invalid(e.to_string())
     }
 }

@@ -1,13 +1,11 @@
-//! [`Layout`]: how a tensor's elements sit in its buffer (shape, strides, offset), and
-//! [`StridedRows`], the iteration every host kernel shares.
+//! [`Layout`]: how a tensor's elements sit in its buffer (shape, strides, offset).
 
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::shape::{TensorShape, INLINE_RANK};
+use crate::shape::TensorShape;
 
-/// Strides in elements, one per dimension.
-pub type Strides = SmallVec<[isize; INLINE_RANK]>;
+pub use crate::shape::Strides;
 
 /// Normalise a possibly negative axis against `rank` (`-1` is the last axis).
 pub fn normalize_axis(axis: isize, rank: usize) -> Result<usize> {
@@ -421,184 +419,6 @@ impl Layout {
     }
 }
 
-/// A layout split for a reduction: the kept dims and the reduced dims, each with the
-/// layout's strides along them, in the layout's order.
-///
-/// ```
-/// use tensor_core::{layout::ReducedAxes, Layout, TensorShape};
-/// let layout = Layout::contiguous(TensorShape::new(&[2, 3, 4]).unwrap());
-/// let split = ReducedAxes::split(&layout, &[1], 8).unwrap();
-/// assert_eq!((split.kept, split.kept_strides), (vec![2, 4], vec![12, 1]));
-/// assert_eq!((split.reduced, split.reduced_strides), (vec![3], vec![4]));
-/// assert!(ReducedAxes::split(&layout, &[1], 6).is_err()); // output of the wrong size
-/// assert!(ReducedAxes::split(&layout, &[2, 1], 8).is_err()); // axes out of order
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReducedAxes {
-    /// Dims that stay, in order (the output's elements, row-major).
-    pub kept: Vec<usize>,
-    /// The layout's strides along `kept`.
-    pub kept_strides: Vec<isize>,
-    /// Dims reduced over, in order.
-    pub reduced: Vec<usize>,
-    /// The layout's strides along `reduced`.
-    pub reduced_strides: Vec<isize>,
-}
-
-impl ReducedAxes {
-    /// Split `layout` by `axes` (sorted, distinct, in range) for an output of `outputs`
-    /// elements, which must be the product of the kept dims.
-    pub fn split(layout: &Layout, axes: &[usize], outputs: usize) -> Result<Self> {
-        let dims = layout.shape().dims();
-        if axes.windows(2).any(|w| w[0] >= w[1]) || axes.last().is_some_and(|&a| a >= dims.len()) {
-            return Err(Error::invalid(format!(
-                "reduction axes {axes:?} must be sorted, distinct and < {}",
-                dims.len()
-            )));
-        }
-        let mut split = ReducedAxes {
-            kept: vec![],
-            kept_strides: vec![],
-            reduced: vec![],
-            reduced_strides: vec![],
-        };
-        for (i, (&d, &s)) in dims.iter().zip(layout.strides()).enumerate() {
-            let (to, strides) = if axes.contains(&i) {
-                (&mut split.reduced, &mut split.reduced_strides)
-            } else {
-                (&mut split.kept, &mut split.kept_strides)
-            };
-            to.push(d);
-            strides.push(s);
-        }
-        if split.kept.iter().product::<usize>() != outputs {
-            return Err(Error::shape(
-                "reduce",
-                format!(
-                    "an output of {outputs} elements for kept dims {:?}",
-                    split.kept
-                ),
-            ));
-        }
-        Ok(split)
-    }
-}
-
-/// Rows of a strided loop over one shape shared by `N` operands: the shape is coalesced
-/// (size-1 dims dropped, dims merged where every operand's strides allow), then walked
-/// as an outer odometer over rows of the innermost dim.
-///
-/// ```
-/// use tensor_core::layout::StridedRows;
-/// // A 2x3 transpose of a row-major 3x2 buffer, read next to a contiguous 2x3.
-/// let rows = StridedRows::new(&[2, 3], [&[1, 2], &[3, 1]], [0, 0]);
-/// assert_eq!(rows.row_len(), 3);
-/// assert_eq!(rows.inner_strides(), [2, 1]);
-/// let starts: Vec<[isize; 2]> = rows.collect();
-/// assert_eq!(starts, vec![[0, 0], [1, 3]]);
-/// ```
-#[derive(Debug, Clone)]
-pub struct StridedRows<const N: usize> {
-    outer: SmallVec<[usize; INLINE_RANK]>,
-    outer_strides: [SmallVec<[isize; INLINE_RANK]>; N],
-    row_len: usize,
-    inner: [isize; N],
-    index: SmallVec<[usize; INLINE_RANK]>,
-    next: Option<[isize; N]>,
-    base: [isize; N],
-}
-
-impl<const N: usize> StridedRows<N> {
-    /// Rows over `shape` for operands with `strides` and element offsets `offsets`.
-    pub fn new(shape: &[usize], strides: [&[isize]; N], offsets: [isize; N]) -> Self {
-        let empty = shape.contains(&0);
-        let plan = crate::plan::Coalesced::new(shape, &strides);
-        let rank = plan.rank();
-        let mut dims: SmallVec<[usize; INLINE_RANK]> = SmallVec::from_slice(plan.dims());
-        let mut dim_strides: [SmallVec<[isize; INLINE_RANK]>; N] =
-            std::array::from_fn(|k| SmallVec::from_slice(plan.strides(k)));
-        // The innermost dim is the row; a coalesced plan always has one.
-        let row_len = dims.pop().unwrap_or(1);
-        let inner = std::array::from_fn(|k| dim_strides[k].pop().unwrap_or(0));
-        debug_assert_eq!(dims.len() + 1, rank);
-        let index = SmallVec::from_elem(0, dims.len());
-        Self {
-            outer: dims,
-            outer_strides: dim_strides,
-            row_len: if empty { 0 } else { row_len },
-            inner,
-            index,
-            next: (!empty).then_some(offsets),
-            base: offsets,
-        }
-    }
-
-    /// The position of each operand's first element in row `row` (`row < num_rows()`), for
-    /// splitting the rows among threads.
-    pub fn row_start(&self, row: usize) -> [isize; N] {
-        let mut positions = self.base;
-        let mut rest = row;
-        for axis in (0..self.outer.len()).rev() {
-            let digit = rest % self.outer[axis];
-            rest /= self.outer[axis];
-            for (k, p) in positions.iter_mut().enumerate() {
-                *p += digit as isize * self.outer_strides[k][axis];
-            }
-        }
-        positions
-    }
-
-    /// Elements per row.
-    pub fn row_len(&self) -> usize {
-        self.row_len
-    }
-
-    /// Each operand's stride along a row.
-    pub fn inner_strides(&self) -> [isize; N] {
-        self.inner
-    }
-
-    /// Number of rows.
-    pub fn num_rows(&self) -> usize {
-        if self.row_len == 0 {
-            0
-        } else {
-            self.outer.iter().product()
-        }
-    }
-}
-
-impl<const N: usize> Iterator for StridedRows<N> {
-    type Item = [isize; N];
-
-    /// The position of each operand's first element in the next row.
-    fn next(&mut self) -> Option<[isize; N]> {
-        let current = self.next?;
-        let mut advanced = current;
-        let mut axis = self.outer.len();
-        loop {
-            if axis == 0 {
-                self.next = None;
-                break;
-            }
-            axis -= 1;
-            self.index[axis] += 1;
-            for (k, pos) in advanced.iter_mut().enumerate() {
-                *pos += self.outer_strides[k][axis];
-            }
-            if self.index[axis] < self.outer[axis] {
-                self.next = Some(advanced);
-                break;
-            }
-            for (k, pos) in advanced.iter_mut().enumerate() {
-                *pos -= self.outer_strides[k][axis] * self.outer[axis] as isize;
-            }
-            self.index[axis] = 0;
-        }
-        Some(current)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -607,11 +427,19 @@ mod tests {
         TensorShape::new(dims).unwrap()
     }
 
-    /// Every element position of a layout in row-major index order.
+    /// Every element position of a layout in row-major index order, by unravelling each
+    /// flat index (the naive reference; `plan::StridedRows` is the fast walk).
     fn positions(l: &Layout) -> Vec<isize> {
-        let rows = StridedRows::new(&l.shape().dims(), [l.strides()], [l.offset() as isize]);
-        let (len, [step]) = (rows.row_len(), rows.inner_strides());
-        rows.flat_map(|[start]| (0..len as isize).map(move |i| start + i * step))
+        let dims = l.shape().dims();
+        (0..l.num_elements())
+            .map(|mut flat| {
+                let mut position = l.offset() as isize;
+                for (d, &dim) in dims.iter().enumerate().rev() {
+                    position += (flat % dim) as isize * l.strides()[d];
+                    flat /= dim;
+                }
+                position
+            })
             .collect()
     }
 
@@ -671,28 +499,6 @@ mod tests {
         assert_eq!(positions(&flat), positions(&wide));
         let with_ones = wide.reshape(&shape(&[1, 2, 1, 6])).unwrap().unwrap();
         assert_eq!(positions(&with_ones), positions(&wide));
-    }
-
-    #[test]
-    fn strided_rows_coalesce_and_walk() {
-        let rows = StridedRows::new(&[2, 3, 4], [&[12, 4, 1]], [5]);
-        assert_eq!((rows.num_rows(), rows.row_len()), (1, 24));
-        let t = Layout::contiguous(shape(&[3, 4])).transpose(0, 1).unwrap();
-        assert_eq!(positions(&t), vec![0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]);
-        let rows = StridedRows::new(&[3, 4, 5], [&[1, 3, 12]], [2]);
-        let starts: Vec<[isize; 1]> = rows.clone().collect();
-        assert_eq!(
-            (0..rows.num_rows())
-                .map(|r| rows.row_start(r))
-                .collect::<Vec<_>>(),
-            starts
-        );
-        let empty = StridedRows::new(&[3, 0], [&[0, 1]], [0]);
-        assert_eq!(empty.count(), 0);
-        let scalar: Vec<_> = StridedRows::new(&[], [&[]], [7]).collect();
-        assert_eq!(scalar, vec![[7]]);
-        let neg = Layout::new(shape(&[3]), &[-1], 2).unwrap();
-        assert_eq!(positions(&neg), vec![2, 1, 0]);
     }
 
     #[test]

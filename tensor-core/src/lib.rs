@@ -24,6 +24,7 @@ pub mod plan;
 pub mod proto;
 pub mod shape;
 pub mod slice;
+pub mod stats;
 pub mod tensor;
 
 pub use alloc::{
@@ -35,12 +36,13 @@ pub use buffer::{
     TensorBuffer, EMBEDDED_BUFFER_BYTES, INLINE_BUFFER_BYTES,
 };
 pub use device::{Device, DeviceHandle, DeviceKind, OutView, TensorView};
-pub use dtype::{DTypeClass, DTypeSet, DataType};
+pub use dtype::{DTypeClass, DTypeError, DTypeSet, DataType};
 pub use element::{Element, Scalar};
 pub use error::{Error, Result};
-pub use layout::{Layout, StridedRows};
+pub use layout::Layout;
 pub use ops::{BinaryOp, Op, ReduceOp, UnaryOp};
 pub use partial_shape::PartialTensorShape;
+pub use plan::StridedRows;
 pub use shape::{IntoShape, TensorShape};
 pub use slice::{Extent, TensorSlice};
 pub use tensor::{same_device, HostView, Tensor};

@@ -372,54 +372,6 @@ pub fn arange_bytes(dtype: DataType, start: Scalar, step: Scalar, count: usize) 
         _ => None)
 }
 
-/// The sizes of a batched matmul `[batch.., m, k] x [batch.., k, n] -> [batch.., m, n]`,
-/// checked against the output's shape (batch dims already broadcast by the caller).
-///
-/// ```
-/// use tensor_core::{ops::MatmulDims, TensorShape};
-/// let shape = |d: &[usize]| TensorShape::new(d).unwrap();
-/// let dims = MatmulDims::of(&shape(&[2, 3, 4]), &shape(&[2, 4, 5]), &shape(&[2, 3, 5])).unwrap();
-/// assert_eq!((dims.batch, dims.m, dims.k, dims.n), (vec![2], 3, 4, 5));
-/// assert!(MatmulDims::of(&shape(&[3, 4]), &shape(&[5, 6]), &shape(&[3, 6])).is_err());
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MatmulDims {
-    /// The batch dims, shared by both operands and the output.
-    pub batch: Vec<usize>,
-    /// Rows of `a` and of the output.
-    pub m: usize,
-    /// Columns of `a`, rows of `b`: the summed dim.
-    pub k: usize,
-    /// Columns of `b` and of the output.
-    pub n: usize,
-}
-
-impl MatmulDims {
-    /// The sizes of `a x b -> out`, or a shape error naming all three shapes.
-    pub fn of(a: &TensorShape, b: &TensorShape, out: &TensorShape) -> Result<Self> {
-        let mismatch = || {
-            Error::shape(
-                "matmul",
-                format!("operands {a} x {b} for output {out} (each needs rank >= 2)"),
-            )
-        };
-        let (a_dims, b_dims, o_dims) = (a.dims(), b.dims(), out.dims());
-        let split = |dims: &[usize]| match dims {
-            [batch @ .., rows, cols] => Some((batch.to_vec(), *rows, *cols)),
-            _ => None,
-        };
-        let ((batch, m, k), (b_batch, k2, n), (o_batch, m2, n2)) = (
-            split(&a_dims).ok_or_else(mismatch)?,
-            split(&b_dims).ok_or_else(mismatch)?,
-            split(&o_dims).ok_or_else(mismatch)?,
-        );
-        if batch != b_batch || batch != o_batch || k != k2 || m != m2 || n != n2 {
-            return Err(mismatch());
-        }
-        Ok(MatmulDims { batch, m, k, n })
-    }
-}
-
 /// The shape that `a` and `b` broadcast to by NumPy rules (align trailing dims; each pair
 /// equal, or one of them 1).
 ///

@@ -3,13 +3,16 @@
 use std::fmt;
 
 use crate::error::{Error, Result};
-use crate::layout::Strides;
 
 /// TensorFlow's maximum rank (`TensorShape::MaxDimensions()`).
 pub const MAX_RANK: usize = 254;
 
 /// Ranks up to this many dimensions are stored inline, with no heap allocation.
 pub const INLINE_RANK: usize = 6;
+
+/// Strides in elements, one per dimension (a [`crate::Layout`]'s, and a shape's row-major
+/// strides).
+pub type Strides = smallvec::SmallVec<[isize; INLINE_RANK]>;
 
 /// Scratch space for shape edits: inline up to rank 8, so editing small shapes never
 /// touches the heap.

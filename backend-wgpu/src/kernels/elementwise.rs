@@ -10,7 +10,9 @@
 use tensor_core::{BinaryOp, DataType, UnaryOp};
 
 use super::storage::{Storage, CONVERSIONS};
+use super::template::instantiate;
 use super::transcendental::{POW_F32, TRANSCENDENTALS, TRANSCENDENTALS_F64};
+use super::ty::{Scalar, Ty};
 
 /// Invocations per workgroup.
 pub(crate) const WORKGROUP: u32 = 256;
@@ -18,10 +20,10 @@ pub(crate) const WORKGROUP: u32 = 256;
 /// The WGSL expression of `op` on `x` and `y` of type `t`, following DESIGN.md's shared
 /// semantics (integer `x / 0 = -1`, `x % 0 = x`; WGSL's own rules give `x` and `0`), or
 /// `None` where this backend has no exact kernel yet.
-pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
-    let float = t.starts_with('f');
+pub(crate) fn binary_expression(op: BinaryOp, t: Scalar) -> Option<String> {
+    let float = t.is_float();
     let zero = format!("{t}(0)");
-    let all_ones = if t.starts_with('u') {
+    let all_ones = if t.is_unsigned() {
         format!("~{zero}")
     } else {
         format!("{t}(-1)")
@@ -36,7 +38,7 @@ pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
         BinaryOp::Rem => format!("float_rem_{t}(x, y)"),
         BinaryOp::Pow if !float => format!("pow_{t}(x, y)"),
         // Computed in f64: see `transcendental::POW_F32`.
-        BinaryOp::Pow if t == "f32" => "pow_f32(x, y)".into(),
+        BinaryOp::Pow if t == Scalar::F32 => "pow_f32(x, y)".into(),
         BinaryOp::Max if float => "float_max(x, y)".into(),
         BinaryOp::Min if float => "float_min(x, y)".into(),
         BinaryOp::Max => "max(x, y)".into(),
@@ -47,9 +49,9 @@ pub(crate) fn binary_expression(op: BinaryOp, t: &str) -> Option<String> {
 
 /// The WGSL expression of unary `op` on `x` of type `t`, or `None` where this backend has
 /// no kernel within the conformance bounds yet.
-pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
-    let float = t.starts_with('f');
-    let signed = !t.starts_with('u');
+pub(crate) fn unary_expression(op: UnaryOp, t: Scalar) -> Option<String> {
+    let float = t.is_float();
+    let signed = !t.is_unsigned();
     Some(match op {
         UnaryOp::Neg if float => "-x".into(),
         UnaryOp::Neg if signed => "0 - x".into(),
@@ -75,16 +77,16 @@ pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
         UnaryOp::Recip if float => "1.0 / x".into(),
         UnaryOp::Rsqrt if float => "1.0 / sqrt(x)".into(),
         // f32 (and f16, bf16 through it) only: see `transcendental`.
-        UnaryOp::Exp if t == "f32" => "exp_f32(x)".into(),
-        UnaryOp::Log if t == "f32" => "log_f32(x)".into(),
-        UnaryOp::Tanh if t == "f32" => "tanh_f32(x)".into(),
-        UnaryOp::Sigmoid if t == "f32" => "sigmoid_f32(x)".into(),
-        UnaryOp::Exp if t == "f64" => "exp_f64(x)".into(),
-        UnaryOp::Log if t == "f64" => "log_f64(x)".into(),
-        UnaryOp::Tanh if t == "f64" => "tanh_f64(x)".into(),
-        UnaryOp::Sigmoid if t == "f64" => "sigmoid_f64(x)".into(),
-        UnaryOp::Sin if t == "f32" => "sin_cos_f32(x, false)".into(),
-        UnaryOp::Cos if t == "f32" => "sin_cos_f32(x, true)".into(),
+        UnaryOp::Exp if t == Scalar::F32 => "exp_f32(x)".into(),
+        UnaryOp::Log if t == Scalar::F32 => "log_f32(x)".into(),
+        UnaryOp::Tanh if t == Scalar::F32 => "tanh_f32(x)".into(),
+        UnaryOp::Sigmoid if t == Scalar::F32 => "sigmoid_f32(x)".into(),
+        UnaryOp::Exp if t == Scalar::F64 => "exp_f64(x)".into(),
+        UnaryOp::Log if t == Scalar::F64 => "log_f64(x)".into(),
+        UnaryOp::Tanh if t == Scalar::F64 => "tanh_f64(x)".into(),
+        UnaryOp::Sigmoid if t == Scalar::F64 => "sigmoid_f64(x)".into(),
+        UnaryOp::Sin if t == Scalar::F32 => "sin_cos_f32(x, false)".into(),
+        UnaryOp::Cos if t == Scalar::F32 => "sin_cos_f32(x, true)".into(),
         _ => return None,
     })
 }
@@ -96,75 +98,30 @@ pub(crate) fn unary_expression(op: UnaryOp, t: &str) -> Option<String> {
 /// tested on the bits; `max` and `min` propagate NaN and order -0 below +0, as the shared
 /// semantics require. f64 templates also get the round-to-odd narrowing that makes f64 to
 /// f16/bf16 a single rounding.
-pub(crate) fn float_helpers(t: &str) -> String {
-    let (bits, is_nan) = if t == "f64" {
+pub(crate) fn float_helpers(t: Scalar) -> String {
+    let wide = t == Scalar::F64;
+    let (magnitude, infinity, integral) = if wide {
+        // 2^52: from there on every f64 is an integer.
         (
-            "u64",
-            "return (bitcast<u64>(v) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu;",
+            "0x7ffffffffffffffflu",
+            "0x7ff0000000000000lu",
+            "4503599627370496.0",
         )
     } else {
-        (
-            "u32",
-            "return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;",
-        )
+        ("0x7fffffffu", "0x7f800000u", "8388608.0")
     };
-    let integral = if t == "f64" {
-        "4503599627370496.0" // 2^52
-    } else {
-        "8388608.0" // 2^23
-    };
-    let mut helpers = format!(
-        r#"
-// 2^n for n in [-126, 127], built from its bits (exact, unlike a device's `exp2`).
-fn pow2(n: i32) -> f32 {{
-    return bitcast<f32>(u32(n + 127) << 23u);
-}}
-
-fn is_nan(v: {t}) -> bool {{
-    {is_nan}
-}}
-
-fn float_max(x: {t}, y: {t}) -> {t} {{
-    let zeros = bitcast<{t}>(bitcast<{bits}>(x) & bitcast<{bits}>(y));
-    return select(select(select(max(x, y), zeros, x == y), y, is_nan(y)), x, is_nan(x));
-}}
-
-fn float_min(x: {t}, y: {t}) -> {t} {{
-    let zeros = bitcast<{t}>(bitcast<{bits}>(x) | bitcast<{bits}>(y));
-    return select(select(select(min(x, y), zeros, x == y), y, is_nan(y)), x, is_nan(x));
-}}
-
-// Round half to even, exactly, keeping the sign of a zero result: lavapipe's f64 `round`
-// returns +0 for -0.4 and, in some shaders, 1 for 1.5. Below {integral} every `x - floor(x)`
-// and parity test is exact; from there on every float is an integer (or inf or NaN).
-fn round_even(x: {t}) -> {t} {{
-    let r = floor(x);
-    let d = x - r;
-    let odd = r - 2.0 * floor(r * 0.5) != 0.0;
-    let y = select(r, r + 1.0, d > 0.5 || (d == 0.5 && odd));
-    let zero = select({t}(0.0), {t}(-0.0), x < 0.0 || 1.0 / x < 0.0);
-    return select(select(y, zero, y == 0.0), x, !(abs(x) < {integral}));
-}}
-"#
+    let mut helpers = instantiate(
+        include_str!("wgsl/float.wgsl"),
+        &[
+            ("T", &t),
+            ("BITS", &t.bits()),
+            ("MAGNITUDE", &magnitude),
+            ("INFINITY", &infinity),
+            ("INTEGRAL", &integral),
+        ],
     );
-    if t == "f64" {
-        helpers.push_str(
-            r#"
-// x rounded to f32 toward zero, with the last bit set if that was inexact (round to odd):
-// rounding this once more to a narrower float rounds x correctly.
-fn f64_to_f32_odd(x: f64) -> f32 {
-    var r = f32(x);
-    if (is_nan(x) || abs(f64(r)) <= abs(x)) {
-        if (f64(r) != x && !is_nan(x)) {
-            r = bitcast<f32>(bitcast<u32>(r) | 1u);
-        }
-        return r;
-    }
-    r = bitcast<f32>(bitcast<u32>(r) - 1u);
-    return bitcast<f32>(bitcast<u32>(r) | 1u);
-}
-"#,
-        );
+    if wide {
+        helpers.push_str(include_str!("wgsl/f64_to_f32_odd.wgsl"));
     }
     helpers
 }
@@ -172,147 +129,46 @@ fn f64_to_f32_odd(x: f64) -> f32 {
 /// The exact float remainder of C's `fmod` on float type `t` (`f32`, or `f64` in templates
 /// with 64-bit integers), as `float_rem_<t>`: WGSL's `%` is `x - y * trunc(x / y)`, which
 /// rounds, so the significands are reduced by shift-and-subtract instead.
-fn remainder_helper(t: &str) -> String {
-    let wide = t == "f64";
-    let (u, s, bits) = if wide {
-        ("u64", "lu", 52)
+fn remainder_helper(t: Scalar) -> String {
+    let wide = t == Scalar::F64;
+    let (suffix, bits) = if wide { ("lu", 52) } else { ("u", 23) };
+    let hex = |v: u64| format!("{v:#x}{suffix}");
+    let magnitude = if wide {
+        u64::MAX >> 1
     } else {
-        ("u32", "u", 23)
+        u64::from(u32::MAX >> 1)
     };
-    let hidden = format!("{:#x}{s}", 1u64 << bits);
-    let mantissa = format!("{:#x}{s}", (1u64 << bits) - 1);
-    let magnitude = format!(
-        "{:#x}{s}",
-        if wide {
-            u64::MAX >> 1
-        } else {
-            u64::from(u32::MAX >> 1)
-        }
-    );
-    let sign_bit = format!("{:#x}{s}", if wide { 1u64 << 63 } else { 1 << 31 });
-    let infinity = format!("{:#x}{s}", if wide { 0x7ffu64 << 52 } else { 0xff << 23 });
-    let nan = format!("{:#x}{s}", if wide { 0xfffu64 << 51 } else { 0x1ff << 22 });
-    format!(
-        r#"
-struct Unpacked_{t} {{
-    m: {u},
-    e: i32,
-}}
-
-// The significand of a finite nonzero magnitude `a` with its hidden bit set, and its
-// exponent (subnormals normalised).
-fn unpack_significand_{t}(a: {u}) -> Unpacked_{t} {{
-    var e = i32(u32(a >> {bits}u));
-    var m = a & {mantissa};
-    if (e == 0) {{
-        e = 1;
-        while ((m & {hidden}) == 0{s}) {{
-            m <<= 1u;
-            e -= 1;
-        }}
-    }} else {{
-        m |= {hidden};
-    }}
-    return Unpacked_{t}(m, e);
-}}
-
-fn float_rem_{t}(x: {t}, y: {t}) -> {t} {{
-    let ux = bitcast<{u}>(x);
-    let sign = ux & {sign_bit};
-    let ax = ux & {magnitude};
-    let ay = bitcast<{u}>(y) & {magnitude};
-    if (ay == 0{s} || ay > {infinity} || ax >= {infinity}) {{
-        return bitcast<{t}>({nan});
-    }}
-    if (ax < ay) {{
-        return x;
-    }}
-    if (ax == ay) {{
-        return bitcast<{t}>(sign);
-    }}
-    let px = unpack_significand_{t}(ax);
-    let py = unpack_significand_{t}(ay);
-    var m = px.m;
-    var e = px.e;
-    for (; e > py.e; e--) {{
-        if (m >= py.m) {{
-            m -= py.m;
-        }}
-        if (m == 0{s}) {{
-            return bitcast<{t}>(sign);
-        }}
-        m <<= 1u;
-    }}
-    if (m >= py.m) {{
-        m -= py.m;
-    }}
-    if (m == 0{s}) {{
-        return bitcast<{t}>(sign);
-    }}
-    while ((m & {hidden}) == 0{s}) {{
-        m <<= 1u;
-        e -= 1;
-    }}
-    if (e > 0) {{
-        return bitcast<{t}>(sign | ({u}(u32(e)) << {bits}u) | (m & {mantissa}));
-    }}
-    return bitcast<{t}>(sign | (m >> u32(1 - e)));
-}}
-"#
+    instantiate(
+        include_str!("wgsl/float_rem.wgsl"),
+        &[
+            ("T", &t),
+            ("U", &t.bits()),
+            ("S", &suffix),
+            ("BITS", &bits),
+            ("HIDDEN", &hex(1 << bits)),
+            ("MANTISSA", &hex((1 << bits) - 1)),
+            ("MAGNITUDE", &hex(magnitude)),
+            ("SIGN_BIT", &hex(if wide { 1 << 63 } else { 1 << 31 })),
+            (
+                "INFINITY",
+                &hex(if wide { 0x7ff << 52 } else { 0xff << 23 }),
+            ),
+            ("NAN", &hex(if wide { 0xfff << 51 } else { 0x1ff << 22 })),
+        ],
     )
 }
 
 /// Integer powers by squaring for the signed and unsigned types `i` and `u` of one width
 /// (wrapping; negative exponents give 0 except for bases 1 and -1), as `pow_<type>`.
-fn pow_helpers(i: &str, u: &str) -> String {
-    format!(
-        r#"
-fn pow_{u}(base: {u}, exponent: {u}) -> {u} {{
-    var acc = {u}(1);
-    var b = base;
-    var e = exponent;
-    while (e > {u}(0)) {{
-        if ((e & {u}(1)) == {u}(1)) {{
-            acc *= b;
-        }}
-        b *= b;
-        e >>= 1u;
-    }}
-    return acc;
-}}
-
-fn pow_{i}(base: {i}, exponent: {i}) -> {i} {{
-    if (exponent < {i}(0)) {{
-        if (base == {i}(1)) {{
-            return {i}(1);
-        }}
-        if (base == {i}(-1)) {{
-            return select({i}(-1), {i}(1), (exponent & {i}(1)) == {i}(0));
-        }}
-        return {i}(0);
-    }}
-    return bitcast<{i}>(pow_{u}(bitcast<{u}>(base), bitcast<{u}>(exponent)));
-}}
-"#
-    )
+fn pow_helpers(i: Scalar, u: Scalar) -> String {
+    instantiate(include_str!("wgsl/int_pow.wgsl"), &[("I", &i), ("U", &u)])
 }
 
 /// 64-bit integer helpers, for templates on devices with SHADER_INT64: powers, and
 /// magnitudes rounded once to floats of `p` significant bits (the magnitude is first cut
 /// to 32 bits with a sticky bit, which keeps the rounding single).
 fn int64_helpers() -> String {
-    pow_helpers("i64", "u64")
-        + r#"
-fn int64_to_float(m: u64, negative: bool, p: u32) -> f32 {
-    let high = u32(m >> 32u);
-    if (high == 0u) {
-        return int_to_float(u32(m), negative, p);
-    }
-    let shift = 32u - countLeadingZeros(high);
-    let cut = u32(m >> shift) | select(0u, 1u, (m & ((1lu << shift) - 1lu)) != 0lu);
-    return int_to_float(cut, negative, p) * pow2(i32(shift));
-}
-"#
+    pow_helpers(Scalar::I64, Scalar::U64) + include_str!("wgsl/int64.wgsl")
 }
 
 /// The WGSL source of `out[i] = apply(in0[p0(i)], in1[p1(i)], ...)` with inputs and output
@@ -327,34 +183,31 @@ pub(crate) fn map_source(
     const NAMES: [&str; 3] = ["x", "y", "z"];
     let n = inputs.len();
     let value = output.value_type();
-    let float = if inputs
+    let types: Vec<Ty> = inputs
         .iter()
         .chain([&output])
-        .any(|s| s.value_type().contains("f64"))
-    {
-        "f64"
+        .map(|s| s.value_type())
+        .collect();
+    let float = if types.iter().any(|t| t.is_f64()) {
+        Scalar::F64
     } else {
-        "f32"
+        Scalar::F32
     };
     let mut source = format!(
         "{}{}{CONVERSIONS}{}",
         float_helpers(float),
-        remainder_helper("f32"),
-        pow_helpers("i32", "u32")
+        remainder_helper(Scalar::F32),
+        pow_helpers(Scalar::I32, Scalar::U32)
     );
-    if float == "f32" {
+    if float == Scalar::F32 {
         source += TRANSCENDENTALS;
     } else {
         source += TRANSCENDENTALS_F64;
     }
-    if let Some(part) = inputs
-        .iter()
-        .chain([&output])
-        .find_map(|s| super::complex::part_type(s.value_type()))
-    {
+    if let Some(part) = types.iter().find_map(|t| t.part()) {
         source += &super::complex::helpers(part);
         // They build on the f32 functions, which f64 templates (casts) do not carry.
-        if part == "f32" && float == "f32" {
+        if part == Scalar::F32 && float == Scalar::F32 {
             source += super::complex::TRANSCENDENTALS;
         }
     }
@@ -362,14 +215,10 @@ pub(crate) fn map_source(
     if expression.contains("pow_f32(") {
         source += POW_F32;
     }
-    if inputs
-        .iter()
-        .chain([&output])
-        .any(|s| s.value_type().contains("64"))
-    {
+    if types.iter().any(|t| t.is_wide()) {
         source += &int64_helpers();
-        if float == "f64" {
-            source += &remainder_helper("f64");
+        if float == Scalar::F64 {
+            source += &remainder_helper(Scalar::F64);
         }
     }
     source.push_str("@group(0) @binding(0) var<storage, read> geometry: array<u32>;\n");
@@ -459,7 +308,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
 
 /// The WGSL expression of comparison `op` on `x` and `y` stored as `t`, as a `u32` 0 or 1.
 /// Float comparisons are false (`ne`: true) when either side is NaN, tested on the bits.
-pub(crate) fn compare_expression(op: BinaryOp, t: &str) -> Option<String> {
+pub(crate) fn compare_expression(op: BinaryOp, t: Scalar) -> Option<String> {
     let symbol = match op {
         BinaryOp::Eq => "==",
         BinaryOp::Ne => "==",
@@ -469,7 +318,7 @@ pub(crate) fn compare_expression(op: BinaryOp, t: &str) -> Option<String> {
         BinaryOp::Ge => ">=",
         _ => return None,
     };
-    let ordered = if t.starts_with('f') {
+    let ordered = if t.is_float() {
         format!("(x {symbol} y && !is_nan(x) && !is_nan(y))")
     } else {
         format!("(x {symbol} y)")
@@ -506,13 +355,12 @@ pub(crate) fn cast_expression(from: DataType, to: DataType) -> Option<String> {
 /// [`cast_expression`] between real dtypes (and bool) of the value `v`.
 fn real_cast(from: DataType, to: DataType, v: &str) -> Option<String> {
     use tensor_core::DTypeClass::{Bool, Float, Signed};
-    let (source, target) = (Storage::of(from)?, Storage::of(to)?);
-    let (s, t) = (source.value_type(), target.value_type());
-    let (wide_source, wide_target) = (s.ends_with("64"), t.ends_with("64"));
+    let (s, t) = (real_type(from)?, real_type(to)?);
+    let (wide_source, wide_target) = (s.is_wide(), t.is_wide());
     Some(match (from.class(), to.class()) {
         (Float, Bool) => format!("select(0u, 1u, {v} != 0.0 || is_nan({v}))"),
         (_, Bool) => format!("select(0u, 1u, {v} != {s}(0))"),
-        (Float, Float) if s == "f64" && t != "f64" => match to {
+        (Float, Float) if s == Scalar::F64 && t != Scalar::F64 => match to {
             DataType::Float => format!("f32({v})"),
             _ => format!("f64_to_f32_odd({v})"),
         },
@@ -527,7 +375,7 @@ fn real_cast(from: DataType, to: DataType, v: &str) -> Option<String> {
                 int_literal(lo, t)
             )
         }
-        (_, Float) if t == "f64" => format!("f64({v})"),
+        (_, Float) if t == Scalar::F64 => format!("f64({v})"),
         (_, Float) => {
             let bits = match to {
                 DataType::Half => 11,
@@ -558,6 +406,11 @@ fn real_cast(from: DataType, to: DataType, v: &str) -> Option<String> {
     })
 }
 
+/// The scalar type real (or bool) `dtype` is computed as.
+fn real_type(dtype: DataType) -> Option<Scalar> {
+    Storage::of(dtype)?.value_type().real()
+}
+
 /// The smallest and largest value of integer `dtype`.
 pub(crate) fn integer_bounds(dtype: DataType) -> Option<(i128, i128)> {
     let bits = match dtype {
@@ -576,7 +429,7 @@ pub(crate) fn integer_bounds(dtype: DataType) -> Option<(i128, i128)> {
 
 /// `value` as a WGSL expression of integer type `t` (WGSL's abstract integers are 64-bit
 /// signed, so the extremes of i64 and u64 are built from smaller literals).
-pub(crate) fn int_literal(value: i128, t: &str) -> String {
+pub(crate) fn int_literal(value: i128, t: Scalar) -> String {
     if value < -i128::from(i64::MAX) {
         format!("{t}({} - 1)", -i128::from(i64::MAX))
     } else if value > i128::from(i64::MAX) {

@@ -66,7 +66,7 @@ pub(crate) fn source(input: Storage) -> String {
     let load_a = input.load("a", "pa + i32(ar) * am + i32(ac) * ak");
     let load_b = input.load("b", "pb + i32(br) * bk + i32(bc) * bn");
     // Complex operands multiply as complex numbers.
-    let (product, helpers) = match super::complex::part_type(t) {
+    let (product, helpers) = match t.part() {
         Some(part) => ("cmul(a, b)", super::complex::helpers(part)),
         None => ("a * b", String::new()),
     };

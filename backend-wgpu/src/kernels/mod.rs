@@ -3,10 +3,13 @@
 
 pub(crate) mod complex;
 pub(crate) mod elementwise;
+pub(crate) mod key;
 pub(crate) mod matmul;
 mod pipelines;
 pub(crate) mod reduce;
 pub(crate) mod storage;
+mod template;
 mod transcendental;
+pub(crate) mod ty;
 
 pub(crate) use pipelines::Pipelines;

@@ -5,10 +5,12 @@ use std::sync::{Arc, Mutex};
 
 use tensor_core::{Error, Result};
 
-/// Pipelines by their WGSL source's key (op, dtype, variant).
+use super::key::PipelineKey;
+
+/// Pipelines by the key of their WGSL source (op, dtype, variant).
 #[derive(Default)]
 pub(crate) struct Pipelines {
-    cache: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+    cache: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
 }
 
 impl Pipelines {
@@ -17,21 +19,22 @@ impl Pipelines {
     pub(crate) fn get(
         &self,
         device: &wgpu::Device,
-        key: &str,
+        key: PipelineKey,
         source: impl FnOnce() -> String,
     ) -> Result<Arc<wgpu::ComputePipeline>> {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(pipeline) = cache.get(key) {
+        if let Some(pipeline) = cache.get(&key) {
             return Ok(pipeline.clone());
         }
+        let label = key.to_string();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(key),
+            label: Some(&label),
             source: wgpu::ShaderSource::Wgsl(source().into()),
         });
         let pipeline = Arc::new(
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(key),
+                label: Some(&label),
                 layout: None,
                 module: &module,
                 entry_point: Some("main"),
@@ -45,7 +48,7 @@ impl Pipelines {
                 message: format!("the wgpu kernel {key} did not compile: {error}"),
             });
         }
-        cache.insert(key.to_string(), pipeline.clone());
+        cache.insert(key, pipeline.clone());
         Ok(pipeline)
     }
 }

@@ -18,13 +18,14 @@ use tensor_core::ReduceOp;
 
 use super::elementwise::{float_helpers, WORKGROUP};
 use super::storage::Storage;
+use super::ty::{Scalar, Ty};
 use tensor_core::plan::Coalesced;
 
 /// Reductions this short run one invocation per output.
 pub(crate) const SERIAL_BELOW: usize = 64;
 
 /// How the reduced elements of one output are spread over invocations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Variant {
     /// One workgroup per output, partial results combined in a tree.
     Tree,
@@ -100,9 +101,7 @@ fn coalesced(dims: &[usize], strides: &[isize]) -> (Vec<usize>, [Vec<isize>; 1])
 /// The WGSL accumulator of `op` over values of type `t` whose dtype spans `lowest` to
 /// `highest` (WGSL expressions): the type declarations and the `identity`, `lift`,
 /// `combine` and `store` functions.
-fn accumulator(op: ReduceOp, t: &str, (lowest, highest): (&str, &str)) -> String {
-    let float = t.starts_with('f');
-    let signed = t.starts_with('i');
+fn accumulator(op: ReduceOp, t: Ty, (lowest, highest): (&str, &str)) -> String {
     let zero = format!("{t}(0)");
     // An accumulator of the value type itself, storing `finish` of the result `a`.
     let plain = |identity: String, combine: &str, finish: &str| {
@@ -115,24 +114,30 @@ fn store(j: u32, a: Acc, count: u32) {{ out[j] = {finish}; }}
 "
         )
     };
-    if let Some(part) = super::complex::part_type(t) {
-        return match op {
-            ReduceOp::Prod if part == "f32" => scaled_product(t, "cmul(a.m, b.m)"),
-            ReduceOp::Prod => plain(format!("{t}(1.0, 0.0)"), "cmul(a, b)", "a"),
-            ReduceOp::Mean => plain(zero, "a + b", &format!("a / {part}(count)")),
-            _ => plain(zero, "a + b", "a"),
-        };
-    }
+    let real = match t {
+        Ty::Complex(part) => {
+            return match op {
+                ReduceOp::Prod if part == Scalar::F32 => scaled_product(t, "cmul(a.m, b.m)"),
+                ReduceOp::Prod => plain(format!("{t}(1.0, 0.0)"), "cmul(a, b)", "a"),
+                ReduceOp::Mean => plain(zero, "a + b", &format!("a / {part}(count)")),
+                _ => plain(zero, "a + b", "a"),
+            };
+        }
+        Ty::Real(s) => s,
+        // Raw words are moved, never reduced.
+        Ty::Words(_) => return String::new(),
+    };
+    let float = real.is_float();
     match op {
         ReduceOp::Sum => plain(zero, "a + b", "a"),
-        ReduceOp::Prod if t == "f32" => scaled_product(t, "a.m * b.m"),
+        ReduceOp::Prod if real == Scalar::F32 => scaled_product(t, "a.m * b.m"),
         ReduceOp::Prod => plain(format!("{t}(1)"), "a * b", "a"),
         ReduceOp::Max if float => plain(lowest.into(), "float_max(a, b)", "a"),
         ReduceOp::Min if float => plain(highest.into(), "float_min(a, b)", "a"),
         ReduceOp::Max => plain(lowest.into(), "max(a, b)", "a"),
         ReduceOp::Min => plain(highest.into(), "min(a, b)", "a"),
         ReduceOp::Mean if float => plain(zero, "a + b", &format!("a / {t}(count)")),
-        ReduceOp::Mean => integer_mean(t, signed),
+        ReduceOp::Mean => integer_mean(real),
         ReduceOp::ArgMax | ReduceOp::ArgMin => {
             let wins = if op == ReduceOp::ArgMax { ">" } else { "<" };
             let nan = |v: &str| {
@@ -177,8 +182,8 @@ fn store(j: u32, a: Acc, count: u32) {{
 /// power of two and that power, so that partial products neither overflow nor underflow
 /// where the whole product (and the f64 reference) does not; the result is scaled back
 /// once. `multiply` combines the significands `a.m` and `b.m`.
-fn scaled_product(t: &str, multiply: &str) -> String {
-    let (one, magnitude) = if t == "f32" {
+fn scaled_product(t: Ty, multiply: &str) -> String {
+    let (one, magnitude) = if t == Ty::Real(Scalar::F32) {
         ("1.0", "abs(a.m)")
     } else {
         ("vec2<f32>(1.0, 0.0)", "max(abs(a.m.x), abs(a.m.y))")
@@ -222,8 +227,9 @@ fn store(j: u32, a: Acc, count: u32) {{
 /// (`u32` for 32-bit and narrower values, `u64` for 64-bit ones; the high word carries the
 /// sign of signed values), divided by the count truncating toward zero, and wrapped to
 /// the value type, as the shared semantics define it.
-fn integer_mean(t: &str, signed: bool) -> String {
-    let (w, bits) = if t.ends_with("64") {
+fn integer_mean(t: Scalar) -> String {
+    let signed = t.is_signed_integer();
+    let (w, bits) = if t.is_wide() {
         ("u64", 64)
     } else {
         ("u32", 32)
@@ -292,16 +298,16 @@ pub(crate) fn source(
     let t = input.value_type();
     let accumulator = accumulator(op, t, bounds);
     let output = if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
-        "u32"
+        Ty::Real(Scalar::U32)
     } else {
         t
     };
     let load = input.load("x", "base + reduced_position(r)");
     // A split's first pass writes partial accumulators; its second reads them.
     let input_type = if variant == Variant::Gather {
-        "Acc"
+        "Acc".to_string()
     } else {
-        input.array_type()
+        input.array_type().to_string()
     };
     let output_binding = if variant == Variant::Split {
         // The partials take the output's binding; `store` is not called in this pass but
@@ -351,8 +357,8 @@ fn reduced_position(r: u32) -> i32 {{
     return position;
 }}
 "#,
-        helpers = float_helpers(if t.contains("f64") { "f64" } else { "f32" })
-            + &super::complex::part_type(t).map_or(String::new(), super::complex::helpers),
+        helpers = float_helpers(if t.is_f64() { Scalar::F64 } else { Scalar::F32 })
+            + &t.part().map_or(String::new(), super::complex::helpers),
     );
     if variant != Variant::Gather {
         head += &format!(

@@ -15,12 +15,14 @@
 
 use tensor_core::DataType;
 
+use super::ty::{Scalar, Ty};
+
 /// How an operand's elements sit in its storage buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Storage {
     /// One WGSL scalar (or complex `vec2`) per element (`f32`, `i32`, `u32`,
     /// `vec2<f32>`; `i64`, `u64`, `f64`, `vec2<f64>` where the device has the features).
-    Word(&'static str),
+    Word(Ty),
     /// 8- or 16-bit elements packed into `u32` words, computed on as a 32-bit value.
     Packed(Packing),
     /// Elements of this many words, moved as raw bits.
@@ -49,11 +51,11 @@ impl Packing {
     }
 
     /// The 32-bit WGSL type the kernels compute on.
-    pub(crate) fn value_type(self) -> &'static str {
+    pub(crate) fn value_type(self) -> Scalar {
         match self {
-            Packing::I8 | Packing::I16 => "i32",
-            Packing::F16 | Packing::BF16 => "f32",
-            _ => "u32",
+            Packing::I8 | Packing::I16 => Scalar::I32,
+            Packing::F16 | Packing::BF16 => Scalar::F32,
+            _ => Scalar::U32,
         }
     }
 
@@ -90,14 +92,14 @@ impl Storage {
     /// How `dtype` is stored for computing on it, if the kernels compute on it.
     pub(crate) fn of(dtype: DataType) -> Option<Storage> {
         Some(match dtype {
-            DataType::Float => Storage::Word("f32"),
-            DataType::Double => Storage::Word("f64"),
-            DataType::Int64 => Storage::Word("i64"),
-            DataType::UInt64 => Storage::Word("u64"),
-            DataType::Complex64 => Storage::Word("vec2<f32>"),
-            DataType::Complex128 => Storage::Word("vec2<f64>"),
-            DataType::Int32 => Storage::Word("i32"),
-            DataType::UInt32 => Storage::Word("u32"),
+            DataType::Float => Storage::Word(Ty::Real(Scalar::F32)),
+            DataType::Double => Storage::Word(Ty::Real(Scalar::F64)),
+            DataType::Int64 => Storage::Word(Ty::Real(Scalar::I64)),
+            DataType::UInt64 => Storage::Word(Ty::Real(Scalar::U64)),
+            DataType::Complex64 => Storage::Word(Ty::Complex(Scalar::F32)),
+            DataType::Complex128 => Storage::Word(Ty::Complex(Scalar::F64)),
+            DataType::Int32 => Storage::Word(Ty::Real(Scalar::I32)),
+            DataType::UInt32 => Storage::Word(Ty::Real(Scalar::U32)),
             DataType::Bool => Storage::Packed(Packing::Bool),
             DataType::Int8 => Storage::Packed(Packing::I8),
             DataType::UInt8 => Storage::Packed(Packing::U8),
@@ -118,27 +120,27 @@ impl Storage {
         Some(match dtype.size() {
             1 => Storage::Packed(Packing::U8),
             2 => Storage::Packed(Packing::U16),
-            4 => Storage::Word("u32"),
+            4 => Storage::Word(Ty::Real(Scalar::U32)),
             size if size % 4 == 0 => Storage::Wide(size as u32 / 4),
             _ => return None,
         })
     }
 
     /// The WGSL type of the storage array's items.
-    pub(crate) fn array_type(self) -> &'static str {
+    pub(crate) fn array_type(self) -> Ty {
         match self {
             Storage::Word(t) => t,
-            _ => "u32",
+            _ => Ty::Real(Scalar::U32),
         }
     }
 
     /// The WGSL type the kernels see an element as.
-    pub(crate) fn value_type(self) -> &'static str {
+    pub(crate) fn value_type(self) -> Ty {
         match self {
             Storage::Word(t) => t,
-            Storage::Packed(p) => p.value_type(),
-            Storage::Wide(2) => "vec2<u32>",
-            Storage::Wide(_) => "vec4<u32>",
+            Storage::Packed(p) => Ty::Real(p.value_type()),
+            Storage::Wide(2) => Ty::Words(2),
+            Storage::Wide(_) => Ty::Words(4),
         }
     }
 
@@ -211,64 +213,4 @@ impl Storage {
 /// even, overflow to infinity, NaN kept quiet), and integers to floats of `p` significant
 /// bits rounded once (the device's own `f32(int)` may round twice on the way to f16).
 /// They use the float helpers' `pow2`.
-pub(crate) const CONVERSIONS: &str = r#"
-fn f32_to_f16(v: f32) -> u32 {
-    let x = bitcast<u32>(v);
-    let sign = (x >> 16u) & 0x8000u;
-    let a = x & 0x7fffffffu;
-    if (a > 0x7f800000u) {
-        return sign | 0x7e00u | ((a >> 13u) & 0x3ffu);
-    }
-    if (a >= 0x477ff000u) {
-        return sign | 0x7c00u;
-    }
-    var q = 0u;
-    var rest = 0u;
-    var half = 0u;
-    if (a >= 0x38800000u) {
-        let r = a - 0x38000000u;
-        q = r >> 13u;
-        rest = r & 0x1fffu;
-        half = 0x1000u;
-    } else {
-        let e = a >> 23u;
-        if (e < 102u) {
-            return sign;
-        }
-        let m = (a & 0x7fffffu) | 0x800000u;
-        let shift = 126u - e;
-        q = m >> shift;
-        rest = m & ((1u << shift) - 1u);
-        half = 1u << (shift - 1u);
-    }
-    return sign | (q + select(0u, 1u, rest > half || (rest == half && (q & 1u) == 1u)));
-}
-
-fn f32_to_bf16(v: f32) -> u32 {
-    let x = bitcast<u32>(v);
-    if ((x & 0x7fffffffu) > 0x7f800000u) {
-        return (x >> 16u) | 0x40u;
-    }
-    return (x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u;
-}
-
-// The magnitude `m` rounded to `p` significant bits (to nearest even) as an exact f32,
-// negated if `negative`.
-fn int_to_float(m: u32, negative: bool, p: u32) -> f32 {
-    let width = 32u - countLeadingZeros(m);
-    var q = m;
-    var scale = 1.0;
-    if (width > p) {
-        let shift = width - p;
-        q = m >> shift;
-        let rest = m & ((1u << shift) - 1u);
-        let half = 1u << (shift - 1u);
-        if (rest > half || (rest == half && (q & 1u) == 1u)) {
-            q += 1u;
-        }
-        scale = pow2(i32(shift));
-    }
-    let v = f32(q) * scale;
-    return select(v, -v, negative);
-}
-"#;
+pub(crate) const CONVERSIONS: &str = include_str!("wgsl/conversions.wgsl");

@@ -321,13 +321,25 @@ mod tests {
         let cache = CachingAllocator::new(HostAllocator::new(), 1 << 20);
         let a = cache.allocate(1000, 16).unwrap();
         cache.deallocate(a);
-        assert_eq!(cache.cached_bytes(), 1024, "a 16-byte-aligned block is cached");
+        assert_eq!(
+            cache.cached_bytes(),
+            1024,
+            "a 16-byte-aligned block is cached"
+        );
         let b = cache.allocate(1000, 4).unwrap();
-        assert_eq!(cache.cached_bytes(), 0, "and serves a 4-byte-aligned request");
+        assert_eq!(
+            cache.cached_bytes(),
+            0,
+            "and serves a 4-byte-aligned request"
+        );
         cache.deallocate(b);
         let wide = cache.allocate(1000, 4096).unwrap();
         cache.deallocate(wide);
-        assert_eq!(cache.cached_bytes(), 1024, "4096-byte alignment is not cached");
+        assert_eq!(
+            cache.cached_bytes(),
+            1024,
+            "4096-byte alignment is not cached"
+        );
         cache.trim();
         assert_eq!(cache.stats().bytes_reserved, 0);
     }

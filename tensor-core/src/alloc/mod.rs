@@ -2,13 +2,13 @@
 //! aligned [`HostAllocator`].
 
 use std::alloc::Layout as MemLayout;
-use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 
 mod caching;
+pub use crate::stats::AllocatorStats;
 pub use caching::{size_class, CachedBlock, CachingAllocator};
 
 /// TensorFlow's `Allocator::kAllocatorAlignment`: host buffers are aligned to 64 bytes.
@@ -18,46 +18,6 @@ pub const ALLOCATOR_ALIGNMENT: usize = 64;
 /// transparent huge pages: one page fault and one TLB entry per 2 MiB instead of 512, which
 /// is what makes first touches of fresh buffers and strided (transposed) walks fast.
 pub const HUGE_PAGE_BYTES: usize = 2 << 20;
-
-/// Allocation statistics, with the fields of TensorFlow's `AllocatorStats`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct AllocatorStats {
-    /// Number of allocations made since creation.
-    pub num_allocs: u64,
-    /// Bytes handed out and not yet returned.
-    pub bytes_in_use: u64,
-    /// The highest `bytes_in_use` seen.
-    pub peak_bytes_in_use: u64,
-    /// The largest single allocation.
-    pub largest_alloc_size: u64,
-    /// The byte limit, if any.
-    pub bytes_limit: Option<u64>,
-    /// Bytes held from the system or driver (for caching allocators: in use plus cached).
-    pub bytes_reserved: u64,
-    /// The highest `bytes_reserved` seen.
-    pub peak_bytes_reserved: u64,
-    /// Allocations refused (over the byte limit, or the system or driver out of memory).
-    /// A refused allocation changes no other field. (Not in TensorFlow's `AllocatorStats`.)
-    pub num_failed_allocs: u64,
-}
-
-impl fmt::Display for AllocatorStats {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "in use {} B, peak {} B, {} allocs, largest {} B, limit ",
-            self.bytes_in_use, self.peak_bytes_in_use, self.num_allocs, self.largest_alloc_size
-        )?;
-        match self.bytes_limit {
-            Some(limit) => write!(f, "{limit} B")?,
-            None => f.write_str("none")?,
-        }
-        if self.num_failed_allocs > 0 {
-            write!(f, ", {} refused", self.num_failed_allocs)?;
-        }
-        Ok(())
-    }
-}
 
 /// Book-keeping shared by allocators: counts allocations and enforces the byte limit.
 /// Lock-free (atomics), since it sits on every allocation's path.

@@ -6,8 +6,8 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use super::TensorBuffer;
+use crate::device::same_device;
 use crate::device::Device;
-use crate::tensor::same_device;
 
 /// The bytes an [`EmbeddedBuffer`] holds: any real scalar, two `f32` or a `complex64`.
 pub const EMBEDDED_BUFFER_BYTES: usize = 8;

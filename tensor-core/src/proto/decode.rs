@@ -182,7 +182,7 @@ fn from_content(
         return Tensor::from_bytes(&canonical, shape, dtype, device);
     }
     let aligned = (content.as_ptr() as usize).is_multiple_of(alignment(dtype));
-    if device.kind() == DeviceKind::Cpu && aligned {
+    if device.kind() == DeviceKind::CPU && aligned {
         let buffer = Arc::new(BytesBuffer::new(content, device.clone()));
         return Tensor::from_parts(dtype, Layout::contiguous(shape), buffer);
     }

@@ -4,7 +4,8 @@ use super::Tensor;
 use crate::dispatch_dtype;
 use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
-use crate::layout::{Layout, StridedRows};
+use crate::layout::Layout;
+use crate::plan::StridedRows;
 
 impl Tensor {
     fn check_dtype<T: Element>(&self, op: &'static str) -> Result<()> {

@@ -80,10 +80,7 @@ impl Storage {
     }
 }
 
-/// Whether two device handles are the same device.
-pub fn same_device(a: &Arc<dyn Device>, b: &Arc<dyn Device>) -> bool {
-    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
-}
+pub use crate::device::same_device;
 
 #[inline]
 fn byte_len(shape: &TensorShape, dtype: DataType) -> Result<usize> {

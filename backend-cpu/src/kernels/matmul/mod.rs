@@ -12,7 +12,7 @@
 use num_complex::Complex;
 use rayon::prelude::*;
 use tensor_core::layout::contiguous_strides;
-use tensor_core::ops::MatmulDims;
+use tensor_core::plan::MatmulDims;
 use tensor_core::{Element, Layout, OutView, Result, StridedRows, TensorView};
 
 use super::unsupported;

@@ -4,15 +4,21 @@
 //!
 //! - [`Coalesced`]: the dims of an elementwise op over `N` operands, simplified (size-1
 //!   dims dropped, neighbours merged where every operand's strides allow).
-//! - [`crate::layout::StridedRows`]: a coalesced shape walked row by row (the CPU's loop).
-//! - [`crate::layout::ReducedAxes`]: a layout split into kept and reduced dims.
-//! - [`crate::ops::MatmulDims`] and [`MatmulPlan`]: a batched matmul's sizes and strides.
+//! - [`StridedRows`]: a coalesced shape walked row by row (the CPU's loop).
+//! - [`ReducedAxes`]: a layout split into kept and reduced dims.
+//! - [`MatmulDims`] and [`MatmulPlan`]: a batched matmul's sizes and strides.
 
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::layout::Layout;
-use crate::ops::MatmulDims;
+
+mod matmul;
+mod reduce;
+mod rows;
+
+pub use matmul::{MatmulDims, MatmulPlan};
+pub use reduce::ReducedAxes;
+pub use rows::StridedRows;
 
 /// Dims kept inline before a plan spills to the heap.
 const INLINE_RANK: usize = 6;
@@ -111,50 +117,6 @@ impl Coalesced {
     }
 }
 
-/// The geometry of a batched matmul `out[b] = a[b] x b[b]` over operands with any strides:
-/// the sizes, each operand's row and column strides, and its batch strides over the
-/// (coalesced) batch dims. Offsets stay with the operands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MatmulPlan {
-    /// Rows of `a` and of the output.
-    pub m: usize,
-    /// The summed dim.
-    pub k: usize,
-    /// Columns of `b` and of the output.
-    pub n: usize,
-    /// `a`'s strides along `m` and `k`.
-    pub a_strides: [isize; 2],
-    /// `b`'s strides along `k` and `n`.
-    pub b_strides: [isize; 2],
-    /// The batch dims, coalesced over `a`, `b` and the output (contiguous).
-    pub batch: Coalesced,
-}
-
-impl MatmulPlan {
-    /// The plan of `a x b -> out`, checking the shapes as [`MatmulDims::of`] does; `out` is
-    /// written contiguously.
-    pub fn new(a: &Layout, b: &Layout, out: &Layout) -> Result<Self> {
-        let MatmulDims { batch, m, k, n } = MatmulDims::of(a.shape(), b.shape(), out.shape())?;
-        let r = batch.len();
-        let (sa, sb) = (a.strides(), b.strides());
-        let out_strides = crate::layout::contiguous_strides(out.shape());
-        let batch = Coalesced::new(&batch, &[&sa[..r], &sb[..r], &out_strides[..r]]);
-        Ok(Self {
-            m,
-            k,
-            n,
-            a_strides: [sa[r], sa[r + 1]],
-            b_strides: [sb[r], sb[r + 1]],
-            batch,
-        })
-    }
-
-    /// The number of matrices multiplied.
-    pub fn batches(&self) -> usize {
-        self.batch.num_elements()
-    }
-}
-
 /// `value` as an `i64` for a kernel argument, or `Err` naming `what` (every size, stride and
 /// offset of a valid layout fits; this guards the conversion, not the layout).
 pub fn kernel_int(value: isize, what: &str) -> Result<i64> {
@@ -164,7 +126,7 @@ pub fn kernel_int(value: isize, what: &str) -> Result<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TensorShape;
+    use crate::{Layout, TensorShape};
 
     #[test]
     fn coalescing_keeps_order_and_handles_edges() {

@@ -1,0 +1,53 @@
+//! Typed cache keys of compiled pipelines: what a pipeline computes, on which dtypes, in
+//! which variant. Equal keys have equal WGSL sources; `Display` gives the label shown in
+//! driver messages and errors.
+
+use std::fmt;
+
+use tensor_core::{DataType, Op, ReduceOp};
+
+use super::reduce;
+
+/// What an elementwise pipeline computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum MapKey {
+    /// An elementwise op (or a move: copy, fill, where) on a dtype.
+    Op(Op, DataType),
+    /// A cast from one dtype to another.
+    Cast(DataType, DataType),
+    /// 32-bit words narrowed into the packed elements of a dtype.
+    Narrow(DataType),
+}
+
+/// A compiled pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum PipelineKey {
+    /// An elementwise kernel, flat (one merged dim) or strided.
+    Map { map: MapKey, flat: bool },
+    /// The matmul of a dtype.
+    Matmul(DataType),
+    /// A reduction of a dtype, in one of its variants.
+    Reduce(ReduceOp, DataType, reduce::Variant),
+}
+
+impl fmt::Display for MapKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MapKey::Op(op, dtype) => write!(f, "{op}.{dtype}"),
+            MapKey::Cast(from, to) => write!(f, "cast.{from}.{to}"),
+            MapKey::Narrow(dtype) => write!(f, "narrow.{dtype}"),
+        }
+    }
+}
+
+impl fmt::Display for PipelineKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PipelineKey::Map { map, flat } => {
+                write!(f, "{map}.{}", if *flat { "flat" } else { "strided" })
+            }
+            PipelineKey::Matmul(dtype) => write!(f, "matmul.{dtype}"),
+            PipelineKey::Reduce(op, dtype, variant) => write!(f, "reduce_{op}.{dtype}.{variant:?}"),
+        }
+    }
+}
