@@ -20,6 +20,8 @@ typedef double2 c128;
 #define LOCAL __shared__
 #define FN static __device__ inline
 #define BARRIER() __syncthreads()
+// Unroll the loop that follows (constant trip count): keeps small arrays in registers.
+#define UNROLL _Pragma("unroll")
 #define GLOBAL_ID ((i64)blockIdx.x * (i64)blockDim.x + (i64)threadIdx.x)
 #define GLOBAL_SIZE ((i64)gridDim.x * (i64)blockDim.x)
 #define LOCAL_ID ((i64)threadIdx.x)

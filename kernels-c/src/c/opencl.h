@@ -18,6 +18,8 @@ typedef ulong2 raw16;
 #define LOCAL __local
 #define FN static inline
 #define BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
+// Unroll the loop that follows (constant trip count): keeps small arrays in registers.
+#define UNROLL _Pragma("unroll")
 #define GLOBAL_ID ((i64)get_global_id(0))
 #define GLOBAL_SIZE ((i64)get_global_size(0))
 #define LOCAL_ID ((i64)get_local_id(0))
