@@ -306,13 +306,7 @@ impl OpenClDevice {
         let dims = lo.shape().dims();
         let strides: Vec<&[isize]> = inputs.iter().map(|x| x.layout().strides()).collect();
         let plan = Coalesced::new(&dims, &strides);
-        let variant = if !plan.is_flat() {
-            Variant::Strided
-        } else if (0..inputs.len()).all(|k| plan.strides(k)[0] == 1) {
-            Variant::Contiguous
-        } else {
-            Variant::Flat
-        };
+        let variant = Variant::of(&plan);
         let (name, _) = spec.kernel(variant);
         let program = self.program(key)?;
         let geometry = match variant {

@@ -10,28 +10,9 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use benches::tensor;
+use benches::{cpu_and, finished, tensor};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use polytensor::{DataType, Device, ReduceOp, Tensor};
-
-/// The CPU device and the first OpenCL device, or `None` after printing why not.
-fn devices() -> Option<[Arc<dyn Device>; 2]> {
-    let cpu = polytensor::device("cpu:0").expect("the CPU device");
-    match polytensor::device("opencl:0") {
-        Ok(opencl) => Some([cpu, opencl]),
-        Err(e) => {
-            eprintln!("OpenCL benchmarks skipped: {e}");
-            None
-        }
-    }
-}
-
-/// Run `op` and wait for its device to finish.
-fn finished(device: &Arc<dyn Device>, op: impl Fn() -> Tensor) -> Tensor {
-    let result = op();
-    device.synchronize().expect("synchronize");
-    result
-}
+use polytensor::{DataType, Device, ReduceOp};
 
 /// The backend name of a device (`cpu`, `opencl`).
 fn backend(device: &Arc<dyn Device>) -> String {
@@ -40,7 +21,7 @@ fn backend(device: &Arc<dyn Device>) -> String {
 
 /// One kernel on one element, waited for: the fixed cost of a dispatch.
 fn dispatch(c: &mut Criterion) {
-    let Some(devices) = devices() else {
+    let Some(devices) = cpu_and("opencl") else {
         return;
     };
     let mut group = c.benchmark_group("opencl_dispatch");
@@ -59,7 +40,7 @@ fn dispatch(c: &mut Criterion) {
 
 /// `a + b` on 16M f32 (three 64 MiB streams).
 fn add(c: &mut Criterion) {
-    let Some(devices) = devices() else {
+    let Some(devices) = cpu_and("opencl") else {
         return;
     };
     let n = 1 << 24;
@@ -79,7 +60,7 @@ fn add(c: &mut Criterion) {
 
 /// f32 matmul 1024^3 and a batch of small ones.
 fn matmul(c: &mut Criterion) {
-    let Some(devices) = devices() else {
+    let Some(devices) = cpu_and("opencl") else {
         return;
     };
     let mut group = c.benchmark_group("opencl_matmul_f32");
@@ -104,7 +85,7 @@ fn matmul(c: &mut Criterion) {
 
 /// Sum of 4M f32, whole and by rows.
 fn reduction(c: &mut Criterion) {
-    let Some(devices) = devices() else {
+    let Some(devices) = cpu_and("opencl") else {
         return;
     };
     let mut group = c.benchmark_group("opencl_sum_f32");

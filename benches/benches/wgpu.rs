@@ -8,34 +8,14 @@
 //! With no wgpu adapter, the benchmarks print why and measure nothing.
 
 use std::hint::black_box;
-use std::sync::Arc;
 
-use benches::tensor;
+use benches::{cpu_and, finished, tensor};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use polytensor::{DataType, Device, ReduceOp, Tensor};
-
-/// The CPU device and the first wgpu device, or `None` after printing why not.
-fn devices() -> Option<[Arc<dyn Device>; 2]> {
-    let cpu = polytensor::device("cpu:0").expect("the CPU device");
-    match polytensor::device("wgpu:0") {
-        Ok(wgpu) => Some([cpu, wgpu]),
-        Err(e) => {
-            eprintln!("wgpu benchmarks skipped: {e}");
-            None
-        }
-    }
-}
-
-/// Run `op` and wait for its device to finish.
-fn finished(device: &Arc<dyn Device>, op: impl Fn() -> Tensor) -> Tensor {
-    let result = op();
-    device.synchronize().expect("synchronize");
-    result
-}
+use polytensor::{DataType, ReduceOp};
 
 /// One kernel on tiny tensors: the fixed cost of a dispatch (and of the read back).
 fn dispatch(c: &mut Criterion) {
-    let Some([cpu, wgpu]) = devices() else {
+    let Some([cpu, wgpu]) = cpu_and("wgpu") else {
         return;
     };
     let mut group = c.benchmark_group("wgpu_dispatch");
@@ -57,7 +37,7 @@ fn dispatch(c: &mut Criterion) {
 
 /// `a + b` on 1M f32 and a [1024,1024] + [1024] broadcast.
 fn add(c: &mut Criterion) {
-    let Some([cpu, wgpu]) = devices() else {
+    let Some([cpu, wgpu]) = cpu_and("wgpu") else {
         return;
     };
     let n = 1 << 20;
@@ -82,7 +62,7 @@ fn add(c: &mut Criterion) {
 
 /// Square f32 matmul and a batch of small ones.
 fn matmul(c: &mut Criterion) {
-    let Some([cpu, wgpu]) = devices() else {
+    let Some([cpu, wgpu]) = cpu_and("wgpu") else {
         return;
     };
     let mut group = c.benchmark_group("wgpu_matmul_f32");
@@ -109,7 +89,7 @@ fn matmul(c: &mut Criterion) {
 
 /// Sum of 4M f32, whole and by rows.
 fn reduction(c: &mut Criterion) {
-    let Some([cpu, wgpu]) = devices() else {
+    let Some([cpu, wgpu]) = cpu_and("wgpu") else {
         return;
     };
     let mut group = c.benchmark_group("wgpu_sum_f32");

@@ -171,6 +171,26 @@ pub fn tensor(dims: &[usize], dtype: DataType, seed: u64, device: &Arc<dyn Devic
         .expect("bench input")
 }
 
+/// The CPU device and the first device of backend `backend` (`cpu:0`, `opencl:0`), for
+/// benchmarks that measure a backend next to its peer; `None` after printing why not.
+pub fn cpu_and(backend: &str) -> Option<[Arc<dyn Device>; 2]> {
+    let cpu = polytensor::device("cpu:0").expect("the CPU device");
+    match polytensor::device(&format!("{backend}:0")) {
+        Ok(device) => Some([cpu, device]),
+        Err(e) => {
+            eprintln!("{backend} benchmarks skipped: {e}");
+            None
+        }
+    }
+}
+
+/// Run `op` and wait for its device to finish.
+pub fn finished(device: &Arc<dyn Device>, op: impl Fn() -> Tensor) -> Tensor {
+    let result = op();
+    device.synchronize().expect("synchronize");
+    result
+}
+
 /// Loop trips of one [`fma_burst`] call.
 pub const FMA_BURST_TRIPS: u64 = 1 << 20;
 

@@ -67,6 +67,19 @@ pub enum Variant {
     Strided,
 }
 
+impl Variant {
+    /// The variant that runs `plan`: the cheapest whose position rule covers it.
+    pub fn of(plan: &tensor_core::plan::Coalesced) -> Self {
+        if !plan.is_flat() {
+            Variant::Strided
+        } else if (0..plan.operands()).all(|k| plan.strides(k)[0] == 1) {
+            Variant::Contiguous
+        } else {
+            Variant::Flat
+        }
+    }
+}
+
 /// An elementwise kernel: its operands and the expression that combines them. Equal
 /// kernels have equal text, so a `MapKernel` is the cache key of its compiled program.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -91,6 +91,17 @@ mod tests {
     }
 
     #[test]
+    fn the_variant_follows_the_plan() {
+        use tensor_core::plan::Coalesced;
+        let contiguous = Coalesced::new(&[2, 3], &[&[3, 1], &[3, 1]]);
+        assert_eq!(Variant::of(&contiguous), Variant::Contiguous);
+        let broadcast = Coalesced::new(&[2, 3], &[&[3, 1], &[0, 0]]);
+        assert_eq!(Variant::of(&broadcast), Variant::Flat);
+        let transposed = Coalesced::new(&[2, 3], &[&[1, 2]]);
+        assert_eq!(Variant::of(&transposed), Variant::Strided);
+    }
+
+    #[test]
     fn helpers_come_only_with_the_types_that_need_them() {
         let ints = MapKernel {
             inputs: vec![Access::Value(Elem::I32)],

@@ -291,82 +291,8 @@ KERNEL void {serial}(const i64 outputs, const i64 count, GLOBAL const i64* geome
     }}
 }}
 
-KERNEL void {tree}(const i64 outputs, const i64 count, GLOBAL const i64* geometry,
-                        GLOBAL const {s}* input, const i64 offset,
-                        GLOBAL {os}* out, const i64 out_offset) {{
-    LOCAL acc partial[WG];
-    const i64 kept_rank = geometry[0];
-    const i64 reduced_rank = geometry[1];
-    GLOBAL const i64* kept = geometry + 2;
-    GLOBAL const i64* reduced = kept + 2 * kept_rank;
-    const i64 lane = LOCAL_ID;
-    for (i64 o = GROUP_ID(0); o < outputs; o += NUM_GROUPS(0)) {{
-        const i64 base = offset + position(o, kept, kept + kept_rank, kept_rank);
-        acc a = identity();
-        if (reduced_rank == 1) {{
-            const i64 stride = reduced[1];
-            for (i64 j = lane; j < count; j += WG) {{
-                const i64 p = base + j * stride;
-                a = combine(a, lift({load}, j));
-            }}
-        }} else {{
-            for (i64 j = lane; j < count; j += WG) {{
-                const i64 p = base + position(j, reduced, reduced + reduced_rank, reduced_rank);
-                a = combine(a, lift({load}, j));
-            }}
-        }}
-        partial[lane] = a;
-        BARRIER();
-        for (i64 step = WG / 2; step > 0; step >>= 1) {{
-            if (lane < step) {{
-                partial[lane] = combine(partial[lane], partial[lane + step]);
-            }}
-            BARRIER();
-        }}
-        if (lane == 0) {{
-            out[out_offset + o] = {store_tree};
-        }}
-        BARRIER();
-    }}
-}}
-
-KERNEL void {split}(const i64 outputs, const i64 count, GLOBAL const i64* geometry,
-                         GLOBAL const {s}* input, const i64 offset,
-                         GLOBAL acc* partials, const i64 parts) {{
-    LOCAL acc partial[WG];
-    const i64 kept_rank = geometry[0];
-    const i64 reduced_rank = geometry[1];
-    GLOBAL const i64* kept = geometry + 2;
-    GLOBAL const i64* reduced = kept + 2 * kept_rank;
-    const i64 lane = LOCAL_ID;
-    const i64 chunk = (count + parts - 1) / parts;
-    for (i64 g = GROUP_ID(0); g < outputs * parts; g += NUM_GROUPS(0)) {{
-        const i64 o = g / parts;
-        const i64 start = (g % parts) * chunk;
-        const i64 end = start + chunk < count ? start + chunk : count;
-        const i64 base = offset + position(o, kept, kept + kept_rank, kept_rank);
-        acc a = identity();
-        for (i64 j = start + lane; j < end; j += WG) {{
-            const i64 p = base + (reduced_rank == 1
-                ? j * reduced[1]
-                : position(j, reduced, reduced + reduced_rank, reduced_rank));
-            a = combine(a, lift({load}, j));
-        }}
-        partial[lane] = a;
-        BARRIER();
-        for (i64 step = WG / 2; step > 0; step >>= 1) {{
-            if (lane < step) {{
-                partial[lane] = combine(partial[lane], partial[lane + step]);
-            }}
-            BARRIER();
-        }}
-        if (lane == 0) {{
-            partials[g] = partial[0];
-        }}
-        BARRIER();
-    }}
-}}
-
+{tree_kernel}
+{split_kernel}
 KERNEL void {gather}(const i64 outputs, const i64 count, GLOBAL const acc* partials,
                           const i64 parts, GLOBAL {os}* out, const i64 out_offset) {{
     for (i64 o = GLOBAL_ID; o < outputs; o += GLOBAL_SIZE) {{
@@ -380,6 +306,29 @@ KERNEL void {gather}(const i64 outputs, const i64 count, GLOBAL const acc* parti
 "#,
             s = input.storage(),
             os = self.output().storage(),
+            tree_kernel = group_kernel(
+                &tree,
+                &format!(
+                    "GLOBAL {}* out, const i64 out_offset",
+                    self.output().storage()
+                ),
+                "outputs",
+                "        const i64 o = g, start = 0, end = count;\n",
+                &format!("out[out_offset + o] = {store_tree};"),
+                input.storage(),
+                &load,
+            ),
+            split_kernel = group_kernel(
+                &split,
+                "GLOBAL acc* partials, const i64 parts",
+                "outputs * parts",
+                "        const i64 chunk = (count + parts - 1) / parts;\n        \
+                 const i64 o = g / parts, start = (g % parts) * chunk;\n        \
+                 const i64 end = start + chunk < count ? start + chunk : count;\n",
+                "partials[g] = partial[0];",
+                input.storage(),
+                &load,
+            ),
         );
         text.extend(names.iter().map(|n| format!("#undef {n}\n")));
         Some(text)
@@ -403,6 +352,57 @@ KERNEL void {gather}(const i64 outputs, const i64 count, GLOBAL const acc* parti
         }
         words
     }
+}
+
+/// A kernel in which work-group `g` (of `groups`, looping while there are more) folds the
+/// reduced elements `start..end` of output `o` (which `range` defines from `g`), one
+/// strided share per work-item, combines the shares in a tree through local memory, and
+/// has work-item 0 run `write` with the result in `partial[0]`. The tree and split stages
+/// are this kernel with different ranges and results. Arguments: outputs, count,
+/// geometry, input and its offset, then `params`.
+fn group_kernel(
+    name: &str,
+    params: &str,
+    groups: &str,
+    range: &str,
+    write: &str,
+    storage: &str,
+    load: &str,
+) -> String {
+    format!(
+        r#"KERNEL void {name}(const i64 outputs, const i64 count, GLOBAL const i64* geometry,
+                   GLOBAL const {storage}* input, const i64 offset, {params}) {{
+    LOCAL acc partial[WG];
+    const i64 kept_rank = geometry[0];
+    const i64 reduced_rank = geometry[1];
+    GLOBAL const i64* kept = geometry + 2;
+    GLOBAL const i64* reduced = kept + 2 * kept_rank;
+    const i64 lane = LOCAL_ID;
+    for (i64 g = GROUP_ID(0); g < {groups}; g += NUM_GROUPS(0)) {{
+{range}        const i64 base = offset + position(o, kept, kept + kept_rank, kept_rank);
+        acc a = identity();
+        for (i64 j = start + lane; j < end; j += WG) {{
+            const i64 p = base + (reduced_rank == 1
+                ? j * reduced[1]
+                : position(j, reduced, reduced + reduced_rank, reduced_rank));
+            a = combine(a, lift({load}, j));
+        }}
+        partial[lane] = a;
+        BARRIER();
+        for (i64 step = WG / 2; step > 0; step >>= 1) {{
+            if (lane < step) {{
+                partial[lane] = combine(partial[lane], partial[lane + step]);
+            }}
+            BARRIER();
+        }}
+        if (lane == 0) {{
+            {write}
+        }}
+        BARRIER();
+    }}
+}}
+"#
+    )
 }
 
 /// One program holding the reductions `kernels` (see [`ReduceKernel::kernel_name`]),

@@ -100,6 +100,11 @@ impl Coalesced {
         self.dims.len()
     }
 
+    /// The number of operands.
+    pub fn operands(&self) -> usize {
+        self.strides.len() / self.rank()
+    }
+
     /// Operand `k`'s strides along [`Coalesced::dims`].
     pub fn strides(&self, k: usize) -> &[isize] {
         let rank = self.rank();
