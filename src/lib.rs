@@ -20,9 +20,12 @@
 //! The crates: `tensor-core` (everything device-independent, re-exported here),
 //! `backend-cpu` (feature `cpu`), and one crate per further backend.
 
+pub mod dlpack;
 mod registry;
 
 pub use registry::{default_device, device, devices, DeviceByName, DeviceEntry, DeviceStatus};
+// The glob leaves out `dlpack`: the facade's own module (the core's plus the registry)
+// stands in its place.
 pub use tensor_core::*;
 
 /// The CPU backend (feature `cpu`).

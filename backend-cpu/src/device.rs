@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 use tensor_core::alloc::CachedBlock;
+use tensor_core::dlpack::DLDevice;
 use tensor_core::{
     Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceHandle,
     DeviceKind, EmbeddedBuffer, HostAllocator, HostBlock, HostBuffer, HostMemory, InlineBuffer, Op,
@@ -136,6 +137,10 @@ impl Device for CpuDevice {
 
     fn kind(&self) -> DeviceKind {
         DeviceKind::CPU
+    }
+
+    fn dlpack_device(&self) -> Option<DLDevice> {
+        Some(DLDevice::CPU)
     }
 
     fn description(&self) -> String {

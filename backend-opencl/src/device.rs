@@ -16,6 +16,7 @@ use opencl3::event::Event;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY};
 use opencl3::types::cl_mem;
 use tensor_core::device::checks;
+use tensor_core::dlpack::{DLDevice, DLDeviceType};
 use tensor_core::plan::ReducedAxes;
 use tensor_core::plan::{Coalesced, MatmulPlan};
 use tensor_core::{
@@ -71,6 +72,8 @@ fn map_global(count: usize) -> usize {
 /// [`CachingAllocator`] and kernels from the shared C-family generator.
 pub struct OpenClDevice {
     name: String,
+    /// The OpenCL device's index among those found (DLPack's `device_id`).
+    index: usize,
     description: String,
     device: ClDevice,
     context: Arc<Context>,
@@ -149,6 +152,7 @@ impl OpenClDevice {
         let buffers = ClAllocator::new(name.clone(), context.clone(), largest);
         Ok(Arc::new_cyclic(|me| OpenClDevice {
             name,
+            index,
             description,
             device,
             context,
@@ -404,6 +408,11 @@ fn output_mem(out: &OutView<'_>) -> Result<cl_mem> {
 impl Device for OpenClDevice {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn dlpack_device(&self) -> Option<DLDevice> {
+        let id = i32::try_from(self.index).ok()?;
+        Some(DLDevice::new(DLDeviceType::OPENCL, id))
     }
 
     fn kind(&self) -> DeviceKind {

@@ -9,6 +9,7 @@ use tensor_core::{
 };
 
 use tensor_core::device::checks;
+use tensor_core::dlpack::{DLDevice, DLDeviceType};
 
 use crate::buffer::{storage, wgpu_buffer, WgpuBuffer};
 use crate::kernels::key::MapKey;
@@ -26,6 +27,8 @@ pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
 /// shader features, storage buffers from a [`CachingAllocator`], and WGSL kernels.
 pub struct WgpuDevice {
     pub(crate) name: String,
+    /// The adapter's index (DLPack's `device_id`).
+    pub(crate) index: usize,
     pub(crate) info: wgpu::AdapterInfo,
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
@@ -90,6 +93,7 @@ impl WgpuDevice {
         let buffers = BufferAllocator::new(name.clone(), device.clone());
         Ok(Arc::new_cyclic(|me| WgpuDevice {
             name,
+            index,
             info: adapter.get_info(),
             shader_f64: device.features().contains(wgpu::Features::SHADER_F64),
             shader_int64: device.features().contains(wgpu::Features::SHADER_INT64),
@@ -150,6 +154,13 @@ impl WgpuDevice {
 impl Device for WgpuDevice {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// `kDLWebGPU`: where the memory is, though wgpu gives no address to share it by
+    /// (DLPack export copies it to the host, when asked to).
+    fn dlpack_device(&self) -> Option<DLDevice> {
+        let id = i32::try_from(self.index).ok()?;
+        Some(DLDevice::new(DLDeviceType::WEBGPU, id))
     }
 
     fn kind(&self) -> DeviceKind {

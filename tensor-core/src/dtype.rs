@@ -280,6 +280,16 @@ impl DataType {
             other => other,
         }
     }
+
+    /// The alignment in bytes that elements of this dtype need in memory (a complex
+    /// number, that of its components; 1 for dtypes without a fixed size).
+    pub const fn alignment(self) -> usize {
+        match self.class() {
+            DTypeClass::Complex => self.size() / 2,
+            _ if self.size() == 0 => 1,
+            _ => self.size(),
+        }
+    }
 }
 
 impl fmt::Display for DataType {

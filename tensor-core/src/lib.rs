@@ -7,6 +7,7 @@
 //! - [`Allocator`], [`AllocatorStats`] and the 64-byte aligned [`HostAllocator`];
 //! - [`TensorBuffer`] and [`Device`]: the traits every backend implements;
 //! - [`Tensor`]: a dtype, a layout and a refcounted buffer, with views and ops;
+//! - [`dlpack`]: DLPack 1.x export and import, zero-copy;
 //! - [`ops`]: op descriptors and broadcasting; [`Error`]: the one error type.
 //!
 //! Backends (`backend-cpu`, ...) implement [`Device`]; the `polytensor` facade finds them.
@@ -14,6 +15,7 @@
 pub mod alloc;
 pub mod buffer;
 pub mod device;
+pub mod dlpack;
 pub mod dtype;
 pub mod element;
 pub mod error;
@@ -32,8 +34,8 @@ pub use alloc::{
     HostMemory, StatsTracker, ALLOCATOR_ALIGNMENT,
 };
 pub use buffer::{
-    BytesBuffer, EmbeddedBuffer, HostBuffer, InlineBuffer, SharedHostAllocator, StringBuffer,
-    TensorBuffer, EMBEDDED_BUFFER_BYTES, INLINE_BUFFER_BYTES,
+    BytesBuffer, EmbeddedBuffer, ForeignBuffer, HostBuffer, InlineBuffer, SharedHostAllocator,
+    StringBuffer, TensorBuffer, EMBEDDED_BUFFER_BYTES, INLINE_BUFFER_BYTES,
 };
 pub use device::{Device, DeviceHandle, DeviceKind, OutView, TensorView};
 pub use dtype::{DTypeClass, DTypeError, DTypeSet, DataType};

@@ -10,9 +10,11 @@ use crate::device::Device;
 pub use crate::device::TensorBuffer;
 
 mod embedded;
+mod foreign;
 mod inline;
 
 pub use embedded::{EmbeddedBuffer, EMBEDDED_BUFFER_BYTES};
+pub use foreign::{adopt, ForeignBuffer, Release};
 pub use inline::{InlineBuffer, INLINE_BUFFER_BYTES};
 
 /// A host allocator, as the buffers it made keep it.

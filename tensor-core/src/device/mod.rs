@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use crate::alloc::AllocatorInfo;
+use crate::dlpack::ffi::DLDevice;
 use crate::dtype::{DTypeSet, DataType};
 use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
@@ -324,6 +325,13 @@ pub trait Device: Send + Sync + fmt::Debug + 'static {
     /// A human description (hardware, driver).
     fn description(&self) -> String {
         self.name().to_string()
+    }
+
+    /// The device as DLPack names it (`kDLCPU` for host memory, `kDLOpenCL` and its index,
+    /// ...), or `None` where DLPack has no device type for it. Host devices (whose buffers
+    /// have host pointers) say `DLDevice::CPU`; only they import DLPack memory.
+    fn dlpack_device(&self) -> Option<DLDevice> {
+        None
     }
 
     /// Whether the device runs `op` for `dtype` (for casts: as source or target). Never true

@@ -10,7 +10,7 @@ use super::fields::Field;
 use super::messages::TensorProto;
 use crate::buffer::BytesBuffer;
 use crate::device::{Device, DeviceKind};
-use crate::dtype::{DTypeClass, DataType};
+use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::shape::TensorShape;
@@ -46,15 +46,6 @@ impl DecodeOptions {
                 self.max_bytes
             ))),
         }
-    }
-}
-
-/// The alignment the elements of `dtype` need in memory.
-fn alignment(dtype: DataType) -> usize {
-    if dtype.class() == DTypeClass::Complex {
-        dtype.size() / 2
-    } else {
-        dtype.size().max(1)
     }
 }
 
@@ -181,7 +172,7 @@ fn from_content(
         let canonical: Vec<u8> = content.iter().map(|&b| dtype.canonical_byte(b)).collect();
         return Tensor::from_bytes(&canonical, shape, dtype, device);
     }
-    let aligned = (content.as_ptr() as usize).is_multiple_of(alignment(dtype));
+    let aligned = (content.as_ptr() as usize).is_multiple_of(dtype.alignment());
     if device.kind() == DeviceKind::CPU && aligned {
         let buffer = Arc::new(BytesBuffer::new(content, device.clone()));
         return Tensor::from_parts(dtype, Layout::contiguous(shape), buffer);

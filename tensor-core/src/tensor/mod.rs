@@ -423,6 +423,12 @@ impl Tensor {
         }
     }
 
+    /// Whether the elements live inside the tensor value (an [`EmbeddedBuffer`]), so that
+    /// clones and views copy them.
+    pub(crate) fn is_embedded(&self) -> bool {
+        matches!(self.storage, Storage::Embedded(_))
+    }
+
     /// Whether this is the only reference to the buffer (TensorFlow's `RefCountIsOne`): the
     /// condition for writing into it in place.
     pub fn ref_count_is_one(&self) -> bool {
