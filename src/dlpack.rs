@@ -94,9 +94,10 @@ pub fn dlpack_device(tensor: &Tensor) -> Result<DLDevice> {
 /// Python's `__dlpack__`: `tensor` as a DLPack capsule, shared without a copy unless the
 /// request asks for one or needs one, and then copied to the host with `IS_COPIED` set.
 ///
-/// Copies are needed for memory with no address to share (wgpu), for another `dl_device`
-/// (only `kDLCPU` is offered), and for read-only memory asked for as a legacy struct (which
-/// cannot say read-only). `copy: Some(false)` turns each of those into an `Err`.
+/// Copies are needed for another `dl_device` (only `kDLCPU` is offered) and for read-only
+/// memory asked for as a legacy struct (which cannot say read-only); `copy: Some(false)`
+/// turns those into an `Err`. Memory with no address to share (wgpu) is an `Err` unless
+/// the request asks for a copy (`copy: Some(true)`) or for `kDLCPU`.
 pub fn dlpack(tensor: &Tensor, request: DlpackRequest) -> Result<Capsule> {
     let here = dlpack_device(tensor)?;
     let versioned = request.max_version.is_some_and(|(major, _)| major >= 1);
@@ -112,7 +113,12 @@ pub fn dlpack(tensor: &Tensor, request: DlpackRequest) -> Result<Capsule> {
     } else if target != here {
         Some("another device was asked for")
     } else if tensor.buffer().device_address().is_none() {
-        Some("the memory has no address to share")
+        // Never copied unasked: the consumer would get memory on another device.
+        return Err(Error::invalid(format!(
+            "the memory of {} has no address to share: ask for copy=True or \
+             dl_device=kDLCPU",
+            tensor.device().name()
+        )));
     } else if !versioned && tensor.buffer().is_read_only() {
         Some("the memory is read-only, which the legacy struct cannot say")
     } else {
@@ -126,7 +132,8 @@ pub fn dlpack(tensor: &Tensor, request: DlpackRequest) -> Result<Capsule> {
             "copy=False, but a copy is needed: {why}"
         )));
     }
-    if target != DLDevice::CPU && !(target == here && here.is_host_accessible()) {
+    // Copies go to the host, the one place polytensor can give an address in.
+    if target != DLDevice::CPU && request.dl_device.is_some() {
         return Err(Error::invalid(format!(
             "DLPack copies go to the host (kDLCPU:0), not to {target}"
         )));

@@ -52,7 +52,10 @@ fn dlpack_with_numpy() {
     let mut script = Command::new(python);
     script
         .arg(common::capi_dir().join("tests/python/test_dlpack.py"))
-        .env("PT_LIB", common::library_dir().join("libpolytensor_capi.so"))
+        .env(
+            "PT_LIB",
+            common::library_dir().join("libpolytensor_capi.so"),
+        )
         .env("PT_CAPSULE_LIB", &capsule_lib);
     let output = common::run(&mut script, "the NumPy DLPack script");
     println!("{output}");

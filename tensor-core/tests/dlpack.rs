@@ -18,8 +18,12 @@ fn cpu() -> Arc<dyn Device> {
     CpuDevice::shared()
 }
 
-/// `live_exports` is process-wide: tests that count it take turns.
+/// `live_exports` is process-wide: the tests of this file, which export, take turns.
 static EXPORTS: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    EXPORTS.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn iota(n: usize, dims: &[usize]) -> Tensor {
     let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
@@ -28,7 +32,7 @@ fn iota(n: usize, dims: &[usize]) -> Tensor {
 
 #[test]
 fn export_shares_memory_and_fills_shape_and_strides() {
-    let _turn = EXPORTS.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = turn();
     let before = live_exports();
     let a = iota(24, &[2, 3, 4]);
     let exported = a.to_dlpack_versioned().unwrap();
@@ -74,7 +78,7 @@ fn export_shares_memory_and_fills_shape_and_strides() {
 
 #[test]
 fn export_flags_and_refusals() {
-    let _turn = EXPORTS.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = turn();
     let before = live_exports();
     // A decoded proto's bytes are shared read-only: READ_ONLY, and no legacy export.
     let proto = iota(64, &[64]).as_proto_tensor_content().unwrap();
@@ -128,7 +132,7 @@ fn export_flags_and_refusals() {
 
 #[test]
 fn every_dlpack_dtype_round_trips() {
-    let _turn = EXPORTS.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = turn();
     let before = live_exports();
     for &dtype in DataType::ALL {
         if !dtype.is_pod() || dtype.class() == tensor_core::DTypeClass::Quantized {
@@ -248,6 +252,7 @@ fn import(spec: Spec) -> (tensor_core::Result<Tensor>, Arc<AtomicUsize>) {
 
 #[test]
 fn import_is_zero_copy_for_any_strides() {
+    let _turn = turn();
     let values: Vec<f32> = (0..12).map(|i| i as f32).collect();
     // NULL strides: compact row-major.
     let (t, deleted) = import(Spec::f32s(&values, &[3, 4], None));
@@ -303,6 +308,7 @@ fn import_is_zero_copy_for_any_strides() {
 
 #[test]
 fn import_shares_memory_both_ways() {
+    let _turn = turn();
     let (t, deleted) = import(Spec::f32s(&[1.0, 2.0, 3.0, 4.0], &[4], None));
     let mut t = t.unwrap();
     let address = t.buffer().host_ptr().unwrap();
@@ -319,6 +325,7 @@ fn import_shares_memory_both_ways() {
 
 #[test]
 fn read_only_memory_is_copied_before_a_write() {
+    let _turn = turn();
     let mut spec = Spec::f32s(&[1.0, 2.0, 3.0], &[3], None);
     spec.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
     let (managed, deleted) = produce::<DLManagedTensorVersioned>(spec);
@@ -343,6 +350,7 @@ fn read_only_memory_is_copied_before_a_write() {
 
 #[test]
 fn misaligned_memory_is_copied_once() {
+    let _turn = turn();
     let mut spec = Spec::f32s(&[0.0, 1.0, 2.0, 3.0], &[3], None);
     spec.byte_offset = 2; // inside the first element: misaligned for f32
     let (t, deleted) = import(spec);
@@ -367,6 +375,7 @@ fn misaligned_memory_is_copied_once() {
 
 #[test]
 fn refusals_still_call_the_deleter_once() {
+    let _turn = turn();
     let refuse = |spec: Spec, why: &str| {
         let (t, deleted) = import(spec);
         let message = t.unwrap_err().to_string();
@@ -413,7 +422,7 @@ fn refusals_still_call_the_deleter_once() {
 
 #[test]
 fn the_deleter_runs_on_whichever_thread_drops_the_last_view() {
-    let _turn = EXPORTS.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = turn();
     let before = live_exports();
     let (t, deleted) = import(Spec::f32s(&[1.0, 2.0], &[2], None));
     let t = t.unwrap();
