@@ -74,8 +74,8 @@ pub unsafe extern "C" fn PT_DeviceListName(
     index: c_int,
     status: *mut PT_Status,
 ) -> *const c_char {
-    // SAFETY: the caller's contract.
     guard(status, std::ptr::null(), || {
+        // SAFETY: the caller's contract.
         Ok(unsafe { entry(list, index) }?.0.as_ptr())
     })
 }
@@ -92,8 +92,8 @@ pub unsafe extern "C" fn PT_DeviceListDescription(
     index: c_int,
     status: *mut PT_Status,
 ) -> *const c_char {
-    // SAFETY: the caller's contract.
     guard(status, std::ptr::null(), || {
+        // SAFETY: the caller's contract.
         Ok(unsafe { entry(list, index) }?.1.as_ptr())
     })
 }

@@ -4,8 +4,8 @@
 //! - [`ffi`]: the C structs of `dlpack.h` (`DLTensor`, `DLManagedTensorVersioned`, ...);
 //! - [`DlpackTensor`]: an owning handle on a managed tensor, whose drop calls the deleter;
 //! - export: [`Tensor::to_dlpack_versioned`] and the legacy [`Tensor::to_dlpack`];
-//! - import: [`Tensor::import_dlpack`] and the raw-pointer [`Tensor::from_dlpack_versioned`]
-//!   and [`Tensor::from_dlpack`].
+//! - import: [`Tensor::import_dlpack`] and the raw-pointer
+//!   [`Tensor::from_dlpack_versioned`] and [`Tensor::from_dlpack`].
 //!
 //! Ownership across the boundary: an exported tensor holds a clone of the polytensor tensor
 //! (so its buffer) until the consumer calls the deleter, once, from any thread;
@@ -14,17 +14,23 @@
 //! last view goes) calls the producer's deleter, once; when an import is refused, the
 //! deleter runs before the `Err` returns.
 //!
+//! [`Tensor::to_dlpack_versioned`]: crate::Tensor::to_dlpack_versioned
+//! [`Tensor::to_dlpack`]: crate::Tensor::to_dlpack
+//! [`Tensor::import_dlpack`]: crate::Tensor::import_dlpack
+//! [`Tensor::from_dlpack_versioned`]: crate::Tensor::from_dlpack_versioned
+//! [`Tensor::from_dlpack`]: crate::Tensor::from_dlpack
+//!
 //! ```
-//! # use std::sync::Arc;
 //! # use tensor_core::{Device, Tensor};
-//! # fn demo(cpu: &Arc<dyn Device>) -> tensor_core::Result<()> {
+//! # let cpu: std::sync::Arc<dyn Device> = backend_cpu::CpuDevice::shared();
+//! # let cpu = &cpu;
 //! let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], cpu)?;
 //! let exported = a.transpose(0, 1)?.to_dlpack_versioned()?;
 //! assert_eq!(exported.shape(), Some(&[3i64, 2][..]));
 //! assert_eq!(exported.strides(), Some(&[1i64, 3][..]));
 //! let back = Tensor::import_dlpack(exported, cpu)?; // the same memory
 //! assert_eq!(back.to_vec::<f32>()?, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
-//! # Ok(()) }
+//! # Ok::<(), tensor_core::Error>(())
 //! ```
 
 mod dtype;
