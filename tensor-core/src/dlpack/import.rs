@@ -67,13 +67,11 @@ impl Tensor {
         device: &Arc<dyn Device>,
     ) -> Result<Tensor> {
         let Some(dl) = managed.dl_tensor() else {
-            let version = managed
-                .version()
-                .expect("only versioned tensors are unreadable");
+            let version = managed.version().map_or("?".into(), |v| {
+                format!("{}.{}", v.major, v.minor)
+            });
             return Err(Error::invalid(format!(
-                "DLPack version {}.{} is not readable: polytensor reads major version {}",
-                version.major,
-                version.minor,
+                "DLPack version {version} is not readable: polytensor reads major version {}",
                 super::ffi::DLPACK_MAJOR_VERSION
             )));
         };
@@ -125,9 +123,10 @@ impl Tensor {
         (data.as_ptr() as usize)
             .checked_add(extent.start_from_data)
             .and_then(|a| a.checked_sub(extent.before))
-            .filter(|a| {
-                a.checked_add(extent.len)
-                    .is_some_and(|end| end <= isize::MAX as usize)
+            .filter(|&a| {
+                a != 0
+                    && a.checked_add(extent.len)
+                        .is_some_and(|end| end <= isize::MAX as usize)
             })
             .ok_or_else(|| Error::invalid("a DLPack tensor's memory wraps the address space"))?;
         let layout = Layout::new(shape, &strides, extent.first_element)?;
@@ -138,7 +137,8 @@ impl Tensor {
             .as_ptr()
             .wrapping_add(extent.start_from_data)
             .wrapping_sub(extent.before);
-        let start = NonNull::new(start).expect("checked not to wrap to NULL");
+        let start = NonNull::new(start)
+            .ok_or_else(|| Error::invalid("a DLPack tensor's memory starts at NULL"))?;
         // SAFETY: the handle vouches for the memory it describes, which is exactly these
         // `extent.len` bytes, until its deleter runs, which only `release` (dropping the
         // handle) does.

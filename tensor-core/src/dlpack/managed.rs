@@ -45,6 +45,24 @@ pub unsafe trait ManagedTensor: sealed::Sealed + Sized + 'static {
     ) -> Self;
 }
 
+/// The accessors of the fields both structs have, by the same names.
+macro_rules! same_fields {
+    () => {
+        fn dl_tensor(&self) -> &DLTensor {
+            &self.dl_tensor
+        }
+        fn dl_tensor_mut(&mut self) -> &mut DLTensor {
+            &mut self.dl_tensor
+        }
+        fn set_manager_ctx(&mut self, ctx: *mut c_void) {
+            self.manager_ctx = ctx;
+        }
+        fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
+            self.deleter
+        }
+    };
+}
+
 // SAFETY: the legacy struct of `dlpack.h`.
 unsafe impl ManagedTensor for DLManagedTensor {
     const VERSIONED: bool = false;
@@ -56,18 +74,7 @@ unsafe impl ManagedTensor for DLManagedTensor {
     fn flags(&self) -> u64 {
         0
     }
-    fn dl_tensor(&self) -> &DLTensor {
-        &self.dl_tensor
-    }
-    fn dl_tensor_mut(&mut self) -> &mut DLTensor {
-        &mut self.dl_tensor
-    }
-    fn set_manager_ctx(&mut self, ctx: *mut c_void) {
-        self.manager_ctx = ctx;
-    }
-    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
-        self.deleter
-    }
+    same_fields!();
     fn assemble(
         dl_tensor: DLTensor,
         _flags: u64,
@@ -93,18 +100,7 @@ unsafe impl ManagedTensor for DLManagedTensorVersioned {
     fn flags(&self) -> u64 {
         self.flags
     }
-    fn dl_tensor(&self) -> &DLTensor {
-        &self.dl_tensor
-    }
-    fn dl_tensor_mut(&mut self) -> &mut DLTensor {
-        &mut self.dl_tensor
-    }
-    fn set_manager_ctx(&mut self, ctx: *mut c_void) {
-        self.manager_ctx = ctx;
-    }
-    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
-        self.deleter
-    }
+    same_fields!();
     fn assemble(
         dl_tensor: DLTensor,
         flags: u64,
