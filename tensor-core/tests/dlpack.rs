@@ -415,6 +415,15 @@ fn refusals_still_call_the_deleter_once() {
     let err = unsafe { Tensor::from_dlpack_versioned(managed, &cpu()) }.unwrap_err();
     assert!(err.to_string().contains("version 2.0"), "{err}");
     assert_eq!(deleted.load(Ordering::SeqCst), 1);
+    // Negative strides that reach before address 0 (or to it) wrap: refused, unread.
+    let (managed, deleted) =
+        produce::<DLManagedTensorVersioned>(Spec::f32s(&[1.0, 2.0], &[2], Some(&[-1])));
+    // SAFETY: the struct is alive; only its data pointer is changed (and never read).
+    unsafe { (*managed).dl_tensor.data = std::ptr::without_provenance_mut(4) };
+    // SAFETY: a live managed tensor whose ownership passes here.
+    let err = unsafe { Tensor::from_dlpack_versioned(managed, &cpu()) }.unwrap_err();
+    assert!(err.to_string().contains("wraps"), "{err}");
+    assert_eq!(deleted.load(Ordering::SeqCst), 1);
     // A NULL struct is an error with nothing to delete.
     // SAFETY: NULL is allowed.
     assert!(unsafe { Tensor::from_dlpack(std::ptr::null_mut(), &cpu()) }.is_err());

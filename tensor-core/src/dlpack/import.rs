@@ -67,9 +67,9 @@ impl Tensor {
         device: &Arc<dyn Device>,
     ) -> Result<Tensor> {
         let Some(dl) = managed.dl_tensor() else {
-            let version = managed.version().map_or("?".into(), |v| {
-                format!("{}.{}", v.major, v.minor)
-            });
+            let version = managed
+                .version()
+                .map_or("?".into(), |v| format!("{}.{}", v.major, v.minor));
             return Err(Error::invalid(format!(
                 "DLPack version {version} is not readable: polytensor reads major version {}",
                 super::ffi::DLPACK_MAJOR_VERSION
