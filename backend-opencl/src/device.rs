@@ -391,10 +391,15 @@ fn device_type(device: &ClDevice) -> &'static str {
 
 /// The `cl_mem` behind a view, or an error naming what it is instead.
 fn mem_of(view: &TensorView<'_>) -> Result<cl_mem> {
-    view.buffer()
+    buffer_mem(view.buffer())
+}
+
+/// The `cl_mem` of a buffer, or an `Err` if it is not an OpenCL buffer.
+fn buffer_mem(buffer: &dyn TensorBuffer) -> Result<cl_mem> {
+    buffer
         .downcast_ref::<ClBuffer>()
         .map(ClBuffer::mem)
-        .ok_or_else(|| Error::invalid(format!("{:?} is not an OpenCL buffer", view.buffer())))
+        .ok_or_else(|| Error::invalid(format!("{buffer:?} is not an OpenCL buffer")))
 }
 
 /// The `cl_mem` a kernel writes `out` into, contiguously from `out`'s offset.
@@ -443,11 +448,7 @@ impl Device for OpenClDevice {
     fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
         let buffer = self.allocate(bytes)?;
         if bytes > 0 {
-            let mem = buffer
-                .downcast_ref::<ClBuffer>()
-                .expect("this device allocates ClBuffers")
-                .mem();
-            fill_bytes(self, mem, &[0u8], 0, bytes)?;
+            fill_bytes(self, buffer_mem(buffer.as_ref())?, &[0u8], 0, bytes)?;
         }
         Ok(buffer)
     }
@@ -640,11 +641,9 @@ impl Device for OpenClDevice {
             )
         } else if parts > 1 {
             // Few outputs, each long: split each across `parts` work-groups, then gather.
-            let partials = self.allocate(outputs * parts * PARTIAL_BYTES)?;
-            let partials = partials
-                .downcast_ref::<ClBuffer>()
-                .expect("this device allocates ClBuffers")
-                .mem();
+            // Kept alive (and so the `cl_mem` valid) to the end of this block.
+            let partial_buffer = self.allocate(outputs * parts * PARTIAL_BYTES)?;
+            let partials = buffer_mem(partial_buffer.as_ref())?;
             let mut split = args[..5].to_vec();
             split.extend([Arg::Mem(partials), Arg::I64(parts as i64)]);
             let groups = (outputs * parts).min(1 << 16);
