@@ -264,12 +264,7 @@ impl DataType {
             DataType::Int2 | DataType::UInt2 => 2,
             _ => return byte,
         };
-        let unused = 8 - bits;
-        if self.is_signed_integer() {
-            (((byte << unused) as i8) >> unused) as u8
-        } else {
-            (byte << unused) >> unused
-        }
+        low_bits(byte as u64, bits, self.is_signed_integer()) as u8
     }
 
     /// For complex dtypes, the dtype of one component (`complex64` -> `float32`); otherwise `self`.
@@ -289,6 +284,17 @@ impl DataType {
             _ if self.size() == 0 => 1,
             _ => self.size(),
         }
+    }
+}
+
+/// The low `bits` (1 to 64) of `value` as an integer: sign-extended if `signed`, else
+/// zero-extended. How sub-byte and narrow integers are read from the bytes holding them.
+pub(crate) const fn low_bits(value: u64, bits: u32, signed: bool) -> i64 {
+    let unused = 64 - bits;
+    if signed {
+        ((value << unused) as i64) >> unused
+    } else {
+        ((value << unused) >> unused) as i64
     }
 }
 

@@ -35,13 +35,7 @@ impl IntKind {
     fn read(self, bytes: &[u8]) -> i64 {
         let mut raw = [0u8; 8];
         raw[..bytes.len()].copy_from_slice(bytes);
-        let value = u64::from_le_bytes(raw);
-        let unused = 64 - self.bits;
-        if self.signed {
-            ((value << unused) as i64) >> unused
-        } else {
-            ((value << unused) >> unused) as i64
-        }
+        crate::dtype::low_bits(u64::from_le_bytes(raw), self.bits, self.signed)
     }
 }
 
