@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use tensor_core::device::checks;
-use tensor_core::plan::MatmulDims;
+use tensor_core::plan::MatmulPlan;
 use tensor_core::plan::ReducedAxes;
 use tensor_core::{DataType, Device, Error, Op, OutView, ReduceOp, Result, TensorView};
 
@@ -66,9 +66,8 @@ impl WgpuDevice {
         checks::same_dtype("matmul", dtype, &[b.dtype(), out.dtype()])?;
         let input = matmul_storage(dtype).ok_or_else(|| self.unsupported("matmul", dtype))?;
         let (la, lb) = (a.layout(), b.layout());
-        let MatmulDims { batch, m, k, n } =
-            MatmulDims::of(la.shape(), lb.shape(), out.layout().shape())?;
-        let batches: usize = batch.iter().product();
+        let plan = MatmulPlan::new(la, lb, out.layout())?;
+        let (m, k, n, batches) = (plan.m, plan.k, plan.n, plan.batches());
         if batches * m * n == 0 {
             return Ok(());
         }
@@ -82,14 +81,9 @@ impl WgpuDevice {
         for size in [m, n, k, batches] {
             within_u32(size, "a matmul size")?;
         }
-        let r = batch.len();
-        let (sa, sb) = (la.strides(), lb.strides());
         let geometry = matmul::Geometry {
-            sizes: [m, n, k],
+            plan,
             offsets: [la.offset(), lb.offset()],
-            strides: [sa[r], sa[r + 1], sb[r], sb[r + 1]],
-            batch: batch.clone(),
-            batch_strides: [sa[..r].to_vec(), sb[..r].to_vec()],
         };
         let pipeline = self.pipeline(PipelineKey::Matmul(dtype), || matmul::source(input))?;
         let (a, b) = (storage(a)?, storage(b)?);

@@ -9,6 +9,8 @@
 //! the first batch of the dispatch (a batch count above the per-dimension workgroup limit
 //! takes several dispatches).
 
+use tensor_core::plan::MatmulPlan;
+
 use super::storage::Storage;
 
 /// Output rows and columns of one workgroup's tile.
@@ -18,40 +20,39 @@ pub(crate) const TILE: usize = 64;
 /// b offset, a's m and k strides, b's k and n strides.
 const HEADER: usize = 11;
 
-/// The geometry buffer's words of one dispatch: the header, the batch dims, then `a`'s
-/// and `b`'s strides along them (as `i32` bits).
+/// The geometry buffer's words of one dispatch: the header, the (coalesced) batch dims,
+/// then `a`'s and `b`'s strides along them (as `i32` bits).
 pub(crate) struct Geometry {
-    /// `[m, n, k]`.
-    pub(crate) sizes: [usize; 3],
+    /// The sizes and strides, from the shared plan.
+    pub(crate) plan: MatmulPlan,
     /// Element offsets of `a` and `b`.
     pub(crate) offsets: [usize; 2],
-    /// `[a along m, a along k, b along k, b along n]`.
-    pub(crate) strides: [isize; 4],
-    /// Batch dims (the output's leading dims).
-    pub(crate) batch: Vec<usize>,
-    /// `a`'s and `b`'s strides along the batch dims.
-    pub(crate) batch_strides: [Vec<isize>; 2],
 }
 
 impl Geometry {
     /// The words of the dispatch that starts at batch `first`.
     pub(crate) fn words(&self, first: usize) -> Vec<u32> {
-        let [m, n, k] = self.sizes;
+        let plan = &self.plan;
         let bits = |s: isize| s as i32 as u32;
         let mut words = vec![
-            m as u32,
-            n as u32,
-            k as u32,
-            self.batch.len() as u32,
+            plan.m as u32,
+            plan.n as u32,
+            plan.k as u32,
+            plan.batch.rank() as u32,
             first as u32,
             self.offsets[0] as u32,
             self.offsets[1] as u32,
         ];
-        words.extend(self.strides.iter().map(|&s| bits(s)));
+        words.extend(
+            plan.a_strides
+                .iter()
+                .chain(&plan.b_strides)
+                .map(|&s| bits(s)),
+        );
         debug_assert_eq!(words.len(), HEADER);
-        words.extend(self.batch.iter().map(|&d| d as u32));
-        for strides in &self.batch_strides {
-            words.extend(strides.iter().map(|&s| bits(s)));
+        words.extend(plan.batch.dims().iter().map(|&d| d as u32));
+        for operand in 0..2 {
+            words.extend(plan.batch.strides(operand).iter().map(|&s| bits(s)));
         }
         words
     }
