@@ -341,7 +341,8 @@ const char *PT_Message(const struct PT_Status *status);
 // copy (as `TF_NewTensor`). Ownership of the memory passes to polytensor: `deallocator`
 // (if not NULL) is called once with `data`, `len` and `deallocator_arg` when the last
 // view of the tensor is deleted, from whichever thread that is, or before this returns
-// if the call fails or the memory is not aligned for the dtype (it is then copied).
+// if the call fails, the tensor has no elements, or the memory is not aligned for the
+// dtype (it is then copied).
 //
 // `len` must be the element count times the dtype's size; NULL `data` only for no
 // elements. Returns NULL on error (with the status set).
