@@ -4,7 +4,9 @@
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr::{null_mut, NonNull};
 
-use polytensor::{buffer::adopt, DataType, Error, Layout, Tensor, TensorShape};
+use std::sync::Arc;
+
+use polytensor::{buffer::adopt, DataType, Device, Error, Layout, Tensor, TensorShape};
 
 use crate::status::{arg, array, guard, quietly, PT_Status};
 
@@ -84,6 +86,31 @@ pub(crate) unsafe fn shape_of(dims: *const i64, num_dims: c_int) -> Result<Tenso
     // SAFETY: the caller's contract.
     let dims = unsafe { array(dims, num_dims, "dims") }?;
     TensorShape::from_i64(dims)
+}
+
+/// The dtype, shape and host device of a new tensor of `len` bytes, checking that `len` is
+/// the element count times the dtype's size.
+///
+/// # Safety
+///
+/// `dims` is NULL or points to `num_dims` values.
+unsafe fn host_tensor(
+    dtype: PT_DataType,
+    dims: *const i64,
+    num_dims: c_int,
+    len: usize,
+) -> Result<(DataType, TensorShape, Arc<dyn Device>), Error> {
+    let dtype = dtype_of(dtype)?;
+    // SAFETY: the caller's contract.
+    let shape = unsafe { shape_of(dims, num_dims) }?;
+    let expected = shape.num_elements().checked_mul(dtype.size());
+    if expected != Some(len) {
+        return Err(Error::invalid(format!(
+            "{len} bytes given for {shape} of {dtype} ({} bytes)",
+            expected.map_or("too many".into(), |e| e.to_string())
+        )));
+    }
+    Ok((dtype, shape, polytensor::dlpack::host_device()?))
 }
 
 /// The C string at `ptr`, as UTF-8.
@@ -205,17 +232,8 @@ unsafe fn new_tensor(
     };
     let mut release = Some(release);
     let made = guard(status, null_mut(), || {
-        let dtype = dtype_of(dtype)?;
         // SAFETY: the caller's contract.
-        let shape = unsafe { shape_of(dims, num_dims) }?;
-        let expected = shape.num_elements().checked_mul(dtype.size());
-        if expected != Some(len) {
-            return Err(Error::invalid(format!(
-                "{len} bytes given for {shape} of {dtype} ({} bytes)",
-                expected.map_or("too many".into(), |e| e.to_string())
-            )));
-        }
-        let device = polytensor::dlpack::host_device()?;
+        let (dtype, shape, device) = unsafe { host_tensor(dtype, dims, num_dims, len) }?;
         if len == 0 {
             return Ok(PT_Tensor::boxed(Tensor::zeros(shape, dtype, &device)?));
         }
@@ -259,16 +277,8 @@ pub unsafe extern "C" fn PT_AllocateTensor(
     status: *mut PT_Status,
 ) -> *mut PT_Tensor {
     guard(status, null_mut(), || {
-        let dtype = dtype_of(dtype)?;
         // SAFETY: the caller's contract.
-        let shape = unsafe { shape_of(dims, num_dims) }?;
-        let expected = shape.num_elements().checked_mul(dtype.size());
-        if expected != Some(len) {
-            return Err(Error::invalid(format!(
-                "len {len} is not the size of {shape} of {dtype}"
-            )));
-        }
-        let device = polytensor::dlpack::host_device()?;
+        let (dtype, shape, device) = unsafe { host_tensor(dtype, dims, num_dims, len) }?;
         Ok(PT_Tensor::boxed(Tensor::zeros(shape, dtype, &device)?))
     })
 }

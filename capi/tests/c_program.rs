@@ -9,7 +9,7 @@ use std::process::Command;
 #[test]
 fn a_c_consumer_runs_against_the_library() {
     let lib = common::library_dir();
-    let out = tempdir("c_program");
+    let out = common::tempdir("c_program");
     let exe = out.join("roundtrip");
     let mut cc = common::c_compiler().to_command();
     cc.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic"])
@@ -33,7 +33,7 @@ fn a_c_consumer_runs_against_the_library() {
 
 #[test]
 fn the_header_is_valid_cpp() {
-    let out = tempdir("cpp_header");
+    let out = common::tempdir("cpp_header");
     let source = out.join("header.cpp");
     std::fs::write(
         &source,
@@ -46,10 +46,4 @@ fn the_header_is_valid_cpp() {
         .arg(common::include_dir())
         .arg(&source);
     common::run(&mut cxx, "compiling polytensor.h as C++");
-}
-
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("polytensor-capi-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }

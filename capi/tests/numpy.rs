@@ -38,8 +38,7 @@ fn dlpack_with_numpy() {
         }
         Err(why) => panic!("POLYTENSOR_REQUIRE_NUMPY is set, but {why}"),
     };
-    let out = std::env::temp_dir().join(format!("polytensor-capi-numpy-{}", std::process::id()));
-    std::fs::create_dir_all(&out).unwrap();
+    let out = common::tempdir("numpy");
     let capsule_lib = out.join("capsule.so");
     let mut cc = common::c_compiler().to_command();
     cc.args(["-std=c11", "-Wall", "-Werror", "-shared", "-fPIC"])

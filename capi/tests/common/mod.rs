@@ -50,6 +50,13 @@ pub fn c_compiler_for_cpp() -> cc::Tool {
     build().cpp(true).get_compiler()
 }
 
+/// A fresh directory for this test process's files.
+pub fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("polytensor-capi-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// Run `command`; its output, or a panic with it if it failed.
 pub fn run(command: &mut Command, what: &str) -> String {
     let output = command

@@ -88,10 +88,12 @@ impl Tensor {
             dl.dtype,
             flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED != 0,
         )?;
-        let rank = usize::try_from(dl.ndim)
-            .ok()
-            .filter(|&r| r <= MAX_RANK)
-            .ok_or_else(|| Error::InvalidShape(format!("a DLPack tensor of rank {}", dl.ndim)))?;
+        if !(0..=MAX_RANK as i32).contains(&dl.ndim) {
+            return Err(Error::InvalidShape(format!(
+                "a DLPack tensor of rank {}",
+                dl.ndim
+            )));
+        }
         let dims = managed
             .shape()
             .ok_or_else(|| Error::InvalidShape("a DLPack tensor with a NULL shape".into()))?;
@@ -109,7 +111,6 @@ impl Tensor {
             Some(strides) => strides.iter().map(|&s| s as isize).collect(),
             None => shape.row_major_strides().to_vec(),
         };
-        debug_assert_eq!(strides.len(), rank);
         let data = NonNull::new(dl.data.cast::<u8>())
             .ok_or_else(|| Error::invalid("a DLPack tensor with elements has NULL data"))?;
         let extent =
