@@ -27,8 +27,11 @@ use tensor_core::{Device, Error, Result, Tensor};
 /// copy=None)`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DlpackRequest {
-    /// The consumer's stream. For host memory it must be `None` (or -1); for devices with
-    /// queues polytensor finishes the queued work before returning, which satisfies any.
+    /// The consumer's stream. For host memory it must be `None` (or -1). For CUDA memory it
+    /// is the protocol's integer (1: the legacy default stream, 2: the per-thread default
+    /// stream, -1: no synchronisation, else a `cudaStream_t`; 0 is refused as ambiguous).
+    /// polytensor finishes the work queued on the tensor's device before it returns, which
+    /// makes the memory ready for any consumer stream.
     pub stream: Option<i64>,
     /// The newest DLPack version the consumer reads: `None` or a major version below 1
     /// asks for the legacy struct.
@@ -107,6 +110,12 @@ pub fn dlpack(tensor: &Tensor, request: DlpackRequest) -> Result<Capsule> {
             request.stream
         )));
     }
+    if here.device_type == DLDeviceType::CUDA && request.stream == Some(0) {
+        return Err(Error::invalid(
+            "stream 0 is ambiguous for CUDA memory (DLPack): pass 1 for the legacy default \
+             stream, 2 for the per-thread default stream, or a stream handle",
+        ));
+    }
     let target = request.dl_device.unwrap_or(here);
     let why_copy = if request.copy == Some(true) {
         Some("copy=True")
@@ -182,8 +191,24 @@ pub fn host_device() -> Result<Arc<dyn Device>> {
 /// Import a managed DLPack tensor onto the device it names ([`Tensor::import_dlpack`] with
 /// the device found for it). The deleter runs once, whatever happens.
 pub fn import<M: ManagedTensor>(managed: DlpackTensor<M>) -> Result<Tensor> {
-    let device = host_device()?;
+    let device = match managed.dl_tensor().map(|t| t.device) {
+        Some(place) if !place.is_host_accessible() => device_of(place)?,
+        _ => host_device()?,
+    };
     Tensor::import_dlpack(managed, &device)
+}
+
+/// The available device DLPack calls `place` (`kDLCUDA:0` is `cuda:0`).
+fn device_of(place: DLDevice) -> Result<Arc<dyn Device>> {
+    crate::devices()
+        .iter()
+        .filter_map(|e| e.device())
+        .find(|d| d.dlpack_device() == Some(place))
+        .cloned()
+        .ok_or_else(|| Error::DeviceUnavailable {
+            device: place.to_string(),
+            why: "no available device of this build is that DLPack device".into(),
+        })
 }
 
 /// [`import`] of a raw `DLManagedTensorVersioned*`.

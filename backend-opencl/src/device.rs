@@ -4,9 +4,10 @@ use std::ffi::c_void;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use kernels_c::elementwise::{self, MapKernel, Variant};
+use kernels_c::elementwise::{MapKernel, Variant};
 use kernels_c::matmul::{MatmulKernel, Schedule};
 use kernels_c::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
+use kernels_c::table::{self, MapSpec, ProgramKey};
 use kernels_c::{Dialect, Elem};
 use opencl3::command_queue::{CommandQueue, CL_BLOCKING};
 use opencl3::context::Context;
@@ -24,7 +25,6 @@ use tensor_core::{
     OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
 };
 
-use crate::kernels::{self, MapSpec, ProgramKey};
 use crate::launch::{enqueue, Arg};
 use crate::memory::{ClAllocator, ClBuffer, GRANULE};
 use crate::platform::{driver_lock, Found};
@@ -43,24 +43,6 @@ const MAX_MAP_ITEMS: usize = 1 << 30;
 /// left to the runtime: PoCL compiles a kernel once per work-group size it runs with, and
 /// its own choice follows the element count.
 const MAP_GROUP: usize = 64;
-
-/// How many work-groups each output of a reduction is split across: enough that about
-/// [`SPLIT_GROUPS`] work-groups run when there are few outputs, each folding at least
-/// [`SPLIT_MIN`] elements; 1 (no split) when the outputs alone fill the device.
-fn split_parts(outputs: usize, count: usize) -> usize {
-    if outputs >= SPLIT_GROUPS {
-        return 1;
-    }
-    (SPLIT_GROUPS / outputs.max(1))
-        .min(count / SPLIT_MIN)
-        .max(1)
-}
-
-/// The work-groups a split reduction aims for.
-const SPLIT_GROUPS: usize = 64;
-
-/// The fewest elements one work-group of a split reduction folds.
-const SPLIT_MIN: usize = 4096;
 
 /// The global size of a launch over `count` items: at most [`MAX_MAP_ITEMS`], a whole
 /// number of [`MAP_GROUP`]s (kernels loop over `count` with the global size as stride).
@@ -222,38 +204,12 @@ impl OpenClDevice {
 
     /// The text and kernel names of the program of `key`.
     fn program_source(&self, key: ProgramKey) -> Result<(String, Vec<String>)> {
-        let dialect = Dialect::OpenCl;
-        Ok(match key {
-            ProgramKey::Matmul(dtype) => {
-                let kernel = Elem::of(dtype)
-                    .and_then(|e| MatmulKernel::new(e, self.matmul_schedule))
-                    .ok_or_else(|| self.unsupported("matmul", dtype))?;
-                (kernel.source(dialect), vec!["matmul".into()])
-            }
-            ProgramKey::Reduce(dtype) => {
-                let members = kernels::reduce_members(dtype, self.fp64);
-                let text = reduce::program(dialect, &members)
-                    .ok_or_else(|| self.unsupported("reduce", dtype))?;
-                let names = members
-                    .iter()
-                    .flat_map(|k| Stage::ALL.map(|stage| k.kernel_name(stage)))
-                    .collect();
-                (text, names)
-            }
-            _ => {
-                let kernels: Vec<(String, MapKernel)> = kernels::map_members(key, self.fp64)
-                    .iter()
-                    .flat_map(|spec| {
-                        [Variant::Contiguous, Variant::Flat, Variant::Strided]
-                            .map(|variant| spec.kernel(variant))
-                    })
-                    .collect();
-                let named: Vec<(&str, &MapKernel)> =
-                    kernels.iter().map(|(n, k)| (n.as_str(), k)).collect();
-                let text = elementwise::program(dialect, &named);
-                (text, kernels.into_iter().map(|(n, _)| n).collect())
-            }
-        })
+        let program = table::program_source(Dialect::OpenCl, key, self.fp64, self.matmul_schedule)
+            .ok_or_else(|| Error::Backend {
+                device: self.name.clone(),
+                message: format!("no program {key:?} in the kernel table"),
+            })?;
+        Ok((program.text, program.kernels))
     }
 
     /// A read-only buffer holding `words` (a kernel's geometry), released once the
@@ -349,7 +305,7 @@ impl OpenClDevice {
         if !self.supports(op, dtype) {
             return Err(self.unsupported(op, dtype));
         }
-        let spec = kernels::map_spec(op, dtype).ok_or_else(|| self.unsupported(op, dtype))?;
+        let spec = table::map_spec(op, dtype).ok_or_else(|| self.unsupported(op, dtype))?;
         self.map(spec, inputs, out)
     }
 
@@ -429,7 +385,7 @@ impl Device for OpenClDevice {
     }
 
     fn supports(&self, op: Op, dtype: DataType) -> bool {
-        kernels::has_kernel(op, dtype, self.fp64)
+        table::has_kernel(op, dtype, self.fp64)
     }
 
     fn allocator(&self) -> &dyn AllocatorInfo {
@@ -532,7 +488,7 @@ impl Device for OpenClDevice {
                 return Err(self.unsupported("cast", dtype));
             }
         }
-        let spec = kernels::cast_spec(from, to).ok_or_else(|| self.unsupported("cast", from))?;
+        let spec = table::cast_spec(from, to).ok_or_else(|| self.unsupported("cast", from))?;
         self.map(spec, &[x], out)
     }
 
@@ -629,7 +585,7 @@ impl Device for OpenClDevice {
             Arg::Mem(target),
             Arg::I64(out.layout().offset() as i64),
         ];
-        let parts = split_parts(outputs, count);
+        let parts = reduce::split_parts(outputs, count);
         if count < WORKGROUP {
             let name = kernel.kernel_name(Stage::Serial);
             self.launch(

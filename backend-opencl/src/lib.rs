@@ -7,11 +7,9 @@
 //! - [`memory`]: the `cl_mem` allocator and [`ClBuffer`].
 //! - `programs`: the compiled-kernel cache.
 //! - `launch`: kernel arguments and enqueues.
-//! - `kernels`: which kernel runs each (op, dtype): the single source of `supports`.
 //! - `device`: [`OpenClDevice`], the [`tensor_core::Device`].
 
 mod device;
-mod kernels;
 mod launch;
 pub mod memory;
 pub mod platform;

@@ -10,8 +10,8 @@ use opencl3::program::Program;
 use opencl3::types::cl_device_id;
 use tensor_core::{Error, Result};
 
-use crate::kernels::ProgramKey;
 use crate::platform::driver_lock;
+use kernels_c::table::ProgramKey;
 
 /// A compiled program's kernels by name. Setting arguments and enqueueing must not
 /// interleave between threads, so each kernel sits behind a lock held across both.

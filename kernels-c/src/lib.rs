@@ -13,6 +13,8 @@
 //!   computed in f32 and rounded once; complex as `float2`/`double2`).
 //! - [`expr`]: the C expression of every elementwise op and cast, following the shared
 //!   semantics of DESIGN.md.
+//! - [`table`]: which kernel runs each (op, dtype), grouped into programs; the single
+//!   source of every backend's `supports`.
 //! - [`Library`]: the helper headers a kernel needs (`c/scalar.h`, `c/real.h`,
 //!   `c/complex.h`, `c/fp64.h`), instantiated per type.
 
@@ -23,6 +25,7 @@ pub mod expr;
 mod library;
 pub mod matmul;
 pub mod reduce;
+pub mod table;
 
 pub use dialect::Dialect;
 pub use elem::{Elem, Real};

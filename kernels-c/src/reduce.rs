@@ -405,6 +405,24 @@ fn group_kernel(
     )
 }
 
+/// How many work-groups (blocks) each output of a reduction is split across: enough that about
+/// [`SPLIT_GROUPS`] work-groups run when there are few outputs, each folding at least
+/// [`SPLIT_MIN`] elements; 1 (no split) when the outputs alone fill the device.
+pub fn split_parts(outputs: usize, count: usize) -> usize {
+    if outputs >= SPLIT_GROUPS {
+        return 1;
+    }
+    (SPLIT_GROUPS / outputs.max(1))
+        .min(count / SPLIT_MIN)
+        .max(1)
+}
+
+/// The work-groups a split reduction aims for.
+pub const SPLIT_GROUPS: usize = 64;
+
+/// The fewest elements one work-group of a split reduction folds.
+pub const SPLIT_MIN: usize = 4096;
+
 /// One program holding the reductions `kernels` (see [`ReduceKernel::kernel_name`]),
 /// with the helpers they need; `None` if one is not defined for its element type.
 pub fn program(dialect: Dialect, kernels: &[ReduceKernel]) -> Option<String> {

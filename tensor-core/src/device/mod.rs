@@ -329,9 +329,30 @@ pub trait Device: Send + Sync + fmt::Debug + 'static {
 
     /// The device as DLPack names it (`kDLCPU` for host memory, `kDLOpenCL` and its index,
     /// ...), or `None` where DLPack has no device type for it. Host devices (whose buffers
-    /// have host pointers) say `DLDevice::CPU`; only they import DLPack memory.
+    /// have host pointers) say `DLDevice::CPU` and import host memory; a device that
+    /// implements [`Device::adopt_memory`] imports memory DLPack says is its own.
     fn dlpack_device(&self) -> Option<DLDevice> {
         None
+    }
+
+    /// Wrap `len` bytes of this device's memory at device address `address`, owned outside
+    /// polytensor until `release` runs (DLPack import of device memory, zero copy); never
+    /// written if `read_only`. `release` runs exactly once: when the last view of the
+    /// buffer drops, or at once with an `Err`. Devices that cannot take foreign memory
+    /// (the default) return that `Err`.
+    fn adopt_memory(
+        &self,
+        address: usize,
+        len: usize,
+        read_only: bool,
+        release: crate::buffer::Release,
+    ) -> Result<Arc<dyn TensorBuffer>> {
+        let _ = (address, len, read_only);
+        drop(release);
+        Err(Error::invalid(format!(
+            "{} cannot hold memory it did not allocate",
+            self.name()
+        )))
     }
 
     /// Whether the device runs `op` for `dtype` (for casts: as source or target). Never true

@@ -9,7 +9,7 @@ use super::ffi::{
     DLPACK_FLAG_BITMASK_READ_ONLY,
 };
 use super::managed::{DlpackTensor, ManagedTensor};
-use crate::buffer::adopt;
+use crate::buffer::{adopt, Release};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -49,7 +49,8 @@ impl Tensor {
     }
 
     /// The tensor a managed DLPack tensor describes, viewing its memory with no copy, on
-    /// the host device `device`: any strides (zero, negative, gaps; NULL for compact), any
+    /// `device`: host memory onto a host device, device memory onto the device it is on
+    /// (through [`Device::adopt_memory`]). Any strides (zero, negative, gaps; NULL for compact), any
     /// `byte_offset`, rank 0 and empty tensors. The producer's deleter runs exactly once:
     /// when the last view of the memory drops, or before this returns if the tensor is
     /// refused or holds no elements (then nothing needs its memory).
@@ -57,8 +58,8 @@ impl Tensor {
     /// Memory flagged `READ_ONLY` is never written: writers copy it first. Memory not
     /// aligned for its dtype is copied once (into an aligned buffer) and handed back at once.
     ///
-    /// An `Err` for a major version other than 1, a device other than host memory
-    /// (`kDLCPU`, or pinned or managed memory) or a `device` that is not a host device, an
+    /// An `Err` for a major version other than 1, memory on a device other than `device`
+    /// (host memory, `kDLCPU` or pinned or managed, goes to a host device), an
     /// unknown dtype or one with several lanes, packed sub-byte integers, a negative rank
     /// or dim, NULL shape, NULL data with elements, an extent past the address space, and
     /// bool (or sub-byte) elements that are not valid values.
@@ -75,10 +76,17 @@ impl Tensor {
                 super::ffi::DLPACK_MAJOR_VERSION
             )));
         };
-        if !dl.device.is_host_accessible() || device.dlpack_device() != Some(super::DLDevice::CPU) {
+        let on_host = dl.device.is_host_accessible();
+        let fits = if on_host {
+            device.dlpack_device() == Some(super::DLDevice::CPU)
+        } else {
+            device.dlpack_device() == Some(dl.device)
+        };
+        if !fits {
             return Err(Error::invalid(format!(
                 "DLPack memory on {} cannot be imported onto {}: polytensor imports host \
-                 memory (kDLCPU, pinned or managed) onto a host device",
+                 memory (kDLCPU, pinned or managed) onto a host device, and device memory \
+                 onto the device it is on",
                 dl.device,
                 device.name()
             )));
@@ -140,6 +148,13 @@ impl Tensor {
             .wrapping_sub(extent.before);
         let start = NonNull::new(start)
             .ok_or_else(|| Error::invalid("a DLPack tensor's memory starts at NULL"))?;
+        if !on_host {
+            // Device memory: an address on the device, never dereferenced here.
+            let release: Release = Box::new(move || drop(managed));
+            let buffer =
+                device.adopt_memory(start.as_ptr() as usize, extent.len, read_only, release)?;
+            return Tensor::from_parts(dtype, layout, buffer);
+        }
         // SAFETY: the handle vouches for the memory it describes, which is exactly these
         // `extent.len` bytes, until its deleter runs, which only `release` (dropping the
         // handle) does.

@@ -1,21 +1,23 @@
-//! The kernel table: which generated kernel runs each (op, dtype) on an OpenCL device, and
-//! which kernels are built together into one program. `supports` is derived from it and
-//! nothing else.
+//! The kernel table, shared by every backend that compiles these kernels (OpenCL, CUDA):
+//! which generated kernel runs each (op, dtype), and which kernels are compiled together
+//! into one program. A backend's `supports` is derived from it and nothing else, and the
+//! CUDA PTX check compiles exactly the programs [`all_programs`] lists.
 //!
-//! Building a program has a large fixed cost (PoCL: about 0.3 s, however many kernels it
-//! holds), so the kernels of one family and dtype share a program: every unary op of a
-//! dtype, every binary op, every cast from it, every reduction; moves (copy, where) share
-//! one per element size. Each elementwise kernel comes in a flat and a strided variant.
+//! Compiling a program has a large fixed cost (PoCL: about 0.3 s, NVRTC about as much,
+//! however many kernels it holds), so the kernels of one family and dtype share a program:
+//! every unary op of a dtype, every binary op, every cast from it, every reduction; moves
+//! (copy, where) share one per element size. Each elementwise kernel comes in a contiguous,
+//! a flat and a strided variant.
 
-use kernels_c::elementwise::{Access, MapKernel, Variant};
-use kernels_c::matmul::MatmulKernel;
-use kernels_c::reduce::ReduceKernel;
-use kernels_c::{expr, Elem};
+use crate::elementwise::{self, Access, MapKernel, Variant};
+use crate::matmul::{MatmulKernel, Schedule};
+use crate::reduce::{self, ReduceKernel, Stage};
+use crate::{expr, Dialect, Elem};
 use tensor_core::{BinaryOp, DataType, Op, ReduceOp, UnaryOp};
 
 /// A program: the kernels of one family and dtype.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum ProgramKey {
+pub enum ProgramKey {
     /// Every unary op of the dtype.
     Unary(DataType),
     /// Every binary op of the dtype (comparisons and logical ops included).
@@ -33,7 +35,7 @@ pub(crate) enum ProgramKey {
 /// An elementwise kernel of a program: its name (without the variant) and its operands
 /// and expression.
 #[derive(Debug, Clone)]
-pub(crate) struct MapSpec {
+pub struct MapSpec {
     /// The name, unique in its program; kernels are `<name>_flat` and `<name>_strided`.
     pub name: String,
     /// The inputs, `x`, `y`, `z`.
@@ -46,7 +48,7 @@ pub(crate) struct MapSpec {
 
 impl MapSpec {
     /// The kernel of this spec in `variant`, and its name in the program.
-    pub(crate) fn kernel(&self, variant: Variant) -> (String, MapKernel) {
+    pub fn kernel(&self, variant: Variant) -> (String, MapKernel) {
         let suffix = match variant {
             Variant::Contiguous => "contiguous",
             Variant::Flat => "flat",
@@ -81,7 +83,7 @@ fn move_elem(dtype: DataType) -> Option<Elem> {
 }
 
 /// The program holding `op` on `dtype`'s elementwise kernel, and the kernel's spec.
-pub(crate) fn map_spec(op: Op, dtype: DataType) -> Option<(ProgramKey, MapSpec)> {
+pub fn map_spec(op: Op, dtype: DataType) -> Option<(ProgramKey, MapSpec)> {
     if !op.is_defined_for(dtype) {
         return None;
     }
@@ -136,7 +138,7 @@ fn move_spec(op: Op, m: Elem) -> Option<(ProgramKey, MapSpec)> {
 }
 
 /// The program and spec of the cast from `from` to `to`.
-pub(crate) fn cast_spec(from: DataType, to: DataType) -> Option<(ProgramKey, MapSpec)> {
+pub fn cast_spec(from: DataType, to: DataType) -> Option<(ProgramKey, MapSpec)> {
     let (f, t) = (Elem::of(from)?, Elem::of(to)?);
     Some((
         ProgramKey::Cast(from),
@@ -150,7 +152,7 @@ pub(crate) fn cast_spec(from: DataType, to: DataType) -> Option<(ProgramKey, Map
 }
 
 /// Every elementwise kernel spec of a program, on a device with or without f64.
-pub(crate) fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapSpec> {
+pub fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapSpec> {
     let usable = |spec: &(ProgramKey, MapSpec)| {
         fp64 || (spec.1.inputs.iter().chain([&spec.1.output])).all(|a| match a {
             Access::Value(e) => !e.needs_fp64(),
@@ -184,7 +186,7 @@ pub(crate) fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapSpec> {
 }
 
 /// Every reduction of a dtype's program.
-pub(crate) fn reduce_members(dtype: DataType, fp64: bool) -> Vec<ReduceKernel> {
+pub fn reduce_members(dtype: DataType, fp64: bool) -> Vec<ReduceKernel> {
     let Some(input) = Elem::of(dtype) else {
         return vec![];
     };
@@ -200,7 +202,7 @@ pub(crate) fn reduce_members(dtype: DataType, fp64: bool) -> Vec<ReduceKernel> {
 }
 
 /// Whether a kernel for `op` on `dtype` exists, given whether the device computes in f64.
-pub(crate) fn has_kernel(op: Op, dtype: DataType, fp64: bool) -> bool {
+pub fn has_kernel(op: Op, dtype: DataType, fp64: bool) -> bool {
     match op {
         Op::Copy | Op::Where => return map_spec(op, dtype).is_some(),
         Op::Fill => return op.is_defined_for(dtype) && move_elem(dtype).is_some(),
@@ -219,4 +221,88 @@ pub(crate) fn has_kernel(op: Op, dtype: DataType, fp64: bool) -> bool {
         Op::Reduce(_) => op.is_defined_for(dtype),
         _ => map_spec(op, dtype).is_some(),
     }
+}
+
+/// A program's text and the names of its kernels.
+#[derive(Debug, Clone)]
+pub struct ProgramSource {
+    /// The source text, dialect header first.
+    pub text: String,
+    /// The kernels it defines.
+    pub kernels: Vec<String>,
+}
+
+/// The text and kernel names of the program of `key` in `dialect`, on a device with or
+/// without f64, with matmul work divided by `schedule`; `None` if the table has no such
+/// program.
+pub fn program_source(
+    dialect: Dialect,
+    key: ProgramKey,
+    fp64: bool,
+    schedule: Schedule,
+) -> Option<ProgramSource> {
+    Some(match key {
+        ProgramKey::Matmul(dtype) => {
+            let kernel = MatmulKernel::new(Elem::of(dtype)?, schedule)?;
+            if kernel.needs_fp64() && !fp64 {
+                return None;
+            }
+            ProgramSource {
+                text: kernel.source(dialect),
+                kernels: vec!["matmul".into()],
+            }
+        }
+        ProgramKey::Reduce(dtype) => {
+            let members = reduce_members(dtype, fp64);
+            ProgramSource {
+                text: reduce::program(dialect, &members)?,
+                kernels: members
+                    .iter()
+                    .flat_map(|k| Stage::ALL.map(|stage| k.kernel_name(stage)))
+                    .collect(),
+            }
+        }
+        _ => {
+            let kernels: Vec<(String, MapKernel)> = map_members(key, fp64)
+                .iter()
+                .flat_map(|spec| {
+                    [Variant::Contiguous, Variant::Flat, Variant::Strided]
+                        .map(|variant| spec.kernel(variant))
+                })
+                .collect();
+            if kernels.is_empty() {
+                return None;
+            }
+            let named: Vec<(&str, &MapKernel)> =
+                kernels.iter().map(|(n, k)| (n.as_str(), k)).collect();
+            ProgramSource {
+                text: elementwise::program(dialect, &named),
+                kernels: kernels.into_iter().map(|(n, _)| n).collect(),
+            }
+        }
+    })
+}
+
+/// Every program of the table on a device with or without f64: what a backend can ever
+/// compile (the CUDA PTX check compiles each of them).
+pub fn all_programs(fp64: bool) -> Vec<ProgramKey> {
+    let moves = [Elem::U8, Elem::U16, Elem::U32, Elem::U64, Elem::C128].map(ProgramKey::Move);
+    let typed = DataType::ALL.iter().flat_map(|&dtype| {
+        [
+            ProgramKey::Unary(dtype),
+            ProgramKey::Binary(dtype),
+            ProgramKey::Cast(dtype),
+            ProgramKey::Reduce(dtype),
+            ProgramKey::Matmul(dtype),
+        ]
+    });
+    moves
+        .into_iter()
+        .chain(typed)
+        .filter(|&key| match key {
+            ProgramKey::Reduce(dtype) => !reduce_members(dtype, fp64).is_empty(),
+            ProgramKey::Matmul(dtype) => has_kernel(Op::Matmul, dtype, fp64),
+            _ => !map_members(key, fp64).is_empty(),
+        })
+        .collect()
 }

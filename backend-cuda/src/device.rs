@@ -1,0 +1,836 @@
+//! [`CudaDevice`]: one CUDA GPU as a polytensor [`Device`]: a context, one stream that
+//! every kernel and copy is queued on, buffers from a [`CachingAllocator`], kernels from
+//! the shared C-family generator compiled by NVRTC, and cuBLAS for floating-point matmul.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use cudarc::driver::{
+    sys, CudaContext, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig,
+    PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+use kernels_c::elementwise::{MapKernel, Variant};
+use kernels_c::matmul::{MatmulKernel, Schedule};
+use kernels_c::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
+use kernels_c::table::{self, MapSpec, ProgramKey};
+use kernels_c::Elem;
+use tensor_core::buffer::Release;
+use tensor_core::device::checks;
+use tensor_core::dlpack::{DLDevice, DLDeviceType};
+use tensor_core::plan::{Coalesced, MatmulPlan, ReducedAxes};
+use tensor_core::{
+    Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Error,
+    Layout, Op, OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
+};
+
+use crate::blas::{Addresses, Blas, Operand};
+use crate::compile::{compile_cached, Arch};
+use crate::loader::{self, describe};
+use crate::memory::{CudaAllocator, CudaBuffer, Deferred, GRANULE};
+use crate::programs::{self, uses_cublas};
+use crate::staging::Staging;
+
+/// The bytes of freed buffers a CUDA device keeps for reuse by default.
+pub const DEFAULT_CACHE_BYTES: usize = 4 << 30;
+
+/// The threads of a block of elementwise and serial-reduction launches.
+const MAP_BLOCK: usize = 256;
+
+/// The most blocks an elementwise launch starts; kernels loop over the rest (they stride
+/// by the grid's size).
+const MAX_MAP_BLOCKS: usize = 1 << 20;
+
+/// The most blocks along a grid's second and third dims.
+const MAX_GRID_YZ: usize = 65_535;
+
+/// A compiled program: its module and its kernels by name.
+struct Module {
+    _module: Arc<CudaModule>,
+    functions: HashMap<String, CudaFunction>,
+}
+
+/// A CUDA device: its own context and stream, memory from a [`CachingAllocator`], kernels
+/// compiled by NVRTC for its architecture, cuBLAS for floating-point matmul.
+pub struct CudaDevice {
+    name: String,
+    ordinal: usize,
+    description: String,
+    context: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    /// cuBLAS, or why it is missing (floating-point matmul is then unsupported).
+    blas: std::result::Result<Blas, String>,
+    allocator: Arc<CachingAllocator<CudaAllocator>>,
+    modules: Mutex<HashMap<ProgramKey, Arc<Module>>>,
+    arch: Arch,
+    deferred: Arc<Deferred>,
+    staging: Staging,
+    tf32: AtomicBool,
+    me: Weak<CudaDevice>,
+}
+
+impl fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CudaDevice")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .finish()
+    }
+}
+
+/// `value` as a launch dimension, or an `Err` naming what is too large.
+fn dim(value: usize, what: &str) -> Result<u32> {
+    u32::try_from(value)
+        .map_err(|_| Error::invalid(format!("{what} {value} is past CUDA's limits")))
+}
+
+impl CudaDevice {
+    /// Open GPU `ordinal` as `cuda:<ordinal>` (a further device opened on the same GPU is
+    /// `cuda:<ordinal>.1`, ...: each has its own stream and memory cache). An `Err` naming
+    /// the reason when the driver, the GPU or NVRTC is missing.
+    pub fn open(ordinal: usize) -> Result<Arc<CudaDevice>> {
+        let base = format!("cuda:{ordinal}");
+        let unavailable = |why: String| Error::DeviceUnavailable {
+            device: base.clone(),
+            why,
+        };
+        let count = loader::device_count().map_err(&unavailable)?;
+        if ordinal >= count {
+            return Err(unavailable(format!("the driver reports {count} GPU(s)")));
+        }
+        if let Some(why) = loader::nvrtc_unavailable() {
+            return Err(unavailable(why));
+        }
+        let driver = |what: &str, e: DriverError| unavailable(format!("{what}: {}", describe(e)));
+        let context = CudaContext::new(ordinal).map_err(|e| driver("creating a context", e))?;
+        // SAFETY: polytensor never hands cudarc a `CudaSlice`: all memory is its own
+        // and every use of it is ordered on the device's one stream.
+        unsafe { context.disable_event_tracking() };
+        let stream = context
+            .new_stream()
+            .map_err(|e| driver("creating a stream", e))?;
+        let (major, minor) = context
+            .compute_capability()
+            .map_err(|e| driver("reading the compute capability", e))?;
+        let hardware = context.name().unwrap_or_else(describe);
+        let memory = context.total_mem().unwrap_or(0);
+        let blas = match loader::cublas_unavailable() {
+            Some(why) => Err(why),
+            None => Blas::new(stream.clone()).map_err(|e| e.to_string()),
+        };
+        let description = format!(
+            "{hardware} (compute capability {major}.{minor}, {} MiB{})",
+            memory >> 20,
+            if blas.is_ok() {
+                ", cuBLAS"
+            } else {
+                ", no cuBLAS"
+            }
+        );
+        let name = tensor_core::device::instance_name(&base);
+        let deferred = Arc::new(Deferred::default());
+        let buffers = CudaAllocator::new(name.clone(), context.clone(), deferred.clone());
+        Ok(Arc::new_cyclic(|me| CudaDevice {
+            name,
+            ordinal,
+            description,
+            staging: Staging::new(context.clone()),
+            context,
+            stream,
+            blas,
+            allocator: Arc::new(CachingAllocator::new(buffers, DEFAULT_CACHE_BYTES)),
+            modules: Mutex::new(HashMap::new()),
+            arch: Arch::of(major, minor),
+            deferred,
+            tf32: AtomicBool::new(false),
+            me: me.clone(),
+        }))
+    }
+
+    /// The first GPU, opened (a test's and an example's shortcut); an `Err` naming why
+    /// there is none.
+    pub fn first() -> Result<Arc<CudaDevice>> {
+        loader::preload_toolkit().map_err(|why| Error::DeviceUnavailable {
+            device: "cuda".into(),
+            why,
+        })?;
+        Self::open(0)
+    }
+
+    /// Allow (or forbid, the default) TF32 tensor cores in f32 and complex64 matmul:
+    /// faster, with 10-bit mantissas in the products, so outside the conformance bounds.
+    pub fn set_tf32(&self, allowed: bool) {
+        self.tf32.store(allowed, Ordering::Relaxed);
+    }
+
+    /// Return every cached free block to the driver.
+    pub fn trim(&self) {
+        self.allocator.trim();
+    }
+
+    /// How many programs this device has loaded (each (op family, dtype) once).
+    pub fn programs_loaded(&self) -> usize {
+        self.lock_modules().len()
+    }
+
+    /// The architecture kernels are compiled for (`compute_80`).
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    fn lock_modules(&self) -> std::sync::MutexGuard<'_, HashMap<ProgramKey, Arc<Module>>> {
+        self.modules.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn handle(&self) -> Arc<dyn Device> {
+        self.me
+            .upgrade()
+            .expect("a CudaDevice is only reachable through its Arc")
+    }
+
+    fn backend(&self, what: &str, e: DriverError) -> Error {
+        Error::Backend {
+            device: self.name.clone(),
+            message: format!("{what}: {}", describe(e)),
+        }
+    }
+
+    fn unsupported(&self, op: impl fmt::Display, dtype: DataType) -> Error {
+        Error::Unsupported {
+            op: op.to_string(),
+            dtype,
+            device: self.name.clone(),
+        }
+    }
+
+    /// Make the context current on this thread (every raw driver call needs it).
+    fn bind(&self) -> Result<()> {
+        self.context
+            .bind_to_thread()
+            .map_err(|e| self.backend("binding the context", e))
+    }
+
+    /// The loaded program of `key`: compiled by NVRTC (or read from the disk cache) and
+    /// loaded on first use. A compile error is an `Err` carrying NVRTC's log.
+    fn module(&self, key: ProgramKey) -> Result<Arc<Module>> {
+        if let Some(hit) = self.lock_modules().get(&key) {
+            return Ok(hit.clone());
+        }
+        let backend = |message: String| Error::Backend {
+            device: self.name.clone(),
+            message,
+        };
+        let source = programs::source(key)
+            .ok_or_else(|| backend(format!("no program {key:?} in the kernel table")))?;
+        let ptx = compile_cached(&source.text, self.arch)
+            .map_err(|log| backend(format!("compiling {key:?}: {log}")))?;
+        let module = self
+            .context
+            .load_module(Ptx::from_src(ptx))
+            .map_err(|e| backend(format!("loading {key:?}: {}", describe(e))))?;
+        let functions = source
+            .kernels
+            .iter()
+            .map(|name| {
+                module
+                    .load_function(name)
+                    .map(|f| (name.clone(), f))
+                    .map_err(|e| backend(format!("kernel {name} of {key:?}: {}", describe(e))))
+            })
+            .collect::<Result<HashMap<_, _>>>()?;
+        let loaded = Arc::new(Module {
+            _module: module,
+            functions,
+        });
+        Ok(self.lock_modules().entry(key).or_insert(loaded).clone())
+    }
+
+    /// Queue `kernel` of `module` over a `grid` of `block`-sized blocks. Every argument is
+    /// 8 bytes: a device address or an `i64`.
+    fn launch(
+        &self,
+        module: &Module,
+        kernel: &str,
+        args: &[u64],
+        grid: [usize; 3],
+        block: [usize; 3],
+    ) -> Result<()> {
+        let function = module.functions.get(kernel).ok_or_else(|| Error::Backend {
+            device: self.name.clone(),
+            message: format!("no kernel {kernel} in its program"),
+        })?;
+        if grid[1] > MAX_GRID_YZ || grid[2] > MAX_GRID_YZ {
+            return Err(Error::invalid(format!(
+                "a launch of {grid:?} blocks is past CUDA's grid limits"
+            )));
+        }
+        let config = LaunchConfig {
+            grid_dim: (dim(grid[0], "grid")?, grid[1] as u32, grid[2] as u32),
+            block_dim: (block[0] as u32, block[1] as u32, block[2] as u32),
+            shared_mem_bytes: 0,
+        };
+        let mut builder = self.stream.launch_builder(function);
+        for arg in args {
+            builder.arg(arg);
+        }
+        // SAFETY: each argument has the size of the kernel parameter at its index (pointers
+        // and `i64`s, 8 bytes each), as the generator documents each kernel's parameter
+        // list; the addresses are of live buffers of this device, which stay allocated until
+        // the stream has run the kernel (freed blocks are reused only by later work on this
+        // stream, and `cuMemFree` synchronises).
+        unsafe { builder.launch(config) }
+            .map(drop)
+            .map_err(|e| self.backend(&format!("launching {kernel}"), e))
+    }
+
+    /// A device buffer holding `words` (a kernel's geometry), kept alive by the caller
+    /// until the kernel is queued (the stream orders any reuse after it).
+    fn constants(&self, words: &[i64]) -> Result<Arc<dyn TensorBuffer>> {
+        let words = if words.is_empty() { &[0][..] } else { words };
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let buffer = self.allocate(bytes.len())?;
+        self.write(address_of(buffer.as_ref())?, &bytes)?;
+        Ok(buffer)
+    }
+
+    /// Copy `src` to device address `dst`, queued on the stream (large copies go through
+    /// pinned staging memory; `src` may be reused when this returns).
+    fn write(&self, dst: u64, src: &[u8]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.bind()?;
+        self.staging
+            .write(&self.stream, dst, src)
+            .map_err(|e| self.backend("copying to the device", e))
+    }
+
+    /// `out[i] = spec(inputs[..][i])` for inputs of the output's shape (already broadcast).
+    fn map(
+        &self,
+        (key, spec): (ProgramKey, MapSpec),
+        inputs: &[&TensorView<'_>],
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        checks::same_shapes(inputs, &out.view())?;
+        let lo = out.layout();
+        let target = output_address(out)?;
+        let dims = lo.shape().dims();
+        self.map_into((key, spec), inputs, &dims, target, lo.offset())
+    }
+
+    /// [`CudaDevice::map`] into the contiguous elements of `dims` at element `offset` of the
+    /// device memory at `target`.
+    fn map_into(
+        &self,
+        (key, spec): (ProgramKey, MapSpec),
+        inputs: &[&TensorView<'_>],
+        dims: &[usize],
+        target: u64,
+        offset: usize,
+    ) -> Result<()> {
+        let count: usize = dims.iter().product();
+        if count == 0 {
+            return Ok(());
+        }
+        let strides: Vec<&[isize]> = inputs.iter().map(|x| x.layout().strides()).collect();
+        let plan = Coalesced::new(dims, &strides);
+        let variant = Variant::of(&plan);
+        let (name, _) = spec.kernel(variant);
+        let module = self.module(key)?;
+        let geometry = match variant {
+            Variant::Strided => Some(self.constants(&MapKernel::geometry(&plan, inputs.len()))?),
+            Variant::Contiguous | Variant::Flat => None,
+        };
+        let mut args = vec![count as u64];
+        if let Some(g) = &geometry {
+            args.push(address_of(g.as_ref())?);
+        }
+        for (k, x) in inputs.iter().enumerate() {
+            args.push(address_of(x.buffer())?);
+            args.push(x.layout().offset() as u64);
+            if variant == Variant::Flat {
+                args.push(plan.strides(k)[0] as i64 as u64);
+            }
+        }
+        args.push(target);
+        args.push(offset as u64);
+        self.launch(&module, &name, &args, map_grid(count), [MAP_BLOCK, 1, 1])
+    }
+
+    fn map_op(
+        &self,
+        op: Op,
+        dtype: DataType,
+        inputs: &[&TensorView<'_>],
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        if !self.supports(op, dtype) {
+            return Err(self.unsupported(op, dtype));
+        }
+        let spec = table::map_spec(op, dtype).ok_or_else(|| self.unsupported(op, dtype))?;
+        self.map(spec, inputs, out)
+    }
+
+    /// A contiguous copy of `x` in a new buffer of this device, and its layout.
+    fn contiguous(&self, x: &TensorView<'_>) -> Result<(Arc<dyn TensorBuffer>, Layout)> {
+        let layout = Layout::contiguous(x.layout().shape().clone());
+        let buffer = self.allocate(layout.num_elements() * x.dtype().size())?;
+        let spec = table::map_spec(Op::Copy, x.dtype())
+            .ok_or_else(|| self.unsupported("copy", x.dtype()))?;
+        let dims = layout.shape().dims();
+        self.map_into(spec, &[x], &dims, address_of(buffer.as_ref())?, 0)?;
+        Ok((buffer, layout))
+    }
+
+    /// Floating-point matmul through cuBLAS, operands cuBLAS cannot take as they lie made
+    /// contiguous first.
+    fn matmul_blas(
+        &self,
+        blas: &Blas,
+        a: &TensorView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let dtype = a.dtype();
+        let size = dtype.size() as u64;
+        let mut plan = MatmulPlan::new(a.layout(), b.layout(), out.layout())?;
+        let mut a_at = address_of(a.buffer())? + a.layout().offset() as u64 * size;
+        let mut b_at = address_of(b.buffer())? + b.layout().offset() as u64 * size;
+        // Copies of operands cuBLAS cannot take, alive until the call is queued.
+        let mut copies = Vec::new();
+        let mut ta = Operand::of(plan.m, plan.k, plan.a_strides);
+        if ta.is_none() {
+            let (buffer, layout) = self.contiguous(a)?;
+            a_at = address_of(buffer.as_ref())?;
+            plan = MatmulPlan::new(&layout, b.layout(), out.layout())?;
+            ta = Operand::of(plan.m, plan.k, plan.a_strides);
+            copies.push((buffer, layout));
+        }
+        let mut tb = Operand::of(plan.k, plan.n, plan.b_strides);
+        if tb.is_none() {
+            let (buffer, layout) = self.contiguous(b)?;
+            b_at = address_of(buffer.as_ref())?;
+            let a_layout = copies.first().map_or(a.layout(), |(_, l)| l);
+            plan = MatmulPlan::new(a_layout, &layout, out.layout())?;
+            tb = Operand::of(plan.k, plan.n, plan.b_strides);
+            copies.push((buffer, layout));
+        }
+        let (Some(ta), Some(tb)) = (ta, tb) else {
+            return Err(Error::invalid(
+                "contiguous matmul operands that cuBLAS refuses",
+            ));
+        };
+        let at = Addresses {
+            a: a_at,
+            b: b_at,
+            out: output_address(out)? + out.layout().offset() as u64 * size,
+        };
+        self.bind()?;
+        blas.gemm(
+            dtype,
+            &plan,
+            (ta, tb),
+            at,
+            self.tf32.load(Ordering::Relaxed),
+        )
+        .map_err(|message| Error::Backend {
+            device: self.name.clone(),
+            message,
+        })
+    }
+
+    /// Integer matmul through the generated tiled kernel.
+    fn matmul_kernel(
+        &self,
+        a: &TensorView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
+        plan: &MatmulPlan,
+    ) -> Result<()> {
+        let dtype = a.dtype();
+        let module = self.module(ProgramKey::Matmul(dtype))?;
+        let geometry = self.constants(&MatmulKernel::geometry(plan))?;
+        let (la, lb) = (a.layout(), b.layout());
+        let schedule = Schedule::Tiled;
+        let batches = plan.batches();
+        for first in (0..batches).step_by(MAX_GRID_YZ) {
+            let chunk = (batches - first).min(MAX_GRID_YZ);
+            let args = [
+                plan.m as u64,
+                plan.n as u64,
+                plan.k as u64,
+                address_of(geometry.as_ref())?,
+                first as u64,
+                address_of(a.buffer())?,
+                la.offset() as u64,
+                plan.a_strides[0] as i64 as u64,
+                plan.a_strides[1] as i64 as u64,
+                address_of(b.buffer())?,
+                lb.offset() as u64,
+                plan.b_strides[0] as i64 as u64,
+                plan.b_strides[1] as i64 as u64,
+                output_address(out)?,
+                out.layout().offset() as u64,
+            ];
+            let (global, local) = (schedule.global(plan.m, plan.n, chunk), schedule.local());
+            let grid = [0, 1, 2].map(|d| global[d] / local[d]);
+            self.launch(&module, "matmul", &args, grid, local)?;
+        }
+        Ok(())
+    }
+
+    /// Fill `len` bytes from device address `at` with copies of `pattern` (1, 2, 4, 8 or 16
+    /// bytes; `len` a multiple of it).
+    fn fill_bytes(&self, at: u64, pattern: &[u8], len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.bind()?;
+        let stream = self.stream.cu_stream();
+        let count = len / pattern.len();
+        let word = |i: usize| u32::from_le_bytes([0, 1, 2, 3].map(|b| pattern[4 * i + b]));
+        // SAFETY: `at..at + len` is memory of this device (the output view's elements);
+        // the memsets are queued on the device's stream.
+        let set = unsafe {
+            match pattern.len() {
+                1 => sys::cuMemsetD8Async(at, pattern[0], count, stream),
+                2 => sys::cuMemsetD16Async(
+                    at,
+                    u16::from_le_bytes([pattern[0], pattern[1]]),
+                    count,
+                    stream,
+                ),
+                4 => sys::cuMemsetD32Async(at, word(0), count, stream),
+                // Wider patterns: one pitched memset per 4-byte word of the pattern.
+                wide => {
+                    let mut status = sys::cudaError_enum::CUDA_SUCCESS;
+                    for i in 0..wide / 4 {
+                        status = sys::cuMemsetD2D32Async(
+                            at + 4 * i as u64,
+                            wide,
+                            word(i),
+                            1,
+                            count,
+                            stream,
+                        );
+                        if status != sys::cudaError_enum::CUDA_SUCCESS {
+                            break;
+                        }
+                    }
+                    status
+                }
+            }
+        };
+        set.result().map_err(|e| self.backend("filling memory", e))
+    }
+}
+
+/// The grid of an elementwise launch over `count` items.
+fn map_grid(count: usize) -> [usize; 3] {
+    [count.div_ceil(MAP_BLOCK).clamp(1, MAX_MAP_BLOCKS), 1, 1]
+}
+
+/// The device address of a CUDA buffer, or an `Err` naming what it is instead.
+fn address_of(buffer: &dyn TensorBuffer) -> Result<u64> {
+    buffer
+        .downcast_ref::<CudaBuffer>()
+        .map(CudaBuffer::address)
+        .ok_or_else(|| Error::invalid(format!("{buffer:?} is not a CUDA buffer")))
+}
+
+/// The device address a kernel writes `out` into, contiguously from `out`'s offset.
+fn output_address(out: &OutView<'_>) -> Result<u64> {
+    if !out.layout().is_contiguous() {
+        return Err(Error::invalid("a CUDA kernel output must be contiguous"));
+    }
+    address_of(out.view().buffer())
+}
+
+impl Device for CudaDevice {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn dlpack_device(&self) -> Option<DLDevice> {
+        let id = i32::try_from(self.ordinal).ok()?;
+        Some(DLDevice::new(DLDeviceType::CUDA, id))
+    }
+
+    fn adopt_memory(
+        &self,
+        address: usize,
+        len: usize,
+        read_only: bool,
+        release: Release,
+    ) -> Result<Arc<dyn TensorBuffer>> {
+        Ok(Arc::new(CudaBuffer::adopted(
+            address as u64,
+            len,
+            read_only,
+            release,
+            self.stream.clone(),
+            self.handle(),
+        )))
+    }
+
+    fn kind(&self) -> DeviceKind {
+        crate::KIND
+    }
+
+    fn description(&self) -> String {
+        self.description.clone()
+    }
+
+    fn supports(&self, op: Op, dtype: DataType) -> bool {
+        match op {
+            Op::Matmul if uses_cublas(dtype) => self.blas.is_ok() && op.is_defined_for(dtype),
+            _ => table::has_kernel(op, dtype, true),
+        }
+    }
+
+    fn allocator(&self) -> &dyn AllocatorInfo {
+        self.allocator.as_ref()
+    }
+
+    fn allocate(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+        let block = self.allocator.allocate(bytes, GRANULE)?;
+        Ok(Arc::new(CudaBuffer::cached(
+            block,
+            self.allocator.clone(),
+            self.handle(),
+        )))
+    }
+
+    fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+        let buffer = self.allocate(bytes)?;
+        self.fill_bytes(address_of(buffer.as_ref())?, &[0u8], bytes)?;
+        Ok(buffer)
+    }
+
+    fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {
+        let view = out.view();
+        let size = view.dtype().size();
+        let (start, len) = (
+            view.layout().offset() * size,
+            view.layout().num_elements() * size,
+        );
+        if src.len() != len || !view.layout().is_contiguous() {
+            return Err(Error::invalid(format!(
+                "copy_from_host of {} bytes into {len} contiguous bytes",
+                src.len()
+            )));
+        }
+        self.write(address_of(view.buffer())? + start as u64, src)
+    }
+
+    fn copy_to_host(&self, src: &TensorView<'_>, dst: &mut [u8]) -> Result<()> {
+        let range = src.host_copy_range(dst.len())?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let from = address_of(src.buffer())? + range.start as u64;
+        self.bind()?;
+        self.staging
+            .read(&self.stream, dst, from)
+            .map_err(|e| self.backend("copying from the device", e))?;
+        self.deferred.take().map_or(Ok(()), |message| {
+            Err(Error::Backend {
+                device: self.name.clone(),
+                message,
+            })
+        })
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(|e| self.backend("waiting for the stream", e))?;
+        self.deferred.take().map_or(Ok(()), |message| {
+            Err(Error::Backend {
+                device: self.name.clone(),
+                message,
+            })
+        })
+    }
+
+    fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        self.map_op(Op::Unary(op), x.dtype(), &[x], out)
+    }
+
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: &TensorView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        checks::same_dtype(op.name(), a.dtype(), &[b.dtype()])?;
+        self.map_op(Op::Binary(op), a.dtype(), &[a, b], out)
+    }
+
+    fn select(
+        &self,
+        cond: &TensorView<'_>,
+        a: &TensorView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        checks::select_dtypes(cond.dtype(), a.dtype(), b.dtype())?;
+        self.map_op(Op::Where, a.dtype(), &[cond, a, b], out)
+    }
+
+    fn cast(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        let (from, to) = (x.dtype(), out.dtype());
+        for dtype in [from, to] {
+            if !self.supports(Op::Cast, dtype) {
+                return Err(self.unsupported("cast", dtype));
+            }
+        }
+        let spec = table::cast_spec(from, to).ok_or_else(|| self.unsupported("cast", from))?;
+        self.map(spec, &[x], out)
+    }
+
+    fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        let dtype = a.dtype();
+        checks::same_dtype("matmul", dtype, &[b.dtype(), out.dtype()])?;
+        if !self.supports(Op::Matmul, dtype) {
+            return Err(match &self.blas {
+                Err(why) if uses_cublas(dtype) => Error::Unsupported {
+                    op: format!("matmul (cuBLAS is missing: {why})"),
+                    dtype,
+                    device: self.name.clone(),
+                },
+                _ => self.unsupported("matmul", dtype),
+            });
+        }
+        output_address(out)?;
+        let plan = MatmulPlan::new(a.layout(), b.layout(), out.layout())?;
+        if plan.batches() * plan.m * plan.n == 0 {
+            return Ok(());
+        }
+        if plan.k == 0 {
+            return self.fill(Scalar::I64(0), out);
+        }
+        match &self.blas {
+            Ok(blas) if uses_cublas(dtype) => self.matmul_blas(blas, a, b, out),
+            _ => self.matmul_kernel(a, b, out, &plan),
+        }
+    }
+
+    fn reduce(
+        &self,
+        op: ReduceOp,
+        x: &TensorView<'_>,
+        axes: &[usize],
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let dtype = x.dtype();
+        checks::reduce_output(op, dtype, out.dtype())?;
+        if !self.supports(Op::Reduce(op), dtype) {
+            return Err(self.unsupported(op.name(), dtype));
+        }
+        let input = Elem::of(dtype).ok_or_else(|| self.unsupported(op.name(), dtype))?;
+        let target = output_address(out)?;
+        let layout = x.layout();
+        let outputs = out.layout().num_elements();
+        let split = ReducedAxes::split(layout, axes, outputs)?;
+        let count: usize = split.reduced.iter().product();
+        if outputs == 0 {
+            return Ok(());
+        }
+        let kernel = ReduceKernel {
+            op,
+            input,
+            wide_floats: true,
+        };
+        let module = self.module(ProgramKey::Reduce(dtype))?;
+        let geometry = self.constants(&ReduceKernel::geometry(
+            &split.kept,
+            &split.kept_strides,
+            &split.reduced,
+            &split.reduced_strides,
+        ))?;
+        let out_offset = out.layout().offset() as u64;
+        let args = [
+            outputs as u64,
+            count as u64,
+            address_of(geometry.as_ref())?,
+            address_of(x.buffer())?,
+            layout.offset() as u64,
+            target,
+            out_offset,
+        ];
+        let parts = reduce::split_parts(outputs, count);
+        let tree = [WORKGROUP, 1, 1];
+        if count < WORKGROUP {
+            let name = kernel.kernel_name(Stage::Serial);
+            self.launch(&module, &name, &args, map_grid(outputs), [MAP_BLOCK, 1, 1])
+        } else if parts > 1 {
+            // Few outputs, each long: split each across `parts` blocks, then gather.
+            let partial_buffer = self.allocate(outputs * parts * PARTIAL_BYTES)?;
+            let partials = address_of(partial_buffer.as_ref())?;
+            let mut split = args[..5].to_vec();
+            split.extend([partials, parts as u64]);
+            let groups = (outputs * parts).min(1 << 16);
+            let name = kernel.kernel_name(Stage::Split);
+            self.launch(&module, &name, &split, [groups, 1, 1], tree)?;
+            let gather = [
+                outputs as u64,
+                count as u64,
+                partials,
+                parts as u64,
+                target,
+                out_offset,
+            ];
+            let name = kernel.kernel_name(Stage::Gather);
+            self.launch(
+                &module,
+                &name,
+                &gather,
+                map_grid(outputs),
+                [MAP_BLOCK, 1, 1],
+            )
+        } else {
+            let groups = outputs.min(1 << 16);
+            let name = kernel.kernel_name(Stage::Tree);
+            self.launch(&module, &name, &args, [groups, 1, 1], tree)
+        }
+    }
+
+    fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
+        let dtype = out.dtype();
+        let unsupported = || self.unsupported("fill", dtype);
+        if !self.supports(Op::Fill, dtype) {
+            return Err(unsupported());
+        }
+        let bytes = tensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
+        let target = output_address(out)?;
+        let lo = out.layout();
+        let size = dtype.size();
+        self.fill_bytes(
+            target + (lo.offset() * size) as u64,
+            &bytes,
+            lo.num_elements() * size,
+        )
+    }
+
+    fn arange(&self, start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {
+        (self as &dyn Device).arange_from_host(start, step, out)
+    }
+
+    fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+        checks::copy_dtypes(x.dtype(), out.dtype())?;
+        self.map_op(Op::Copy, x.dtype(), &[x], out)
+    }
+}
+
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        // Finish queued work before the cache's blocks go back to the driver.
+        let _ = self.stream.synchronize();
+        self.allocator.trim();
+    }
+}

@@ -1,0 +1,47 @@
+//! Without a GPU (or without a driver) the backend says why, and nothing panics: cudarc's
+//! calls into a library it cannot load would panic, so every library is checked first.
+
+use backend_cuda::{loader, CudaDevice};
+
+#[test]
+fn without_a_gpu_the_backend_says_why() {
+    match backend_cuda::open_all() {
+        Ok(devices) => {
+            let names: Vec<String> = devices
+                .iter()
+                .map(|d| format!("{}: {}", d.name(), d.description()))
+                .collect();
+            println!("skipped: this machine has CUDA devices: {names:?}");
+            assert!(!devices.is_empty());
+        }
+        Err(why) => {
+            println!("cuda: unavailable ({why})");
+            // No driver at all, or the driver's own reason (CUDA_ERROR_NO_DEVICE, ...).
+            assert!(
+                why.contains("libcuda") || why.contains("CUDA_ERROR") || why.contains("NVRTC"),
+                "{why}"
+            );
+            let opened = CudaDevice::first().unwrap_err().to_string();
+            assert!(opened.contains("cuda"), "{opened}");
+            let unavailable = loader::driver_unavailable().or_else(loader::nvrtc_unavailable);
+            assert!(unavailable.is_some());
+        }
+    }
+}
+
+#[test]
+fn a_gpu_that_is_not_there_is_an_err() {
+    let err = CudaDevice::open(1 << 20).unwrap_err().to_string();
+    assert!(err.contains("cuda:1048576"), "{err}");
+}
+
+#[test]
+fn cublas_and_nvrtc_presence_are_reported_without_panicking() {
+    // Either answer is fine; asking must not panic with or without the libraries.
+    let nvrtc = loader::nvrtc_unavailable();
+    let cublas = loader::cublas_unavailable();
+    println!("nvrtc: {nvrtc:?}\ncublas: {cublas:?}");
+    if let Some(why) = cublas {
+        assert!(why.contains("cuBLAS"), "{why}");
+    }
+}
