@@ -2,8 +2,9 @@
 //!
 //! Tensors on whatever device a machine has: TensorFlow's tensor core (dtypes, shapes,
 //! slices, refcounted buffers, allocators, `TensorProto`) in Rust, with pluggable device
-//! backends behind cargo features: `cpu` (default) and `wgpu` (any Vulkan, Metal or DX12
-//! GPU); CUDA and OpenCL as they land.
+//! backends behind cargo features: `cpu` (default), `cuda` (NVIDIA GPUs; loads the driver,
+//! NVRTC and cuBLAS at run time), `opencl` (any OpenCL 1.2+ platform) and `wgpu` (any
+//! Vulkan, Metal or DX12 GPU).
 //!
 //! ```
 //! use polytensor::prelude::*;
@@ -35,6 +36,10 @@ pub use backend_cpu::CpuDevice;
 /// The wgpu backend (feature `wgpu`).
 #[cfg(feature = "wgpu")]
 pub use backend_wgpu::WgpuDevice;
+
+/// The CUDA backend (feature `cuda`).
+#[cfg(feature = "cuda")]
+pub use backend_cuda::CudaDevice;
 
 /// The OpenCL backend (feature `opencl`).
 #[cfg(feature = "opencl")]

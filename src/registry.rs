@@ -66,6 +66,11 @@ const BACKENDS: &[Backend] = &[
         kind: DeviceKind::CPU,
         probe: || Ok(vec![backend_cpu::CpuDevice::shared()]),
     },
+    #[cfg(feature = "cuda")]
+    Backend {
+        kind: backend_cuda::KIND,
+        probe: backend_cuda::open_all,
+    },
     #[cfg(feature = "opencl")]
     Backend {
         kind: backend_opencl::KIND,

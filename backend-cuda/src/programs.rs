@@ -119,6 +119,7 @@ fn compile_and_assemble(source: &str, arch: Arch, ptxas: &Path, file: &Path) -> 
     std::fs::write(file, &ptx).map_err(|e| format!("{}: {e}", file.display()))?;
     let output = Command::new(ptxas)
         .arg(format!("-arch={}", arch.real_name()))
+        .arg("--opt-level=0")
         .arg("-o")
         .arg(file.with_extension("cubin"))
         .arg(file)

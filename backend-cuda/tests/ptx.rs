@@ -47,7 +47,11 @@ fn every_kernel_compiles_and_assembles_for_sm_80_and_sm_90() {
         toolkit.root.display(),
         report.programs,
         report.kernels,
-        report.archs.iter().map(|a| a.real_name()).collect::<Vec<_>>(),
+        report
+            .archs
+            .iter()
+            .map(|a| a.real_name())
+            .collect::<Vec<_>>(),
         report.seconds
     );
     assert!(report.programs > 50 && report.kernels > report.programs);

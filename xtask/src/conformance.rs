@@ -53,13 +53,17 @@ impl Options {
     }
 }
 
+/// What `POLYTENSOR_REQUIRE` may name besides backends: checks that tests run (`cuda-ptx`,
+/// the PTX check of every CUDA kernel), not devices this task runs the suite on.
+const REQUIRED_CHECKS: &[&str] = &["cuda-ptx"];
+
 /// The backends `POLYTENSOR_REQUIRE` names (`cpu,opencl,wgpu`).
 fn required() -> Vec<String> {
     std::env::var("POLYTENSOR_REQUIRE")
         .unwrap_or_default()
         .split(',')
         .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+        .filter(|s| !s.is_empty() && !REQUIRED_CHECKS.contains(&s.as_str()))
         .collect()
 }
 
@@ -191,9 +195,10 @@ mod tests {
             .iter()
             .map(|e| e.kind.name())
             .collect();
-        for name in ["cpu", "opencl", "wgpu"] {
+        for name in ["cpu", "cuda", "opencl", "wgpu"] {
             let compiled = match name {
                 "cpu" => cfg!(feature = "cpu"),
+                "cuda" => cfg!(feature = "cuda"),
                 "opencl" => cfg!(feature = "opencl"),
                 _ => cfg!(feature = "wgpu"),
             };

@@ -69,3 +69,25 @@ typedef double2 c128;
 #define fmod_f64 fmod
 #define pow_f64 pow
 #define hypot_f64 hypot
+
+// The hardware's conversions between f16 (bf16 on sm_80 and later) and f32: exact one way,
+// rounded to nearest even the other, as the shared helpers in scalar.h, which they replace.
+#define NATIVE_F16 1
+static __device__ inline f32 f16_to_f32(u16 h) {
+    f32 f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+static __device__ inline u16 f32_to_f16(f32 v) {
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+}
+#if __CUDA_ARCH__ >= 800
+#define NATIVE_BF16 1
+static __device__ inline u16 f32_to_bf16(f32 v) {
+    u16 h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+}
+#endif

@@ -2,7 +2,9 @@
 // (the dialect header comes first): f16 and bf16 as their 16 bits with exact conversions,
 // integer powers, ints rounded once to a narrow float, and the 128-bit sums of integer means.
 
-// f16 bits to f32, exactly.
+#ifndef NATIVE_F16
+// f16 bits to f32, exactly. (A dialect with hardware conversions defines NATIVE_F16 and
+// its own f16_to_f32 and f32_to_f16, with the same results.)
 FN f32 f16_to_f32(u16 h) {
     u32 sign = ((u32)h & 0x8000u) << 16;
     u32 exponent = ((u32)h >> 10) & 0x1fu;
@@ -41,12 +43,14 @@ FN u16 f32_to_f16(f32 v) {
     f32 units = F32_FROM_BITS(a) * 16777216.0f;
     return (u16)(sign | (u32)rint_f32(units));
 }
+#endif
 
 // bf16 bits to f32, exactly.
 FN f32 bf16_to_f32(u16 h) {
     return F32_FROM_BITS((u32)h << 16);
 }
 
+#ifndef NATIVE_BF16
 // f32 to bf16 bits, rounded to nearest even (NaN stays NaN, quiet).
 FN u16 f32_to_bf16(f32 v) {
     u32 x = F32_BITS(v);
@@ -55,6 +59,7 @@ FN u16 f32_to_bf16(f32 v) {
     }
     return (u16)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
+#endif
 
 // m rounded once, to nearest even, to p <= 24 significant bits, as an exact f32: storing
 // it as f16 (p = 11) or bf16 (p = 8) then rounds no further, so an integer reaches a
