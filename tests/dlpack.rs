@@ -156,6 +156,17 @@ fn opencl_buffers_export_their_cl_mem() {
         .to_string()
         .contains("kDLOpenCL"));
     assert_eq!(live_exports(), before - 1);
+    // Device memory goes to the device DLPack names, opencl:0 here; OpenCL does not adopt
+    // foreign memory (its DLPack data is a cl_mem handle, not an address one could offset),
+    // so the import is refused there, and the deleter still runs once.
+    let again = view.to_dlpack_versioned().unwrap();
+    let before = live_exports();
+    let refused = dlpack::import(again).unwrap_err().to_string();
+    assert!(
+        refused.contains(device.name()) && refused.contains("did not allocate"),
+        "{refused}"
+    );
+    assert_eq!(live_exports(), before - 1);
     // Asked for the host, the protocol copies.
     let to_host = DlpackRequest {
         dl_device: Some(DLDevice::CPU),
@@ -202,4 +213,30 @@ fn wgpu_buffers_export_only_as_copies() {
     assert_eq!(copied.dl_tensor().unwrap().device, DLDevice::CPU);
     let back = dlpack::import(copied).unwrap();
     assert_eq!(back.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_memory_is_imported_only_onto_its_gpu() {
+    let _turn = turn();
+    let cpu = polytensor::device("cpu").unwrap();
+    let t = Tensor::from_slice(&[1.0f32, 2.0], [2], &cpu).unwrap();
+    let before = live_exports();
+    let raw = t.to_dlpack_versioned().unwrap().into_raw();
+    // SAFETY: `raw` is a live export; only its device field changes, to say kDLCUDA:0.
+    unsafe { (*raw).dl_tensor.device = DLDevice::new(DLDeviceType::CUDA, 0) };
+    // SAFETY: ownership of the live export passes to the import.
+    let imported = unsafe { dlpack::from_dlpack_versioned(raw) };
+    match polytensor::device("cuda:0") {
+        // A GPU would adopt it: the address is not its memory, so never run that here.
+        Ok(gpu) => {
+            drop(imported);
+            eprintln!("skipped the refusal on {}: it has a GPU", gpu.name());
+        }
+        Err(_) => {
+            let why = imported.unwrap_err().to_string();
+            assert!(why.contains("kDLCUDA:0"), "{why}");
+        }
+    }
+    assert_eq!(live_exports(), before, "the deleter ran once");
 }

@@ -85,7 +85,8 @@ fn cache_key(source: &str, arch: Arch) -> String {
 pub fn compile_cached(source: &str, arch: Arch) -> Result<String, String> {
     let path = cache_dir().map(|dir| dir.join(cache_key(source, arch)));
     if let Some(ptx) = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
-        if ptx.contains(".entry") {
+        // A damaged file is compiled again (writers rename whole files into place).
+        if ptx.contains(".entry") && !ptx.contains('\0') {
             return Ok(ptx);
         }
     }

@@ -81,7 +81,15 @@ fn export_flags_and_refusals() {
     let _turn = turn();
     let before = live_exports();
     // A decoded proto's bytes are shared read-only: READ_ONLY, and no legacy export.
-    let proto = iota(64, &[64]).as_proto_tensor_content().unwrap();
+    let mut proto = iota(64, &[64]).as_proto_tensor_content().unwrap();
+    // Bytes 4-aligned for f32 (decoding shares only aligned bytes; a Vec<u8>'s alignment,
+    // under Miri above all, is left to chance).
+    let content: Vec<u32> = proto
+        .tensor_content
+        .chunks(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    proto.tensor_content = bytes::Bytes::from_owner(AlignedWords(content));
     let decoded = Tensor::from_proto(&proto, &cpu()).unwrap();
     assert!(decoded.buffer().is_read_only());
     let read_only = decoded.to_dlpack_versioned().unwrap();
@@ -447,4 +455,13 @@ fn the_deleter_runs_on_whichever_thread_drops_the_last_view() {
     .unwrap();
     assert_eq!(deleted.load(Ordering::SeqCst), 1);
     assert_eq!(live_exports(), before);
+}
+
+/// 32-bit words seen as their little-endian bytes: memory 4-aligned for a `Bytes`.
+struct AlignedWords(Vec<u32>);
+
+impl AsRef<[u8]> for AlignedWords {
+    fn as_ref(&self) -> &[u8] {
+        bytemuck::cast_slice(&self.0)
+    }
 }
