@@ -136,17 +136,27 @@ pub(crate) fn for_each_row<const N: usize>(
     // Pieces of at least 4096 elements, about eight per thread.
     let piece = (total / (threads * 8)).max(4096).min(row_len.max(1));
     let pieces_per_row = row_len.div_ceil(piece);
-    (0..num_rows * pieces_per_row)
-        .into_par_iter()
-        .for_each(|item| {
-            let (row, part) = (item / pieces_per_row, item % pieces_per_row);
-            let first = part * piece;
-            let mut start = rows.row_start(row);
-            for (p, s) in start.iter_mut().zip(inner) {
-                *p += first as isize * s;
-            }
-            body(start, piece.min(row_len - first));
-        });
+    run_items(num_rows * pieces_per_row, true, &|item| {
+        let (row, part) = (item / pieces_per_row, item % pieces_per_row);
+        let first = part * piece;
+        let mut start = rows.row_start(row);
+        for (p, s) in start.iter_mut().zip(inner) {
+            *p += first as isize * s;
+        }
+        body(start, piece.min(row_len - first));
+    });
+}
+
+/// Run `work(i)` for every `i` in `0..items`, on the thread pool when `parallel`. The one
+/// place the elementwise drivers reach rayon: `work` is a `&dyn Fn`, so the pool's
+/// machinery is compiled once, not once per kernel (op x dtype), which had made it half
+/// of the crate's generated code.
+pub(crate) fn run_items(items: usize, parallel: bool, work: &(dyn Fn(usize) + Sync)) {
+    if parallel {
+        (0..items).into_par_iter().for_each(work);
+    } else {
+        (0..items).for_each(work);
+    }
 }
 
 /// Rows and columns of a tile for inputs walked across memory (a transposed operand): 64
@@ -179,11 +189,8 @@ pub(crate) fn for_each_tile<const N: usize>(
         }
     };
     let blocks = num_rows.div_ceil(TILE);
-    if num_rows * row_len >= PARALLEL_MIN_ELEMENTS && rayon::current_num_threads() > 1 {
-        (0..blocks).into_par_iter().for_each(|b| block(b * TILE));
-    } else {
-        (0..blocks).for_each(|b| block(b * TILE));
-    }
+    let parallel = num_rows * row_len >= PARALLEL_MIN_ELEMENTS && rayon::current_num_threads() > 1;
+    run_items(blocks, parallel, &|b| block(b * TILE));
 }
 
 /// One input's values over a tile, `[column][row]`: gathered row-fastest when the input is
@@ -476,14 +483,19 @@ pub(crate) fn generate<O: Element>(
     let dst = output::<O>(out)?;
     if dst.len() < PARALLEL_MIN_ELEMENTS {
         dst.iter_mut().enumerate().for_each(|(i, o)| *o = f(i));
-    } else {
-        dst.par_chunks_mut(4096).enumerate().for_each(|(c, chunk)| {
-            chunk
-                .iter_mut()
-                .enumerate()
-                .for_each(|(i, o)| *o = f(c * 4096 + i));
-        });
+        return Ok(());
     }
+    const CHUNK: usize = 4096;
+    let (len, shared) = (dst.len(), SharedOut::new(dst));
+    run_items(len.div_ceil(CHUNK), true, &|c| {
+        let first = c * CHUNK;
+        // SAFETY: each item writes its own chunk of the output.
+        let chunk = unsafe { shared.run(first, CHUNK.min(len - first)) };
+        chunk
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, o)| *o = f(first + i));
+    });
     Ok(())
 }
 

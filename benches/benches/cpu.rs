@@ -7,7 +7,8 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use benches::{tensor, values, Peer};
+use benches::peers::Peer;
+use benches::{tensor, values};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use polytensor::{DataType, Device, ReduceOp, Tensor, UnaryOp};
 use rayon::prelude::*;

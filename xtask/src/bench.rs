@@ -20,7 +20,16 @@ pub fn run(args: &[String]) -> Result<bool, String> {
     let quick = args.iter().any(|a| a == "--quick");
     let filter: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
     let mut command = Command::new(env!("CARGO"));
-    command.args(["bench", "-p", "benches", "--benches", "--"]);
+    // `peers`: OpenBLAS, ndarray and candle, measured next to polytensor in the same run.
+    command.args([
+        "bench",
+        "-p",
+        "benches",
+        "--benches",
+        "--features",
+        "peers",
+        "--",
+    ]);
     if quick {
         command.arg("--quick");
     }

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use tensor_core::{Layout, OutView, ReduceOp, Result, Scalar, StridedRows, TensorView};
 
 use crate::scalar::{FloatElem, Real};
-use crate::strided::{for_each_row, input, output, SharedOut, PARALLEL_MIN_ELEMENTS};
+use crate::strided::{for_each_row, input, output, run_items, SharedOut, PARALLEL_MIN_ELEMENTS};
 
 /// Elements summed in f32 (or the compute type) lanes before the partial sum joins an f64
 /// total: short enough that lane rounding stays far below the conformance tolerance.
@@ -140,14 +140,12 @@ fn inner_sums<T: FloatElem>(
         // Parallel over outputs, each task a span of whole runs within one row of outputs.
         let span = (PARALLEL_MIN_ELEMENTS / run).clamp(1, rows.row_len());
         let spans_per_row = rows.row_len().div_ceil(span);
-        (0..rows.num_rows() * spans_per_row)
-            .into_par_iter()
-            .for_each(|task| {
-                let (row, first) = (task / spans_per_row, task % spans_per_row * span);
-                let [px, po] = rows.row_start(row);
-                let start = [px + first as isize * sx, po + first as isize * so];
-                per_output(start, span.min(rows.row_len() - first));
-            });
+        run_items(rows.num_rows() * spans_per_row, true, &|task| {
+            let (row, first) = (task / spans_per_row, task % spans_per_row * span);
+            let [px, po] = rows.row_start(row);
+            let start = [px + first as isize * sx, po + first as isize * so];
+            per_output(start, span.min(rows.row_len() - first));
+        });
     } else {
         for_each_row(&rows, per_output);
     }
