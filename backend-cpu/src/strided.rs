@@ -331,6 +331,63 @@ pub(crate) fn map1<A: Element, O: Element>(
     Ok(())
 }
 
+/// Elements gathered at a time from a strided row by [`map1_runs`].
+const GATHER: usize = 256;
+
+/// `out = run(x)`, where `run` maps a contiguous run of inputs onto as many outputs: the
+/// driver of kernels that exist many times over (casts: one per pair of dtypes), kept
+/// small so that each instance compiles quickly. Contiguous inputs are cut into pieces for
+/// the thread pool; strided rows are gathered, [`GATHER`] elements at a time, into a buffer
+/// first. (`map1` keeps the tiled and streaming paths for the ops that need their speed.)
+pub(crate) fn map1_runs<A: Element, O: Element>(
+    x: &TensorView<'_>,
+    out: &mut OutView<'_>,
+    run: &(dyn Fn(&[A], &mut [O]) + Sync),
+) -> Result<()> {
+    check_shapes("map", &[x.layout()], out.layout())?;
+    let src = input::<A>(x)?;
+    if let Some(range) = contiguous_range(x.layout()) {
+        const PIECE: usize = 1 << 14;
+        let dst = output::<O>(out)?;
+        let len = dst.len();
+        if len < PARALLEL_MIN_ELEMENTS {
+            run(&src[range], dst);
+            return Ok(());
+        }
+        let (base, shared) = (range.start, SharedOut::new(dst));
+        run_items(len.div_ceil(PIECE), true, &|p| {
+            let (first, n) = (p * PIECE, PIECE.min(len - p * PIECE));
+            // SAFETY: each item writes its own piece of the output.
+            let o = unsafe { shared.run(first, n) };
+            run(&src[base + first..base + first + n], o);
+        });
+        return Ok(());
+    }
+    let rows = rows_beside_output(x.layout(), out.layout());
+    let [sx, so] = rows.inner_strides();
+    let dst = SharedOut::new(output::<O>(out)?);
+    for_each_row(&rows, |[px, po], len| {
+        let (mut xs, mut os) = ([A::default(); GATHER], [O::default(); GATHER]);
+        for first in (0..len).step_by(GATHER) {
+            let n = GATHER.min(len - first);
+            for (i, slot) in xs[..n].iter_mut().enumerate() {
+                *slot = src[at(px, first + i, sx)];
+            }
+            if so == 1 {
+                // SAFETY: each work item owns its output run (see `for_each_row`).
+                run(&xs[..n], unsafe { dst.run(at(po, first, 1), n) });
+            } else {
+                run(&xs[..n], &mut os[..n]);
+                for (i, &o) in os[..n].iter().enumerate() {
+                    // SAFETY: each work item owns its output elements (see `for_each_row`).
+                    unsafe { dst.write(at(po, first + i, so), o) };
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
 /// `out[i] = f(a[i], b[i])`.
 pub(crate) fn map2<A: Element, B: Element, O: Element>(
     a: &TensorView<'_>,
