@@ -9,17 +9,21 @@ use tensor_core::Element;
 /// machine class's last-level cache share, so the result would not stay cached anyway.
 pub(crate) const STREAMING_MIN_BYTES: usize = 32 << 20;
 
-/// Elements computed per block before the block is streamed out.
-const BLOCK: usize = 64;
-
 /// Whether an output of `len` elements of `O` should be streamed.
 pub(crate) fn worth_streaming<O>(len: usize) -> bool {
     cfg!(target_arch = "x86_64") && len * std::mem::size_of::<O>() >= STREAMING_MIN_BYTES
 }
 
+/// The granule of the streamed middle of an output, in elements: a tile row (64) streams.
+const BLOCK: usize = 64;
+
+/// The most elements computed by one call of `fill` before they are streamed out: few
+/// enough to stay in L1, enough that the call (to a kernel's `&dyn` loop) costs nothing.
+const CHUNK: usize = 4 * BLOCK;
+
 /// Fill `out` by `fill(block, first)`, which computes the values of
 /// `out[first..first + block.len()]` into `block`: in place for the unaligned head and the
-/// tail, through a stack block and streaming stores for the 64-byte aligned middle. The
+/// tail, through a stack buffer and streaming stores for the 64-byte aligned middle. The
 /// caller calls [`fence`] once its work item is done.
 pub(crate) fn fill_streaming<O: Element>(out: &mut [O], fill: impl Fn(&mut [O], usize)) {
     let size = std::mem::size_of::<O>();
@@ -31,12 +35,38 @@ pub(crate) fn fill_streaming<O: Element>(out: &mut [O], fill: impl Fn(&mut [O], 
     let head = ((64 - misalignment) % 64 / size).min(out.len());
     let body = (out.len() - head) / BLOCK * BLOCK;
     fill(&mut out[..head], 0);
-    let mut block = [O::default(); BLOCK];
-    for first in (head..head + body).step_by(BLOCK) {
-        fill(&mut block, first);
-        stream(&block, &mut out[first..first + BLOCK]);
+    if body <= BLOCK {
+        // A tile row: a small buffer (making the large one would cost more than the row).
+        stream_through(
+            &mut [O::default(); BLOCK],
+            &mut out[..head + body],
+            head,
+            &fill,
+        );
+    } else {
+        stream_through(
+            &mut [O::default(); CHUNK],
+            &mut out[..head + body],
+            head,
+            &fill,
+        );
     }
     fill(&mut out[head + body..], head + body);
+}
+
+/// Compute `out[from..]` (a whole number of 64-byte lines) into `buffer`, a piece at a
+/// time, and stream each piece out.
+fn stream_through<O: Element>(
+    buffer: &mut [O],
+    out: &mut [O],
+    from: usize,
+    fill: &impl Fn(&mut [O], usize),
+) {
+    for first in (from..out.len()).step_by(buffer.len()) {
+        let n = buffer.len().min(out.len() - first);
+        fill(&mut buffer[..n], first);
+        stream(&buffer[..n], &mut out[first..first + n]);
+    }
 }
 
 /// `fill(out, 0)`, through [`fill_streaming`] when `streaming`.

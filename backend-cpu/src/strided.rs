@@ -388,6 +388,25 @@ pub(crate) fn map1_runs<A: Element, O: Element>(
     Ok(())
 }
 
+/// The contiguous loops of one binary kernel: both operands as runs, or one of them a
+/// broadcast scalar. They are all that is compiled per (op, dtype); [`drive2`], the
+/// strided, tiled, parallel and streaming driver, is compiled once per dtype triple.
+pub(crate) struct Runs2<'k, A, B, O> {
+    /// `out[i] = f(a[i], b[i])`.
+    pub both: &'k RunBoth<'k, A, B, O>,
+    /// `out[i] = f(a[i], b)`.
+    pub scalar_b: &'k RunScalarB<'k, A, B, O>,
+    /// `out[i] = f(a, b[i])`.
+    pub scalar_a: &'k RunScalarA<'k, A, B, O>,
+}
+
+/// A binary kernel's loop over two runs.
+pub(crate) type RunBoth<'k, A, B, O> = dyn Fn(&[A], &[B], &mut [O]) + Sync + 'k;
+/// A binary kernel's loop over a run of `a` and one `b`.
+pub(crate) type RunScalarB<'k, A, B, O> = dyn Fn(&[A], B, &mut [O]) + Sync + 'k;
+/// A binary kernel's loop over one `a` and a run of `b`.
+pub(crate) type RunScalarA<'k, A, B, O> = dyn Fn(A, &[B], &mut [O]) + Sync + 'k;
+
 /// `out[i] = f(a[i], b[i])`.
 pub(crate) fn map2<A: Element, B: Element, O: Element>(
     a: &TensorView<'_>,
@@ -395,16 +414,39 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
     out: &mut OutView<'_>,
     f: impl Fn(A, B) -> O + Sync,
 ) -> Result<()> {
+    let f = &f;
+    let both = |xs: &[A], ys: &[B], os: &mut [O]| {
+        os.iter_mut()
+            .zip(xs.iter().zip(ys))
+            .for_each(|(o, (&x, &y))| *o = f(x, y))
+    };
+    let scalar_b =
+        |xs: &[A], y: B, os: &mut [O]| os.iter_mut().zip(xs).for_each(|(o, &x)| *o = f(x, y));
+    let scalar_a =
+        |x: A, ys: &[B], os: &mut [O]| os.iter_mut().zip(ys).for_each(|(o, &y)| *o = f(x, y));
+    let runs = Runs2 {
+        both: &both,
+        scalar_b: &scalar_b,
+        scalar_a: &scalar_a,
+    };
+    drive2(a, b, out, &runs)
+}
+
+/// Run a binary kernel given by its contiguous loops over inputs of the output's shape:
+/// contiguous operands whole; long rows in pieces across threads, a broadcast operand as a
+/// scalar, other strides gathered into a buffer first; rows walked across memory in tiles;
+/// outputs past the caches with streaming stores.
+pub(crate) fn drive2<A: Element, B: Element, O: Element>(
+    a: &TensorView<'_>,
+    b: &TensorView<'_>,
+    out: &mut OutView<'_>,
+    k: &Runs2<'_, A, B, O>,
+) -> Result<()> {
     check_shapes("map", &[a.layout(), b.layout()], out.layout())?;
     let (sa, sb) = (input::<A>(a)?, input::<B>(b)?);
     if let (Some(ra), Some(rb)) = (contiguous_range(a.layout()), contiguous_range(b.layout())) {
         if ra.len() < PARALLEL_MIN_ELEMENTS {
-            let (xs, ys) = (&sa[ra], &sb[rb]);
-            output::<O>(out)?
-                .iter_mut()
-                .zip(xs)
-                .zip(ys)
-                .for_each(|((o, &x), &y)| *o = f(x, y));
+            (k.both)(&sa[ra], &sb[rb], output::<O>(out)?);
             return Ok(());
         }
     }
@@ -434,9 +476,8 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
                 // SAFETY: tiles cover disjoint output elements (see `for_each_tile`).
                 let o = unsafe { dst.run(start[2] as usize + c0, columns) };
                 let fill = |o: &mut [O], first: usize| {
-                    o.iter_mut()
-                        .zip(xs[first..].iter().zip(&ys[first..]))
-                        .for_each(|(o, (&x, &y))| *o = f(x, y))
+                    let n = o.len();
+                    (k.both)(&xs[first..first + n], &ys[first..first + n], o)
                 };
                 crate::streaming::fill_output(o, streaming, fill);
             }
@@ -448,42 +489,32 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
     }
     for_each_row(&rows, |[pa, pb, po], len| {
         if io != 1 {
-            for i in 0..len {
-                // SAFETY: each work item owns its output elements (see `for_each_row`).
-                unsafe { dst.write(at(po, i, io), f(sa[at(pa, i, ia)], sb[at(pb, i, ib)])) };
+            let mut os = [O::default(); GATHER];
+            for first in (0..len).step_by(GATHER) {
+                let n = GATHER.min(len - first);
+                gathered2(k, (sa, pa, ia), (sb, pb, ib), first, &mut os[..n]);
+                for (i, &o) in os[..n].iter().enumerate() {
+                    // SAFETY: each work item owns its output elements (see `for_each_row`).
+                    unsafe { dst.write(at(po, first + i, io), o) };
+                }
             }
             return;
         }
         // SAFETY: each work item owns its output run (see `for_each_row`).
         let o = unsafe { dst.run(po as usize, len) };
-        let (pa, pb) = (pa as usize, pb as usize);
         let fill = |o: &mut [O], first: usize| {
-            let (pa, pb, n) = (pa + first, pb + first, o.len());
+            let (a0, b0, n) = (pa as usize + first, pb as usize + first, o.len());
             match (ia, ib) {
-                (1, 1) => o
-                    .iter_mut()
-                    .zip(&sa[pa..pa + n])
-                    .zip(&sb[pb..pb + n])
-                    .for_each(|((o, &x), &y)| *o = f(x, y)),
-                (1, 0) => {
-                    let y = sb[pb - first];
-                    o.iter_mut()
-                        .zip(&sa[pa..pa + n])
-                        .for_each(|(o, &x)| *o = f(x, y));
+                (1, 1) => (k.both)(&sa[a0..a0 + n], &sb[b0..b0 + n], o),
+                (1, 0) => (k.scalar_b)(&sa[a0..a0 + n], sb[pb as usize], o),
+                (0, 1) => (k.scalar_a)(sa[pa as usize], &sb[b0..b0 + n], o),
+                _ => {
+                    for piece in (0..n).step_by(GATHER) {
+                        let m = GATHER.min(n - piece);
+                        let o = &mut o[piece..piece + m];
+                        gathered2(k, (sa, pa, ia), (sb, pb, ib), first + piece, o);
+                    }
                 }
-                (0, 1) => {
-                    let x = sa[pa - first];
-                    o.iter_mut()
-                        .zip(&sb[pb..pb + n])
-                        .for_each(|(o, &y)| *o = f(x, y));
-                }
-                _ => o.iter_mut().enumerate().for_each(|(i, o)| {
-                    let i = i + first;
-                    *o = f(
-                        sa[at((pa - first) as isize, i, ia)],
-                        sb[at((pb - first) as isize, i, ib)],
-                    )
-                }),
             }
         };
         crate::streaming::fill_output(o, streaming, fill);
@@ -492,6 +523,24 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
         }
     });
     Ok(())
+}
+
+/// `o.len()` (at most [`GATHER`]) outputs from element `first` of a row whose operands
+/// start at `pa` and `pb` with strides `ia` and `ib`: the operands gathered, then `both`.
+fn gathered2<A: Element, B: Element, O: Element>(
+    k: &Runs2<'_, A, B, O>,
+    (sa, pa, ia): (&[A], isize, isize),
+    (sb, pb, ib): (&[B], isize, isize),
+    first: usize,
+    o: &mut [O],
+) {
+    let n = o.len();
+    let (mut xs, mut ys) = ([A::default(); GATHER], [B::default(); GATHER]);
+    for i in 0..n {
+        xs[i] = sa[at(pa, first + i, ia)];
+        ys[i] = sb[at(pb, first + i, ib)];
+    }
+    (k.both)(&xs[..n], &ys[..n], o);
 }
 
 /// `out[i] = f(a[i], b[i], c[i])`.
