@@ -276,59 +276,50 @@ fn at(base: isize, i: usize, stride: isize) -> usize {
     (base + i as isize * stride) as usize
 }
 
-/// `out[i] = f(x[i])`.
+/// A unary kernel's loop over a run: `out[i] = f(x[i])`.
+pub(crate) type Run1<'k, A, O> = dyn Fn(&[A], &mut [O]) + Sync + 'k;
+
+/// `out[i] = f(x[i])`: the contiguous loop of `f` is all that is compiled per (op, dtype);
+/// the driver is compiled once per dtype pair.
 pub(crate) fn map1<A: Element, O: Element>(
     x: &TensorView<'_>,
     out: &mut OutView<'_>,
     f: impl Fn(A) -> O + Sync,
 ) -> Result<()> {
+    let f = &f;
+    let run = |xs: &[A], os: &mut [O]| os.iter_mut().zip(xs).for_each(|(o, &x)| *o = f(x));
+    drive1(x, out, &run)
+}
+
+/// Run a unary kernel given by its contiguous loop: inputs walked across memory (a
+/// transposed operand) in tiles, everything else as [`map1_runs`] does.
+pub(crate) fn drive1<A: Element, O: Element>(
+    x: &TensorView<'_>,
+    out: &mut OutView<'_>,
+    run: &Run1<'_, A, O>,
+) -> Result<()> {
     check_shapes("map", &[x.layout()], out.layout())?;
-    if let Some(range) = contiguous_range(x.layout()).filter(|r| r.len() < PARALLEL_MIN_ELEMENTS) {
-        let src = &input::<A>(x)?[range];
-        output::<O>(out)?
-            .iter_mut()
-            .zip(src)
-            .for_each(|(o, &a)| *o = f(a));
-        return Ok(());
-    }
-    let (src, rows) = (input::<A>(x)?, rows_beside_output(x.layout(), out.layout()));
-    let [sx, so] = rows.inner_strides();
-    let dst = SharedOut::new(output::<O>(out)?);
-    if so == 1 && wants_tiles(&rows) {
-        for_each_tile(&rows, |starts, c0, columns| {
-            let tile = TileInput::new(src, starts, 0, sx, c0, columns);
-            let mut xs = [A::default(); TILE];
-            for (r, start) in starts.iter().enumerate() {
-                tile_row(&tile, src, starts, (0, sx), (r, c0), &mut xs[..columns]);
-                // SAFETY: tiles cover disjoint output elements (see `for_each_tile`).
-                let o = unsafe { dst.run(start[1] as usize + c0, columns) };
-                o.iter_mut().zip(&xs).for_each(|(o, &x)| *o = f(x));
-            }
-        });
-        return Ok(());
-    }
-    for_each_row(&rows, |[px, po], len| {
-        if so == 1 {
-            // SAFETY: each work item owns its output run (see `for_each_row`).
-            let o = unsafe { dst.run(po as usize, len) };
-            if sx == 1 {
-                let px = px as usize;
-                o.iter_mut()
-                    .zip(&src[px..px + len])
-                    .for_each(|(o, &a)| *o = f(a));
-            } else {
-                o.iter_mut()
-                    .enumerate()
-                    .for_each(|(i, o)| *o = f(src[at(px, i, sx)]));
-            }
-        } else {
-            for i in 0..len {
-                // SAFETY: each work item owns its output elements (see `for_each_row`).
-                unsafe { dst.write(at(po, i, so), f(src[at(px, i, sx)])) };
-            }
+    if contiguous_range(x.layout()).is_none() {
+        let rows = rows_beside_output(x.layout(), out.layout());
+        let [sx, so] = rows.inner_strides();
+        if so == 1 && wants_tiles(&rows) {
+            let src = input::<A>(x)?;
+            let dst = SharedOut::new(output::<O>(out)?);
+            for_each_tile(&rows, |starts, c0, columns| {
+                let tile = TileInput::new(src, starts, 0, sx, c0, columns);
+                let mut xs = [A::default(); TILE];
+                for (r, start) in starts.iter().enumerate() {
+                    tile_row(&tile, src, starts, (0, sx), (r, c0), &mut xs[..columns]);
+                    // SAFETY: tiles cover disjoint output elements (see `for_each_tile`).
+                    run(&xs[..columns], unsafe {
+                        dst.run(start[1] as usize + c0, columns)
+                    });
+                }
+            });
+            return Ok(());
         }
-    });
-    Ok(())
+    }
+    map1_runs(x, out, run)
 }
 
 /// Elements gathered at a time from a strided row by [`map1_runs`].
@@ -338,11 +329,11 @@ const GATHER: usize = 256;
 /// driver of kernels that exist many times over (casts: one per pair of dtypes), kept
 /// small so that each instance compiles quickly. Contiguous inputs are cut into pieces for
 /// the thread pool; strided rows are gathered, [`GATHER`] elements at a time, into a buffer
-/// first. (`map1` keeps the tiled and streaming paths for the ops that need their speed.)
+/// first. ([`drive1`] adds tiles for inputs walked across memory.)
 pub(crate) fn map1_runs<A: Element, O: Element>(
     x: &TensorView<'_>,
     out: &mut OutView<'_>,
-    run: &(dyn Fn(&[A], &mut [O]) + Sync),
+    run: &Run1<'_, A, O>,
 ) -> Result<()> {
     check_shapes("map", &[x.layout()], out.layout())?;
     let src = input::<A>(x)?;

@@ -6,9 +6,7 @@ use tensor_core::{OutView, Result, TensorView, UnaryOp};
 
 use super::{by_class, unsupported};
 use crate::scalar::{FloatElem, IntElem, Real};
-use crate::strided::{
-    check_shapes, for_each_row, input, map1, output, rows_beside_output, SharedOut,
-};
+use crate::strided::{map1, map1_runs};
 use crate::vmath;
 
 pub(crate) fn unary(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
@@ -138,35 +136,12 @@ fn complex_tanh<R: Float>(z: Complex<R>) -> Complex<R> {
     Complex::new(beta * rho * s / denominator, t / denominator)
 }
 
-/// f32 transcendentals through the vectorised kernels: contiguous runs directly, strided
-/// runs gathered into small buffers first.
+/// f32 transcendentals through the vectorised kernels (contiguous runs directly, strided
+/// runs gathered into small buffers first).
 fn vector_unary_f32(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-    check_shapes(op.name(), &[x.layout()], out.layout())?;
-    let (src, rows) = (
-        input::<f32>(x)?,
-        rows_beside_output(x.layout(), out.layout()),
-    );
-    let [sx, so] = rows.inner_strides();
-    let dst = SharedOut::new(output::<f32>(out)?);
-    for_each_row(&rows, |[px, po], len| {
-        if sx == 1 && so == 1 {
-            let px = px as usize;
-            // SAFETY: each work item owns its output run (see `for_each_row`).
-            vmath::unary_f32(op, &src[px..px + len], unsafe { dst.run(po as usize, len) });
-            return;
-        }
-        let (mut gathered, mut results) = ([0f32; 256], [0f32; 256]);
-        for first in (0..len).step_by(256) {
-            let n = 256.min(len - first);
-            for (i, g) in gathered[..n].iter_mut().enumerate() {
-                *g = src[(px + (first + i) as isize * sx) as usize];
-            }
-            vmath::unary_f32(op, &gathered[..n], &mut results[..n]);
-            for (i, &r) in results[..n].iter().enumerate() {
-                // SAFETY: each work item owns its output elements (see `for_each_row`).
-                unsafe { dst.write((po + (first + i) as isize * so) as usize, r) };
-            }
-        }
-    });
-    Ok(())
+    // The caller checked `vmath::has_kernel(op)`, so every run is computed.
+    map1_runs(x, out, &|xs: &[f32], os: &mut [f32]| {
+        let computed = vmath::unary_f32(op, xs, os);
+        debug_assert!(computed, "{op:?} has a vectorised kernel");
+    })
 }
