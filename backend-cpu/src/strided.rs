@@ -358,6 +358,13 @@ pub(crate) fn map1_runs<A: Element, O: Element>(
     let [sx, so] = rows.inner_strides();
     let dst = SharedOut::new(output::<O>(out)?);
     for_each_row(&rows, |[px, po], len| {
+        if sx == 1 && so == 1 {
+            // A contiguous row of a view that is not contiguous as a whole (padded rows).
+            let px = px as usize;
+            // SAFETY: each work item owns its output run (see `for_each_row`).
+            run(&src[px..px + len], unsafe { dst.run(po as usize, len) });
+            return;
+        }
         let (mut xs, mut os) = ([A::default(); GATHER], [O::default(); GATHER]);
         for first in (0..len).step_by(GATHER) {
             let n = GATHER.min(len - first);
