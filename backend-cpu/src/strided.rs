@@ -355,35 +355,40 @@ pub(crate) fn map1_runs<A: Element, O: Element>(
         return Ok(());
     }
     let rows = rows_beside_output(x.layout(), out.layout());
-    let [sx, so] = rows.inner_strides();
+    if rows.inner_strides()[1] != 1 {
+        // A contiguous output's rows are contiguous (its inner stride is 1).
+        return Err(Error::invalid("an elementwise output must be contiguous"));
+    }
     let dst = SharedOut::new(output::<O>(out)?);
-    for_each_row(&rows, |[px, po], len| {
-        if sx == 1 && so == 1 {
-            // A contiguous row of a view that is not contiguous as a whole (padded rows).
+    input_runs(src, &rows, &|xs, po| {
+        // SAFETY: the runs cover disjoint output elements (see `input_runs`).
+        run(xs, unsafe { dst.run(po, xs.len()) })
+    });
+    Ok(())
+}
+
+/// Call `each(run, position)` for the rows of `rows` (an input beside a contiguous output),
+/// a piece at a time: `run` holds the input's elements (in place when the row is
+/// contiguous, else gathered, [`GATHER`] at a time), `position` is where their outputs go.
+/// The pieces cover disjoint output elements. Generic over the input's type only, so the
+/// casts (a kernel per pair of dtypes) share one per input dtype.
+fn input_runs<A: Element>(src: &[A], rows: &StridedRows<2>, each: &(dyn Fn(&[A], usize) + Sync)) {
+    let [sx, _] = rows.inner_strides();
+    for_each_row(rows, |[px, po], len| {
+        if sx == 1 {
             let px = px as usize;
-            // SAFETY: each work item owns its output run (see `for_each_row`).
-            run(&src[px..px + len], unsafe { dst.run(po as usize, len) });
+            each(&src[px..px + len], po as usize);
             return;
         }
-        let (mut xs, mut os) = ([A::default(); GATHER], [O::default(); GATHER]);
+        let mut xs = [A::default(); GATHER];
         for first in (0..len).step_by(GATHER) {
             let n = GATHER.min(len - first);
             for (i, slot) in xs[..n].iter_mut().enumerate() {
                 *slot = src[at(px, first + i, sx)];
             }
-            if so == 1 {
-                // SAFETY: each work item owns its output run (see `for_each_row`).
-                run(&xs[..n], unsafe { dst.run(at(po, first, 1), n) });
-            } else {
-                run(&xs[..n], &mut os[..n]);
-                for (i, &o) in os[..n].iter().enumerate() {
-                    // SAFETY: each work item owns its output elements (see `for_each_row`).
-                    unsafe { dst.write(at(po, first + i, so), o) };
-                }
-            }
+            each(&xs[..n], po as usize + first);
         }
     });
-    Ok(())
 }
 
 /// The contiguous loops of one binary kernel: both operands as runs, or one of them a
