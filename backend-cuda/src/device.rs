@@ -611,19 +611,8 @@ impl Device for CudaDevice {
     }
 
     fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {
-        let view = out.view();
-        let size = view.dtype().size();
-        let (start, len) = (
-            view.layout().offset() * size,
-            view.layout().num_elements() * size,
-        );
-        if src.len() != len || !view.layout().is_contiguous() {
-            return Err(Error::invalid(format!(
-                "copy_from_host of {} bytes into {len} contiguous bytes",
-                src.len()
-            )));
-        }
-        self.write(address_of(view.buffer())? + start as u64, src)
+        let range = out.host_copy_range(src.len())?;
+        self.write(address_of(out.view().buffer())? + range.start as u64, src)
     }
 
     fn copy_to_host(&self, src: &TensorView<'_>, dst: &mut [u8]) -> Result<()> {

@@ -11,24 +11,18 @@ use std::time::Instant;
 use kernels_c::matmul::Schedule;
 use kernels_c::table::{self, ProgramKey, ProgramSource};
 use kernels_c::Dialect;
-use tensor_core::DataType;
+use tensor_core::{DTypeClass, DataType, Op};
 
 use crate::compile::{compile, Arch};
 
 /// The architectures the PTX check compiles for: Ampere (`sm_80`) and Hopper (`sm_90`).
 pub const CHECKED_ARCHS: [Arch; 2] = [Arch(80), Arch(90)];
 
-/// Whether cuBLAS runs matmul of `dtype` (the others use the generated tiled kernel).
+/// Whether cuBLAS runs matmul of `dtype`: every float and complex dtype matmul is defined
+/// for (the integers use the generated tiled kernel).
 pub fn uses_cublas(dtype: DataType) -> bool {
-    matches!(
-        dtype,
-        DataType::Half
-            | DataType::BFloat16
-            | DataType::Float
-            | DataType::Double
-            | DataType::Complex64
-            | DataType::Complex128
-    )
+    Op::Matmul.is_defined_for(dtype)
+        && matches!(dtype.class(), DTypeClass::Float | DTypeClass::Complex)
 }
 
 /// Every program this backend can launch.
@@ -139,7 +133,6 @@ fn compile_and_assemble(source: &str, arch: Arch, ptxas: &Path, file: &Path) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tensor_core::Op;
 
     #[test]
     fn every_supported_kernel_is_in_a_checked_program() {

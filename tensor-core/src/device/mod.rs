@@ -154,6 +154,21 @@ impl<'a> OutView<'a> {
         self.view
     }
 
+    /// The byte range of this output's elements in its buffer, for a `copy_from_host` of
+    /// `src_len` bytes into them: an `Err` unless the output is contiguous and exactly that
+    /// size (what a device whose copies take a byte offset needs).
+    pub fn host_copy_range(&self, src_len: usize) -> Result<std::ops::Range<usize>> {
+        let layout = self.view.layout;
+        let size = self.view.dtype.size();
+        let (start, len) = (layout.offset() * size, layout.num_elements() * size);
+        if src_len != len || !layout.is_contiguous() {
+            return Err(Error::invalid(format!(
+                "copy_from_host of {src_len} bytes into {len} contiguous bytes"
+            )));
+        }
+        Ok(start..start + len)
+    }
+
     /// The element dtype.
     #[inline]
     pub fn dtype(&self) -> DataType {
