@@ -607,14 +607,3 @@ pub(crate) fn generate<O: Element>(
     });
     Ok(())
 }
-
-/// Buffer positions of a layout's elements in row-major order.
-pub(crate) fn positions(layout: &Layout) -> impl Iterator<Item = usize> {
-    let rows = StridedRows::new(
-        &layout.shape().dims(),
-        [layout.strides()],
-        [layout.offset() as isize],
-    );
-    let (len, [step]) = (rows.row_len(), rows.inner_strides());
-    rows.flat_map(move |[start]| (0..len as isize).map(move |i| (start + i * step) as usize))
-}

@@ -31,6 +31,15 @@ fn ndarray2(rows: usize, cols: usize, seed: u64) -> ndarray::Array2<f32> {
     ndarray::Array2::from_shape_vec((rows, cols), values(rows * cols, seed)).expect("ndarray")
 }
 
+/// The dims of a matrix operand: `[rows, cols]`, or `[batch, rows, cols]` for a batch.
+fn matrix_dims(batch: usize, rows: usize, cols: usize) -> Vec<usize> {
+    if batch > 1 {
+        vec![batch, rows, cols]
+    } else {
+        vec![rows, cols]
+    }
+}
+
 /// Square, tall and batched f32 and f64 matmul.
 fn matmul(c: &mut Criterion) {
     let device = cpu();
@@ -47,16 +56,7 @@ fn matmul(c: &mut Criterion) {
         for (name, batch, m, k, n) in &shapes {
             let (batch, m, k, n) = (*batch, *m, *k, *n);
             group.throughput(Throughput::Elements((2 * batch * m * n * k) as u64));
-            let dims_a: Vec<usize> = if batch > 1 {
-                vec![batch, m, k]
-            } else {
-                vec![m, k]
-            };
-            let dims_b: Vec<usize> = if batch > 1 {
-                vec![batch, k, n]
-            } else {
-                vec![k, n]
-            };
+            let (dims_a, dims_b) = (matrix_dims(batch, m, k), matrix_dims(batch, k, n));
             let (a, b) = (
                 tensor(&dims_a, dtype, 1, &device),
                 tensor(&dims_b, dtype, 2, &device),
@@ -108,47 +108,54 @@ fn peers<T: Peer>(
             bench.iter(|| black_box(na.dot(&nb)))
         });
     }
-    let dims = |rows, cols| {
-        if batch > 1 {
-            vec![batch, rows, cols]
-        } else {
-            vec![rows, cols]
-        }
-    };
-    let ca = candle_tensor(&dims(m, k), 1)
-        .to_dtype(candle_dtype)
-        .unwrap();
-    let cb = candle_tensor(&dims(k, n), 2)
-        .to_dtype(candle_dtype)
-        .unwrap();
-    group.bench_with_input(BenchmarkId::new("candle", name), &(), |bench, _| {
-        bench.iter(|| black_box(ca.matmul(&cb).unwrap()))
-    });
+    let id = BenchmarkId::new("candle", name);
+    candle_matmul(group, id, (batch, m, k, n), candle_dtype);
 }
 
-/// f16 and bf16 matmul next to f32, at 1024^3.
+/// candle's matmul of `(batch, m, k, n)` operands in `dtype`, as benchmark `id`.
+fn candle_matmul(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    id: BenchmarkId,
+    (batch, m, k, n): (usize, usize, usize, usize),
+    dtype: candle_core::DType,
+) {
+    let operand = |rows, cols, seed| {
+        candle_tensor(&matrix_dims(batch, rows, cols), seed)
+            .to_dtype(dtype)
+            .unwrap()
+    };
+    let (a, b) = (operand(m, k, 1), operand(k, n, 2));
+    group.bench_function(id, |bench| bench.iter(|| black_box(a.matmul(&b).unwrap())));
+}
+
+/// f16 and bf16 matmul next to f32: 1024^3 (cases named by the dtype), and the tall and
+/// batched shapes of the f32 group (named `dtype_shape`).
 fn half_matmul(c: &mut Criterion) {
     let device = cpu();
-    let s = 1024;
     let mut group = c.benchmark_group("matmul_16bit");
-    group.throughput(Throughput::Elements((2 * s * s * s) as u64));
-    for (dtype, candle_dtype) in [
-        (DataType::Float, candle_core::DType::F32),
-        (DataType::Half, candle_core::DType::F16),
-        (DataType::BFloat16, candle_core::DType::BF16),
+    for (shape, batch, m, k, n) in [
+        ("", 1, 1024, 1024, 1024),
+        ("_tall_4096x256x4096", 1, 4096, 256, 4096),
+        ("_batch_64x128", 64, 128, 128, 128),
     ] {
-        let (a, b) = (
-            tensor(&[s, s], dtype, 1, &device),
-            tensor(&[s, s], dtype, 2, &device),
-        );
-        group.bench_function(BenchmarkId::new("polytensor", dtype.name()), |bench| {
-            bench.iter(|| black_box(a.matmul(&b).unwrap()))
-        });
-        let ca = candle_tensor(&[s, s], 1).to_dtype(candle_dtype).unwrap();
-        let cb = candle_tensor(&[s, s], 2).to_dtype(candle_dtype).unwrap();
-        group.bench_function(BenchmarkId::new("candle", dtype.name()), |bench| {
-            bench.iter(|| black_box(ca.matmul(&cb).unwrap()))
-        });
+        group.throughput(Throughput::Elements((2 * batch * m * k * n) as u64));
+        let dims = |rows, cols| matrix_dims(batch, rows, cols);
+        for (dtype, candle_dtype) in [
+            (DataType::Float, candle_core::DType::F32),
+            (DataType::Half, candle_core::DType::F16),
+            (DataType::BFloat16, candle_core::DType::BF16),
+        ] {
+            let case = format!("{}{shape}", dtype.name());
+            let (a, b) = (
+                tensor(&dims(m, k), dtype, 1, &device),
+                tensor(&dims(k, n), dtype, 2, &device),
+            );
+            group.bench_function(BenchmarkId::new("polytensor", &case), |bench| {
+                bench.iter(|| black_box(a.matmul(&b).unwrap()))
+            });
+            let id = BenchmarkId::new("candle", &case);
+            candle_matmul(&mut group, id, (batch, m, k, n), candle_dtype);
+        }
     }
     group.finish();
 }

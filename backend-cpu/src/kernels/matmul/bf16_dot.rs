@@ -170,15 +170,6 @@ pub(super) fn multiply(
     }
 }
 
-/// Round the f32 sums to bf16 (nearest, ties to even), in parallel.
-pub(super) fn narrow(acc: &[f32], out: &mut [bf16]) {
-    use half::slice::HalfFloatSliceExt;
-    const CHUNK: usize = 1 << 16;
-    out.par_chunks_mut(CHUNK)
-        .zip(acc.par_chunks(CHUNK))
-        .for_each(|(o, a)| o.convert_from_f32_slice(a));
-}
-
 /// `c[r * ldc + j] += sum_q a[q][r] . b[q][j]` for `r < rows`, `j < cols`: one register
 /// tile over `pairs` k-pairs.
 ///
@@ -246,7 +237,7 @@ mod tests {
     use half::bf16;
     use tensor_core::{DataType, OutView, Result, Tensor, TensorView};
 
-    use super::super::{bf16_dot_products, widened_to_f32};
+    use super::super::{bf16_dot_products, widened};
     use super::available;
     use crate::CpuDevice;
 
@@ -289,7 +280,7 @@ mod tests {
             let b = b_t.transpose(-1, -2).unwrap();
             let dims = [batch, m, n];
             let fast = run(bf16_dot_products, &a, &b, &dims);
-            let wide = run(widened_to_f32::<bf16>, &a, &b, &dims);
+            let wide = run(widened::matmul::<bf16>, &a, &b, &dims);
             assert_eq!(fast, wide, "batch {batch}, {m}x{k} @ {k}x{n}");
         }
     }

@@ -3,9 +3,10 @@
 //! f32, f64 and complex go to the `gemm` crate (packed AVX-512 / AVX2+FMA kernels chosen
 //! at run time), which takes any strides, so views need no copy. bf16 runs on AVX512-BF16
 //! dot-product instructions where the CPU has them ([`bf16_dot`]). Otherwise f16 and bf16
-//! are widened to f32 (exactly), multiplied there and rounded once: accumulating in f32, as
-//! the conformance tolerances require (gemm's own f16 path accumulates in f16 on small
-//! sizes). Integer matmul (wrapping) is a plain i-k-j loop.
+//! are widened to f32 panel by panel as they are packed, multiplied by the f32 GEMM and
+//! rounded once ([`widened`]): accumulating in f32, as the conformance tolerances require
+//! (gemm's own f16 path rounds partial sums to f16). Integer matmul (wrapping) is a plain
+//! i-k-j loop.
 //! Small matrices in a batch are multiplied in parallel over the batch, one thread per
 //! matrix; large ones one after another, each on every thread.
 
@@ -16,21 +17,22 @@ use tensor_core::plan::MatmulDims;
 use tensor_core::{Element, Layout, OutView, Result, StridedRows, TensorView};
 
 use super::unsupported;
-use crate::scalar::{FloatElem, IntElem};
-use crate::strided::{input, output, positions};
+use crate::scalar::IntElem;
+use crate::strided::{input, output};
 
 mod bf16_dot;
+mod widened;
 
 pub(crate) fn matmul(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
     use tensor_core::DataType as D;
     match a.dtype() {
         D::Float => gemm_typed::<f32>(a, b, out),
         D::Double => gemm_typed::<f64>(a, b, out),
-        D::Half => widened_to_f32::<half::f16>(a, b, out),
+        D::Half => widened::matmul::<half::f16>(a, b, out),
         D::Complex64 => gemm_typed::<Complex<f32>>(a, b, out),
         D::Complex128 => gemm_typed::<Complex<f64>>(a, b, out),
         D::BFloat16 if bf16_dot::available() => bf16_dot_products(a, b, out),
-        D::BFloat16 => widened_to_f32::<half::bf16>(a, b, out),
+        D::BFloat16 => widened::matmul::<half::bf16>(a, b, out),
         D::Int32 => integer_matmul::<i32>(a, b, out),
         D::Int64 => integer_matmul::<i64>(a, b, out),
         _ => Err(unsupported("matmul", a)),
@@ -112,6 +114,22 @@ impl<T> Operands<T> {
     }
 }
 
+/// Whether a batch runs one matrix per thread (small matrices), rather than one matrix
+/// after another, each with [`matrix_parallelism`].
+fn batch_runs_in_parallel(g: &Geometry) -> bool {
+    g.starts.len() > 1 && g.flops() < SMALL_MATMUL
+}
+
+/// How many threads `gemm` uses for one matrix of `g` when matrices run one after another.
+fn matrix_parallelism(g: &Geometry) -> gemm::Parallelism {
+    match rayon::current_num_threads() {
+        threads if threads > 1 && g.flops() >= SINGLE_THREAD_MATMUL => {
+            gemm::Parallelism::Rayon(threads)
+        }
+        _ => gemm::Parallelism::None,
+    }
+}
+
 /// Multiply every batch with `gemm` (`dst = lhs x rhs`).
 ///
 /// # Safety
@@ -146,19 +164,13 @@ unsafe fn run_gemm<T: GemmElem>(g: &Geometry, operands: Operands<T>) {
             );
         }
     };
-    if g.starts.len() > 1 && g.flops() < SMALL_MATMUL {
+    if batch_runs_in_parallel(g) {
         g.starts
             .par_iter()
             .for_each(|s| one(s, gemm::Parallelism::None));
-    } else if g.flops() < SINGLE_THREAD_MATMUL || rayon::current_num_threads() == 1 {
-        g.starts
-            .iter()
-            .for_each(|s| one(s, gemm::Parallelism::None));
     } else {
-        let threads = rayon::current_num_threads();
-        g.starts
-            .iter()
-            .for_each(|s| one(s, gemm::Parallelism::Rayon(threads)));
+        let parallelism = matrix_parallelism(g);
+        g.starts.iter().for_each(|s| one(s, parallelism));
     }
 }
 
@@ -188,30 +200,6 @@ fn gemm_typed<T: GemmElem>(
     Ok(())
 }
 
-/// A 16-bit float matmul: widen both operands to f32 (exact), multiply with the f32 GEMM,
-/// round once.
-fn widened_to_f32<H: FloatElem<Compute = f32>>(
-    a: &TensorView<'_>,
-    b: &TensorView<'_>,
-    out: &mut OutView<'_>,
-) -> Result<()> {
-    let widen = |v: &TensorView<'_>| -> Result<(Vec<f32>, Layout)> {
-        let data = input::<H>(v)?;
-        let values = positions(v.layout()).map(|p| data[p].widen()).collect();
-        Ok((values, Layout::contiguous(v.layout().shape().clone())))
-    };
-    let ((va, la), (vb, lb)) = (widen(a)?, widen(b)?);
-    let g = Geometry::of(&la, &lb, out.layout())?;
-    let mut wide = vec![0f32; out.layout().num_elements()];
-    // SAFETY: the widened operands are contiguous with exactly the checked shapes, and
-    // `wide` holds every batch's output matrix.
-    unsafe { run_gemm(&g, Operands(va.as_ptr(), vb.as_ptr(), wide.as_mut_ptr())) };
-    for (o, w) in output::<H>(out)?.iter_mut().zip(wide) {
-        *o = H::narrow(w);
-    }
-    Ok(())
-}
-
 /// A bf16 matmul on AVX512-BF16, one batch after another, each on every thread.
 fn bf16_dot_products(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
     let (g, sa, sb, dst) = checked::<half::bf16>(a, b, out)?;
@@ -220,7 +208,7 @@ fn bf16_dot_products(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'
         acc.fill(0.0);
         bf16_dot::multiply(&g, sa, oa, sb, ob, &mut acc);
         let oo = oo as usize;
-        bf16_dot::narrow(&acc, &mut dst[oo..oo + g.m * g.n]);
+        widened::narrow(&acc, &mut dst[oo..oo + g.m * g.n]);
     }
     Ok(())
 }
