@@ -24,6 +24,10 @@
 pub mod dlpack;
 mod registry;
 
+/// TensorFlow's graph layer: `Graph`, `Operation`, symbolic `Output`s, `Session`, and
+/// `GraphDef` on the wire (the `graph` crate).
+pub use graph;
+
 pub use registry::{default_device, device, devices, DeviceByName, DeviceEntry, DeviceStatus};
 // The glob leaves out `dlpack`: the facade's own module (the core's plus the registry)
 // stands in its place.

@@ -59,17 +59,64 @@ const MAX_CONTENT_BYTES: usize = (1 << 31) - 1;
 /// ```
 pub fn make_tensor_proto(values: &Tensor, shape: Option<&TensorShape>) -> Result<TensorProto> {
     let shape = shape.unwrap_or(values.shape());
-    let (count, elements) = (values.num_elements(), shape.num_elements());
+    if values.dtype() == DataType::String {
+        check_count(values.num_elements(), shape)?;
+        let mut proto = header(DataType::String, shape)?;
+        proto.string_val = values.to_strings()?;
+        return Ok(proto);
+    }
+    if !values.dtype().is_pod() {
+        return Err(Error::invalid(format!(
+            "{} tensors have no TensorProto values",
+            values.dtype()
+        )));
+    }
+    make_tensor_proto_from_bytes(values.dtype(), &values.to_bytes()?, shape)
+}
+
+/// [`make_tensor_proto`] of host elements, with no tensor: `bytes` holds elements of the
+/// plain-old-data `dtype` (little-endian, row-major), at most as many as `shape` has.
+///
+/// ```
+/// # use tensor_core::proto::make_tensor_proto_from_bytes;
+/// # use tensor_core::{DataType, TensorShape};
+/// let proto = make_tensor_proto_from_bytes(DataType::Float, &3.0f32.to_le_bytes(), &TensorShape::scalar())?;
+/// assert_eq!(proto.float_val, [3.0]);
+/// # Ok::<(), tensor_core::Error>(())
+/// ```
+pub fn make_tensor_proto_from_bytes(
+    dtype: DataType,
+    bytes: &[u8],
+    shape: &TensorShape,
+) -> Result<TensorProto> {
+    let size = dtype.size();
+    if !dtype.is_pod() || size == 0 || !bytes.len().is_multiple_of(size) {
+        return Err(Error::invalid(format!(
+            "{} bytes are not whole {dtype} elements",
+            bytes.len()
+        )));
+    }
+    let count = bytes.len() / size;
+    check_count(count, shape)?;
+    let mut proto = header(dtype, shape)?;
+    if takes_content(dtype, count, shape.num_elements()) {
+        proto.tensor_content = content(Bytes::copy_from_slice(bytes))?;
+    } else {
+        Field::of(dtype)?.write(&mut proto, bytes, size);
+    }
+    Ok(proto)
+}
+
+/// At most as many values as `shape` has elements (fewer repeat the last one).
+fn check_count(count: usize, shape: &TensorShape) -> Result<()> {
+    let elements = shape.num_elements();
     if count > elements {
         return Err(Error::shape(
             "make_tensor_proto",
             format!("{count} values given for shape {shape}, which holds at most {elements}"),
         ));
     }
-    if takes_content(values.dtype(), count, elements) {
-        return content_proto(values, shape);
-    }
-    field_proto(values, shape)
+    Ok(())
 }
 
 /// TensorFlow's Python rule: `tensor_content` for `count` values of a shape with `elements`
@@ -88,6 +135,17 @@ fn header(dtype: DataType, shape: &TensorShape) -> Result<TensorProto> {
     })
 }
 
+/// `bytes` as `tensor_content`, which protobuf's 2 GiB message limit bounds.
+fn content(bytes: Bytes) -> Result<Bytes> {
+    if bytes.len() > MAX_CONTENT_BYTES {
+        return Err(Error::invalid(format!(
+            "tensor_content of {} bytes is over protobuf's 2 GiB message limit",
+            bytes.len()
+        )));
+    }
+    Ok(bytes)
+}
+
 fn content_proto(values: &Tensor, shape: &TensorShape) -> Result<TensorProto> {
     if !values.dtype().is_pod() {
         return Err(Error::invalid(format!(
@@ -95,15 +153,8 @@ fn content_proto(values: &Tensor, shape: &TensorShape) -> Result<TensorProto> {
             values.dtype()
         )));
     }
-    let bytes = values.to_bytes()?;
-    if bytes.len() > MAX_CONTENT_BYTES {
-        return Err(Error::invalid(format!(
-            "tensor_content of {} bytes is over protobuf's 2 GiB message limit",
-            bytes.len()
-        )));
-    }
     let mut proto = header(values.dtype(), shape)?;
-    proto.tensor_content = Bytes::from(bytes);
+    proto.tensor_content = content(Bytes::from(values.to_bytes()?))?;
     Ok(proto)
 }
 

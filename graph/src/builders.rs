@@ -1,0 +1,86 @@
+//! Shorthands for the common operations, writing the attributes TensorFlow's Python writes,
+//! and named as TensorFlow's Python names them (`a + b` is `add`, `tf.matmul` is `MatMul`).
+
+use tensor_core::element::as_bytes;
+use tensor_core::proto::make_tensor_proto_from_bytes;
+use tensor_core::{DataType, Element, PartialTensorShape, Result, Tensor, TensorShape};
+
+use crate::graph::{Graph, Output};
+
+impl Graph {
+    /// `tf.constant(value)`: a scalar `Const`.
+    pub fn constant<T: Element>(&mut self, value: T) -> Result<Output> {
+        self.constant_values(&[value], &[])
+    }
+
+    /// `tf.constant(values, shape=dims)`: a `Const` holding host elements (row-major; fewer
+    /// values than elements repeat the last one, as TensorFlow does).
+    pub fn constant_values<T: Element>(&mut self, values: &[T], dims: &[usize]) -> Result<Output> {
+        let shape = TensorShape::new(dims)?;
+        let proto = make_tensor_proto_from_bytes(T::DTYPE, as_bytes(values), &shape)?;
+        self.op("Const")
+            .attr("dtype", T::DTYPE)
+            .attr("value", proto)
+            .build_output()
+    }
+
+    /// A `Const` holding a tensor's values (from any device).
+    pub fn constant_tensor(&mut self, value: &Tensor) -> Result<Output> {
+        self.op("Const")
+            .attr("dtype", value.dtype())
+            .attr("value", value.to_proto()?)
+            .build_output()
+    }
+
+    /// `tf.compat.v1.placeholder(dtype, shape)`.
+    pub fn placeholder(&mut self, dtype: DataType, shape: &PartialTensorShape) -> Result<Output> {
+        self.op("Placeholder")
+            .attr("dtype", dtype)
+            .attr("shape", shape)
+            .build_output()
+    }
+
+    /// An elementwise op of two operands (`AddV2`, `Mul`, `Less`, ...), named `name`.
+    pub fn binary(&mut self, op_type: &str, name: &str, a: &Output, b: &Output) -> Result<Output> {
+        self.op(op_type)
+            .name(name)
+            .input(a)
+            .input(b)
+            .attr("T", a.dtype())
+            .build_output()
+    }
+
+    /// An elementwise op of one operand (`Relu`, `Exp`, ...), named by its type.
+    pub fn unary(&mut self, op_type: &str, x: &Output) -> Result<Output> {
+        self.op(op_type)
+            .input(x)
+            .attr("T", x.dtype())
+            .build_output()
+    }
+
+    /// `a + b` (`AddV2`, named `add`).
+    pub fn add(&mut self, a: &Output, b: &Output) -> Result<Output> {
+        self.binary("AddV2", "add", a, b)
+    }
+
+    /// `a - b` (`Sub`, named `sub`).
+    pub fn sub(&mut self, a: &Output, b: &Output) -> Result<Output> {
+        self.binary("Sub", "sub", a, b)
+    }
+
+    /// `a * b` (`Mul`, named `mul`).
+    pub fn mul(&mut self, a: &Output, b: &Output) -> Result<Output> {
+        self.binary("Mul", "mul", a, b)
+    }
+
+    /// `tf.matmul(a, b)` (`MatMul`).
+    pub fn matmul(&mut self, a: &Output, b: &Output) -> Result<Output> {
+        self.op("MatMul")
+            .input(a)
+            .input(b)
+            .attr("T", a.dtype())
+            .attr("transpose_a", false)
+            .attr("transpose_b", false)
+            .build_output()
+    }
+}

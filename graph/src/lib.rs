@@ -1,0 +1,25 @@
+//! TensorFlow's graph layer on polytensor: a [`Graph`] of [`Operation`]s whose outputs are
+//! symbolic tensors ([`Output`], printed as TensorFlow prints them:
+//! `Tensor("add:0", shape=(), dtype=float32)`), a [`Session`] that runs the part of a
+//! graph that fetches need on any polytensor device, and TensorFlow's `GraphDef` on the
+//! wire ([`proto`]), so that a frozen TensorFlow graph runs on any device and a graph built
+//! here runs in TensorFlow.
+//!
+//! The crate depends on `tensor-core` only; devices come from the backends.
+
+mod attr;
+mod builders;
+mod graph;
+mod graph_def;
+mod ops;
+pub mod proto;
+mod session;
+
+pub use attr::{int_list, type_list, AttrKind, AttrValue, ListValue};
+pub use graph::{python_shape, Graph, OpBuilder, Operation, Output};
+pub use ops::op_types;
+pub use session::Session;
+
+/// The `VersionDef.producer` polytensor writes: the GraphDef version of TensorFlow 2.21,
+/// whose op semantics the kernels follow.
+pub const PRODUCER: i32 = 2474;

@@ -1,0 +1,440 @@
+//! Static dtype and shape inference, as TensorFlow's shape functions do it at graph-build
+//! time: dims that depend on a value are known when that value is a `Const`.
+
+use tensor_core::ops::{BinaryOp, ReduceOp};
+use tensor_core::partial_shape::Dim;
+use tensor_core::proto::TensorProto;
+use tensor_core::{DataType, PartialTensorShape, Result};
+
+use super::{InferCtx, Kind};
+use crate::attr::proto_shape;
+use crate::graph::Typed;
+
+/// The outputs of a node of `kind`.
+pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
+    let attrs = cx.attrs();
+    let one = |dtype, shape| Ok(vec![(dtype, shape)]);
+    match kind {
+        Kind::Const => {
+            let dtype = attrs.dtype("dtype")?;
+            let value = attrs.tensor("value")?;
+            if value.dtype != dtype.as_i32() {
+                return Err(cx.error(format!(
+                    "the value's dtype {} is not the attribute's {dtype}",
+                    DataType::from_i32(value.dtype)?
+                )));
+            }
+            one(dtype, proto_shape(value)?)
+        }
+        Kind::Placeholder => one(attrs.dtype("dtype")?, attrs.shape_or_unknown("shape")?),
+        Kind::Identity => {
+            let [(dtype, shape)] = cx.exactly(1)? else {
+                unreachable!()
+            };
+            one(*dtype, shape.clone())
+        }
+        Kind::IdentityN => Ok(cx.inputs.to_vec()),
+        Kind::NoOp => Ok(Vec::new()),
+        Kind::Binary(op) => {
+            let dtype = same_dtype(cx, 2)?;
+            if matches!(op, BinaryOp::And | BinaryOp::Or) && dtype != DataType::Bool {
+                return Err(cx.error("logical ops take bool"));
+            }
+            one(dtype, broadcast(cx, &[0, 1])?)
+        }
+        Kind::Division(_) => one(same_dtype(cx, 2)?, broadcast(cx, &[0, 1])?),
+        Kind::Compare(_) => {
+            same_dtype(cx, 2)?;
+            one(DataType::Bool, broadcast(cx, &[0, 1])?)
+        }
+        Kind::Unary(op) => {
+            let [(dtype, shape)] = cx.exactly(1)? else {
+                unreachable!()
+            };
+            let dtype = match (op, dtype) {
+                (tensor_core::ops::UnaryOp::Abs, DataType::Complex64) => DataType::Float,
+                (tensor_core::ops::UnaryOp::Abs, DataType::Complex128) => DataType::Double,
+                _ => *dtype,
+            };
+            one(dtype, shape.clone())
+        }
+        Kind::Cast => {
+            let [(_, shape)] = cx.exactly(1)? else {
+                unreachable!()
+            };
+            one(attrs.dtype("DstT")?, shape.clone())
+        }
+        Kind::Select => {
+            let inputs = cx.exactly(3)?;
+            if inputs[0].0 != DataType::Bool {
+                return Err(cx.error("the condition must be bool"));
+            }
+            if inputs[1].0 != inputs[2].0 {
+                return Err(cx.error("both branches must have one dtype"));
+            }
+            one(inputs[1].0, broadcast(cx, &[0, 1, 2])?)
+        }
+        Kind::MatMul | Kind::BatchMatMul => matmul(cx, kind == Kind::BatchMatMul),
+        Kind::Reduce(_) | Kind::Arg(_) => reduction(cx, kind),
+        Kind::Reshape => reshape(cx),
+        Kind::Transpose => {
+            let [(dtype, shape), _] = cx.exactly(2)? else {
+                unreachable!()
+            };
+            let shape = match (shape.dims(), cx.const_ints(1)) {
+                (Some(dims), Some(perm)) => {
+                    let axes = axes(cx, &perm, dims.len())?;
+                    if axes.len() != dims.len() {
+                        return Err(cx.error("perm must name every dim once"));
+                    }
+                    known(axes.iter().map(|&a| dims[a]))?
+                }
+                (Some(dims), None) => known(dims.iter().map(|_| None))?,
+                _ => PartialTensorShape::unknown_rank(),
+            };
+            one(*dtype, shape)
+        }
+        Kind::ExpandDims => {
+            let [(dtype, shape), _] = cx.exactly(2)? else {
+                unreachable!()
+            };
+            let shape = match (shape.dims(), cx.const_ints(1).as_deref()) {
+                (Some(dims), Some(&[dim])) => {
+                    let at = axes(cx, &[dim], dims.len() + 1)?[0];
+                    let mut dims = dims.to_vec();
+                    dims.insert(at, Some(1));
+                    known(dims)?
+                }
+                _ => PartialTensorShape::unknown_rank(),
+            };
+            one(*dtype, shape)
+        }
+        Kind::Squeeze => {
+            let [(dtype, shape)] = cx.exactly(1)? else {
+                unreachable!()
+            };
+            let squeeze = attrs.ints("squeeze_dims")?;
+            let Some(dims) = shape.dims() else {
+                return one(*dtype, shape.clone());
+            };
+            let chosen = axes(cx, &squeeze, dims.len())?;
+            let mut kept = Vec::new();
+            for (i, &d) in dims.iter().enumerate() {
+                let named = chosen.contains(&i);
+                match d {
+                    Some(1) if named || chosen.is_empty() => {}
+                    None if chosen.is_empty() => {
+                        return one(*dtype, PartialTensorShape::unknown_rank());
+                    }
+                    Some(d) if named => {
+                        return Err(cx.error(format!(
+                            "Can not squeeze dim[{i}], expected a dimension of 1, got {d}"
+                        )))
+                    }
+                    _ if named => {}
+                    d => kept.push(d),
+                }
+            }
+            one(*dtype, known(kept)?)
+        }
+        Kind::Shape => {
+            let [(_, shape)] = cx.exactly(1)? else {
+                unreachable!()
+            };
+            one(
+                attrs.dtype_or("out_type", DataType::Int32)?,
+                known([shape.rank()])?,
+            )
+        }
+        Kind::Fill => {
+            let [_, (dtype, _)] = cx.exactly(2)? else {
+                unreachable!()
+            };
+            let shape = match cx.const_ints(0) {
+                Some(dims) => known(dims.iter().map(|&d| usize::try_from(d).ok()))?,
+                None => PartialTensorShape::unknown_rank(),
+            };
+            one(*dtype, shape)
+        }
+        Kind::Range => {
+            let inputs = cx.exactly(3)?;
+            let dtype = attrs.dtype_or("Tidx", inputs[0].0)?;
+            let count = match (cx.const_ints(0), cx.const_ints(1), cx.const_ints(2)) {
+                (Some(s), Some(l), Some(d)) if dtype.is_integer() => match (&s[..], &l[..], &d[..])
+                {
+                    ([s], [l], [d]) if *d != 0 => {
+                        let span = (l - s) as i128;
+                        usize::try_from((span + (*d as i128) - d.signum() as i128) / *d as i128)
+                            .ok()
+                            .or(Some(0))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            one(dtype, known([count])?)
+        }
+        Kind::AddN => {
+            let dtype = same_dtype(cx, cx.inputs.len().max(1))?;
+            let mut shape = cx.inputs[0].1.clone();
+            for (_, other) in &cx.inputs[1..] {
+                shape = shape
+                    .merge_with(other)
+                    .map_err(|_| cx.error("AddN inputs must have one shape"))?;
+            }
+            one(dtype, shape)
+        }
+        Kind::VarHandle => one(DataType::Resource, known([])?),
+        Kind::ReadVariable => {
+            cx.exactly(1)?;
+            let shape = match cx.source(0) {
+                Some(node) if node.op_type.as_ref() == "VarHandleOp" => crate::attr::Attrs {
+                    node: &node.name,
+                    attrs: &node.attrs,
+                }
+                .shape_or_unknown("shape")?,
+                _ => PartialTensorShape::unknown_rank(),
+            };
+            one(attrs.dtype("dtype")?, shape)
+        }
+        Kind::AssignVariable | Kind::AssignAddVariable => {
+            cx.exactly(2)?;
+            Ok(Vec::new())
+        }
+        Kind::VarIsInitialized => {
+            cx.exactly(1)?;
+            one(DataType::Bool, known([])?)
+        }
+        Kind::RefVariable => one(attrs.dtype("dtype")?, attrs.shape_or_unknown("shape")?),
+        Kind::RefAssign | Kind::RefAssignAdd => {
+            let [(dtype, shape), _] = cx.exactly(2)? else {
+                unreachable!()
+            };
+            one(*dtype, shape.clone())
+        }
+    }
+}
+
+/// A shape of known rank from its dims.
+fn known(dims: impl IntoIterator<Item = Dim>) -> Result<PartialTensorShape> {
+    PartialTensorShape::new(&dims.into_iter().collect::<Vec<_>>())
+}
+
+/// The one dtype of the first `n` inputs (which must be exactly `n`).
+fn same_dtype(cx: &InferCtx<'_>, n: usize) -> Result<DataType> {
+    let inputs = cx.exactly(n)?;
+    let dtype = inputs[0].0;
+    if inputs.iter().any(|(d, _)| *d != dtype) {
+        return Err(cx.error("the inputs must have one dtype"));
+    }
+    Ok(dtype)
+}
+
+/// Axes (negative counting from the end) checked against `rank`.
+fn axes(cx: &InferCtx<'_>, values: &[i64], rank: usize) -> Result<Vec<usize>> {
+    values
+        .iter()
+        .map(|&a| {
+            let r = rank as i64;
+            if (-r..r).contains(&a) {
+                Ok(a.rem_euclid(r.max(1)) as usize)
+            } else {
+                Err(cx.error(format!(
+                    "axis {a} is out of range for a tensor of rank {rank}"
+                )))
+            }
+        })
+        .collect()
+}
+
+/// NumPy broadcasting of the static shapes of inputs `which`.
+fn broadcast(cx: &InferCtx<'_>, which: &[usize]) -> Result<PartialTensorShape> {
+    let mut out: Vec<Dim> = Vec::new();
+    for &i in which {
+        let Some(dims) = cx.inputs[i].1.dims() else {
+            return Ok(PartialTensorShape::unknown_rank());
+        };
+        if dims.len() > out.len() {
+            let mut wider = vec![Some(1); dims.len() - out.len()];
+            wider.extend(out);
+            out = wider;
+        }
+        let offset = out.len() - dims.len();
+        for (slot, &d) in out[offset..].iter_mut().zip(dims) {
+            *slot = match (*slot, d) {
+                (Some(1), d) | (d, Some(1)) => d,
+                (Some(a), Some(b)) if a == b => Some(a),
+                (Some(a), Some(b)) => {
+                    return Err(cx.error(format!("Dimensions must be equal, but are {a} and {b}")))
+                }
+                (Some(a), None) | (None, Some(a)) => Some(a),
+                (None, None) => None,
+            };
+        }
+    }
+    known(out)
+}
+
+fn matmul(cx: &InferCtx<'_>, batched: bool) -> Result<Vec<Typed>> {
+    let dtype = same_dtype(cx, 2)?;
+    let attrs = cx.attrs();
+    let (ta, tb) = if batched {
+        (
+            attrs.bool_or("adj_x", false)?,
+            attrs.bool_or("adj_y", false)?,
+        )
+    } else {
+        (
+            attrs.bool_or("transpose_a", false)?,
+            attrs.bool_or("transpose_b", false)?,
+        )
+    };
+    let (Some(a), Some(b)) = (cx.inputs[0].1.dims(), cx.inputs[1].1.dims()) else {
+        return Ok(vec![(dtype, PartialTensorShape::unknown_rank())]);
+    };
+    if (!batched && (a.len() != 2 || b.len() != 2)) || a.len() < 2 || b.len() < 2 {
+        return Err(cx.error("Shape must be rank 2"));
+    }
+    let (ra, rb) = (a.len(), b.len());
+    let (m, ka) = if ta {
+        (a[ra - 1], a[ra - 2])
+    } else {
+        (a[ra - 2], a[ra - 1])
+    };
+    let (kb, n) = if tb {
+        (b[rb - 1], b[rb - 2])
+    } else {
+        (b[rb - 2], b[rb - 1])
+    };
+    if let (Some(x), Some(y)) = (ka, kb) {
+        if x != y {
+            return Err(cx.error(format!(
+                "Matrix size-incompatible: In[0] inner dim {x}, In[1] inner dim {y}"
+            )));
+        }
+    }
+    let mut dims: Vec<Dim> = Vec::new();
+    if batched {
+        let batch = |d: &[Dim]| known(d[..d.len() - 2].to_vec());
+        let sub = InferCtx {
+            op_type: cx.op_type,
+            name: cx.name,
+            inputs: &[(dtype, batch(a)?), (dtype, batch(b)?)],
+            sources: cx.sources.clone(),
+            attrs: cx.attrs,
+        };
+        dims.extend(broadcast(&sub, &[0, 1])?.dims().unwrap_or(&[]));
+    }
+    dims.extend([m, n]);
+    Ok(vec![(dtype, known(dims)?)])
+}
+
+fn reduction(cx: &InferCtx<'_>, kind: Kind) -> Result<Vec<Typed>> {
+    let [(dtype, shape), _] = cx.exactly(2)? else {
+        unreachable!()
+    };
+    let attrs = cx.attrs();
+    let (out_dtype, keep) = match kind {
+        Kind::Arg(_) => (attrs.dtype_or("output_type", DataType::Int64)?, false),
+        _ => (*dtype, attrs.bool_or("keep_dims", false)?),
+    };
+    if matches!(
+        kind,
+        Kind::Reduce(ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Mean)
+    ) && *dtype == DataType::Bool
+    {
+        return Err(cx.error("bool is not a numeric type"));
+    }
+    let Some(dims) = shape.dims() else {
+        return Ok(vec![(out_dtype, PartialTensorShape::unknown_rank())]);
+    };
+    let shape = match cx.const_ints(1) {
+        Some(values) => {
+            if matches!(kind, Kind::Arg(_)) && values.len() != 1 {
+                return Err(cx.error("the dimension must be a scalar"));
+            }
+            let chosen = axes(cx, &values, dims.len())?;
+            let kept =
+                dims.iter()
+                    .enumerate()
+                    .filter_map(|(i, &d)| match (chosen.contains(&i), keep) {
+                        (false, _) => Some(d),
+                        (true, true) => Some(Some(1)),
+                        (true, false) => None,
+                    });
+            known(kept)?
+        }
+        None if keep => known(dims.iter().map(|_| None))?,
+        None => PartialTensorShape::unknown_rank(),
+    };
+    Ok(vec![(out_dtype, shape)])
+}
+
+fn reshape(cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
+    let [(dtype, input), _] = cx.exactly(2)? else {
+        unreachable!()
+    };
+    let Some(target) = cx.const_ints(1) else {
+        return Ok(vec![(*dtype, PartialTensorShape::unknown_rank())]);
+    };
+    let mut dims: Vec<Dim> = Vec::new();
+    let mut wildcard = None;
+    for (i, &d) in target.iter().enumerate() {
+        match d {
+            -1 if wildcard.is_none() => {
+                wildcard = Some(i);
+                dims.push(None);
+            }
+            d if d >= 0 => dims.push(Some(d as usize)),
+            _ => return Err(cx.error("Only one input size may be -1, not both")),
+        }
+    }
+    if let (Some(at), Some(count)) = (wildcard, input.num_elements()) {
+        let rest: usize = dims.iter().flatten().product();
+        if rest > 0 && count.is_multiple_of(rest) {
+            dims[at] = Some(count / rest);
+        } else if rest > 0 {
+            return Err(cx.error(format!(
+                "Cannot reshape a tensor with {count} elements to shape {}",
+                known(dims.clone())?
+            )));
+        }
+    } else if let (None, Some(count)) = (wildcard, input.num_elements()) {
+        let want: usize = dims.iter().flatten().product();
+        if want != count {
+            return Err(cx.error(format!(
+                "Cannot reshape a tensor with {count} elements to shape {} ({want} elements)",
+                known(dims.clone())?
+            )));
+        }
+    }
+    Ok(vec![(*dtype, known(dims)?)])
+}
+
+/// The integer values of an int32 or int64 `TensorProto` (typed fields or content; one value
+/// fills the shape), or `None` for other dtypes or malformed protos.
+pub(crate) fn proto_ints(proto: &TensorProto) -> Option<Vec<i64>> {
+    let count = proto_shape(proto).ok()?.num_elements()?;
+    let dtype = DataType::from_i32(proto.dtype).ok()?;
+    let values: Vec<i64> = match dtype {
+        DataType::Int32 if !proto.tensor_content.is_empty() => proto
+            .tensor_content
+            .chunks_exact(4)
+            .map(|c| i64::from(i32::from_le_bytes(c.try_into().unwrap_or_default())))
+            .collect(),
+        DataType::Int64 if !proto.tensor_content.is_empty() => proto
+            .tensor_content
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect(),
+        DataType::Int32 => proto.int_val.iter().map(|&v| i64::from(v)).collect(),
+        DataType::Int64 => proto.int64_val.clone(),
+        _ => return None,
+    };
+    match values.len() {
+        n if n == count => Some(values),
+        1 if count > 1 => Some(vec![values[0]; count]),
+        0 if count > 0 => Some(vec![0; count]),
+        _ => None,
+    }
+}

@@ -1,0 +1,411 @@
+//! Kernels: each op run with polytensor's eager tensor API on the session's device.
+//! Where TensorFlow's semantics differ from the kernel surface (floor division, integer
+//! division by zero, integer powers), the kernel follows TensorFlow.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
+use tensor_core::{DataType, Device, Error, Result, Scalar, Tensor};
+
+use super::{Division, Kind, Value};
+use crate::attr::Attrs;
+use crate::graph::Node;
+
+/// Variable values of a session, by variable name.
+pub(crate) type Variables = HashMap<Arc<str>, Tensor>;
+
+/// What a kernel sees: its node, the device, the session's variables and its inputs.
+pub(crate) struct RunCtx<'a> {
+    pub(crate) node: &'a Node,
+    pub(crate) device: &'a Arc<dyn Device>,
+    pub(crate) variables: &'a mut Variables,
+    pub(crate) inputs: Vec<Value>,
+}
+
+impl RunCtx<'_> {
+    fn attrs(&self) -> Attrs<'_> {
+        Attrs {
+            node: &self.node.name,
+            attrs: &self.node.attrs,
+        }
+    }
+
+    /// Input `i` as a tensor (a reference variable reads its value).
+    fn tensor(&self, i: usize) -> Result<Tensor> {
+        match &self.inputs[i] {
+            Value::Tensor(t) => Ok(t.clone()),
+            Value::Ref(name) => self.variables.get(name).cloned().ok_or_else(|| {
+                Error::invalid(format!("Attempting to use uninitialized value {name}"))
+            }),
+            Value::Resource(_) => Err(Error::invalid(format!(
+                "input {i} of '{}' is a resource handle, not a tensor",
+                self.node.name
+            ))),
+        }
+    }
+
+    /// Input `i` as a variable name (a resource handle or a reference).
+    fn variable(&self, i: usize) -> Result<Arc<str>> {
+        match &self.inputs[i] {
+            Value::Resource(name) | Value::Ref(name) => Ok(name.clone()),
+            Value::Tensor(_) => Err(Error::invalid(format!(
+                "input {i} of '{}' is not a variable",
+                self.node.name
+            ))),
+        }
+    }
+
+    /// Input `i`'s elements as integers (axes, dims, perms), read on the host.
+    fn ints(&self, i: usize) -> Result<Vec<i64>> {
+        self.tensor(i)?
+            .to_scalars()?
+            .into_iter()
+            .map(|s| match s {
+                Scalar::I64(v) => Ok(v),
+                Scalar::U64(v) => i64::try_from(v).map_err(|_| Error::invalid("index overflow")),
+                _ => Err(Error::invalid(format!(
+                    "input {i} of '{}' must be integers",
+                    self.node.name
+                ))),
+            })
+            .collect()
+    }
+
+    fn zero(&self, dtype: DataType) -> Result<Tensor> {
+        Tensor::zeros([0usize; 0], dtype, self.device)
+    }
+
+    /// Whether any element of `t` satisfies `op` against zero.
+    fn any_vs_zero(&self, t: &Tensor, op: BinaryOp) -> Result<bool> {
+        let hits = t
+            .binary(op, &self.zero(t.dtype())?)?
+            .cast(DataType::Int32)?;
+        Ok(hits.num_elements() > 0 && hits.reduce_all(ReduceOp::Max)?.item::<i32>()? > 0)
+    }
+
+    /// The current value of variable `name`, or TensorFlow's error for a missing one.
+    fn read_variable(&self, name: &str) -> Result<Tensor> {
+        self.variables.get(name).cloned().ok_or_else(|| {
+            let status = if self.variables.is_empty() {
+                "Container localhost does not exist.".to_string()
+            } else {
+                format!("Resource localhost/{name}/N10tensorflow3VarE does not exist.")
+            };
+            Error::invalid(format!(
+                "Could not find variable {name}. This could mean that the variable has been \
+                 deleted. In TF1, it can also mean the variable is uninitialized. Debug info: \
+                 container=localhost, status error message={status} (Could not find resource: \
+                 localhost/{name})"
+            ))
+        })
+    }
+
+    fn check_dtype(&self, value: &Tensor, want: DataType) -> Result<()> {
+        if value.dtype() == want {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!(
+                "Trying to assign variable with wrong dtype. Expected {} got {}",
+                super::cpp_dtype_name(want),
+                super::cpp_dtype_name(value.dtype())
+            )))
+        }
+    }
+
+    /// The variable's name: `shared_name`, or the node's own name.
+    fn variable_name(&self) -> Result<Arc<str>> {
+        let shared = self.attrs().string_or("shared_name", "")?;
+        Ok(if shared.is_empty() {
+            self.node.name.clone()
+        } else {
+            shared.into()
+        })
+    }
+}
+
+/// Run a node of `kind`.
+pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Vec<Value>> {
+    let one = |t: Tensor| Ok(vec![Value::Tensor(t)]);
+    match kind {
+        Kind::Const => one(Tensor::from_proto(cx.attrs().tensor("value")?, cx.device)?),
+        Kind::Placeholder => {
+            let attrs = cx.attrs();
+            Err(Error::invalid(format!(
+                "You must feed a value for placeholder tensor '{}' with dtype {} and shape {}",
+                cx.node.name,
+                super::cpp_dtype_name(attrs.dtype("dtype")?),
+                attrs.shape_or_unknown("shape")?
+            )))
+        }
+        Kind::Identity => one(cx.tensor(0)?),
+        Kind::IdentityN => (0..cx.inputs.len())
+            .map(|i| cx.tensor(i).map(Value::Tensor))
+            .collect(),
+        Kind::NoOp => Ok(Vec::new()),
+        Kind::Binary(op) => {
+            let (a, b) = (cx.tensor(0)?, cx.tensor(1)?);
+            if op == BinaryOp::Pow && b.dtype().is_integer() && cx.any_vs_zero(&b, BinaryOp::Lt)? {
+                return Err(Error::invalid(
+                    "Integers to negative integer powers are not allowed",
+                ));
+            }
+            one(a.binary(op, &b)?)
+        }
+        Kind::Compare(op) => one(cx.tensor(0)?.binary(op, &cx.tensor(1)?)?),
+        Kind::Division(division) => one(divide(cx, division)?),
+        Kind::Unary(op) => one(cx.tensor(0)?.unary(op)?),
+        Kind::Cast => one(cx.tensor(0)?.cast(cx.attrs().dtype("DstT")?)?),
+        Kind::Select => one(cx.tensor(0)?.where_(&cx.tensor(1)?, &cx.tensor(2)?)?),
+        Kind::MatMul | Kind::BatchMatMul => {
+            let attrs = cx.attrs();
+            let (ta, tb) = if kind == Kind::MatMul {
+                (
+                    attrs.bool_or("transpose_a", false)?,
+                    attrs.bool_or("transpose_b", false)?,
+                )
+            } else {
+                (
+                    attrs.bool_or("adj_x", false)?,
+                    attrs.bool_or("adj_y", false)?,
+                )
+            };
+            let (a, b) = (cx.tensor(0)?, cx.tensor(1)?);
+            if kind == Kind::BatchMatMul && (ta || tb) && a.dtype().is_complex() {
+                return Err(Error::invalid(
+                    "BatchMatMulV2 with adj_x/adj_y on complex tensors (conjugation) is not \
+                     supported",
+                ));
+            }
+            one(a.matmul_t(&b, ta, tb)?)
+        }
+        Kind::Reduce(op) => {
+            let x = cx.tensor(0)?;
+            let axes: Vec<isize> = cx.ints(1)?.iter().map(|&a| a as isize).collect();
+            if axes.is_empty() {
+                return one(x);
+            }
+            one(x.reduce(op, &axes, cx.attrs().bool_or("keep_dims", false)?)?)
+        }
+        Kind::Arg(op) => {
+            let axis = match cx.ints(1)?[..] {
+                [axis] => axis as isize,
+                _ => {
+                    return Err(Error::invalid(
+                        "the dimension of ArgMax/ArgMin must be a scalar",
+                    ))
+                }
+            };
+            let out = cx.attrs().dtype_or("output_type", DataType::Int64)?;
+            one(cx.tensor(0)?.reduce(op, &[axis], false)?.cast(out)?)
+        }
+        Kind::Reshape => {
+            let x = cx.tensor(0)?;
+            let dims = resolve_reshape(&cx.ints(1)?, x.num_elements())?;
+            one(x.contiguous()?.reshape(dims)?)
+        }
+        Kind::Transpose => {
+            let perm = cx.ints(1)?;
+            let perm: Vec<usize> = perm
+                .iter()
+                .map(|&p| usize::try_from(p).map_err(|_| Error::invalid("negative perm entry")))
+                .collect::<Result<_>>()?;
+            one(cx.tensor(0)?.permute(&perm)?)
+        }
+        Kind::ExpandDims => match cx.ints(1)?[..] {
+            [dim] => one(cx.tensor(0)?.unsqueeze(dim as isize)?),
+            _ => Err(Error::invalid("ExpandDims takes one dim")),
+        },
+        Kind::Squeeze => {
+            let x = cx.tensor(0)?;
+            let named = cx.attrs().ints("squeeze_dims")?;
+            let rank = x.rank() as i64;
+            let mut dims: Vec<i64> = if named.is_empty() {
+                (0..rank).filter(|&i| x.dims()[i as usize] == 1).collect()
+            } else {
+                named
+                    .iter()
+                    .map(|&d| if d < 0 { d + rank } else { d })
+                    .collect()
+            };
+            dims.sort_unstable();
+            dims.dedup();
+            let mut out = x;
+            for &d in dims.iter().rev() {
+                out = out.squeeze(d as isize)?;
+            }
+            one(out)
+        }
+        Kind::Shape => {
+            let dims: Vec<i64> = cx.tensor(0)?.dims().iter().map(|&d| d as i64).collect();
+            let out = cx.attrs().dtype_or("out_type", DataType::Int32)?;
+            one(Tensor::from_vec(dims, cx.device)?.cast(out)?)
+        }
+        Kind::Fill => {
+            let dims: Vec<usize> = cx
+                .ints(0)?
+                .iter()
+                .map(|&d| usize::try_from(d).map_err(|_| Error::invalid("negative dim in Fill")))
+                .collect::<Result<_>>()?;
+            one(cx.tensor(1)?.broadcast_to(dims)?.contiguous()?)
+        }
+        Kind::Range => {
+            let scalar = |i: usize| -> Result<Scalar> {
+                let values = cx.tensor(i)?.to_scalars()?;
+                values
+                    .first()
+                    .copied()
+                    .ok_or_else(|| Error::invalid("Range takes scalars"))
+            };
+            let dtype = cx.tensor(0)?.dtype();
+            let out = cx.attrs().dtype_or("Tidx", dtype)?;
+            one(Tensor::arange(
+                scalar(0)?,
+                scalar(1)?,
+                scalar(2)?,
+                out,
+                cx.device,
+            )?)
+        }
+        Kind::AddN => {
+            let mut sum = cx.tensor(0)?;
+            for i in 1..cx.inputs.len() {
+                sum = sum.binary(BinaryOp::Add, &cx.tensor(i)?)?;
+            }
+            one(sum)
+        }
+        Kind::VarHandle => Ok(vec![Value::Resource(cx.variable_name()?)]),
+        Kind::RefVariable => Ok(vec![Value::Ref(cx.variable_name()?)]),
+        Kind::ReadVariable => {
+            let value = cx.read_variable(&cx.variable(0)?)?;
+            let want = cx.attrs().dtype("dtype")?;
+            if value.dtype() != want {
+                return Err(Error::invalid(format!(
+                    "Trying to read variable with wrong dtype. Expected {} got {}",
+                    super::cpp_dtype_name(value.dtype()),
+                    super::cpp_dtype_name(want)
+                )));
+            }
+            one(value)
+        }
+        Kind::AssignVariable => {
+            let (name, value) = (cx.variable(0)?, cx.tensor(1)?);
+            cx.check_dtype(&value, cx.attrs().dtype("dtype")?)?;
+            cx.variables.insert(name, value);
+            Ok(Vec::new())
+        }
+        Kind::AssignAddVariable => {
+            let name = cx.variable(0)?;
+            let sum = cx
+                .read_variable(&name)?
+                .binary(BinaryOp::Add, &cx.tensor(1)?)?;
+            cx.variables.insert(name, sum);
+            Ok(Vec::new())
+        }
+        Kind::VarIsInitialized => {
+            let name = cx.variable(0)?;
+            one(Tensor::scalar(cx.variables.contains_key(&name), cx.device)?)
+        }
+        Kind::RefAssign => {
+            let (name, value) = (cx.variable(0)?, cx.tensor(1)?);
+            if let Some(old) = cx.variables.get(&name) {
+                cx.check_dtype(&value, old.dtype())?;
+            }
+            cx.variables.insert(name.clone(), value);
+            Ok(vec![Value::Ref(name)])
+        }
+        Kind::RefAssignAdd => {
+            let name = cx.variable(0)?;
+            let sum = cx.tensor(0)?.binary(BinaryOp::Add, &cx.tensor(1)?)?;
+            cx.variables.insert(name.clone(), sum);
+            Ok(vec![Value::Ref(name)])
+        }
+    }
+}
+
+/// TensorFlow's division ops on top of the kernel surface's truncating `Div` and `Rem`.
+fn divide(cx: &RunCtx<'_>, division: Division) -> Result<Tensor> {
+    let (a, b) = (cx.tensor(0)?, cx.tensor(1)?);
+    let dtype = a.dtype();
+    if dtype.is_integer() && cx.any_vs_zero(&b, BinaryOp::Eq)? {
+        return Err(Error::invalid("Integer division by zero"));
+    }
+    let quotient = || a.binary(BinaryOp::Div, &b);
+    let remainder = || a.binary(BinaryOp::Rem, &b);
+    // Where the truncated remainder is non-zero and its sign differs from the divisor's,
+    // flooring moves the quotient down by one and the remainder up by the divisor.
+    let floor_adjust = |r: &Tensor| -> Result<Tensor> {
+        let zero = cx.zero(dtype)?;
+        let nonzero = r.binary(BinaryOp::Ne, &zero)?;
+        let signs_differ = r
+            .binary(BinaryOp::Lt, &zero)?
+            .binary(BinaryOp::Xor, &b.binary(BinaryOp::Lt, &zero)?)?;
+        nonzero.binary(BinaryOp::And, &signs_differ)?.cast(dtype)
+    };
+    match division {
+        Division::Real => quotient(),
+        Division::Truncate if dtype.is_integer() => quotient(),
+        Division::Truncate => {
+            let q = quotient()?;
+            let negative = q.binary(BinaryOp::Lt, &cx.zero(dtype)?)?;
+            negative.where_(&q.unary(UnaryOp::Ceil)?, &q.unary(UnaryOp::Floor)?)
+        }
+        Division::TruncateMod => remainder(),
+        Division::Floor if dtype.is_integer() => {
+            quotient()?.binary(BinaryOp::Sub, &floor_adjust(&remainder()?)?)
+        }
+        Division::Floor => quotient()?.unary(UnaryOp::Floor),
+        Division::FloorMod => {
+            let r = remainder()?;
+            r.binary(BinaryOp::Add, &floor_adjust(&r)?.binary(BinaryOp::Mul, &b)?)
+        }
+    }
+}
+
+/// Reshape dims with at most one `-1`, resolved against `count` elements.
+fn resolve_reshape(target: &[i64], count: usize) -> Result<Vec<usize>> {
+    let bad = || {
+        Error::invalid(format!(
+            "Input to reshape is a tensor with {count} values, but the requested shape is {target:?}"
+        ))
+    };
+    let mut wildcard = None;
+    let mut dims = Vec::with_capacity(target.len());
+    for (i, &d) in target.iter().enumerate() {
+        match d {
+            -1 if wildcard.is_none() => {
+                wildcard = Some(i);
+                dims.push(1);
+            }
+            d => dims.push(usize::try_from(d).map_err(|_| bad())?),
+        }
+    }
+    let known = dims
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(bad)?;
+    if let Some(at) = wildcard {
+        if known == 0 || !count.is_multiple_of(known) {
+            return Err(bad());
+        }
+        dims[at] = count / known;
+    } else if known != count {
+        return Err(bad());
+    }
+    Ok(dims)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve_reshape;
+
+    #[test]
+    fn reshape_dims_resolve_one_wildcard() {
+        assert_eq!(resolve_reshape(&[2, -1], 6).unwrap(), [2, 3]);
+        assert_eq!(resolve_reshape(&[6], 6).unwrap(), [6]);
+        assert!(resolve_reshape(&[4, -1], 6).is_err());
+        assert!(resolve_reshape(&[-1, -1], 6).is_err());
+        assert!(resolve_reshape(&[-2, 3], 6).is_err());
+        assert!(resolve_reshape(&[i64::MAX, i64::MAX], 6).is_err());
+    }
+}

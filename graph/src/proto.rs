@@ -1,0 +1,168 @@
+//! TensorFlow's graph messages (`graph.proto`, `node_def.proto`, `attr_value.proto`,
+//! `versions.proto`, `function.proto`) with TensorFlow's field numbers, derived by `prost`.
+//! Tensors and shapes reuse tensor-core's `TensorProto` and `TensorShapeProto`.
+//!
+//! `NodeDef.attr` is a `BTreeMap`, so encoding writes attributes sorted by key, as
+//! TensorFlow's deterministic serialization does.
+
+use std::collections::BTreeMap;
+
+use tensor_core::proto::{TensorProto, TensorShapeProto};
+
+/// TensorFlow's `GraphDef`: the nodes of a graph, its versions and its function library.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct GraphDef {
+    /// The nodes, in any order (TensorFlow writes them in creation order).
+    #[prost(message, repeated, tag = "1")]
+    pub node: Vec<NodeDef>,
+    /// Functions the graph may call (polytensor runs graphs that call none).
+    #[prost(message, optional, tag = "2")]
+    pub library: Option<FunctionDefLibrary>,
+    /// The deprecated single version number.
+    #[prost(int32, tag = "3")]
+    pub version: i32,
+    /// Producer and consumer versions.
+    #[prost(message, optional, tag = "4")]
+    pub versions: Option<VersionDef>,
+}
+
+/// TensorFlow's `NodeDef`: one operation.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NodeDef {
+    /// The unique name.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// The op type (`AddV2`, `Const`, ...).
+    #[prost(string, tag = "2")]
+    pub op: String,
+    /// Inputs: `node`, `node:index`, or `^node` for a control input (control inputs last).
+    #[prost(string, repeated, tag = "3")]
+    pub input: Vec<String>,
+    /// The requested device (`/device:CPU:0`), or empty.
+    #[prost(string, tag = "4")]
+    pub device: String,
+    /// Attributes by name; attributes left at their default may be absent.
+    #[prost(btree_map = "string, message", tag = "5")]
+    pub attr: BTreeMap<String, AttrValue>,
+}
+
+/// TensorFlow's `AttrValue`: one attribute value.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct AttrValue {
+    /// The value, one of its kinds.
+    #[prost(oneof = "AttrKind", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10")]
+    pub value: Option<AttrKind>,
+}
+
+/// The kinds of an [`AttrValue`] (its `value` oneof).
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum AttrKind {
+    /// A list of values of one kind.
+    #[prost(message, tag = "1")]
+    List(ListValue),
+    /// Bytes (a string).
+    #[prost(bytes = "vec", tag = "2")]
+    S(Vec<u8>),
+    /// An integer.
+    #[prost(int64, tag = "3")]
+    I(i64),
+    /// A float.
+    #[prost(float, tag = "4")]
+    F(f32),
+    /// A bool.
+    #[prost(bool, tag = "5")]
+    B(bool),
+    /// A `DataType` wire value.
+    #[prost(int32, tag = "6")]
+    Type(i32),
+    /// A shape.
+    #[prost(message, tag = "7")]
+    Shape(TensorShapeProto),
+    /// A tensor.
+    #[prost(message, tag = "8")]
+    Tensor(TensorProto),
+    /// A placeholder for a function attribute (only inside function bodies).
+    #[prost(string, tag = "9")]
+    Placeholder(String),
+    /// A function and its attributes.
+    #[prost(message, tag = "10")]
+    Func(NameAttrList),
+}
+
+/// TensorFlow's `AttrValue.ListValue`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ListValue {
+    /// Strings.
+    #[prost(bytes = "vec", repeated, tag = "2")]
+    pub s: Vec<Vec<u8>>,
+    /// Integers.
+    #[prost(int64, repeated, tag = "3")]
+    pub i: Vec<i64>,
+    /// Floats.
+    #[prost(float, repeated, tag = "4")]
+    pub f: Vec<f32>,
+    /// Bools.
+    #[prost(bool, repeated, tag = "5")]
+    pub b: Vec<bool>,
+    /// `DataType` wire values.
+    #[prost(int32, repeated, tag = "6")]
+    pub r#type: Vec<i32>,
+    /// Shapes.
+    #[prost(message, repeated, tag = "7")]
+    pub shape: Vec<TensorShapeProto>,
+    /// Tensors.
+    #[prost(message, repeated, tag = "8")]
+    pub tensor: Vec<TensorProto>,
+    /// Functions.
+    #[prost(message, repeated, tag = "9")]
+    pub func: Vec<NameAttrList>,
+}
+
+/// TensorFlow's `NameAttrList`: a function name with attributes.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NameAttrList {
+    /// The function's name.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// Its attributes.
+    #[prost(btree_map = "string, message", tag = "2")]
+    pub attr: BTreeMap<String, AttrValue>,
+}
+
+/// TensorFlow's `VersionDef`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct VersionDef {
+    /// The version of the code that wrote the graph.
+    #[prost(int32, tag = "1")]
+    pub producer: i32,
+    /// The oldest consumer version that can read it.
+    #[prost(int32, tag = "2")]
+    pub min_consumer: i32,
+    /// Consumer versions known not to read it.
+    #[prost(int32, repeated, tag = "3")]
+    pub bad_consumers: Vec<i32>,
+}
+
+/// TensorFlow's `FunctionDefLibrary`, read for the names of its functions only.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FunctionDefLibrary {
+    /// The functions.
+    #[prost(message, repeated, tag = "1")]
+    pub function: Vec<FunctionDef>,
+}
+
+/// TensorFlow's `FunctionDef`, read for its signature's name only.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FunctionDef {
+    /// The signature.
+    #[prost(message, optional, tag = "1")]
+    pub signature: Option<OpSignature>,
+}
+
+/// The name of a function's signature (`OpDef.name`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct OpSignature {
+    /// The function's name, which nodes use as their op type to call it.
+    #[prost(string, tag = "1")]
+    pub name: String,
+}
