@@ -8,7 +8,9 @@ use std::sync::Arc;
 use tensor_core::{Device, Error, Result, Tensor};
 
 use crate::graph::{python_shape, Graph, Operation, Output};
-use crate::ops::kernels::{self, RunCtx, Variables};
+use smallvec::smallvec;
+
+use crate::ops::kernels::{self, Outputs, RunCtx, Variables};
 use crate::ops::{self, Kind, Value};
 
 /// TensorFlow's `Session` over a snapshot of a graph, on one device: every operation runs
@@ -30,6 +32,9 @@ pub struct Session {
     device: Arc<dyn Device>,
     variables: Variables,
     plans: HashMap<Signature, Arc<Plan>>,
+    /// `Const` values already on the device, by node: decoded once, as TensorFlow's
+    /// `Const` kernel holds its tensor.
+    constants: Vec<Option<Tensor>>,
 }
 
 /// What a plan depends on: fed tensors, fetched tensors and target operations.
@@ -52,6 +57,9 @@ struct Step {
     node: usize,
     kind: Kind,
     inputs: Vec<Source>,
+    /// Nodes whose outputs no later step and no fetch reads: released after this step, as
+    /// TensorFlow's executor drops a tensor when its last consumer has run.
+    release: Vec<usize>,
 }
 
 /// Where a value comes from while a plan runs.
@@ -72,12 +80,19 @@ impl Session {
             device,
             variables: Variables::new(),
             plans: HashMap::new(),
+            constants: vec![None; graph.len()],
         }
     }
 
     /// The device every operation runs on.
     pub fn device(&self) -> &Arc<dyn Device> {
         &self.device
+    }
+
+    /// How many execution plans the session has cached (one per distinct signature of
+    /// feeds, fetches and targets).
+    pub fn cached_plans(&self) -> usize {
+        self.plans.len()
     }
 
     /// The graph this session runs.
@@ -241,38 +256,45 @@ impl Session {
                     node,
                     kind,
                     inputs: n.inputs.iter().map(|&input| source(input)).collect(),
+                    release: Vec::new(),
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(Plan {
-            steps,
-            fetches: signature.fetches.iter().map(|&f| source(f)).collect(),
-        })
+        let mut steps: Vec<Step> = steps;
+        let fetches: Vec<Source> = signature.fetches.iter().map(|&f| source(f)).collect();
+        // The last step reading each node's outputs releases them (fetched nodes never).
+        let mut last_reader: HashMap<usize, usize> = HashMap::new();
+        for (at, step) in steps.iter().enumerate() {
+            for input in &step.inputs {
+                if let Source::Node { node, .. } = *input {
+                    last_reader.insert(node, at);
+                }
+            }
+        }
+        for source in &fetches {
+            if let Source::Node { node, .. } = *source {
+                last_reader.remove(&node);
+            }
+        }
+        for (node, at) in last_reader {
+            steps[at].release.push(node);
+        }
+        Ok(Plan { steps, fetches })
     }
 
     fn execute(&mut self, plan: &Plan, fed: &[Value]) -> Result<Vec<Tensor>> {
-        let mut values: Vec<Option<Vec<Value>>> = vec![None; self.graph.nodes.len()];
-        let read = |values: &[Option<Vec<Value>>], source: Source| -> Result<Value> {
-            match source {
-                Source::Feed(i) => Ok(fed[i].clone()),
-                Source::Node { node, index } => values[node]
-                    .as_ref()
-                    .and_then(|outputs| outputs.get(index))
-                    .cloned()
-                    .ok_or_else(|| {
-                        Error::invalid(format!(
-                            "output {index} of '{}' was not produced",
-                            self.graph.nodes[node].name
-                        ))
-                    }),
-            }
-        };
+        let mut values: Vec<Option<Outputs>> = vec![None; self.graph.nodes.len()];
+        let graph = &self.graph;
         for step in &plan.steps {
-            let node = &self.graph.nodes[step.node];
+            let node = &graph.nodes[step.node];
+            if let Some(constant) = &self.constants[step.node] {
+                values[step.node] = Some(smallvec![Value::Tensor(constant.clone())]);
+                continue;
+            }
             let inputs = step
                 .inputs
                 .iter()
-                .map(|&s| read(&values, s))
+                .map(|&s| read_value(&values, fed, graph, s))
                 .collect::<Result<_>>()?;
             let mut cx = RunCtx {
                 node,
@@ -281,20 +303,50 @@ impl Session {
                 inputs,
             };
             let outputs = kernels::run(step.kind, &mut cx).map_err(|e| in_node(e, node))?;
+            drop(cx);
+            if let (Kind::Const, [Value::Tensor(t)]) = (step.kind, outputs.as_slice()) {
+                self.constants[step.node] = Some(t.clone());
+            }
             values[step.node] = Some(outputs);
+            for &done in &step.release {
+                values[done] = None;
+            }
         }
         plan.fetches
             .iter()
-            .map(|&source| match read(&values, source)? {
-                Value::Tensor(t) => Ok(t),
-                Value::Ref(name) => self.variables.get(&name).cloned().ok_or_else(|| {
-                    Error::invalid(format!("Attempting to use uninitialized value {name}"))
-                }),
-                Value::Resource(name) => Err(Error::invalid(format!(
-                    "cannot fetch the resource handle of variable {name}"
-                ))),
-            })
+            .map(
+                |&source| match read_value(&values, fed, graph, source)?.clone() {
+                    Value::Tensor(t) => Ok(t),
+                    Value::Ref(name) => self.variables.get(&name).cloned().ok_or_else(|| {
+                        Error::invalid(format!("Attempting to use uninitialized value {name}"))
+                    }),
+                    Value::Resource(name) => Err(Error::invalid(format!(
+                        "cannot fetch the resource handle of variable {name}"
+                    ))),
+                },
+            )
             .collect()
+    }
+}
+
+/// The value `source` names while a plan runs.
+fn read_value<'v>(
+    values: &'v [Option<Outputs>],
+    fed: &'v [Value],
+    graph: &Graph,
+    source: Source,
+) -> Result<&'v Value> {
+    match source {
+        Source::Feed(i) => Ok(&fed[i]),
+        Source::Node { node, index } => values[node]
+            .as_ref()
+            .and_then(|outputs| outputs.get(index))
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "output {index} of '{}' was not produced",
+                    graph.nodes[node].name
+                ))
+            }),
     }
 }
 

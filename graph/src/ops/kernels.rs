@@ -2,8 +2,11 @@
 //! Where TensorFlow's semantics differ from the kernel surface (floor division, integer
 //! division by zero, integer powers), the kernel follows TensorFlow.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+use smallvec::{smallvec, SmallVec};
 
 use tensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
 use tensor_core::{DataType, Device, Error, Result, Scalar, Tensor};
@@ -20,8 +23,11 @@ pub(crate) struct RunCtx<'a> {
     pub(crate) node: &'a Node,
     pub(crate) device: &'a Arc<dyn Device>,
     pub(crate) variables: &'a mut Variables,
-    pub(crate) inputs: Vec<Value>,
+    pub(crate) inputs: SmallVec<[&'a Value; 4]>,
 }
+
+/// A kernel's outputs (most ops have one).
+pub(crate) type Outputs = SmallVec<[Value; 1]>;
 
 impl RunCtx<'_> {
     fn attrs(&self) -> Attrs<'_> {
@@ -32,10 +38,10 @@ impl RunCtx<'_> {
     }
 
     /// Input `i` as a tensor (a reference variable reads its value).
-    fn tensor(&self, i: usize) -> Result<Tensor> {
-        match &self.inputs[i] {
-            Value::Tensor(t) => Ok(t.clone()),
-            Value::Ref(name) => self.variables.get(name).cloned().ok_or_else(|| {
+    fn tensor(&self, i: usize) -> Result<Cow<'_, Tensor>> {
+        match self.inputs[i] {
+            Value::Tensor(t) => Ok(Cow::Borrowed(t)),
+            Value::Ref(name) => self.variables.get(name).map(Cow::Borrowed).ok_or_else(|| {
                 Error::invalid(format!("Attempting to use uninitialized value {name}"))
             }),
             Value::Resource(_) => Err(Error::invalid(format!(
@@ -47,7 +53,7 @@ impl RunCtx<'_> {
 
     /// Input `i` as a variable name (a resource handle or a reference).
     fn variable(&self, i: usize) -> Result<Arc<str>> {
-        match &self.inputs[i] {
+        match self.inputs[i] {
             Value::Resource(name) | Value::Ref(name) => Ok(name.clone()),
             Value::Tensor(_) => Err(Error::invalid(format!(
                 "input {i} of '{}' is not a variable",
@@ -125,8 +131,8 @@ impl RunCtx<'_> {
 }
 
 /// Run a node of `kind`.
-pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Vec<Value>> {
-    let one = |t: Tensor| Ok(vec![Value::Tensor(t)]);
+pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Outputs> {
+    let one = |t: Tensor| Ok(smallvec![Value::Tensor(t)]);
     match kind {
         Kind::Const => one(Tensor::from_proto(cx.attrs().tensor("value")?, cx.device)?),
         Kind::Placeholder => {
@@ -138,11 +144,11 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Vec<Value>> {
                 attrs.shape_or_unknown("shape")?
             )))
         }
-        Kind::Identity => one(cx.tensor(0)?),
+        Kind::Identity => one(cx.tensor(0)?.into_owned()),
         Kind::IdentityN => (0..cx.inputs.len())
-            .map(|i| cx.tensor(i).map(Value::Tensor))
+            .map(|i| cx.tensor(i).map(|t| Value::Tensor(t.into_owned())))
             .collect(),
-        Kind::NoOp => Ok(Vec::new()),
+        Kind::NoOp => Ok(Outputs::new()),
         Kind::Binary(op) => {
             let (a, b) = (cx.tensor(0)?, cx.tensor(1)?);
             if op == BinaryOp::Pow && b.dtype().is_integer() && cx.any_vs_zero(&b, BinaryOp::Lt)? {
@@ -152,11 +158,11 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Vec<Value>> {
             }
             one(a.binary(op, &b)?)
         }
-        Kind::Compare(op) => one(cx.tensor(0)?.binary(op, &cx.tensor(1)?)?),
+        Kind::Compare(op) => one(cx.tensor(0)?.binary(op, &*cx.tensor(1)?)?),
         Kind::Division(division) => one(divide(cx, division)?),
         Kind::Unary(op) => one(cx.tensor(0)?.unary(op)?),
         Kind::Cast => one(cx.tensor(0)?.cast(cx.attrs().dtype("DstT")?)?),
-        Kind::Select => one(cx.tensor(0)?.where_(&cx.tensor(1)?, &cx.tensor(2)?)?),
+        Kind::Select => one(cx.tensor(0)?.where_(&*cx.tensor(1)?, &*cx.tensor(2)?)?),
         Kind::MatMul | Kind::BatchMatMul => {
             let attrs = cx.attrs();
             let (ta, tb) = if kind == Kind::MatMul {
@@ -183,7 +189,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Vec<Value>> {
             let x = cx.tensor(0)?;
             let axes: Vec<isize> = cx.ints(1)?.iter().map(|&a| a as isize).collect();
             if axes.is_empty() {
-                return one(x);
+                return one(x.into_owned());
             }
             one(x.reduce(op, &axes, cx.attrs().bool_or("keep_dims", false)?)?)
         }
@@ -230,7 +236,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Vec<Value>> {
             };
             dims.sort_unstable();
             dims.dedup();
-            let mut out = x;
+            let mut out = x.into_owned();
             for &d in dims.iter().rev() {
                 out = out.squeeze(d as isize)?;
             }
@@ -268,14 +274,14 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Vec<Value>> {
             )?)
         }
         Kind::AddN => {
-            let mut sum = cx.tensor(0)?;
+            let mut sum = cx.tensor(0)?.into_owned();
             for i in 1..cx.inputs.len() {
-                sum = sum.binary(BinaryOp::Add, &cx.tensor(i)?)?;
+                sum = sum.binary(BinaryOp::Add, &*cx.tensor(i)?)?;
             }
             one(sum)
         }
-        Kind::VarHandle => Ok(vec![Value::Resource(cx.variable_name()?)]),
-        Kind::RefVariable => Ok(vec![Value::Ref(cx.variable_name()?)]),
+        Kind::VarHandle => Ok(smallvec![Value::Resource(cx.variable_name()?)]),
+        Kind::RefVariable => Ok(smallvec![Value::Ref(cx.variable_name()?)]),
         Kind::ReadVariable => {
             let value = cx.read_variable(&cx.variable(0)?)?;
             let want = cx.attrs().dtype("dtype")?;
@@ -289,36 +295,36 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Vec<Value>> {
             one(value)
         }
         Kind::AssignVariable => {
-            let (name, value) = (cx.variable(0)?, cx.tensor(1)?);
+            let (name, value) = (cx.variable(0)?, cx.tensor(1)?.into_owned());
             cx.check_dtype(&value, cx.attrs().dtype("dtype")?)?;
             cx.variables.insert(name, value);
-            Ok(Vec::new())
+            Ok(Outputs::new())
         }
         Kind::AssignAddVariable => {
             let name = cx.variable(0)?;
             let sum = cx
                 .read_variable(&name)?
-                .binary(BinaryOp::Add, &cx.tensor(1)?)?;
+                .binary(BinaryOp::Add, &*cx.tensor(1)?)?;
             cx.variables.insert(name, sum);
-            Ok(Vec::new())
+            Ok(Outputs::new())
         }
         Kind::VarIsInitialized => {
             let name = cx.variable(0)?;
             one(Tensor::scalar(cx.variables.contains_key(&name), cx.device)?)
         }
         Kind::RefAssign => {
-            let (name, value) = (cx.variable(0)?, cx.tensor(1)?);
+            let (name, value) = (cx.variable(0)?, cx.tensor(1)?.into_owned());
             if let Some(old) = cx.variables.get(&name) {
                 cx.check_dtype(&value, old.dtype())?;
             }
             cx.variables.insert(name.clone(), value);
-            Ok(vec![Value::Ref(name)])
+            Ok(smallvec![Value::Ref(name)])
         }
         Kind::RefAssignAdd => {
             let name = cx.variable(0)?;
-            let sum = cx.tensor(0)?.binary(BinaryOp::Add, &cx.tensor(1)?)?;
+            let sum = cx.tensor(0)?.binary(BinaryOp::Add, &*cx.tensor(1)?)?;
             cx.variables.insert(name.clone(), sum);
-            Ok(vec![Value::Ref(name)])
+            Ok(smallvec![Value::Ref(name)])
         }
     }
 }

@@ -1,0 +1,446 @@
+//! The graph layer on cpu:0: names, printing, inference errors, sessions, variables and
+//! TensorFlow's op semantics. (TensorFlow's own graphs are run on every device by the
+//! facade's `tests/graph_golden.rs`.)
+
+use std::sync::Arc;
+
+use backend_cpu::CpuDevice;
+use graph::proto::{FunctionDef, FunctionDefLibrary, GraphDef, NodeDef, OpSignature};
+use graph::{int_list, Graph, Output, Session};
+use tensor_core::{DataType, Device, PartialTensorShape, Tensor};
+
+fn cpu() -> Arc<dyn Device> {
+    CpuDevice::shared()
+}
+
+fn run1(g: &Graph, fetch: &Output) -> Tensor {
+    Session::new(g, cpu())
+        .run(&[], &[fetch], &[])
+        .unwrap()
+        .remove(0)
+}
+
+fn ints(values: &[i32], dims: &[usize], g: &mut Graph) -> Output {
+    g.constant_values(values, dims).unwrap()
+}
+
+#[test]
+fn names_are_made_unique_as_tensorflow_makes_them() {
+    let mut g = Graph::new();
+    let a = g.constant(1.0f32).unwrap();
+    let b = g.constant(2.0f32).unwrap();
+    let c = g.add(&a, &b).unwrap();
+    let d = g.add(&c, &b).unwrap();
+    assert_eq!(
+        [a.name(), b.name(), c.name(), d.name()],
+        ["Const:0", "Const_1:0", "add:0", "add_1:0"]
+    );
+    // Explicit names collide the same way, case-insensitively, and `x_1` asked for
+    // explicitly after `x` made it becomes `x_1_1`.
+    let x = g
+        .op("Identity")
+        .name("x")
+        .input(&a)
+        .attr("T", DataType::Float);
+    let x = x.build().unwrap();
+    let x2 = g.op("Identity").name("x").input(&a).build().unwrap();
+    let upper = g.op("Identity").name("X").input(&a).build().unwrap();
+    let x1 = g.op("Identity").name("x_1").input(&a).build().unwrap();
+    assert_eq!(
+        [x.name(), x2.name(), upper.name(), x1.name()],
+        ["x", "x_1", "X_2", "x_1_1"]
+    );
+    // Name scopes, made unique themselves, and nested.
+    let (inner, outer) = g.name_scope("layer", |g| {
+        let inner = g.name_scope("dense", |g| g.constant(1i32).unwrap());
+        (inner, g.constant(2i32).unwrap())
+    });
+    let again = g.name_scope("layer", |g| g.constant(3i32).unwrap());
+    assert_eq!(inner.name(), "layer/dense/Const:0");
+    assert_eq!(outer.name(), "layer/Const:0");
+    assert_eq!(again.name(), "layer_1/Const:0");
+    assert!(g.op("Const").name("bad name!").build().is_err());
+}
+
+#[test]
+fn symbolic_tensors_print_as_tensorflow_prints_them() {
+    let mut g = Graph::new();
+    let x = g
+        .placeholder(
+            DataType::Float,
+            &PartialTensorShape::new(&[None, Some(4)]).unwrap(),
+        )
+        .unwrap();
+    assert_eq!(
+        x.to_string(),
+        r#"Tensor("Placeholder:0", shape=(None, 4), dtype=float32)"#
+    );
+    let any = g
+        .placeholder(DataType::Int64, &PartialTensorShape::unknown_rank())
+        .unwrap();
+    assert_eq!(
+        any.to_string(),
+        r#"Tensor("Placeholder_1:0", shape=<unknown>, dtype=int64)"#
+    );
+    let v = ints(&[1, 2, 3], &[3], &mut g);
+    assert_eq!(
+        v.to_string(),
+        r#"Tensor("Const:0", shape=(3,), dtype=int32)"#
+    );
+    let w = g
+        .constant_values(&[1.0f32; 12], &[4, 3])
+        .and_then(|w| g.matmul(&x, &w))
+        .unwrap();
+    assert_eq!(
+        w.to_string(),
+        r#"Tensor("MatMul:0", shape=(None, 3), dtype=float32)"#
+    );
+}
+
+#[test]
+fn build_time_mismatches_name_the_op_and_its_inputs() {
+    let mut g = Graph::new();
+    let a = g.constant_values(&[1.0f32; 6], &[2, 3]).unwrap();
+    let b = g.constant_values(&[1.0f32; 4], &[4]).unwrap();
+    let message = g.add(&a, &b).unwrap_err().to_string();
+    assert!(
+        message.contains("AddV2 'add'")
+            && message.contains("Const:0")
+            && message.contains("Const_1:0"),
+        "{message}"
+    );
+    let i = ints(&[1], &[], &mut g);
+    assert!(g.add(&a, &i).unwrap_err().to_string().contains("one dtype"));
+    let message = g.matmul(&a, &a).unwrap_err().to_string();
+    assert!(
+        message.contains("inner dim 3") && message.contains("inner dim 2"),
+        "{message}"
+    );
+    let message = g
+        .op("Frobnicate")
+        .input(&a)
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("'Frobnicate'"), "{message}");
+}
+
+#[test]
+fn sessions_run_only_what_fetches_need_and_cache_plans() {
+    let mut g = Graph::new();
+    let x = g
+        .placeholder(
+            DataType::Float,
+            &PartialTensorShape::new(&[Some(2)]).unwrap(),
+        )
+        .unwrap();
+    let two = g.constant(2.0f32).unwrap();
+    let y = g.mul(&x, &two).unwrap();
+    let unrelated = g.add(&two, &two).unwrap();
+    let mut session = Session::new(&g, cpu());
+    // The placeholder is not needed for `unrelated`.
+    let four = session.run(&[], &[&unrelated], &[]).unwrap();
+    assert_eq!(four[0].item::<f32>().unwrap(), 4.0);
+    let feed = Tensor::from_slice(&[1.5f32, -2.0], [2], &cpu()).unwrap();
+    for _ in 0..3 {
+        let out = session.run(&[(&x, &feed)], &[&y], &[]).unwrap();
+        assert_eq!(out[0].to_vec::<f32>().unwrap(), [3.0, -4.0]);
+    }
+    assert_eq!(session.cached_plans(), 2);
+    // Feeding an intermediate tensor replaces it.
+    let fed = Tensor::from_slice(&[7.0f32, 8.0], [2], &cpu()).unwrap();
+    let out = session.run(&[(&y, &fed)], &[&y], &[]).unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), [7.0, 8.0]);
+
+    let missing = session.run(&[], &[&y], &[]).unwrap_err().to_string();
+    assert!(
+        missing.contains(
+            "You must feed a value for placeholder tensor 'Placeholder' with dtype float and shape [2]"
+        ),
+        "{missing}"
+    );
+    let wrong_dtype = Tensor::from_slice(&[1i32, 2], [2], &cpu()).unwrap();
+    let message = session
+        .run(&[(&x, &wrong_dtype)], &[&y], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("Cannot feed value of dtype int32"),
+        "{message}"
+    );
+    let wrong_shape = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &cpu()).unwrap();
+    let message = session
+        .run(&[(&x, &wrong_shape)], &[&y], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("Cannot feed value of shape (3,)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn graph_defs_that_polytensor_cannot_run_are_errors() {
+    let node = |name: &str, op: &str, inputs: &[&str]| NodeDef {
+        name: name.into(),
+        op: op.into(),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    };
+    let def = |nodes: Vec<NodeDef>| GraphDef {
+        node: nodes,
+        ..Default::default()
+    };
+    let message = Graph::from_graph_def(&def(vec![node("a", "Wibble", &[])]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("'Wibble'") && message.contains("'a'"),
+        "{message}"
+    );
+    let message = Graph::from_graph_def(&def(vec![node("a", "NoOp", &["b"])]))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("Unknown input node 'b'"), "{message}");
+    let cycle = def(vec![node("a", "NoOp", &["^b"]), node("b", "NoOp", &["^a"])]);
+    assert!(Graph::from_graph_def(&cycle)
+        .unwrap_err()
+        .to_string()
+        .contains("cycle"));
+    let mut calls = def(vec![node("a", "my_fn", &[])]);
+    calls.library = Some(FunctionDefLibrary {
+        function: vec![FunctionDef {
+            signature: Some(OpSignature {
+                name: "my_fn".into(),
+            }),
+        }],
+    });
+    assert!(Graph::from_graph_def(&calls)
+        .unwrap_err()
+        .to_string()
+        .contains("my_fn"));
+    assert!(Graph::from_graph_def_bytes(&[0xff, 0xff, 0xff]).is_err());
+    let dup = def(vec![node("a", "NoOp", &[]), node("a", "NoOp", &[])]);
+    assert!(Graph::from_graph_def(&dup)
+        .unwrap_err()
+        .to_string()
+        .contains("Duplicate"));
+}
+
+#[test]
+fn a_graph_built_here_round_trips_through_graph_def() {
+    let mut g = Graph::new();
+    let a = ints(&[1, 2, 3, 4, 5, 6], &[2, 3], &mut g);
+    let total = g.name_scope("sum", |g| {
+        let axes = ints(&[1], &[1], g);
+        g.op("Sum")
+            .input(&a)
+            .input(&axes)
+            .attr("T", DataType::Int32)
+            .attr("Tidx", DataType::Int32)
+            .attr("keep_dims", false)
+            // Attributes TensorFlow adds that do not change the result are kept and ignored.
+            .attr("_class", "loc:@a")
+            .build_output()
+            .unwrap()
+    });
+    let def = g.to_graph_def();
+    let back = Graph::from_graph_def(&def).unwrap();
+    assert_eq!(back.to_graph_def(), def);
+    let fetched = back.tensor(&total.name()).unwrap();
+    assert_eq!(run1(&back, &fetched).to_vec::<i32>().unwrap(), [6, 15]);
+}
+
+#[test]
+fn division_follows_tensorflow() {
+    let mut g = Graph::new();
+    let a = ints(&[7, -7, 7, -7], &[4], &mut g);
+    let b = ints(&[2, 2, -2, -2], &[4], &mut g);
+    let mut op = |op_type: &str| g.binary(op_type, op_type, &a, &b).unwrap();
+    let (fd, fm, td, tm) = (
+        op("FloorDiv"),
+        op("FloorMod"),
+        op("TruncateDiv"),
+        op("TruncateMod"),
+    );
+    let mut session = Session::new(&g, cpu());
+    let out = session.run(&[], &[&fd, &fm, &td, &tm], &[]).unwrap();
+    let values: Vec<Vec<i32>> = out.iter().map(|t| t.to_vec().unwrap()).collect();
+    assert_eq!(values[0], [3, -4, -4, 3]);
+    assert_eq!(values[1], [1, 1, -1, -1]);
+    assert_eq!(values[2], [3, -3, -3, 3]);
+    assert_eq!(values[3], [1, -1, 1, -1]);
+
+    let mut g = Graph::new();
+    let a = ints(&[1, 2], &[2], &mut g);
+    let zero = ints(&[1, 0], &[2], &mut g);
+    let q = g.binary("FloorDiv", "q", &a, &zero).unwrap();
+    let negative = ints(&[-1], &[], &mut g);
+    let p = g.binary("Pow", "p", &a, &negative).unwrap();
+    let mut session = Session::new(&g, cpu());
+    let message = session.run(&[], &[&q], &[]).unwrap_err().to_string();
+    assert!(message.contains("Integer division by zero"), "{message}");
+    let message = session.run(&[], &[&p], &[]).unwrap_err().to_string();
+    assert!(message.contains("negative integer powers"), "{message}");
+
+    let mut g = Graph::new();
+    let x = g.constant_values(&[7.5f32, -7.5], &[2]).unwrap();
+    let y = g.constant_values(&[2.0f32, 2.0], &[2]).unwrap();
+    let fd = g.binary("FloorDiv", "fd", &x, &y).unwrap();
+    let fm = g.binary("FloorMod", "fm", &x, &y).unwrap();
+    let out = Session::new(&g, cpu()).run(&[], &[&fd, &fm], &[]).unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), [3.0, -4.0]);
+    assert_eq!(out[1].to_vec::<f32>().unwrap(), [1.5, 0.5]);
+}
+
+#[test]
+fn array_ops_infer_and_run() {
+    let mut g = Graph::new();
+    let x = ints(&[1, 2, 3, 4, 5, 6], &[2, 3], &mut g);
+    let shape = ints(&[3, -1], &[2], &mut g);
+    let reshaped = g
+        .op("Reshape")
+        .input(&x)
+        .input(&shape)
+        .attr("T", DataType::Int32)
+        .build_output()
+        .unwrap();
+    assert_eq!(reshaped.shape().to_string(), "[3,2]");
+    let perm = ints(&[1, 0], &[2], &mut g);
+    let transposed = g
+        .op("Transpose")
+        .input(&x)
+        .input(&perm)
+        .build_output()
+        .unwrap();
+    assert_eq!(transposed.shape().to_string(), "[3,2]");
+    let dim = ints(&[0], &[], &mut g);
+    let expanded = g
+        .op("ExpandDims")
+        .input(&x)
+        .input(&dim)
+        .build_output()
+        .unwrap();
+    assert_eq!(expanded.shape().to_string(), "[1,2,3]");
+    let squeezed = g
+        .op("Squeeze")
+        .input(&expanded)
+        .attr("squeeze_dims", int_list(&[0]))
+        .build_output()
+        .unwrap();
+    assert_eq!(squeezed.shape().to_string(), "[2,3]");
+    let shape_of = g.op("Shape").input(&x).build_output().unwrap();
+    let dims = ints(&[2, 2], &[2], &mut g);
+    let nine = g.constant(9.0f32).unwrap();
+    let filled = g
+        .op("Fill")
+        .input(&dims)
+        .input(&nine)
+        .build_output()
+        .unwrap();
+    assert_eq!(filled.shape().to_string(), "[2,2]");
+    let (start, limit, delta) = (
+        ints(&[1], &[], &mut g),
+        ints(&[10], &[], &mut g),
+        ints(&[3], &[], &mut g),
+    );
+    let range = g
+        .op("Range")
+        .inputs(&[start, limit, delta])
+        .build_output()
+        .unwrap();
+    assert_eq!(range.shape().to_string(), "[3]");
+    let summed = g
+        .op("AddN")
+        .inputs(&[x.clone(), x.clone(), x.clone()])
+        .build_output()
+        .unwrap();
+    let cast = g
+        .op("Cast")
+        .input(&x)
+        .attr("DstT", DataType::Float)
+        .build_output()
+        .unwrap();
+    let stopped = g.op("StopGradient").input(&cast).build_output().unwrap();
+    let both = g
+        .op("IdentityN")
+        .inputs(&[x.clone(), cast.clone()])
+        .build()
+        .unwrap();
+    let both = g.outputs(&both).unwrap();
+    let cond = g.constant_values(&[true, false, true], &[3]).unwrap();
+    let zeros = ints(&[0], &[], &mut g);
+    let selected = g
+        .op("SelectV2")
+        .inputs(&[cond, x.clone(), zeros])
+        .build_output()
+        .unwrap();
+    let fetches = [
+        &reshaped,
+        &transposed,
+        &squeezed,
+        &shape_of,
+        &filled,
+        &range,
+        &summed,
+        &stopped,
+        &both[1],
+        &selected,
+    ];
+    let out = Session::new(&g, cpu()).run(&[], &fetches, &[]).unwrap();
+    let i = |k: usize| out[k].to_vec::<i32>().unwrap();
+    assert_eq!(i(0), [1, 2, 3, 4, 5, 6]);
+    assert_eq!(out[0].dims(), [3, 2]);
+    assert_eq!(i(1), [1, 4, 2, 5, 3, 6]);
+    assert_eq!(out[2].dims(), [2, 3]);
+    assert_eq!(i(3), [2, 3]);
+    assert_eq!(out[4].to_vec::<f32>().unwrap(), [9.0; 4]);
+    assert_eq!(i(5), [1, 4, 7]);
+    assert_eq!(i(6), [3, 6, 9, 12, 15, 18]);
+    assert_eq!(
+        out[7].to_vec::<f32>().unwrap(),
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    );
+    assert_eq!(out[8].dtype(), DataType::Float);
+    assert_eq!(i(9), [1, 0, 3, 4, 0, 6]);
+}
+
+#[test]
+fn reference_variables_live_in_the_session() {
+    let mut g = Graph::new();
+    let shape = PartialTensorShape::new(&[Some(2)]).unwrap();
+    let v = g
+        .op("VariableV2")
+        .name("v")
+        .attr("dtype", DataType::Float)
+        .attr("shape", &shape)
+        .build_output()
+        .unwrap();
+    let init_value = g.constant_values(&[1.0f32, 2.0], &[2]).unwrap();
+    let init = g
+        .op("Assign")
+        .inputs(&[v.clone(), init_value])
+        .build()
+        .unwrap();
+    let delta = g.constant_values(&[10.0f32, 10.0], &[2]).unwrap();
+    let bump = g
+        .op("AssignAdd")
+        .inputs(&[v.clone(), delta])
+        .build()
+        .unwrap();
+    let read = g.op("Identity").input(&v).build_output().unwrap();
+    let mut session = Session::new(&g, cpu());
+    let message = session.run(&[], &[&read], &[]).unwrap_err().to_string();
+    assert!(
+        message.contains("Attempting to use uninitialized value v"),
+        "{message}"
+    );
+    session.run(&[], &[], &[&init]).unwrap();
+    session.run(&[], &[], &[&bump]).unwrap();
+    session.run(&[], &[], &[&bump]).unwrap();
+    let out = session.run(&[], &[&read], &[]).unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), [21.0, 22.0]);
+    // A second session has its own variables.
+    let mut other = Session::new(&g, cpu());
+    assert!(other.run(&[], &[&read], &[]).is_err());
+}
