@@ -12,9 +12,20 @@ fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tf-golden/graph")
 }
 
-/// The cases of `index.json`, each with its JSON description.
+/// The cases of `index.json`, each with its JSON description; none (after saying why) when
+/// the shared folder is not beside the repository, unless `POLYTENSOR_REQUIRE_GOLDEN` is
+/// set (as in CI).
 fn cases() -> Vec<(String, Json)> {
     let dir = golden_dir();
+    if !dir.is_dir() {
+        assert!(
+            std::env::var_os("POLYTENSOR_REQUIRE_GOLDEN").is_none(),
+            "POLYTENSOR_REQUIRE_GOLDEN is set but {} is missing",
+            dir.display()
+        );
+        eprintln!("skipped: no TensorFlow golden graphs at {}", dir.display());
+        return Vec::new();
+    }
     let index: Json =
         serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
     index["cases"]

@@ -78,7 +78,6 @@ impl Graph {
         self.op("MatMul")
             .input(a)
             .input(b)
-            .attr("T", a.dtype())
             .attr("transpose_a", false)
             .attr("transpose_b", false)
             .build_output()

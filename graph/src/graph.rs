@@ -428,7 +428,8 @@ impl<'g> OpBuilder<'g> {
         self
     }
 
-    /// Check the inputs, infer the outputs and add the operation.
+    /// Check the inputs, add the type attributes TensorFlow requires that follow from them
+    /// (`T`, `Tidx`, `N`, ... where not set), infer the outputs and add the operation.
     pub fn build(self) -> Result<Operation> {
         self.finish().map(|(_, op)| op)
     }
@@ -454,13 +455,24 @@ impl<'g> OpBuilder<'g> {
             .collect::<Result<Vec<_>>>()?;
         let name = self.name.as_deref().unwrap_or(&self.op_type).to_string();
         validate_name(&name)?;
+        let mut attrs = self.attrs;
+        if let Some(kind) = ops::find(&self.op_type) {
+            let typed: Vec<Typed> = self
+                .inputs
+                .iter()
+                .map(|o| (o.dtype, o.shape.clone()))
+                .collect();
+            for (attr, value) in ops::derived_attrs(kind, &typed) {
+                attrs.entry(attr.to_string()).or_insert(value);
+            }
+        }
         let name = graph.unique_name(&name, true);
         let op = graph.add_node(
             name,
             &self.op_type,
             inputs,
             control_inputs,
-            self.attrs,
+            attrs,
             self.device,
         )?;
         Ok((graph, op))

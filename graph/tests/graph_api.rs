@@ -444,3 +444,26 @@ fn reference_variables_live_in_the_session() {
     let mut other = Session::new(&g, cpu());
     assert!(other.run(&[], &[&read], &[]).is_err());
 }
+
+#[test]
+fn hostile_shapes_are_errors_not_panics() {
+    let mut g = Graph::new();
+    let x = ints(&[1, 2, 3, 4, 5, 6], &[2, 3], &mut g);
+    for target in [[i64::MAX, i64::MAX], [-2, 3], [-1, -1], [4, -1]] {
+        let shape = g.constant_values(&target, &[2]).unwrap();
+        let reshaped = g.op("Reshape").input(&x).input(&shape).build();
+        assert!(reshaped.is_err(), "{target:?}");
+    }
+    let (lo, hi, step) = (
+        g.constant(i64::MIN).unwrap(),
+        g.constant(i64::MAX).unwrap(),
+        g.constant(1i64).unwrap(),
+    );
+    // Statically about 2^64 elements: the dim is unknown rather than a wrapped count, and
+    // running it is an error, not an allocation of everything.
+    if let Ok(range) = g.op("Range").inputs(&[lo, hi, step]).build_output() {
+        assert!(Session::new(&g, cpu()).run(&[], &[&range], &[]).is_err());
+    }
+    let axis = ints(&[5], &[], &mut g);
+    assert!(g.op("ArgMax").input(&x).input(&axis).build().is_err());
+}

@@ -163,8 +163,9 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                 (Some(s), Some(l), Some(d)) if dtype.is_integer() => match (&s[..], &l[..], &d[..])
                 {
                     ([s], [l], [d]) if *d != 0 => {
-                        let span = (l - s) as i128;
-                        usize::try_from((span + (*d as i128) - d.signum() as i128) / *d as i128)
+                        // ceil((limit - start) / delta), in i128 so that no i64 overflows.
+                        let (span, d) = (i128::from(*l) - i128::from(*s), i128::from(*d));
+                        usize::try_from((span + d - d.signum()) / d)
                             .ok()
                             .or(Some(0))
                     }
@@ -386,11 +387,17 @@ fn reshape(cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                 dims.push(None);
             }
             d if d >= 0 => dims.push(Some(d as usize)),
-            _ => return Err(cx.error("Only one input size may be -1, not both")),
+            -1 => return Err(cx.error("Only one input size may be -1")),
+            d => return Err(cx.error(format!("Size {i} must be non-negative, not {d}"))),
         }
     }
+    let product = dims
+        .iter()
+        .flatten()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| cx.error("the target shape has too many elements"))?;
     if let (Some(at), Some(count)) = (wildcard, input.num_elements()) {
-        let rest: usize = dims.iter().flatten().product();
+        let rest = product;
         if rest > 0 && count.is_multiple_of(rest) {
             dims[at] = Some(count / rest);
         } else if rest > 0 {
@@ -400,7 +407,7 @@ fn reshape(cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             )));
         }
     } else if let (None, Some(count)) = (wildcard, input.num_elements()) {
-        let want: usize = dims.iter().flatten().product();
+        let want = product;
         if want != count {
             return Err(cx.error(format!(
                 "Cannot reshape a tensor with {count} elements to shape {} ({want} elements)",

@@ -150,6 +150,48 @@ pub(crate) fn find(op_type: &str) -> Option<Kind> {
         .map(|&(_, kind)| kind)
 }
 
+/// The type attributes TensorFlow's op definitions require that follow from the inputs
+/// (`T`, `Tidx`, `N`, ...): the builder adds the ones a caller did not set, so that a graph
+/// built here is a complete GraphDef for TensorFlow.
+pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<(&'static str, AttrValue)> {
+    let dtype = |i: usize| inputs.get(i).map(|(d, _)| AttrValue::from(*d));
+    let attrs: Vec<(&'static str, Option<AttrValue>)> = match kind {
+        Kind::Identity
+        | Kind::Binary(_)
+        | Kind::Compare(_)
+        | Kind::Division(_)
+        | Kind::Unary(_)
+        | Kind::MatMul
+        | Kind::BatchMatMul
+        | Kind::Squeeze
+        | Kind::Shape
+        | Kind::RefAssign
+        | Kind::RefAssignAdd => vec![("T", dtype(0))],
+        Kind::Select => vec![("T", dtype(1))],
+        Kind::Reduce(_) | Kind::Arg(_) => vec![("T", dtype(0)), ("Tidx", dtype(1))],
+        Kind::Reshape => vec![("T", dtype(0)), ("Tshape", dtype(1))],
+        Kind::Transpose => vec![("T", dtype(0)), ("Tperm", dtype(1))],
+        Kind::ExpandDims => vec![("T", dtype(0)), ("Tdim", dtype(1))],
+        Kind::Fill => vec![("T", dtype(1)), ("index_type", dtype(0))],
+        Kind::Range => vec![("Tidx", dtype(0))],
+        Kind::Cast => vec![("SrcT", dtype(0))],
+        Kind::AddN => vec![
+            ("T", dtype(0)),
+            ("N", Some(AttrValue::from(inputs.len() as i64))),
+        ],
+        Kind::IdentityN => {
+            let dtypes: Vec<DataType> = inputs.iter().map(|(d, _)| *d).collect();
+            vec![("T", Some(crate::attr::type_list(&dtypes)))]
+        }
+        Kind::AssignVariable | Kind::AssignAddVariable => vec![("dtype", dtype(1))],
+        _ => Vec::new(),
+    };
+    attrs
+        .into_iter()
+        .filter_map(|(name, value)| value.map(|v| (name, v)))
+        .collect()
+}
+
 /// Every op type polytensor's graphs know, by TensorFlow's name.
 pub fn op_types() -> impl Iterator<Item = &'static str> {
     OPS.iter().map(|(name, _)| *name)
