@@ -245,7 +245,7 @@ impl Session {
             );
             stack.extend(n.control_inputs.iter().copied());
         }
-        let steps = (0..nodes.len())
+        let mut steps = (0..nodes.len())
             .filter(|&node| needed[node])
             .map(|node| {
                 let n = &nodes[node];
@@ -259,8 +259,7 @@ impl Session {
                     release: Vec::new(),
                 })
             })
-            .collect::<Result<_>>()?;
-        let mut steps: Vec<Step> = steps;
+            .collect::<Result<Vec<Step>>>()?;
         let fetches: Vec<Source> = signature.fetches.iter().map(|&f| source(f)).collect();
         // The last step reading each node's outputs releases them (fetched nodes never).
         let mut last_reader: HashMap<usize, usize> = HashMap::new();

@@ -250,9 +250,17 @@ fn axes(cx: &InferCtx<'_>, values: &[i64], rank: usize) -> Result<Vec<usize>> {
 
 /// NumPy broadcasting of the static shapes of inputs `which`.
 fn broadcast(cx: &InferCtx<'_>, which: &[usize]) -> Result<PartialTensorShape> {
+    broadcast_dims(cx, which.iter().map(|&i| cx.inputs[i].1.dims()))
+}
+
+/// NumPy broadcasting of static dims (`None` for an unknown rank).
+fn broadcast_dims<'d>(
+    cx: &InferCtx<'_>,
+    shapes: impl IntoIterator<Item = Option<&'d [Dim]>>,
+) -> Result<PartialTensorShape> {
     let mut out: Vec<Dim> = Vec::new();
-    for &i in which {
-        let Some(dims) = cx.inputs[i].1.dims() else {
+    for dims in shapes {
+        let Some(dims) = dims else {
             return Ok(PartialTensorShape::unknown_rank());
         };
         if dims.len() > out.len() {
@@ -316,15 +324,8 @@ fn matmul(cx: &InferCtx<'_>, batched: bool) -> Result<Vec<Typed>> {
     }
     let mut dims: Vec<Dim> = Vec::new();
     if batched {
-        let batch = |d: &[Dim]| known(d[..d.len() - 2].to_vec());
-        let sub = InferCtx {
-            op_type: cx.op_type,
-            name: cx.name,
-            inputs: &[(dtype, batch(a)?), (dtype, batch(b)?)],
-            sources: cx.sources.clone(),
-            attrs: cx.attrs,
-        };
-        dims.extend(broadcast(&sub, &[0, 1])?.dims().unwrap_or(&[]));
+        let batch = broadcast_dims(cx, [Some(&a[..ra - 2]), Some(&b[..rb - 2])])?;
+        dims.extend(batch.dims().unwrap_or(&[]));
     }
     dims.extend([m, n]);
     Ok(vec![(dtype, known(dims)?)])
