@@ -20,7 +20,9 @@ use super::unsupported;
 use crate::scalar::IntElem;
 use crate::strided::{input, output};
 
+mod avx2;
 mod bf16_dot;
+mod blocked;
 mod widened;
 
 pub(crate) fn matmul(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {

@@ -18,7 +18,7 @@ use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
 use tensor_core::{OutView, Result, TensorView};
 
-use super::{batch_runs_in_parallel, matrix_parallelism, Geometry};
+use super::{batch_runs_in_parallel, blocked, matrix_parallelism, Geometry};
 use crate::scalar::FloatElem;
 use crate::strided::{input, output};
 
@@ -44,11 +44,26 @@ const WHOLE_B: usize = if cfg!(test) { 1 << 12 } else { 1 << 24 };
 /// Elements converted per parallel work item.
 const GRAIN: usize = 1 << 14;
 
-/// `out = a x b` for 16-bit floats, through f32.
+/// `out = a x b` for 16-bit floats, through f32: on the [`blocked`] AVX2 path where this
+/// CPU takes it, else through the `gemm` crate's f32 kernels.
 pub(super) fn matmul<H: Widening>(
     a: &TensorView<'_>,
     b: &TensorView<'_>,
     out: &mut OutView<'_>,
+) -> Result<()>
+where
+    [H]: HalfFloatSliceExt,
+{
+    matmul_on::<H>(a, b, out, blocked::available())
+}
+
+/// [`matmul`], on the blocked path if `blocked_path` (which must be
+/// [`blocked::available`]) and the shape suits it.
+fn matmul_on<H: Widening>(
+    a: &TensorView<'_>,
+    b: &TensorView<'_>,
+    out: &mut OutView<'_>,
+    blocked_path: bool,
 ) -> Result<()>
 where
     [H]: HalfFloatSliceExt,
@@ -62,7 +77,13 @@ where
     let one = |&[oa, ob, _]: &[isize; 3], out: &mut [H], parallelism| {
         let a = Strided::new(sa, oa, (g.m, g.k), (g.am, g.ak));
         let b = Strided::new(sb, ob, (g.k, g.n), (g.bk, g.bn));
-        multiply(&a, &b, out, parallelism);
+        if g.k == 0 {
+            out.fill(H::narrow(0.0));
+        } else if blocked_path && blocked::suits(g.m, parallelism) {
+            blocked::multiply(&a, &b, out, !matches!(parallelism, gemm::Parallelism::None));
+        } else {
+            multiply(&a, &b, out, parallelism);
+        }
     };
     // The output is contiguous, so batch `i` owns `dst[i * m * n..][..m * n]`.
     if batch_runs_in_parallel(&g) {
@@ -79,11 +100,11 @@ where
 }
 
 /// A `rows x cols` matrix of 16-bit floats inside `data`, from `base`, with strides.
-struct Strided<'a, H> {
-    data: &'a [H],
-    base: isize,
-    dims: (usize, usize),
-    strides: (isize, isize),
+pub(super) struct Strided<'a, H> {
+    pub(super) data: &'a [H],
+    pub(super) base: isize,
+    pub(super) dims: (usize, usize),
+    pub(super) strides: (isize, isize),
 }
 
 impl<'a, H: Widening> Strided<'a, H>
@@ -286,7 +307,7 @@ mod tests {
     use half::{bf16, f16};
     use tensor_core::{DataType, Element, Tensor};
 
-    use super::{matmul, Widening, PANEL_K};
+    use super::{blocked, matmul_on, Widening, PANEL_K};
     use crate::CpuDevice;
 
     /// Values whose products and sums are exact in f32 (small integers, halves), so the
@@ -336,7 +357,20 @@ mod tests {
         out
     }
 
+    /// Every edge case on both paths: blocked (where this CPU has it) and `gemm`'s.
     fn check<H: Element + Widening>(dtype: DataType)
+    where
+        [H]: half::slice::HalfFloatSliceExt,
+    {
+        check_path::<H>(dtype, false);
+        if blocked::available() {
+            check_path::<H>(dtype, true);
+        } else {
+            eprintln!("blocked path skipped: this CPU has no AVX2 and FMA, or has AVX-512");
+        }
+    }
+
+    fn check_path<H: Element + Widening>(dtype: DataType, blocked_path: bool)
     where
         [H]: half::slice::HalfFloatSliceExt,
     {
@@ -363,7 +397,8 @@ mod tests {
             let transposed_b = exact::<H>(&[batch, n, k], 4).transpose(-1, -2).unwrap();
             for (a, b) in [(&a, &b), (&transposed_a, &b), (&a, &transposed_b)] {
                 let mut out = Tensor::zeros([batch, m, n], dtype, &CpuDevice::shared()).unwrap();
-                matmul::<H>(&a.view(), &b.view(), &mut out.try_out_view().unwrap()).unwrap();
+                let mut view = out.try_out_view().unwrap();
+                matmul_on::<H>(&a.view(), &b.view(), &mut view, blocked_path).unwrap();
                 let want = reference::<H>(a, b);
                 assert_eq!(
                     out.to_vec::<H>().unwrap(),
@@ -382,7 +417,7 @@ mod tests {
             .unwrap();
         let mut out = Tensor::zeros([30, 20], dtype, &CpuDevice::shared()).unwrap();
         let (a, b) = (row.view(), no_unit_stride.view());
-        matmul::<H>(&a, &b, &mut out.try_out_view().unwrap()).unwrap();
+        matmul_on::<H>(&a, &b, &mut out.try_out_view().unwrap(), blocked_path).unwrap();
         assert_eq!(
             out.to_vec::<H>().unwrap(),
             reference::<H>(&row, &no_unit_stride)
@@ -412,8 +447,11 @@ mod tests {
         let a = Tensor::from_slice(&a, [1, k], &cpu).unwrap();
         let b = Tensor::from_slice(&ones, [k, 1], &cpu).unwrap();
         let mut out = Tensor::zeros([1, 1], DataType::Half, &cpu).unwrap();
-        matmul::<f16>(&a.view(), &b.view(), &mut out.try_out_view().unwrap()).unwrap();
         let want = f16::from_f32(1.0 + 63.0 / 2048.0);
-        assert_eq!(out.to_vec::<f16>().unwrap(), [want]);
+        for blocked_path in [false, blocked::available()] {
+            let mut view = out.try_out_view().unwrap();
+            matmul_on::<f16>(&a.view(), &b.view(), &mut view, blocked_path).unwrap();
+            assert_eq!(out.to_vec::<f16>().unwrap(), [want]);
+        }
     }
 }
