@@ -21,6 +21,9 @@ const KC: usize = 256;
 const MC: usize = 20 * MR;
 /// The most f32 of packed `b` at once (16 MiB); a wider `b` is taken in column chunks.
 const PACKED_B: usize = if cfg!(test) { 1 << 13 } else { 1 << 22 };
+/// The most columns per chunk, which bounds the f32 sums of a row range (`MC` rows of
+/// them, 4 MiB) and the widened rows of a `b` block (`KC` of them, 8 MiB) however small k.
+const CHUNK_COLS: usize = 1 << 13;
 /// The most f32 a thread keeps between calls in each of its scratch buffers.
 const KEPT: usize = 1 << 22;
 
@@ -145,7 +148,7 @@ pub(super) fn multiply<H: Widening>(
 {
     let ((m, k), n) = (a.dims, b.dims.1);
     let (rows_of_a, columns_of_b) = (Lines::rows_of(a), Lines::columns_of(b));
-    let chunk = (PACKED_B / k).max(NR) / NR * NR;
+    let chunk = (PACKED_B / k).clamp(NR, CHUNK_COLS) / NR * NR;
     let ranges = row_ranges(m, parallel);
     with_kept(&PACKED, |packed_b| {
         for j0 in (0..n).step_by(chunk) {
