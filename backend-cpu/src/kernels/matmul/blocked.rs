@@ -4,12 +4,16 @@
 //! `NR`-column strips, one per `KC`-deep block of k; each thread takes a range of rows,
 //! widens and packs its `a` block into `MR`-row strips per k block, and runs the tile over
 //! every pair of strips (a `b` strip, 16 KiB, stays in L1 while the `a` block, at most
-//! `MC x KC` f32, stays in L2). Sums stay f32 from block to block (in a per-range f32
-//! accumulator only when k spans several blocks) and are rounded to the 16-bit type once,
-//! as the last block's tiles are stored. Converting costs `(m + n) * k`; the products
-//! `m * n * k`: the speed is the f32 tile's.
+//! `MC x KC` f32, stays in L2). The tile adds each block's sums into an f32 accumulator per
+//! row range, and the range is rounded to the 16-bit type once, a whole row at a time, after
+//! the last block. Converting costs `(m + n) * k`; the products `m * n * k`: the speed is
+//! the f32 tile's.
+//!
+//! Rows of `b` that are contiguous (a row-major `b`) are widened whole before they are cut
+//! into strips, and rows of `a` along k are widened whole before they are interleaved, so
+//! the conversions run over long runs (F16C for f16, a shift for bf16) rather than 6 or 16
+//! elements at a time.
 
-use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
 
 use super::avx2::{self, MR, NR};
@@ -59,25 +63,13 @@ struct Lines<'a, H> {
     depth: isize,
 }
 
-impl<'a, H: Widening> Lines<'a, H>
-where
-    [H]: HalfFloatSliceExt,
-{
-    fn rows_of(a: &Strided<'a, H>) -> Self {
-        let (line, depth) = a.strides;
+impl<'a, H: Widening> Lines<'a, H> {
+    /// The lines of `matrix` whose line and depth strides are `(line, depth)`: its own
+    /// strides for rows of `a`, swapped for columns of `b`.
+    fn of(matrix: &Strided<'a, H>, (line, depth): (isize, isize)) -> Self {
         Lines {
-            data: a.data,
-            base: a.base,
-            line,
-            depth,
-        }
-    }
-
-    fn columns_of(b: &Strided<'a, H>) -> Self {
-        let (depth, line) = b.strides;
-        Lines {
-            data: b.data,
-            base: b.base,
+            data: matrix.data,
+            base: matrix.base,
             line,
             depth,
         }
@@ -88,7 +80,7 @@ where
     fn widen_run(&self, first: usize, p: usize, row: &mut [f32]) {
         debug_assert_eq!(self.line, 1);
         let start = (self.base + first as isize + p as isize * self.depth) as usize;
-        self.data[start..start + row.len()].convert_to_f32_slice(row);
+        H::widen_slice(&self.data[start..start + row.len()], row);
     }
 
     /// `panel[p * W + l] = self(first + l, k0 + p)` widened, for `l < valid` and
@@ -108,14 +100,14 @@ where
             // W lines side by side: each k is one contiguous run.
             for (p, lanes) in panel.chunks_exact_mut(W).enumerate() {
                 let run = at(0, p) as usize;
-                self.data[run..run + W].convert_to_f32_slice(lanes);
+                H::widen_slice(&self.data[run..run + W], lanes);
             }
         } else if self.depth == 1 {
             // Each line is a contiguous run along k: widen the runs, then interleave.
             rows.resize(valid * depth, 0.0);
             for (l, row) in rows.chunks_exact_mut(depth).enumerate() {
                 let run = at(l, 0) as usize;
-                self.data[run..run + depth].convert_to_f32_slice(row);
+                H::widen_slice(&self.data[run..run + depth], row);
             }
             for (p, lanes) in panel.chunks_exact_mut(W).enumerate() {
                 let (lanes, padding) = lanes.split_at_mut(valid);
@@ -143,11 +135,10 @@ pub(super) fn multiply<H: Widening>(
     b: &Strided<'_, H>,
     out: &mut [H],
     parallel: bool,
-) where
-    [H]: HalfFloatSliceExt,
-{
+) {
     let ((m, k), n) = (a.dims, b.dims.1);
-    let (rows_of_a, columns_of_b) = (Lines::rows_of(a), Lines::columns_of(b));
+    let rows_of_a = Lines::of(a, a.strides);
+    let columns_of_b = Lines::of(b, (b.strides.1, b.strides.0));
     let chunk = (PACKED_B / k).clamp(NR, CHUNK_COLS) / NR * NR;
     let ranges = row_ranges(m, parallel);
     with_kept(&PACKED, |packed_b| {
@@ -184,10 +175,7 @@ impl<'p> Packed<'p> {
         k: usize,
         buffer: &'p mut Vec<f32>,
         parallel: bool,
-    ) -> Self
-    where
-        [H]: HalfFloatSliceExt,
-    {
+    ) -> Self {
         let strips = cols.div_ceil(NR);
         buffer.resize(k * strips * NR, 0.0);
         with_kept(&WIDE, |wide| {
@@ -248,10 +236,7 @@ fn cut_strip(wide: &[f32], cols: usize, c0: usize, valid: usize, strip: &mut [f3
 
 /// Rows `i0..` of `out` (`out.len() / n` of them) for the packed columns of `b`: the sums
 /// of each k block are added up in f32, and rounded into `out` a whole row at a time.
-fn range<H: Widening>(a: &Lines<'_, H>, i0: usize, b: &Packed<'_>, out: &mut [H], n: usize)
-where
-    [H]: HalfFloatSliceExt,
-{
+fn range<H: Widening>(a: &Lines<'_, H>, i0: usize, b: &Packed<'_>, out: &mut [H], n: usize) {
     let rows = out.len() / n;
     let (cols, j0, k) = (b.cols, b.j0, b.k);
     with_kept(&PANELS, |panels| {
@@ -292,7 +277,7 @@ where
                 }
             }
             for (row, sums) in out.chunks_exact_mut(n).zip(sums.chunks_exact(cols)) {
-                row[j0..j0 + cols].convert_from_f32_slice(sums);
+                H::narrow_slice(sums, &mut row[j0..j0 + cols]);
             }
         })
     });

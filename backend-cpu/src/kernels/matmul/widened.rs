@@ -23,13 +23,26 @@ use crate::scalar::FloatElem;
 use crate::strided::{input, output};
 
 /// A 16-bit float that widens to f32 exactly, element by element or a slice at a time.
-pub(super) trait Widening: FloatElem<Compute = f32> + Sync
-where
-    [Self]: HalfFloatSliceExt,
-{
+pub(super) trait Widening: FloatElem<Compute = f32> + Sync {
+    /// `dst[i] = src[i]` widened (F16C for f16 where the CPU has it, a shift for bf16).
+    fn widen_slice(src: &[Self], dst: &mut [f32]);
+    /// `dst[i] = src[i]` rounded to nearest, ties to even.
+    fn narrow_slice(src: &[f32], dst: &mut [Self]);
 }
-impl Widening for half::f16 {}
-impl Widening for half::bf16 {}
+
+macro_rules! widening_through_half {
+    ($($t:ty),*) => {$(
+        impl Widening for $t {
+            fn widen_slice(src: &[Self], dst: &mut [f32]) {
+                src.convert_to_f32_slice(dst);
+            }
+            fn narrow_slice(src: &[f32], dst: &mut [Self]) {
+                dst.convert_from_f32_slice(src);
+            }
+        }
+    )*};
+}
+widening_through_half!(half::f16, half::bf16);
 
 /// k per panel: a panel pair of a 1024-wide matmul is 4 MiB of f32, and the accumulator is
 /// read and written once per panel, a small fraction of the GEMM's own traffic.
@@ -50,10 +63,7 @@ pub(super) fn matmul<H: Widening>(
     a: &TensorView<'_>,
     b: &TensorView<'_>,
     out: &mut OutView<'_>,
-) -> Result<()>
-where
-    [H]: HalfFloatSliceExt,
-{
+) -> Result<()> {
     matmul_on::<H>(a, b, out, blocked::available())
 }
 
@@ -64,10 +74,7 @@ fn matmul_on<H: Widening>(
     b: &TensorView<'_>,
     out: &mut OutView<'_>,
     blocked_path: bool,
-) -> Result<()>
-where
-    [H]: HalfFloatSliceExt,
-{
+) -> Result<()> {
     let g = Geometry::of(a.layout(), b.layout(), out.layout())?;
     let (sa, sb, dst) = (input::<H>(a)?, input::<H>(b)?, output::<H>(out)?);
     let per_matrix = g.m * g.n;
@@ -107,10 +114,7 @@ pub(super) struct Strided<'a, H> {
     pub(super) strides: (isize, isize),
 }
 
-impl<'a, H: Widening> Strided<'a, H>
-where
-    [H]: HalfFloatSliceExt,
-{
+impl<'a, H: Widening> Strided<'a, H> {
     fn new(data: &'a [H], base: isize, dims: (usize, usize), strides: (isize, isize)) -> Self {
         Strided {
             data,
@@ -157,7 +161,7 @@ where
                     let start = self.base + ((item * lines_per_item + l) as isize) * line_stride;
                     if step == 1 {
                         let start = start as usize;
-                        self.data[start..start + len].convert_to_f32_slice(line);
+                        H::widen_slice(&self.data[start..start + len], line);
                     } else {
                         for (j, value) in line.iter_mut().enumerate() {
                             *value = self.data[(start + j as isize * step) as usize].widen();
@@ -189,9 +193,7 @@ fn multiply<H: Widening>(
     b: &Strided<'_, H>,
     out: &mut [H],
     parallelism: gemm::Parallelism,
-) where
-    [H]: HalfFloatSliceExt,
-{
+) {
     let ((m, k), n) = (a.dims, b.dims.1);
     if k == 0 {
         out.fill(H::narrow(0.0));
@@ -293,13 +295,10 @@ impl Scratch {
 }
 
 /// Round f32 sums to the 16-bit type (nearest, ties to even), in parallel.
-pub(super) fn narrow<H: Widening>(acc: &[f32], out: &mut [H])
-where
-    [H]: HalfFloatSliceExt,
-{
+pub(super) fn narrow<H: Widening>(acc: &[f32], out: &mut [H]) {
     out.par_chunks_mut(GRAIN)
         .zip(acc.par_chunks(GRAIN))
-        .for_each(|(o, a)| o.convert_from_f32_slice(a));
+        .for_each(|(o, a)| H::narrow_slice(a, o));
 }
 
 #[cfg(test)]
@@ -312,10 +311,7 @@ mod tests {
 
     /// Values whose products and sums are exact in f32 (small integers, halves), so the
     /// result is exact whatever the order of accumulation.
-    fn exact<H: Element + Widening>(dims: &[usize], seed: usize) -> Tensor
-    where
-        [H]: half::slice::HalfFloatSliceExt,
-    {
+    fn exact<H: Element + Widening>(dims: &[usize], seed: usize) -> Tensor {
         let n: usize = dims.iter().product();
         let values: Vec<H> = (0..n)
             .map(|i| H::narrow(((i * 7 + seed * 13) % 9) as f32 * 0.5 - 2.0))
@@ -324,10 +320,7 @@ mod tests {
     }
 
     /// The product by the definition, in f64, rounded once.
-    fn reference<H: Element + Widening>(a: &Tensor, b: &Tensor) -> Vec<H>
-    where
-        [H]: half::slice::HalfFloatSliceExt,
-    {
+    fn reference<H: Element + Widening>(a: &Tensor, b: &Tensor) -> Vec<H> {
         let (da, db) = (a.shape().dims(), b.shape().dims());
         let (r, m, k, n) = (
             da.len(),
@@ -358,10 +351,7 @@ mod tests {
     }
 
     /// Every edge case on both paths: blocked (where this CPU has it) and `gemm`'s.
-    fn check<H: Element + Widening>(dtype: DataType)
-    where
-        [H]: half::slice::HalfFloatSliceExt,
-    {
+    fn check<H: Element + Widening>(dtype: DataType) {
         check_path::<H>(dtype, false);
         if blocked::available() {
             check_path::<H>(dtype, true);
@@ -370,10 +360,7 @@ mod tests {
         }
     }
 
-    fn check_path<H: Element + Widening>(dtype: DataType, blocked_path: bool)
-    where
-        [H]: half::slice::HalfFloatSliceExt,
-    {
+    fn check_path<H: Element + Widening>(dtype: DataType, blocked_path: bool) {
         // Partial panels, k across several panels, several row blocks (with `b` widened
         // whole, and again per block), batches run in parallel and one after another,
         // transposed and broadcast operands, empty dims.
