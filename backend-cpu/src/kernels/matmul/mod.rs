@@ -3,8 +3,9 @@
 //! f32, f64 and complex go to the `gemm` crate (packed AVX-512 / AVX2+FMA kernels chosen
 //! at run time), which takes any strides, so views need no copy. bf16 runs on AVX512-BF16
 //! dot-product instructions where the CPU has them ([`bf16_dot`]). Otherwise f16 and bf16
-//! are widened to f32 panel by panel as they are packed, multiplied by the f32 GEMM and
-//! rounded once ([`widened`]): accumulating in f32, as the conformance tolerances require
+//! are widened to f32 as they are packed, multiplied in f32 and rounded once: by an own
+//! AVX2 register tile on AVX2 CPUs without AVX-512 ([`blocked`], [`avx2`]), else by the f32
+//! GEMM panel by panel ([`widened`]). Sums are f32, as the conformance tolerances require
 //! (gemm's own f16 path rounds partial sums to f16). Integer matmul (wrapping) is a plain
 //! i-k-j loop.
 //! Small matrices in a batch are multiplied in parallel over the batch, one thread per
