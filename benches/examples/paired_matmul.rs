@@ -1,9 +1,10 @@
-//! f16 matmul against candle's f16 and polytensor's own f32, measured in pairs.
+//! f16 matmul against candle's f16, polytensor's own f32 and OpenBLAS's f32, measured in
+//! rounds.
 //!
 //! On a machine whose speed drifts between runs (a shared VM), ratios of benchmarks taken
-//! one after another in a criterion run move with the drift. This interleaves the three
-//! products (3 calls of each in turn, `pairs` times) and reports the median of the
-//! per-round ratios, with the best throughput of each:
+//! one after another in a criterion run move with the drift. This interleaves the four
+//! products (3 calls of each in turn, `rounds` times) and reports the median of the
+//! per-round ratios, with the best throughput of each (OpenBLAS one matrix after another):
 //!
 //! ```text
 //! cargo run --release -p benches --features peers --example paired_matmul -- 1 1024 1024 1024 25
@@ -14,6 +15,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use benches::peers::Peer;
 use polytensor::DataType;
 
 fn main() {
@@ -41,6 +43,18 @@ fn main() {
             .expect("candle tensor")
     };
     let (ca, cb) = (candle(m, k, 1), candle(k, n, 2));
+    let (va, vb) = (
+        benches::values(batch * m * k, 1),
+        benches::values(batch * k * n, 2),
+    );
+    let openblas = || {
+        let mut c = vec![0f32; batch * m * n];
+        for i in 0..batch {
+            let (a, b) = (&va[i * m * k..], &vb[i * k * n..]);
+            f32::openblas(m, n, k, a, b, &mut c[i * m * n..]);
+        }
+        c
+    };
 
     let seconds = |product: &dyn Fn()| {
         product();
@@ -49,15 +63,18 @@ fn main() {
         start.elapsed().as_secs_f64() / 3.0
     };
     let flops = 2.0 * (batch * m * n * k) as f64;
-    let (mut to_candle, mut to_f32, mut best) = (vec![], vec![], [0f64; 3]);
+    let (mut to_candle, mut to_f32, mut to_openblas) = (vec![], vec![], vec![]);
+    let mut best = [0f64; 4];
     for _ in 0..rounds {
         let times = [
             seconds(&|| drop(black_box(a16.matmul(&b16).unwrap()))),
             seconds(&|| drop(black_box(ca.matmul(&cb).unwrap()))),
             seconds(&|| drop(black_box(a32.matmul(&b32).unwrap()))),
+            seconds(&|| drop(black_box(openblas()))),
         ];
         to_candle.push(times[1] / times[0]);
         to_f32.push(times[2] / times[0]);
+        to_openblas.push(times[3] / times[0]);
         for (best, time) in best.iter_mut().zip(times) {
             *best = best.max(flops / time / 1e9);
         }
@@ -67,12 +84,15 @@ fn main() {
         ratios[ratios.len() / 2]
     };
     println!(
-        "{batch} x {m}x{k}x{n}: polytensor f16 / candle f16 {:.2}x, / polytensor f32 {:.2}x \
-         (medians of {rounds}); best GFLOP/s: f16 {:.1}, candle f16 {:.1}, f32 {:.1}",
+        "{batch} x {m}x{k}x{n}: polytensor f16 / candle f16 {:.2}x, / polytensor f32 {:.2}x, \
+         / OpenBLAS f32 {:.2}x (medians of {rounds}); best GFLOP/s: f16 {:.1}, candle f16 \
+         {:.1}, f32 {:.1}, OpenBLAS f32 {:.1}",
         median(to_candle),
         median(to_f32),
+        median(to_openblas),
         best[0],
         best[1],
-        best[2]
+        best[2],
+        best[3]
     );
 }
