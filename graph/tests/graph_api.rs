@@ -467,3 +467,38 @@ fn hostile_shapes_are_errors_not_panics() {
     let axis = ints(&[5], &[], &mut g);
     assert!(g.op("ArgMax").input(&x).input(&axis).build().is_err());
 }
+
+#[test]
+fn a_huge_splat_constant_is_not_expanded_at_build_time() {
+    use tensor_core::proto::{DimProto, TensorProto, TensorShapeProto};
+    // One value for 2^40 elements: as a Reshape target, inference reads it with a small
+    // limit and leaves the shape unknown rather than allocating 8 TiB; running it is an
+    // error (over the decoder's limit), not an allocation either.
+    let splat = TensorProto {
+        dtype: DataType::Int64.as_i32(),
+        tensor_shape: Some(TensorShapeProto {
+            dim: vec![DimProto {
+                size: 1 << 40,
+                name: String::new(),
+            }],
+            unknown_rank: false,
+        }),
+        int64_val: vec![2],
+        ..TensorProto::default()
+    };
+    let mut g = Graph::new();
+    let x = ints(&[1, 2, 3, 4], &[4], &mut g);
+    let target = g
+        .op("Const")
+        .attr("dtype", DataType::Int64)
+        .attr("value", splat)
+        .build_output()
+        .unwrap();
+    let reshaped = g.op("Reshape").input(&x).input(&target).build_output();
+    let reshaped = reshaped.unwrap();
+    assert_eq!(reshaped.shape().rank(), None);
+    let err = Session::new(&g, cpu())
+        .run(&[], &[&reshaped], &[])
+        .unwrap_err();
+    assert!(err.to_string().contains("max_bytes"), "{err}");
+}

@@ -242,3 +242,47 @@ fn aligned_content_is_shared_and_copied_on_write() {
     let decoded = Tensor::decode_proto(input, &dev).unwrap();
     assert_eq!(decoded.to_vec::<f64>().unwrap(), [1.0, 2.0, 3.0, 4.0]);
 }
+
+#[test]
+fn elements_decode_on_the_host_with_the_same_checks() {
+    let options = DecodeOptions::default();
+    // A splat of the typed field fills the shape, as on a device.
+    let mut splat = proto(DataType::Int32.as_i32(), &[2, 2]);
+    splat.int_val = vec![1, 7];
+    let elements = splat.decode_elements(&options).unwrap();
+    assert_eq!(elements.dtype, DataType::Int32);
+    assert_eq!(elements.shape.dims()[..], [2, 2]);
+    let values: Vec<i32> = elements
+        .bytes
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(values, [1, 7, 7, 7]);
+    let on_device = Tensor::from_proto(&splat, &device()).unwrap();
+    assert_eq!(on_device.to_vec::<i32>().unwrap(), values);
+
+    // Canonical content is shared, not copied; bool bytes other than 0 and 1 are read as
+    // TensorFlow reads them.
+    let mut content = proto(DataType::Bool.as_i32(), &[3]);
+    content.tensor_content = bytes::Bytes::from_static(&[0, 1, 0]);
+    let shared = content.decode_elements(&options).unwrap().bytes;
+    assert_eq!(shared.as_ptr(), content.tensor_content.as_ptr());
+    content.tensor_content = bytes::Bytes::from_static(&[0, 2, 1]);
+    assert_eq!(
+        content.decode_elements(&options).unwrap().bytes[..],
+        [0, 1, 1]
+    );
+
+    // The limits and the malformed cases are the same `Err`s as `Tensor::from_proto`'s.
+    let mut huge = proto(DataType::Int64.as_i32(), &[1 << 40]);
+    huge.int64_val = vec![2];
+    let err = huge.decode_elements(&options).unwrap_err().to_string();
+    assert!(err.contains("max_bytes"), "{err}");
+    let mut short = proto(DataType::Float.as_i32(), &[3]);
+    short.tensor_content = bytes::Bytes::from_static(&[0; 8]);
+    assert!(short.decode_elements(&options).is_err());
+    let mut strings = proto(DataType::String.as_i32(), &[1]);
+    strings.string_val = vec![b"a".to_vec()];
+    let err = strings.decode_elements(&options).unwrap_err().to_string();
+    assert!(err.contains("string"), "{err}");
+}

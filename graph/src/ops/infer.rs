@@ -3,7 +3,7 @@
 
 use tensor_core::ops::{BinaryOp, ReduceOp};
 use tensor_core::partial_shape::Dim;
-use tensor_core::proto::TensorProto;
+use tensor_core::proto::{DecodeOptions, TensorProto};
 use tensor_core::{DataType, PartialTensorShape, Result};
 
 use super::{InferCtx, Kind};
@@ -419,30 +419,26 @@ fn reshape(cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
     Ok(vec![(*dtype, known(dims)?)])
 }
 
+/// The most bytes of a `Const` read at build time: shapes, axes and sizes are a few
+/// elements, and a larger constant is left to run time, so no hostile shape (a splat of
+/// 2^40 elements) makes inference allocate.
+const MAX_BUILD_TIME_BYTES: usize = 1 << 20;
+
 /// The integer values of an int32 or int64 `TensorProto` (typed fields or content; one value
-/// fills the shape), or `None` for other dtypes or malformed protos.
+/// fills the shape), or `None` for other dtypes, malformed protos and large constants.
 pub(crate) fn proto_ints(proto: &TensorProto) -> Option<Vec<i64>> {
-    let count = proto_shape(proto).ok()?.num_elements()?;
-    let dtype = DataType::from_i32(proto.dtype).ok()?;
-    let values: Vec<i64> = match dtype {
-        DataType::Int32 if !proto.tensor_content.is_empty() => proto
-            .tensor_content
-            .chunks_exact(4)
-            .map(|c| i64::from(i32::from_le_bytes(c.try_into().unwrap_or_default())))
-            .collect(),
-        DataType::Int64 if !proto.tensor_content.is_empty() => proto
-            .tensor_content
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()))
-            .collect(),
-        DataType::Int32 => proto.int_val.iter().map(|&v| i64::from(v)).collect(),
-        DataType::Int64 => proto.int64_val.clone(),
-        _ => return None,
+    let options = DecodeOptions {
+        max_bytes: MAX_BUILD_TIME_BYTES,
     };
-    match values.len() {
-        n if n == count => Some(values),
-        1 if count > 1 => Some(vec![values[0]; count]),
-        0 if count > 0 => Some(vec![0; count]),
+    let elements = proto.decode_elements(&options).ok()?;
+    let values = |size| elements.bytes.chunks_exact(size);
+    match elements.dtype {
+        DataType::Int32 => values(4)
+            .map(|c| c.try_into().ok().map(|c| i64::from(i32::from_le_bytes(c))))
+            .collect(),
+        DataType::Int64 => values(8)
+            .map(|c| c.try_into().ok().map(i64::from_le_bytes))
+            .collect(),
         _ => None,
     }
 }

@@ -93,64 +93,44 @@ impl Tensor {
         device: &Arc<dyn Device>,
         options: &DecodeOptions,
     ) -> Result<Tensor> {
-        let dtype = DataType::from_i32(proto.dtype)
-            .map_err(|e| Error::InvalidProto(format!("TensorProto dtype: {e}")))?;
-        let field = Field::of(dtype)?;
-        let shape = match &proto.tensor_shape {
-            Some(shape) => TensorShape::from_proto(shape)?,
-            None => TensorShape::scalar(),
-        };
-        let elements = shape.num_elements();
+        let (dtype, field, shape) = proto.header()?;
         if !proto.tensor_content.is_empty() {
-            return from_content(proto.tensor_content.clone(), shape, dtype, device);
+            let content = content_bytes(proto.tensor_content.clone(), &shape, dtype)?;
+            return on_device(content, shape, dtype, device);
         }
-        let count = field.count(proto)?;
-        if count > elements {
-            return Err(Error::InvalidProto(format!(
-                "{} holds {count} values for shape {shape}, which has {elements} elements",
-                field.name()
-            )));
+        if field != Field::String {
+            let bytes = typed_bytes(proto, field, &shape, dtype, options)?;
+            return Tensor::from_bytes(&bytes, shape, dtype, device);
         }
-        if field == Field::String {
-            let last = proto.string_val.last().map_or(0, Vec::len);
-            let per_string = std::mem::size_of::<Vec<u8>>() + last;
-            options.check(&shape, dtype, elements.checked_mul(per_string))?;
-            let mut strings = proto.string_val.clone();
-            strings.resize(
-                elements,
-                proto.string_val.last().cloned().unwrap_or_default(),
-            );
-            return Tensor::from_strings(strings, shape, device);
-        }
-        let size = dtype.size();
-        options.check(&shape, dtype, elements.checked_mul(size))?;
-        let given = field.read(proto, size)?;
-        let mut bytes = Vec::with_capacity(elements * size);
-        bytes.extend_from_slice(&given);
-        match given.len().checked_sub(size) {
-            // No values: zeros.
-            None => bytes.resize(elements * size, 0),
-            // A splat: repeat the last value, doubling the repeated run (both lengths below
-            // are whole elements, so the run stays a repeat of that value).
-            Some(last) => {
-                while bytes.len() < elements * size {
-                    let n = (bytes.len() - last).min(elements * size - bytes.len());
-                    bytes.extend_from_within(last..last + n);
-                }
-            }
-        }
-        Tensor::from_bytes(&bytes, shape, dtype, device)
+        let elements = shape.num_elements();
+        check_count(proto, field, &shape)?;
+        let last = proto.string_val.last().map_or(0, Vec::len);
+        let per_string = std::mem::size_of::<Vec<u8>>() + last;
+        options.check(&shape, dtype, elements.checked_mul(per_string))?;
+        let mut strings = proto.string_val.clone();
+        strings.resize(
+            elements,
+            proto.string_val.last().cloned().unwrap_or_default(),
+        );
+        Tensor::from_strings(strings, shape, device)
     }
 }
 
-/// The tensor over `content`: shared when the device is the host and the bytes are
-/// aligned, one copy otherwise.
-fn from_content(
-    content: Bytes,
-    shape: TensorShape,
-    dtype: DataType,
-    device: &Arc<dyn Device>,
-) -> Result<Tensor> {
+/// A proto's elements decoded on the host, with no device: what [`Tensor::from_proto`]
+/// places on one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProtoElements {
+    /// The tensor's shape.
+    pub shape: TensorShape,
+    /// The element type (never `DT_STRING`).
+    pub dtype: DataType,
+    /// The elements, row-major and little-endian, `dtype.size()` bytes each, in their
+    /// canonical form (a bool is 0 or 1, a sub-byte integer sign- or zero-extended).
+    pub bytes: Bytes,
+}
+
+/// `content` checked against the shape and dtype, in canonical form.
+fn content_bytes(content: Bytes, shape: &TensorShape, dtype: DataType) -> Result<Bytes> {
     if !dtype.is_pod() {
         return Err(Error::InvalidProto(format!(
             "{dtype} values cannot come as tensor_content; use {}",
@@ -165,13 +145,65 @@ fn from_content(
             expected.map_or("more than usize::MAX".to_string(), |e| e.to_string())
         )));
     }
-    if !content.iter().all(|&b| dtype.is_valid_byte(b)) {
-        // Both of TensorFlow's decoders take any byte: C++ reads a non-zero bool byte as
-        // true and keeps the low bits of a sub-byte integer (ml_dtypes). Read them so, into
-        // the canonical bytes every polytensor tensor holds.
-        let canonical: Vec<u8> = content.iter().map(|&b| dtype.canonical_byte(b)).collect();
-        return Tensor::from_bytes(&canonical, shape, dtype, device);
+    if content.iter().all(|&b| dtype.is_valid_byte(b)) {
+        return Ok(content);
     }
+    // Both of TensorFlow's decoders take any byte: C++ reads a non-zero bool byte as true and
+    // keeps the low bits of a sub-byte integer (ml_dtypes). Read them so, into the canonical
+    // bytes every polytensor tensor holds.
+    Ok(content.iter().map(|&b| dtype.canonical_byte(b)).collect())
+}
+
+/// An `Err` if the typed field holds more values than the shape has elements.
+fn check_count(proto: &TensorProto, field: Field, shape: &TensorShape) -> Result<()> {
+    let (count, elements) = (field.count(proto)?, shape.num_elements());
+    if count > elements {
+        return Err(Error::InvalidProto(format!(
+            "{} holds {count} values for shape {shape}, which has {elements} elements",
+            field.name()
+        )));
+    }
+    Ok(())
+}
+
+/// The elements of a fixed-size dtype's typed field, expanded to the shape as TensorFlow
+/// does: no values are zeros, fewer values than elements repeat the last one.
+fn typed_bytes(
+    proto: &TensorProto,
+    field: Field,
+    shape: &TensorShape,
+    dtype: DataType,
+    options: &DecodeOptions,
+) -> Result<Vec<u8>> {
+    check_count(proto, field, shape)?;
+    let (elements, size) = (shape.num_elements(), dtype.size());
+    options.check(shape, dtype, elements.checked_mul(size))?;
+    let given = field.read(proto, size)?;
+    let mut bytes = Vec::with_capacity(elements * size);
+    bytes.extend_from_slice(&given);
+    match given.len().checked_sub(size) {
+        // No values: zeros.
+        None => bytes.resize(elements * size, 0),
+        // A splat: repeat the last value, doubling the repeated run (both lengths below are
+        // whole elements, so the run stays a repeat of that value).
+        Some(last) => {
+            while bytes.len() < elements * size {
+                let n = (bytes.len() - last).min(elements * size - bytes.len());
+                bytes.extend_from_within(last..last + n);
+            }
+        }
+    }
+    Ok(bytes)
+}
+
+/// The tensor over `content`: shared when the device is the host and the bytes are
+/// aligned, one copy otherwise.
+fn on_device(
+    content: Bytes,
+    shape: TensorShape,
+    dtype: DataType,
+    device: &Arc<dyn Device>,
+) -> Result<Tensor> {
     let aligned = (content.as_ptr() as usize).is_multiple_of(dtype.alignment());
     if device.kind() == DeviceKind::CPU && aligned {
         let buffer = Arc::new(BytesBuffer::new(content, device.clone()));
@@ -181,6 +213,42 @@ fn from_content(
 }
 
 impl TensorProto {
+    /// The dtype, its typed field and the shape (a scalar when absent).
+    fn header(&self) -> Result<(DataType, Field, TensorShape)> {
+        let dtype = DataType::from_i32(self.dtype)
+            .map_err(|e| Error::InvalidProto(format!("TensorProto dtype: {e}")))?;
+        let field = Field::of(dtype)?;
+        let shape = match &self.tensor_shape {
+            Some(shape) => TensorShape::from_proto(shape)?,
+            None => TensorShape::scalar(),
+        };
+        Ok((dtype, field, shape))
+    }
+
+    /// The elements this proto describes, decoded on the host with the checks of
+    /// [`Tensor::from_proto_with`] and no device: for reading a small constant (a shape, an
+    /// axis) without placing it anywhere. `tensor_content` is shared, not copied, when it
+    /// is already canonical. Strings have no fixed-size elements: an `Err`.
+    pub fn decode_elements(&self, options: &DecodeOptions) -> Result<ProtoElements> {
+        let (dtype, field, shape) = self.header()?;
+        let bytes = if !self.tensor_content.is_empty() {
+            content_bytes(self.tensor_content.clone(), &shape, dtype)?
+        } else if field == Field::String {
+            return Err(Error::InvalidProto(
+                "string values have no fixed-size elements; read them with \
+                 Tensor::from_proto"
+                    .into(),
+            ));
+        } else {
+            typed_bytes(self, field, &shape, dtype, options)?.into()
+        };
+        Ok(ProtoElements {
+            shape,
+            dtype,
+            bytes,
+        })
+    }
+
     /// Where the values are: `"tensor_content"`, the dtype's typed field (`"float_val"`,
     /// `"half_val"`, ...), or `"none"` (all zeros). An `Err` for an unknown dtype.
     pub fn values_field(&self) -> Result<&'static str> {

@@ -30,7 +30,7 @@ mod fields;
 mod messages;
 mod shape;
 
-pub use decode::{DecodeOptions, DEFAULT_MAX_DECODED_BYTES};
+pub use decode::{DecodeOptions, ProtoElements, DEFAULT_MAX_DECODED_BYTES};
 pub use encode::{make_tensor_proto, make_tensor_proto_from_bytes, uses_tensor_content};
 pub use messages::{DimProto, ExtentProto, TensorProto, TensorShapeProto, TensorSliceProto};
 pub use prost::Message;
