@@ -8,7 +8,9 @@
 //! runs). The f32 GEMM multiplies each pair of panels into one f32 accumulator, and the sums
 //! are rounded to the 16-bit type once, at the end: products and sums are f32, as the
 //! conformance bounds require. The speed is that of the f32 kernels the `gemm` crate picks
-//! at run time (AVX-512, AVX2+FMA, NEON), with no second set of micro-kernels to keep.
+//! at run time (AVX-512, NEON, baseline). On AVX2 CPUs without AVX-512, [`matmul`] hands
+//! each matrix to [`blocked`] instead, which converts as it packs for its own tile and so
+//! saves this path's second packing pass (unless the matrix has too few rows to split).
 //!
 //! Scratch memory per matrix in flight: a panel of each operand (`(rows + n) * PANEL_K`
 //! f32), an f32 accumulator for a block of output rows (at most `BLOCK` sums, or one row),
@@ -84,9 +86,7 @@ fn matmul_on<H: Widening>(
     let one = |&[oa, ob, _]: &[isize; 3], out: &mut [H], parallelism| {
         let a = Strided::new(sa, oa, (g.m, g.k), (g.am, g.ak));
         let b = Strided::new(sb, ob, (g.k, g.n), (g.bk, g.bn));
-        if g.k == 0 {
-            out.fill(H::narrow(0.0));
-        } else if blocked_path && blocked::suits(g.m, parallelism) {
+        if blocked_path && g.k > 0 && blocked::suits(g.m, parallelism) {
             blocked::multiply(&a, &b, out, !matches!(parallelism, gemm::Parallelism::None));
         } else {
             multiply(&a, &b, out, parallelism);
