@@ -7,19 +7,10 @@ pub(super) const MR: usize = 6;
 /// Columns of the register tile (two 8-lane registers).
 pub(super) const NR: usize = 16;
 
-/// Whether this CPU runs the tile (AVX2 and FMA), checked once. Off x86-64, and under
-/// Miri (which runs only the instructions a build enables), never.
+/// Whether this CPU runs the tile (AVX2 and FMA, as [`crate::vmath::detected`] finds them;
+/// never off x86-64, nor under Miri, which runs only the instructions a build enables).
 pub(super) fn available() -> bool {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    {
-        static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *AVAILABLE.get_or_init(|| {
-            std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-        })
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-    false
+    crate::vmath::detected() != crate::vmath::Isa::Baseline
 }
 
 /// `c[r * ldc + j] (+)= sum_p a[p * MR + r] * b[p * NR + j]` over `depth` values of `p`,

@@ -31,17 +31,10 @@ const CHUNK_COLS: usize = 1 << 13;
 /// The most f32 a thread keeps between calls in each of its scratch buffers.
 const KEPT: usize = 1 << 22;
 
-/// Whether this CPU takes the blocked path: AVX2 and FMA, and no AVX-512 (where the `gemm`
+/// Whether this CPU takes the blocked path: AVX2 and FMA without AVX-512 (where the `gemm`
 /// crate's 16-lane f32 kernels, behind [`super::widened`], are the faster ones).
 pub(super) fn available() -> bool {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    {
-        static NO_AVX512: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        avx2::available()
-            && *NO_AVX512.get_or_init(|| !std::arch::is_x86_feature_detected!("avx512f"))
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-    false
+    crate::vmath::detected() == crate::vmath::Isa::Avx2
 }
 
 /// Whether a matrix of `m` rows runs on the blocked path with `parallelism`: threads split
@@ -99,8 +92,7 @@ impl<'a, H: Widening> Lines<'a, H> {
         if self.line == 1 && valid == W {
             // W lines side by side: each k is one contiguous run.
             for (p, lanes) in panel.chunks_exact_mut(W).enumerate() {
-                let run = at(0, p) as usize;
-                H::widen_slice(&self.data[run..run + W], lanes);
+                self.widen_run(first, k0 + p, lanes);
             }
         } else if self.depth == 1 {
             // Each line is a contiguous run along k: widen the runs, then interleave.
