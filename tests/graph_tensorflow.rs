@@ -1,7 +1,8 @@
 //! Graphs built in polytensor, run in TensorFlow itself: each graph below is run by a
 //! polytensor `Session` on cpu:0, written as a GraphDef, and handed with its feeds and
 //! polytensor's results to `tests/python/tf_import_graph.py`, which imports it with
-//! `tf.graph_util.import_graph_def`, runs it in a `tf.compat.v1.Session` and compares.
+//! `tf.graph_util.import_graph_def`, runs it in a `tf.compat.v1.Session` and compares the
+//! values and the static shapes TensorFlow prints.
 //!
 //! The Python is `POLYTENSOR_TF_PYTHON`, else the venv `.ci/run` makes in `target/tf-venv`.
 //! Without TensorFlow the test says why and skips, unless `POLYTENSOR_REQUIRE_TENSORFLOW`
@@ -65,6 +66,7 @@ impl Case {
             ours.insert(output.name(), spec(value));
         }
         let case = json!({
+            "printed": self.fetches.iter().map(|o| (o.name(), json!(o.to_string()))).collect::<Map<_, _>>(),
             "feeds": self.feeds.iter().map(|(o, t)| (o.name(), spec(t))).collect::<Map<_, _>>(),
             "fetches": self.fetches.iter().map(Output::name).collect::<Vec<_>>(),
             "target_runs": self.target_runs.iter()
@@ -280,6 +282,74 @@ fn variables() -> Case {
     }
 }
 
+/// TensorFlow's complex ops, and static shapes that need a value known at build time
+/// (`Fill` of a partially known `Shape`, a float `Range`), which the script checks by
+/// comparing TensorFlow's printed tensors with polytensor's.
+fn complex_and_inference() -> Case {
+    let mut g = Graph::new();
+    let re = g
+        .constant_values(&[1.5f32, -2.0, 0.0, -0.0, 3.0, -1.0], &[2, 3])
+        .unwrap();
+    let im = g.constant_values(&[0.5f32, -0.0, 4.0], &[3]).unwrap();
+    let z = g.op("Complex").inputs(&[re, im]).build_output().unwrap();
+    let mut fetches: Vec<Output> = ["Real", "Imag", "ComplexAbs", "Angle", "Conj"]
+        .iter()
+        .map(|op| g.unary(op, &z).unwrap())
+        .collect();
+    let re64 = g.constant_values(&[-1.0f64, 2.0], &[2]).unwrap();
+    let im64 = g.constant_values(&[0.0f64, -3.0], &[2]).unwrap();
+    let z64 = g
+        .op("Complex")
+        .inputs(&[re64, im64])
+        .build_output()
+        .unwrap();
+    fetches.extend(
+        ["Angle", "ComplexAbs", "Real"]
+            .iter()
+            .map(|op| g.unary(op, &z64).unwrap()),
+    );
+    let x = g
+        .placeholder(
+            DataType::Float,
+            &PartialTensorShape::new(&[None, Some(3)]).unwrap(),
+        )
+        .unwrap();
+    let shape_of = g.op("Shape").input(&x).build_output().unwrap();
+    let two = g.constant(2.0f32).unwrap();
+    let filled = g
+        .op("Fill")
+        .inputs(&[shape_of, two])
+        .build_output()
+        .unwrap();
+    let (start, limit, delta) = (
+        g.constant(0.0f32).unwrap(),
+        g.constant(1.0f32).unwrap(),
+        g.constant(0.25f32).unwrap(),
+    );
+    let range = g
+        .op("Range")
+        .inputs(&[start, limit, delta])
+        .build_output()
+        .unwrap();
+    assert_eq!(
+        filled.to_string(),
+        r#"Tensor("Fill:0", shape=(None, 3), dtype=float32)"#
+    );
+    assert_eq!(
+        range.to_string(),
+        r#"Tensor("Range:0", shape=(4,), dtype=float32)"#
+    );
+    fetches.extend([z, z64, filled, range]);
+    let feed = Tensor::from_slice(&[1.0f32; 6], [2, 3], &cpu()).unwrap();
+    Case {
+        name: "complex_and_inference",
+        graph: g,
+        feeds: vec![(x, feed)],
+        fetches,
+        target_runs: Vec::new(),
+    }
+}
+
 #[test]
 fn graphs_built_here_run_in_tensorflow() {
     let python = match python() {
@@ -295,7 +365,14 @@ fn graphs_built_here_run_in_tensorflow() {
     };
     let dir = std::env::temp_dir().join(format!("polytensor-tf-graphs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for case in [seed(), dense_layer(), integer_ops(), variables()] {
+    let cases = [
+        seed(),
+        dense_layer(),
+        integer_ops(),
+        variables(),
+        complex_and_inference(),
+    ];
+    for case in cases {
         case.write(&dir);
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/tf_import_graph.py");
@@ -310,5 +387,55 @@ fn graphs_built_here_run_in_tensorflow() {
     std::fs::remove_dir_all(&dir).ok();
     assert!(output.status.success(), "{stdout}\n{stderr}");
     println!("{stdout}");
-    assert!(stdout.contains("ran 4 polytensor graphs"), "{stdout}");
+    assert!(stdout.contains("ran 5 polytensor graphs"), "{stdout}");
+}
+
+/// A GraphDef TensorFlow wrote with the fields polytensor keeps without reading them (a
+/// node's `experimental_debug_info` and `experimental_type`, `VersionDef.min_consumer` and
+/// `bad_consumers`, the function library, the deprecated `version`) is written back byte
+/// for byte, and runs.
+#[test]
+fn graph_def_round_trips_lose_nothing_tensorflow_wrote() {
+    let python = match python() {
+        Ok(python) => python,
+        Err(why) if std::env::var_os("POLYTENSOR_REQUIRE_TENSORFLOW").is_none() => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        Err(why) => panic!("POLYTENSOR_REQUIRE_TENSORFLOW is set, but {why}"),
+    };
+    let path = std::env::temp_dir().join(format!("polytensor-fields-{}.pb", std::process::id()));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/tf_graph_def_fields.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(&path)
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let written = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    let graph = Graph::from_graph_def_bytes(&written).unwrap();
+    let def = graph.to_graph_def();
+    let versions = def.versions.as_ref().unwrap();
+    assert_eq!(
+        (versions.min_consumer, &versions.bad_consumers[..]),
+        (12, &[3, 7][..])
+    );
+    assert_eq!(def.version, 21);
+    assert_eq!(def.function_names().unwrap().len(), 1);
+    let y = def.node.iter().find(|n| n.name == "y").unwrap();
+    assert!(y.experimental_debug_info.is_some() && y.experimental_type.is_some());
+    assert!(
+        graph.to_graph_def_bytes() == written,
+        "the GraphDef written back differs from TensorFlow's"
+    );
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [1, 3], &cpu()).unwrap();
+    let mut session = Session::new(&graph, cpu());
+    let y = session.run_by_name(&[("x:0", &x)], &["y:0"], &[]).unwrap();
+    assert_eq!(y[0].to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0]);
 }

@@ -33,10 +33,11 @@ pub unsafe extern "C" fn PT_EncodeTensorProto(
     })
 }
 
-/// The tensor a serialized `TensorProto` of `len` bytes at `data` describes, on the host.
-/// The bytes are copied once; the tensor shares that copy read-only
-/// ([`PT_TensorIsReadOnly`](crate::tensor::PT_TensorIsReadOnly)). NULL on error
-/// (malformed or inconsistent protos included).
+/// The tensor a serialized `TensorProto` of `len` bytes at `data` describes, on the host,
+/// in memory of its own that nothing else references: always writable
+/// ([`PT_TensorIsReadOnly`](crate::tensor::PT_TensorIsReadOnly) is 0, whichever field the
+/// values came in and wherever `tensor_content` lay), and independent of `data`, which the
+/// caller may free at once. NULL on error (malformed or inconsistent protos included).
 ///
 /// # Safety
 ///
@@ -57,7 +58,13 @@ pub unsafe extern "C" fn PT_DecodeTensorProto(
             unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec()
         };
         let host = polytensor::dlpack::host_device()?;
-        Ok(PT_Tensor::boxed(Tensor::decode_proto(bytes, &host)?))
+        let mut tensor = Tensor::decode_proto(bytes, &host)?;
+        if tensor.buffer().is_read_only() && tensor.dtype().is_pod() {
+            // Aligned `tensor_content` is shared, read-only, with the decoded message: copy
+            // it into memory the tensor owns, so that every decoded tensor is writable.
+            tensor.try_out_view()?;
+        }
+        Ok(PT_Tensor::boxed(tensor))
     })
 }
 

@@ -50,7 +50,7 @@ fn code_of(error: &Error) -> PT_Code {
         | Error::InvalidArgument(_)
         | Error::DeviceMismatch { .. } => PT_INVALID_ARGUMENT,
         Error::Unsupported { .. } => PT_UNIMPLEMENTED,
-        Error::OutOfMemory { .. } => PT_RESOURCE_EXHAUSTED,
+        Error::OutOfMemory { .. } | Error::ExceedsDeviceLimit { .. } => PT_RESOURCE_EXHAUSTED,
         Error::DeviceUnavailable { .. } => PT_UNAVAILABLE,
         Error::Backend { .. } => PT_INTERNAL,
         _ => PT_UNKNOWN,

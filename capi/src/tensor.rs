@@ -393,8 +393,9 @@ pub unsafe extern "C" fn PT_TensorData(tensor: *const PT_Tensor) -> *mut c_void 
     }
 }
 
-/// Whether the memory must not be written (1), as a tensor decoded from a proto shares
-/// the proto's bytes; 0 otherwise and for NULL.
+/// Whether the memory must not be written (1): a tensor of `PT_NewConstTensor`, or a
+/// DLPack import its producer marked read-only. 0 otherwise (a decoded proto owns writable
+/// memory) and for NULL.
 ///
 /// # Safety
 ///

@@ -513,6 +513,10 @@ fn reduce_cases(out: &mut Vec<Case>) {
         for dtype in computable().filter(|&d| Op::Reduce(op).is_defined_for(d)) {
             let mut add =
                 |dims: &[usize], axes: Vec<isize>, keep: bool, domain: Domain, variant: Variant| {
+                    // argmax and argmin take exactly one axis (TensorFlow's ArgMax).
+                    if arg && axes.len() != 1 {
+                        return;
+                    }
                     out.push(Case {
                         op: Op::Reduce(op),
                         dtype,

@@ -109,6 +109,28 @@ impl<'a> Attrs<'a> {
         }
     }
 
+    /// An integer attribute that must be present.
+    pub(crate) fn int(&self, name: &str) -> Result<i64> {
+        match self.kind(name) {
+            Some(AttrKind::I(i)) => Ok(*i),
+            Some(_) => Err(self.wrong(name, "an int")),
+            None => Err(self.missing(name)),
+        }
+    }
+
+    /// A list of dtypes that must be present.
+    pub(crate) fn dtypes(&self, name: &str) -> Result<Vec<DataType>> {
+        match self.kind(name) {
+            Some(AttrKind::List(list)) => list
+                .r#type
+                .iter()
+                .map(|&t| Ok(DataType::from_i32(t)?))
+                .collect(),
+            Some(_) => Err(self.wrong(name, "a list of types")),
+            None => Err(self.missing(name)),
+        }
+    }
+
     /// A dtype attribute with a default.
     pub(crate) fn dtype_or(&self, name: &str, default: DataType) -> Result<DataType> {
         match self.kind(name) {

@@ -9,6 +9,7 @@ use tensor_core::{DataType, Error, PartialTensorShape, Result};
 
 use crate::attr::AttrValue;
 use crate::ops::{self, InferCtx};
+use crate::proto::VersionDef;
 
 /// The dtype and static shape of one output.
 pub(crate) type Typed = (DataType, PartialTensorShape);
@@ -24,6 +25,17 @@ pub(crate) struct Node {
     pub(crate) attrs: BTreeMap<String, AttrValue>,
     pub(crate) device: String,
     pub(crate) outputs: Vec<Typed>,
+    /// `NodeDef` fields polytensor does not read, kept to be written back.
+    pub(crate) kept: KeptFields,
+}
+
+/// The serialized `NodeDef` fields a graph keeps without reading them
+/// (`experimental_debug_info`, `experimental_type`), so that a GraphDef round trip loses
+/// nothing TensorFlow wrote.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct KeptFields {
+    pub(crate) debug_info: Option<Vec<u8>>,
+    pub(crate) full_type: Option<Vec<u8>>,
 }
 
 /// A dataflow graph, as TensorFlow's `tf.Graph`: operations added in order, each input an
@@ -46,11 +58,13 @@ pub struct Graph {
     names_in_use: HashMap<String, usize>,
     /// The current name scope (`outer/inner`), empty at the top.
     name_stack: String,
-    /// `VersionDef.producer` of the GraphDef the graph came from (or polytensor's).
-    pub(crate) producer: i32,
-    /// Whether the GraphDef it came from had a `library` (written back empty: polytensor
-    /// keeps no functions).
-    pub(crate) has_library: bool,
+    /// The `VersionDef` of the GraphDef the graph came from (or polytensor's producer).
+    pub(crate) versions: VersionDef,
+    /// The deprecated `GraphDef.version` of the GraphDef the graph came from.
+    pub(crate) version: i32,
+    /// The serialized function library of the GraphDef the graph came from, written back
+    /// as read (polytensor runs no functions).
+    pub(crate) library: Option<Vec<u8>>,
 }
 
 /// An operation of a [`Graph`]: a handle that names it.
@@ -147,7 +161,10 @@ impl Graph {
     /// An empty graph.
     pub fn new() -> Self {
         Graph {
-            producer: crate::PRODUCER,
+            versions: VersionDef {
+                producer: crate::PRODUCER,
+                ..Default::default()
+            },
             ..Default::default()
         }
     }
@@ -356,8 +373,10 @@ impl Graph {
                 .iter()
                 .map(|&(id, index)| (&self.nodes[id], index))
                 .collect(),
+            nodes: &self.nodes,
             attrs: &attrs,
         };
+        ops::check_derived(kind, &ctx)?;
         let outputs = ops::infer::infer(kind, &ctx)?;
         let id = self.nodes.len();
         let name: Arc<str> = name.into();
@@ -374,6 +393,7 @@ impl Graph {
             attrs,
             device,
             outputs,
+            kept: KeptFields::default(),
         });
         Ok(self.handle(id))
     }
@@ -462,8 +482,10 @@ impl<'g> OpBuilder<'g> {
                 .iter()
                 .map(|o| (o.dtype, o.shape.clone()))
                 .collect();
-            for (attr, value) in ops::derived_attrs(kind, &typed) {
-                attrs.entry(attr.to_string()).or_insert(value);
+            for derived in ops::derived_attrs(kind, &typed) {
+                attrs
+                    .entry(derived.name.to_string())
+                    .or_insert(derived.value);
             }
         }
         let name = graph.unique_name(&name, true);

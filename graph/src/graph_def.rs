@@ -5,8 +5,8 @@ use std::collections::{BTreeSet, HashMap};
 use prost::Message;
 use tensor_core::{Error, Result};
 
-use crate::graph::{validate_name, Graph};
-use crate::proto::{GraphDef, NodeDef, VersionDef};
+use crate::graph::{validate_name, Graph, KeptFields};
+use crate::proto::{GraphDef, NodeDef};
 
 impl Graph {
     /// The graph as TensorFlow's `GraphDef` (nodes in the order they were added; inputs
@@ -33,17 +33,16 @@ impl Graph {
                     input: data.chain(control).collect(),
                     device: n.device.clone(),
                     attr: n.attrs.clone(),
+                    experimental_debug_info: n.kept.debug_info.clone(),
+                    experimental_type: n.kept.full_type.clone(),
                 }
             })
             .collect();
         GraphDef {
             node,
-            library: self.has_library.then(Default::default),
-            version: 0,
-            versions: Some(VersionDef {
-                producer: self.producer,
-                ..Default::default()
-            }),
+            library: self.library.clone(),
+            version: self.version,
+            versions: Some(self.versions.clone()),
         }
     }
 
@@ -63,15 +62,11 @@ impl Graph {
     /// A graph from TensorFlow's `GraphDef`, with its node names kept. Nodes may come in any
     /// order; every input must name a node of the graph, and the data edges must not form
     /// a cycle. Attributes left at their defaults may be absent; devices are recorded.
-    /// A node that calls a function of the library is an `Err`; functions no node calls are
-    /// ignored (and not written back).
+    /// A node that calls a function of the library is an `Err`; the library, the versions
+    /// and the `NodeDef` fields polytensor does not read are kept and written back as read.
     pub fn from_graph_def(def: &GraphDef) -> Result<Graph> {
-        let functions: BTreeSet<&str> = def
-            .library
-            .iter()
-            .flat_map(|lib| &lib.function)
-            .filter_map(|f| f.signature.as_ref().map(|s| s.name.as_str()))
-            .collect();
+        let names = def.function_names()?;
+        let functions: BTreeSet<&str> = names.iter().map(String::as_str).collect();
         let mut index: HashMap<&str, usize> = HashMap::new();
         for (i, node) in def.node.iter().enumerate() {
             validate_name(&node.name)?;
@@ -100,8 +95,9 @@ impl Graph {
             .collect::<Result<_>>()?;
         let order = topological_order(def, &parsed)?;
         let mut graph = Graph::new();
-        graph.producer = def.versions.as_ref().map_or(0, |v| v.producer);
-        graph.has_library = def.library.is_some();
+        graph.versions = def.versions.clone().unwrap_or_default();
+        graph.version = def.version;
+        graph.library = def.library.clone();
         let mut ids = vec![usize::MAX; def.node.len()];
         for i in order {
             let node = &def.node[i];
@@ -120,6 +116,10 @@ impl Graph {
                 node.attr.clone(),
                 node.device.clone(),
             )?;
+            graph.nodes[op.id].kept = KeptFields {
+                debug_info: node.experimental_debug_info.clone(),
+                full_type: node.experimental_type.clone(),
+            };
             ids[i] = op.id;
         }
         Ok(graph)

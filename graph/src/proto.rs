@@ -15,9 +15,11 @@ pub struct GraphDef {
     /// The nodes, in any order (TensorFlow writes them in creation order).
     #[prost(message, repeated, tag = "1")]
     pub node: Vec<NodeDef>,
-    /// Functions the graph may call (polytensor runs graphs that call none).
-    #[prost(message, optional, tag = "2")]
-    pub library: Option<FunctionDefLibrary>,
+    /// The serialized `FunctionDefLibrary` of functions the graph may call, kept byte for
+    /// byte as read so that a round trip loses nothing (polytensor runs graphs that call
+    /// none; [`GraphDef::function_names`] reads their names).
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub library: Option<Vec<u8>>,
     /// The deprecated single version number.
     #[prost(int32, tag = "3")]
     pub version: i32,
@@ -44,6 +46,14 @@ pub struct NodeDef {
     /// Attributes by name; attributes left at their default may be absent.
     #[prost(btree_map = "string, message", tag = "5")]
     pub attr: BTreeMap<String, AttrValue>,
+    /// The serialized `NodeDef.ExperimentalDebugInfo` (the original node names and
+    /// functions a node came from), kept as read.
+    #[prost(bytes = "vec", optional, tag = "6")]
+    pub experimental_debug_info: Option<Vec<u8>>,
+    /// The serialized `FullTypeDef` of the node's outputs (`experimental_type`), kept as
+    /// read.
+    #[prost(bytes = "vec", optional, tag = "7")]
+    pub experimental_type: Option<Vec<u8>>,
 }
 
 /// TensorFlow's `AttrValue`: one attribute value.
@@ -141,6 +151,22 @@ pub struct VersionDef {
     /// Consumer versions known not to read it.
     #[prost(int32, repeated, tag = "3")]
     pub bad_consumers: Vec<i32>,
+}
+
+impl GraphDef {
+    /// The names of the functions in [`GraphDef::library`] (none without a library).
+    pub fn function_names(&self) -> tensor_core::Result<Vec<String>> {
+        let Some(bytes) = &self.library else {
+            return Ok(Vec::new());
+        };
+        let library = <FunctionDefLibrary as prost::Message>::decode(bytes.as_slice())
+            .map_err(|e| tensor_core::Error::InvalidProto(format!("GraphDef.library: {e}")))?;
+        Ok(library
+            .function
+            .into_iter()
+            .filter_map(|f| f.signature.map(|s| s.name))
+            .collect())
+    }
 }
 
 /// TensorFlow's `FunctionDefLibrary`, read for the names of its functions only.

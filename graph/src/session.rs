@@ -102,7 +102,8 @@ impl Session {
 
     /// Run the operations `fetches` and `targets` need, with `feeds` replacing the values of
     /// the tensors they name, and return the fetched values in order (on the session's
-    /// device). Variable updates persist across calls.
+    /// device). Variable updates persist across calls. A tensor fed twice in one call is an
+    /// `Err` naming it (a fetch may repeat).
     pub fn run(
         &mut self,
         feeds: &[(&Output, &Tensor)],
@@ -110,6 +111,15 @@ impl Session {
         targets: &[&Operation],
     ) -> Result<Vec<Tensor>> {
         let signature = self.signature(feeds, fetches, targets)?;
+        for (i, fed) in signature.feeds.iter().enumerate() {
+            if let Some(first) = signature.feeds[..i].iter().position(|f| f == fed) {
+                return Err(Error::invalid(format!(
+                    "Duplicate feed: {} is fed more than once in one run (feeds {first} and \
+                     {i}); feed each tensor once",
+                    feeds[i].0.name()
+                )));
+            }
+        }
         for ((output, value), &(node, index)) in feeds.iter().zip(&signature.feeds) {
             self.check_feed(output, value, node, index)?;
         }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use backend_cpu::CpuDevice;
 use graph::proto::{FunctionDef, FunctionDefLibrary, GraphDef, NodeDef, OpSignature};
 use graph::{int_list, Graph, Output, Session};
-use tensor_core::{DataType, Device, PartialTensorShape, Tensor};
+use graph::{type_list, AttrValue};
+use prost::Message;
+use tensor_core::{DataType, Device, PartialTensorShape, Result, Tensor};
 
 fn cpu() -> Arc<dyn Device> {
     CpuDevice::shared()
@@ -110,7 +112,14 @@ fn build_time_mismatches_name_the_op_and_its_inputs() {
         "{message}"
     );
     let i = ints(&[1], &[], &mut g);
-    assert!(g.add(&a, &i).unwrap_err().to_string().contains("one dtype"));
+    let message = g.add(&a, &i).unwrap_err().to_string();
+    assert!(
+        message.contains(
+            "Input 1 of node add_1 was passed int32 from Const_2:0 incompatible \
+             with expected float."
+        ),
+        "{message}"
+    );
     let message = g.matmul(&a, &a).unwrap_err().to_string();
     assert!(
         message.contains("inner dim 3") && message.contains("inner dim 2"),
@@ -208,13 +217,16 @@ fn graph_defs_that_polytensor_cannot_run_are_errors() {
         .to_string()
         .contains("cycle"));
     let mut calls = def(vec![node("a", "my_fn", &[])]);
-    calls.library = Some(FunctionDefLibrary {
-        function: vec![FunctionDef {
-            signature: Some(OpSignature {
-                name: "my_fn".into(),
-            }),
-        }],
-    });
+    calls.library = Some(
+        FunctionDefLibrary {
+            function: vec![FunctionDef {
+                signature: Some(OpSignature {
+                    name: "my_fn".into(),
+                }),
+            }],
+        }
+        .encode_to_vec(),
+    );
     assert!(Graph::from_graph_def(&calls)
         .unwrap_err()
         .to_string()
@@ -501,4 +513,226 @@ fn a_huge_splat_constant_is_not_expanded_at_build_time() {
         .run(&[], &[&reshaped], &[])
         .unwrap_err();
     assert!(err.to_string().contains("max_bytes"), "{err}");
+}
+
+/// A GraphDef of float constants `a` and `b` and one node `op` over `inputs`, with `attrs`.
+fn imported_with(op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> Result<Graph> {
+    let mut g = Graph::new();
+    g.op("Const")
+        .name("a")
+        .attr("dtype", DataType::Float)
+        .attr(
+            "value",
+            Tensor::from_slice(&[1.0f32, 2.0], [2], &cpu())
+                .unwrap()
+                .to_proto()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    g.op("Const")
+        .name("i")
+        .attr("dtype", DataType::Int32)
+        .attr(
+            "value",
+            Tensor::from_slice(&[3i32], [1], &cpu())
+                .unwrap()
+                .to_proto()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let mut def = g.to_graph_def();
+    def.node.push(NodeDef {
+        name: "n".into(),
+        op: op.into(),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        attr: attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+        ..Default::default()
+    });
+    Graph::from_graph_def_bytes(&def.encode_to_vec())
+}
+
+/// TensorFlow's importer refuses type attributes that contradict the inputs; so does
+/// polytensor's, for every op, with TensorFlow's messages.
+#[test]
+fn attributes_that_contradict_the_inputs_are_refused_at_import() {
+    let int32 = AttrValue::from(DataType::Int32);
+    let float = AttrValue::from(DataType::Float);
+    let refused = |op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)], needle: &str| {
+        let message = imported_with(op, inputs, attrs).unwrap_err().to_string();
+        assert!(message.contains(needle), "{op}: {message}");
+    };
+    refused(
+        "AddV2",
+        &["a", "a"],
+        &[("T", int32.clone())],
+        "Input 0 of node n was passed float from a:0 incompatible with expected int32.",
+    );
+    refused(
+        "AddV2",
+        &["a", "i"],
+        &[("T", float.clone())],
+        "Input 1 of node n was passed int32 from i:0 incompatible with expected float.",
+    );
+    refused(
+        "AddN",
+        &["a", "a"],
+        &[("N", AttrValue::from(1i64 << 40)), ("T", float.clone())],
+        "has attr 'N' = 1099511627776, but 2 inputs are specified",
+    );
+    refused(
+        "AddN",
+        &["a", "i"],
+        &[("N", AttrValue::from(2i64)), ("T", float.clone())],
+        "Input 1 of node n was passed int32",
+    );
+    refused(
+        "IdentityN",
+        &["a"],
+        &[(
+            "T",
+            type_list(&[DataType::Float, DataType::Int32, DataType::Int64]),
+        )],
+        "lists 3 types in attr 'T', but 1 inputs are specified",
+    );
+    refused(
+        "IdentityN",
+        &["a", "i"],
+        &[("T", type_list(&[DataType::Float, DataType::Int64]))],
+        "Input 1 of node n was passed int32 from i:0 incompatible with expected int64.",
+    );
+    refused(
+        "Sum",
+        &["a", "i"],
+        &[
+            ("T", float.clone()),
+            ("Tidx", AttrValue::from(DataType::Int64)),
+        ],
+        "Input 1 of node n was passed int32 from i:0 incompatible with expected int64.",
+    );
+    refused(
+        "Cast",
+        &["a"],
+        &[("SrcT", int32.clone()), ("DstT", float.clone())],
+        "Input 0 of node n was passed float",
+    );
+    refused(
+        "Real",
+        &["a"],
+        &[("T", float.clone())],
+        "Value for attr 'T' of float32 is not in the list of allowed values",
+    );
+    refused(
+        "SelectV2",
+        &["i", "a", "a"],
+        &[("T", int32.clone())],
+        "Input 1 of node n was passed float",
+    );
+    refused(
+        "Fill",
+        &["i", "a"],
+        &[
+            ("T", float.clone()),
+            ("index_type", AttrValue::from(DataType::Int64)),
+        ],
+        "Input 0 of node n was passed int32",
+    );
+    // A type attribute that is not a type is an error too.
+    refused(
+        "Neg",
+        &["a"],
+        &[("T", AttrValue::from(3i64))],
+        "attribute 'T' of node 'n' is not a type",
+    );
+    // Consistent attributes import and run.
+    let g = imported_with(
+        "AddN",
+        &["a", "a"],
+        &[("N", AttrValue::from(2i64)), ("T", float)],
+    )
+    .unwrap();
+    let sum = g.tensor("n:0").unwrap();
+    assert_eq!(run1(&g, &sum).to_vec::<f32>().unwrap(), [2.0, 4.0]);
+}
+
+#[test]
+fn a_tensor_fed_twice_in_one_run_is_an_error() {
+    let mut g = Graph::new();
+    let x = g
+        .placeholder(DataType::Float, &PartialTensorShape::unknown_rank())
+        .unwrap();
+    let y = g.unary("Neg", &x).unwrap();
+    let one = Tensor::scalar(1.0f32, &cpu()).unwrap();
+    let two = Tensor::scalar(2.0f32, &cpu()).unwrap();
+    let mut session = Session::new(&g, cpu());
+    let message = session
+        .run(&[(&x, &one), (&x, &two)], &[&y], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("Duplicate feed: Placeholder:0 is fed more than once"),
+        "{message}"
+    );
+    let message = session
+        .run_by_name(
+            &[("Placeholder:0", &one), ("Placeholder", &two)],
+            &["Neg:0"],
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("Duplicate feed"), "{message}");
+    // Fetching one tensor twice is fine.
+    let values = session.run(&[(&x, &two)], &[&y, &y], &[]).unwrap();
+    assert_eq!(values[1].item::<f32>().unwrap(), -2.0);
+}
+
+#[test]
+fn shapes_that_need_build_time_values_are_inferred() {
+    let mut g = Graph::new();
+    let x = g
+        .placeholder(
+            DataType::Float,
+            &PartialTensorShape::new(&[None, Some(3)]).unwrap(),
+        )
+        .unwrap();
+    let shape = g.op("Shape").input(&x).build_output().unwrap();
+    let v = g.constant(7i32).unwrap();
+    let filled = g
+        .op("Fill")
+        .inputs(&[shape, v.clone()])
+        .build_output()
+        .unwrap();
+    assert_eq!(filled.shape().to_string(), "[?,3]");
+    // A shape vector of known length but unknown values: the rank is known.
+    let dims = g
+        .placeholder(
+            DataType::Int32,
+            &PartialTensorShape::new(&[Some(2)]).unwrap(),
+        )
+        .unwrap();
+    let unknown = g.op("Fill").inputs(&[dims, v]).build_output().unwrap();
+    assert_eq!(unknown.shape().to_string(), "[?,?]");
+    let range = |g: &mut Graph, s: f64, l: f64, d: f64| {
+        let (s, l, d) = (
+            g.constant(s).unwrap(),
+            g.constant(l).unwrap(),
+            g.constant(d).unwrap(),
+        );
+        g.op("Range").inputs(&[s, l, d]).build_output().unwrap()
+    };
+    for ((s, l, d), n) in [
+        ((0.0, 1.0, 0.25), "[4]"),
+        ((0.0, 1.0, 0.3), "[4]"),
+        ((1.0, 0.0, -0.5), "[2]"),
+        ((0.0, 1.0, -1.0), "[0]"),
+    ] {
+        let r = range(&mut g, s, l, d);
+        assert_eq!(r.shape().to_string(), n, "range({s}, {l}, {d})");
+        assert_eq!(run1(&g, &r).num_elements().to_string(), n[1..n.len() - 1]);
+    }
 }

@@ -240,18 +240,43 @@ impl DataType {
     /// bits, sign-extended. Every way into a tensor checks this, so kernels and encoders can
     /// rely on it.
     pub const fn is_valid_byte(self, byte: u8) -> bool {
-        match self.byte_range() {
+        match self.valid_byte_window() {
             None => true,
-            Some((min, max)) => {
-                let low_bits = byte as i16 <= max - min;
-                let value = if min < 0 {
-                    byte as i8 as i16
-                } else {
-                    byte as i16
-                };
-                (min <= value && value <= max) || (min < 0 && low_bits)
-            }
+            Some((shift, limit)) => byte.wrapping_add(shift) <= limit,
         }
+    }
+
+    /// The valid bytes of a one-byte dtype with a [`byte_range`](DataType::byte_range) as
+    /// one window of the byte circle: `byte` is valid when `byte + shift` (wrapping) is at
+    /// most `limit`. For a signed dtype the sign-extended values (`0xf8..=0xff` for int4)
+    /// and the low-bits form (`0x00..=0x0f`) are adjacent on the circle, so shifting by
+    /// `-min` makes them one range, `0..=(-min) + (max - min)`. `None` where every byte is
+    /// valid.
+    const fn valid_byte_window(self) -> Option<(u8, u8)> {
+        match self.byte_range() {
+            None => None,
+            Some((min, max)) => Some(((-min) as u8, (max - 2 * min) as u8)),
+        }
+    }
+
+    /// The index of the first byte of `bytes` that is not a valid element of this dtype
+    /// ([`is_valid_byte`](DataType::is_valid_byte)), or `None`. Returns at once for the
+    /// dtypes whose every byte is a value; otherwise the check is a branch-free maximum over
+    /// blocks of bytes, which the compiler vectorises, and a search only in a block that
+    /// holds an invalid byte.
+    pub fn first_invalid_byte(self, bytes: &[u8]) -> Option<usize> {
+        const BLOCK: usize = 4096;
+        let (shift, limit) = self.valid_byte_window()?;
+        bytes.chunks(BLOCK).enumerate().find_map(|(block, chunk)| {
+            let highest = chunk
+                .iter()
+                .fold(0u8, |high, &b| high.max(b.wrapping_add(shift)));
+            if highest <= limit {
+                return None;
+            }
+            let at = chunk.iter().position(|&b| b.wrapping_add(shift) > limit)?;
+            Some(block * BLOCK + at)
+        })
     }
 
     /// The element a raw byte holds as TensorFlow's C++ reads it (through `ml_dtypes` and
@@ -447,6 +472,24 @@ mod tests {
         assert_eq!(DataType::UInt4.canonical_byte(0xff), 0x0f);
         assert_eq!(DataType::Int2.canonical_byte(0x06), 0xfe);
         assert_eq!(DataType::Bool.canonical_byte(7), 1);
+    }
+
+    #[test]
+    fn first_invalid_byte_agrees_with_is_valid_byte() {
+        for d in DataType::ALL.iter().copied().filter(|d| d.size() == 1) {
+            let all: Vec<u8> = (0..=255u8).collect();
+            let first = all.iter().position(|&b| !d.is_valid_byte(b));
+            assert_eq!(d.first_invalid_byte(&all), first, "{d}");
+            for b in 0..=255u8 {
+                // One byte placed past the first block, in a run of valid zeros.
+                let mut long = vec![0u8; 10_000];
+                long[9_001] = b;
+                let expected = (!d.is_valid_byte(b)).then_some(9_001);
+                assert_eq!(d.first_invalid_byte(&long), expected, "{d} {b:#x}");
+            }
+        }
+        assert_eq!(DataType::Float.first_invalid_byte(&[0xff; 64]), None);
+        assert_eq!(DataType::Bool.first_invalid_byte(&[]), None);
     }
 
     #[test]

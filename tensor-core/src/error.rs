@@ -5,7 +5,11 @@ use crate::stats::AllocatorStats;
 
 /// Everything that can go wrong in polytensor. Bad input from a user or a file is
 /// always one of these, never a panic.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+///
+/// `Debug` prints the same readable message as `Display` (as `std::io::Error` and `anyhow`
+/// do), so `fn main() -> polytensor::Result<()>` reports a failure in words; match on the
+/// variants for the structured fields.
+#[derive(Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Two shapes that had to agree did not.
@@ -56,6 +60,19 @@ pub enum Error {
         axis: isize,
         /// The rank of the tensor.
         rank: usize,
+    },
+    /// A request exceeds a fixed limit of the device (not its free memory): retrying after
+    /// freeing memory cannot help.
+    #[error("{requested} bytes requested on {device} exceed {limit} ({value} bytes)")]
+    ExceedsDeviceLimit {
+        /// Bytes requested.
+        requested: usize,
+        /// The device that refused.
+        device: String,
+        /// The limit, in words (`the adapter's max storage binding size`).
+        limit: String,
+        /// The limit's value in bytes.
+        value: u64,
     },
     /// A malformed `TensorSlice` string or an invalid slice.
     #[error("invalid slice: {0}")]
@@ -112,8 +129,39 @@ impl Error {
     }
 }
 
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
 impl From<DTypeError> for Error {
     fn from(e: DTypeError) -> Self {
         Error::invalid(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_prints_the_readable_message() {
+        let error = Error::Unsupported {
+            op: "cast".into(),
+            dtype: DataType::Float8E4M3FN,
+            device: "cpu:0".into(),
+        };
+        assert_eq!(format!("{error:?}"), error.to_string());
+        assert_eq!(
+            format!("{error:?}"),
+            "cast is not supported for dtype float8_e4m3fn on device cpu:0"
+        );
+        // What `fn main() -> Result<()>` prints on failure is `Error: {:?}`.
+        let main_result: Result<()> = Err(Error::invalid("bad"));
+        assert_eq!(
+            format!("{:?}", main_result.unwrap_err()),
+            "invalid argument: bad"
+        );
     }
 }

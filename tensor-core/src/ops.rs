@@ -128,8 +128,10 @@ op_enum! {
         Max = "max",
         /// Minimum, NaN propagating (the dtype's highest value, or +inf, over no elements).
         Min = "min",
-        /// Row-major flat index, within the reduced axes, of the first maximum (a NaN counts as
-        /// the maximum); int64; an error over no elements.
+        /// Index along the one reduced axis (`Tensor::reduce` takes exactly one, as
+        /// TensorFlow's `ArgMax` does; kernels compute the row-major flat index within the
+        /// reduced axes) of the first maximum (a NaN counts as the maximum); int64; an error
+        /// over no elements.
         ArgMax = "argmax",
         /// As `ArgMax`, for the first minimum.
         ArgMin = "argmin",

@@ -92,9 +92,11 @@ fn malformed_protos_name_the_problem() {
     rejects(&p, "DecodeOptions::max_bytes");
     let small = DecodeOptions { max_bytes: 64 };
     let err = Tensor::from_proto_with(&proto(float, &[17]), &device(), &small).unwrap_err();
-    assert!(
-        err.to_string().contains("more than the 64 bytes allowed"),
-        "{err}"
+    assert_eq!(
+        err.to_string(),
+        "invalid proto: a float32 tensor of shape [17] needs more than the 64 bytes allowed \
+         (DecodeOptions::max_bytes)",
+        "one line, no stray backslash or indentation"
     );
     let mut p = proto(DataType::String as i32, &[1 << 40]);
     p.string_val = vec![b"x".to_vec()];
@@ -212,6 +214,28 @@ fn splats_zeros_and_round_trips() {
         .unwrap()
         .as_proto_tensor_content()
         .is_err());
+}
+
+/// Bool and sub-byte integer content is validated (and canonicalised) on both decode paths,
+/// shared and copied, wherever in a long run the odd byte is.
+#[test]
+fn content_bytes_are_checked_on_every_path() {
+    for (dtype, odd, canonical) in [
+        (DataType::Bool, 7u8, 1u8),
+        (DataType::Int4, 0x3f, 0xff),
+        (DataType::UInt2, 0x06, 0x02),
+    ] {
+        for at in [0, 4095, 4096, 9999] {
+            let mut content = vec![1u8; 10_000];
+            content[at] = odd;
+            let mut p = proto(dtype as i32, &[10_000]);
+            p.tensor_content = content.into();
+            let t = Tensor::from_proto(&p, &device()).unwrap();
+            let bytes = t.to_bytes().unwrap();
+            assert_eq!(bytes[at], canonical, "{dtype} at {at}");
+            assert!(bytes.iter().all(|&b| dtype.is_valid_byte(b)), "{dtype}");
+        }
+    }
 }
 
 #[test]

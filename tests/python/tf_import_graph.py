@@ -4,7 +4,9 @@ For each case in the directory given as the only argument (`NAME.pb`, `NAME.json
 by `tests/graph_tensorflow.rs`): import the GraphDef into a fresh graph with
 `tf.graph_util.import_graph_def(name="")`, open a `tf.compat.v1.Session`, run the targets,
 then the fetches with the feeds, and compare every fetched value with what polytensor's
-own Session returned (exact for integers and bools, a relative 1e-6 for floats).
+own Session returned (exact for integers and bools, a relative 1e-6 for floats), and each
+fetch's static dtype and shape: `str(tensor)` in TensorFlow's graph must be what polytensor
+printed for it.
 """
 
 import json
@@ -28,6 +30,9 @@ def run_case(path):
     graph = tf.Graph()
     with graph.as_default():
         tf.graph_util.import_graph_def(graph_def, name="")
+    for name, printed in case["printed"].items():
+        tensorflow = str(graph.get_tensor_by_name(name))
+        assert tensorflow == printed, f"{path.stem}: TensorFlow prints {tensorflow}, polytensor {printed}"
     with tf.compat.v1.Session(graph=graph) as session:
         for targets in case["target_runs"]:
             session.run(targets)
@@ -38,7 +43,7 @@ def run_case(path):
         got = np.asarray(value)
         assert got.dtype == want.dtype, f"{path.stem} {name}: dtype {got.dtype} != {want.dtype}"
         assert got.shape == want.shape, f"{path.stem} {name}: shape {got.shape} != {want.shape}"
-        if np.issubdtype(want.dtype, np.floating):
+        if np.issubdtype(want.dtype, np.floating) or np.issubdtype(want.dtype, np.complexfloating):
             np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{path.stem} {name}")
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"{path.stem} {name}")

@@ -127,7 +127,48 @@ int main(void) {
   OK(status);
   PT_TensorCopyTo(decoded, out, sizeof out, status);
   CHECK(out[5] == 16);
+  CHECK(PT_TensorIsReadOnly(decoded) == 0);
   PT_DeleteBuffer(proto);
+
+  /* Decoded tensors own writable memory wherever tensor_content lay in the message: a
+   * version_number varint of 1 to 4 bytes moves the content through every offset mod 4. */
+  for (int shift = 1; shift <= 4; shift++) {
+    unsigned char msg[32];
+    size_t n = 0;
+    const unsigned char head[8] = {0x08, 0x01,                          /* dtype: DT_FLOAT */
+                                   0x12, 0x04, 0x12, 0x02, 0x08, 0x02}; /* shape: [2] */
+    memcpy(msg, head, sizeof head);
+    n += sizeof head;
+    msg[n++] = 0x18; /* version_number */
+    for (int i = 1; i < shift; i++) msg[n++] = 0x80;
+    msg[n++] = 0x01;
+    msg[n++] = 0x22; /* tensor_content, 8 bytes */
+    msg[n++] = 0x08;
+    const float pair[2] = {1.0f, 2.0f};
+    memcpy(msg + n, pair, sizeof pair);
+    n += sizeof pair;
+    PT_Tensor* content = PT_DecodeTensorProto(msg, n, status);
+    OK(status);
+    CHECK(PT_TensorIsReadOnly(content) == 0);
+    float* data = PT_TensorData(content);
+    CHECK(data != NULL && data[1] == 2.0f);
+    if (data != NULL) data[0] = 5.0f;
+    float read_back[2];
+    PT_TensorCopyTo(content, read_back, sizeof read_back, status);
+    OK(status);
+    CHECK(read_back[0] == 5.0f && read_back[1] == 2.0f);
+    PT_DeleteTensor(content);
+  }
+
+  /* ArgMax takes exactly one axis, as TensorFlow's does. */
+  int64_t both_axes[2] = {0, 1};
+  CHECK(PT_Reduce("argmax", a, both_axes, 2, 0, status) == NULL);
+  CHECK(PT_GetCode(status) == PT_INVALID_ARGUMENT);
+  CHECK(strstr(PT_Message(status), "exactly one axis") != NULL);
+  PT_Tensor* argmax = PT_Reduce("argmax", a, &axis, 1, 0, status);
+  OK(status);
+  CHECK(PT_TensorType(argmax) == PT_INT64 && PT_Dim(argmax, 0) == 2);
+  PT_DeleteTensor(argmax);
 
   /* DLPack export: our tensor to a consumer, sharing memory. */
   size_t live = PT_LiveDLPackExports();

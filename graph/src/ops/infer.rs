@@ -150,28 +150,27 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             let [_, (dtype, _)] = cx.exactly(2)? else {
                 unreachable!()
             };
-            let shape = match cx.const_ints(0) {
-                Some(dims) => known(dims.iter().map(|&d| usize::try_from(d).ok()))?,
-                None => PartialTensorShape::unknown_rank(),
-            };
-            one(*dtype, shape)
+            one(*dtype, cx.shape_value(0)?)
         }
         Kind::Range => {
             let inputs = cx.exactly(3)?;
             let dtype = attrs.dtype_or("Tidx", inputs[0].0)?;
-            let count = match (cx.const_ints(0), cx.const_ints(1), cx.const_ints(2)) {
-                (Some(s), Some(l), Some(d)) if dtype.is_integer() => match (&s[..], &l[..], &d[..])
-                {
-                    ([s], [l], [d]) if *d != 0 => {
-                        // ceil((limit - start) / delta), in i128 so that no i64 overflows.
-                        let (span, d) = (i128::from(*l) - i128::from(*s), i128::from(*d));
-                        usize::try_from((span + d - d.signum()) / d)
-                            .ok()
-                            .or(Some(0))
-                    }
+            let count = if dtype.is_integer() {
+                match (cx.const_ints(0), cx.const_ints(1), cx.const_ints(2)) {
+                    (Some(s), Some(l), Some(d)) => match (&s[..], &l[..], &d[..]) {
+                        ([s], [l], [d]) if *d != 0 => {
+                            // ceil((limit - start) / delta), in i128 so that no i64 overflows.
+                            let (span, d) = (i128::from(*l) - i128::from(*s), i128::from(*d));
+                            usize::try_from((span + d - d.signum()) / d)
+                                .ok()
+                                .or(Some(0))
+                        }
+                        _ => None,
+                    },
                     _ => None,
-                },
-                _ => None,
+                }
+            } else {
+                float_range_count(cx, dtype)
             };
             one(dtype, known([count])?)
         }
@@ -207,6 +206,29 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             one(DataType::Bool, known([])?)
         }
         Kind::RefVariable => one(attrs.dtype("dtype")?, attrs.shape_or_unknown("shape")?),
+        Kind::MakeComplex => {
+            let dtype = same_dtype(cx, 2)?;
+            let complex = super::result_dtype(kind, dtype).ok_or_else(|| {
+                cx.error(format!(
+                    "Value for attr 'T' of {dtype} is not in the list of allowed values: \
+                     float, double"
+                ))
+            })?;
+            one(complex, broadcast(cx, &[0, 1])?)
+        }
+        Kind::ComplexPart(_) | Kind::Conj => {
+            let [(dtype, shape)] = cx.exactly(1)? else {
+                unreachable!()
+            };
+            if !dtype.is_complex() {
+                return Err(cx.error(format!(
+                    "Value for attr 'T' of {dtype} is not in the list of allowed values: \
+                     complex64, complex128"
+                )));
+            }
+            let out = super::result_dtype(kind, *dtype).unwrap_or(*dtype);
+            one(out, shape.clone())
+        }
         Kind::RefAssign | Kind::RefAssignAdd => {
             let [(dtype, shape), _] = cx.exactly(2)? else {
                 unreachable!()
@@ -214,6 +236,27 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             one(*dtype, shape.clone())
         }
     }
+}
+
+/// The length of a float `Range` whose start, limit and delta are `Const` scalars, as
+/// TensorFlow's shape function computes it in the dtype itself:
+/// `ceil(|(limit - start) / delta|)` (0 where delta points away from the limit).
+fn float_range_count(cx: &InferCtx<'_>, dtype: DataType) -> Option<usize> {
+    let scalar = |i: usize| match cx.const_floats(i)?[..] {
+        [v] => Some(v),
+        _ => None,
+    };
+    let (start, limit, delta) = (scalar(0)?, scalar(1)?, scalar(2)?);
+    let steps = match dtype {
+        DataType::Float => f64::from((limit as f32 - start as f32) / delta as f32),
+        _ => (limit - start) / delta,
+    };
+    if !steps.is_finite() {
+        return None;
+    }
+    // Float to integer `as` saturates: a count past usize::MAX stays unknown below.
+    let count = steps.max(0.0).ceil();
+    (count < usize::MAX as f64).then_some(count as usize)
 }
 
 /// A shape of known rank from its dims.
@@ -424,21 +467,36 @@ fn reshape(cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
 /// 2^40 elements) makes inference allocate.
 const MAX_BUILD_TIME_BYTES: usize = 1 << 20;
 
+/// The values of a float32 or float64 `TensorProto` as f64 (typed fields or content; one
+/// value fills the shape), or `None` for other dtypes, malformed protos and large constants.
+pub(crate) fn proto_floats(proto: &TensorProto) -> Option<Vec<f64>> {
+    proto_values(proto, |dtype, bytes| match dtype {
+        DataType::Float => Some(f64::from(f32::from_le_bytes(bytes.try_into().ok()?))),
+        DataType::Double => Some(f64::from_le_bytes(bytes.try_into().ok()?)),
+        _ => None,
+    })
+}
+
 /// The integer values of an int32 or int64 `TensorProto` (typed fields or content; one value
 /// fills the shape), or `None` for other dtypes, malformed protos and large constants.
 pub(crate) fn proto_ints(proto: &TensorProto) -> Option<Vec<i64>> {
+    proto_values(proto, |dtype, bytes| match dtype {
+        DataType::Int32 => Some(i64::from(i32::from_le_bytes(bytes.try_into().ok()?))),
+        DataType::Int64 => Some(i64::from_le_bytes(bytes.try_into().ok()?)),
+        _ => None,
+    })
+}
+
+/// The elements of a build-time constant, read with a 1 MiB limit, each converted by `read`
+/// from its dtype and bytes; `None` where `read` refuses the dtype.
+fn proto_values<T>(proto: &TensorProto, read: fn(DataType, &[u8]) -> Option<T>) -> Option<Vec<T>> {
     let options = DecodeOptions {
         max_bytes: MAX_BUILD_TIME_BYTES,
     };
     let elements = proto.decode_elements(&options).ok()?;
-    let values = |size| elements.bytes.chunks_exact(size);
-    match elements.dtype {
-        DataType::Int32 => values(4)
-            .map(|c| c.try_into().ok().map(|c| i64::from(i32::from_le_bytes(c))))
-            .collect(),
-        DataType::Int64 => values(8)
-            .map(|c| c.try_into().ok().map(i64::from_le_bytes))
-            .collect(),
-        _ => None,
-    }
+    elements
+        .bytes
+        .chunks_exact(elements.dtype.size().max(1))
+        .map(|bytes| read(elements.dtype, bytes))
+        .collect()
 }

@@ -11,7 +11,7 @@ use smallvec::{smallvec, SmallVec};
 use tensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
 use tensor_core::{DataType, Device, Error, Result, Scalar, Tensor};
 
-use super::{Division, Kind, Value};
+use super::{ComplexPart, Division, Kind, Value};
 use crate::attr::Attrs;
 use crate::graph::Node;
 
@@ -162,6 +162,17 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Outputs> {
         Kind::Division(division) => one(divide(cx, division)?),
         Kind::Unary(op) => one(cx.tensor(0)?.unary(op)?),
         Kind::Cast => one(cx.tensor(0)?.cast(cx.attrs().dtype("DstT")?)?),
+        Kind::MakeComplex => one(Tensor::complex(&*cx.tensor(0)?, &*cx.tensor(1)?)?),
+        Kind::ComplexPart(part) => {
+            let z = cx.tensor(0)?;
+            one(match part {
+                ComplexPart::Real => z.real()?,
+                ComplexPart::Imag => z.imag()?,
+                ComplexPart::Abs => z.complex_abs()?,
+                ComplexPart::Angle => z.angle()?,
+            })
+        }
+        Kind::Conj => one(cx.tensor(0)?.conj()?),
         Kind::Select => one(cx.tensor(0)?.where_(&*cx.tensor(1)?, &*cx.tensor(2)?)?),
         Kind::MatMul | Kind::BatchMatMul => {
             let attrs = cx.attrs();

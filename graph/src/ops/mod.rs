@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use tensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
-use tensor_core::{DataType, Error, Result};
+use tensor_core::{DataType, Error, PartialTensorShape, Result};
 
 use crate::attr::{AttrValue, Attrs};
 use crate::graph::{Node, Typed};
@@ -51,6 +51,25 @@ pub(crate) enum Kind {
     RefVariable,
     RefAssign,
     RefAssignAdd,
+    /// `Complex`: a complex tensor from real and imaginary parts.
+    MakeComplex,
+    /// `Real`, `Imag`, `ComplexAbs`, `Angle`: a real tensor from a complex one.
+    ComplexPart(ComplexPart),
+    /// `Conj`: the complex conjugate.
+    Conj,
+}
+
+/// What `Kind::ComplexPart` takes of each complex number.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum ComplexPart {
+    /// `Real`.
+    Real,
+    /// `Imag`.
+    Imag,
+    /// `ComplexAbs`: the modulus.
+    Abs,
+    /// `Angle`: the argument.
+    Angle,
 }
 
 /// TensorFlow's division ops, as they differ from the kernel surface.
@@ -141,6 +160,12 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("VariableV2", Kind::RefVariable),
     ("Assign", Kind::RefAssign),
     ("AssignAdd", Kind::RefAssignAdd),
+    ("Complex", Kind::MakeComplex),
+    ("Real", Kind::ComplexPart(ComplexPart::Real)),
+    ("Imag", Kind::ComplexPart(ComplexPart::Imag)),
+    ("ComplexAbs", Kind::ComplexPart(ComplexPart::Abs)),
+    ("Angle", Kind::ComplexPart(ComplexPart::Angle)),
+    ("Conj", Kind::Conj),
 ];
 
 /// The kind of op type `op_type`, if polytensor has it.
@@ -150,46 +175,154 @@ pub(crate) fn find(op_type: &str) -> Option<Kind> {
         .map(|&(_, kind)| kind)
 }
 
-/// The type attributes TensorFlow's op definitions require that follow from the inputs
-/// (`T`, `Tidx`, `N`, ...): the builder adds the ones a caller did not set, so that a graph
-/// built here is a complete GraphDef for TensorFlow.
-pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<(&'static str, AttrValue)> {
-    let dtype = |i: usize| inputs.get(i).map(|(d, _)| AttrValue::from(*d));
-    let attrs: Vec<(&'static str, Option<AttrValue>)> = match kind {
-        Kind::Identity
-        | Kind::Binary(_)
+/// Where the value of a type attribute comes from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Source {
+    /// The dtype of input `i` (`T` of `AddV2`'s both inputs, `Tidx`, `SrcT`, ...).
+    Input(usize),
+    /// The number of inputs (`N`).
+    Count,
+    /// The dtypes of all inputs, in order (`IdentityN`'s `list(type)` `T`).
+    InputTypes,
+    /// The dtype the op computes from its inputs (`Tout` of `Real`, `Complex`, ...).
+    Result,
+}
+
+/// One type attribute that follows from the inputs: its name, value and source.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Derived {
+    pub(crate) name: &'static str,
+    pub(crate) value: AttrValue,
+    pub(crate) source: Source,
+}
+
+/// The type attributes TensorFlow's op definitions tie to the inputs (`T`, `Tidx`, `N`, ...):
+/// the builder adds the ones a caller did not set (the first entry of a name), so that a
+/// graph built here is a complete GraphDef for TensorFlow, and [`check_derived`] refuses a
+/// node whose attributes contradict its inputs, as TensorFlow's importer does. An attribute
+/// shared by several inputs (`T` of both `AddV2` operands) has one entry per input.
+pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
+    use Source::*;
+    let typed: &[(&'static str, Source)] = match kind {
+        Kind::Identity | Kind::Unary(_) | Kind::Squeeze | Kind::Shape | Kind::Conj => {
+            &[("T", Input(0))]
+        }
+        Kind::Binary(_)
         | Kind::Compare(_)
         | Kind::Division(_)
-        | Kind::Unary(_)
         | Kind::MatMul
         | Kind::BatchMatMul
-        | Kind::Squeeze
-        | Kind::Shape
         | Kind::RefAssign
-        | Kind::RefAssignAdd => vec![("T", dtype(0))],
-        Kind::Select => vec![("T", dtype(1))],
-        Kind::Reduce(_) | Kind::Arg(_) => vec![("T", dtype(0)), ("Tidx", dtype(1))],
-        Kind::Reshape => vec![("T", dtype(0)), ("Tshape", dtype(1))],
-        Kind::Transpose => vec![("T", dtype(0)), ("Tperm", dtype(1))],
-        Kind::ExpandDims => vec![("T", dtype(0)), ("Tdim", dtype(1))],
-        Kind::Fill => vec![("T", dtype(1)), ("index_type", dtype(0))],
-        Kind::Range => vec![("Tidx", dtype(0))],
-        Kind::Cast => vec![("SrcT", dtype(0))],
-        Kind::AddN => vec![
-            ("T", dtype(0)),
-            ("N", Some(AttrValue::from(inputs.len() as i64))),
-        ],
-        Kind::IdentityN => {
-            let dtypes: Vec<DataType> = inputs.iter().map(|(d, _)| *d).collect();
-            vec![("T", Some(crate::attr::type_list(&dtypes)))]
-        }
-        Kind::AssignVariable | Kind::AssignAddVariable => vec![("dtype", dtype(1))],
-        _ => Vec::new(),
+        | Kind::RefAssignAdd => &[("T", Input(0)), ("T", Input(1))],
+        Kind::Select => &[("T", Input(1)), ("T", Input(2))],
+        Kind::Reduce(_) | Kind::Arg(_) => &[("T", Input(0)), ("Tidx", Input(1))],
+        Kind::Reshape => &[("T", Input(0)), ("Tshape", Input(1))],
+        Kind::Transpose => &[("T", Input(0)), ("Tperm", Input(1))],
+        Kind::ExpandDims => &[("T", Input(0)), ("Tdim", Input(1))],
+        Kind::Fill => &[("T", Input(1)), ("index_type", Input(0))],
+        Kind::Range => &[("Tidx", Input(0)), ("Tidx", Input(1)), ("Tidx", Input(2))],
+        Kind::Cast => &[("SrcT", Input(0))],
+        Kind::AddN => &[("N", Count)],
+        Kind::IdentityN => &[("T", InputTypes)],
+        Kind::AssignVariable | Kind::AssignAddVariable => &[("dtype", Input(1))],
+        Kind::MakeComplex => &[("T", Input(0)), ("T", Input(1)), ("Tout", Result)],
+        Kind::ComplexPart(_) => &[("T", Input(0)), ("Tout", Result)],
+        _ => &[],
     };
-    attrs
+    let mut derived: Vec<(&'static str, Source)> = typed.to_vec();
+    if kind == Kind::AddN {
+        derived.extend((0..inputs.len()).map(|i| ("T", Input(i))));
+    }
+    derived
         .into_iter()
-        .filter_map(|(name, value)| value.map(|v| (name, v)))
+        .filter_map(|(name, source)| {
+            let value = match source {
+                Input(i) => AttrValue::from(inputs.get(i)?.0),
+                Count => AttrValue::from(inputs.len() as i64),
+                InputTypes => {
+                    let dtypes: Vec<DataType> = inputs.iter().map(|(d, _)| *d).collect();
+                    crate::attr::type_list(&dtypes)
+                }
+                Result => AttrValue::from(result_dtype(kind, inputs.first()?.0)?),
+            };
+            Some(Derived {
+                name,
+                value,
+                source,
+            })
+        })
         .collect()
+}
+
+/// The dtype a complex op gives for input dtype `dtype` (its `Tout`), if it has one.
+pub(crate) fn result_dtype(kind: Kind, dtype: DataType) -> Option<DataType> {
+    match (kind, dtype) {
+        (Kind::MakeComplex, DataType::Float) => Some(DataType::Complex64),
+        (Kind::MakeComplex, DataType::Double) => Some(DataType::Complex128),
+        (Kind::ComplexPart(_), DataType::Complex64 | DataType::Complex128) => {
+            Some(dtype.real_dtype())
+        }
+        _ => None,
+    }
+}
+
+/// An `Err`, with TensorFlow's message where it has one, if a type attribute of the node
+/// contradicts its inputs ([`derived_attrs`]): `AddV2` of float inputs with `T = DT_INT32`,
+/// `AddN` with an `N` other than its input count, `IdentityN` whose `T` lists other types.
+/// Attributes left out are not checked (they take the inputs' values).
+pub(crate) fn check_derived(kind: Kind, cx: &InferCtx<'_>) -> Result<()> {
+    let attrs = cx.attrs();
+    for derived in derived_attrs(kind, cx.inputs) {
+        let Some(given) = cx.attrs.get(derived.name) else {
+            continue;
+        };
+        if *given == derived.value {
+            continue;
+        }
+        return Err(match derived.source {
+            Source::Input(i) => cx.type_mismatch(i, attrs.dtype(derived.name)?),
+            Source::Count => Error::invalid(format!(
+                "NodeDef '{}' ({}) has attr 'N' = {}, but {} inputs are specified; N must \
+                 match the inputs",
+                cx.name,
+                cx.op_type,
+                attrs.int(derived.name)?,
+                cx.inputs.len()
+            )),
+            Source::InputTypes => {
+                let expected = attrs.dtypes(derived.name)?;
+                if expected.len() != cx.inputs.len() {
+                    return Err(Error::invalid(format!(
+                        "NodeDef '{}' ({}) lists {} types in attr '{}', but {} inputs are \
+                         specified",
+                        cx.name,
+                        cx.op_type,
+                        expected.len(),
+                        derived.name,
+                        cx.inputs.len()
+                    )));
+                }
+                let (i, &want) = expected
+                    .iter()
+                    .enumerate()
+                    .find(|&(i, want)| *want != cx.inputs[i].0)
+                    .ok_or_else(|| cx.error("attr 'T' does not match the inputs"))?;
+                cx.type_mismatch(i, want)
+            }
+            Source::Result => {
+                let input = cx.inputs[0].0;
+                let gives = result_dtype(kind, input).map_or("nothing".into(), |d| d.to_string());
+                cx.error(format!(
+                    "attr '{}' is {}, but {} of {input} gives {gives} (TensorFlow registers no \
+                     kernel for that pair)",
+                    derived.name,
+                    attrs.dtype(derived.name)?,
+                    cx.op_type,
+                ))
+            }
+        });
+    }
+    Ok(())
 }
 
 /// Every op type polytensor's graphs know, by TensorFlow's name.
@@ -204,6 +337,8 @@ pub(crate) struct InferCtx<'a> {
     pub(crate) inputs: &'a [Typed],
     /// The node (and output index) behind each input.
     pub(crate) sources: Vec<(&'a Node, usize)>,
+    /// Every node of the graph so far (to look through a source to its own inputs).
+    pub(crate) nodes: &'a [Node],
     pub(crate) attrs: &'a BTreeMap<String, AttrValue>,
 }
 
@@ -247,8 +382,32 @@ impl<'a> InferCtx<'a> {
         ))
     }
 
+    /// TensorFlow's error for input `i` whose dtype is not the `expected` of the op's type
+    /// attribute.
+    pub(crate) fn type_mismatch(&self, i: usize, expected: DataType) -> Error {
+        let passed = self.inputs[i].0;
+        let (node, index) = self.sources[i];
+        Error::invalid(format!(
+            "Input {i} of node {} was passed {} from {}:{index} incompatible with expected {}.",
+            self.name,
+            cpp_dtype_name(passed),
+            node.name,
+            cpp_dtype_name(expected)
+        ))
+    }
+
     /// The integer values of input `i` when it is a `Const` known at build time.
     pub(crate) fn const_ints(&self, i: usize) -> Option<Vec<i64>> {
+        infer::proto_ints(self.const_value(i)?)
+    }
+
+    /// The float values of input `i` when it is a float32 or float64 `Const`.
+    pub(crate) fn const_floats(&self, i: usize) -> Option<Vec<f64>> {
+        infer::proto_floats(self.const_value(i)?)
+    }
+
+    /// The value of input `i` when it is output 0 of a `Const`.
+    fn const_value(&self, i: usize) -> Option<&'a tensor_core::proto::TensorProto> {
         let (node, index) = self.sources.get(i)?;
         if node.op_type.as_ref() != "Const" || *index != 0 {
             return None;
@@ -257,7 +416,32 @@ impl<'a> InferCtx<'a> {
             node: &node.name,
             attrs: &node.attrs,
         };
-        infer::proto_ints(attrs.tensor("value").ok()?)
+        attrs.tensor("value").ok()
+    }
+
+    /// The shape that input `i`, a vector of dims, stands for as far as it is known at build
+    /// time (TensorFlow's `MakeShapeFromShapeTensor`): a `Const`'s values (a negative dim is
+    /// unknown); the static shape of the input of a `Shape` op; as many unknown dims as a
+    /// vector of known length has; otherwise an unknown rank.
+    pub(crate) fn shape_value(&self, i: usize) -> Result<PartialTensorShape> {
+        if let Some(dims) = self.const_ints(i) {
+            let dims: Vec<Option<usize>> = dims.iter().map(|&d| usize::try_from(d).ok()).collect();
+            return PartialTensorShape::new(&dims);
+        }
+        if let Some((node, 0)) = self.sources.get(i) {
+            if node.op_type.as_ref() == "Shape" {
+                if let Some(&(id, index)) = node.inputs.first() {
+                    if let Some((_, shape)) = self.nodes.get(id).and_then(|n| n.outputs.get(index))
+                    {
+                        return Ok(shape.clone());
+                    }
+                }
+            }
+        }
+        match self.inputs.get(i).and_then(|(_, shape)| shape.dims()) {
+            Some(&[Some(rank)]) => PartialTensorShape::new(&vec![None; rank]),
+            _ => Ok(PartialTensorShape::unknown_rank()),
+        }
     }
 
     /// The node behind input `i`.

@@ -41,7 +41,7 @@ impl DecodeOptions {
         match bytes.filter(|&b| b <= self.max_bytes) {
             Some(_) => Ok(()),
             None => Err(Error::InvalidProto(format!(
-                "a {dtype} tensor of shape {shape} needs more than the {} bytes allowed \\
+                "a {dtype} tensor of shape {shape} needs more than the {} bytes allowed \
                  (DecodeOptions::max_bytes)",
                 self.max_bytes
             ))),
@@ -145,7 +145,8 @@ fn content_bytes(content: Bytes, shape: &TensorShape, dtype: DataType) -> Result
             expected.map_or("more than usize::MAX".to_string(), |e| e.to_string())
         )));
     }
-    if content.iter().all(|&b| dtype.is_valid_byte(b)) {
+    // Only bool and the sub-byte integers have invalid bytes: other dtypes return at once.
+    if dtype.first_invalid_byte(&content).is_none() {
         return Ok(content);
     }
     // Both of TensorFlow's decoders take any byte: C++ reads a non-zero bool byte as true and
@@ -196,8 +197,8 @@ fn typed_bytes(
     Ok(bytes)
 }
 
-/// The tensor over `content`: shared when the device is the host and the bytes are
-/// aligned, one copy otherwise.
+/// The tensor over `content` (checked and canonical: [`content_bytes`]): shared when the
+/// device is the host and the bytes are aligned, one copy otherwise.
 fn on_device(
     content: Bytes,
     shape: TensorShape,
@@ -207,9 +208,9 @@ fn on_device(
     let aligned = (content.as_ptr() as usize).is_multiple_of(dtype.alignment());
     if device.kind() == DeviceKind::CPU && aligned {
         let buffer = Arc::new(BytesBuffer::new(content, device.clone()));
-        return Tensor::from_parts(dtype, Layout::contiguous(shape), buffer);
+        return Tensor::from_valid_parts(dtype, Layout::contiguous(shape), buffer);
     }
-    Tensor::from_bytes(&content, shape, dtype, device)
+    Tensor::write_new(&content, shape, dtype, device)
 }
 
 impl TensorProto {

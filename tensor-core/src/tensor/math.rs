@@ -259,8 +259,14 @@ impl Tensor {
     }
 
     /// Reduce over `axes` (negative count from the end; empty means none), keeping the
-    /// reduced dims as size 1 if `keep_dims`.
+    /// reduced dims as size 1 if `keep_dims`. `argmax` and `argmin` take exactly one axis,
+    /// as TensorFlow's `ArgMax` does.
     pub fn reduce(&self, op: ReduceOp, axes: &[isize], keep_dims: bool) -> Result<Tensor> {
+        if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) && axes.len() != 1 {
+            return Err(Error::invalid(format!(
+                "{op} takes exactly one axis, got {axes:?} (TensorFlow: dim must be a scalar)"
+            )));
+        }
         let axes = normalize_axes(axes, self.rank())?;
         let device = self.device();
         device.check_supports(Op::Reduce(op), self.dtype)?;
@@ -306,9 +312,9 @@ impl Tensor {
         max => Max;
         /// Minimum over `axes`.
         min => Min;
-        /// Index of the maximum over `axes` (int64).
+        /// Index of the maximum along the one axis in `axes` (int64; TensorFlow's `ArgMax`).
         argmax => ArgMax;
-        /// Index of the minimum over `axes` (int64).
+        /// Index of the minimum along the one axis in `axes` (int64).
         argmin => ArgMin;
     }
 }

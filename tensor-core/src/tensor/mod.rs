@@ -1,5 +1,6 @@
 //! [`Tensor`]: a dtype, a layout and a reference-counted buffer on a device.
 
+mod complex;
 mod display;
 mod host;
 mod math;
@@ -101,25 +102,39 @@ fn byte_len(shape: &TensorShape, dtype: DataType) -> Result<usize> {
 /// order) that is not a valid `dtype` value: bool and the sub-byte integers use only some
 /// byte values ([`DataType::byte_range`]). Every way bytes enter a tensor checks this.
 fn check_element_bytes(dtype: DataType, elements: impl IntoIterator<Item = u8>) -> Result<()> {
-    let Some((min, max)) = dtype.byte_range() else {
+    if dtype.byte_range().is_none() {
         return Ok(());
-    };
+    }
     match elements
         .into_iter()
         .enumerate()
         .find(|&(_, b)| !dtype.is_valid_byte(b))
     {
         None => Ok(()),
-        Some((i, b)) => Err(Error::invalid(format!(
-            "element {i} is the byte {b:#04x}, not a valid {dtype} (values {min}..={max}, one \
-             per byte{})",
-            if min < 0 && dtype != DataType::Bool {
-                ", sign-extended or in the low bits"
-            } else {
-                ""
-            }
-        ))),
+        Some((i, b)) => Err(invalid_element(dtype, i, b)),
     }
+}
+
+/// [`check_element_bytes`] over contiguous elements, at memory speed.
+fn check_element_slice(dtype: DataType, elements: &[u8]) -> Result<()> {
+    match dtype.first_invalid_byte(elements) {
+        None => Ok(()),
+        Some(i) => Err(invalid_element(dtype, i, elements[i])),
+    }
+}
+
+/// The error for element `i`, the byte `byte`, which is not a valid `dtype`.
+fn invalid_element(dtype: DataType, i: usize, byte: u8) -> Error {
+    let (min, max) = dtype.byte_range().unwrap_or((0, 255));
+    Error::invalid(format!(
+        "element {i} is the byte {byte:#04x}, not a valid {dtype} (values {min}..={max}, one \
+         per byte{})",
+        if min < 0 && dtype != DataType::Bool {
+            ", sign-extended or in the low bits"
+        } else {
+            ""
+        }
+    ))
 }
 
 impl Tensor {
@@ -135,8 +150,28 @@ impl Tensor {
         Self::from_storage(dtype, layout, Storage::Shared(buffer))
     }
 
+    /// [`Tensor::from_parts`] for elements the caller has just checked or made canonical
+    /// (a proto's content): the layout is checked, the element bytes are not read again.
+    pub(crate) fn from_valid_parts(
+        dtype: DataType,
+        layout: Layout,
+        buffer: Arc<dyn TensorBuffer>,
+    ) -> Result<Self> {
+        Self::from_storage_checking(dtype, layout, Storage::Shared(buffer), false)
+    }
+
     /// [`Tensor::from_parts`] over any storage.
     fn from_storage(dtype: DataType, layout: Layout, storage: Storage) -> Result<Self> {
+        Self::from_storage_checking(dtype, layout, storage, true)
+    }
+
+    /// [`Tensor::from_storage`], reading the elements only if `check_elements`.
+    fn from_storage_checking(
+        dtype: DataType,
+        layout: Layout,
+        storage: Storage,
+        check_elements: bool,
+    ) -> Result<Self> {
         let buffer = storage.buffer();
         let capacity = if dtype == DataType::String {
             buffer
@@ -155,7 +190,7 @@ impl Tensor {
             layout,
             storage,
         };
-        if dtype.byte_range().is_some() {
+        if check_elements && dtype.byte_range().is_some() {
             tensor.check_elements()?;
         }
         Ok(tensor)
@@ -166,7 +201,20 @@ impl Tensor {
     fn check_elements(&self) -> Result<()> {
         match self.storage.buffer().host_bytes() {
             Some(bytes) => {
-                check_element_bytes(self.dtype, host::positions(&self.layout).map(|p| bytes[p]))
+                // Every dtype with invalid bytes is one byte wide: element offsets are bytes.
+                let start = self.layout.offset();
+                let run = self.layout.is_contiguous().then(|| {
+                    start
+                        .checked_add(self.num_elements())
+                        .and_then(|end| bytes.get(start..end))
+                });
+                match run.flatten() {
+                    Some(run) => check_element_slice(self.dtype, run),
+                    None => check_element_bytes(
+                        self.dtype,
+                        host::positions(&self.layout).map(|p| bytes[p]),
+                    ),
+                }
             }
             None => check_element_bytes(self.dtype, self.to_bytes()?),
         }
@@ -311,11 +359,12 @@ impl Tensor {
                 ),
             ));
         }
-        check_element_bytes(dtype, bytes.iter().copied())?;
+        check_element_slice(dtype, bytes)?;
         Self::write_new(bytes, shape, dtype, device)
     }
 
-    fn write_new(
+    /// A new contiguous tensor holding `bytes`, which the caller has checked.
+    pub(crate) fn write_new(
         bytes: &[u8],
         shape: TensorShape,
         dtype: DataType,
