@@ -28,7 +28,9 @@ mod registry;
 /// `GraphDef` on the wire (the `graph` crate).
 pub use graph;
 
-pub use registry::{default_device, device, devices, DeviceByName, DeviceEntry, DeviceStatus};
+pub use registry::{
+    best_device, default_device, device, devices, DeviceByName, DeviceEntry, DeviceStatus,
+};
 // The glob leaves out `dlpack`: the facade's own module (the core's plus the registry)
 // stands in its place.
 pub use tensor_core::*;
@@ -51,7 +53,7 @@ pub use backend_opencl::OpenClDevice;
 
 /// The names most programs need: `use polytensor::prelude::*;`.
 pub mod prelude {
-    pub use crate::registry::{default_device, device, devices, DeviceByName};
+    pub use crate::registry::{best_device, default_device, device, devices, DeviceByName};
     pub use tensor_core::{
         BinaryOp, DataType, Device, Element, Error, PartialTensorShape, ReduceOp, Result, Scalar,
         Tensor, TensorShape, TensorSlice, UnaryOp,

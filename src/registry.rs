@@ -59,7 +59,8 @@ struct Backend {
     probe: Probe,
 }
 
-/// The backends compiled into this build, in order of preference for [`default_device`].
+/// The backends compiled into this build: [`default_device`] is the first device found (the
+/// CPU's, when compiled in), [`best_device`] the first accelerator in this order.
 const BACKENDS: &[Backend] = &[
     #[cfg(feature = "cpu")]
     Backend {
@@ -166,8 +167,9 @@ fn names(entries: &[DeviceEntry]) -> String {
     }
 }
 
-/// The preferred available device (the first one found: accelerators before the CPU once
-/// they are compiled in).
+/// The first available device of the backend table: `cpu:0` whenever the `cpu` feature is
+/// on (the default), on every machine, so that a program behaves the same everywhere. For
+/// a GPU when the machine has one, ask for [`best_device`].
 pub fn default_device() -> Result<Arc<dyn Device>> {
     devices()
         .iter()
@@ -176,6 +178,28 @@ pub fn default_device() -> Result<Arc<dyn Device>> {
             device: "default".into(),
             why: "no backend found a device; enable the `cpu` feature".into(),
         })
+}
+
+/// The fastest kind of device this machine has, as candle's and burn's defaults pick it:
+/// the first accelerator (a real GPU: [`Device::is_accelerator`]) among CUDA, OpenCL and
+/// wgpu devices, in that order; the [`default_device`] (the CPU) when there is none.
+/// Drivers that run on the CPU (Mesa's lavapipe, PoCL's CPU device) are not accelerators.
+///
+/// ```
+/// let device = polytensor::best_device()?;
+/// assert!(device.is_accelerator() || device.name() == "cpu:0");
+/// # Ok::<(), polytensor::Error>(())
+/// ```
+pub fn best_device() -> Result<Arc<dyn Device>> {
+    let entries = devices();
+    match entries
+        .iter()
+        .filter_map(DeviceEntry::device)
+        .find(|device| device.is_accelerator())
+    {
+        Some(device) => Ok(device.clone()),
+        None => default_device(),
+    }
 }
 
 /// `Device::by_name` for the device trait object: `<dyn Device>::by_name("cpu:0")`

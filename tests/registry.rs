@@ -46,3 +46,26 @@ fn tensors_through_the_facade() {
         .iter()
         .any(|(op, dtypes)| op.to_string() == "matmul" && dtypes.contains(DataType::BFloat16)));
 }
+
+#[test]
+fn default_device_is_the_cpu_and_best_device_prefers_a_real_gpu() {
+    let default = polytensor::default_device().unwrap();
+    assert_eq!(default.name(), "cpu:0", "the documented default");
+    let available: Vec<_> = polytensor::devices()
+        .iter()
+        .filter_map(|e| e.device().cloned())
+        .collect();
+    for device in &available {
+        // Drivers that run on the host CPU (lavapipe, PoCL's CPU device) are no accelerators.
+        let description = device.description();
+        if description.contains("Cpu)") || description.contains(", CPU,") {
+            assert!(!device.is_accelerator(), "{description}");
+        }
+        eprintln!("{}: accelerator {}", device.name(), device.is_accelerator());
+    }
+    let best = polytensor::best_device().unwrap();
+    match available.iter().find(|d| d.is_accelerator()) {
+        Some(first) => assert!(polytensor::same_device(&best, first)),
+        None => assert!(polytensor::same_device(&best, &default)),
+    }
+}

@@ -584,6 +584,10 @@ impl Device for CudaDevice {
         self.description.clone()
     }
 
+    fn is_accelerator(&self) -> bool {
+        true
+    }
+
     fn supports(&self, op: Op, dtype: DataType) -> bool {
         match op {
             Op::Matmul if uses_cublas(dtype) => self.blas.is_ok() && op.is_defined_for(dtype),

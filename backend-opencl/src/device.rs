@@ -67,6 +67,8 @@ pub struct OpenClDevice {
     /// How matmul work is divided: blocked in registers on CPU devices, tiled through
     /// local memory elsewhere.
     matmul_schedule: Schedule,
+    /// Whether the device is a GPU or accelerator, not the host CPU (PoCL's CPU device).
+    accelerator: bool,
     /// The build options of every program.
     options: String,
     me: Weak<OpenClDevice>,
@@ -125,9 +127,11 @@ impl OpenClDevice {
             memory >> 20,
             if fp64 { ", fp64" } else { "" }
         );
-        let matmul_schedule = match device_type(&device) {
-            "CPU" => Schedule::Blocked,
-            _ => Schedule::Tiled,
+        let accelerator = device_type(&device) != "CPU";
+        let matmul_schedule = if accelerator {
+            Schedule::Tiled
+        } else {
+            Schedule::Blocked
         };
         let name = tensor_core::device::instance_name(&base);
         let context = Arc::new(context);
@@ -143,6 +147,7 @@ impl OpenClDevice {
             programs: Programs::default(),
             fp64,
             matmul_schedule,
+            accelerator,
             options,
             me: me.clone(),
         }))
@@ -382,6 +387,10 @@ impl Device for OpenClDevice {
 
     fn description(&self) -> String {
         self.description.clone()
+    }
+
+    fn is_accelerator(&self) -> bool {
+        self.accelerator
     }
 
     fn supports(&self, op: Op, dtype: DataType) -> bool {

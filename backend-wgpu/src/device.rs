@@ -174,6 +174,15 @@ impl Device for WgpuDevice {
         )
     }
 
+    fn is_accelerator(&self) -> bool {
+        matches!(
+            self.info.device_type,
+            wgpu::DeviceType::DiscreteGpu
+                | wgpu::DeviceType::IntegratedGpu
+                | wgpu::DeviceType::VirtualGpu
+        )
+    }
+
     fn supports(&self, op: Op, dtype: DataType) -> bool {
         // 64-bit dtypes are computed on only where the device has the shader features
         // (f64 also tests NaN on u64 bits); moves need neither.

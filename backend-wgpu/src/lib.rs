@@ -8,6 +8,7 @@
 //! - `launch`: bind groups, dispatches, the elementwise launch, packed outputs.
 //! - `table`: which WGSL expression runs each elementwise (op, dtype).
 //! - `ops`: the matmul and reduction launches; `kernels`: the WGSL templates.
+//! - `quiet`: `NODEVICE_SELECT=1` before `main`, so Mesa's device-select layer stays quiet.
 
 pub mod adapters;
 mod buffer;
@@ -16,6 +17,7 @@ mod kernels;
 mod launch;
 pub mod memory;
 mod ops;
+mod quiet;
 mod table;
 
 /// The kind of this backend's devices (`wgpu:0`, ...).

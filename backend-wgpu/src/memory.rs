@@ -8,15 +8,23 @@ use tensor_core::{Allocator, AllocatorInfo, AllocatorStats, Error, Result};
 pub const WORD: u64 = 4;
 
 /// Storage buffers on one wgpu device, sized in whole words, usable as kernel bindings and
-/// as copy sources and targets. Requests larger than one storage binding (the smaller of
-/// the device's `max_buffer_size` and `max_storage_buffer_binding_size`: kernels bind whole
-/// buffers, and chunking larger tensors is not implemented) and out-of-memory reports from
-/// the driver are `Err(OutOfMemory)`.
+/// as copy sources and targets. A request larger than one storage binding (the smallest of
+/// the device's `max_buffer_size`, its `max_storage_buffer_binding_size` and the kernels'
+/// i32 byte indexing: kernels bind whole buffers, and chunking larger tensors is not
+/// implemented) is `Err(ExceedsDeviceLimit)` naming the limit and its value; out-of-memory
+/// reports from the driver are `Err(OutOfMemory)`.
 pub struct BufferAllocator {
     name: String,
     device: wgpu::Device,
-    largest: u64,
+    largest: Limit,
     tracker: StatsTracker,
+}
+
+/// The largest buffer the allocator makes, and which limit sets it.
+#[derive(Clone, Copy, Debug)]
+struct Limit {
+    bytes: u64,
+    what: &'static str,
 }
 
 impl BufferAllocator {
@@ -25,10 +33,26 @@ impl BufferAllocator {
         let limits = device.limits();
         // Kernels index elements with `i32` positions, so no buffer holds more than
         // i32::MAX bytes (the smallest element is a byte).
-        let largest = limits
-            .max_buffer_size
-            .min(limits.max_storage_buffer_binding_size)
-            .min(i32::MAX as u64);
+        let largest = [
+            Limit {
+                bytes: limits.max_storage_buffer_binding_size,
+                what: "the adapter's max storage binding size",
+            },
+            Limit {
+                bytes: limits.max_buffer_size,
+                what: "the adapter's max buffer size",
+            },
+            Limit {
+                bytes: i32::MAX as u64,
+                what: "the kernels' i32 byte indexing",
+            },
+        ]
+        .into_iter()
+        .min_by_key(|limit| limit.bytes)
+        .unwrap_or(Limit {
+            bytes: 0,
+            what: "no limit",
+        });
         Self {
             name,
             device,
@@ -75,9 +99,14 @@ impl Allocator for BufferAllocator {
 
     fn allocate(&self, bytes: usize, _alignment: usize) -> Result<wgpu::Buffer> {
         let size = (bytes as u64).max(WORD).next_multiple_of(WORD);
-        if size > self.largest {
+        if size > self.largest.bytes {
             self.tracker.record_failure();
-            return Err(self.tracker.out_of_memory(bytes, &self.name));
+            return Err(Error::ExceedsDeviceLimit {
+                requested: bytes,
+                device: self.name.clone(),
+                limit: self.largest.what.into(),
+                value: self.largest.bytes,
+            });
         }
         self.tracker.obtain(
             size as usize,
@@ -201,13 +230,19 @@ mod tests {
         }
         assert_eq!(allocator.stats().bytes_in_use, 0);
         let huge = allocator.allocate(usize::MAX / 2, 4).unwrap_err();
-        assert!(matches!(huge, Error::OutOfMemory { .. }), "{huge}");
+        assert!(matches!(huge, Error::ExceedsDeviceLimit { .. }), "{huge}");
         let binding = device.limits().max_storage_buffer_binding_size as usize;
         let unbindable = allocator.allocate(binding + 4, 4).unwrap_err();
+        // lavapipe's binding limit (128 MiB) is below its buffer limit: the message names it.
+        let message = unbindable.to_string();
         assert!(
-            matches!(unbindable, Error::OutOfMemory { .. }),
-            "{unbindable}"
+            matches!(unbindable, Error::ExceedsDeviceLimit { value, .. } if value as usize <= binding)
+                && message.contains(&format!("({} bytes)", binding.min(i32::MAX as usize))),
+            "{message}"
         );
+        if binding < device.limits().max_buffer_size as usize {
+            assert!(message.contains("max storage binding size"), "{message}");
+        }
         assert_eq!(allocator.stats().bytes_in_use, 0);
     }
 }

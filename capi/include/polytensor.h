@@ -281,10 +281,11 @@ struct PT_Tensor *PT_Cast(const struct PT_Tensor *x, PT_DataType dtype, struct P
 // `tensor` is NULL or a live handle; `status` NULL or live.
 struct PT_Buffer *PT_EncodeTensorProto(const struct PT_Tensor *tensor, struct PT_Status *status);
 
-// The tensor a serialized `TensorProto` of `len` bytes at `data` describes, on the host.
-// The bytes are copied once; the tensor shares that copy read-only
-// ([`PT_TensorIsReadOnly`](crate::tensor::PT_TensorIsReadOnly)). NULL on error
-// (malformed or inconsistent protos included).
+// The tensor a serialized `TensorProto` of `len` bytes at `data` describes, on the host,
+// in memory of its own that nothing else references: always writable
+// ([`PT_TensorIsReadOnly`](crate::tensor::PT_TensorIsReadOnly) is 0, whichever field the
+// values came in and wherever `tensor_content` lay), and independent of `data`, which the
+// caller may free at once. NULL on error (malformed or inconsistent protos included).
 //
 // # Safety
 //
@@ -440,8 +441,9 @@ size_t PT_TensorByteSize(const struct PT_Tensor *tensor);
 // `tensor` is NULL or a live handle.
 void *PT_TensorData(const struct PT_Tensor *tensor);
 
-// Whether the memory must not be written (1), as a tensor decoded from a proto shares
-// the proto's bytes; 0 otherwise and for NULL.
+// Whether the memory must not be written (1): a tensor of `PT_NewConstTensor`, or a
+// DLPack import its producer marked read-only. 0 otherwise (a decoded proto owns writable
+// memory) and for NULL.
 //
 // # Safety
 //

@@ -157,11 +157,9 @@ mod tests {
             format!("{error:?}"),
             "cast is not supported for dtype float8_e4m3fn on device cpu:0"
         );
-        // What `fn main() -> Result<()>` prints on failure is `Error: {:?}`.
-        let main_result: Result<()> = Err(Error::invalid("bad"));
-        assert_eq!(
-            format!("{:?}", main_result.unwrap_err()),
-            "invalid argument: bad"
-        );
+        // `fn main() -> Result<()>` prints `Error: {:?}` of the error, and a `Result` shows it
+        // inside `Err(..)`.
+        let failed: Result<()> = Err(Error::invalid("bad"));
+        assert_eq!(format!("{failed:?}"), "Err(invalid argument: bad)");
     }
 }

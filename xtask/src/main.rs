@@ -16,20 +16,7 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask conformance [--backend NAME ...] [--op NAME] [--dtype NAME] [--json PATH] [--markdown PATH]
        cargo xtask bench [--quick] [FILTER]";
 
-/// Quiet driver chatter that is not an error of polytensor's: Mesa's implicit Vulkan layer
-/// `VK_LAYER_MESA_device_select` reorders GPUs by asking the display server, and on a
-/// machine without one prints `error: XDG_RUNTIME_DIR is invalid or not set` four times.
-/// polytensor orders adapters itself, so the layer is switched off (its documented
-/// `NODEVICE_SELECT=1`) unless the user set it. Done first thing in `main`, while this is
-/// the only thread: setting a variable while other threads read the environment is a race.
-fn quiet_drivers() {
-    if std::env::var_os("NODEVICE_SELECT").is_none() {
-        std::env::set_var("NODEVICE_SELECT", "1");
-    }
-}
-
 fn main() -> ExitCode {
-    quiet_drivers();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("conformance") => {

@@ -342,6 +342,13 @@ pub trait Device: Send + Sync + fmt::Debug + 'static {
         self.name().to_string()
     }
 
+    /// Whether the device is hardware of its own beside the host CPU (a GPU or another
+    /// accelerator), as opposed to the CPU itself or a driver that runs on it (Mesa's
+    /// lavapipe, PoCL's CPU device). `polytensor::best_device` prefers these.
+    fn is_accelerator(&self) -> bool {
+        false
+    }
+
     /// The device as DLPack names it (`kDLCPU` for host memory, `kDLOpenCL` and its index,
     /// ...), or `None` where DLPack has no device type for it. Host devices (whose buffers
     /// have host pointers) say `DLDevice::CPU` and import host memory; a device that
