@@ -736,3 +736,28 @@ fn shapes_that_need_build_time_values_are_inferred() {
         assert_eq!(run1(&g, &r).num_elements().to_string(), n[1..n.len() - 1]);
     }
 }
+
+#[test]
+fn complex_ops_check_tout_against_the_pair_tensorflow_registers() {
+    let mut g = Graph::new();
+    let re = g.constant_values(&[3.0f32, -1.0], &[2]).unwrap();
+    let im = g.constant_values(&[4.0f32, 0.0], &[2]).unwrap();
+    let z = g.op("Complex").inputs(&[re, im]).build_output().unwrap();
+    assert_eq!(z.dtype(), DataType::Complex64);
+    let message = g
+        .op("Real")
+        .input(&z)
+        .attr("Tout", DataType::Double)
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("attr 'Tout' is float64, but Real of complex64 gives float32"),
+        "{message}"
+    );
+    let modulus = g.unary("ComplexAbs", &z).unwrap();
+    assert_eq!(run1(&g, &modulus).to_vec::<f32>().unwrap(), [5.0, 1.0]);
+    let conj = g.unary("Conj", &z).unwrap();
+    let imag = g.unary("Imag", &conj).unwrap();
+    assert_eq!(run1(&g, &imag).to_vec::<f32>().unwrap(), [-4.0, -0.0]);
+}
