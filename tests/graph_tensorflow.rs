@@ -31,6 +31,40 @@ fn python() -> Result<PathBuf, String> {
     Ok(python)
 }
 
+/// The Python of [`python`], or `None` after saying why the test skips (a panic instead
+/// when `POLYTENSOR_REQUIRE_TENSORFLOW` is set).
+fn tensorflow() -> Option<PathBuf> {
+    match python() {
+        Ok(python) => Some(python),
+        Err(why) if std::env::var_os("POLYTENSOR_REQUIRE_TENSORFLOW").is_none() => {
+            eprintln!(
+                "skipped: {why} (make one with `python3 -m venv target/tf-venv && \
+                 target/tf-venv/bin/pip install tensorflow-cpu`)"
+            );
+            None
+        }
+        Err(why) => panic!("POLYTENSOR_REQUIRE_TENSORFLOW is set, but {why}"),
+    }
+}
+
+/// Run `tests/python/SCRIPT` with `arg` in TensorFlow's Python; its stdout, after checking
+/// that it succeeded.
+fn run_script(python: &Path, script: &str, arg: &Path) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(script);
+    let output = Command::new(python)
+        .arg(script)
+        .arg(arg)
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
+
 fn spec(t: &Tensor) -> Json {
     let hex: String = t
         .to_bytes()
@@ -101,14 +135,15 @@ fn seed() -> Case {
     }
 }
 
+/// A float32 placeholder of shape `(None, 3)`.
+fn rows_of_three(g: &mut Graph) -> Output {
+    let shape = PartialTensorShape::new(&[None, Some(3)]).unwrap();
+    g.placeholder(DataType::Float, &shape).unwrap()
+}
+
 fn dense_layer() -> Case {
     let mut g = Graph::new();
-    let x = g
-        .placeholder(
-            DataType::Float,
-            &PartialTensorShape::new(&[None, Some(3)]).unwrap(),
-        )
-        .unwrap();
+    let x = rows_of_three(&mut g);
     let w = g
         .constant_values(&[0.5f32, -1.0, 2.0, 1.5, 0.25, -0.75], &[2, 3])
         .unwrap();
@@ -308,12 +343,7 @@ fn complex_and_inference() -> Case {
             .iter()
             .map(|op| g.unary(op, &z64).unwrap()),
     );
-    let x = g
-        .placeholder(
-            DataType::Float,
-            &PartialTensorShape::new(&[None, Some(3)]).unwrap(),
-        )
-        .unwrap();
+    let x = rows_of_three(&mut g);
     let shape_of = g.op("Shape").input(&x).build_output().unwrap();
     let two = g.constant(2.0f32).unwrap();
     let filled = g
@@ -352,16 +382,8 @@ fn complex_and_inference() -> Case {
 
 #[test]
 fn graphs_built_here_run_in_tensorflow() {
-    let python = match python() {
-        Ok(python) => python,
-        Err(why) if std::env::var_os("POLYTENSOR_REQUIRE_TENSORFLOW").is_none() => {
-            eprintln!(
-                "skipped: {why} (make one with `python3 -m venv target/tf-venv && \
-                 target/tf-venv/bin/pip install tensorflow-cpu`)"
-            );
-            return;
-        }
-        Err(why) => panic!("POLYTENSOR_REQUIRE_TENSORFLOW is set, but {why}"),
+    let Some(python) = tensorflow() else {
+        return;
     };
     let dir = std::env::temp_dir().join(format!("polytensor-tf-graphs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -375,17 +397,8 @@ fn graphs_built_here_run_in_tensorflow() {
     for case in cases {
         case.write(&dir);
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/tf_import_graph.py");
-    let output = Command::new(python)
-        .arg(script)
-        .arg(&dir)
-        .env("TF_CPP_MIN_LOG_LEVEL", "2")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = run_script(&python, "tf_import_graph.py", &dir);
     std::fs::remove_dir_all(&dir).ok();
-    assert!(output.status.success(), "{stdout}\n{stderr}");
     println!("{stdout}");
     assert!(stdout.contains("ran 5 polytensor graphs"), "{stdout}");
 }
@@ -396,27 +409,11 @@ fn graphs_built_here_run_in_tensorflow() {
 /// for byte, and runs.
 #[test]
 fn graph_def_round_trips_lose_nothing_tensorflow_wrote() {
-    let python = match python() {
-        Ok(python) => python,
-        Err(why) if std::env::var_os("POLYTENSOR_REQUIRE_TENSORFLOW").is_none() => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-        Err(why) => panic!("POLYTENSOR_REQUIRE_TENSORFLOW is set, but {why}"),
+    let Some(python) = tensorflow() else {
+        return;
     };
     let path = std::env::temp_dir().join(format!("polytensor-fields-{}.pb", std::process::id()));
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/tf_graph_def_fields.py");
-    let output = Command::new(python)
-        .arg(script)
-        .arg(&path)
-        .env("TF_CPP_MIN_LOG_LEVEL", "2")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_script(&python, "tf_graph_def_fields.py", &path);
     let written = std::fs::read(&path).unwrap();
     std::fs::remove_file(&path).ok();
     let graph = Graph::from_graph_def_bytes(&written).unwrap();

@@ -560,99 +560,48 @@ fn imported_with(op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> Resu
 /// polytensor's, for every op, with TensorFlow's messages.
 #[test]
 fn attributes_that_contradict_the_inputs_are_refused_at_import() {
-    let int32 = AttrValue::from(DataType::Int32);
-    let float = AttrValue::from(DataType::Float);
-    let refused = |op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)], needle: &str| {
-        let message = imported_with(op, inputs, attrs).unwrap_err().to_string();
+    let int32 = || AttrValue::from(DataType::Int32);
+    let int64 = || AttrValue::from(DataType::Int64);
+    let float = || AttrValue::from(DataType::Float);
+    let expected_int64 =
+        "Input 1 of node n was passed int32 from i:0 incompatible with expected int64.";
+    // (op, inputs, attributes, what the error says)
+    #[rustfmt::skip]
+    let cases: Vec<(&str, &[&str], Vec<(&str, AttrValue)>, &str)> = vec![
+        ("AddV2", &["a", "a"], vec![("T", int32())],
+            "Input 0 of node n was passed float from a:0 incompatible with expected int32."),
+        ("AddV2", &["a", "i"], vec![("T", float())],
+            "Input 1 of node n was passed int32 from i:0 incompatible with expected float."),
+        ("AddN", &["a", "a"], vec![("N", AttrValue::from(1i64 << 40)), ("T", float())],
+            "has attr 'N' = 1099511627776, but 2 inputs are specified"),
+        ("AddN", &["a", "i"], vec![("N", AttrValue::from(2i64)), ("T", float())],
+            "Input 1 of node n was passed int32"),
+        ("IdentityN", &["a"],
+            vec![("T", type_list(&[DataType::Float, DataType::Int32, DataType::Int64]))],
+            "lists 3 types in attr 'T', but 1 inputs are specified"),
+        ("IdentityN", &["a", "i"], vec![("T", type_list(&[DataType::Float, DataType::Int64]))],
+            expected_int64),
+        ("Sum", &["a", "i"], vec![("T", float()), ("Tidx", int64())], expected_int64),
+        ("Cast", &["a"], vec![("SrcT", int32()), ("DstT", float())],
+            "Input 0 of node n was passed float"),
+        ("Real", &["a"], vec![("T", float())],
+            "Value for attr 'T' of float32 is not in the list of allowed values"),
+        ("SelectV2", &["i", "a", "a"], vec![("T", int32())], "Input 1 of node n was passed float"),
+        ("Fill", &["i", "a"], vec![("T", float()), ("index_type", int64())],
+            "Input 0 of node n was passed int32"),
+        // A type attribute that is not a type is an error too.
+        ("Neg", &["a"], vec![("T", AttrValue::from(3i64))],
+            "attribute 'T' of node 'n' is not a type"),
+    ];
+    for (op, inputs, attrs, needle) in cases {
+        let message = imported_with(op, inputs, &attrs).unwrap_err().to_string();
         assert!(message.contains(needle), "{op}: {message}");
-    };
-    refused(
-        "AddV2",
-        &["a", "a"],
-        &[("T", int32.clone())],
-        "Input 0 of node n was passed float from a:0 incompatible with expected int32.",
-    );
-    refused(
-        "AddV2",
-        &["a", "i"],
-        &[("T", float.clone())],
-        "Input 1 of node n was passed int32 from i:0 incompatible with expected float.",
-    );
-    refused(
-        "AddN",
-        &["a", "a"],
-        &[("N", AttrValue::from(1i64 << 40)), ("T", float.clone())],
-        "has attr 'N' = 1099511627776, but 2 inputs are specified",
-    );
-    refused(
-        "AddN",
-        &["a", "i"],
-        &[("N", AttrValue::from(2i64)), ("T", float.clone())],
-        "Input 1 of node n was passed int32",
-    );
-    refused(
-        "IdentityN",
-        &["a"],
-        &[(
-            "T",
-            type_list(&[DataType::Float, DataType::Int32, DataType::Int64]),
-        )],
-        "lists 3 types in attr 'T', but 1 inputs are specified",
-    );
-    refused(
-        "IdentityN",
-        &["a", "i"],
-        &[("T", type_list(&[DataType::Float, DataType::Int64]))],
-        "Input 1 of node n was passed int32 from i:0 incompatible with expected int64.",
-    );
-    refused(
-        "Sum",
-        &["a", "i"],
-        &[
-            ("T", float.clone()),
-            ("Tidx", AttrValue::from(DataType::Int64)),
-        ],
-        "Input 1 of node n was passed int32 from i:0 incompatible with expected int64.",
-    );
-    refused(
-        "Cast",
-        &["a"],
-        &[("SrcT", int32.clone()), ("DstT", float.clone())],
-        "Input 0 of node n was passed float",
-    );
-    refused(
-        "Real",
-        &["a"],
-        &[("T", float.clone())],
-        "Value for attr 'T' of float32 is not in the list of allowed values",
-    );
-    refused(
-        "SelectV2",
-        &["i", "a", "a"],
-        &[("T", int32.clone())],
-        "Input 1 of node n was passed float",
-    );
-    refused(
-        "Fill",
-        &["i", "a"],
-        &[
-            ("T", float.clone()),
-            ("index_type", AttrValue::from(DataType::Int64)),
-        ],
-        "Input 0 of node n was passed int32",
-    );
-    // A type attribute that is not a type is an error too.
-    refused(
-        "Neg",
-        &["a"],
-        &[("T", AttrValue::from(3i64))],
-        "attribute 'T' of node 'n' is not a type",
-    );
+    }
     // Consistent attributes import and run.
     let g = imported_with(
         "AddN",
         &["a", "a"],
-        &[("N", AttrValue::from(2i64)), ("T", float)],
+        &[("N", AttrValue::from(2i64)), ("T", float())],
     )
     .unwrap();
     let sum = g.tensor("n:0").unwrap();
@@ -694,12 +643,8 @@ fn a_tensor_fed_twice_in_one_run_is_an_error() {
 #[test]
 fn shapes_that_need_build_time_values_are_inferred() {
     let mut g = Graph::new();
-    let x = g
-        .placeholder(
-            DataType::Float,
-            &PartialTensorShape::new(&[None, Some(3)]).unwrap(),
-        )
-        .unwrap();
+    let rows_of_three = PartialTensorShape::new(&[None, Some(3)]).unwrap();
+    let x = g.placeholder(DataType::Float, &rows_of_three).unwrap();
     let shape = g.op("Shape").input(&x).build_output().unwrap();
     let v = g.constant(7i32).unwrap();
     let filled = g
