@@ -76,7 +76,14 @@ fn decode(c: &mut Criterion, device: &std::sync::Arc<dyn polytensor::Device>) {
         ("int4_shared_validated", DataType::Int4, true),
     ];
     for (row, dtype, aligned) in rows {
-        let t = tensor(&[BYTES / dtype.size()], dtype, 7, device);
+        let t = match dtype {
+            // Every int4 in both forms: 0..=15 is -8..=7 in the low bits.
+            DataType::Int4 => {
+                let bytes: Vec<u8> = (0..BYTES).map(|i| (i % 16) as u8).collect();
+                Tensor::from_bytes(&bytes, [BYTES], dtype, device).unwrap()
+            }
+            _ => tensor(&[BYTES / dtype.size()], dtype, 7, device),
+        };
         // `as_proto_tensor_content`: bool and int4 would otherwise take their typed field.
         let input = placed(
             &t.as_proto_tensor_content().unwrap().encode_to_vec(),

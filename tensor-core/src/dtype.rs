@@ -475,6 +475,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "millions of safe byte comparisons; Miri checks unsafe code, and this has none"
+    )]
     fn first_invalid_byte_agrees_with_is_valid_byte() {
         for d in DataType::ALL.iter().copied().filter(|d| d.size() == 1) {
             let all: Vec<u8> = (0..=255u8).collect();
