@@ -556,6 +556,14 @@ fn imported_with(op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> Resu
     Graph::from_graph_def_bytes(&def.encode_to_vec())
 }
 
+/// A node the importer must refuse: op, inputs, attributes, and what the error says.
+type Refusal = (
+    &'static str,
+    &'static [&'static str],
+    Vec<(&'static str, AttrValue)>,
+    &'static str,
+);
+
 /// TensorFlow's importer refuses type attributes that contradict the inputs; so does
 /// polytensor's, for every op, with TensorFlow's messages.
 #[test]
@@ -565,9 +573,8 @@ fn attributes_that_contradict_the_inputs_are_refused_at_import() {
     let float = || AttrValue::from(DataType::Float);
     let expected_int64 =
         "Input 1 of node n was passed int32 from i:0 incompatible with expected int64.";
-    // (op, inputs, attributes, what the error says)
     #[rustfmt::skip]
-    let cases: Vec<(&str, &[&str], Vec<(&str, AttrValue)>, &str)> = vec![
+    let cases: Vec<Refusal> = vec![
         ("AddV2", &["a", "a"], vec![("T", int32())],
             "Input 0 of node n was passed float from a:0 incompatible with expected int32."),
         ("AddV2", &["a", "i"], vec![("T", float())],
