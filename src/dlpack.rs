@@ -1,4 +1,4 @@
-//! DLPack: [`tensor_core::dlpack`] (the C structs, export and import), plus what needs the
+//! DLPack: [`polytensor_core::dlpack`] (the C structs, export and import), plus what needs the
 //! device registry: importing onto the right device, and the semantics of Python's
 //! `__dlpack__` and `__dlpack_device__`, so that a Python binding only has to wrap the
 //! result in a capsule.
@@ -20,8 +20,8 @@
 
 use std::sync::Arc;
 
-pub use tensor_core::dlpack::*;
-use tensor_core::{Device, Error, Result, Tensor};
+pub use polytensor_core::dlpack::*;
+use polytensor_core::{Device, Error, Result, Tensor};
 
 /// The arguments of Python's `__dlpack__(stream=None, max_version=None, dl_device=None,
 /// copy=None)`.

@@ -18,43 +18,64 @@
 //! # Ok::<(), polytensor::Error>(())
 //! ```
 //!
-//! The crates: `tensor-core` (everything device-independent, re-exported here),
-//! `backend-cpu` (feature `cpu`), and one crate per further backend.
+//! The crate root holds what a program needs: the devices ([`device`], [`devices`],
+//! [`best_device`], [`default_device`]), [`Tensor`], [`DataType`], shapes and slices,
+//! [`Error`], the graph layer ([`graph`]), [`dlpack`] and [`proto`]. What backends and
+//! memory-level code need (allocators, buffers, layouts, kernel views, launch plans) lives
+//! in the modules re-exported from `polytensor-core` ([`alloc`], [`buffer`], [`device`],
+//! [`layout`], [`plan`], ...).
+//!
+//! The crates: `polytensor-core` (everything device-independent, re-exported here),
+//! `polytensor-cpu` (feature `cpu`), `polytensor-wgpu`, `polytensor-opencl` and
+//! `polytensor-cuda` (features `wgpu`, `opencl`, `cuda`), and `polytensor-graph`.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod dlpack;
 mod registry;
 
 /// TensorFlow's graph layer: `Graph`, `Operation`, symbolic `Output`s, `Session`, and
 /// `GraphDef` on the wire (the `graph` crate).
-pub use graph;
+pub use polytensor_graph as graph;
 
+pub use polytensor_core::{
+    same_device, BinaryOp, DataType, Device, DeviceKind, Element, Error, HostView, IntoShape, Op,
+    PartialTensorShape, ReduceOp, Result, Scalar, Tensor, TensorShape, TensorSlice, UnaryOp,
+};
 pub use registry::{
     best_device, default_device, device, devices, DeviceByName, DeviceEntry, DeviceStatus,
 };
-// The glob leaves out `dlpack`: the facade's own module (the core's plus the registry)
-// stands in its place.
-pub use tensor_core::*;
+
+// The modules of `polytensor-core`, for what the root leaves out. (`dlpack` is the facade's
+// own module: the core's plus the registry.)
+pub use polytensor_core::{
+    alloc, buffer, device, dtype, element, error, layout, ops, partial_shape, plan, proto, shape,
+    slice, stats, tensor,
+};
 
 /// The CPU backend (feature `cpu`).
 #[cfg(feature = "cpu")]
-pub use backend_cpu::CpuDevice;
+#[cfg_attr(docsrs, doc(cfg(feature = "cpu")))]
+pub use polytensor_cpu::CpuDevice;
 
 /// The wgpu backend (feature `wgpu`).
 #[cfg(feature = "wgpu")]
-pub use backend_wgpu::WgpuDevice;
+#[cfg_attr(docsrs, doc(cfg(feature = "wgpu")))]
+pub use polytensor_wgpu::WgpuDevice;
 
 /// The CUDA backend (feature `cuda`).
 #[cfg(feature = "cuda")]
-pub use backend_cuda::CudaDevice;
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
+pub use polytensor_cuda::CudaDevice;
 
 /// The OpenCL backend (feature `opencl`).
 #[cfg(feature = "opencl")]
-pub use backend_opencl::OpenClDevice;
+#[cfg_attr(docsrs, doc(cfg(feature = "opencl")))]
+pub use polytensor_opencl::OpenClDevice;
 
 /// The names most programs need: `use polytensor::prelude::*;`.
 pub mod prelude {
     pub use crate::registry::{best_device, default_device, device, devices, DeviceByName};
-    pub use tensor_core::{
+    pub use polytensor_core::{
         BinaryOp, DataType, Device, Element, Error, PartialTensorShape, ReduceOp, Result, Scalar,
         Tensor, TensorShape, TensorSlice, UnaryOp,
     };

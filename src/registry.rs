@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use tensor_core::{Device, DeviceKind, Error, Result};
+use polytensor_core::{Device, DeviceKind, Error, Result};
 
 /// Whether a device (or a whole backend) can be used here.
 #[derive(Clone)]
@@ -65,22 +65,22 @@ const BACKENDS: &[Backend] = &[
     #[cfg(feature = "cpu")]
     Backend {
         kind: DeviceKind::CPU,
-        probe: || Ok(vec![backend_cpu::CpuDevice::shared()]),
+        probe: || Ok(vec![polytensor_cpu::CpuDevice::shared()]),
     },
     #[cfg(feature = "cuda")]
     Backend {
-        kind: backend_cuda::KIND,
-        probe: backend_cuda::open_all,
+        kind: polytensor_cuda::KIND,
+        probe: polytensor_cuda::open_all,
     },
     #[cfg(feature = "opencl")]
     Backend {
-        kind: backend_opencl::KIND,
-        probe: backend_opencl::open_all,
+        kind: polytensor_opencl::KIND,
+        probe: polytensor_opencl::open_all,
     },
     #[cfg(feature = "wgpu")]
     Backend {
-        kind: backend_wgpu::KIND,
-        probe: backend_wgpu::open_all,
+        kind: polytensor_wgpu::KIND,
+        probe: polytensor_wgpu::open_all,
     },
 ];
 

@@ -3,9 +3,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
-use tensor_core::alloc::CachedBlock;
-use tensor_core::dlpack::DLDevice;
-use tensor_core::{
+use polytensor_core::alloc::CachedBlock;
+use polytensor_core::dlpack::DLDevice;
+use polytensor_core::{
     Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceHandle,
     DeviceKind, EmbeddedBuffer, HostAllocator, HostBlock, HostBuffer, HostMemory, InlineBuffer, Op,
     OutView, ReduceOp, Result, Scalar, StringBuffer, TensorBuffer, TensorView, UnaryOp,
@@ -30,13 +30,13 @@ pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
 /// any strided layout.
 ///
 /// ```
-/// use backend_cpu::CpuDevice;
-/// use tensor_core::{DataType, Tensor};
+/// use polytensor_cpu::CpuDevice;
+/// use polytensor_core::{DataType, Tensor};
 /// let cpu = CpuDevice::shared();
 /// let x = Tensor::arange(0i64, 6i64, 1i64, DataType::Float, &cpu)?.reshape([2, 3])?;
 /// let total = x.sum(&[1], false)?;
 /// assert_eq!(total.to_vec::<f32>()?, vec![3.0, 12.0]);
-/// # Ok::<(), tensor_core::Error>(())
+/// # Ok::<(), polytensor_core::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct CpuDevice {

@@ -1,4 +1,4 @@
-//! polytensor's CPU backend: the host CPU as a [`tensor_core::Device`].
+//! polytensor's CPU backend: the host CPU as a [`polytensor_core::Device`].
 //!
 //! Every kernel of the device surface (unary, binary with broadcasting, comparisons,
 //! logical ops, `where`, casts, batched matmul, reductions, fill, arange, strided copies)

@@ -5,7 +5,7 @@
 //! `+ - * /` and `sqrt` on f16 and bf16. Integers wrap, with the XLA division convention.
 
 use half::{bf16, f16};
-use tensor_core::Element;
+use polytensor_core::Element;
 
 /// A native float that kernels compute in.
 pub(crate) trait Real:

@@ -3,7 +3,7 @@
 //! not in cache reads it from memory: a 50% traffic overhead on `out = a + b`, which is what
 //! holds a freshly computed result below copy bandwidth).
 
-use tensor_core::Element;
+use polytensor_core::Element;
 
 /// Outputs of at least this many bytes are written with streaming stores: larger than this
 /// machine class's last-level cache share, so the result would not stay cached anyway.

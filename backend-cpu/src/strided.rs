@@ -2,9 +2,9 @@
 //! contiguous output, row by row, with a straight-line inner loop when a row is contiguous,
 //! split across threads when the work is large enough to pay for it.
 
+use polytensor_core::layout::contiguous_strides;
+use polytensor_core::{Element, Error, Layout, OutView, Result, StridedRows, TensorView};
 use rayon::prelude::*;
-use tensor_core::layout::contiguous_strides;
-use tensor_core::{Element, Error, Layout, OutView, Result, StridedRows, TensorView};
 
 /// Work below this many elements stays on the calling thread (dispatching to the pool costs
 /// microseconds).

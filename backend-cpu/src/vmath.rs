@@ -9,7 +9,7 @@
 // The polynomial coefficients are Cephes' published values, quoted as published.
 #![allow(clippy::excessive_precision)]
 
-use tensor_core::UnaryOp;
+use polytensor_core::UnaryOp;
 
 /// How a kernel computes `a * b + c`: fused where the CPU has FMA, separately otherwise
 /// (a software `fma` call would stop vectorisation).

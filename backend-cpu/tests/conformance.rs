@@ -2,9 +2,9 @@
 //! what broke. Each checks every case of its family against the suite's naive reference
 //! and that the allocator's `bytes_in_use` returns to its starting value.
 
-use backend_cpu::CpuDevice;
 use conformance::{run, Family, Filter};
-use tensor_core::Device;
+use polytensor_core::Device;
+use polytensor_cpu::CpuDevice;
 
 fn check(family: Family) {
     let device: std::sync::Arc<dyn Device> = CpuDevice::new();

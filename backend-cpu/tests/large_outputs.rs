@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use backend_cpu::CpuDevice;
-use tensor_core::{Device, Tensor};
+use polytensor_core::{Device, Tensor};
+use polytensor_cpu::CpuDevice;
 
 #[test]
 fn streamed_results_match_a_plain_loop() {

@@ -5,15 +5,15 @@
 
 use std::sync::Arc;
 
-use backend_cpu::CpuDevice;
 use conformance::cases::{binary_domains, unary_domain};
 use conformance::check;
 use conformance::data::{self, Domain, Rng};
 use conformance::reference::{self, Expected};
 use conformance::tolerance::tolerance;
+use polytensor_core::{BinaryOp, DataType, Device, Op, ReduceOp, Scalar, Tensor, UnaryOp};
+use polytensor_cpu::CpuDevice;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use tensor_core::{BinaryOp, DataType, Device, Op, ReduceOp, Scalar, Tensor, UnaryOp};
 
 fn cpu() -> Arc<dyn Device> {
     CpuDevice::shared()

@@ -13,8 +13,8 @@ use std::sync::Mutex;
 
 use cudarc::cublas::sys::{cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType};
 use cudarc::cublas::{result as blas, CudaBlas};
-use tensor_core::plan::MatmulPlan;
-use tensor_core::{DataType, Error, Result};
+use polytensor_core::plan::MatmulPlan;
+use polytensor_core::{DataType, Error, Result};
 
 /// One operand as cuBLAS takes it: transposed or not, and its leading dimension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,19 +12,19 @@ use cudarc::driver::{
     PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
-use kernels_c::elementwise::{MapKernel, Variant};
-use kernels_c::matmul::{MatmulKernel, Schedule};
-use kernels_c::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
-use kernels_c::table::{self, MapSpec, ProgramKey};
-use kernels_c::Elem;
-use tensor_core::buffer::Release;
-use tensor_core::device::checks;
-use tensor_core::dlpack::{DLDevice, DLDeviceType};
-use tensor_core::plan::{Coalesced, MatmulPlan, ReducedAxes};
-use tensor_core::{
+use polytensor_core::buffer::Release;
+use polytensor_core::device::checks;
+use polytensor_core::dlpack::{DLDevice, DLDeviceType};
+use polytensor_core::plan::{Coalesced, MatmulPlan, ReducedAxes};
+use polytensor_core::{
     Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Error,
     Layout, Op, OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
 };
+use polytensor_kernels_c::elementwise::{MapKernel, Variant};
+use polytensor_kernels_c::matmul::{MatmulKernel, Schedule};
+use polytensor_kernels_c::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
+use polytensor_kernels_c::table::{self, MapSpec, ProgramKey};
+use polytensor_kernels_c::Elem;
 
 use crate::blas::{Addresses, Blas, Operand};
 use crate::compile::{compile_cached, Arch};
@@ -129,7 +129,7 @@ impl CudaDevice {
                 ", no cuBLAS"
             }
         );
-        let name = tensor_core::device::instance_name(&base);
+        let name = polytensor_core::device::instance_name(&base);
         let deferred = Arc::new(Deferred::default());
         let buffers = CudaAllocator::new(name.clone(), context.clone(), deferred.clone());
         Ok(Arc::new_cyclic(|me| CudaDevice {
@@ -799,7 +799,7 @@ impl Device for CudaDevice {
         if !self.supports(Op::Fill, dtype) {
             return Err(unsupported());
         }
-        let bytes = tensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
+        let bytes = polytensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
         let target = output_address(out)?;
         let lo = out.layout();
         let size = dtype.size();

@@ -9,7 +9,7 @@
 //!   the CUDA dialect) and the PTX check CI runs without a GPU.
 //! - [`memory`]: `cuMemAlloc` blocks behind tensor-core's caching allocator, and
 //!   [`CudaBuffer`]; `staging`: pinned staging of large host copies.
-//! - `blas`: cuBLAS matmul; `device`: [`CudaDevice`], the [`tensor_core::Device`].
+//! - `blas`: cuBLAS matmul; `device`: [`CudaDevice`], the [`polytensor_core::Device`].
 
 mod blas;
 pub mod compile;
@@ -20,7 +20,7 @@ pub mod programs;
 mod staging;
 
 /// The kind of this backend's devices (`cuda:0`, ...).
-pub const KIND: tensor_core::DeviceKind = tensor_core::DeviceKind::new("cuda");
+pub const KIND: polytensor_core::DeviceKind = polytensor_core::DeviceKind::new("cuda");
 pub use device::{CudaDevice, DEFAULT_CACHE_BYTES};
 pub use memory::CudaBuffer;
 
@@ -29,13 +29,13 @@ use std::sync::Arc;
 /// Every CUDA GPU opened as `cuda:0`, `cuda:1`, ..., or why there is none: no driver
 /// (`libcuda.so`), the driver's own error (`CUDA_ERROR_NO_DEVICE` with a driver and no
 /// GPU), no NVRTC, or every GPU refused to open.
-pub fn open_all() -> std::result::Result<Vec<Arc<dyn tensor_core::Device>>, String> {
+pub fn open_all() -> std::result::Result<Vec<Arc<dyn polytensor_core::Device>>, String> {
     loader::preload_toolkit()?;
     let count = loader::device_count()?;
     let (mut opened, mut refused) = (Vec::new(), Vec::new());
     for ordinal in 0..count {
         match CudaDevice::open(ordinal) {
-            Ok(device) => opened.push(device as Arc<dyn tensor_core::Device>),
+            Ok(device) => opened.push(device as Arc<dyn polytensor_core::Device>),
             Err(e) => refused.push(e.to_string()),
         }
     }

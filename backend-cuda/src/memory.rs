@@ -7,9 +7,9 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
-use tensor_core::alloc::{CachedBlock, StatsTracker};
-use tensor_core::buffer::Release;
-use tensor_core::{
+use polytensor_core::alloc::{CachedBlock, StatsTracker};
+use polytensor_core::buffer::Release;
+use polytensor_core::{
     Allocator, AllocatorInfo, AllocatorStats, CachingAllocator, Device, Result, TensorBuffer,
 };
 

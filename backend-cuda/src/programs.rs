@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use kernels_c::matmul::Schedule;
-use kernels_c::table::{self, ProgramKey, ProgramSource};
-use kernels_c::Dialect;
-use tensor_core::{DTypeClass, DataType, Op};
+use polytensor_core::{DTypeClass, DataType, Op};
+use polytensor_kernels_c::matmul::Schedule;
+use polytensor_kernels_c::table::{self, ProgramKey, ProgramSource};
+use polytensor_kernels_c::Dialect;
 
 use crate::compile::{compile, Arch};
 
@@ -140,10 +140,10 @@ mod tests {
         for &dtype in DataType::ALL {
             let matmul = table::has_kernel(Op::Matmul, dtype, true) && !uses_cublas(dtype);
             assert_eq!(keys.contains(&ProgramKey::Matmul(dtype)), matmul, "{dtype}");
-            if table::has_kernel(Op::Unary(tensor_core::UnaryOp::Neg), dtype, true) {
+            if table::has_kernel(Op::Unary(polytensor_core::UnaryOp::Neg), dtype, true) {
                 assert!(keys.contains(&ProgramKey::Unary(dtype)), "{dtype}");
             }
-            if table::has_kernel(Op::Reduce(tensor_core::ReduceOp::Sum), dtype, true) {
+            if table::has_kernel(Op::Reduce(polytensor_core::ReduceOp::Sum), dtype, true) {
                 assert!(keys.contains(&ProgramKey::Reduce(dtype)), "{dtype}");
             }
         }

@@ -1,11 +1,11 @@
 //! Without a GPU (or without a driver) the backend says why, and nothing panics: cudarc's
 //! calls into a library it cannot load would panic, so every library is checked first.
 
-use backend_cuda::{loader, CudaDevice};
+use polytensor_cuda::{loader, CudaDevice};
 
 #[test]
 fn without_a_gpu_the_backend_says_why() {
-    match backend_cuda::open_all() {
+    match polytensor_cuda::open_all() {
         Ok(devices) => {
             let names: Vec<String> = devices
                 .iter()

@@ -6,9 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use backend_cuda::compile::{compile, Arch};
-use backend_cuda::loader::Toolkit;
-use backend_cuda::programs::{check_ptx, CHECKED_ARCHS};
+use polytensor_cuda::compile::{compile, Arch};
+use polytensor_cuda::loader::Toolkit;
+use polytensor_cuda::programs::{check_ptx, CHECKED_ARCHS};
 
 /// The toolkit and its ptxas, or `None` after printing why the test skips.
 fn toolkit() -> Option<(Toolkit, PathBuf)> {

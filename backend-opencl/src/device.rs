@@ -4,11 +4,6 @@ use std::ffi::c_void;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use kernels_c::elementwise::{MapKernel, Variant};
-use kernels_c::matmul::{MatmulKernel, Schedule};
-use kernels_c::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
-use kernels_c::table::{self, MapSpec, ProgramKey};
-use kernels_c::{Dialect, Elem};
 use opencl3::command_queue::{CommandQueue, CL_BLOCKING};
 use opencl3::context::Context;
 use opencl3::device::{Device as ClDevice, CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT};
@@ -16,14 +11,19 @@ use opencl3::error_codes::ClError;
 use opencl3::event::Event;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY};
 use opencl3::types::cl_mem;
-use tensor_core::device::checks;
-use tensor_core::dlpack::{DLDevice, DLDeviceType};
-use tensor_core::plan::ReducedAxes;
-use tensor_core::plan::{Coalesced, MatmulPlan};
-use tensor_core::{
+use polytensor_core::device::checks;
+use polytensor_core::dlpack::{DLDevice, DLDeviceType};
+use polytensor_core::plan::ReducedAxes;
+use polytensor_core::plan::{Coalesced, MatmulPlan};
+use polytensor_core::{
     Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Error, Op,
     OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
 };
+use polytensor_kernels_c::elementwise::{MapKernel, Variant};
+use polytensor_kernels_c::matmul::{MatmulKernel, Schedule};
+use polytensor_kernels_c::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
+use polytensor_kernels_c::table::{self, MapSpec, ProgramKey};
+use polytensor_kernels_c::{Dialect, Elem};
 
 use crate::launch::{enqueue, Arg};
 use crate::memory::{ClAllocator, ClBuffer, GRANULE};
@@ -133,7 +133,7 @@ impl OpenClDevice {
         } else {
             Schedule::Blocked
         };
-        let name = tensor_core::device::instance_name(&base);
+        let name = polytensor_core::device::instance_name(&base);
         let context = Arc::new(context);
         let buffers = ClAllocator::new(name.clone(), context.clone(), largest);
         Ok(Arc::new_cyclic(|me| OpenClDevice {
@@ -641,7 +641,7 @@ impl Device for OpenClDevice {
         if !self.supports(Op::Fill, dtype) {
             return Err(unsupported());
         }
-        let bytes = tensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
+        let bytes = polytensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
         let target = output_mem(out)?;
         let lo = out.layout();
         let size = dtype.size();

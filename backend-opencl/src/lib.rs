@@ -7,7 +7,7 @@
 //! - [`memory`]: the `cl_mem` allocator and [`ClBuffer`].
 //! - `programs`: the compiled-kernel cache.
 //! - `launch`: kernel arguments and enqueues.
-//! - `device`: [`OpenClDevice`], the [`tensor_core::Device`].
+//! - `device`: [`OpenClDevice`], the [`polytensor_core::Device`].
 
 mod device;
 mod launch;
@@ -16,7 +16,7 @@ pub mod platform;
 mod programs;
 
 /// The kind of this backend's devices (`opencl:0`, ...).
-pub const KIND: tensor_core::DeviceKind = tensor_core::DeviceKind::new("opencl");
+pub const KIND: polytensor_core::DeviceKind = polytensor_core::DeviceKind::new("opencl");
 pub use device::OpenClDevice;
 pub use memory::ClBuffer;
 
@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 /// Every OpenCL device of every platform opened as `opencl:0`, `opencl:1`, ..., or why
 /// there is none (no OpenCL loader, no platform, or every device refused to open).
-pub fn open_all() -> std::result::Result<Vec<Arc<dyn tensor_core::Device>>, String> {
+pub fn open_all() -> std::result::Result<Vec<Arc<dyn polytensor_core::Device>>, String> {
     let found = platform::devices()?;
     if found.is_empty() {
         return Err("no OpenCL device found".into());
@@ -32,7 +32,7 @@ pub fn open_all() -> std::result::Result<Vec<Arc<dyn tensor_core::Device>>, Stri
     let (mut opened, mut refused) = (Vec::new(), Vec::new());
     for (index, device) in found.into_iter().enumerate() {
         match OpenClDevice::open(index, device) {
-            Ok(device) => opened.push(device as Arc<dyn tensor_core::Device>),
+            Ok(device) => opened.push(device as Arc<dyn polytensor_core::Device>),
             Err(e) => refused.push(e.to_string()),
         }
     }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use opencl3::context::Context;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
-use tensor_core::alloc::{CachedBlock, StatsTracker};
-use tensor_core::{
+use polytensor_core::alloc::{CachedBlock, StatsTracker};
+use polytensor_core::{
     Allocator, AllocatorInfo, AllocatorStats, CachingAllocator, Device, Result, TensorBuffer,
 };
 

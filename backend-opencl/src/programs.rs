@@ -8,10 +8,10 @@ use opencl3::context::Context;
 use opencl3::kernel::Kernel;
 use opencl3::program::Program;
 use opencl3::types::cl_device_id;
-use tensor_core::{Error, Result};
+use polytensor_core::{Error, Result};
 
 use crate::platform::driver_lock;
-use kernels_c::table::ProgramKey;
+use polytensor_kernels_c::table::ProgramKey;
 
 /// A compiled program's kernels by name. Setting arguments and enqueueing must not
 /// interleave between threads, so each kernel sits behind a lock held across both.

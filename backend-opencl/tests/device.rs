@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use backend_opencl::OpenClDevice;
-use tensor_core::{DataType, Device, Error, ReduceOp, Tensor};
+use polytensor_core::{DataType, Device, Error, ReduceOp, Tensor};
+use polytensor_opencl::OpenClDevice;
 
 fn device() -> Option<Arc<OpenClDevice>> {
     conformance::device_or_skip("opencl", || {
@@ -49,7 +49,7 @@ fn buffers_name_their_cl_mem() {
     let t = Tensor::zeros([4], DataType::Float, &d).unwrap();
     let buffer = t.buffer();
     let mem = buffer
-        .downcast_ref::<backend_opencl::ClBuffer>()
+        .downcast_ref::<polytensor_opencl::ClBuffer>()
         .unwrap()
         .mem();
     assert_eq!(buffer.device_address(), Some(mem as usize));

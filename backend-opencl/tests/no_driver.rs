@@ -9,7 +9,7 @@ fn without_a_platform_the_backend_says_why() {
     // Set before this process makes any OpenCL call or other thread.
     std::env::set_var("OCL_ICD_VENDORS", &empty);
     std::env::set_var("OPENCL_VENDOR_PATH", &empty);
-    let why = match backend_opencl::open_all() {
+    let why = match polytensor_opencl::open_all() {
         Ok(devices) => {
             let names: Vec<&str> = devices.iter().map(|d| d.name()).collect();
             panic!("expected no OpenCL device, got {names:?}");
@@ -21,7 +21,7 @@ fn without_a_platform_the_backend_says_why() {
         why.contains("no platform") || why.contains("no OpenCL loader"),
         "{why}"
     );
-    let opened = backend_opencl::OpenClDevice::first()
+    let opened = polytensor_opencl::OpenClDevice::first()
         .unwrap_err()
         .to_string();
     assert!(opened.contains("opencl"), "{opened}");

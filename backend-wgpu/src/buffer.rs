@@ -4,8 +4,8 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use tensor_core::alloc::CachedBlock;
-use tensor_core::{
+use polytensor_core::alloc::CachedBlock;
+use polytensor_core::{
     Allocator, CachingAllocator, Device, Error, OutView, Result, TensorBuffer, TensorView,
 };
 

@@ -3,13 +3,13 @@
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use tensor_core::{
+use polytensor_core::{
     Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Error, Op,
     OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
 };
 
-use tensor_core::device::checks;
-use tensor_core::dlpack::{DLDevice, DLDeviceType};
+use polytensor_core::device::checks;
+use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 
 use crate::buffer::{storage, wgpu_buffer, WgpuBuffer};
 use crate::kernels::key::MapKey;
@@ -78,7 +78,7 @@ impl WgpuDevice {
             device: format!("wgpu:{index}"),
             message: format!("opening the adapter failed: {e}"),
         })?;
-        let name = tensor_core::device::instance_name(&format!("wgpu:{index}"));
+        let name = polytensor_core::device::instance_name(&format!("wgpu:{index}"));
         // wgpu's default for an error nobody caught (validation, out of memory, a lost
         // device) is a panic. Such errors arrive asynchronously: they are stored, and the
         // next `synchronize` or `copy_to_host` returns them as `Err`.
@@ -347,7 +347,7 @@ impl Device for WgpuDevice {
         let dtype = out.dtype();
         let unsupported = || self.unsupported("fill", dtype);
         let kernel = kernel_for(Op::Fill, dtype).ok_or_else(unsupported)?;
-        let bytes = tensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
+        let bytes = polytensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
         // The value in a one-element buffer, read with all strides zero.
         let value = self.allocate(bytes.len())?;
         let value = wgpu_buffer(&value);
@@ -378,7 +378,7 @@ impl Device for WgpuDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tensor_core::Tensor;
+    use polytensor_core::Tensor;
 
     /// The first wgpu device, or `None` after printing why the test skips.
     fn first_device() -> Option<Arc<dyn Device>> {
@@ -490,7 +490,7 @@ mod tests {
         let product = x.reduce(ReduceOp::Prod, &[0], false).unwrap();
         let want = reals.iter().map(|&v| f64::from(v)).product::<f64>() as f32;
         assert_eq!(product.to_vec::<f32>().unwrap(), vec![want]);
-        use tensor_core::num_complex::Complex;
+        use polytensor_core::num_complex::Complex;
         let zs = [
             Complex::new(1e30f32, 0.0),
             Complex::new(0.0, 1e30),

@@ -1,11 +1,11 @@
 //! Launching kernels on a [`WgpuDevice`]: bind groups and dispatches, the elementwise
-//! launch (geometry from `tensor_core::plan`), packed outputs through word-sized scratch,
+//! launch (geometry from `polytensor_core::plan`), packed outputs through word-sized scratch,
 //! workgroup counts and the pipeline cache.
 
 use std::sync::Arc;
 
-use tensor_core::layout::contiguous_strides;
-use tensor_core::{Device, OutView, Result, TensorView};
+use polytensor_core::layout::contiguous_strides;
+use polytensor_core::{Device, OutView, Result, TensorView};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
@@ -78,7 +78,7 @@ impl WgpuDevice {
         inputs: &[&TensorView<'_>],
         out: &mut OutView<'_>,
     ) -> Result<()> {
-        tensor_core::device::checks::same_shapes(inputs, &out.view())?;
+        polytensor_core::device::checks::same_shapes(inputs, &out.view())?;
         let operands = inputs
             .iter()
             .map(|x| {

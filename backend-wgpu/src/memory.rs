@@ -1,8 +1,8 @@
 //! Device memory: storage buffers from a [`BufferAllocator`] (put behind tensor-core's
 //! `CachingAllocator` by the device), and host copies through staging buffers.
 
-use tensor_core::alloc::StatsTracker;
-use tensor_core::{Allocator, AllocatorInfo, AllocatorStats, Error, Result};
+use polytensor_core::alloc::StatsTracker;
+use polytensor_core::{Allocator, AllocatorInfo, AllocatorStats, Error, Result};
 
 /// wgpu copies and bindings move whole 4-byte words.
 pub const WORD: u64 = 4;

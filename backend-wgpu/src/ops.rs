@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use tensor_core::device::checks;
-use tensor_core::plan::MatmulPlan;
-use tensor_core::plan::ReducedAxes;
-use tensor_core::{DataType, Device, Error, Op, OutView, ReduceOp, Result, TensorView};
+use polytensor_core::device::checks;
+use polytensor_core::plan::MatmulPlan;
+use polytensor_core::plan::ReducedAxes;
+use polytensor_core::{DataType, Device, Error, Op, OutView, ReduceOp, Result, TensorView};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;

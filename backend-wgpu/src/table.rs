@@ -1,7 +1,7 @@
 //! The kernel table: the WGSL expression that runs each elementwise (op, dtype), and how
 //! its operands are stored. The single source of `supports` and of the elementwise kernels.
 
-use tensor_core::{DataType, Op, UnaryOp};
+use polytensor_core::{DataType, Op, UnaryOp};
 
 use crate::kernels::key::MapKey;
 use crate::kernels::storage::Storage;

@@ -7,7 +7,7 @@ fn without_a_driver_the_backend_says_why() {
     std::env::set_var("VK_ICD_FILENAMES", "/nonexistent/icd.json");
     std::env::set_var("VK_DRIVER_FILES", "/nonexistent/icd.json");
     std::env::set_var("WGPU_BACKEND", "vulkan");
-    let why = match backend_wgpu::open_all() {
+    let why = match polytensor_wgpu::open_all() {
         Ok(devices) => {
             let names: Vec<&str> = devices.iter().map(|d| d.name()).collect();
             panic!("expected no adapter, got {names:?}");
@@ -16,6 +16,8 @@ fn without_a_driver_the_backend_says_why() {
     };
     assert!(why.contains("no wgpu adapter"), "{why}");
     assert!(why.contains("mesa-vulkan-drivers"), "{why}");
-    let opened = backend_wgpu::WgpuDevice::open(0).unwrap_err().to_string();
+    let opened = polytensor_wgpu::WgpuDevice::open(0)
+        .unwrap_err()
+        .to_string();
     assert!(opened.contains("no wgpu adapter 0"), "{opened}");
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use tensor_core::{DataType, Tensor};
+use polytensor_core::{DataType, Tensor};
 
 #[test]
 fn bitcasts_of_views_copy_once_or_share() {

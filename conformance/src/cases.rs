@@ -3,9 +3,9 @@
 use std::fmt;
 
 use super::data::{int_range, Domain};
-use tensor_core::dtype::DataType;
-use tensor_core::element::Scalar;
-use tensor_core::ops::{BinaryOp, Op, ReduceOp, UnaryOp};
+use polytensor_core::dtype::DataType;
+use polytensor_core::element::Scalar;
+use polytensor_core::ops::{BinaryOp, Op, ReduceOp, UnaryOp};
 
 /// A group of ops tested together (one test per family in each backend).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -259,7 +259,7 @@ fn edge_pairs(dtype: DataType) -> (InputSpec, InputSpec) {
 
 /// The edge values of a dtype for binary ops: limits, zero, one, minus one, NaN, infinities.
 fn edge_list(dtype: DataType) -> Vec<Scalar> {
-    use tensor_core::dtype::DTypeClass as C;
+    use polytensor_core::dtype::DTypeClass as C;
     match dtype.class() {
         C::Signed | C::Unsigned => {
             let (lo, hi) = int_range(dtype);

@@ -1,9 +1,9 @@
 //! Deterministic input data: a seeded generator, value domains per op, and the special
 //! values (NaN, infinities, signed zeros, subnormals, integer limits) mixed into inputs.
 
-use tensor_core::dispatch_dtype;
-use tensor_core::dtype::{DTypeClass, DataType};
-use tensor_core::element::{Element, Scalar};
+use polytensor_core::dispatch_dtype;
+use polytensor_core::dtype::{DTypeClass, DataType};
+use polytensor_core::element::{Element, Scalar};
 
 /// SplitMix64: small, fast, and the same on every machine.
 #[derive(Debug, Clone)]

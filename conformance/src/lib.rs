@@ -29,12 +29,12 @@ use data::Rng;
 use reference::Expected;
 use tolerance::Tolerance;
 
-use tensor_core::device::Device;
-use tensor_core::dtype::DataType;
-use tensor_core::element::Scalar;
-use tensor_core::error::Result;
-use tensor_core::ops::{broadcast_shapes, Op};
-use tensor_core::tensor::Tensor;
+use polytensor_core::device::Device;
+use polytensor_core::dtype::DataType;
+use polytensor_core::element::Scalar;
+use polytensor_core::error::Result;
+use polytensor_core::ops::{broadcast_shapes, Op};
+use polytensor_core::tensor::Tensor;
 
 /// The result of one case.
 #[derive(Debug, Clone, PartialEq)]
@@ -234,8 +234,8 @@ pub fn assert_family(device: &Arc<dyn Device>, family: Family) {
 /// the reason when there is none, unless `POLYTENSOR_REQUIRE` names `$backend`.
 ///
 /// ```ignore
-/// conformance::conformance_backend_tests!("opencl", || backend_opencl::OpenClDevice::first()
-///     .map(|d| d as std::sync::Arc<dyn tensor_core::Device>));
+/// conformance::conformance_backend_tests!("opencl", || polytensor_opencl::OpenClDevice::first()
+///     .map(|d| d as std::sync::Arc<dyn polytensor_core::Device>));
 /// ```
 #[macro_export]
 macro_rules! conformance_backend_tests {
@@ -492,8 +492,8 @@ fn execute(device: &Arc<dyn Device>, case: &Case) -> Result<Outcome> {
         Kind::Binary(op, sa, sb) => {
             let ((a, ta), (b, tb)) = (input(sa, 0)?, input(sb, 1)?);
             let dims = broadcast_shapes(
-                &tensor_core::TensorShape::new(&a.dims)?,
-                &tensor_core::TensorShape::new(&b.dims)?,
+                &polytensor_core::TensorShape::new(&a.dims)?,
+                &polytensor_core::TensorShape::new(&b.dims)?,
             )?
             .dims()
             .to_vec();
@@ -508,7 +508,7 @@ fn execute(device: &Arc<dyn Device>, case: &Case) -> Result<Outcome> {
         }
         Kind::Where(sc, sa, sb) => {
             let ((c, tc), (a, ta), (b, tb)) = (input(sc, 0)?, input(sa, 1)?, input(sb, 2)?);
-            let shape = |d: &[usize]| tensor_core::TensorShape::new(d);
+            let shape = |d: &[usize]| polytensor_core::TensorShape::new(d);
             let dims = broadcast_shapes(
                 &broadcast_shapes(&shape(&c.dims)?, &shape(&a.dims)?)?,
                 &shape(&b.dims)?,
@@ -641,8 +641,8 @@ fn reference_matmul(
     };
     let ((batch_a, m, k), (batch_b, _, n)) = (matrix(a, ta), matrix(b, tb));
     let batch = broadcast_shapes(
-        &tensor_core::TensorShape::new(&batch_a)?,
-        &tensor_core::TensorShape::new(&batch_b)?,
+        &polytensor_core::TensorShape::new(&batch_a)?,
+        &polytensor_core::TensorShape::new(&batch_b)?,
     )?
     .dims()
     .to_vec();
@@ -668,13 +668,13 @@ fn reference_matmul(
 }
 
 fn reference_reduce(
-    op: tensor_core::ops::ReduceOp,
+    op: polytensor_core::ops::ReduceOp,
     dtype: DataType,
     x: &Values,
     axes: &[isize],
     keep: bool,
 ) -> Result<(Vec<Expected>, Vec<usize>)> {
-    let axes = tensor_core::ops::normalize_axes(axes, x.dims.len())?;
+    let axes = polytensor_core::ops::normalize_axes(axes, x.dims.len())?;
     let kept: Vec<usize> = (0..x.dims.len()).filter(|a| !axes.contains(a)).collect();
     let kept_dims: Vec<usize> = kept.iter().map(|&a| x.dims[a]).collect();
     let red_dims: Vec<usize> = axes.iter().map(|&a| x.dims[a]).collect();

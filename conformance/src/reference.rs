@@ -8,9 +8,9 @@
 use num_complex::Complex;
 
 use super::data::{int_of, round_to, wrap};
-use tensor_core::dtype::{DTypeClass, DataType};
-use tensor_core::element::Scalar;
-use tensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
+use polytensor_core::dtype::{DTypeClass, DataType};
+use polytensor_core::element::Scalar;
+use polytensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
 
 /// An expected element: its value and the magnitude errors are measured against.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -501,7 +501,7 @@ pub fn dot(dtype: DataType, a: &[Scalar], b: &[Scalar]) -> Expected {
     }
 }
 
-/// The reference of a cast of `x` to `to`: the cast semantics of [`tensor_core::element`],
+/// The reference of a cast of `x` to `to`: the cast semantics of [`polytensor_core::element`],
 /// restated: truncation toward zero with saturation for floats to integers (NaN to 0),
 /// wrapping between integers, `!= 0` to bool, real part from complex, one rounding to floats.
 pub fn cast(x: Scalar, to: DataType) -> Expected {

@@ -14,8 +14,8 @@
 //! (f32 for f16, bf16 and f32; f64 for f64); `n` the number of terms. The accumulation
 //! bound holds for any summation order.
 
-use tensor_core::dtype::DataType;
-use tensor_core::ops::{BinaryOp, Op, ReduceOp, UnaryOp};
+use polytensor_core::dtype::DataType;
+use polytensor_core::ops::{BinaryOp, Op, ReduceOp, UnaryOp};
 
 /// How a result is compared with the reference.
 #[derive(Debug, Clone, Copy, PartialEq)]

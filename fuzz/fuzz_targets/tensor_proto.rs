@@ -4,11 +4,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensor_core::proto::DecodeOptions;
-use tensor_core::{DataType, Tensor};
+use polytensor_core::proto::DecodeOptions;
+use polytensor_core::{DataType, Tensor};
 
 fuzz_target!(|data: &[u8]| {
-    let cpu = backend_cpu::CpuDevice::shared();
+    let cpu = polytensor_cpu::CpuDevice::shared();
     // A small cap: a few bytes may describe a huge splat, which must be refused, not built.
     let options = DecodeOptions { max_bytes: 1 << 20 };
     let Ok(tensor) = Tensor::decode_proto_with(data.to_vec(), &cpu, &options) else {

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensor_core::{TensorShape, TensorSlice};
+use polytensor_core::{TensorShape, TensorSlice};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

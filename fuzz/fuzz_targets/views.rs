@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensor_core::{DataType, Tensor};
+use polytensor_core::{DataType, Tensor};
 
 /// The dtypes a program may bitcast to (every fixed element size, and checked bytes).
 const DTYPES: [DataType; 9] = [
@@ -77,7 +77,7 @@ fn step(t: &Tensor, input: &mut Input) -> Option<Tensor> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let cpu = backend_cpu::CpuDevice::shared();
+    let cpu = polytensor_cpu::CpuDevice::shared();
     let mut input = Input(data);
     let len = 1 + input.small(96);
     let bytes: Vec<u8> = (0..len).map(|_| input.byte() & 1).collect();

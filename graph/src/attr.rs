@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use tensor_core::proto::{TensorProto, TensorShapeProto};
-use tensor_core::{DataType, Error, PartialTensorShape, Result};
+use polytensor_core::proto::{TensorProto, TensorShapeProto};
+use polytensor_core::{DataType, Error, PartialTensorShape, Result};
 
 pub use crate::proto::{AttrKind, AttrValue, ListValue};
 

@@ -1,9 +1,9 @@
 //! Shorthands for the common operations, writing the attributes TensorFlow's Python writes,
 //! and named as TensorFlow's Python names them (`a + b` is `add`, `tf.matmul` is `MatMul`).
 
-use tensor_core::element::as_bytes;
-use tensor_core::proto::make_tensor_proto_from_bytes;
-use tensor_core::{DataType, Element, PartialTensorShape, Result, Tensor, TensorShape};
+use polytensor_core::element::as_bytes;
+use polytensor_core::proto::make_tensor_proto_from_bytes;
+use polytensor_core::{DataType, Element, PartialTensorShape, Result, Tensor, TensorShape};
 
 use crate::graph::{Graph, Output};
 

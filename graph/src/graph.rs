@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
-use tensor_core::{DataType, Error, PartialTensorShape, Result};
+use polytensor_core::{DataType, Error, PartialTensorShape, Result};
 
 use crate::attr::AttrValue;
 use crate::ops::{self, InferCtx};
@@ -42,13 +42,13 @@ pub(crate) struct KeptFields {
 /// output of an operation added before it.
 ///
 /// ```
-/// use graph::Graph;
+/// use polytensor_graph::Graph;
 /// let mut g = Graph::new();
 /// let a = g.constant(3.0f32)?;
 /// let b = g.constant(4.0f32)?;
 /// let total = g.add(&a, &b)?;
 /// assert_eq!(total.to_string(), r#"Tensor("add:0", shape=(), dtype=float32)"#);
-/// # Ok::<(), tensor_core::Error>(())
+/// # Ok::<(), polytensor_core::Error>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Graph {

@@ -2,8 +2,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use polytensor_core::{Error, Result};
 use prost::Message;
-use tensor_core::{Error, Result};
 
 use crate::graph::{validate_name, Graph, KeptFields};
 use crate::proto::{GraphDef, NodeDef};

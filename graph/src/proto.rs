@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use tensor_core::proto::{TensorProto, TensorShapeProto};
+use polytensor_core::proto::{TensorProto, TensorShapeProto};
 
 /// TensorFlow's `GraphDef`: the nodes of a graph, its versions and its function library.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -155,12 +155,12 @@ pub struct VersionDef {
 
 impl GraphDef {
     /// The names of the functions in [`GraphDef::library`] (none without a library).
-    pub fn function_names(&self) -> tensor_core::Result<Vec<String>> {
+    pub fn function_names(&self) -> polytensor_core::Result<Vec<String>> {
         let Some(bytes) = &self.library else {
             return Ok(Vec::new());
         };
         let library = <FunctionDefLibrary as prost::Message>::decode(bytes.as_slice())
-            .map_err(|e| tensor_core::Error::InvalidProto(format!("GraphDef.library: {e}")))?;
+            .map_err(|e| polytensor_core::Error::InvalidProto(format!("GraphDef.library: {e}")))?;
         Ok(library
             .function
             .into_iter()

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tensor_core::{Device, Error, Result, Tensor};
+use polytensor_core::{Device, Error, Result, Tensor};
 
 use crate::graph::{python_shape, Graph, Operation, Output};
 use smallvec::smallvec;
@@ -17,15 +17,15 @@ use crate::ops::{self, Kind, Value};
 /// there (requested devices are recorded, not followed).
 ///
 /// ```
-/// use graph::{Graph, Session};
+/// use polytensor_graph::{Graph, Session};
 /// let mut g = Graph::new();
 /// let a = g.constant(3.0f32)?;
 /// let b = g.constant(4.0f32)?;
 /// let total = g.add(&a, &b)?;
-/// let mut session = Session::new(&g, backend_cpu::CpuDevice::shared());
+/// let mut session = Session::new(&g, polytensor_cpu::CpuDevice::shared());
 /// let values = session.run(&[], &[&total], &[])?;
 /// assert_eq!(values[0].item::<f32>()?, 7.0);
-/// # Ok::<(), tensor_core::Error>(())
+/// # Ok::<(), polytensor_core::Error>(())
 /// ```
 pub struct Session {
     graph: Graph,
@@ -210,7 +210,7 @@ impl Session {
                 dtype
             )));
         }
-        let fed = tensor_core::PartialTensorShape::from(value.shape());
+        let fed = polytensor_core::PartialTensorShape::from(value.shape());
         if !shape.is_compatible_with(&fed) {
             return Err(Error::invalid(format!(
                 "Cannot feed value of shape {} for Tensor {}, which has shape {}",

@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use backend_cpu::CpuDevice;
-use graph::proto::{FunctionDef, FunctionDefLibrary, GraphDef, NodeDef, OpSignature};
-use graph::{int_list, Graph, Output, Session};
-use graph::{type_list, AttrValue};
+use polytensor_core::{DataType, Device, PartialTensorShape, Result, Tensor};
+use polytensor_cpu::CpuDevice;
+use polytensor_graph::proto::{FunctionDef, FunctionDefLibrary, GraphDef, NodeDef, OpSignature};
+use polytensor_graph::{int_list, Graph, Output, Session};
+use polytensor_graph::{type_list, AttrValue};
 use prost::Message;
-use tensor_core::{DataType, Device, PartialTensorShape, Result, Tensor};
 
 fn cpu() -> Arc<dyn Device> {
     CpuDevice::shared()
@@ -482,7 +482,7 @@ fn hostile_shapes_are_errors_not_panics() {
 
 #[test]
 fn a_huge_splat_constant_is_not_expanded_at_build_time() {
-    use tensor_core::proto::{DimProto, TensorProto, TensorShapeProto};
+    use polytensor_core::proto::{DimProto, TensorProto, TensorShapeProto};
     // One value for 2^40 elements: as a Reshape target, inference reads it with a small
     // limit and leaves the shape unknown rather than allocating 8 TiB; running it is an
     // error (over the decoder's limit), not an allocation either.

@@ -1,6 +1,6 @@
 //! How each dtype is stored in device memory and computed on in a C-family kernel.
 
-use tensor_core::{DTypeClass, DataType};
+use polytensor_core::{DTypeClass, DataType};
 
 /// A float type that kernels compute in: the part type of floats and complex numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

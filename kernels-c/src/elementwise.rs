@@ -5,7 +5,7 @@
 //! The kernel is named `map`. Its arguments, in order:
 //! - `i64 count`: the number of output elements;
 //! - strided variant only: `GLOBAL const i64* geometry`: the rank `r` of the coalesced
-//!   shape ([`tensor_core::plan::Coalesced`]), its `r` dims, then each input's `r` strides;
+//!   shape ([`polytensor_core::plan::Coalesced`]), its `r` dims, then each input's `r` strides;
 //! - per input: its buffer, then `i64` offset (elements), then (flat variant only) its
 //!   `i64` stride (the contiguous variant's strides are all 1);
 //! - the output buffer and its `i64` offset (elements).
@@ -69,7 +69,7 @@ pub enum Variant {
 
 impl Variant {
     /// The variant that runs `plan`: the cheapest whose position rule covers it.
-    pub fn of(plan: &tensor_core::plan::Coalesced) -> Self {
+    pub fn of(plan: &polytensor_core::plan::Coalesced) -> Self {
         if !plan.is_flat() {
             Variant::Strided
         } else if (0..plan.operands()).all(|k| plan.strides(k)[0] == 1) {
@@ -195,7 +195,7 @@ impl MapKernel {
     }
 
     /// The geometry words of the strided variant for a coalesced plan.
-    pub fn geometry(plan: &tensor_core::plan::Coalesced, inputs: usize) -> Vec<i64> {
+    pub fn geometry(plan: &polytensor_core::plan::Coalesced, inputs: usize) -> Vec<i64> {
         let mut words = vec![plan.rank() as i64];
         words.extend(plan.dims().iter().map(|&d| d as i64));
         for k in 0..inputs {

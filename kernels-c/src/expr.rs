@@ -4,7 +4,7 @@
 //! `max`/`min` propagate NaN; casts from float truncate and saturate with NaN to 0.
 //! `None` where an op is not defined for the element type.
 
-use tensor_core::{BinaryOp, DTypeClass, UnaryOp};
+use polytensor_core::{BinaryOp, DTypeClass, UnaryOp};
 
 use crate::{Elem, Real};
 
@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn every_defined_op_has_an_expression() {
-        use tensor_core::{DataType, Op};
+        use polytensor_core::{DataType, Op};
         for &dtype in DataType::ALL {
             let Some(e) = Elem::of(dtype) else { continue };
             for &op in UnaryOp::ALL {

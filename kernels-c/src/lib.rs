@@ -37,7 +37,7 @@ mod tests {
     use super::matmul::{MatmulKernel, Schedule};
     use super::reduce::ReduceKernel;
     use super::*;
-    use tensor_core::ReduceOp;
+    use polytensor_core::ReduceOp;
 
     /// The kernel text after the dialect header (and the f64 part of OpenCL's).
     fn body(source: &str, dialect: Dialect, fp64: bool) -> String {
@@ -52,7 +52,7 @@ mod tests {
         let map = MapKernel {
             inputs: vec![Access::Value(Elem::BF16), Access::Value(Elem::BF16)],
             output: Access::Value(Elem::BF16),
-            expression: expr::binary(tensor_core::BinaryOp::Pow, Elem::BF16).unwrap(),
+            expression: expr::binary(polytensor_core::BinaryOp::Pow, Elem::BF16).unwrap(),
             variant: Variant::Strided,
         };
         let reduce = ReduceKernel {
@@ -95,7 +95,7 @@ mod tests {
 
     #[test]
     fn the_variant_follows_the_plan() {
-        use tensor_core::plan::Coalesced;
+        use polytensor_core::plan::Coalesced;
         let contiguous = Coalesced::new(&[2, 3], &[&[3, 1], &[3, 1]]);
         assert_eq!(Variant::of(&contiguous), Variant::Contiguous);
         let broadcast = Coalesced::new(&[2, 3], &[&[3, 1], &[0, 0]]);

@@ -1,5 +1,5 @@
 //! Matmul kernels: `out[b] = a[b] x b[b]` over strided operands, batched over coalesced
-//! batch dims ([`tensor_core::plan::MatmulPlan`]). f16 and bf16 multiply and accumulate in
+//! batch dims ([`polytensor_core::plan::MatmulPlan`]). f16 and bf16 multiply and accumulate in
 //! f32, complex in its own type, integers wrap. Two schedules of one kernel, for two kinds
 //! of device ([`Schedule`]):
 //!
@@ -16,7 +16,7 @@
 //! stride and column stride, `b` likewise, and the output with its `i64` offset (written
 //! contiguously, `n` per row).
 
-use tensor_core::plan::MatmulPlan;
+use polytensor_core::plan::MatmulPlan;
 
 use crate::{Dialect, Elem, Library};
 

@@ -1,5 +1,5 @@
 //! Reduction kernels: each output element reduces the elements of its kept index over the
-//! reduced dims of a strided input ([`tensor_core::plan::ReducedAxes`], each side
+//! reduced dims of a strided input ([`polytensor_core::plan::ReducedAxes`], each side
 //! coalesced), with an accumulator per (op, dtype) that follows the suite's semantics:
 //! integer sums and products wrap, integer means sum exactly in 128 bits, floats
 //! accumulate in f64 where the device has it (f32 otherwise), max/min propagate NaN, and
@@ -23,8 +23,8 @@
 //! `s` reduced dims, their `s` strides), the input buffer and its `i64` offset, the output
 //! buffer and its `i64` offset.
 
-use tensor_core::plan::Coalesced;
-use tensor_core::ReduceOp;
+use polytensor_core::plan::Coalesced;
+use polytensor_core::ReduceOp;
 
 use crate::{Dialect, Elem, Library, Real};
 

@@ -13,7 +13,7 @@ use crate::elementwise::{self, Access, MapKernel, Variant};
 use crate::matmul::{MatmulKernel, Schedule};
 use crate::reduce::{self, ReduceKernel, Stage};
 use crate::{expr, Dialect, Elem};
-use tensor_core::{BinaryOp, DataType, Op, ReduceOp, UnaryOp};
+use polytensor_core::{BinaryOp, DataType, Op, ReduceOp, UnaryOp};
 
 /// A program: the kernels of one family and dtype.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -43,7 +43,7 @@ macro_rules! data_types {
         /// `TensorProto` round trips are lossless.
         ///
         /// ```
-        /// use tensor_core::DataType;
+        /// use polytensor_core::DataType;
         /// assert_eq!(DataType::Float.as_i32(), 1);
         /// assert_eq!(DataType::BFloat16.name(), "bfloat16");
         /// assert_eq!("complex64".parse::<DataType>().unwrap(), DataType::Complex64);

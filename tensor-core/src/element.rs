@@ -109,7 +109,7 @@ pub unsafe trait Element:
 /// The bytes of `data` in memory (little-endian on every platform polytensor runs on).
 ///
 /// ```
-/// assert_eq!(tensor_core::element::as_bytes(&[1u16, 2]), &[1, 0, 2, 0]);
+/// assert_eq!(polytensor_core::element::as_bytes(&[1u16, 2]), &[1, 0, 2, 0]);
 /// ```
 pub fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
     // SAFETY: `T: Element` has no padding, so its memory is `size_of_val(data)` initialised
@@ -121,7 +121,7 @@ pub fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
 /// for a dtype without a fixed-size element.
 ///
 /// ```
-/// use tensor_core::{element::scalar_bytes, DataType, Scalar};
+/// use polytensor_core::{element::scalar_bytes, DataType, Scalar};
 /// assert_eq!(scalar_bytes(Scalar::F64(-0.0), DataType::Half), Some(vec![0x00, 0x80]));
 /// assert_eq!(scalar_bytes(Scalar::I64(300), DataType::UInt8), Some(vec![44]));
 /// ```
@@ -311,7 +311,7 @@ unsafe impl Element for bool {
 /// Expand `$body` once per computable dtype, with `$t` bound to its element type.
 ///
 /// ```
-/// use tensor_core::{dispatch_dtype, DataType, Element};
+/// use polytensor_core::{dispatch_dtype, DataType, Element};
 /// fn size_of_dtype(dtype: DataType) -> Option<usize> {
 ///     dispatch_dtype!(dtype, T => Some(std::mem::size_of::<T>()), _ => None)
 /// }

@@ -45,7 +45,7 @@ fn row_major(shape: &TensorShape, strides: &[isize]) -> bool {
 /// Every kernel on every backend accepts any layout.
 ///
 /// ```
-/// use tensor_core::{Layout, TensorShape};
+/// use polytensor_core::{Layout, TensorShape};
 /// let l = Layout::contiguous(TensorShape::new(&[2, 3]).unwrap());
 /// assert_eq!(l.strides(), &[3, 1]);
 /// let t = l.transpose(0, 1).unwrap();

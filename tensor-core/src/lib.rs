@@ -12,6 +12,10 @@
 //!
 //! Backends (`backend-cpu`, ...) implement [`Device`]; the `polytensor` facade finds them.
 
+// First, so that rustdoc lists `Tensor`'s constructors before the methods other modules
+// add (DLPack, protos).
+pub mod tensor;
+
 pub mod alloc;
 pub mod buffer;
 pub mod device;
@@ -27,7 +31,6 @@ pub mod proto;
 pub mod shape;
 pub mod slice;
 pub mod stats;
-pub mod tensor;
 
 pub use alloc::{
     Allocator, AllocatorInfo, AllocatorStats, CachingAllocator, HostAllocator, HostBlock,

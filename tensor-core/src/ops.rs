@@ -330,7 +330,7 @@ impl ReduceOp {
 /// i128, wrapping) and in f64 otherwise, before any conversion to the output dtype.
 ///
 /// ```
-/// use tensor_core::{ops::arange_value, Scalar};
+/// use polytensor_core::{ops::arange_value, Scalar};
 /// assert_eq!(arange_value(Scalar::I64(-3), Scalar::I64(2), 4), Scalar::I64(5));
 /// assert_eq!(arange_value(Scalar::F64(0.5), Scalar::F64(0.25), 2), Scalar::F64(1.0));
 /// ```
@@ -358,7 +358,7 @@ pub fn arange_value(start: Scalar, step: Scalar, i: usize) -> Scalar {
 /// host; `None` for a dtype without a fixed-size element.
 ///
 /// ```
-/// use tensor_core::{ops::arange_bytes, DataType, Scalar};
+/// use polytensor_core::{ops::arange_bytes, DataType, Scalar};
 /// let bytes = arange_bytes(DataType::UInt8, Scalar::I64(250), Scalar::I64(3), 3).unwrap();
 /// assert_eq!(bytes, vec![250, 253, 0]);
 /// ```
@@ -378,7 +378,7 @@ pub fn arange_bytes(dtype: DataType, start: Scalar, step: Scalar, count: usize) 
 /// equal, or one of them 1).
 ///
 /// ```
-/// use tensor_core::{ops::broadcast_shapes, TensorShape};
+/// use polytensor_core::{ops::broadcast_shapes, TensorShape};
 /// let a = TensorShape::new(&[4, 1, 3]).unwrap();
 /// let b = TensorShape::new(&[5, 1]).unwrap();
 /// assert_eq!(broadcast_shapes(&a, &b).unwrap().to_string(), "[4,5,3]");

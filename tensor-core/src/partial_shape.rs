@@ -14,7 +14,7 @@ pub type Dim = Option<usize>;
 /// dims are `None` when unknown, and the rank itself may be unknown.
 ///
 /// ```
-/// use tensor_core::PartialTensorShape;
+/// use polytensor_core::PartialTensorShape;
 /// let a = PartialTensorShape::from_i64(&[-1, 3]).unwrap();
 /// let b = PartialTensorShape::from_i64(&[2, -1]).unwrap();
 /// assert_eq!(a.to_string(), "[?,3]");

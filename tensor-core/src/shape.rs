@@ -35,7 +35,7 @@ enum Repr {
 /// It is 32 bytes and heap-free up to rank 6 with dims below 2^32.
 ///
 /// ```
-/// use tensor_core::TensorShape;
+/// use polytensor_core::TensorShape;
 /// let shape = TensorShape::new(&[2, 3, 4]).unwrap();
 /// assert_eq!(shape.num_elements(), 24);
 /// assert_eq!(shape.to_string(), "[2,3,4]");

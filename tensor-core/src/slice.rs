@@ -77,7 +77,7 @@ impl Extent {
 /// `start,length`; the empty string is the rank-0 slice.
 ///
 /// ```
-/// use tensor_core::{TensorShape, TensorSlice};
+/// use polytensor_core::{TensorShape, TensorSlice};
 /// let slice: TensorSlice = "0,10:-:14,1".parse().unwrap();
 /// assert_eq!(slice.rank(), 3);
 /// assert_eq!(slice.to_string(), "0,10:-:14,1");

@@ -5,14 +5,14 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use backend_cpu::CpuDevice;
-use tensor_core::dlpack::ffi::code;
-use tensor_core::dlpack::{
+use polytensor_core::dlpack::ffi::code;
+use polytensor_core::dlpack::{
     live_exports, DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned,
     DLPackVersion, DLTensor, DlpackTensor, ManagedTensor, DLPACK_FLAG_BITMASK_IS_COPIED,
     DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED, DLPACK_FLAG_BITMASK_READ_ONLY,
 };
-use tensor_core::{DataType, Device, Tensor};
+use polytensor_core::{DataType, Device, Tensor};
+use polytensor_cpu::CpuDevice;
 
 fn cpu() -> Arc<dyn Device> {
     CpuDevice::shared()
@@ -143,7 +143,7 @@ fn every_dlpack_dtype_round_trips() {
     let _turn = turn();
     let before = live_exports();
     for &dtype in DataType::ALL {
-        if !dtype.is_pod() || dtype.class() == tensor_core::DTypeClass::Quantized {
+        if !dtype.is_pod() || dtype.class() == polytensor_core::DTypeClass::Quantized {
             continue;
         }
         // Twelve elements: more than fit in the tensor value, so the buffer is shared.
@@ -249,7 +249,7 @@ fn produce<M: ManagedTensor>(spec: Spec) -> (*mut M, Arc<AtomicUsize>) {
 }
 
 /// Import `spec` through the versioned struct; the result and the deleter count.
-fn import(spec: Spec) -> (tensor_core::Result<Tensor>, Arc<AtomicUsize>) {
+fn import(spec: Spec) -> (polytensor_core::Result<Tensor>, Arc<AtomicUsize>) {
     let (managed, deleted) = produce::<DLManagedTensorVersioned>(spec);
     // SAFETY: a live managed tensor whose ownership passes here.
     (

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use backend_cpu::CpuDevice;
-use tensor_core::{
+use polytensor_core::{
     AllocatorStats, DataType, Device, Error, Extent, HostAllocator, Tensor, TensorShape,
     TensorSlice,
 };
+use polytensor_cpu::CpuDevice;
 
 fn cpu() -> Arc<dyn Device> {
     CpuDevice::shared()

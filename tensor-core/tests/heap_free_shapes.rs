@@ -3,7 +3,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tensor_core::TensorShape;
+use polytensor_core::TensorShape;
 
 struct Counting;
 

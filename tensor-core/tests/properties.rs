@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use backend_cpu::CpuDevice;
+use polytensor_core::proto::{Message, TensorProto};
+use polytensor_core::{DataType, Device, Extent, Layout, Tensor, TensorShape, TensorSlice};
+use polytensor_cpu::CpuDevice;
 use proptest::prelude::*;
-use tensor_core::proto::{Message, TensorProto};
-use tensor_core::{DataType, Device, Extent, Layout, Tensor, TensorShape, TensorSlice};
 
 fn cpu() -> Arc<dyn Device> {
     CpuDevice::shared()

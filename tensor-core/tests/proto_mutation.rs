@@ -6,8 +6,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tensor_core::proto::DecodeOptions;
-use tensor_core::Tensor;
+use polytensor_core::proto::DecodeOptions;
+use polytensor_core::Tensor;
 
 struct Peak;
 
@@ -97,8 +97,8 @@ fn mutated_goldens_never_panic_or_overallocate() {
     inputs.sort();
     assert_eq!(inputs.len(), 150);
     // No cache: every byte a decode allocates is counted and returned.
-    let device: std::sync::Arc<dyn tensor_core::Device> =
-        backend_cpu::CpuDevice::with_cache(tensor_core::HostAllocator::new(), 0);
+    let device: std::sync::Arc<dyn polytensor_core::Device> =
+        polytensor_cpu::CpuDevice::with_cache(polytensor_core::HostAllocator::new(), 0);
     let mut rng = Rng(0x7f_2026);
     let (mut ok, mut err) = (0, 0);
     for iteration in 0..4000 {

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use tensor_core::proto::{DecodeOptions, DimProto, Message, TensorProto, TensorShapeProto};
-use tensor_core::{DataType, Device, Tensor};
+use polytensor_core::proto::{DecodeOptions, DimProto, Message, TensorProto, TensorShapeProto};
+use polytensor_core::{DataType, Device, Tensor};
 
 fn device() -> Arc<dyn Device> {
-    backend_cpu::CpuDevice::shared()
+    polytensor_cpu::CpuDevice::shared()
 }
 
 fn shape(dims: &[i64]) -> Option<TensorShapeProto> {

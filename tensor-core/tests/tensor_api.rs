@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use backend_cpu::CpuDevice;
 use half::{bf16, f16};
 use num_complex::Complex;
-use tensor_core::{
+use polytensor_core::{
     same_device, DataType, Device, EmbeddedBuffer, Error, HostAllocator, InlineBuffer, ReduceOp,
     Scalar, Tensor, TensorShape, TensorSlice, EMBEDDED_BUFFER_BYTES,
 };
+use polytensor_cpu::CpuDevice;
 
 fn cpu() -> Arc<dyn Device> {
     CpuDevice::shared()
@@ -585,7 +585,7 @@ fn operator_and_op_errors_are_results() {
 /// Host memory names itself by its host pointer, for DLPack's `data`.
 #[test]
 fn host_buffers_give_their_pointer_as_device_address() {
-    let cpu = backend_cpu::CpuDevice::shared();
+    let cpu = polytensor_cpu::CpuDevice::shared();
     let t = Tensor::from_slice(&[1.0f32; 32], [32], &cpu).unwrap();
     let buffer = t.buffer();
     assert_eq!(

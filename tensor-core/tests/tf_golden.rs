@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use base64::Engine;
+use polytensor_core::proto::{make_tensor_proto, Message, TensorProto};
+use polytensor_core::{DataType, Device, Tensor, TensorShape};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use tensor_core::proto::{make_tensor_proto, Message, TensorProto};
-use tensor_core::{DataType, Device, Tensor, TensorShape};
 
 fn golden_dir() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tf-golden/tensor_proto");
@@ -50,7 +50,7 @@ fn cases(dir: &Path, category: &str) -> Vec<(String, Value, Vec<u8>)> {
 }
 
 fn device() -> Arc<dyn Device> {
-    backend_cpu::CpuDevice::shared()
+    polytensor_cpu::CpuDevice::shared()
 }
 
 fn dtype_of(name: &str) -> DataType {

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use conformance::{run_with_progress, Filter};
 use polytensor::DeviceStatus;
-use tensor_core::DataType;
+use polytensor_core::DataType;
 
 use crate::report::{Column, Report};
 

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use conformance::{CaseResult, Outcome, Report as DeviceReport};
+use polytensor_core::DataType;
 use serde_json::json;
-use tensor_core::DataType;
 
 /// One column of the table: a device that ran, or a backend that was skipped.
 pub enum Column {
@@ -340,7 +340,7 @@ impl Report {
 mod tests {
     use super::*;
     use conformance::CaseResult;
-    use tensor_core::ops::{BinaryOp, Op};
+    use polytensor_core::ops::{BinaryOp, Op};
 
     fn report(outcomes: Vec<(DataType, Outcome)>) -> DeviceReport {
         DeviceReport {

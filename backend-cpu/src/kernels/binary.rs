@@ -2,7 +2,7 @@
 
 use num_complex::Complex;
 use num_traits::Float;
-use tensor_core::{dispatch_dtype, BinaryOp, Element, OutView, Result, TensorView};
+use polytensor_core::{dispatch_dtype, BinaryOp, Element, OutView, Result, TensorView};
 
 use super::{by_class, unsupported};
 use crate::scalar::{maximum, minimum, FloatElem, IntElem, Real};

@@ -1,8 +1,8 @@
 //! Casts between every pair of computable dtypes, with the semantics of
-//! [`tensor_core::Element::cast_from`]. There are hundreds of pairs, so each is only its
+//! [`polytensor_core::Element::cast_from`]. There are hundreds of pairs, so each is only its
 //! contiguous loop, run by the small driver `map1_runs`.
 
-use tensor_core::{dispatch_dtype, Element, OutView, Result, TensorView};
+use polytensor_core::{dispatch_dtype, Element, OutView, Result, TensorView};
 
 use super::unsupported;
 use crate::strided::map1_runs;

@@ -1,6 +1,6 @@
 //! Materialising strided layouts (byte-generic, so every fixed-size dtype works) and host copies.
 
-use tensor_core::{Error, OutView, Result, TensorView};
+use polytensor_core::{Error, OutView, Result, TensorView};
 
 use crate::strided::{check_shapes, for_each_row, rows_beside_output, SharedOut};
 

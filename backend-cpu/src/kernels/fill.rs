@@ -1,6 +1,6 @@
 //! `fill` and `arange`.
 
-use tensor_core::{dispatch_dtype, Element, OutView, Result, Scalar};
+use polytensor_core::{dispatch_dtype, Element, OutView, Result, Scalar};
 
 use super::unsupported_dtype;
 use crate::strided::generate;
@@ -18,6 +18,6 @@ pub(crate) fn fill(value: Scalar, out: &mut OutView<'_>) -> Result<()> {
 pub(crate) fn arange(start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {
     let dtype = out.dtype();
     dispatch_dtype!(dtype,
-        T => generate(out, |i| T::from_scalar(tensor_core::ops::arange_value(start, step, i))),
+        T => generate(out, |i| T::from_scalar(polytensor_core::ops::arange_value(start, step, i))),
         _ => Err(unsupported_dtype("arange", dtype, "cpu")))
 }

@@ -12,7 +12,7 @@ pub(crate) mod unary;
 
 use std::fmt::Display;
 
-use tensor_core::{DataType, Error, TensorView};
+use polytensor_core::{DataType, Error, TensorView};
 
 /// `Error::Unsupported` for `op` on the dtype and device of `view`.
 pub(crate) fn unsupported(op: impl Display, view: &TensorView<'_>) -> Error {
@@ -37,7 +37,7 @@ macro_rules! by_class {
      complex $c:ident => $complex:expr,
      bool => $bool:expr,
      else => $other:expr $(,)?) => {{
-        use tensor_core::DataType as D;
+        use polytensor_core::DataType as D;
         match $dtype {
             D::Float => {
                 type $f = f32;

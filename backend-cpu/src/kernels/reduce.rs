@@ -2,8 +2,8 @@
 //! (wrapped to the dtype at the end, as wrapping addition would give), complex in f64 parts.
 
 use num_complex::Complex;
-use tensor_core::plan::ReducedAxes;
-use tensor_core::{Element, OutView, ReduceOp, Result, Scalar, StridedRows, TensorView};
+use polytensor_core::plan::ReducedAxes;
+use polytensor_core::{Element, OutView, ReduceOp, Result, Scalar, StridedRows, TensorView};
 
 use super::{by_class, unsupported};
 use crate::scalar::{maximum, minimum, FloatElem, IntElem, Real};

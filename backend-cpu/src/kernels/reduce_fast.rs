@@ -3,8 +3,8 @@
 //! and the kept axes forming one contiguous run (column sums). Other layouts take the
 //! general path in `reduce`.
 
+use polytensor_core::{Layout, OutView, ReduceOp, Result, Scalar, StridedRows, TensorView};
 use rayon::prelude::*;
-use tensor_core::{Layout, OutView, ReduceOp, Result, Scalar, StridedRows, TensorView};
 
 use crate::scalar::{FloatElem, Real};
 use crate::strided::{for_each_row, input, output, run_items, SharedOut, PARALLEL_MIN_ELEMENTS};
@@ -119,7 +119,8 @@ fn inner_sums<T: FloatElem>(
         return Ok(());
     }
     let out_strides: Vec<isize> =
-        tensor_core::layout::contiguous_strides(&tensor_core::TensorShape::new(kept)?).to_vec();
+        polytensor_core::layout::contiguous_strides(&polytensor_core::TensorShape::new(kept)?)
+            .to_vec();
     let rows = StridedRows::new(kept, [kept_strides, &out_strides], [base as isize, 0]);
     let [sx, so] = rows.inner_strides();
     let shared = SharedOut::new(dst);

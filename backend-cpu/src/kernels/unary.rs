@@ -2,7 +2,7 @@
 
 use num_complex::Complex;
 use num_traits::{Float, Zero};
-use tensor_core::{OutView, Result, TensorView, UnaryOp};
+use polytensor_core::{OutView, Result, TensorView, UnaryOp};
 
 use super::{by_class, unsupported};
 use crate::scalar::{FloatElem, IntElem, Real};
@@ -23,7 +23,7 @@ pub(crate) fn unary(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> R
 }
 
 fn float_unary<T: FloatElem>(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-    if T::DTYPE == tensor_core::DataType::Float && vmath::has_kernel(op) {
+    if T::DTYPE == polytensor_core::DataType::Float && vmath::has_kernel(op) {
         return vector_unary_f32(op, x, out);
     }
     type C<T> = <T as FloatElem>::Compute;
@@ -82,8 +82,8 @@ fn int_unary<T: IntElem>(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>)
 
 fn complex_unary<R>(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()>
 where
-    R: Float + tensor_core::Element,
-    Complex<R>: tensor_core::Element,
+    R: Float + polytensor_core::Element,
+    Complex<R>: polytensor_core::Element,
 {
     let one = Complex::new(R::one(), R::zero());
     macro_rules! apply {

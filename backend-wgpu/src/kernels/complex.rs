@@ -2,7 +2,7 @@
 //! host's layout, real part first), added and negated as vectors, multiplied, divided and
 //! measured by these helpers.
 
-use tensor_core::{BinaryOp, UnaryOp};
+use polytensor_core::{BinaryOp, UnaryOp};
 
 use super::template::instantiate;
 use super::ty::Scalar;

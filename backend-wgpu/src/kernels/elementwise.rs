@@ -7,7 +7,7 @@
 //! offset per input, the (merged) dims, then each input's strides (as `i32` bits, so
 //! reversed views work).
 
-use tensor_core::{BinaryOp, DataType, UnaryOp};
+use polytensor_core::{BinaryOp, DataType, UnaryOp};
 
 use super::storage::{Storage, CONVERSIONS};
 use super::template::instantiate;
@@ -354,7 +354,7 @@ pub(crate) fn cast_expression(from: DataType, to: DataType) -> Option<String> {
 
 /// [`cast_expression`] between real dtypes (and bool) of the value `v`.
 fn real_cast(from: DataType, to: DataType, v: &str) -> Option<String> {
-    use tensor_core::DTypeClass::{Bool, Float, Signed};
+    use polytensor_core::DTypeClass::{Bool, Float, Signed};
     let (s, t) = (real_type(from)?, real_type(to)?);
     let (wide_source, wide_target) = (s.is_wide(), t.is_wide());
     Some(match (from.class(), to.class()) {
@@ -420,7 +420,7 @@ pub(crate) fn integer_bounds(dtype: DataType) -> Option<(i128, i128)> {
         DataType::Int64 | DataType::UInt64 => 64,
         _ => return None,
     };
-    Some(if dtype.class() == tensor_core::DTypeClass::Signed {
+    Some(if dtype.class() == polytensor_core::DTypeClass::Signed {
         (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
     } else {
         (0, (1i128 << bits) - 1)
@@ -458,7 +458,7 @@ pub(crate) fn geometry(
     offsets: &[usize],
     strides: &[&[isize]],
 ) -> (Vec<u32>, bool) {
-    let plan = tensor_core::plan::Coalesced::new(dims, strides);
+    let plan = polytensor_core::plan::Coalesced::new(dims, strides);
     let mut words = vec![plan.num_elements() as u32, plan.rank() as u32];
     words.extend(offsets.iter().map(|&o| o as u32));
     words.extend(plan.dims().iter().map(|&d| d as u32));

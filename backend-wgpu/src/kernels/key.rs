@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use tensor_core::{DataType, Op, ReduceOp};
+use polytensor_core::{DataType, Op, ReduceOp};
 
 use super::reduce;
 

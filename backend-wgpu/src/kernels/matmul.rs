@@ -9,7 +9,7 @@
 //! the first batch of the dispatch (a batch count above the per-dimension workgroup limit
 //! takes several dispatches).
 
-use tensor_core::plan::MatmulPlan;
+use polytensor_core::plan::MatmulPlan;
 
 use super::storage::Storage;
 

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tensor_core::{Error, Result};
+use polytensor_core::{Error, Result};
 
 use super::key::PipelineKey;
 

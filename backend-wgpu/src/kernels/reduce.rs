@@ -14,12 +14,12 @@
 //! The geometry holds: outputs, reduced count, kept rank, reduced rank, input offset,
 //! parts per output, the kept dims and strides, then the reduced dims and strides.
 
-use tensor_core::ReduceOp;
+use polytensor_core::ReduceOp;
 
 use super::elementwise::{float_helpers, WORKGROUP};
 use super::storage::Storage;
 use super::ty::{Scalar, Ty};
-use tensor_core::plan::Coalesced;
+use polytensor_core::plan::Coalesced;
 
 /// Reductions this short run one invocation per output.
 pub(crate) const SERIAL_BELOW: usize = 64;

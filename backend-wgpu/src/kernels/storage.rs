@@ -13,7 +13,7 @@
 //!   needs the f64 features).
 //! - Other elements are moved as raw words (copy, fill, where), not computed on.
 
-use tensor_core::DataType;
+use polytensor_core::DataType;
 
 use super::ty::{Scalar, Ty};
 

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use backend_wgpu::WgpuDevice;
-use tensor_core::Device;
+use polytensor_core::Device;
+use polytensor_wgpu::WgpuDevice;
 
 /// The first wgpu adapter as a device, or `None` after printing why it is skipped. A skip is a
 /// failure when `POLYTENSOR_REQUIRE` names wgpu (CI sets it).

@@ -1,10 +1,10 @@
 //! Static dtype and shape inference, as TensorFlow's shape functions do it at graph-build
 //! time: dims that depend on a value are known when that value is a `Const`.
 
-use tensor_core::ops::{BinaryOp, ReduceOp};
-use tensor_core::partial_shape::Dim;
-use tensor_core::proto::{DecodeOptions, TensorProto};
-use tensor_core::{DataType, PartialTensorShape, Result};
+use polytensor_core::ops::{BinaryOp, ReduceOp};
+use polytensor_core::partial_shape::Dim;
+use polytensor_core::proto::{DecodeOptions, TensorProto};
+use polytensor_core::{DataType, PartialTensorShape, Result};
 
 use super::{InferCtx, Kind};
 use crate::attr::proto_shape;
@@ -52,8 +52,8 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                 unreachable!()
             };
             let dtype = match (op, dtype) {
-                (tensor_core::ops::UnaryOp::Abs, DataType::Complex64) => DataType::Float,
-                (tensor_core::ops::UnaryOp::Abs, DataType::Complex128) => DataType::Double,
+                (polytensor_core::ops::UnaryOp::Abs, DataType::Complex64) => DataType::Float,
+                (polytensor_core::ops::UnaryOp::Abs, DataType::Complex128) => DataType::Double,
                 _ => *dtype,
             };
             one(dtype, shape.clone())

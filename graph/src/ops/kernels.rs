@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use smallvec::{smallvec, SmallVec};
 
-use tensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
-use tensor_core::{DataType, Device, Error, Result, Scalar, Tensor};
+use polytensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
+use polytensor_core::{DataType, Device, Error, Result, Scalar, Tensor};
 
 use super::{ComplexPart, Division, Kind, Value};
 use crate::attr::Attrs;

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use tensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
-use tensor_core::{DataType, Error, PartialTensorShape, Result};
+use polytensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
+use polytensor_core::{DataType, Error, PartialTensorShape, Result};
 
 use crate::attr::{AttrValue, Attrs};
 use crate::graph::{Node, Typed};
@@ -407,7 +407,7 @@ impl<'a> InferCtx<'a> {
     }
 
     /// The value of input `i` when it is output 0 of a `Const`.
-    fn const_value(&self, i: usize) -> Option<&'a tensor_core::proto::TensorProto> {
+    fn const_value(&self, i: usize) -> Option<&'a polytensor_core::proto::TensorProto> {
         let (node, index) = self.sources.get(i)?;
         if node.op_type.as_ref() != "Const" || *index != 0 {
             return None;
@@ -453,7 +453,7 @@ impl<'a> InferCtx<'a> {
 /// A value flowing through a running graph.
 #[derive(Clone, Debug)]
 pub(crate) enum Value {
-    Tensor(tensor_core::Tensor),
+    Tensor(polytensor_core::Tensor),
     /// A resource variable's handle: the variable's name in the session.
     Resource(std::sync::Arc<str>),
     /// A reference variable (`VariableV2`): its name in the session.

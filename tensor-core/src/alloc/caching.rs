@@ -66,8 +66,8 @@ struct Cache<B> {
 /// retried once, so cached memory never causes an out-of-memory error by itself.
 ///
 /// ```
-/// use tensor_core::alloc::CachingAllocator;
-/// use tensor_core::{Allocator, AllocatorInfo, HostAllocator};
+/// use polytensor_core::alloc::CachingAllocator;
+/// use polytensor_core::{Allocator, AllocatorInfo, HostAllocator};
 /// let cache = CachingAllocator::new(HostAllocator::new(), 1 << 30);
 /// let a = cache.allocate(1 << 20, 64).unwrap();
 /// cache.deallocate(a);

@@ -254,7 +254,7 @@ impl HostBlock {
 /// optional byte limit. Refusals are `Error::OutOfMemory`, never an abort.
 ///
 /// ```
-/// use tensor_core::{Allocator, AllocatorInfo, HostAllocator};
+/// use polytensor_core::{Allocator, AllocatorInfo, HostAllocator};
 /// let host = HostAllocator::with_limit(1 << 20);
 /// let block = host.allocate(1000, 64).unwrap();
 /// assert_eq!(block.ptr().as_ptr() as usize % 64, 0);

@@ -21,8 +21,8 @@
 //! [`Tensor::from_dlpack`]: crate::Tensor::from_dlpack
 //!
 //! ```
-//! # use tensor_core::{Device, Tensor};
-//! # let cpu: std::sync::Arc<dyn Device> = backend_cpu::CpuDevice::shared();
+//! # use polytensor_core::{Device, Tensor};
+//! # let cpu: std::sync::Arc<dyn Device> = polytensor_cpu::CpuDevice::shared();
 //! # let cpu = &cpu;
 //! let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], cpu)?;
 //! let exported = a.transpose(0, 1)?.to_dlpack_versioned()?;
@@ -30,7 +30,7 @@
 //! assert_eq!(exported.strides(), Some(&[1i64, 3][..]));
 //! let back = Tensor::import_dlpack(exported, cpu)?; // the same memory
 //! assert_eq!(back.to_vec::<f32>()?, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
-//! # Ok::<(), tensor_core::Error>(())
+//! # Ok::<(), polytensor_core::Error>(())
 //! ```
 
 mod dtype;

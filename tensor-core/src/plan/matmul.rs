@@ -9,7 +9,7 @@ use crate::shape::TensorShape;
 /// checked against the output's shape (batch dims already broadcast by the caller).
 ///
 /// ```
-/// use tensor_core::{plan::MatmulDims, TensorShape};
+/// use polytensor_core::{plan::MatmulDims, TensorShape};
 /// let shape = |d: &[usize]| TensorShape::new(d).unwrap();
 /// let dims = MatmulDims::of(&shape(&[2, 3, 4]), &shape(&[2, 4, 5]), &shape(&[2, 3, 5])).unwrap();
 /// assert_eq!((dims.batch, dims.m, dims.k, dims.n), (vec![2], 3, 4, 5));

@@ -29,7 +29,7 @@ const INLINE_RANK: usize = 6;
 /// `[0]`), so a kernel always has an innermost dim.
 ///
 /// ```
-/// use tensor_core::plan::Coalesced;
+/// use polytensor_core::plan::Coalesced;
 /// // A contiguous [2,3,4] next to a broadcast scalar: one flat dim.
 /// let plan = Coalesced::new(&[2, 3, 4], &[&[12, 4, 1], &[0, 0, 0]]);
 /// assert_eq!((plan.dims(), plan.strides(0), plan.strides(1)), (&[24][..], &[1][..], &[0][..]));

@@ -7,7 +7,7 @@ use crate::layout::Layout;
 /// layout's strides along them, in the layout's order.
 ///
 /// ```
-/// use tensor_core::{plan::ReducedAxes, Layout, TensorShape};
+/// use polytensor_core::{plan::ReducedAxes, Layout, TensorShape};
 /// let layout = Layout::contiguous(TensorShape::new(&[2, 3, 4]).unwrap());
 /// let split = ReducedAxes::split(&layout, &[1], 8).unwrap();
 /// assert_eq!((split.kept, split.kept_strides), (vec![2, 4], vec![12, 1]));

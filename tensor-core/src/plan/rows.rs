@@ -9,7 +9,7 @@ use super::{Coalesced, INLINE_RANK};
 /// as an outer odometer over rows of the innermost dim.
 ///
 /// ```
-/// use tensor_core::plan::StridedRows;
+/// use polytensor_core::plan::StridedRows;
 /// // A 2x3 transpose of a row-major 3x2 buffer, read next to a contiguous 2x3.
 /// let rows = StridedRows::new(&[2, 3], [&[1, 2], &[3, 1]], [0, 0]);
 /// assert_eq!(rows.row_len(), 3);

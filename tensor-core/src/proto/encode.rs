@@ -49,13 +49,13 @@ const MAX_CONTENT_BYTES: usize = (1 << 31) - 1;
 /// field, where fewer values than elements mean "repeat the last value".
 ///
 /// ```
-/// # use tensor_core::proto::make_tensor_proto;
-/// # use tensor_core::{Tensor, TensorShape};
-/// # let device = backend_cpu::CpuDevice::shared();
+/// # use polytensor_core::proto::make_tensor_proto;
+/// # use polytensor_core::{Tensor, TensorShape};
+/// # let device = polytensor_cpu::CpuDevice::shared();
 /// let one = Tensor::from_slice(&[1.5f32], [1], &device)?;
 /// let proto = make_tensor_proto(&one, Some(&TensorShape::new(&[2, 2])?))?;
 /// assert_eq!(proto.float_val, [1.5]); // a splat: one value for four elements
-/// # Ok::<(), tensor_core::Error>(())
+/// # Ok::<(), polytensor_core::Error>(())
 /// ```
 pub fn make_tensor_proto(values: &Tensor, shape: Option<&TensorShape>) -> Result<TensorProto> {
     let shape = shape.unwrap_or(values.shape());
@@ -78,11 +78,11 @@ pub fn make_tensor_proto(values: &Tensor, shape: Option<&TensorShape>) -> Result
 /// plain-old-data `dtype` (little-endian, row-major), at most as many as `shape` has.
 ///
 /// ```
-/// # use tensor_core::proto::make_tensor_proto_from_bytes;
-/// # use tensor_core::{DataType, TensorShape};
+/// # use polytensor_core::proto::make_tensor_proto_from_bytes;
+/// # use polytensor_core::{DataType, TensorShape};
 /// let proto = make_tensor_proto_from_bytes(DataType::Float, &3.0f32.to_le_bytes(), &TensorShape::scalar())?;
 /// assert_eq!(proto.float_val, [3.0]);
-/// # Ok::<(), tensor_core::Error>(())
+/// # Ok::<(), polytensor_core::Error>(())
 /// ```
 pub fn make_tensor_proto_from_bytes(
     dtype: DataType,

@@ -15,13 +15,13 @@
 //! Elements are little-endian on the wire, as on every platform polytensor builds for.
 //!
 //! ```
-//! # use tensor_core::Tensor;
-//! # let device = backend_cpu::CpuDevice::shared();
+//! # use polytensor_core::Tensor;
+//! # let device = polytensor_cpu::CpuDevice::shared();
 //! let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &device)?;
 //! let bytes = t.encode_proto()?;
 //! let back = Tensor::decode_proto(bytes, &device)?;
 //! assert_eq!(back.to_vec::<f32>()?, [1.0, 2.0, 3.0]);
-//! # Ok::<(), tensor_core::Error>(())
+//! # Ok::<(), polytensor_core::Error>(())
 //! ```
 
 mod decode;

@@ -31,14 +31,14 @@ impl Tensor {
     /// parts complex128; both parts of one dtype, broadcast together (NumPy's rules).
     ///
     /// ```
-    /// # use tensor_core::{DataType, Tensor};
-    /// # let cpu = backend_cpu::CpuDevice::shared();
+    /// # use polytensor_core::{DataType, Tensor};
+    /// # let cpu = polytensor_cpu::CpuDevice::shared();
     /// let re = Tensor::from_slice(&[1.0f32, 2.0], [2], &cpu)?;
     /// let im = Tensor::from_slice(&[-3.0f32], [1], &cpu)?;
     /// let z = Tensor::complex(&re, &im)?;
     /// assert_eq!(z.dtype(), DataType::Complex64);
     /// assert_eq!(z.imag()?.to_vec::<f32>()?, [-3.0, -3.0]);
-    /// # Ok::<(), tensor_core::Error>(())
+    /// # Ok::<(), polytensor_core::Error>(())
     /// ```
     pub fn complex(real: &Tensor, imag: &Tensor) -> Result<Tensor> {
         let complex = complex_of(real.dtype)?;

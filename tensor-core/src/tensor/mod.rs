@@ -32,8 +32,8 @@ pub use host::HostView;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tensor_core::{Device, Tensor};
-/// # fn demo(cpu: &Arc<dyn Device>) -> tensor_core::Result<()> {
+/// use polytensor_core::{Device, Tensor};
+/// # fn demo(cpu: &Arc<dyn Device>) -> polytensor_core::Result<()> {
 /// let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [2, 2], cpu)?;
 /// let b = Tensor::scalar(10.0f32, cpu)?;
 /// let c = a.add(&b)?.matmul(&a)?;

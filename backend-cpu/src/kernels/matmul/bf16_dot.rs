@@ -235,7 +235,7 @@ unsafe fn tile(_: usize, _: &[u32], _: &[u32], _: &mut [f32], _: usize, _: usize
 #[cfg(test)]
 mod tests {
     use half::bf16;
-    use tensor_core::{DataType, OutView, Result, Tensor, TensorView};
+    use polytensor_core::{DataType, OutView, Result, Tensor, TensorView};
 
     use super::super::{bf16_dot_products, widened};
     use super::available;

@@ -12,10 +12,10 @@
 //! matrix; large ones one after another, each on every thread.
 
 use num_complex::Complex;
+use polytensor_core::layout::contiguous_strides;
+use polytensor_core::plan::MatmulDims;
+use polytensor_core::{Element, Layout, OutView, Result, StridedRows, TensorView};
 use rayon::prelude::*;
-use tensor_core::layout::contiguous_strides;
-use tensor_core::plan::MatmulDims;
-use tensor_core::{Element, Layout, OutView, Result, StridedRows, TensorView};
 
 use super::unsupported;
 use crate::scalar::IntElem;
@@ -27,7 +27,7 @@ mod blocked;
 mod widened;
 
 pub(crate) fn matmul(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-    use tensor_core::DataType as D;
+    use polytensor_core::DataType as D;
     match a.dtype() {
         D::Float => gemm_typed::<f32>(a, b, out),
         D::Double => gemm_typed::<f64>(a, b, out),

@@ -17,8 +17,8 @@
 //! and, when the output has several row blocks, `b` widened whole (at most `WHOLE_B`).
 
 use half::slice::HalfFloatSliceExt;
+use polytensor_core::{OutView, Result, TensorView};
 use rayon::prelude::*;
-use tensor_core::{OutView, Result, TensorView};
 
 use super::{batch_runs_in_parallel, blocked, matrix_parallelism, Geometry};
 use crate::scalar::FloatElem;
@@ -304,7 +304,7 @@ pub(super) fn narrow<H: Widening>(acc: &[f32], out: &mut [H]) {
 #[cfg(test)]
 mod tests {
     use half::{bf16, f16};
-    use tensor_core::{DataType, Element, Tensor};
+    use polytensor_core::{DataType, Element, Tensor};
 
     use super::{blocked, matmul_on, Widening, PANEL_K};
     use crate::CpuDevice;
