@@ -18,12 +18,12 @@
 //! # Ok::<(), polytensor::Error>(())
 //! ```
 //!
-//! The crate root holds what a program needs: the devices ([`device`], [`devices`],
+//! The crate root holds what a program needs: the devices ([`device()`], [`devices`],
 //! [`best_device`], [`default_device`]), [`Tensor`], [`DataType`], shapes and slices,
 //! [`Error`], the graph layer ([`graph`]), [`dlpack`] and [`proto`]. What backends and
 //! memory-level code need (allocators, buffers, layouts, kernel views, launch plans) lives
-//! in the modules re-exported from `polytensor-core` ([`alloc`], [`buffer`], [`device`],
-//! [`layout`], [`plan`], ...).
+//! in the modules re-exported from `polytensor-core` ([`alloc`], [`buffer`],
+//! [`device`](mod@device), [`layout`], [`plan`], ...).
 //!
 //! The crates: `polytensor-core` (everything device-independent, re-exported here),
 //! `polytensor-cpu` (feature `cpu`), `polytensor-wgpu`, `polytensor-opencl` and
@@ -34,8 +34,11 @@ pub mod dlpack;
 mod registry;
 
 /// TensorFlow's graph layer: `Graph`, `Operation`, symbolic `Output`s, `Session`, and
-/// `GraphDef` on the wire (the `graph` crate).
-pub use polytensor_graph as graph;
+/// `GraphDef` on the wire (the `polytensor-graph` crate).
+pub mod graph {
+    #[doc(inline)]
+    pub use polytensor_graph::*;
+}
 
 pub use polytensor_core::{
     same_device, BinaryOp, DataType, Device, DeviceKind, Element, Error, HostView, IntoShape, Op,

@@ -6,7 +6,8 @@ use std::ptr::{null_mut, NonNull};
 
 use std::sync::Arc;
 
-use polytensor::{buffer::adopt, DataType, Device, Error, Layout, Tensor, TensorShape};
+use polytensor::layout::Layout;
+use polytensor::{buffer::adopt, DataType, Device, Error, Tensor, TensorShape};
 
 use crate::status::{arg, array, guard, quietly, PT_Status};
 

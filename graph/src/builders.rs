@@ -16,9 +16,21 @@ impl Graph {
     /// `tf.constant(values, shape=dims)`: a `Const` holding host elements (row-major; fewer
     /// values than elements repeat the last one, as TensorFlow does).
     pub fn constant_values<T: Element>(&mut self, values: &[T], dims: &[usize]) -> Result<Output> {
+        self.constant_named("Const", values, dims)
+    }
+
+    /// `tf.constant(values, shape=dims, name=name)`: [`Graph::constant_values`] named `name`
+    /// (made unique in the current scope, as TensorFlow does).
+    pub fn constant_named<T: Element>(
+        &mut self,
+        name: &str,
+        values: &[T],
+        dims: &[usize],
+    ) -> Result<Output> {
         let shape = TensorShape::new(dims)?;
         let proto = make_tensor_proto_from_bytes(T::DTYPE, as_bytes(values), &shape)?;
         self.op("Const")
+            .name(name)
             .attr("dtype", T::DTYPE)
             .attr("value", proto)
             .build_output()
@@ -34,7 +46,19 @@ impl Graph {
 
     /// `tf.compat.v1.placeholder(dtype, shape)`.
     pub fn placeholder(&mut self, dtype: DataType, shape: &PartialTensorShape) -> Result<Output> {
+        self.placeholder_named("Placeholder", dtype, shape)
+    }
+
+    /// `tf.compat.v1.placeholder(dtype, shape, name=name)` (the name made unique in the
+    /// current scope): fed as `name:0`.
+    pub fn placeholder_named(
+        &mut self,
+        name: &str,
+        dtype: DataType,
+        shape: &PartialTensorShape,
+    ) -> Result<Output> {
         self.op("Placeholder")
+            .name(name)
             .attr("dtype", dtype)
             .attr("shape", shape)
             .build_output()

@@ -713,3 +713,19 @@ fn complex_ops_check_tout_against_the_pair_tensorflow_registers() {
     let imag = g.unary("Imag", &conj).unwrap();
     assert_eq!(run1(&g, &imag).to_vec::<f32>().unwrap(), [-4.0, -0.0]);
 }
+
+#[test]
+fn placeholders_and_constants_take_a_name() {
+    let mut g = Graph::new();
+    let shape = PartialTensorShape::new(&[Some(2)]).unwrap();
+    let x = g.placeholder_named("x", DataType::Float, &shape).unwrap();
+    let w = g.constant_named("w", &[3.0f32, 4.0], &[2]).unwrap();
+    let w2 = g.constant_named("w", &[1.0f32], &[]).unwrap();
+    assert_eq!([x.name(), w.name(), w2.name()], ["x:0", "w:0", "w_1:0"]);
+    let y = g.mul(&x, &w).unwrap();
+    let feed = Tensor::from_slice(&[1.0f32, 2.0], [2], &cpu()).unwrap();
+    let out = Session::new(&g, cpu())
+        .run_by_name(&[("x:0", &feed)], &[&y.name()], &[])
+        .unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), [3.0, 8.0]);
+}

@@ -53,6 +53,49 @@ impl Default for TensorShape {
 }
 
 impl TensorShape {
+    /// The shape `target` names for `count` elements, as `tf.reshape` reads it: at most one
+    /// dim is `-1`, inferred from the others; every other dim is non-negative and the
+    /// product is `count`. An `Err` with TensorFlow's message otherwise.
+    ///
+    /// ```
+    /// use polytensor_core::TensorShape;
+    /// assert_eq!(TensorShape::resolve(&[2, -1], 6)?, TensorShape::new(&[2, 3])?);
+    /// assert!(TensorShape::resolve(&[4, -1], 6).is_err());
+    /// # Ok::<(), polytensor_core::Error>(())
+    /// ```
+    pub fn resolve(target: &[i64], count: usize) -> Result<TensorShape> {
+        let bad = || {
+            Error::invalid(format!(
+                "Input to reshape is a tensor with {count} values, but the requested shape is \
+                 {target:?}"
+            ))
+        };
+        let mut wildcard = None;
+        let mut dims = Vec::with_capacity(target.len());
+        for (i, &d) in target.iter().enumerate() {
+            match d {
+                -1 if wildcard.is_none() => {
+                    wildcard = Some(i);
+                    dims.push(1);
+                }
+                d => dims.push(usize::try_from(d).map_err(|_| bad())?),
+            }
+        }
+        let known = dims
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(bad)?;
+        if let Some(at) = wildcard {
+            if known == 0 || !count.is_multiple_of(known) {
+                return Err(bad());
+            }
+            dims[at] = count / known;
+        } else if known != count {
+            return Err(bad());
+        }
+        TensorShape::new(&dims)
+    }
+
     /// The rank-0 shape `[]` (one element).
     pub const fn scalar() -> Self {
         TensorShape {
@@ -402,6 +445,19 @@ impl IntoShape for &Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reshape_dims_resolve_one_wildcard() {
+        let resolve = |t: &[i64], n| TensorShape::resolve(t, n).map(|s| s.dims().to_vec());
+        assert_eq!(resolve(&[2, -1], 6).unwrap(), [2, 3]);
+        assert_eq!(resolve(&[6], 6).unwrap(), [6]);
+        assert_eq!(resolve(&[-1], 0).unwrap(), [0]);
+        assert!(resolve(&[4, -1], 6).is_err());
+        assert!(resolve(&[-1, -1], 6).is_err());
+        assert!(resolve(&[-2, 3], 6).is_err());
+        assert!(resolve(&[0, -1], 0).is_err());
+        assert!(resolve(&[i64::MAX, i64::MAX], 6).is_err());
+    }
 
     #[test]
     fn compact_size() {

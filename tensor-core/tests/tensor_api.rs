@@ -594,3 +594,70 @@ fn host_buffers_give_their_pointer_as_device_address() {
     );
     assert!(buffer.device_address().is_some());
 }
+
+/// Operators take tensors owned or borrowed on either side, and numbers on either side in
+/// the tensor's dtype; a number the dtype cannot hold is an `Err`.
+#[test]
+fn operators_with_numbers_and_owned_operands() {
+    let cpu = cpu();
+    let a = Tensor::from_slice(&[1.0f32, 2.0, 4.0], [3], &cpu).unwrap();
+    let values = |t: Result<Tensor, Error>| t.unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(values(&a + 1.0), [2.0, 3.0, 5.0]);
+    assert_eq!(values(2.0 * &a), [2.0, 4.0, 8.0]);
+    assert_eq!(values(1.0 - &a), [0.0, -1.0, -3.0]);
+    assert_eq!(values(8 / a.clone()), [8.0, 4.0, 2.0]);
+    assert_eq!(values(a.clone() - &a), [0.0, 0.0, 0.0]);
+    assert_eq!(values(&a * a.clone()), [1.0, 4.0, 16.0]);
+    // A chain: each step is a Result, so `?` (here unwrap) per step, or methods.
+    let chained = a
+        .mul(&a)
+        .unwrap()
+        .sub(&a)
+        .unwrap()
+        .add(&(&a * 0.5).unwrap());
+    assert_eq!(values(chained), [0.5, 3.0, 14.0]);
+    // The number takes the tensor's dtype.
+    let h = a.cast(DataType::Half).unwrap();
+    assert_eq!((&h * 0.5).unwrap().dtype(), DataType::Half);
+    let ints = Tensor::from_slice(&[1i32, -2], [2], &cpu).unwrap();
+    assert_eq!((&ints + 2).unwrap().to_vec::<i32>().unwrap(), [3, 0]);
+    assert_eq!((&ints * 3.0).unwrap().to_vec::<i32>().unwrap(), [3, -6]);
+    let message = (&ints + 1.5).unwrap_err().to_string();
+    assert!(
+        message.contains("Cannot convert 1.5 to a tensor of dtype int32"),
+        "{message}"
+    );
+    let bytes = Tensor::from_slice(&[1u8], [1], &cpu).unwrap();
+    assert!((&bytes + 300).is_err(), "300 is no uint8");
+    assert!((&ints + f64::NAN).is_err());
+}
+
+#[test]
+fn reductions_over_every_axis_and_reshape_with_a_wildcard() {
+    let t = iota(&[2, 3]);
+    assert_eq!(t.sum_all().unwrap().item::<f32>().unwrap(), 15.0);
+    assert_eq!(t.max_all().unwrap().item::<f32>().unwrap(), 5.0);
+    assert_eq!(t.min_all().unwrap().item::<f32>().unwrap(), 0.0);
+    assert_eq!(t.mean_all().unwrap().item::<f32>().unwrap(), 2.5);
+    assert_eq!(t.prod_all().unwrap().item::<f32>().unwrap(), 0.0);
+    // TensorFlow's meaning of an empty axis list: nothing is reduced.
+    assert_eq!(t.sum(&[], false).unwrap().dims(), vec![2, 3]);
+    let r = t.reshape_infer(&[-1, 2]).unwrap();
+    assert_eq!(r.dims(), vec![3, 2]);
+    assert!(r.shares_buffer_with(&t));
+    assert_eq!(
+        t.t()
+            .unwrap()
+            .reshape_infer(&[6])
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+    );
+    let message = t.reshape_infer(&[4, -1]).unwrap_err().to_string();
+    assert!(
+        message.contains("Input to reshape is a tensor with 6 values"),
+        "{message}"
+    );
+    assert!(t.reshape_infer(&[-1, -1]).is_err());
+}

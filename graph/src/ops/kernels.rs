@@ -218,8 +218,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Outputs> {
         }
         Kind::Reshape => {
             let x = cx.tensor(0)?;
-            let dims = resolve_reshape(&cx.ints(1)?, x.num_elements())?;
-            one(x.contiguous()?.reshape(dims)?)
+            one(x.reshape_infer(&cx.ints(1)?)?)
         }
         Kind::Transpose => {
             let perm = cx.ints(1)?;
@@ -376,53 +375,5 @@ fn divide(cx: &RunCtx<'_>, division: Division) -> Result<Tensor> {
             let r = remainder()?;
             r.binary(BinaryOp::Add, &floor_adjust(&r)?.binary(BinaryOp::Mul, &b)?)
         }
-    }
-}
-
-/// Reshape dims with at most one `-1`, resolved against `count` elements.
-fn resolve_reshape(target: &[i64], count: usize) -> Result<Vec<usize>> {
-    let bad = || {
-        Error::invalid(format!(
-            "Input to reshape is a tensor with {count} values, but the requested shape is {target:?}"
-        ))
-    };
-    let mut wildcard = None;
-    let mut dims = Vec::with_capacity(target.len());
-    for (i, &d) in target.iter().enumerate() {
-        match d {
-            -1 if wildcard.is_none() => {
-                wildcard = Some(i);
-                dims.push(1);
-            }
-            d => dims.push(usize::try_from(d).map_err(|_| bad())?),
-        }
-    }
-    let known = dims
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(bad)?;
-    if let Some(at) = wildcard {
-        if known == 0 || !count.is_multiple_of(known) {
-            return Err(bad());
-        }
-        dims[at] = count / known;
-    } else if known != count {
-        return Err(bad());
-    }
-    Ok(dims)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::resolve_reshape;
-
-    #[test]
-    fn reshape_dims_resolve_one_wildcard() {
-        assert_eq!(resolve_reshape(&[2, -1], 6).unwrap(), [2, 3]);
-        assert_eq!(resolve_reshape(&[6], 6).unwrap(), [6]);
-        assert!(resolve_reshape(&[4, -1], 6).is_err());
-        assert!(resolve_reshape(&[-1, -1], 6).is_err());
-        assert!(resolve_reshape(&[-2, 3], 6).is_err());
-        assert!(resolve_reshape(&[i64::MAX, i64::MAX], 6).is_err());
     }
 }

@@ -34,6 +34,15 @@ macro_rules! reduce_methods {
     )*};
 }
 
+macro_rules! reduce_all_methods {
+    ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self) -> Result<Tensor> {
+            self.reduce_all(ReduceOp::$op)
+        }
+    )*};
+}
+
 impl Tensor {
     /// Apply an elementwise op of one operand.
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
@@ -295,10 +304,24 @@ impl Tensor {
         )
     }
 
-    /// Reduce over every axis to a scalar.
+    /// Reduce over every axis to a scalar (TensorFlow's `axis=None`; an empty axis list,
+    /// as in TensorFlow, reduces nothing).
     pub fn reduce_all(&self, op: ReduceOp) -> Result<Tensor> {
         let axes: Vec<isize> = (0..self.rank() as isize).collect();
         self.reduce(op, &axes, false)
+    }
+
+    reduce_all_methods! {
+        /// The sum of every element, a 0-d tensor (`tf.reduce_sum(x)`).
+        sum_all => Sum;
+        /// The product of every element, a 0-d tensor.
+        prod_all => Prod;
+        /// The mean of every element, a 0-d tensor.
+        mean_all => Mean;
+        /// The largest element, a 0-d tensor.
+        max_all => Max;
+        /// The smallest element, a 0-d tensor.
+        min_all => Min;
     }
 
     reduce_methods! {

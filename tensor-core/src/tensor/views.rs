@@ -7,7 +7,7 @@ use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use crate::layout::{normalize_axis, Layout};
 use crate::ops::Op;
-use crate::shape::IntoShape;
+use crate::shape::{IntoShape, TensorShape};
 use crate::slice::{Extent, TensorSlice};
 
 impl Tensor {
@@ -36,6 +36,12 @@ impl Tensor {
                 Ok(dense.with_layout(layout))
             }
         }
+    }
+
+    /// [`Tensor::reshape`] to dims as `tf.reshape` takes them: at most one `-1`, inferred
+    /// from the element count (`t.reshape_infer(&[-1, 3])`).
+    pub fn reshape_infer(&self, dims: &[i64]) -> Result<Tensor> {
+        self.reshape(TensorShape::resolve(dims, self.num_elements())?)
     }
 
     /// Rows `range` of dim 0, sharing the buffer (TensorFlow's `Slice`).
