@@ -55,6 +55,11 @@ pub use polytensor_core::{
     slice, stats, tensor,
 };
 
+/// Tensors to and from `.safetensors` files (feature `safetensors`).
+#[cfg(feature = "safetensors")]
+#[cfg_attr(docsrs, doc(cfg(feature = "safetensors")))]
+pub use polytensor_core::safetensors;
+
 /// The CPU backend (feature `cpu`).
 #[cfg(feature = "cpu")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cpu")))]

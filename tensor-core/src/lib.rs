@@ -28,6 +28,8 @@ pub mod ops;
 pub mod partial_shape;
 pub mod plan;
 pub mod proto;
+#[cfg(feature = "safetensors")]
+pub mod safetensors;
 pub mod shape;
 pub mod slice;
 pub mod stats;
