@@ -55,6 +55,11 @@ pub use polytensor_core::{
     slice, stats, tensor,
 };
 
+/// Tensors to and from NumPy's `.npy` and `.npz` files (feature `npy`).
+#[cfg(feature = "npy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "npy")))]
+pub use polytensor_core::npy;
+
 /// Tensors to and from `.safetensors` files (feature `safetensors`).
 #[cfg(feature = "safetensors")]
 #[cfg_attr(docsrs, doc(cfg(feature = "safetensors")))]

@@ -24,6 +24,8 @@ pub mod dtype;
 pub mod element;
 pub mod error;
 pub mod layout;
+#[cfg(feature = "npy")]
+pub mod npy;
 pub mod ops;
 pub mod partial_shape;
 pub mod plan;
