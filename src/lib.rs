@@ -55,6 +55,12 @@ pub use polytensor_core::{
     slice, stats, tensor,
 };
 
+/// `serde` for tensors (feature `serde`): `Tensor` serializes as a [`data::TensorData`],
+/// which deserializes and is placed on a device with `to_tensor`.
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub use polytensor_core::data;
+
 /// Tensors to and from NumPy's `.npy` and `.npz` files (feature `npy`).
 #[cfg(feature = "npy")]
 #[cfg_attr(docsrs, doc(cfg(feature = "npy")))]

@@ -18,6 +18,8 @@ pub mod tensor;
 
 pub mod alloc;
 pub mod buffer;
+#[cfg(feature = "serde")]
+pub mod data;
 pub mod device;
 pub mod dlpack;
 pub mod dtype;
