@@ -1,5 +1,5 @@
 //! The cross-backend conformance suite: the one suite of cases every backend's tests and
-//! `cargo xtask conformance` run (kept apart from `tensor-core`, as burn keeps
+//! `cargo xtask conformance` run (kept apart from `polytensor-core`, as burn keeps
 //! `burn-backend-tests`, so the core holds only the core).
 //!
 //! One catalogue of cases ([`all_cases`]: every op of the [`Device`] kernel surface x every

@@ -5,7 +5,7 @@
 //! wire ([`proto`]), so that a frozen TensorFlow graph runs on any device and a graph built
 //! here runs in TensorFlow.
 //!
-//! The crate depends on `tensor-core` only; devices come from the backends.
+//! The crate depends on `polytensor-core` only; devices come from the backends.
 
 mod attr;
 mod builders;

@@ -10,7 +10,7 @@
 //! - [`dlpack`]: DLPack 1.x export and import, zero-copy;
 //! - [`ops`]: op descriptors and broadcasting; [`Error`]: the one error type.
 //!
-//! Backends (`backend-cpu`, ...) implement [`Device`]; the `polytensor` facade finds them.
+//! Backends (`polytensor-cpu`, ...) implement [`Device`]; the `polytensor` facade finds them.
 
 // First, so that rustdoc lists `Tensor`'s constructors before the methods other modules
 // add (DLPack, protos).
