@@ -8,62 +8,13 @@
 //! Without TensorFlow the test says why and skips, unless `POLYTENSOR_REQUIRE_TENSORFLOW`
 //! is set (as in CI): then it fails.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use std::path::Path;
 
 use polytensor::graph::{int_list, Graph, Operation, Output, Session};
 use polytensor::{DataType, PartialTensorShape, Tensor};
 use serde_json::{json, Map, Value as Json};
-
-/// A Python that imports TensorFlow, or why there is none.
-fn python() -> Result<PathBuf, String> {
-    let python = match std::env::var_os("POLYTENSOR_TF_PYTHON") {
-        Some(path) => PathBuf::from(path),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tf-venv/bin/python"),
-    };
-    let probe = Command::new(&python)
-        .args(["-c", "import tensorflow"])
-        .output()
-        .map_err(|e| format!("no Python at {}: {e}", python.display()))?;
-    if !probe.status.success() {
-        return Err(format!("{} cannot import tensorflow", python.display()));
-    }
-    Ok(python)
-}
-
-/// The Python of [`python`], or `None` after saying why the test skips (a panic instead
-/// when `POLYTENSOR_REQUIRE_TENSORFLOW` is set).
-fn tensorflow() -> Option<PathBuf> {
-    match python() {
-        Ok(python) => Some(python),
-        Err(why) if std::env::var_os("POLYTENSOR_REQUIRE_TENSORFLOW").is_none() => {
-            eprintln!(
-                "skipped: {why} (make one with `python3 -m venv target/tf-venv && \
-                 target/tf-venv/bin/pip install tensorflow-cpu`)"
-            );
-            None
-        }
-        Err(why) => panic!("POLYTENSOR_REQUIRE_TENSORFLOW is set, but {why}"),
-    }
-}
-
-/// Run `tests/python/SCRIPT` with `arg` in TensorFlow's Python; its stdout, after checking
-/// that it succeeded.
-fn run_script(python: &Path, script: &str, arg: &Path) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/python")
-        .join(script);
-    let output = Command::new(python)
-        .arg(script)
-        .arg(arg)
-        .env("TF_CPP_MIN_LOG_LEVEL", "2")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    stdout
-}
 
 fn spec(t: &Tensor) -> Json {
     let hex: String = t
@@ -382,7 +333,7 @@ fn complex_and_inference() -> Case {
 
 #[test]
 fn graphs_built_here_run_in_tensorflow() {
-    let Some(python) = tensorflow() else {
+    let Some(python) = common::TENSORFLOW.python("tensorflow") else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("polytensor-tf-graphs-{}", std::process::id()));
@@ -397,7 +348,7 @@ fn graphs_built_here_run_in_tensorflow() {
     for case in cases {
         case.write(&dir);
     }
-    let stdout = run_script(&python, "tf_import_graph.py", &dir);
+    let stdout = common::run_script(&python, "tf_import_graph.py", &[dir.as_os_str()]);
     std::fs::remove_dir_all(&dir).ok();
     println!("{stdout}");
     assert!(stdout.contains("ran 5 polytensor graphs"), "{stdout}");
@@ -409,11 +360,11 @@ fn graphs_built_here_run_in_tensorflow() {
 /// for byte, and runs.
 #[test]
 fn graph_def_round_trips_lose_nothing_tensorflow_wrote() {
-    let Some(python) = tensorflow() else {
+    let Some(python) = common::TENSORFLOW.python("tensorflow") else {
         return;
     };
     let path = std::env::temp_dir().join(format!("polytensor-fields-{}.pb", std::process::id()));
-    run_script(&python, "tf_graph_def_fields.py", &path);
+    common::run_script(&python, "tf_graph_def_fields.py", &[path.as_os_str()]);
     let written = std::fs::read(&path).unwrap();
     std::fs::remove_file(&path).ok();
     let graph = Graph::from_graph_def_bytes(&written).unwrap();

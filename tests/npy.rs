@@ -4,8 +4,7 @@
 //! test says why and skips, unless `POLYTENSOR_REQUIRE_NUMPY` is set, as in CI).
 #![cfg(feature = "npy")]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
 use polytensor::{npy, DataType, Tensor};
 
@@ -90,44 +89,15 @@ fn views_archives_and_bad_input() {
     assert!(npy::from_bytes(&file, &cpu).is_err());
 }
 
-/// The NumPy venv's Python, or why there is none.
-fn python() -> Result<PathBuf, String> {
-    let python = match std::env::var_os("POLYTENSOR_PYTHON") {
-        Some(path) => PathBuf::from(path),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/pyenv/bin/python"),
-    };
-    let probe = Command::new(&python).args(["-c", "import numpy"]).output();
-    match probe {
-        Ok(out) if out.status.success() => Ok(python),
-        _ => Err(format!("{} cannot import numpy", python.display())),
-    }
-}
-
 #[test]
 fn files_go_both_ways_with_numpy() {
-    let python = match python() {
-        Ok(python) => python,
-        Err(why) if std::env::var_os("POLYTENSOR_REQUIRE_NUMPY").is_none() => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-        Err(why) => panic!("POLYTENSOR_REQUIRE_NUMPY is set, but {why}"),
+    let Some(python) = common::NUMPY.python("numpy") else {
+        return;
     };
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/npy_numpy.py");
     let dir = std::env::temp_dir().join(format!("polytensor-npy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let run = |mode: &str| {
-        let out = Command::new(&python)
-            .arg(&script)
-            .arg(mode)
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::run_script(&python, "npy_numpy.py", &[mode.as_ref(), dir.as_os_str()]);
     };
     run("write");
     let cpu = polytensor::device("cpu:0").unwrap();

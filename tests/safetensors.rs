@@ -5,8 +5,9 @@
 //! and skips, unless `POLYTENSOR_REQUIRE_NUMPY` is set, as in CI).
 #![cfg(feature = "safetensors")]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use std::path::Path;
 
 use polytensor::{safetensors, DataType, Tensor};
 
@@ -113,50 +114,19 @@ fn views_are_written_as_their_elements_and_bad_input_is_an_error() {
     assert!(missing.to_string().contains("cannot read"), "{missing}");
 }
 
-/// The NumPy venv's Python, if it has `safetensors`, or why not.
-fn python() -> Result<PathBuf, String> {
-    let python = match std::env::var_os("POLYTENSOR_PYTHON") {
-        Some(path) => PathBuf::from(path),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/pyenv/bin/python"),
-    };
-    let probe = Command::new(&python)
-        .args(["-c", "import numpy, safetensors"])
-        .output()
-        .map_err(|e| format!("no Python at {}: {e}", python.display()))?;
-    if !probe.status.success() {
-        return Err(format!(
-            "{} cannot import numpy and safetensors",
-            python.display()
-        ));
-    }
-    Ok(python)
-}
-
 #[test]
 fn files_go_both_ways_with_huggingface_safetensors() {
-    let python = match python() {
-        Ok(python) => python,
-        Err(why) if std::env::var_os("POLYTENSOR_REQUIRE_NUMPY").is_none() => {
-            eprintln!("skipped: {why} (target/pyenv/bin/pip install numpy safetensors)");
-            return;
-        }
-        Err(why) => panic!("POLYTENSOR_REQUIRE_NUMPY is set, but {why}"),
+    let Some(python) = common::NUMPY.python("numpy, safetensors") else {
+        return;
     };
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/safetensors_numpy.py");
     let dir = std::env::temp_dir().join(format!("polytensor-safetensors-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (theirs, ours) = (dir.join("theirs.safetensors"), dir.join("ours.safetensors"));
     let run = |mode: &str, path: &Path| {
-        let out = Command::new(&python)
-            .arg(&script)
-            .arg(mode)
-            .arg(path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        common::run_script(
+            &python,
+            "safetensors_numpy.py",
+            &[mode.as_ref(), path.as_os_str()],
         );
     };
     run("write", &theirs);

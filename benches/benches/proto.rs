@@ -6,6 +6,7 @@
 //! at a memcpy's speed (ratio about 1), the aligned decode shares the bytes (a ratio in the
 //! thousands), and bool and int4 content is validated at memory speed. (A validity check
 //! run on every byte of every dtype once made the f32 decodes 6x and 75000x slower.)
+//! `f32_shared_then_written` writes to the shared decode: one copy on write, no more.
 
 use std::hint::black_box;
 
@@ -92,6 +93,20 @@ fn decode(c: &mut Criterion, device: &std::sync::Arc<dyn polytensor::Device>) {
         group.bench_function(BenchmarkId::new("polytensor", row), |b| {
             b.iter(|| black_box(Tensor::decode_proto(input.clone(), device).unwrap()))
         });
+        if row == "f32_shared" {
+            // The shared decode, then a write: copy on write makes the tensor's own buffer
+            // (one copy of 64 MiB; a second copy here would double the row).
+            group.bench_function(
+                BenchmarkId::new("polytensor", "f32_shared_then_written"),
+                |b| {
+                    b.iter(|| {
+                        let mut t = Tensor::decode_proto(input.clone(), device).unwrap();
+                        t.as_slice_mut::<f32>().unwrap()[0] = 1.0;
+                        black_box(t)
+                    })
+                },
+            );
+        }
         group.bench_function(BenchmarkId::new("memcpy_into_existing", row), |b| {
             b.iter(|| {
                 existing.copy_from_slice(&source);

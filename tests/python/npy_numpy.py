@@ -10,20 +10,16 @@ import sys
 
 import numpy as np
 
+from known_arrays import shared_arrays
+
 
 def arrays():
     return {
-        "f32": np.array([[1.5, -2.0, 0.0], [np.inf, -0.0, 3.25]], dtype=np.float32),
-        "f64": np.arange(6, dtype=np.float64).reshape(3, 2) / 7,
-        "f16": np.array([0.5, -65504.0, 1e-4], dtype=np.float16),
-        "i8": np.array([-128, 0, 127], dtype=np.int8),
-        "u16": np.array([0, 65535], dtype=np.uint16),
+        **shared_arrays(),
         "i64": np.array([[-(2**63), 2**63 - 1]], dtype=np.int64),
         "u32": np.array([2**32 - 1], dtype=np.uint32),
-        "mask": np.array([True, False, True]),
         "c128": np.array([1 + 2j, -3.5 - 0j], dtype=np.complex128),
         "scalar": np.array(7, dtype=np.int32),
-        "empty": np.zeros((0, 4), dtype=np.float32),
     }
 
 

@@ -11,20 +11,16 @@ import sys
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
+from known_arrays import shared_arrays
+
 
 def arrays():
     return {
-        "f32": np.array([[1.5, -2.0, 0.0], [np.inf, -0.0, 3.25]], dtype=np.float32),
-        "f64": np.arange(6, dtype=np.float64).reshape(3, 2) / 7,
-        "f16": np.array([0.5, -65504.0, 1e-4], dtype=np.float16),
-        "i8": np.array([-128, 0, 127], dtype=np.int8),
-        "u16": np.array([0, 65535], dtype=np.uint16),
+        **shared_arrays(),
         "i32": np.array([[-(2**31), 2**31 - 1]], dtype=np.int32),
         "u64": np.array([2**64 - 1], dtype=np.uint64),
-        "mask": np.array([True, False, True]),
         "c64": np.array([1 + 2j, -3.5 - 0j], dtype=np.complex64),
         "scalar": np.array(7, dtype=np.int64),
-        "empty": np.zeros((0, 4), dtype=np.float32),
     }
 
 

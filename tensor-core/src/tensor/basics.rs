@@ -370,14 +370,9 @@ impl Tensor {
     /// be contiguous and the only reference to its buffer.
     pub fn try_out_view(&mut self) -> Result<OutView<'_>> {
         if self.storage.buffer().is_read_only() && self.ref_count_is_one() && self.dtype.is_pod() {
-            // Memory shared with the outside (a decoded proto's bytes): copy on write.
-            let private = Tensor::from_bytes(
-                &self.to_bytes()?,
-                self.shape().clone(),
-                self.dtype,
-                self.device(),
-            )?;
-            *self = private;
+            // Memory shared with the outside (a decoded proto's bytes): copy on write, one
+            // device copy into a buffer of its own.
+            *self = self.copied()?;
         }
         if !self.ref_count_is_one() {
             return Err(Error::invalid("an output tensor must not share its buffer"));

@@ -25,21 +25,21 @@ macro_rules! binary_methods {
     )*};
 }
 
+/// A reduction over `axes` (`sum`), and, where a second name follows, the same over every
+/// axis (`sum_all`).
 macro_rules! reduce_methods {
-    ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident $(, $all:ident)? => $op:ident;)*) => {$(
         $(#[$doc])*
         pub fn $name(&self, axes: &[isize], keep_dims: bool) -> Result<Tensor> {
             self.reduce(ReduceOp::$op, axes, keep_dims)
         }
-    )*};
-}
-
-macro_rules! reduce_all_methods {
-    ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(&self) -> Result<Tensor> {
-            self.reduce_all(ReduceOp::$op)
-        }
+        $(
+            #[doc = concat!("[`Tensor::", stringify!($name), "`] over every axis, a 0-d tensor ",
+                "(TensorFlow's `axis=None`; an empty axis list reduces nothing).")]
+            pub fn $all(&self) -> Result<Tensor> {
+                self.reduce_all(ReduceOp::$op)
+            }
+        )?
     )*};
 }
 
@@ -311,30 +311,17 @@ impl Tensor {
         self.reduce(op, &axes, false)
     }
 
-    reduce_all_methods! {
-        /// The sum of every element, a 0-d tensor (`tf.reduce_sum(x)`).
-        sum_all => Sum;
-        /// The product of every element, a 0-d tensor.
-        prod_all => Prod;
-        /// The mean of every element, a 0-d tensor.
-        mean_all => Mean;
-        /// The largest element, a 0-d tensor.
-        max_all => Max;
-        /// The smallest element, a 0-d tensor.
-        min_all => Min;
-    }
-
     reduce_methods! {
         /// Sum over `axes`.
-        sum => Sum;
+        sum, sum_all => Sum;
         /// Product over `axes`.
-        prod => Prod;
+        prod, prod_all => Prod;
         /// Mean over `axes`.
-        mean => Mean;
+        mean, mean_all => Mean;
         /// Maximum over `axes`.
-        max => Max;
+        max, max_all => Max;
         /// Minimum over `axes`.
-        min => Min;
+        min, min_all => Min;
         /// Index of the maximum along the one axis in `axes` (int64; TensorFlow's `ArgMax`).
         argmax => ArgMax;
         /// Index of the minimum along the one axis in `axes` (int64).

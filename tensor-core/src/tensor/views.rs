@@ -203,7 +203,7 @@ impl Tensor {
 
     /// A contiguous copy of this view in a new buffer of its own (never a clone, unlike
     /// [`Tensor::contiguous`]).
-    fn copied(&self) -> Result<Tensor> {
+    pub(super) fn copied(&self) -> Result<Tensor> {
         let device = self.device();
         device.check_supports(Op::Copy, self.dtype)?;
         Tensor::produce(self.shape().clone(), self.dtype, device, |out| {
