@@ -24,3 +24,9 @@ fn check(family: Family) {
 }
 
 conformance::conformance_family_tests!(check);
+
+#[test]
+fn freed_memory_is_reused() {
+    let device: std::sync::Arc<dyn Device> = CpuDevice::new();
+    conformance::assert_memory_reused(&device);
+}

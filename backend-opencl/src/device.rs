@@ -71,6 +71,9 @@ pub struct OpenClDevice {
     accelerator: bool,
     /// The build options of every program.
     options: String,
+    /// The work-groups a reduction over few outputs is split into (from the device's
+    /// compute units).
+    split_groups: usize,
     me: Weak<OpenClDevice>,
 }
 
@@ -133,6 +136,7 @@ impl OpenClDevice {
         } else {
             Schedule::Blocked
         };
+        let compute_units = device.max_compute_units().unwrap_or(1) as usize;
         let name = polytensor_core::device::instance_name(&base);
         let context = Arc::new(context);
         let buffers = ClAllocator::new(name.clone(), context.clone(), largest);
@@ -149,6 +153,7 @@ impl OpenClDevice {
             matmul_schedule,
             accelerator,
             options,
+            split_groups: reduce::split_groups(compute_units),
             me: me.clone(),
         }))
     }
@@ -583,7 +588,7 @@ impl Device for OpenClDevice {
             Arg::Mem(target),
             Arg::I64(out.layout().offset() as i64),
         ];
-        let parts = reduce::split_parts(outputs, count);
+        let parts = reduce::split_parts(outputs, count, self.split_groups);
         if count < WORKGROUP {
             let name = kernel.kernel_name(Stage::Serial);
             self.launch(

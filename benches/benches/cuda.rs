@@ -1,7 +1,7 @@
 //! CUDA benchmarks for the targets of the CUDA backend, next to their peers in the same run:
 //! `a + b` on 16M f32 against the device's own copy bandwidth (a device-to-device copy of
 //! the same bytes), matmul at 4096^2 in f16, bf16, f32 and f64 against cuBLAS called
-//! directly (cudarc, same handle settings), a reduction, and one dispatch plus its wait.
+//! directly (cudarc, same handle settings, same values), a reduction, and one dispatch plus its wait.
 //! Every case waits for the stream. With no GPU (CI, this project's build machine) the
 //! benchmarks print why and measure nothing.
 
@@ -13,7 +13,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
-use polytensor::{DataType, Device, ReduceOp};
+use polytensor::{DataType, Device, ReduceOp, Tensor};
 
 /// The first CUDA device, or `None` after printing why not.
 fn gpu() -> Option<Arc<dyn Device>> {
@@ -68,20 +68,27 @@ fn add(c: &mut Criterion) {
     group.finish();
 }
 
-/// Matmul `n x n x n` through cuBLAS directly on cudarc buffers: the peer of polytensor's.
+/// Matmul `n x n x n` through cuBLAS directly on cudarc buffers holding the same values as
+/// polytensor's operands `a` and `b` (a GPU's matmul speed depends on the values: zeros
+/// run faster): the peer of polytensor's.
 fn cublas_direct<'a, T>(
     stream: &Arc<CudaStream>,
     blas: &'a CudaBlas,
-    n: usize,
+    [a, b]: [&Tensor; 2],
     one: T,
     zero: T,
 ) -> impl FnMut() + 'a
 where
-    T: DeviceRepr + ValidAsZeroBits + Copy + 'a,
+    T: DeviceRepr + ValidAsZeroBits + Copy + polytensor::Element + 'a,
     CudaBlas: Gemm<T>,
 {
-    let a: CudaSlice<T> = stream.alloc_zeros(n * n).expect("alloc");
-    let b: CudaSlice<T> = stream.alloc_zeros(n * n).expect("alloc");
+    let n = a.dims()[0];
+    let upload = |t: &Tensor| {
+        stream
+            .clone_htod(&t.to_vec::<T>().expect("values"))
+            .expect("upload")
+    };
+    let (a, b) = (upload(a), upload(b));
     let mut out: CudaSlice<T> = stream.alloc_zeros(n * n).expect("alloc");
     let stream = stream.clone();
     let config = GemmConfig {
@@ -130,19 +137,19 @@ fn matmul(c: &mut Criterion) {
             DataType::Half => Box::new(cublas_direct(
                 &stream,
                 &blas,
-                n,
+                [&a, &b],
                 half::f16::ONE,
                 half::f16::ZERO,
             )),
             DataType::BFloat16 => Box::new(cublas_direct(
                 &stream,
                 &blas,
-                n,
+                [&a, &b],
                 half::bf16::ONE,
                 half::bf16::ZERO,
             )),
-            DataType::Float => Box::new(cublas_direct(&stream, &blas, n, 1f32, 0f32)),
-            _ => Box::new(cublas_direct(&stream, &blas, n, 1f64, 0f64)),
+            DataType::Float => Box::new(cublas_direct(&stream, &blas, [&a, &b], 1f32, 0f32)),
+            _ => Box::new(cublas_direct(&stream, &blas, [&a, &b], 1f64, 0f64)),
         };
         group.bench_function(BenchmarkId::new("cublas_direct", dtype), |bench| {
             bench.iter(&mut direct)

@@ -246,7 +246,32 @@ macro_rules! conformance_backend_tests {
             }
         }
         $crate::conformance_family_tests!(check);
+
+        #[test]
+        fn freed_memory_is_reused() {
+            if let Some(device) = $crate::device_or_skip($backend, $open) {
+                $crate::assert_memory_reused(&device);
+            }
+        }
     };
+}
+
+/// A buffer freed and asked for again (a tensor's result, every call of an op) comes from
+/// the device's cache: the allocator reserves nothing new the second time. A device that
+/// went to its driver for each buffer would pay an allocation and, on CUDA, a
+/// device-synchronising free on every op.
+pub fn assert_memory_reused(device: &Arc<dyn Device>) {
+    for bytes in [4, 1000, 1 << 20, 3 << 22] {
+        drop(device.allocate(bytes).expect("allocate"));
+        let reserved = device.allocator().stats().bytes_reserved;
+        drop(device.allocate(bytes).expect("allocate again"));
+        assert_eq!(
+            device.allocator().stats().bytes_reserved,
+            reserved,
+            "{}: a freed {bytes}-byte buffer was not reused",
+            device.name()
+        );
+    }
 }
 
 /// Run every case that `filter` accepts on `device`, calling `progress` after each case.

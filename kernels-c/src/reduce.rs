@@ -406,18 +406,25 @@ fn group_kernel(
 }
 
 /// How many work-groups (blocks) each output of a reduction is split across: enough that about
-/// [`SPLIT_GROUPS`] work-groups run when there are few outputs, each folding at least
-/// [`SPLIT_MIN`] elements; 1 (no split) when the outputs alone fill the device.
-pub fn split_parts(outputs: usize, count: usize) -> usize {
-    if outputs >= SPLIT_GROUPS {
+/// `groups` work-groups run when there are few outputs, each folding at least
+/// [`SPLIT_MIN`] elements; 1 (no split) when the outputs alone fill the device. `groups` is
+/// the device's own figure ([`split_groups`]).
+pub fn split_parts(outputs: usize, count: usize, groups: usize) -> usize {
+    if outputs >= groups {
         return 1;
     }
-    (SPLIT_GROUPS / outputs.max(1))
-        .min(count / SPLIT_MIN)
-        .max(1)
+    (groups / outputs.max(1)).min(count / SPLIT_MIN).max(1)
 }
 
-/// The work-groups a split reduction aims for.
+/// The work-groups a split reduction aims for on a device of `compute_units` (CUDA's
+/// multiprocessors, OpenCL's compute units): 16 per unit, so that a GPU's memory system is
+/// kept busy (64 groups, one per 64 threads, reached a fifth of an H100's bandwidth), and
+/// at least [`SPLIT_GROUPS`] (a CPU device's few units).
+pub fn split_groups(compute_units: usize) -> usize {
+    compute_units.saturating_mul(16).max(SPLIT_GROUPS)
+}
+
+/// The fewest work-groups a split reduction aims for.
 pub const SPLIT_GROUPS: usize = 64;
 
 /// The fewest elements one work-group of a split reduction folds.

@@ -78,14 +78,10 @@ impl Tensor {
         if !self.dtype.is_complex() {
             return Ok(self.clone());
         }
-        let device = self.device();
-        let signs = match self.dtype {
-            DataType::Complex64 => Tensor::from_slice(&[1.0f32, -1.0], [2], device)?,
-            _ => Tensor::from_slice(&[1.0f64, -1.0], [2], device)?,
-        };
-        self.bitcast(self.dtype.real_dtype())?
-            .mul(&signs)?
-            .bitcast(self.dtype)
+        // The real part is copied and only the imaginary part negated, so that every bit
+        // of the real part survives: a multiplication by (1, -1) would give CUDA's
+        // canonical NaN for a NaN with a payload.
+        Tensor::complex(&self.real()?, &self.imag()?.neg()?)
     }
 
     /// The argument of each complex number, `atan2(im, re)` in `[-pi, pi]` (TensorFlow's
