@@ -51,9 +51,13 @@ pub use registry::{
 // The modules of `polytensor-core`, for what the root leaves out. (`dlpack` is the facade's
 // own module: the core's plus the registry.)
 pub use polytensor_core::{
-    alloc, buffer, device, dtype, element, error, layout, ops, partial_shape, plan, proto, shape,
-    slice, stats, tensor,
+    alloc, buffer, device, dtype, element, error, float8, layout, ops, partial_shape, plan, proto,
+    shape, slice, stats, tensor,
 };
+
+/// The `half` crate, whose `f16` and `bf16` are the element types of `float16` and
+/// `bfloat16` tensors.
+pub use polytensor_core::half;
 
 /// `serde` for tensors (feature `serde`): `Tensor` serializes as a [`data::TensorData`],
 /// which deserializes and is placed on a device with `to_tensor`.

@@ -25,6 +25,7 @@ pub mod dlpack;
 pub mod dtype;
 pub mod element;
 pub mod error;
+pub mod float8;
 pub mod layout;
 #[cfg(feature = "npy")]
 pub mod npy;

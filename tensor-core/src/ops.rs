@@ -243,6 +243,10 @@ const fn defined(op: Op, dtype: DataType) -> bool {
     if matches!(op, Op::Copy) {
         return dtype.is_pod();
     }
+    if matches!(op, Op::Cast) && crate::float8::Float8::of(dtype).is_some() {
+        // Float8 is storage-only, but casts to and from it are defined.
+        return true;
+    }
     if !dtype.is_computable() {
         return false;
     }
@@ -437,7 +441,8 @@ mod tests {
         assert!(Op::Matmul.is_defined_for(DataType::Int64));
         assert!(!Op::Matmul.is_defined_for(DataType::Int8));
         assert!(!Op::Fill.is_defined_for(DataType::String));
-        assert!(!Op::Cast.is_defined_for(DataType::Float8E5M2));
+        assert!(Op::Cast.is_defined_for(DataType::Float8E5M2));
+        assert!(!Op::Cast.is_defined_for(DataType::Int4));
         assert_eq!(
             UnaryOp::Abs.output_dtype(DataType::Complex128),
             DataType::Double

@@ -1,7 +1,10 @@
 //! Casts between every pair of computable dtypes, with the semantics of
-//! [`polytensor_core::Element::cast_from`]. There are hundreds of pairs, so each is only its
-//! contiguous loop, run by the small driver `map1_runs`.
+//! [`polytensor_core::Element::cast_from`], and to and from the float8 formats (through
+//! `f64` and `f32`, which hold every value exactly, so each cast rounds once). There are
+//! hundreds of pairs, so each is only its contiguous loop, run by the small driver
+//! `map1_runs`.
 
+use polytensor_core::float8::Float8;
 use polytensor_core::{dispatch_dtype, Element, OutView, Result, TensorView};
 
 use super::unsupported;
@@ -9,6 +12,30 @@ use crate::strided::map1_runs;
 
 pub(crate) fn cast(x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
     let to = out.dtype();
+    match (Float8::of(x.dtype()), Float8::of(to)) {
+        (None, None) => {}
+        (Some(from), Some(to)) => {
+            return map1_runs(x, out, &|xs: &[u8], os: &mut [u8]| {
+                os.iter_mut()
+                    .zip(xs)
+                    .for_each(|(o, &v)| *o = to.encode(from.decode(v) as f64))
+            })
+        }
+        (Some(from), None) => {
+            return dispatch_dtype!(to,
+                O => map1_runs(x, out, &|xs: &[u8], os: &mut [O]| {
+                    os.iter_mut().zip(xs).for_each(|(o, &v)| *o = O::cast_from(from.decode(v)))
+                }),
+                _ => Err(super::unsupported_dtype("cast", to, x.buffer().device().name())))
+        }
+        (None, Some(to)) => {
+            return dispatch_dtype!(x.dtype(),
+                A => map1_runs(x, out, &|xs: &[A], os: &mut [u8]| {
+                    os.iter_mut().zip(xs).for_each(|(o, &v)| *o = to.encode(f64::cast_from(v)))
+                }),
+                _ => Err(unsupported("cast", x)))
+        }
+    }
     dispatch_dtype!(x.dtype(),
         A => dispatch_dtype!(to,
             O => map1_runs(x, out, &|xs: &[A], os: &mut [O]| {

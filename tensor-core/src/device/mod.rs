@@ -61,6 +61,12 @@ pub struct TensorView<'a> {
     buffer: &'a dyn TensorBuffer,
 }
 
+/// Whether host elements of `dtype` may be read and written as `T`: its own element type,
+/// or `u8` for the float8 dtypes (storage-only, every byte a value).
+fn stores<T: Element>(dtype: DataType) -> bool {
+    T::DTYPE == dtype || (T::DTYPE == DataType::UInt8 && crate::float8::Float8::of(dtype).is_some())
+}
+
 impl<'a> TensorView<'a> {
     #[inline]
     pub(crate) fn new(dtype: DataType, layout: &'a Layout, buffer: &'a dyn TensorBuffer) -> Self {
@@ -115,11 +121,11 @@ impl<'a> TensorView<'a> {
         Ok(start..start + len)
     }
 
-    /// The whole buffer as host elements of type `T`, if the memory is host-visible, `T`
+    /// The whole buffer as host elements of type `T` (or `u8` for float8), if the memory is host-visible, `T`
     /// is this view's element type and the memory is aligned for it. Index it with the
     /// layout's positions.
     pub fn host_slice<T: Element>(&self) -> Option<&'a [T]> {
-        if T::DTYPE != self.dtype {
+        if !stores::<T>(self.dtype) {
             return None;
         }
         let ptr = self.buffer.host_ptr()?;
@@ -195,7 +201,7 @@ impl<'a> OutView<'a> {
 
     /// The output's elements, if host-visible, of type `T` and aligned.
     pub fn host_slice_mut<T: Element>(&mut self) -> Option<&mut [T]> {
-        if T::DTYPE != self.view.dtype {
+        if !stores::<T>(self.view.dtype) {
             return None;
         }
         // The buffer's own pointer, with its write permission: never one derived from a
