@@ -791,13 +791,7 @@ impl Device for CudaDevice {
                 out_offset,
             ];
             let name = kernel.kernel_name(Stage::Gather);
-            self.launch(
-                &module,
-                &name,
-                &gather,
-                map_grid(outputs),
-                [MAP_BLOCK, 1, 1],
-            )
+            self.launch(&module, &name, &gather, [outputs.min(1 << 16), 1, 1], tree)
         } else {
             let groups = outputs.min(1 << 16);
             let name = kernel.kernel_name(Stage::Tree);

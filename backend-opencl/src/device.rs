@@ -625,8 +625,8 @@ impl Device for OpenClDevice {
                 &program,
                 &kernel.kernel_name(Stage::Gather),
                 &gather,
-                &[map_global(outputs)],
-                Some(&[MAP_GROUP]),
+                &[outputs.min(1 << 16) * WORKGROUP],
+                Some(&[WORKGROUP]),
             )
         } else {
             let groups = outputs.min(1 << 16);

@@ -46,7 +46,9 @@ pub enum Stage {
     /// `parts` work-groups per output, each writing a partial accumulator (long
     /// reductions into few outputs); followed by [`Stage::Gather`].
     Split,
-    /// One work-item per output combining its partials in order, then finishing.
+    /// One work-group per output combining its partials as a tree (a lane per partial,
+    /// then halving), then finishing: a serial fold of thousands of partials by one
+    /// work-item cost an H100 most of a whole-tensor sum.
     Gather,
 }
 
@@ -270,7 +272,6 @@ impl ReduceKernel {
             self.kernel_name(Stage::Split),
             self.kernel_name(Stage::Gather),
         );
-        let store_gather = self.output().store("finish(a, count)");
         text += &format!(
             r#"
 KERNEL void {serial}(const i64 outputs, const i64 count, GLOBAL const i64* geometry,
@@ -295,12 +296,25 @@ KERNEL void {serial}(const i64 outputs, const i64 count, GLOBAL const i64* geome
 {split_kernel}
 KERNEL void {gather}(const i64 outputs, const i64 count, GLOBAL const acc* partials,
                           const i64 parts, GLOBAL {os}* out, const i64 out_offset) {{
-    for (i64 o = GLOBAL_ID; o < outputs; o += GLOBAL_SIZE) {{
+    LOCAL acc partial[WG];
+    const i64 lane = LOCAL_ID;
+    for (i64 o = GROUP_ID(0); o < outputs; o += NUM_GROUPS(0)) {{
         acc a = identity();
-        for (i64 q = 0; q < parts; q++) {{
+        for (i64 q = lane; q < parts; q += WG) {{
             a = combine(a, partials[o * parts + q]);
         }}
-        out[out_offset + o] = {store_gather};
+        partial[lane] = a;
+        BARRIER();
+        for (i64 step = WG / 2; step > 0; step >>= 1) {{
+            if (lane < step) {{
+                partial[lane] = combine(partial[lane], partial[lane + step]);
+            }}
+            BARRIER();
+        }}
+        if (lane == 0) {{
+            out[out_offset + o] = {store_tree};
+        }}
+        BARRIER();
     }}
 }}
 "#,
