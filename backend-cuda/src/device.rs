@@ -13,7 +13,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 use polytensor_core::buffer::Release;
-use polytensor_core::device::checks;
+use polytensor_core::device::{checks, Capabilities};
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 use polytensor_core::plan::{Coalesced, MatmulPlan, ReducedAxes};
 use polytensor_core::{
@@ -69,6 +69,8 @@ pub struct CudaDevice {
     /// The work-groups a reduction over few outputs is split into (from the GPU's
     /// multiprocessor count).
     split_groups: usize,
+    /// What the device runs: the kernel table's pairs, float matmul only with cuBLAS.
+    capabilities: Capabilities,
     deferred: Arc<Deferred>,
     staging: Staging,
     tf32: AtomicBool,
@@ -127,6 +129,11 @@ impl CudaDevice {
             Some(why) => Err(why),
             None => Blas::new(stream.clone()).map_err(|e| e.to_string()),
         };
+        let cublas = blas.is_ok();
+        let capabilities = Capabilities::compute(|op, dtype| match op {
+            Op::Matmul if uses_cublas(dtype) => cublas,
+            _ => table::has_kernel(op, dtype, true),
+        });
         let description = format!(
             "{hardware} (compute capability {major}.{minor}, {} MiB{})",
             memory >> 20,
@@ -151,6 +158,7 @@ impl CudaDevice {
             modules: Mutex::new(HashMap::new()),
             arch: Arch::of(major, minor),
             split_groups: reduce::split_groups(multiprocessors.max(1) as usize),
+            capabilities,
             deferred,
             tf32: AtomicBool::new(false),
             me: me.clone(),
@@ -202,14 +210,6 @@ impl CudaDevice {
         Error::Backend {
             device: self.name.clone(),
             message: format!("{what}: {}", describe(e)),
-        }
-    }
-
-    fn unsupported(&self, op: impl fmt::Display, dtype: DataType) -> Error {
-        Error::Unsupported {
-            op: op.to_string(),
-            dtype,
-            device: self.name.clone(),
         }
     }
 
@@ -597,10 +597,7 @@ impl Device for CudaDevice {
     }
 
     fn supports(&self, op: Op, dtype: DataType) -> bool {
-        match op {
-            Op::Matmul if uses_cublas(dtype) => self.blas.is_ok() && op.is_defined_for(dtype),
-            _ => table::has_kernel(op, dtype, true),
-        }
+        self.capabilities.supports(op, dtype)
     }
 
     fn allocator(&self) -> &dyn AllocatorInfo {

@@ -11,7 +11,7 @@ use opencl3::error_codes::ClError;
 use opencl3::event::Event;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY};
 use opencl3::types::cl_mem;
-use polytensor_core::device::checks;
+use polytensor_core::device::{checks, Capabilities};
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 use polytensor_core::plan::ReducedAxes;
 use polytensor_core::plan::{Coalesced, MatmulPlan};
@@ -74,6 +74,8 @@ pub struct OpenClDevice {
     /// The work-groups a reduction over few outputs is split into (from the device's
     /// compute units).
     split_groups: usize,
+    /// What the device runs: the kernel table's pairs (f64 ones only with `cl_khr_fp64`).
+    capabilities: Capabilities,
     me: Weak<OpenClDevice>,
 }
 
@@ -154,6 +156,7 @@ impl OpenClDevice {
             accelerator,
             options,
             split_groups: reduce::split_groups(compute_units),
+            capabilities: Capabilities::compute(|op, dtype| table::has_kernel(op, dtype, fp64)),
             me: me.clone(),
         }))
     }
@@ -189,14 +192,6 @@ impl OpenClDevice {
         Error::Backend {
             device: self.name.clone(),
             message: format!("{what}: {e}"),
-        }
-    }
-
-    fn unsupported(&self, op: impl fmt::Display, dtype: DataType) -> Error {
-        Error::Unsupported {
-            op: op.to_string(),
-            dtype,
-            device: self.name.clone(),
         }
     }
 
@@ -399,7 +394,7 @@ impl Device for OpenClDevice {
     }
 
     fn supports(&self, op: Op, dtype: DataType) -> bool {
-        table::has_kernel(op, dtype, self.fp64)
+        self.capabilities.supports(op, dtype)
     }
 
     fn allocator(&self) -> &dyn AllocatorInfo {

@@ -8,7 +8,7 @@ use polytensor_core::{
     OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
 };
 
-use polytensor_core::device::checks;
+use polytensor_core::device::{checks, Capabilities};
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 
 use crate::buffer::{storage, wgpu_buffer, WgpuBuffer};
@@ -34,10 +34,9 @@ pub struct WgpuDevice {
     pub(crate) queue: wgpu::Queue,
     pub(crate) allocator: Arc<CachingAllocator<BufferAllocator>>,
     pub(crate) pipelines: Pipelines,
-    /// Whether kernels may compute in f64 (the device has SHADER_F64).
-    pub(crate) shader_f64: bool,
-    /// Whether kernels may compute in i64 and u64 (the device has SHADER_INT64).
-    pub(crate) shader_int64: bool,
+    /// What the device runs, computed when it opened ([`runs`]: 64-bit dtypes only with
+    /// `SHADER_F64` and `SHADER_INT64`).
+    capabilities: Capabilities,
     /// Asynchronous errors the driver reported since the last synchronising call.
     pub(crate) failures: Arc<std::sync::Mutex<Vec<String>>>,
     pub(crate) me: Weak<WgpuDevice>,
@@ -91,12 +90,15 @@ impl WgpuDevice {
                 .push(error.to_string());
         }));
         let buffers = BufferAllocator::new(name.clone(), device.clone());
+        let shader_f64 = device.features().contains(wgpu::Features::SHADER_F64);
+        let shader_int64 = device.features().contains(wgpu::Features::SHADER_INT64);
         Ok(Arc::new_cyclic(|me| WgpuDevice {
             name,
             index,
             info: adapter.get_info(),
-            shader_f64: device.features().contains(wgpu::Features::SHADER_F64),
-            shader_int64: device.features().contains(wgpu::Features::SHADER_INT64),
+            capabilities: Capabilities::compute(|op, dtype| {
+                runs(op, dtype, shader_f64, shader_int64)
+            }),
             device,
             queue,
             allocator: Arc::new(CachingAllocator::new(buffers, DEFAULT_CACHE_BYTES)),
@@ -141,14 +143,6 @@ impl WgpuDevice {
             other => other,
         }
     }
-
-    pub(crate) fn unsupported(&self, op: impl fmt::Display, dtype: DataType) -> Error {
-        Error::Unsupported {
-            op: op.to_string(),
-            dtype,
-            device: self.name.clone(),
-        }
-    }
 }
 
 impl Device for WgpuDevice {
@@ -184,29 +178,7 @@ impl Device for WgpuDevice {
     }
 
     fn supports(&self, op: Op, dtype: DataType) -> bool {
-        // 64-bit dtypes are computed on only where the device has the shader features
-        // (f64 also tests NaN on u64 bits); moves need neither.
-        let computes = match dtype {
-            DataType::Double | DataType::Complex128 => self.shader_f64 && self.shader_int64,
-            DataType::Int64 | DataType::UInt64 => self.shader_int64,
-            // Float powers are computed in f64.
-            _ if op == Op::Binary(BinaryOp::Pow) && dtype.is_float() => {
-                self.shader_f64 && self.shader_int64
-            }
-            _ => true,
-        };
-        match op {
-            Op::Arange | Op::Copy | Op::Fill | Op::Where => {}
-            _ if !computes => return false,
-            _ => {}
-        }
-        match op {
-            Op::Matmul => ops::matmul_storage(dtype).is_some(),
-            Op::Reduce(op) => ops::reduces(op, dtype),
-            Op::Cast => Storage::of(dtype).is_some(),
-            Op::Arange => op.is_defined_for(dtype) && Storage::of(dtype).is_some(),
-            _ => kernel_for(op, dtype).is_some(),
-        }
+        self.capabilities.supports(op, dtype)
     }
 
     fn allocator(&self) -> &dyn AllocatorInfo {
@@ -372,6 +344,32 @@ impl Device for WgpuDevice {
         let kernel =
             kernel_for(Op::Copy, x.dtype()).ok_or_else(|| self.unsupported("copy", x.dtype()))?;
         self.map(&kernel, &[x], out)
+    }
+}
+
+/// Whether a device with (or without) `SHADER_F64` and `SHADER_INT64` has a kernel for `op`
+/// on `dtype`: the rule behind its [`Capabilities`].
+fn runs(op: Op, dtype: DataType, shader_f64: bool, shader_int64: bool) -> bool {
+    // 64-bit dtypes are computed on only where the device has the shader features
+    // (f64 also tests NaN on u64 bits); moves need neither.
+    let computes = match dtype {
+        DataType::Double | DataType::Complex128 => shader_f64 && shader_int64,
+        DataType::Int64 | DataType::UInt64 => shader_int64,
+        // Float powers are computed in f64.
+        _ if op == Op::Binary(BinaryOp::Pow) && dtype.is_float() => shader_f64 && shader_int64,
+        _ => true,
+    };
+    match op {
+        Op::Arange | Op::Copy | Op::Fill | Op::Where => {}
+        _ if !computes => return false,
+        _ => {}
+    }
+    match op {
+        Op::Matmul => ops::matmul_storage(dtype).is_some(),
+        Op::Reduce(op) => ops::reduces(op, dtype),
+        Op::Cast => Storage::of(dtype).is_some(),
+        Op::Arange => op.is_defined_for(dtype) && Storage::of(dtype).is_some(),
+        _ => kernel_for(op, dtype).is_some(),
     }
 }
 

@@ -188,6 +188,26 @@ impl Op {
         ops
     }
 
+    /// How many ops [`Op::all`] lists.
+    pub const COUNT: usize = UnaryOp::ALL.len() + BinaryOp::ALL.len() + ReduceOp::ALL.len() + 6;
+
+    /// This op's position in [`Op::all`] (a table index).
+    pub const fn index(self) -> usize {
+        let (unary, binary, reduce) =
+            (UnaryOp::ALL.len(), BinaryOp::ALL.len(), ReduceOp::ALL.len());
+        match self {
+            Op::Unary(op) => op as usize,
+            Op::Binary(op) => unary + op as usize,
+            Op::Where => unary + binary,
+            Op::Cast => unary + binary + 1,
+            Op::Matmul => unary + binary + 2,
+            Op::Reduce(op) => unary + binary + 3 + op as usize,
+            Op::Fill => unary + binary + 3 + reduce,
+            Op::Arange => unary + binary + 4 + reduce,
+            Op::Copy => unary + binary + 5 + reduce,
+        }
+    }
+
     /// Whether the op has a meaning for `dtype` (independent of any device): a bit test in a
     /// table built at compile time, since ops ask it on every call.
     #[inline]
@@ -442,6 +462,8 @@ mod tests {
         assert!(!Op::Matmul.is_defined_for(DataType::Int8));
         assert!(!Op::Fill.is_defined_for(DataType::String));
         assert!(Op::Cast.is_defined_for(DataType::Float8E5M2));
+        let indices: Vec<usize> = Op::all().into_iter().map(Op::index).collect();
+        assert_eq!(indices, (0..Op::COUNT).collect::<Vec<_>>());
         assert!(!Op::Cast.is_defined_for(DataType::Int4));
         assert_eq!(
             UnaryOp::Abs.output_dtype(DataType::Complex128),

@@ -5,6 +5,7 @@
 //! `map1_runs`.
 
 use polytensor_core::float8::Float8;
+use polytensor_core::Error;
 use polytensor_core::{dispatch_dtype, Element, OutView, Result, TensorView};
 
 use super::unsupported;
@@ -26,7 +27,7 @@ pub(crate) fn cast(x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
                 O => map1_runs(x, out, &|xs: &[u8], os: &mut [O]| {
                     os.iter_mut().zip(xs).for_each(|(o, &v)| *o = O::cast_from(from.decode(v)))
                 }),
-                _ => Err(super::unsupported_dtype("cast", to, x.buffer().device().name())))
+                _ => Err(Error::unsupported("cast", to, x.buffer().device().name())))
         }
         (None, Some(to)) => {
             return dispatch_dtype!(x.dtype(),
@@ -41,6 +42,6 @@ pub(crate) fn cast(x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
             O => map1_runs(x, out, &|xs: &[A], os: &mut [O]| {
                 os.iter_mut().zip(xs).for_each(|(o, &v)| *o = O::cast_from(v))
             }),
-            _ => Err(super::unsupported_dtype("cast", to, x.buffer().device().name()))),
+            _ => Err(Error::unsupported("cast", to, x.buffer().device().name()))),
         _ => Err(unsupported("cast", x)))
 }

@@ -1,8 +1,7 @@
 //! `fill` and `arange`.
 
-use polytensor_core::{dispatch_dtype, Element, OutView, Result, Scalar};
+use polytensor_core::{dispatch_dtype, Element, Error, OutView, Result, Scalar};
 
-use super::unsupported_dtype;
 use crate::strided::generate;
 
 pub(crate) fn fill(value: Scalar, out: &mut OutView<'_>) -> Result<()> {
@@ -12,12 +11,12 @@ pub(crate) fn fill(value: Scalar, out: &mut OutView<'_>) -> Result<()> {
             let value = T::from_scalar(value);
             generate(out, |_| value)
         },
-        _ => Err(unsupported_dtype("fill", dtype, "cpu")))
+        _ => Err(Error::unsupported("fill", dtype, "cpu")))
 }
 
 pub(crate) fn arange(start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {
     let dtype = out.dtype();
     dispatch_dtype!(dtype,
         T => generate(out, |i| T::from_scalar(polytensor_core::ops::arange_value(start, step, i))),
-        _ => Err(unsupported_dtype("arange", dtype, "cpu")))
+        _ => Err(Error::unsupported("arange", dtype, "cpu")))
 }

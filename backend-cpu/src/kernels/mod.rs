@@ -12,20 +12,11 @@ pub(crate) mod unary;
 
 use std::fmt::Display;
 
-use polytensor_core::{DataType, Error, TensorView};
+use polytensor_core::{Error, TensorView};
 
 /// `Error::Unsupported` for `op` on the dtype and device of `view`.
 pub(crate) fn unsupported(op: impl Display, view: &TensorView<'_>) -> Error {
-    unsupported_dtype(op, view.dtype(), view.buffer().device().name())
-}
-
-/// `Error::Unsupported` for `op` on `dtype`.
-pub(crate) fn unsupported_dtype(op: impl Display, dtype: DataType, device: &str) -> Error {
-    Error::Unsupported {
-        op: op.to_string(),
-        dtype,
-        device: device.to_string(),
-    }
+    Error::unsupported(op, view.dtype(), view.buffer().device().name())
 }
 
 /// Run one expression per dtype class, with a type alias bound to the element type (float,

@@ -14,8 +14,10 @@ use crate::layout::Layout;
 use crate::ops::{BinaryOp, Op, ReduceOp, UnaryOp};
 
 mod buffer;
+mod capabilities;
 
 pub use buffer::TensorBuffer;
+pub use capabilities::Capabilities;
 
 /// The family of a device, by the name its devices carry (`cpu` in `cpu:0`). Kinds are
 /// open: a backend names its own (`DeviceKind::new("opencl")`, kept as a constant of the
@@ -388,6 +390,16 @@ pub trait Device: Send + Sync + fmt::Debug + 'static {
     /// and the conformance suite fails a device that claims more.
     fn supports(&self, op: Op, dtype: DataType) -> bool;
 
+    /// `Err(Unsupported)`'s error naming this device: what a backend returns for an op
+    /// and dtype it does not run (see [`Capabilities`]).
+    #[cold]
+    fn unsupported(&self, op: impl fmt::Display, dtype: DataType) -> Error
+    where
+        Self: Sized,
+    {
+        Error::unsupported(op, dtype, self.name())
+    }
+
     /// The allocator's name and statistics.
     fn allocator(&self) -> &dyn AllocatorInfo;
 
@@ -482,7 +494,7 @@ impl dyn Device {
         if self.supports(op, dtype) {
             Ok(())
         } else {
-            Err(self.unsupported(op, dtype))
+            Err(Error::unsupported(op, dtype, self.name()))
         }
     }
 
@@ -499,16 +511,7 @@ impl dyn Device {
         self.check_supports(Op::Arange, dtype)?;
         let count = out.layout().num_elements();
         let values = crate::ops::arange_bytes(dtype, start, step, count)
-            .ok_or_else(|| self.unsupported(Op::Arange, dtype))?;
+            .ok_or_else(|| Error::unsupported(Op::Arange, dtype, self.name()))?;
         self.copy_from_host(&values, out)
-    }
-
-    #[cold]
-    fn unsupported(&self, op: Op, dtype: DataType) -> Error {
-        Error::Unsupported {
-            op: op.to_string(),
-            dtype,
-            device: self.name().to_string(),
-        }
     }
 }
