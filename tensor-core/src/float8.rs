@@ -88,7 +88,7 @@ impl Float8 {
             Specials::FiniteAllOnesNan => (top, mantissas - 2.0),
             Specials::FiniteUnsignedZero => (top, mantissas - 1.0),
         };
-        (1.0 + mantissa / mantissas) * 2f64.powi(exponent - self.bias)
+        (1.0 + mantissa / mantissas) * power_of_two(exponent - self.bias)
     }
 
     /// The NaN this format encodes for a NaN of sign `negative` (`ml_dtypes`' quiet NaN).
@@ -117,7 +117,7 @@ impl Float8 {
             Specials::Ieee => None,
         };
         let magnitude = special.unwrap_or_else(|| {
-            let scale = |e: i32| 2f32.powi(e - self.mantissa_bits as i32);
+            let scale = |e: i32| power_of_two(e - self.mantissa_bits as i32) as f32;
             if exponent == 0 {
                 mantissa as f32 * scale(self.min_exponent())
             } else {
@@ -157,7 +157,7 @@ impl Float8 {
         } else {
             leading_exponent(magnitude).max(self.min_exponent())
         };
-        let quantum = 2f64.powi(exponent - self.mantissa_bits as i32);
+        let quantum = power_of_two(exponent - self.mantissa_bits as i32);
         // Exact: a power-of-two scaling of a finite f64 well inside its range.
         let units = (magnitude / quantum).round_ties_even();
         if units * quantum > self.max_finite() {
@@ -182,6 +182,13 @@ impl Float8 {
             sign | bits
         }
     }
+}
+
+/// `2^exponent`, exactly, for the exponents of float8 formats (well inside f64's normal
+/// range), built from its bits: `powi` may be inexact (and is, deliberately, under Miri).
+fn power_of_two(exponent: i32) -> f64 {
+    debug_assert!((-1022..=1023).contains(&exponent));
+    f64::from_bits(((exponent + 1023) as u64) << 52)
 }
 
 /// `floor(log2(x))` of a positive finite `x`, from its bits (subnormal `f64`s included).
