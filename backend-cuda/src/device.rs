@@ -13,19 +13,17 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 use polytensor_core::buffer::Release;
-use polytensor_core::device::{checks, Capabilities};
+use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
-use polytensor_core::plan::{Coalesced, MatmulPlan, ReducedAxes};
+use polytensor_core::plan::MatmulPlan;
 use polytensor_core::{
-    Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Error,
-    Layout, Op, OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
-    ALLOCATOR_ALIGNMENT,
+    Allocator, AllocatorInfo, CachingAllocator, DataType, Device, DeviceKind, Error, Layout, Op,
+    OutView, Result, TensorBuffer, TensorView, ALLOCATOR_ALIGNMENT,
 };
-use polytensor_kernels_c::elementwise::{MapKernel, Variant};
-use polytensor_kernels_c::matmul::{MatmulKernel, Schedule};
-use polytensor_kernels_c::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
-use polytensor_kernels_c::table::{self, MapSpec, ProgramKey};
-use polytensor_kernels_c::Elem;
+use polytensor_kernels_c::launch::{self, Arg, Grid, Queue};
+use polytensor_kernels_c::matmul::Schedule;
+use polytensor_kernels_c::reduce;
+use polytensor_kernels_c::table::{self, ProgramKey};
 
 use crate::blas::{Addresses, Blas, Operand};
 use crate::compile::{compile_cached, Arch};
@@ -47,8 +45,9 @@ const MAX_MAP_BLOCKS: usize = 1 << 20;
 /// The most blocks along a grid's second and third dims.
 const MAX_GRID_YZ: usize = 65_535;
 
-/// A compiled program: its module and its kernels by name.
-struct Module {
+/// A compiled program (what [`CudaDevice`] launches through the kit's `Queue`): its
+/// module and its kernels by name.
+pub struct Module {
     _module: Arc<CudaModule>,
     functions: HashMap<String, CudaFunction>,
 }
@@ -255,54 +254,6 @@ impl CudaDevice {
         Ok(self.lock_modules().entry(key).or_insert(loaded).clone())
     }
 
-    /// Queue `kernel` of `module` over a `grid` of `block`-sized blocks. Every argument is
-    /// 8 bytes: a device address or an `i64`.
-    fn launch(
-        &self,
-        module: &Module,
-        kernel: &str,
-        args: &[u64],
-        grid: [usize; 3],
-        block: [usize; 3],
-    ) -> Result<()> {
-        let function = module.functions.get(kernel).ok_or_else(|| Error::Backend {
-            device: self.name.clone(),
-            message: format!("no kernel {kernel} in its program"),
-        })?;
-        if grid[1] > MAX_GRID_YZ || grid[2] > MAX_GRID_YZ {
-            return Err(Error::invalid(format!(
-                "a launch of {grid:?} blocks is past CUDA's grid limits"
-            )));
-        }
-        let config = LaunchConfig {
-            grid_dim: (dim(grid[0], "grid")?, grid[1] as u32, grid[2] as u32),
-            block_dim: (block[0] as u32, block[1] as u32, block[2] as u32),
-            shared_mem_bytes: 0,
-        };
-        let mut builder = self.stream.launch_builder(function);
-        for arg in args {
-            builder.arg(arg);
-        }
-        // SAFETY: each argument has the size of the kernel parameter at its index (pointers
-        // and `i64`s, 8 bytes each), as the generator documents each kernel's parameter
-        // list; the addresses are of live buffers of this device, which stay allocated until
-        // the stream has run the kernel (freed blocks are reused only by later work on this
-        // stream, and `cuMemFree` synchronises).
-        unsafe { builder.launch(config) }
-            .map(drop)
-            .map_err(|e| self.backend(&format!("launching {kernel}"), e))
-    }
-
-    /// A device buffer holding `words` (a kernel's geometry), kept alive by the caller
-    /// until the kernel is queued (the stream orders any reuse after it).
-    fn constants(&self, words: &[i64]) -> Result<Arc<dyn TensorBuffer>> {
-        let words = if words.is_empty() { &[0][..] } else { words };
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let buffer = self.allocate(bytes.len())?;
-        self.write(address_of(buffer.as_ref())?, &bytes)?;
-        Ok(buffer)
-    }
-
     /// Copy `src` to device address `dst`, queued on the stream (large copies go through
     /// pinned staging memory; `src` may be reused when this returns).
     fn write(&self, dst: u64, src: &[u8]) -> Result<()> {
@@ -315,73 +266,6 @@ impl CudaDevice {
             .map_err(|e| self.backend("copying to the device", e))
     }
 
-    /// `out[i] = spec(inputs[..][i])` for inputs of the output's shape (already broadcast).
-    fn map(
-        &self,
-        (key, spec): (ProgramKey, MapSpec),
-        inputs: &[&TensorView<'_>],
-        out: &mut OutView<'_>,
-    ) -> Result<()> {
-        checks::same_shapes(inputs, &out.view())?;
-        let lo = out.layout();
-        let target = output_address(out)?;
-        let dims = lo.shape().dims();
-        self.map_into((key, spec), inputs, &dims, target, lo.offset())
-    }
-
-    /// [`CudaDevice::map`] into the contiguous elements of `dims` at element `offset` of the
-    /// device memory at `target`.
-    fn map_into(
-        &self,
-        (key, spec): (ProgramKey, MapSpec),
-        inputs: &[&TensorView<'_>],
-        dims: &[usize],
-        target: u64,
-        offset: usize,
-    ) -> Result<()> {
-        let count: usize = dims.iter().product();
-        if count == 0 {
-            return Ok(());
-        }
-        let strides: Vec<&[isize]> = inputs.iter().map(|x| x.layout().strides()).collect();
-        let plan = Coalesced::new(dims, &strides);
-        let variant = Variant::of(&plan);
-        let (name, _) = spec.kernel(variant);
-        let module = self.module(key)?;
-        let geometry = match variant {
-            Variant::Strided => Some(self.constants(&MapKernel::geometry(&plan, inputs.len()))?),
-            Variant::Contiguous | Variant::Flat => None,
-        };
-        let mut args = vec![count as u64];
-        if let Some(g) = &geometry {
-            args.push(address_of(g.as_ref())?);
-        }
-        for (k, x) in inputs.iter().enumerate() {
-            args.push(address_of(x.buffer())?);
-            args.push(x.layout().offset() as u64);
-            if variant == Variant::Flat {
-                args.push(plan.strides(k)[0] as i64 as u64);
-            }
-        }
-        args.push(target);
-        args.push(offset as u64);
-        self.launch(&module, &name, &args, map_grid(count), [MAP_BLOCK, 1, 1])
-    }
-
-    fn map_op(
-        &self,
-        op: Op,
-        dtype: DataType,
-        inputs: &[&TensorView<'_>],
-        out: &mut OutView<'_>,
-    ) -> Result<()> {
-        if !self.supports(op, dtype) {
-            return Err(self.unsupported(op, dtype));
-        }
-        let spec = table::map_spec(op, dtype).ok_or_else(|| self.unsupported(op, dtype))?;
-        self.map(spec, inputs, out)
-    }
-
     /// A contiguous copy of `x` in a new buffer of this device, and its layout.
     fn contiguous(&self, x: &TensorView<'_>) -> Result<(Arc<dyn TensorBuffer>, Layout)> {
         let layout = Layout::contiguous(x.layout().shape().clone());
@@ -389,7 +273,7 @@ impl CudaDevice {
         let spec = table::map_spec(Op::Copy, x.dtype())
             .ok_or_else(|| self.unsupported("copy", x.dtype()))?;
         let dims = layout.shape().dims();
-        self.map_into(spec, &[x], &dims, address_of(buffer.as_ref())?, 0)?;
+        launch::map_into(self, spec, &[x], &dims, address_of(buffer.as_ref())?, 0)?;
         Ok((buffer, layout))
     }
 
@@ -434,7 +318,7 @@ impl CudaDevice {
         let at = Addresses {
             a: a_at,
             b: b_at,
-            out: output_address(out)? + out.layout().offset() as u64 * size,
+            out: launch::output_mem(self, out)? + out.layout().offset() as u64 * size,
         };
         self.bind()?;
         blas.gemm(
@@ -449,96 +333,6 @@ impl CudaDevice {
             message,
         })
     }
-
-    /// Integer matmul through the generated tiled kernel.
-    fn matmul_kernel(
-        &self,
-        a: &TensorView<'_>,
-        b: &TensorView<'_>,
-        out: &mut OutView<'_>,
-        plan: &MatmulPlan,
-    ) -> Result<()> {
-        let dtype = a.dtype();
-        let module = self.module(ProgramKey::Matmul(dtype))?;
-        let geometry = self.constants(&MatmulKernel::geometry(plan))?;
-        let (la, lb) = (a.layout(), b.layout());
-        let schedule = Schedule::Tiled;
-        let batches = plan.batches();
-        for first in (0..batches).step_by(MAX_GRID_YZ) {
-            let chunk = (batches - first).min(MAX_GRID_YZ);
-            let args = [
-                plan.m as u64,
-                plan.n as u64,
-                plan.k as u64,
-                address_of(geometry.as_ref())?,
-                first as u64,
-                address_of(a.buffer())?,
-                la.offset() as u64,
-                plan.a_strides[0] as i64 as u64,
-                plan.a_strides[1] as i64 as u64,
-                address_of(b.buffer())?,
-                lb.offset() as u64,
-                plan.b_strides[0] as i64 as u64,
-                plan.b_strides[1] as i64 as u64,
-                output_address(out)?,
-                out.layout().offset() as u64,
-            ];
-            let (global, local) = (schedule.global(plan.m, plan.n, chunk), schedule.local());
-            let grid = [0, 1, 2].map(|d| global[d] / local[d]);
-            self.launch(&module, "matmul", &args, grid, local)?;
-        }
-        Ok(())
-    }
-
-    /// Fill `len` bytes from device address `at` with copies of `pattern` (1, 2, 4, 8 or 16
-    /// bytes; `len` a multiple of it).
-    fn fill_bytes(&self, at: u64, pattern: &[u8], len: usize) -> Result<()> {
-        if len == 0 {
-            return Ok(());
-        }
-        self.bind()?;
-        let stream = self.stream.cu_stream();
-        let count = len / pattern.len();
-        let word = |i: usize| u32::from_le_bytes([0, 1, 2, 3].map(|b| pattern[4 * i + b]));
-        // SAFETY: `at..at + len` is memory of this device (the output view's elements);
-        // the memsets are queued on the device's stream.
-        let set = unsafe {
-            match pattern.len() {
-                1 => sys::cuMemsetD8Async(at, pattern[0], count, stream),
-                2 => sys::cuMemsetD16Async(
-                    at,
-                    u16::from_le_bytes([pattern[0], pattern[1]]),
-                    count,
-                    stream,
-                ),
-                4 => sys::cuMemsetD32Async(at, word(0), count, stream),
-                // Wider patterns: one pitched memset per 4-byte word of the pattern.
-                wide => {
-                    let mut status = sys::cudaError_enum::CUDA_SUCCESS;
-                    for i in 0..wide / 4 {
-                        status = sys::cuMemsetD2D32Async(
-                            at + 4 * i as u64,
-                            wide,
-                            word(i),
-                            1,
-                            count,
-                            stream,
-                        );
-                        if status != sys::cudaError_enum::CUDA_SUCCESS {
-                            break;
-                        }
-                    }
-                    status
-                }
-            }
-        };
-        set.result().map_err(|e| self.backend("filling memory", e))
-    }
-}
-
-/// The grid of an elementwise launch over `count` items.
-fn map_grid(count: usize) -> [usize; 3] {
-    [count.div_ceil(MAP_BLOCK).clamp(1, MAX_MAP_BLOCKS), 1, 1]
 }
 
 /// The device address of a CUDA buffer, or an `Err` naming what it is instead.
@@ -547,14 +341,6 @@ fn address_of(buffer: &dyn TensorBuffer) -> Result<u64> {
         .downcast_ref::<CudaBuffer>()
         .map(CudaBuffer::address)
         .ok_or_else(|| Error::invalid(format!("{buffer:?} is not a CUDA buffer")))
-}
-
-/// The device address a kernel writes `out` into, contiguously from `out`'s offset.
-fn output_address(out: &OutView<'_>) -> Result<u64> {
-    if !out.layout().is_contiguous() {
-        return Err(Error::invalid("a CUDA kernel output must be contiguous"));
-    }
-    address_of(out.view().buffer())
 }
 
 impl Device for CudaDevice {
@@ -619,7 +405,8 @@ impl Device for CudaDevice {
 
     fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
         let buffer = self.allocate(bytes)?;
-        self.fill_bytes(address_of(buffer.as_ref())?, &[0u8], bytes)?;
+        // SAFETY: the whole of the new buffer, which is alive here.
+        unsafe { self.fill_bytes(address_of(buffer.as_ref())?, 0, &[0u8], bytes)? };
         Ok(buffer)
     }
 
@@ -658,46 +445,8 @@ impl Device for CudaDevice {
         })
     }
 
-    fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        self.map_op(Op::Unary(op), x.dtype(), &[x], out)
-    }
-
-    fn binary(
-        &self,
-        op: BinaryOp,
-        a: &TensorView<'_>,
-        b: &TensorView<'_>,
-        out: &mut OutView<'_>,
-    ) -> Result<()> {
-        checks::same_dtype(op.name(), a.dtype(), &[b.dtype()])?;
-        self.map_op(Op::Binary(op), a.dtype(), &[a, b], out)
-    }
-
-    fn select(
-        &self,
-        cond: &TensorView<'_>,
-        a: &TensorView<'_>,
-        b: &TensorView<'_>,
-        out: &mut OutView<'_>,
-    ) -> Result<()> {
-        checks::select_dtypes(cond.dtype(), a.dtype(), b.dtype())?;
-        self.map_op(Op::Where, a.dtype(), &[cond, a, b], out)
-    }
-
-    fn cast(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        let (from, to) = (x.dtype(), out.dtype());
-        for dtype in [from, to] {
-            if !self.supports(Op::Cast, dtype) {
-                return Err(self.unsupported("cast", dtype));
-            }
-        }
-        let spec = table::cast_spec(from, to).ok_or_else(|| self.unsupported("cast", from))?;
-        self.map(spec, &[x], out)
-    }
-
     fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
         let dtype = a.dtype();
-        checks::same_dtype("matmul", dtype, &[b.dtype(), out.dtype()])?;
         if !self.supports(Op::Matmul, dtype) {
             return Err(match &self.blas {
                 Err(why) if uses_cublas(dtype) => Error::Unsupported {
@@ -708,118 +457,147 @@ impl Device for CudaDevice {
                 _ => self.unsupported("matmul", dtype),
             });
         }
-        output_address(out)?;
-        let plan = MatmulPlan::new(a.layout(), b.layout(), out.layout())?;
-        if plan.batches() * plan.m * plan.n == 0 {
+        let Some(plan) = launch::matmul_plan(self, a, b, out)? else {
             return Ok(());
-        }
-        if plan.k == 0 {
-            return self.fill(Scalar::I64(0), out);
-        }
+        };
         match &self.blas {
             Ok(blas) if uses_cublas(dtype) => self.matmul_blas(blas, a, b, out),
-            _ => self.matmul_kernel(a, b, out, &plan),
+            _ => launch::matmul_kernel(self, a, b, out, &plan),
         }
     }
 
-    fn reduce(
+    polytensor_kernels_c::queue_device_ops!();
+}
+
+impl Queue for CudaDevice {
+    type Mem = u64;
+    type Program = Module;
+    type Constants = Arc<dyn TensorBuffer>;
+
+    const MAP_GROUP: usize = MAP_BLOCK;
+    const MAX_MAP_GROUPS: usize = MAX_MAP_BLOCKS;
+
+    /// Compiled by NVRTC (or read from the disk cache) and loaded on first use. A compile
+    /// error is an `Err` carrying NVRTC's log.
+    fn program(&self, key: ProgramKey) -> Result<Arc<Module>> {
+        self.module(key)
+    }
+
+    unsafe fn launch(
         &self,
-        op: ReduceOp,
-        x: &TensorView<'_>,
-        axes: &[usize],
-        out: &mut OutView<'_>,
+        module: &Module,
+        kernel: &str,
+        args: &[Arg<u64>],
+        grid: Grid,
     ) -> Result<()> {
-        let dtype = x.dtype();
-        checks::reduce_output(op, dtype, out.dtype())?;
-        if !self.supports(Op::Reduce(op), dtype) {
-            return Err(self.unsupported(op.name(), dtype));
+        let function = module.functions.get(kernel).ok_or_else(|| Error::Backend {
+            device: self.name.clone(),
+            message: format!("no kernel {kernel} in its program"),
+        })?;
+        let [x, y, z] = grid.groups;
+        if y > MAX_GRID_YZ || z > MAX_GRID_YZ {
+            return Err(Error::invalid(format!(
+                "a launch of {:?} blocks is past CUDA's grid limits",
+                grid.groups
+            )));
         }
-        let input = Elem::of(dtype).ok_or_else(|| self.unsupported(op.name(), dtype))?;
-        let target = output_address(out)?;
-        let layout = x.layout();
-        let outputs = out.layout().num_elements();
-        let split = ReducedAxes::split(layout, axes, outputs)?;
-        let count: usize = split.reduced.iter().product();
-        if outputs == 0 {
+        let block = grid.group;
+        let config = LaunchConfig {
+            grid_dim: (dim(x, "grid")?, y as u32, z as u32),
+            block_dim: (block[0] as u32, block[1] as u32, block[2] as u32),
+            shared_mem_bytes: 0,
+        };
+        // Every parameter is 8 bytes: a device address or an `i64`.
+        let words: Vec<u64> = args
+            .iter()
+            .map(|arg| match *arg {
+                Arg::Mem(address) => address,
+                Arg::I64(value) => value as u64,
+            })
+            .collect();
+        let mut builder = self.stream.launch_builder(function);
+        for word in &words {
+            builder.arg(word);
+        }
+        // SAFETY: each argument has the size of the kernel parameter at its index (pointers
+        // and `i64`s, 8 bytes each), as the generator documents each kernel's parameter
+        // list; the addresses are of live buffers of this device, which stay allocated until
+        // the stream has run the kernel (freed blocks are reused only by later work on this
+        // stream, and `cuMemFree` synchronises).
+        unsafe { builder.launch(config) }
+            .map(drop)
+            .map_err(|e| self.backend(&format!("launching {kernel}"), e))
+    }
+
+    /// Kept alive by the caller until the kernel is queued (the stream orders any reuse
+    /// after it).
+    fn constants(&self, words: &[i64]) -> Result<(Arc<dyn TensorBuffer>, u64)> {
+        let words = if words.is_empty() { &[0][..] } else { words };
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let buffer = self.allocate(bytes.len())?;
+        let address = address_of(buffer.as_ref())?;
+        self.write(address, &bytes)?;
+        Ok((buffer, address))
+    }
+
+    fn mem(&self, buffer: &dyn TensorBuffer) -> Result<u64> {
+        address_of(buffer)
+    }
+
+    unsafe fn fill_bytes(&self, mem: u64, offset: usize, pattern: &[u8], len: usize) -> Result<()> {
+        if len == 0 {
             return Ok(());
         }
-        let kernel = ReduceKernel {
-            op,
-            input,
-            wide_floats: true,
+        self.bind()?;
+        let at = mem + offset as u64;
+        let stream = self.stream.cu_stream();
+        let count = len / pattern.len();
+        let word = |i: usize| u32::from_le_bytes([0, 1, 2, 3].map(|b| pattern[4 * i + b]));
+        // SAFETY: `at..at + len` is memory of this device (the output view's elements);
+        // the memsets are queued on the device's stream.
+        let set = unsafe {
+            match pattern.len() {
+                1 => sys::cuMemsetD8Async(at, pattern[0], count, stream),
+                2 => sys::cuMemsetD16Async(
+                    at,
+                    u16::from_le_bytes([pattern[0], pattern[1]]),
+                    count,
+                    stream,
+                ),
+                4 => sys::cuMemsetD32Async(at, word(0), count, stream),
+                // Wider patterns: one pitched memset per 4-byte word of the pattern.
+                wide => {
+                    let mut status = sys::cudaError_enum::CUDA_SUCCESS;
+                    for i in 0..wide / 4 {
+                        status = sys::cuMemsetD2D32Async(
+                            at + 4 * i as u64,
+                            wide,
+                            word(i),
+                            1,
+                            count,
+                            stream,
+                        );
+                        if status != sys::cudaError_enum::CUDA_SUCCESS {
+                            break;
+                        }
+                    }
+                    status
+                }
+            }
         };
-        let module = self.module(ProgramKey::Reduce(dtype))?;
-        let geometry = self.constants(&ReduceKernel::geometry(
-            &split.kept,
-            &split.kept_strides,
-            &split.reduced,
-            &split.reduced_strides,
-        ))?;
-        let out_offset = out.layout().offset() as u64;
-        let args = [
-            outputs as u64,
-            count as u64,
-            address_of(geometry.as_ref())?,
-            address_of(x.buffer())?,
-            layout.offset() as u64,
-            target,
-            out_offset,
-        ];
-        let parts = reduce::split_parts(outputs, count, self.split_groups);
-        let tree = [WORKGROUP, 1, 1];
-        if count < WORKGROUP {
-            let name = kernel.kernel_name(Stage::Serial);
-            self.launch(&module, &name, &args, map_grid(outputs), [MAP_BLOCK, 1, 1])
-        } else if parts > 1 {
-            // Few outputs, each long: split each across `parts` blocks, then gather.
-            let partial_buffer = self.allocate(outputs * parts * PARTIAL_BYTES)?;
-            let partials = address_of(partial_buffer.as_ref())?;
-            let mut split = args[..5].to_vec();
-            split.extend([partials, parts as u64]);
-            let groups = (outputs * parts).min(1 << 16);
-            let name = kernel.kernel_name(Stage::Split);
-            self.launch(&module, &name, &split, [groups, 1, 1], tree)?;
-            let gather = [
-                outputs as u64,
-                count as u64,
-                partials,
-                parts as u64,
-                target,
-                out_offset,
-            ];
-            let name = kernel.kernel_name(Stage::Gather);
-            self.launch(&module, &name, &gather, [outputs.min(1 << 16), 1, 1], tree)
-        } else {
-            let groups = outputs.min(1 << 16);
-            let name = kernel.kernel_name(Stage::Tree);
-            self.launch(&module, &name, &args, [groups, 1, 1], tree)
-        }
+        set.result().map_err(|e| self.backend("filling memory", e))
     }
 
-    fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
-        let dtype = out.dtype();
-        let unsupported = || self.unsupported("fill", dtype);
-        if !self.supports(Op::Fill, dtype) {
-            return Err(unsupported());
-        }
-        let bytes = polytensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
-        let target = output_address(out)?;
-        let lo = out.layout();
-        let size = dtype.size();
-        self.fill_bytes(
-            target + (lo.offset() * size) as u64,
-            &bytes,
-            lo.num_elements() * size,
-        )
+    fn fp64(&self) -> bool {
+        true
     }
 
-    fn arange(&self, start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {
-        (self as &dyn Device).arange_from_host(start, step, out)
+    fn split_groups(&self) -> usize {
+        self.split_groups
     }
 
-    fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        checks::copy_dtypes(x.dtype(), out.dtype())?;
-        self.map_op(Op::Copy, x.dtype(), &[x], out)
+    fn matmul_schedule(&self) -> Schedule {
+        Schedule::Tiled
     }
 }
 

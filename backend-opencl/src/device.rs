@@ -11,21 +11,19 @@ use opencl3::error_codes::ClError;
 use opencl3::event::Event;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY};
 use opencl3::types::cl_mem;
-use polytensor_core::device::{checks, Capabilities};
+use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
-use polytensor_core::plan::ReducedAxes;
-use polytensor_core::plan::{Coalesced, MatmulPlan};
 use polytensor_core::{
-    Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Error, Op,
-    OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
+    Allocator, AllocatorInfo, CachingAllocator, DataType, Device, DeviceKind, Error, Op, OutView,
+    Result, TensorBuffer, TensorView,
 };
-use polytensor_kernels_c::elementwise::{MapKernel, Variant};
-use polytensor_kernels_c::matmul::{MatmulKernel, Schedule};
-use polytensor_kernels_c::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
-use polytensor_kernels_c::table::{self, MapSpec, ProgramKey};
-use polytensor_kernels_c::{Dialect, Elem};
+use polytensor_kernels_c::launch::{self, Arg, Grid, Queue};
+use polytensor_kernels_c::matmul::Schedule;
+use polytensor_kernels_c::reduce;
+use polytensor_kernels_c::table::{self, ProgramKey};
+use polytensor_kernels_c::Dialect;
 
-use crate::launch::{enqueue, Arg};
+use crate::launch::enqueue;
 use crate::memory::{ClAllocator, ClBuffer, GRANULE};
 use crate::platform::{driver_lock, Found};
 use crate::programs::{Compiled, Programs};
@@ -43,12 +41,6 @@ const MAX_MAP_ITEMS: usize = 1 << 30;
 /// left to the runtime: PoCL compiles a kernel once per work-group size it runs with, and
 /// its own choice follows the element count.
 const MAP_GROUP: usize = 64;
-
-/// The global size of a launch over `count` items: at most [`MAX_MAP_ITEMS`], a whole
-/// number of [`MAP_GROUP`]s (kernels loop over `count` with the global size as stride).
-fn map_global(count: usize) -> usize {
-    count.min(MAX_MAP_ITEMS).next_multiple_of(MAP_GROUP)
-}
 
 /// An OpenCL device with its own context and in-order queue, buffers from a
 /// [`CachingAllocator`] and kernels from the shared C-family generator.
@@ -195,18 +187,6 @@ impl OpenClDevice {
         }
     }
 
-    /// The compiled program of `key`.
-    fn program(&self, key: ProgramKey) -> Result<Arc<Compiled>> {
-        self.programs.get(
-            &self.context,
-            self.device.id(),
-            &self.name,
-            &self.options,
-            key,
-            || self.program_source(key),
-        )
-    }
-
     /// The text and kernel names of the program of `key`.
     fn program_source(&self, key: ProgramKey) -> Result<(String, Vec<String>)> {
         let program = table::program_source(Dialect::OpenCl, key, self.fp64, self.matmul_schedule)
@@ -215,103 +195,6 @@ impl OpenClDevice {
                 message: format!("no program {key:?} in the kernel table"),
             })?;
         Ok((program.text, program.kernels))
-    }
-
-    /// A read-only buffer holding `words` (a kernel's geometry), released once the
-    /// kernels using it complete.
-    fn constants(&self, words: &[i64]) -> Result<Buffer<i64>> {
-        let mut words = words.to_vec();
-        if words.is_empty() {
-            words.push(0);
-        }
-        // SAFETY: COPY_HOST_PTR copies `words.len()` i64s from the vector, which outlives
-        // the call.
-        unsafe {
-            Buffer::<i64>::create(
-                &self.context,
-                CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                words.len(),
-                words.as_mut_ptr() as *mut c_void,
-            )
-        }
-        .map_err(|e| self.backend("creating a geometry buffer", e))
-    }
-
-    /// Enqueue `kernel` of `program`.
-    fn launch(
-        &self,
-        program: &Compiled,
-        kernel: &str,
-        args: &[Arg],
-        global: &[usize],
-        local: Option<&[usize]>,
-    ) -> Result<()> {
-        let handle = program.kernel(kernel).ok_or_else(|| Error::Backend {
-            device: self.name.clone(),
-            message: format!("no kernel {kernel} in its program"),
-        })?;
-        enqueue(&self.queue, handle, args, global, local)
-            .map_err(|e| self.backend(&format!("launching {kernel}"), e))
-    }
-
-    /// `out[i] = spec(inputs[..][i])` for inputs of the output's shape (already broadcast).
-    fn map(
-        &self,
-        (key, spec): (ProgramKey, MapSpec),
-        inputs: &[&TensorView<'_>],
-        out: &mut OutView<'_>,
-    ) -> Result<()> {
-        checks::same_shapes(inputs, &out.view())?;
-        let lo = out.layout();
-        let target = output_mem(out)?;
-        let count = lo.num_elements();
-        if count == 0 {
-            return Ok(());
-        }
-        let dims = lo.shape().dims();
-        let strides: Vec<&[isize]> = inputs.iter().map(|x| x.layout().strides()).collect();
-        let plan = Coalesced::new(&dims, &strides);
-        let variant = Variant::of(&plan);
-        let (name, _) = spec.kernel(variant);
-        let program = self.program(key)?;
-        let geometry = match variant {
-            Variant::Strided => Some(self.constants(&MapKernel::geometry(&plan, inputs.len()))?),
-            Variant::Contiguous | Variant::Flat => None,
-        };
-        let mut args = vec![Arg::I64(count as i64)];
-        if let Some(g) = &geometry {
-            args.push(Arg::Mem(g.get()));
-        }
-        for (k, x) in inputs.iter().enumerate() {
-            args.push(Arg::Mem(mem_of(x)?));
-            args.push(Arg::I64(x.layout().offset() as i64));
-            if variant == Variant::Flat {
-                args.push(Arg::I64(plan.strides(k)[0] as i64));
-            }
-        }
-        args.push(Arg::Mem(target));
-        args.push(Arg::I64(lo.offset() as i64));
-        self.launch(
-            &program,
-            &name,
-            &args,
-            &[map_global(count)],
-            Some(&[MAP_GROUP]),
-        )
-    }
-
-    fn map_op(
-        &self,
-        op: Op,
-        dtype: DataType,
-        inputs: &[&TensorView<'_>],
-        out: &mut OutView<'_>,
-    ) -> Result<()> {
-        if !self.supports(op, dtype) {
-            return Err(self.unsupported(op, dtype));
-        }
-        let spec = table::map_spec(op, dtype).ok_or_else(|| self.unsupported(op, dtype))?;
-        self.map(spec, inputs, out)
     }
 
     /// Write `len` bytes at byte `offset` of `mem` from `src`, waiting for the copy.
@@ -363,14 +246,6 @@ fn buffer_mem(buffer: &dyn TensorBuffer) -> Result<cl_mem> {
         .ok_or_else(|| Error::invalid(format!("{buffer:?} is not an OpenCL buffer")))
 }
 
-/// The `cl_mem` a kernel writes `out` into, contiguously from `out`'s offset.
-fn output_mem(out: &OutView<'_>) -> Result<cl_mem> {
-    if !out.layout().is_contiguous() {
-        return Err(Error::invalid("an OpenCL kernel output must be contiguous"));
-    }
-    mem_of(&out.view())
-}
-
 impl Device for OpenClDevice {
     fn name(&self) -> &str {
         &self.name
@@ -413,7 +288,8 @@ impl Device for OpenClDevice {
     fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
         let buffer = self.allocate(bytes)?;
         if bytes > 0 {
-            fill_bytes(self, buffer_mem(buffer.as_ref())?, &[0u8], 0, bytes)?;
+            // SAFETY: the whole of the new buffer, which is alive here.
+            unsafe { self.fill_bytes(buffer_mem(buffer.as_ref())?, 0, &[0u8], bytes)? };
         }
         Ok(buffer)
     }
@@ -453,244 +329,114 @@ impl Device for OpenClDevice {
             .map_err(|e| self.backend("waiting for the queue", e))
     }
 
-    fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        self.map_op(Op::Unary(op), x.dtype(), &[x], out)
-    }
-
-    fn binary(
-        &self,
-        op: BinaryOp,
-        a: &TensorView<'_>,
-        b: &TensorView<'_>,
-        out: &mut OutView<'_>,
-    ) -> Result<()> {
-        checks::same_dtype(op.name(), a.dtype(), &[b.dtype()])?;
-        self.map_op(Op::Binary(op), a.dtype(), &[a, b], out)
-    }
-
-    fn select(
-        &self,
-        cond: &TensorView<'_>,
-        a: &TensorView<'_>,
-        b: &TensorView<'_>,
-        out: &mut OutView<'_>,
-    ) -> Result<()> {
-        checks::select_dtypes(cond.dtype(), a.dtype(), b.dtype())?;
-        self.map_op(Op::Where, a.dtype(), &[cond, a, b], out)
-    }
-
-    fn cast(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        let (from, to) = (x.dtype(), out.dtype());
-        for dtype in [from, to] {
-            if !self.supports(Op::Cast, dtype) {
-                return Err(self.unsupported("cast", dtype));
-            }
-        }
-        let spec = table::cast_spec(from, to).ok_or_else(|| self.unsupported("cast", from))?;
-        self.map(spec, &[x], out)
-    }
-
     fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        let dtype = a.dtype();
-        checks::same_dtype("matmul", dtype, &[b.dtype(), out.dtype()])?;
-        if !self.supports(Op::Matmul, dtype) {
-            return Err(self.unsupported("matmul", dtype));
+        match launch::matmul_plan(self, a, b, out)? {
+            Some(plan) => launch::matmul_kernel(self, a, b, out, &plan),
+            None => Ok(()),
         }
-        let target = output_mem(out)?;
-        let plan = MatmulPlan::new(a.layout(), b.layout(), out.layout())?;
-        let batches = plan.batches();
-        if batches * plan.m * plan.n == 0 {
+    }
+
+    polytensor_kernels_c::queue_device_ops!();
+}
+
+impl Queue for OpenClDevice {
+    type Mem = cl_mem;
+    type Program = Compiled;
+    type Constants = Buffer<i64>;
+
+    const MAP_GROUP: usize = MAP_GROUP;
+    const MAX_MAP_GROUPS: usize = MAX_MAP_ITEMS / MAP_GROUP;
+
+    fn program(&self, key: ProgramKey) -> Result<Arc<Compiled>> {
+        self.programs.get(
+            &self.context,
+            self.device.id(),
+            &self.name,
+            &self.options,
+            key,
+            || self.program_source(key),
+        )
+    }
+
+    unsafe fn launch(
+        &self,
+        program: &Compiled,
+        kernel: &str,
+        args: &[Arg<cl_mem>],
+        grid: Grid,
+    ) -> Result<()> {
+        let handle = program.kernel(kernel).ok_or_else(|| Error::Backend {
+            device: self.name.clone(),
+            message: format!("no kernel {kernel} in its program"),
+        })?;
+        enqueue(&self.queue, handle, args, &grid.global(), &grid.group)
+            .map_err(|e| self.backend(&format!("launching {kernel}"), e))
+    }
+
+    /// Released once the kernels using it complete (OpenCL retains it while they run).
+    fn constants(&self, words: &[i64]) -> Result<(Buffer<i64>, cl_mem)> {
+        let mut words = words.to_vec();
+        if words.is_empty() {
+            words.push(0);
+        }
+        // SAFETY: COPY_HOST_PTR copies `words.len()` i64s from the vector, which outlives
+        // the call.
+        let buffer = unsafe {
+            Buffer::<i64>::create(
+                &self.context,
+                CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                words.len(),
+                words.as_mut_ptr() as *mut c_void,
+            )
+        }
+        .map_err(|e| self.backend("creating a geometry buffer", e))?;
+        let mem = buffer.get();
+        Ok((buffer, mem))
+    }
+
+    fn mem(&self, buffer: &dyn TensorBuffer) -> Result<cl_mem> {
+        buffer_mem(buffer)
+    }
+
+    unsafe fn fill_bytes(
+        &self,
+        mem: cl_mem,
+        offset: usize,
+        pattern: &[u8],
+        len: usize,
+    ) -> Result<()> {
+        if len == 0 {
             return Ok(());
         }
-        if plan.k == 0 {
-            return self.fill(Scalar::I64(0), out);
+        // SAFETY: the runtime copies the pattern before returning; `offset + len` lies
+        // within `mem` (the output view's elements) and both are multiples of the
+        // pattern's size.
+        let event = unsafe {
+            opencl3::command_queue::enqueue_fill_buffer(
+                self.queue.get(),
+                mem,
+                pattern.as_ptr() as *const c_void,
+                pattern.len(),
+                offset,
+                len,
+                0,
+                std::ptr::null(),
+            )
         }
-        let program = self.program(ProgramKey::Matmul(dtype))?;
-        let geometry = self.constants(&MatmulKernel::geometry(&plan))?;
-        let (la, lb) = (a.layout(), b.layout());
-        // The third launch dim is limited on some devices: launch batches in chunks.
-        const BATCH_CHUNK: usize = 1 << 16;
-        for first in (0..batches).step_by(BATCH_CHUNK) {
-            let chunk = (batches - first).min(BATCH_CHUNK);
-            let args = [
-                Arg::I64(plan.m as i64),
-                Arg::I64(plan.n as i64),
-                Arg::I64(plan.k as i64),
-                Arg::Mem(geometry.get()),
-                Arg::I64(first as i64),
-                Arg::Mem(mem_of(a)?),
-                Arg::I64(la.offset() as i64),
-                Arg::I64(plan.a_strides[0] as i64),
-                Arg::I64(plan.a_strides[1] as i64),
-                Arg::Mem(mem_of(b)?),
-                Arg::I64(lb.offset() as i64),
-                Arg::I64(plan.b_strides[0] as i64),
-                Arg::I64(plan.b_strides[1] as i64),
-                Arg::Mem(target),
-                Arg::I64(out.layout().offset() as i64),
-            ];
-            let schedule = self.matmul_schedule;
-            self.launch(
-                &program,
-                "matmul",
-                &args,
-                &schedule.global(plan.m, plan.n, chunk),
-                Some(&schedule.local()),
-            )?;
-        }
+        .map_err(|e| self.backend("filling a buffer", ClError(e)))?;
+        drop(Event::new(event));
         Ok(())
     }
 
-    fn reduce(
-        &self,
-        op: ReduceOp,
-        x: &TensorView<'_>,
-        axes: &[usize],
-        out: &mut OutView<'_>,
-    ) -> Result<()> {
-        let dtype = x.dtype();
-        checks::reduce_output(op, dtype, out.dtype())?;
-        if !self.supports(Op::Reduce(op), dtype) {
-            return Err(self.unsupported(op.name(), dtype));
-        }
-        let input = Elem::of(dtype).ok_or_else(|| self.unsupported(op.name(), dtype))?;
-        let target = output_mem(out)?;
-        let layout = x.layout();
-        let outputs = out.layout().num_elements();
-        let split = ReducedAxes::split(layout, axes, outputs)?;
-        let count: usize = split.reduced.iter().product();
-        if outputs == 0 {
-            return Ok(());
-        }
-        let kernel = ReduceKernel {
-            op,
-            input,
-            wide_floats: self.fp64,
-        };
-        let program = self.program(ProgramKey::Reduce(dtype))?;
-        let geometry = self.constants(&ReduceKernel::geometry(
-            &split.kept,
-            &split.kept_strides,
-            &split.reduced,
-            &split.reduced_strides,
-        ))?;
-        let args = [
-            Arg::I64(outputs as i64),
-            Arg::I64(count as i64),
-            Arg::Mem(geometry.get()),
-            Arg::Mem(mem_of(x)?),
-            Arg::I64(layout.offset() as i64),
-            Arg::Mem(target),
-            Arg::I64(out.layout().offset() as i64),
-        ];
-        let parts = reduce::split_parts(outputs, count, self.split_groups);
-        if count < WORKGROUP {
-            let name = kernel.kernel_name(Stage::Serial);
-            self.launch(
-                &program,
-                &name,
-                &args,
-                &[map_global(outputs)],
-                Some(&[MAP_GROUP]),
-            )
-        } else if parts > 1 {
-            // Few outputs, each long: split each across `parts` work-groups, then gather.
-            // Kept alive (and so the `cl_mem` valid) to the end of this block.
-            let partial_buffer = self.allocate(outputs * parts * PARTIAL_BYTES)?;
-            let partials = buffer_mem(partial_buffer.as_ref())?;
-            let mut split = args[..5].to_vec();
-            split.extend([Arg::Mem(partials), Arg::I64(parts as i64)]);
-            let groups = (outputs * parts).min(1 << 16);
-            self.launch(
-                &program,
-                &kernel.kernel_name(Stage::Split),
-                &split,
-                &[groups * WORKGROUP],
-                Some(&[WORKGROUP]),
-            )?;
-            let gather = [
-                Arg::I64(outputs as i64),
-                Arg::I64(count as i64),
-                Arg::Mem(partials),
-                Arg::I64(parts as i64),
-                Arg::Mem(target),
-                Arg::I64(out.layout().offset() as i64),
-            ];
-            self.launch(
-                &program,
-                &kernel.kernel_name(Stage::Gather),
-                &gather,
-                &[outputs.min(1 << 16) * WORKGROUP],
-                Some(&[WORKGROUP]),
-            )
-        } else {
-            let groups = outputs.min(1 << 16);
-            self.launch(
-                &program,
-                &kernel.kernel_name(Stage::Tree),
-                &args,
-                &[groups * WORKGROUP],
-                Some(&[WORKGROUP]),
-            )
-        }
+    fn fp64(&self) -> bool {
+        self.fp64
     }
 
-    fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
-        let dtype = out.dtype();
-        let unsupported = || self.unsupported("fill", dtype);
-        if !self.supports(Op::Fill, dtype) {
-            return Err(unsupported());
-        }
-        let bytes = polytensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
-        let target = output_mem(out)?;
-        let lo = out.layout();
-        let size = dtype.size();
-        fill_bytes(
-            self,
-            target,
-            &bytes,
-            lo.offset() * size,
-            lo.num_elements() * size,
-        )
+    fn split_groups(&self) -> usize {
+        self.split_groups
     }
 
-    fn arange(&self, start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {
-        (self as &dyn Device).arange_from_host(start, step, out)
+    fn matmul_schedule(&self) -> Schedule {
+        self.matmul_schedule
     }
-
-    fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        checks::copy_dtypes(x.dtype(), out.dtype())?;
-        self.map_op(Op::Copy, x.dtype(), &[x], out)
-    }
-}
-
-/// Fill `len` bytes of `mem` from byte `offset` with copies of `pattern` (1, 2, 4, 8 or 16
-/// bytes; `offset` and `len` multiples of it).
-fn fill_bytes(
-    device: &OpenClDevice,
-    mem: cl_mem,
-    pattern: &[u8],
-    offset: usize,
-    len: usize,
-) -> Result<()> {
-    if len == 0 {
-        return Ok(());
-    }
-    // SAFETY: the runtime copies the pattern before returning; `offset + len` lies within
-    // `mem` (the output view's elements) and both are multiples of the pattern's size.
-    let event = unsafe {
-        opencl3::command_queue::enqueue_fill_buffer(
-            device.queue.get(),
-            mem,
-            pattern.as_ptr() as *const c_void,
-            pattern.len(),
-            offset,
-            len,
-            0,
-            std::ptr::null(),
-        )
-    }
-    .map_err(|e| device.backend("filling a buffer", ClError(e)))?;
-    drop(Event::new(event));
-    Ok(())
 }

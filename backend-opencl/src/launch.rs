@@ -7,24 +7,16 @@ use opencl3::command_queue::CommandQueue;
 use opencl3::error_codes::ClError;
 use opencl3::kernel::Kernel;
 use opencl3::types::cl_mem;
+use polytensor_kernels_c::launch::Arg;
 
-/// One kernel argument.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Arg {
-    /// A buffer.
-    Mem(cl_mem),
-    /// A 64-bit integer (sizes, offsets, strides).
-    I64(i64),
-}
-
-/// Set `args` on `kernel` and enqueue it over `global` work-items in groups of `local`
-/// (or groups the runtime picks), holding the kernel's lock across both.
+/// Set `args` on `kernel` and enqueue it over `global` work-items in groups of `local`,
+/// holding the kernel's lock across both.
 pub(crate) fn enqueue(
     queue: &CommandQueue,
     kernel: &Mutex<Kernel>,
-    args: &[Arg],
-    global: &[usize],
-    local: Option<&[usize]>,
+    args: &[Arg<cl_mem>],
+    global: &[usize; 3],
+    local: &[usize; 3],
 ) -> Result<(), ClError> {
     let kernel = kernel.lock().unwrap_or_else(|e| e.into_inner());
     for (index, arg) in args.iter().enumerate() {
@@ -38,16 +30,15 @@ pub(crate) fn enqueue(
             }
         }
     }
-    let local_ptr = local.map_or(ptr::null(), |l| l.as_ptr());
-    // SAFETY: every argument is set; `global` (and `local`, if given) hold `global.len()`
-    // sizes; the buffers stay alive until the command completes (OpenCL retains them).
+    // SAFETY: every argument is set; `global` and `local` hold three sizes each; the
+    // buffers stay alive until the command completes (OpenCL retains them).
     let event = unsafe {
         queue.enqueue_nd_range_kernel(
             kernel.get(),
-            global.len() as u32,
+            3,
             ptr::null(),
             global.as_ptr(),
-            local_ptr,
+            local.as_ptr(),
             &[],
         )?
     };

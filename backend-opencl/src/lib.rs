@@ -19,6 +19,7 @@ mod programs;
 pub const KIND: polytensor_core::DeviceKind = polytensor_core::DeviceKind::new("opencl");
 pub use device::OpenClDevice;
 pub use memory::ClBuffer;
+pub use programs::Compiled;
 
 use std::sync::Arc;
 

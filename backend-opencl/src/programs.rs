@@ -13,9 +13,10 @@ use polytensor_core::{Error, Result};
 use crate::platform::driver_lock;
 use polytensor_kernels_c::table::ProgramKey;
 
-/// A compiled program's kernels by name. Setting arguments and enqueueing must not
+/// A compiled program's kernels by name (what [`OpenClDevice`](crate::OpenClDevice)
+/// launches through the kit's `Queue`). Setting arguments and enqueueing must not
 /// interleave between threads, so each kernel sits behind a lock held across both.
-pub(crate) struct Compiled {
+pub struct Compiled {
     kernels: Vec<(String, Mutex<Kernel>)>,
 }
 

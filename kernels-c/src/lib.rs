@@ -22,6 +22,7 @@ mod dialect;
 mod elem;
 pub mod elementwise;
 pub mod expr;
+pub mod launch;
 mod library;
 pub mod matmul;
 pub mod reduce;

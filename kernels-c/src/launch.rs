@@ -1,0 +1,528 @@
+//! One launch path for every backend that runs the kit's C kernels (OpenCL, CUDA).
+//!
+//! A backend implements [`Queue`]: its programs by [`ProgramKey`], a kernel launch over a
+//! [`Grid`] with [`Arg`]s, a geometry buffer, the memory handle of a buffer and a byte
+//! fill. Everything between an operation and its launches (the launch plans of
+//! `polytensor_core::plan`, the kernel variant, the argument list each generated kernel
+//! takes, the reduction's stages, matmul's batch chunks) is written once here, and
+//! [`queue_device_ops!`](crate::queue_device_ops) writes the `Device` methods that only
+//! delegate to it. A backend's `device.rs` keeps what is truly its API's: opening the
+//! device, memory, copies, compiling and launching.
+
+use std::sync::Arc;
+
+use polytensor_core::device::checks;
+use polytensor_core::plan::{Coalesced, MatmulPlan, ReducedAxes};
+use polytensor_core::{
+    BinaryOp, DataType, Device, Error, Op, OutView, ReduceOp, Result, Scalar, TensorBuffer,
+    TensorView, UnaryOp,
+};
+
+use crate::elementwise::{MapKernel, Variant};
+use crate::matmul::{MatmulKernel, Schedule};
+use crate::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
+use crate::table::{self, MapSpec, ProgramKey};
+use crate::Elem;
+
+/// One kernel argument: every parameter of a generated kernel is a buffer or an `i64`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg<M> {
+    /// Device memory (a `cl_mem`, a CUDA device address).
+    Mem(M),
+    /// A 64-bit integer (sizes, offsets, strides).
+    I64(i64),
+}
+
+/// A launch's extent: `groups` work-groups (CUDA's blocks) of `group` work-items
+/// (threads) along each of three dims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    /// Work-groups along each dim.
+    pub groups: [usize; 3],
+    /// Work-items of a work-group along each dim.
+    pub group: [usize; 3],
+}
+
+impl Grid {
+    /// `groups` one-dimensional work-groups of `group` work-items.
+    pub fn linear(groups: usize, group: usize) -> Self {
+        Self {
+            groups: [groups, 1, 1],
+            group: [group, 1, 1],
+        }
+    }
+
+    /// The work-items along each dim (OpenCL's global size).
+    pub fn global(&self) -> [usize; 3] {
+        [0, 1, 2].map(|d| self.groups[d] * self.group[d])
+    }
+}
+
+/// What a backend provides to run the kit's kernels: an in-order queue on one device.
+/// Every launch is queued behind the previous work, so memory freed after queueing a
+/// launch is reused only by later work.
+pub trait Queue: Device + Sized {
+    /// A handle of device memory, as kernels take it.
+    type Mem: Copy;
+    /// A compiled program: the kernels of one [`ProgramKey`].
+    type Program;
+    /// What keeps a geometry buffer alive until its launch is queued.
+    type Constants;
+
+    /// Work-items of a work-group of elementwise and serial-reduction launches.
+    const MAP_GROUP: usize;
+    /// The most work-groups an elementwise launch starts (kernels loop over the rest).
+    const MAX_MAP_GROUPS: usize;
+
+    /// The compiled program of `key` (built on first use).
+    fn program(&self, key: ProgramKey) -> Result<Arc<Self::Program>>;
+
+    /// Queue `kernel` of `program` over `grid` with `args`.
+    ///
+    /// # Safety
+    ///
+    /// `args` match the kernel's parameter list as the generator documents it, every
+    /// [`Arg::Mem`] is memory of this device that stays allocated until the launch is
+    /// queued (later reuse is ordered after it), and the kernel's reads and writes through
+    /// the offsets and geometry given lie within that memory.
+    unsafe fn launch(
+        &self,
+        program: &Self::Program,
+        kernel: &str,
+        args: &[Arg<Self::Mem>],
+        grid: Grid,
+    ) -> Result<()>;
+
+    /// A read-only device buffer holding `words` (a kernel's geometry; at least one word),
+    /// and its handle.
+    fn constants(&self, words: &[i64]) -> Result<(Self::Constants, Self::Mem)>;
+
+    /// The memory handle of `buffer`, or an `Err` if it is not this backend's.
+    fn mem(&self, buffer: &dyn TensorBuffer) -> Result<Self::Mem>;
+
+    /// Fill `len` bytes of `mem` from byte `offset` with copies of `pattern` (1, 2, 4, 8 or
+    /// 16 bytes; `offset` and `len` multiples of it).
+    ///
+    /// # Safety
+    ///
+    /// `mem` is memory of this device, alive until the fill is queued, and
+    /// `offset..offset + len` lies within it.
+    unsafe fn fill_bytes(
+        &self,
+        mem: Self::Mem,
+        offset: usize,
+        pattern: &[u8],
+        len: usize,
+    ) -> Result<()>;
+
+    /// Whether kernels may compute in f64.
+    fn fp64(&self) -> bool;
+
+    /// The work-groups a reduction over few long outputs is split into
+    /// ([`reduce::split_groups`] of the device's compute units).
+    fn split_groups(&self) -> usize;
+
+    /// How matmul work is divided on this device.
+    fn matmul_schedule(&self) -> Schedule;
+}
+
+/// The grid of an elementwise launch over `count` items.
+fn map_grid<Q: Queue>(count: usize) -> Grid {
+    Grid::linear(
+        count.div_ceil(Q::MAP_GROUP).clamp(1, Q::MAX_MAP_GROUPS),
+        Q::MAP_GROUP,
+    )
+}
+
+/// The memory a kernel writes `out` into, contiguously from `out`'s offset.
+pub fn output_mem<Q: Queue>(q: &Q, out: &OutView<'_>) -> Result<Q::Mem> {
+    if !out.layout().is_contiguous() {
+        return Err(Error::invalid(format!(
+            "a kernel output on {} must be contiguous",
+            q.name()
+        )));
+    }
+    q.mem(out.view().buffer())
+}
+
+/// `out[i] = spec(inputs[..][i])` for inputs of the output's shape (already broadcast).
+pub fn map<Q: Queue>(
+    q: &Q,
+    spec: (ProgramKey, MapSpec),
+    inputs: &[&TensorView<'_>],
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    checks::same_shapes(inputs, &out.view())?;
+    let layout = out.layout();
+    let target = output_mem(q, out)?;
+    map_into(
+        q,
+        spec,
+        inputs,
+        &layout.shape().dims(),
+        target,
+        layout.offset(),
+    )
+}
+
+/// [`map`] into the contiguous elements of `dims` from element `offset` of `target`.
+pub fn map_into<Q: Queue>(
+    q: &Q,
+    (key, spec): (ProgramKey, MapSpec),
+    inputs: &[&TensorView<'_>],
+    dims: &[usize],
+    target: Q::Mem,
+    offset: usize,
+) -> Result<()> {
+    let count: usize = dims.iter().product();
+    if count == 0 {
+        return Ok(());
+    }
+    let strides: Vec<&[isize]> = inputs.iter().map(|x| x.layout().strides()).collect();
+    let plan = Coalesced::new(dims, &strides);
+    let variant = Variant::of(&plan);
+    let (name, _) = spec.kernel(variant);
+    let program = q.program(key)?;
+    let geometry = match variant {
+        Variant::Strided => Some(q.constants(&MapKernel::geometry(&plan, inputs.len()))?),
+        Variant::Contiguous | Variant::Flat => None,
+    };
+    let mut args = vec![Arg::I64(count as i64)];
+    if let Some((_, g)) = &geometry {
+        args.push(Arg::Mem(*g));
+    }
+    for (k, x) in inputs.iter().enumerate() {
+        args.push(Arg::Mem(q.mem(x.buffer())?));
+        args.push(Arg::I64(x.layout().offset() as i64));
+        if variant == Variant::Flat {
+            args.push(Arg::I64(plan.strides(k)[0] as i64));
+        }
+    }
+    args.extend([Arg::Mem(target), Arg::I64(offset as i64)]);
+    // SAFETY: the arguments are the map kernel's (count, geometry if strided, then each
+    // input's memory, offset and flat stride, then the output's), all of live buffers; the
+    // views' layouts lie within their buffers (a `TensorView`'s invariant) and the caller's
+    // `count` elements of `target` from `offset` are its own.
+    unsafe { q.launch(&program, &name, &args, map_grid::<Q>(count)) }
+}
+
+/// The elementwise kernel of `op` on `dtype` over `inputs`, or `Unsupported`.
+fn map_op<Q: Queue>(
+    q: &Q,
+    op: Op,
+    dtype: DataType,
+    inputs: &[&TensorView<'_>],
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    if !q.supports(op, dtype) {
+        return Err(q.unsupported(op, dtype));
+    }
+    let spec = table::map_spec(op, dtype).ok_or_else(|| q.unsupported(op, dtype))?;
+    map(q, spec, inputs, out)
+}
+
+/// `Device::unary`.
+pub fn unary<Q: Queue>(
+    q: &Q,
+    op: UnaryOp,
+    x: &TensorView<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    map_op(q, Op::Unary(op), x.dtype(), &[x], out)
+}
+
+/// `Device::binary`.
+pub fn binary<Q: Queue>(
+    q: &Q,
+    op: BinaryOp,
+    a: &TensorView<'_>,
+    b: &TensorView<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    checks::same_dtype(op.name(), a.dtype(), &[b.dtype()])?;
+    map_op(q, Op::Binary(op), a.dtype(), &[a, b], out)
+}
+
+/// `Device::select`.
+pub fn select<Q: Queue>(
+    q: &Q,
+    cond: &TensorView<'_>,
+    a: &TensorView<'_>,
+    b: &TensorView<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    checks::select_dtypes(cond.dtype(), a.dtype(), b.dtype())?;
+    map_op(q, Op::Where, a.dtype(), &[cond, a, b], out)
+}
+
+/// `Device::copy`.
+pub fn copy<Q: Queue>(q: &Q, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+    checks::copy_dtypes(x.dtype(), out.dtype())?;
+    map_op(q, Op::Copy, x.dtype(), &[x], out)
+}
+
+/// `Device::cast`.
+pub fn cast<Q: Queue>(q: &Q, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+    let (from, to) = (x.dtype(), out.dtype());
+    for dtype in [from, to] {
+        if !q.supports(Op::Cast, dtype) {
+            return Err(q.unsupported("cast", dtype));
+        }
+    }
+    let spec = table::cast_spec(from, to).ok_or_else(|| q.unsupported("cast", from))?;
+    map(q, spec, &[x], out)
+}
+
+/// `Device::fill`: the value's bytes repeated over the output.
+pub fn fill<Q: Queue>(q: &Q, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
+    let dtype = out.dtype();
+    let unsupported = || q.unsupported("fill", dtype);
+    if !q.supports(Op::Fill, dtype) {
+        return Err(unsupported());
+    }
+    let bytes = polytensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
+    let target = output_mem(q, out)?;
+    let (layout, size) = (out.layout(), dtype.size());
+    // SAFETY: the output's contiguous elements lie within its buffer, which `out` borrows.
+    unsafe {
+        q.fill_bytes(
+            target,
+            layout.offset() * size,
+            &bytes,
+            layout.num_elements() * size,
+        )
+    }
+}
+
+/// `Device::reduce`: one work-item per output when the reduced extent is short, a
+/// work-group tree per output otherwise, and few long outputs split across work-groups
+/// whose partials a second launch gathers.
+pub fn reduce<Q: Queue>(
+    q: &Q,
+    op: ReduceOp,
+    x: &TensorView<'_>,
+    axes: &[usize],
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let dtype = x.dtype();
+    checks::reduce_output(op, dtype, out.dtype())?;
+    if !q.supports(Op::Reduce(op), dtype) {
+        return Err(q.unsupported(op.name(), dtype));
+    }
+    let input = Elem::of(dtype).ok_or_else(|| q.unsupported(op.name(), dtype))?;
+    let target = output_mem(q, out)?;
+    let layout = x.layout();
+    let outputs = out.layout().num_elements();
+    let split = ReducedAxes::split(layout, axes, outputs)?;
+    let count: usize = split.reduced.iter().product();
+    if outputs == 0 {
+        return Ok(());
+    }
+    let kernel = ReduceKernel {
+        op,
+        input,
+        wide_floats: q.fp64(),
+    };
+    let program = q.program(ProgramKey::Reduce(dtype))?;
+    let (_geometry, geometry_mem) = q.constants(&ReduceKernel::geometry(
+        &split.kept,
+        &split.kept_strides,
+        &split.reduced,
+        &split.reduced_strides,
+    ))?;
+    let out_offset = Arg::I64(out.layout().offset() as i64);
+    let args = [
+        Arg::I64(outputs as i64),
+        Arg::I64(count as i64),
+        Arg::Mem(geometry_mem),
+        Arg::Mem(q.mem(x.buffer())?),
+        Arg::I64(layout.offset() as i64),
+        Arg::Mem(target),
+        out_offset,
+    ];
+    let parts = reduce::split_parts(outputs, count, q.split_groups());
+    let launch = |stage: Stage, args: &[Arg<Q::Mem>], grid: Grid| {
+        // SAFETY: each stage gets the reduction kernel's parameters (`ReduceKernel`
+        // documents them) over live buffers: the input view, the geometry and partials
+        // held to the end of this function, and the output, whose `outputs` contiguous
+        // elements lie within its buffer.
+        unsafe { q.launch(&program, &kernel.kernel_name(stage), args, grid) }
+    };
+    if count < WORKGROUP {
+        launch(Stage::Serial, &args, map_grid::<Q>(outputs))
+    } else if parts > 1 {
+        // Few outputs, each long: split each across `parts` work-groups, then gather.
+        // Kept alive (and so its memory valid) until both launches are queued.
+        let partial_buffer = q.allocate(outputs * parts * PARTIAL_BYTES)?;
+        let partials = Arg::Mem(q.mem(partial_buffer.as_ref())?);
+        let mut split = args[..5].to_vec();
+        split.extend([partials, Arg::I64(parts as i64)]);
+        let groups = (outputs * parts).min(1 << 16);
+        launch(Stage::Split, &split, Grid::linear(groups, WORKGROUP))?;
+        let gather = [
+            Arg::I64(outputs as i64),
+            Arg::I64(count as i64),
+            partials,
+            Arg::I64(parts as i64),
+            Arg::Mem(target),
+            out_offset,
+        ];
+        let groups = outputs.min(1 << 16);
+        launch(Stage::Gather, &gather, Grid::linear(groups, WORKGROUP))
+    } else {
+        let groups = outputs.min(1 << 16);
+        launch(Stage::Tree, &args, Grid::linear(groups, WORKGROUP))
+    }
+}
+
+/// The checks and trivial cases every matmul shares: dtypes, support, the plan; an empty
+/// output needs nothing and `k = 0` is zeros. `Some(plan)` where there is work to do.
+pub fn matmul_plan<Q: Queue>(
+    q: &Q,
+    a: &TensorView<'_>,
+    b: &TensorView<'_>,
+    out: &mut OutView<'_>,
+) -> Result<Option<MatmulPlan>> {
+    let dtype = a.dtype();
+    checks::same_dtype("matmul", dtype, &[b.dtype(), out.dtype()])?;
+    if !q.supports(Op::Matmul, dtype) {
+        return Err(q.unsupported("matmul", dtype));
+    }
+    output_mem(q, out)?;
+    let plan = MatmulPlan::new(a.layout(), b.layout(), out.layout())?;
+    if plan.batches() * plan.m * plan.n == 0 {
+        return Ok(None);
+    }
+    if plan.k == 0 {
+        fill(q, Scalar::I64(0), out)?;
+        return Ok(None);
+    }
+    Ok(Some(plan))
+}
+
+/// `out = a @ b` by the generated kernel of `plan`, in batch chunks that every device's
+/// third launch dim holds.
+pub fn matmul_kernel<Q: Queue>(
+    q: &Q,
+    a: &TensorView<'_>,
+    b: &TensorView<'_>,
+    out: &mut OutView<'_>,
+    plan: &MatmulPlan,
+) -> Result<()> {
+    const BATCH_CHUNK: usize = 65_535;
+    let program = q.program(ProgramKey::Matmul(a.dtype()))?;
+    let (_geometry, geometry_mem) = q.constants(&MatmulKernel::geometry(plan))?;
+    let (la, lb) = (a.layout(), b.layout());
+    let schedule = q.matmul_schedule();
+    let batches = plan.batches();
+    for first in (0..batches).step_by(BATCH_CHUNK) {
+        let chunk = (batches - first).min(BATCH_CHUNK);
+        let args = [
+            Arg::I64(plan.m as i64),
+            Arg::I64(plan.n as i64),
+            Arg::I64(plan.k as i64),
+            Arg::Mem(geometry_mem),
+            Arg::I64(first as i64),
+            Arg::Mem(q.mem(a.buffer())?),
+            Arg::I64(la.offset() as i64),
+            Arg::I64(plan.a_strides[0] as i64),
+            Arg::I64(plan.a_strides[1] as i64),
+            Arg::Mem(q.mem(b.buffer())?),
+            Arg::I64(lb.offset() as i64),
+            Arg::I64(plan.b_strides[0] as i64),
+            Arg::I64(plan.b_strides[1] as i64),
+            Arg::Mem(output_mem(q, out)?),
+            Arg::I64(out.layout().offset() as i64),
+        ];
+        let (global, group) = (schedule.global(plan.m, plan.n, chunk), schedule.local());
+        let grid = Grid {
+            groups: [0, 1, 2].map(|d| global[d] / group[d]),
+            group,
+        };
+        // SAFETY: the matmul kernel's parameters, in order, over the live operand and output
+        // buffers and the geometry held to the end of this function; `MatmulPlan` checked
+        // that the strided operands and the output fit their layouts.
+        unsafe { q.launch(&program, "matmul", &args, grid)? };
+    }
+    Ok(())
+}
+
+/// The `Device` methods of a [`Queue`] backend that only delegate to this module: unary,
+/// binary, select, cast, reduce, fill, copy, and arange (computed on the host, exactly).
+/// Invoke it inside `impl Device for ...`.
+#[macro_export]
+macro_rules! queue_device_ops {
+    () => {
+        fn unary(
+            &self,
+            op: polytensor_core::UnaryOp,
+            x: &polytensor_core::TensorView<'_>,
+            out: &mut polytensor_core::OutView<'_>,
+        ) -> polytensor_core::Result<()> {
+            $crate::launch::unary(self, op, x, out)
+        }
+
+        fn binary(
+            &self,
+            op: polytensor_core::BinaryOp,
+            a: &polytensor_core::TensorView<'_>,
+            b: &polytensor_core::TensorView<'_>,
+            out: &mut polytensor_core::OutView<'_>,
+        ) -> polytensor_core::Result<()> {
+            $crate::launch::binary(self, op, a, b, out)
+        }
+
+        fn select(
+            &self,
+            cond: &polytensor_core::TensorView<'_>,
+            a: &polytensor_core::TensorView<'_>,
+            b: &polytensor_core::TensorView<'_>,
+            out: &mut polytensor_core::OutView<'_>,
+        ) -> polytensor_core::Result<()> {
+            $crate::launch::select(self, cond, a, b, out)
+        }
+
+        fn cast(
+            &self,
+            x: &polytensor_core::TensorView<'_>,
+            out: &mut polytensor_core::OutView<'_>,
+        ) -> polytensor_core::Result<()> {
+            $crate::launch::cast(self, x, out)
+        }
+
+        fn reduce(
+            &self,
+            op: polytensor_core::ReduceOp,
+            x: &polytensor_core::TensorView<'_>,
+            axes: &[usize],
+            out: &mut polytensor_core::OutView<'_>,
+        ) -> polytensor_core::Result<()> {
+            $crate::launch::reduce(self, op, x, axes, out)
+        }
+
+        fn fill(
+            &self,
+            value: polytensor_core::Scalar,
+            out: &mut polytensor_core::OutView<'_>,
+        ) -> polytensor_core::Result<()> {
+            $crate::launch::fill(self, value, out)
+        }
+
+        fn arange(
+            &self,
+            start: polytensor_core::Scalar,
+            step: polytensor_core::Scalar,
+            out: &mut polytensor_core::OutView<'_>,
+        ) -> polytensor_core::Result<()> {
+            (self as &dyn polytensor_core::Device).arange_from_host(start, step, out)
+        }
+
+        fn copy(
+            &self,
+            x: &polytensor_core::TensorView<'_>,
+            out: &mut polytensor_core::OutView<'_>,
+        ) -> polytensor_core::Result<()> {
+            $crate::launch::copy(self, x, out)
+        }
+    };
+}
