@@ -17,8 +17,8 @@ use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 use polytensor_core::plan::MatmulPlan;
 use polytensor_core::{
-    Allocator, AllocatorInfo, CachingAllocator, DataType, Device, DeviceKind, Error, Layout, Op,
-    OutView, Result, TensorBuffer, TensorView, ALLOCATOR_ALIGNMENT,
+    Allocator, AllocatorInfo, CachingAllocator, Device, DeviceKind, Error, Layout, Op, OutView,
+    Result, TensorBuffer, TensorView, ALLOCATOR_ALIGNMENT,
 };
 use polytensor_kernels_c::launch::{self, Arg, Grid, Queue};
 use polytensor_kernels_c::matmul::Schedule;
@@ -382,10 +382,6 @@ impl Device for CudaDevice {
         true
     }
 
-    fn supports(&self, op: Op, dtype: DataType) -> bool {
-        self.capabilities.supports(op, dtype)
-    }
-
     fn allocator(&self) -> &dyn AllocatorInfo {
         self.allocator.as_ref()
     }
@@ -401,13 +397,6 @@ impl Device for CudaDevice {
             self.allocator.clone(),
             self.handle(),
         )))
-    }
-
-    fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
-        let buffer = self.allocate(bytes)?;
-        // SAFETY: the whole of the new buffer, which is alive here.
-        unsafe { self.fill_bytes(address_of(buffer.as_ref())?, 0, &[0u8], bytes)? };
-        Ok(buffer)
     }
 
     fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {
@@ -586,6 +575,10 @@ impl Queue for CudaDevice {
             }
         };
         set.result().map_err(|e| self.backend("filling memory", e))
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
     }
 
     fn fp64(&self) -> bool {

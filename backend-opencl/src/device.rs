@@ -14,8 +14,8 @@ use opencl3::types::cl_mem;
 use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 use polytensor_core::{
-    Allocator, AllocatorInfo, CachingAllocator, DataType, Device, DeviceKind, Error, Op, OutView,
-    Result, TensorBuffer, TensorView,
+    Allocator, AllocatorInfo, CachingAllocator, Device, DeviceKind, Error, OutView, Result,
+    TensorBuffer, TensorView,
 };
 use polytensor_kernels_c::launch::{self, Arg, Grid, Queue};
 use polytensor_kernels_c::matmul::Schedule;
@@ -268,10 +268,6 @@ impl Device for OpenClDevice {
         self.accelerator
     }
 
-    fn supports(&self, op: Op, dtype: DataType) -> bool {
-        self.capabilities.supports(op, dtype)
-    }
-
     fn allocator(&self) -> &dyn AllocatorInfo {
         self.allocator.as_ref()
     }
@@ -283,15 +279,6 @@ impl Device for OpenClDevice {
             self.allocator.clone(),
             self.handle(),
         )))
-    }
-
-    fn allocate_zeroed(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
-        let buffer = self.allocate(bytes)?;
-        if bytes > 0 {
-            // SAFETY: the whole of the new buffer, which is alive here.
-            unsafe { self.fill_bytes(buffer_mem(buffer.as_ref())?, 0, &[0u8], bytes)? };
-        }
-        Ok(buffer)
     }
 
     fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {
@@ -426,6 +413,10 @@ impl Queue for OpenClDevice {
         .map_err(|e| self.backend("filling a buffer", ClError(e)))?;
         drop(Event::new(event));
         Ok(())
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
     }
 
     fn fp64(&self) -> bool {

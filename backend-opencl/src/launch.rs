@@ -30,12 +30,20 @@ pub(crate) fn enqueue(
             }
         }
     }
-    // SAFETY: every argument is set; `global` and `local` hold three sizes each; the
-    // buffers stay alive until the command completes (OpenCL retains them).
+    // One-dimensional launches are enqueued as such: PoCL's work-group loops then have one
+    // level.
+    let dims = if global[1..] == [1, 1] && local[1..] == [1, 1] {
+        1
+    } else {
+        3
+    };
+    // SAFETY: every argument is set; `global` and `local` hold three sizes each, of which
+    // the first `dims` are passed; the buffers stay alive until the command completes
+    // (OpenCL retains them).
     let event = unsafe {
         queue.enqueue_nd_range_kernel(
             kernel.get(),
-            3,
+            dims,
             ptr::null(),
             global.as_ptr(),
             local.as_ptr(),

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use polytensor_core::device::checks;
+use polytensor_core::device::{checks, Capabilities};
 use polytensor_core::plan::{Coalesced, MatmulPlan, ReducedAxes};
 use polytensor_core::{
     BinaryOp, DataType, Device, Error, Op, OutView, ReduceOp, Result, Scalar, TensorBuffer,
@@ -114,6 +114,9 @@ pub trait Queue: Device + Sized {
         pattern: &[u8],
         len: usize,
     ) -> Result<()>;
+
+    /// What the device runs (computed once when it opens).
+    fn capabilities(&self) -> &Capabilities;
 
     /// Whether kernels may compute in f64.
     fn fp64(&self) -> bool;
@@ -271,6 +274,17 @@ pub fn cast<Q: Queue>(q: &Q, x: &TensorView<'_>, out: &mut OutView<'_>) -> Resul
     }
     let spec = table::cast_spec(from, to).ok_or_else(|| q.unsupported("cast", from))?;
     map(q, spec, &[x], out)
+}
+
+/// `Device::allocate_zeroed`: a new buffer, filled with zero bytes on the queue.
+pub fn allocate_zeroed<Q: Queue>(q: &Q, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+    let buffer = q.allocate(bytes)?;
+    if bytes > 0 {
+        let mem = q.mem(buffer.as_ref())?;
+        // SAFETY: the whole of the new buffer, which is alive here.
+        unsafe { q.fill_bytes(mem, 0, &[0u8], bytes)? };
+    }
+    Ok(buffer)
 }
 
 /// `Device::fill`: the value's bytes repeated over the output.
@@ -447,12 +461,23 @@ pub fn matmul_kernel<Q: Queue>(
     Ok(())
 }
 
-/// The `Device` methods of a [`Queue`] backend that only delegate to this module: unary,
-/// binary, select, cast, reduce, fill, copy, and arange (computed on the host, exactly).
-/// Invoke it inside `impl Device for ...`.
+/// The `Device` methods of a [`Queue`] backend that only delegate to it or to this
+/// module: supports, allocate_zeroed, unary, binary, select, cast, reduce, fill, copy, and
+/// arange (computed on the host, exactly). Invoke it inside `impl Device for ...`.
 #[macro_export]
 macro_rules! queue_device_ops {
     () => {
+        fn supports(&self, op: polytensor_core::Op, dtype: polytensor_core::DataType) -> bool {
+            $crate::launch::Queue::capabilities(self).supports(op, dtype)
+        }
+
+        fn allocate_zeroed(
+            &self,
+            bytes: usize,
+        ) -> polytensor_core::Result<std::sync::Arc<dyn polytensor_core::TensorBuffer>> {
+            $crate::launch::allocate_zeroed(self, bytes)
+        }
+
         fn unary(
             &self,
             op: polytensor_core::UnaryOp,
