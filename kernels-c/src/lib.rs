@@ -7,7 +7,9 @@
 //!
 //! This crate knows nothing of any driver: it turns (op, dtype, variant) into source text
 //! and says how to launch it ([`elementwise::MapKernel`], [`reduce::ReduceKernel`],
-//! [`matmul::MatmulKernel`]); the backend compiles, caches and launches.
+//! [`matmul::MatmulKernel`]); [`launch`] goes from a `Device` call to those launches
+//! (plans, argument lists, grids) through a backend's [`launch::Queue`], which compiles,
+//! caches and enqueues.
 //!
 //! - [`Elem`]: how each dtype is stored and computed on (f16 and bf16 as their 16 bits,
 //!   computed in f32 and rounded once; complex as `float2`/`double2`).
