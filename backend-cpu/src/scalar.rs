@@ -28,6 +28,7 @@ pub(crate) trait Real:
     fn sin(self) -> Self;
     fn cos(self) -> Self;
     fn tanh(self) -> Self;
+    fn erf(self) -> Self;
     fn floor(self) -> Self;
     fn ceil(self) -> Self;
     fn round_ties_even(self) -> Self;
@@ -49,6 +50,7 @@ macro_rules! real_impl {
             #[inline] fn sin(self) -> Self { <$t>::sin(self) }
             #[inline] fn cos(self) -> Self { <$t>::cos(self) }
             #[inline] fn tanh(self) -> Self { <$t>::tanh(self) }
+            #[inline] fn erf(self) -> Self { libm::Libm::<$t>::erf(self) }
             #[inline] fn floor(self) -> Self { <$t>::floor(self) }
             #[inline] fn ceil(self) -> Self { <$t>::ceil(self) }
             #[inline] fn round_ties_even(self) -> Self { <$t>::round_ties_even(self) }

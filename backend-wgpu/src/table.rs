@@ -1,11 +1,12 @@
-//! The kernel table: the WGSL expression that runs each elementwise (op, dtype), and how
-//! its operands are stored. The single source of `supports` and of the elementwise kernels.
+//! The kernel table: the WGSL expression that runs each elementwise (op, dtype) (the kit's
+//! body of the op, rendered as WGSL), and how its operands are stored. The single source
+//! of `supports` and of the elementwise kernels.
 
-use polytensor_core::{DataType, Op, UnaryOp};
+use polytensor_core::{DataType, Op};
+use polytensor_kernels_c::{body, render, Elem};
 
 use crate::kernels::key::MapKey;
 use crate::kernels::storage::Storage;
-use crate::kernels::{complex, elementwise};
 
 /// An elementwise kernel: its pipeline's cache key, its WGSL expression over `x`, `y`,
 /// `z`, and how its operands and output are stored.
@@ -33,29 +34,16 @@ pub(crate) fn kernel_for(op: Op, dtype: DataType) -> Option<Kernel> {
         Op::Copy | Op::Fill => return Storage::raw(dtype).map(|_| raw("x")),
         _ => {}
     }
-    let t = Storage::of(dtype)?.value_type();
-    if let Some(part) = t.part() {
-        let expression = match op {
-            Op::Binary(op) => complex::binary_expression(op)?,
-            Op::Unary(op) => complex::unary_expression(op, part)?,
-            _ => return None,
-        };
-        return Some(Kernel {
-            key,
-            expression,
-            storage: Storage::of,
-        });
-    }
-    let t = t.real()?;
-    let expression = match op {
-        Op::Binary(op) if op.is_comparison() => elementwise::compare_expression(op, t)?,
-        Op::Binary(op) if dtype == DataType::Bool => elementwise::logical_expression(op)?.into(),
-        Op::Unary(UnaryOp::Not) if dtype == DataType::Bool => "1u - x".into(),
-        _ if dtype == DataType::Bool => return None,
-        Op::Binary(op) => elementwise::binary_expression(op, t)?,
-        Op::Unary(op) => elementwise::unary_expression(op, t)?,
+    // The op's body, written once in the kit and rendered as WGSL; `None` where wgpu's
+    // library lacks a function for the dtype.
+    Storage::of(dtype)?;
+    let elem = Elem::of(dtype)?;
+    let body = match op {
+        Op::Unary(op) => body::unary(op, elem)?,
+        Op::Binary(op) => body::binary(op, elem)?,
         _ => return None,
     };
+    let expression = render::wgsl(&body, elem)?;
     Some(Kernel {
         key,
         expression,

@@ -79,19 +79,21 @@ fn reference(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Sin => x.sin(),
         UnaryOp::Cos => x.cos(),
         UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Erf => libm::erf(x),
         _ if x < 0.0 => x.exp() / (1.0 + x.exp()),
         _ => 1.0 / (1.0 + (-x).exp()),
     }
 }
 
 /// Each op with its bound in ulp.
-const BOUNDS: [(UnaryOp, f64); 6] = [
+const BOUNDS: [(UnaryOp, f64); 7] = [
     (UnaryOp::Exp, 2.0),
     (UnaryOp::Log, 2.0),
     (UnaryOp::Sin, 2.0),
     (UnaryOp::Cos, 2.0),
     (UnaryOp::Tanh, 4.0),
     (UnaryOp::Sigmoid, 4.0),
+    (UnaryOp::Erf, 2.0),
 ];
 
 #[test]

@@ -37,7 +37,12 @@ pub fn tolerance(op: Op, dtype: DataType) -> Tolerance {
     match op {
         Op::Unary(u) => match u {
             UnaryOp::Neg => Tolerance::Exact,
-            UnaryOp::Rsqrt | UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sin | UnaryOp::Cos
+            UnaryOp::Rsqrt
+            | UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Erf
                 if !complex =>
             {
                 Tolerance::Ulps(2.0)

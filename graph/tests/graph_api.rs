@@ -729,3 +729,34 @@ fn placeholders_and_constants_take_a_name() {
         .unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), [3.0, 8.0]);
 }
+
+#[test]
+fn erf_runs_in_a_graph_as_eagerly_and_refuses_integers_when_run() {
+    let values = [-7.0f32, -1.0, -0.5, 0.0, 1e-20, 0.5, 1.0, 4.0];
+    let mut g = Graph::new();
+    let x = g.constant_values(&values, &[values.len()]).unwrap();
+    let erf = g.unary("Erf", &x).unwrap();
+    assert_eq!(erf.dtype(), DataType::Float);
+    let got = run1(&g, &erf).to_vec::<f32>().unwrap();
+    let eager = Tensor::from_slice(&values, [values.len()], &cpu())
+        .unwrap()
+        .erf()
+        .unwrap();
+    assert_eq!(got, eager.to_vec::<f32>().unwrap());
+    // An odd function, +-1 far out, 0 at 0, 2x / sqrt(pi) near it.
+    assert_eq!((got[0], got[3], got[7]), (-1.0, 0.0, 1.0));
+    assert_eq!((got[1], got[2]), (-got[6], -got[5]));
+    let slope = 2.0 / std::f64::consts::PI.sqrt();
+    let near_zero = slope * f64::from(values[4]);
+    assert!((f64::from(got[4]) - near_zero).abs() <= near_zero * f64::from(f32::EPSILON));
+    let ints = ints(&[1, 2], &[2], &mut g);
+    let refused = g.unary("Erf", &ints).and_then(|erf| {
+        Session::new(&g, cpu()).run(&[], &[&erf], &[])?;
+        Ok(())
+    });
+    let message = refused.unwrap_err().to_string();
+    assert!(
+        message.contains("erf is not supported for dtype int32"),
+        "{message}"
+    );
+}

@@ -13,13 +13,16 @@
 //!
 //! - [`Elem`]: how each dtype is stored and computed on (f16 and bf16 as their 16 bits,
 //!   computed in f32 and rounded once; complex as `float2`/`double2`).
-//! - [`expr`]: the C expression of every elementwise op and cast, following the shared
-//!   semantics of DESIGN.md.
+//! - [`body`]: the body of every elementwise op, one typed expression for every GPU
+//!   language, and [`render`]: its C and WGSL dialect layers (wgpu renders its kernels'
+//!   bodies from here too).
+//! - [`expr`]: the C expression of every cast and of `where`.
 //! - [`table`]: which kernel runs each (op, dtype), grouped into programs; the single
 //!   source of every backend's `supports`.
 //! - [`Library`]: the helper headers a kernel needs (`c/scalar.h`, `c/real.h`,
 //!   `c/complex.h`, `c/fp64.h`), instantiated per type.
 
+pub mod body;
 mod dialect;
 mod elem;
 pub mod elementwise;
@@ -28,6 +31,7 @@ pub mod launch;
 mod library;
 pub mod matmul;
 pub mod reduce;
+pub mod render;
 pub mod table;
 
 pub use dialect::Dialect;
@@ -55,7 +59,11 @@ mod tests {
         let map = MapKernel {
             inputs: vec![Access::Value(Elem::BF16), Access::Value(Elem::BF16)],
             output: Access::Value(Elem::BF16),
-            expression: expr::binary(polytensor_core::BinaryOp::Pow, Elem::BF16).unwrap(),
+            expression: render::c(
+                &body::binary(polytensor_core::BinaryOp::Pow, Elem::BF16).unwrap(),
+                Elem::BF16,
+            )
+            .unwrap(),
             variant: Variant::Strided,
         };
         let reduce = ReduceKernel {

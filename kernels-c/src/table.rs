@@ -12,7 +12,7 @@
 use crate::elementwise::{self, Access, MapKernel, Variant};
 use crate::matmul::{MatmulKernel, Schedule};
 use crate::reduce::{self, ReduceKernel, Stage};
-use crate::{expr, Dialect, Elem};
+use crate::{body, expr, render, Dialect, Elem};
 use polytensor_core::{BinaryOp, DataType, Op, ReduceOp, UnaryOp};
 
 /// A program: the kernels of one family and dtype.
@@ -99,7 +99,7 @@ pub fn map_spec(op: Op, dtype: DataType) -> Option<(ProgramKey, MapSpec)> {
                 name: u.name().into(),
                 inputs: vec![Access::Value(e)],
                 output: value(u.output_dtype(dtype))?,
-                expression: expr::unary(u, e)?,
+                expression: render::c(&body::unary(u, e)?, e)?,
             },
         ),
         Op::Binary(b) => (
@@ -108,7 +108,7 @@ pub fn map_spec(op: Op, dtype: DataType) -> Option<(ProgramKey, MapSpec)> {
                 name: b.name().into(),
                 inputs: vec![Access::Value(e), Access::Value(e)],
                 output: value(b.output_dtype(dtype))?,
-                expression: expr::binary(b, e)?,
+                expression: render::c(&body::binary(b, e)?, e)?,
             },
         ),
         _ => return None,

@@ -58,6 +58,8 @@ op_enum! {
         Tanh = "tanh",
         /// `1 / (1 + e^-x)`.
         Sigmoid = "sigmoid",
+        /// The error function, `2 / sqrt(pi)` times the integral of `e^(-t^2)` from 0 to `x`.
+        Erf = "erf",
         /// `max(x, 0)`, NaN propagating.
         Relu = "relu",
         /// Round toward -inf.
@@ -279,7 +281,9 @@ const fn defined(op: Op, dtype: DataType) -> bool {
             UnaryOp::Neg => matches!(class, Float | Signed | Complex),
             UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Square => numeric,
             UnaryOp::Relu => real,
-            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => matches!(class, Float),
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Erf => {
+                matches!(class, Float)
+            }
             _ => matches!(class, Float | Complex),
         },
         Op::Binary(op) => match op {

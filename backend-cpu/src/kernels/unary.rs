@@ -59,6 +59,7 @@ fn float_unary<T: FloatElem>(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<
             let e = v.exp();
             e / (one + e)
         }),
+        UnaryOp::Erf => apply!(|v| v.erf()),
         UnaryOp::Relu => apply!(|v| if v > zero || v.is_nan() { v } else { zero }),
         UnaryOp::Floor => apply!(|v| v.floor()),
         UnaryOp::Ceil => apply!(|v| v.ceil()),

@@ -1,13 +1,15 @@
 //! Elementwise kernels: one WGSL template for every op of one to three operands over any
 //! strided (broadcast, transposed, offset) inputs, writing a contiguous output; the op is a
-//! WGSL expression over `x`, `y`, `z`, and the template carries the helpers expressions
-//! call (NaN-aware float helpers, conversions, integer powers, `fmod`, transcendentals).
+//! WGSL expression over `x`, `y`, `z` (an op's body rendered by the kit,
+//! `polytensor_kernels_c::render::wgsl`; casts are written here), and the template carries
+//! the helpers expressions call (NaN-aware float helpers, conversions, integer powers,
+//! `fmod`, transcendentals).
 //!
 //! The geometry travels in a small storage buffer of `u32`: element count, rank, one
 //! offset per input, the (merged) dims, then each input's strides (as `i32` bits, so
 //! reversed views work).
 
-use polytensor_core::{BinaryOp, DataType, UnaryOp};
+use polytensor_core::DataType;
 
 use super::storage::{Storage, CONVERSIONS};
 use super::template::instantiate;
@@ -16,80 +18,6 @@ use super::ty::{Scalar, Ty};
 
 /// Invocations per workgroup.
 pub(crate) const WORKGROUP: u32 = 256;
-
-/// The WGSL expression of `op` on `x` and `y` of type `t`, following DESIGN.md's shared
-/// semantics (integer `x / 0 = -1`, `x % 0 = x`; WGSL's own rules give `x` and `0`), or
-/// `None` where this backend has no exact kernel yet.
-pub(crate) fn binary_expression(op: BinaryOp, t: Scalar) -> Option<String> {
-    let float = t.is_float();
-    let zero = format!("{t}(0)");
-    let all_ones = if t.is_unsigned() {
-        format!("~{zero}")
-    } else {
-        format!("{t}(-1)")
-    };
-    Some(match op {
-        BinaryOp::Add => "x + y".into(),
-        BinaryOp::Sub => "x - y".into(),
-        BinaryOp::Mul => "x * y".into(),
-        BinaryOp::Div if float => "x / y".into(),
-        BinaryOp::Div => format!("select(x / y, {all_ones}, y == {zero})"),
-        BinaryOp::Rem if !float => format!("select(x % y, x, y == {zero})"),
-        BinaryOp::Rem => format!("float_rem_{t}(x, y)"),
-        BinaryOp::Pow if !float => format!("pow_{t}(x, y)"),
-        // Computed in f64: see `transcendental::POW_F32`.
-        BinaryOp::Pow if t == Scalar::F32 => "pow_f32(x, y)".into(),
-        BinaryOp::Max if float => "float_max(x, y)".into(),
-        BinaryOp::Min if float => "float_min(x, y)".into(),
-        BinaryOp::Max => "max(x, y)".into(),
-        BinaryOp::Min => "min(x, y)".into(),
-        _ => return None,
-    })
-}
-
-/// The WGSL expression of unary `op` on `x` of type `t`, or `None` where this backend has
-/// no kernel within the conformance bounds yet.
-pub(crate) fn unary_expression(op: UnaryOp, t: Scalar) -> Option<String> {
-    let float = t.is_float();
-    let signed = !t.is_unsigned();
-    Some(match op {
-        UnaryOp::Neg if float => "-x".into(),
-        UnaryOp::Neg if signed => "0 - x".into(),
-        UnaryOp::Abs if float => "abs(x)".into(),
-        // Wrapping: |MIN| = MIN, as two's complement negation gives.
-        UnaryOp::Abs if signed => "select(x, 0 - x, x < 0)".into(),
-        UnaryOp::Abs => "x".into(),
-        UnaryOp::Sign if float => "select(sign(x), x, is_nan(x) || x == 0.0)".into(),
-        UnaryOp::Sign if signed => format!("select(select({t}(0), {t}(1), x > 0), {t}(-1), x < 0)"),
-        UnaryOp::Sign => format!("min(x, {t}(1))"),
-        UnaryOp::Relu if float => "select(0.0, x, x > 0.0 || is_nan(x))".into(),
-        UnaryOp::Relu if signed => "max(x, 0)".into(),
-        UnaryOp::Relu => "x".into(),
-        UnaryOp::Square => "x * x".into(),
-        UnaryOp::Floor if float => "floor(x)".into(),
-        UnaryOp::Ceil if float => "ceil(x)".into(),
-        // A zero result keeps the sign of `x`, as WGSL's round must (lavapipe's f64 round
-        // returns +0 for -0.4); `1 / x < 0` tells -0 from +0.
-        UnaryOp::Round if float => "round_even(x)".into(),
-        // Correctly rounded on every conformant Vulkan device (and f16, bf16 round once
-        // more, innocuously); rsqrt's two roundings stay within its 2 ulp.
-        UnaryOp::Sqrt if float => "sqrt(x)".into(),
-        UnaryOp::Recip if float => "1.0 / x".into(),
-        UnaryOp::Rsqrt if float => "1.0 / sqrt(x)".into(),
-        // f32 (and f16, bf16 through it) only: see `transcendental`.
-        UnaryOp::Exp if t == Scalar::F32 => "exp_f32(x)".into(),
-        UnaryOp::Log if t == Scalar::F32 => "log_f32(x)".into(),
-        UnaryOp::Tanh if t == Scalar::F32 => "tanh_f32(x)".into(),
-        UnaryOp::Sigmoid if t == Scalar::F32 => "sigmoid_f32(x)".into(),
-        UnaryOp::Exp if t == Scalar::F64 => "exp_f64(x)".into(),
-        UnaryOp::Log if t == Scalar::F64 => "log_f64(x)".into(),
-        UnaryOp::Tanh if t == Scalar::F64 => "tanh_f64(x)".into(),
-        UnaryOp::Sigmoid if t == Scalar::F64 => "sigmoid_f64(x)".into(),
-        UnaryOp::Sin if t == Scalar::F32 => "sin_cos_f32(x, false)".into(),
-        UnaryOp::Cos if t == Scalar::F32 => "sin_cos_f32(x, true)".into(),
-        _ => return None,
-    })
-}
 
 /// The float helpers every map and reduction template carries, for float type `t` (`f32`,
 /// or `f64` where the device has SHADER_F64 and SHADER_INT64, which its bit tests need):
@@ -306,31 +234,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     source
 }
 
-/// The WGSL expression of comparison `op` on `x` and `y` stored as `t`, as a `u32` 0 or 1.
-/// Float comparisons are false (`ne`: true) when either side is NaN, tested on the bits.
-pub(crate) fn compare_expression(op: BinaryOp, t: Scalar) -> Option<String> {
-    let symbol = match op {
-        BinaryOp::Eq => "==",
-        BinaryOp::Ne => "==",
-        BinaryOp::Lt => "<",
-        BinaryOp::Le => "<=",
-        BinaryOp::Gt => ">",
-        BinaryOp::Ge => ">=",
-        _ => return None,
-    };
-    let ordered = if t.is_float() {
-        format!("(x {symbol} y && !is_nan(x) && !is_nan(y))")
-    } else {
-        format!("(x {symbol} y)")
-    };
-    let truth = if op == BinaryOp::Ne {
-        format!("!{ordered}")
-    } else {
-        ordered
-    };
-    Some(format!("select(0u, 1u, {truth})"))
-}
-
 /// The WGSL expression converting `x` of `from` into `to` with the shared cast semantics:
 /// float to int truncates and saturates with NaN to 0, ints wrap (the narrowing store
 /// drops the high bits), anything to bool is "not zero" (NaN is not zero), bool is 0 or 1,
@@ -436,16 +339,6 @@ pub(crate) fn int_literal(value: i128, t: Scalar) -> String {
         format!("~{t}(0)")
     } else {
         format!("{t}({value})")
-    }
-}
-
-/// The WGSL expression of a logical op on bools (bytes 0 or 1).
-pub(crate) fn logical_expression(op: BinaryOp) -> Option<&'static str> {
-    match op {
-        BinaryOp::And => Some("x & y"),
-        BinaryOp::Or => Some("x | y"),
-        BinaryOp::Xor => Some("x ^ y"),
-        _ => None,
     }
 }
 

@@ -9,7 +9,7 @@
 //! bf16 use them through f32. `pow` of those is computed in f64 ([`POW_F32`]).
 //! `tests/transcendentals.rs` checks the bounds over every exponent.
 
-/// The WGSL functions `exp_f32`, `log_f32`, `sin_cos_f32`, `tanh_f32` and `sigmoid_f32`
+/// The WGSL functions `exp_f32`, `log_f32`, `sin_cos_f32`, `tanh_f32`, `sigmoid_f32` and `erf_f32`
 /// (they need the float helpers' `is_nan` and `pow2`).
 pub(crate) const TRANSCENDENTALS: &str = include_str!("wgsl/transcendental_f32.wgsl");
 

@@ -33,11 +33,6 @@ impl Scalar {
         matches!(self, Scalar::F32 | Scalar::F64)
     }
 
-    /// Whether it is an unsigned integer type.
-    pub(crate) fn is_unsigned(self) -> bool {
-        matches!(self, Scalar::U32 | Scalar::U64)
-    }
-
     /// Whether it is a signed integer type.
     pub(crate) fn is_signed_integer(self) -> bool {
         matches!(self, Scalar::I32 | Scalar::I64)

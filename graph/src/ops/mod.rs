@@ -126,6 +126,7 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("Cos", Kind::Unary(UnaryOp::Cos)),
     ("Tanh", Kind::Unary(UnaryOp::Tanh)),
     ("Sigmoid", Kind::Unary(UnaryOp::Sigmoid)),
+    ("Erf", Kind::Unary(UnaryOp::Erf)),
     ("Relu", Kind::Unary(UnaryOp::Relu)),
     ("Square", Kind::Unary(UnaryOp::Square)),
     ("Reciprocal", Kind::Unary(UnaryOp::Recip)),

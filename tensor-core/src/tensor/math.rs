@@ -79,6 +79,8 @@ impl Tensor {
         tanh => Tanh;
         /// Logistic sigmoid.
         sigmoid => Sigmoid;
+        /// The error function (real floats).
+        erf => Erf;
         /// `max(x, 0)`.
         relu => Relu;
         /// Round toward -inf.
