@@ -98,8 +98,8 @@ pub enum Func {
 }
 
 /// A typed expression over the operands, computed in the element type it is rendered
-/// for. Conditions (`Compare`, `IsNan`, `Or`, `Not`) are truth values that only
-/// `Select`, `Flag` and other conditions take.
+/// for. Conditions (`Compare`, `IsNan`, `Or`) are truth values that only `Select`,
+/// `Flag` and other conditions take.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
     /// Operand `k` (`x`, `y`, `z`).

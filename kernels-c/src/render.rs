@@ -239,7 +239,7 @@ pub fn wgsl(expr: &Expr, e: Elem) -> Option<String> {
 /// function within the conformance bounds for `e`.
 fn wgsl_call(f: Func, e: Elem, args: &[String]) -> Option<String> {
     let t = wgsl_type(e);
-    let a = &args[0];
+    let a = args.first()?;
     let b = || args.get(1);
     if e.is_integer() {
         return (f == Func::Pow).then_some(format!("pow_{t}({a}, {})", b()?));
