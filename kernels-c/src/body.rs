@@ -98,8 +98,7 @@ pub enum Func {
 }
 
 /// A typed expression over the operands, computed in the element type it is rendered
-/// for. Conditions (`Compare`, `IsNan`, `Or`) are truth values that only `Select`,
-/// `Flag` and other conditions take.
+/// for. A `Compare` is a truth value that only `Select` and `Flag` take.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
     /// Operand `k` (`x`, `y`, `z`).
@@ -114,10 +113,6 @@ pub enum Expr {
     Arith(Arith, Box<Expr>, Box<Expr>),
     /// A comparison: a condition.
     Compare(Cmp, Box<Expr>, Box<Expr>),
-    /// Whether a float is NaN: a condition.
-    IsNan(Box<Expr>),
-    /// Either condition.
-    Or(Box<Expr>, Box<Expr>),
     /// The value of the first when the condition holds, else of the second.
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
     /// A condition as a bool element (0 or 1).
@@ -151,11 +146,6 @@ impl Expr {
         Expr::Compare(op, Box::new(self), Box::new(other))
     }
 
-    /// `self` (a condition) or `other`.
-    pub fn or(self, other: Expr) -> Expr {
-        Expr::Or(Box::new(self), Box::new(other))
-    }
-
     /// `self ? then : otherwise`, `self` a condition.
     pub fn then(self, then: Expr, otherwise: Expr) -> Expr {
         Expr::Select(Box::new(self), Box::new(then), Box::new(otherwise))
@@ -164,11 +154,6 @@ impl Expr {
     /// `self` (a condition) as a bool element.
     pub fn flag(self) -> Expr {
         Expr::Flag(Box::new(self))
-    }
-
-    /// Whether `self` is NaN.
-    pub fn is_nan(self) -> Expr {
-        Expr::IsNan(Box::new(self))
     }
 }
 

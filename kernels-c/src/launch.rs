@@ -427,6 +427,7 @@ pub fn matmul_kernel<Q: Queue>(
     let program = q.program(ProgramKey::Matmul(a.dtype()))?;
     let (_geometry, geometry_mem) = q.constants(&MatmulKernel::geometry(plan))?;
     let (la, lb) = (a.layout(), b.layout());
+    let (a_mem, b_mem, out_mem) = (q.mem(a.buffer())?, q.mem(b.buffer())?, output_mem(q, out)?);
     let schedule = q.matmul_schedule();
     let batches = plan.batches();
     for first in (0..batches).step_by(BATCH_CHUNK) {
@@ -437,15 +438,15 @@ pub fn matmul_kernel<Q: Queue>(
             Arg::I64(plan.k as i64),
             Arg::Mem(geometry_mem),
             Arg::I64(first as i64),
-            Arg::Mem(q.mem(a.buffer())?),
+            Arg::Mem(a_mem),
             Arg::I64(la.offset() as i64),
             Arg::I64(plan.a_strides[0] as i64),
             Arg::I64(plan.a_strides[1] as i64),
-            Arg::Mem(q.mem(b.buffer())?),
+            Arg::Mem(b_mem),
             Arg::I64(lb.offset() as i64),
             Arg::I64(plan.b_strides[0] as i64),
             Arg::I64(plan.b_strides[1] as i64),
-            Arg::Mem(output_mem(q, out)?),
+            Arg::Mem(out_mem),
             Arg::I64(out.layout().offset() as i64),
         ];
         let (global, group) = (schedule.global(plan.m, plan.n, chunk), schedule.local());

@@ -29,6 +29,36 @@ impl Cmp {
     }
 }
 
+impl Func {
+    /// The name the helper libraries give it, before the type suffix (`exp` of
+    /// `exp_f32`, `exp_c64`): C's names, which WGSL's library follows where it has the
+    /// function.
+    fn base_name(self) -> &'static str {
+        match self {
+            Func::Abs => "abs",
+            Func::Sign => "sign",
+            Func::Sqrt => "sqrt",
+            Func::Recip => "recip",
+            Func::Exp => "exp",
+            Func::Log => "log",
+            Func::Sin => "sin",
+            Func::Cos => "cos",
+            Func::Tanh => "tanh",
+            Func::Sigmoid => "sigmoid",
+            Func::Relu => "relu",
+            Func::Floor => "floor",
+            Func::Ceil => "ceil",
+            // rint rounds half to even in the default rounding mode.
+            Func::RoundEven => "rint",
+            Func::Rem => "fmod",
+            Func::Pow => "pow",
+            Func::MaxNan => "max_nan",
+            Func::MinNan => "min_nan",
+            Func::Erf => "erf",
+        }
+    }
+}
+
 impl Arith {
     /// The operator of both languages.
     fn symbol(self) -> &'static str {
@@ -108,11 +138,6 @@ pub fn c(expr: &Expr, e: Elem) -> Option<String> {
             }
         }
         Expr::Compare(op, a, b) => format!("({} {} {})", go(a)?, op.symbol(), go(b)?),
-        Expr::IsNan(a) => {
-            let a = go(a)?;
-            format!("({a} != {a})")
-        }
-        Expr::Or(a, b) => format!("({} || {})", go(a)?, go(b)?),
         Expr::Select(cond, a, b) => format!("({} ? {} : {})", go(cond)?, go(a)?, go(b)?),
         Expr::Flag(cond) => format!("(u8)({})", go(cond)?),
         Expr::Call(f, args) => {
@@ -130,30 +155,23 @@ fn c_call(f: Func, e: Elem, args: &[String]) -> Option<String> {
         let (a, b) = (args.first()?, args.get(1)?);
         return (f == Func::Pow).then(|| format!("({t})pow_{wide}(({wide}){a}, ({wide}){b})"));
     }
+    let real_only = matches!(
+        f,
+        Func::Relu
+            | Func::Floor
+            | Func::Ceil
+            | Func::RoundEven
+            | Func::Rem
+            | Func::MaxNan
+            | Func::MinNan
+            | Func::Erf
+    );
     let name = match f {
-        Func::Abs if e.is_complex() => "abs",
-        Func::Abs => "fabs",
-        Func::Sign => "sign",
-        Func::Sqrt => "sqrt",
-        Func::Recip if e.is_complex() => "recip",
-        Func::Exp => "exp",
-        Func::Log => "log",
-        Func::Sin => "sin",
-        Func::Cos => "cos",
-        Func::Tanh => "tanh",
-        Func::Sigmoid => "sigmoid",
-        Func::Pow => "pow",
-        _ if e.is_complex() => return None,
-        Func::Relu => "relu",
-        Func::Floor => "floor",
-        Func::Ceil => "ceil",
-        // rint rounds half to even in the default rounding mode.
-        Func::RoundEven => "rint",
-        Func::Rem => "fmod",
-        Func::MaxNan => "max_nan",
-        Func::MinNan => "min_nan",
-        Func::Erf => "erf",
-        Func::Recip => return None,
+        _ if e.is_complex() && real_only => return None,
+        Func::Recip if !e.is_complex() => return None,
+        // The real modulus is C's fabs.
+        Func::Abs if !e.is_complex() => "fabs",
+        _ => f.base_name(),
     };
     let suffix = if e.is_complex() {
         e.value()
@@ -224,8 +242,6 @@ pub fn wgsl(expr: &Expr, e: Elem) -> Option<String> {
                 _ => ordered(op.symbol()),
             }
         }
-        Expr::IsNan(a) => format!("is_nan({})", go(a)?),
-        Expr::Or(a, b) => format!("({} || {})", go(a)?, go(b)?),
         Expr::Select(cond, a, b) => format!("select({}, {}, {})", go(b)?, go(a)?, go(cond)?),
         Expr::Flag(cond) => format!("select(0u, 1u, {})", go(cond)?),
         Expr::Call(f, args) => {
@@ -275,19 +291,12 @@ fn wgsl_call(f: Func, e: Elem, args: &[String]) -> Option<String> {
         Func::Rem => format!("float_rem_{t}({a}, {})", b()?),
         // WGSL's builtins are too inexact: the library's own, per type.
         Func::Exp | Func::Log | Func::Tanh | Func::Sigmoid | Func::Erf => {
-            let name = match f {
-                Func::Exp => "exp",
-                Func::Log => "log",
-                Func::Tanh => "tanh",
-                Func::Sigmoid => "sigmoid",
-                _ => "erf",
-            };
             // No f64 erf: lavapipe flushes f64 subnormals, which erf of tiny arguments
             // returns (x + x * r), so it could not meet the bound there.
             if f == Func::Erf && !single {
                 return None;
             }
-            format!("{name}_{t}({a})")
+            format!("{}_{t}({a})", f.base_name())
         }
         Func::Sin if single => format!("sin_cos_f32({a}, false)"),
         Func::Cos if single => format!("sin_cos_f32({a}, true)"),
