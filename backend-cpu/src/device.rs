@@ -210,6 +210,18 @@ impl Device for CpuDevice {
         binary::binary(op, a, b, out)
     }
 
+    fn embedded_binary(
+        &self,
+        op: BinaryOp,
+        dtype: DataType,
+        len: usize,
+        a: &EmbeddedBuffer,
+        b: &EmbeddedBuffer,
+        out: &mut EmbeddedBuffer,
+    ) -> bool {
+        binary::embedded_binary(op, dtype, len, a, b, out)
+    }
+
     fn select(
         &self,
         cond: &TensorView<'_>,

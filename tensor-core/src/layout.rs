@@ -42,7 +42,9 @@ fn row_major(shape: &TensorShape, strides: &[isize]) -> bool {
 /// The shape, strides (in elements) and offset (in elements) of a tensor in its buffer.
 ///
 /// Strides may be zero (broadcast) or negative (reversed views imported through DLPack).
-/// Every kernel on every backend accepts any layout.
+/// Every kernel on every backend accepts any layout. A contiguous layout always has the
+/// row-major strides, dims of size 1 included (strides given for those are replaced), so
+/// contiguous layouts of one shape are equal whatever view made them.
 ///
 /// ```
 /// use polytensor_core::{Layout, TensorShape};
@@ -74,9 +76,17 @@ impl Layout {
         }
     }
 
-    /// A layout from parts already checked by the caller, with its contiguity computed.
+    /// A layout from parts already checked by the caller, with its contiguity computed. A
+    /// contiguous layout gets the row-major strides: they differ from `strides` at most in
+    /// dims of size 1 or in an empty shape, which no element position depends on, so every
+    /// contiguous layout of a shape has the same strides.
     fn assemble(shape: TensorShape, strides: Strides, offset: usize) -> Self {
         let contiguous = row_major(&shape, &strides);
+        let strides = if contiguous {
+            contiguous_strides(&shape)
+        } else {
+            strides
+        };
         Self {
             shape,
             strides,
@@ -403,17 +413,24 @@ impl Layout {
     }
 
     /// Reinterpret element positions for an element type `num / den` times the size: used by
-    /// bitcast. `None` if the offset or strides do not scale exactly.
+    /// bitcast. `None` if the offset or a stride that is stepped along (a dim of more than
+    /// one element, in a shape that has elements) does not scale exactly; a stride that is
+    /// never stepped along becomes 0 where it does not scale.
     pub fn rescale(&self, num: usize, den: usize) -> Option<(usize, Strides)> {
         let scale = |v: isize| -> Option<isize> {
             let scaled = v.checked_mul(num as isize)?;
             (scaled % den as isize == 0).then_some(scaled / den as isize)
         };
         let offset = scale(self.offset as isize)? as usize;
+        let empty = self.shape.is_empty();
         let strides = self
             .strides
             .iter()
-            .map(|&s| scale(s))
+            .zip(self.shape.iter())
+            .map(|(&s, d)| match scale(s) {
+                None if empty || d == 1 => Some(0),
+                scaled => scaled,
+            })
             .collect::<Option<Strides>>()?;
         Some((offset, strides))
     }
@@ -535,6 +552,27 @@ mod tests {
         let t = l.transpose(0, 1).unwrap();
         assert!(t.reshape(&shape(&[6])).unwrap().is_none());
         assert!(t.reshape(&shape(&[3, 2, 1])).unwrap().is_some());
+    }
+
+    #[test]
+    fn contiguous_layouts_of_a_shape_are_equal_whatever_made_them() {
+        let given = Layout::new(shape(&[2, 1, 3]), &[3, 99, 1], 0).unwrap();
+        assert_eq!(given, Layout::contiguous(shape(&[2, 1, 3])));
+        let row = Layout::contiguous(shape(&[6])).narrow(0, 2, 3).unwrap();
+        let unsqueezed = row.unsqueeze(0).unwrap();
+        assert_eq!(unsqueezed.strides(), &[3, 1]);
+        assert_eq!(unsqueezed.offset(), 2);
+        let empty = Layout::new(shape(&[0, 4]), &[-5, 9], 0).unwrap();
+        assert_eq!(
+            empty.strides(),
+            Layout::contiguous(shape(&[0, 4])).strides()
+        );
+        // A stride that is not stepped along is free, so it never stops a bitcast.
+        let bytes = Layout::new(shape(&[4, 4]), &[4, 1], 0).unwrap();
+        let one_row = bytes.narrow(0, 1, 1).unwrap().select(1, 0).unwrap();
+        assert_eq!(one_row.rescale(1, 4), Some((1, Strides::from_slice(&[0]))));
+        let strided = Layout::new(shape(&[2]), &[2], 0).unwrap();
+        assert_eq!(strided.rescale(1, 4), None);
     }
 
     #[test]

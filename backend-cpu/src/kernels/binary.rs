@@ -2,7 +2,9 @@
 
 use num_complex::Complex;
 use num_traits::Float;
-use polytensor_core::{dispatch_dtype, BinaryOp, Element, OutView, Result, TensorView};
+use polytensor_core::{
+    dispatch_dtype, BinaryOp, DataType, Element, EmbeddedBuffer, Error, OutView, Result, TensorView,
+};
 
 use super::{by_class, unsupported};
 use crate::scalar::{maximum, minimum, FloatElem, IntElem, Real};
@@ -14,33 +16,108 @@ pub(crate) fn binary(
     b: &TensorView<'_>,
     out: &mut OutView<'_>,
 ) -> Result<()> {
+    binary_on(op, a.dtype(), Views { a, b, out })
+}
+
+/// The shortcut for embedded tensors ([`polytensor_core::Device::embedded_binary`]):
+/// the same kernels over their first `len` elements.
+pub(crate) fn embedded_binary(
+    op: BinaryOp,
+    dtype: DataType,
+    len: usize,
+    a: &EmbeddedBuffer,
+    b: &EmbeddedBuffer,
+    out: &mut EmbeddedBuffer,
+) -> bool {
+    binary_on(op, dtype, Embedded { len, a, b, out }).is_ok()
+}
+
+/// Where a binary kernel reads its operands and writes its result: tensor views of any
+/// layout, or the first elements of embedded tensors. Each op's body is written once, over
+/// this.
+trait Operands2 {
+    /// `out[i] = f(a[i], b[i])`.
+    fn map<A: Element, B: Element, O: Element>(self, f: impl Fn(A, B) -> O + Sync) -> Result<()>;
+
+    /// The error for an op this kernel does not run on these operands.
+    fn unsupported(&self, op: BinaryOp) -> Error;
+}
+
+/// Broadcast views of any layout, through the strided drivers.
+struct Views<'v, 'a, 'o> {
+    a: &'v TensorView<'a>,
+    b: &'v TensorView<'a>,
+    out: &'v mut OutView<'o>,
+}
+
+impl Operands2 for Views<'_, '_, '_> {
+    #[inline]
+    fn map<A: Element, B: Element, O: Element>(self, f: impl Fn(A, B) -> O + Sync) -> Result<()> {
+        map2(self.a, self.b, self.out, f)
+    }
+
+    fn unsupported(&self, op: BinaryOp) -> Error {
+        unsupported(op, self.a)
+    }
+}
+
+/// The first `len` elements of embedded tensors.
+struct Embedded<'e> {
+    len: usize,
+    a: &'e EmbeddedBuffer,
+    b: &'e EmbeddedBuffer,
+    out: &'e mut EmbeddedBuffer,
+}
+
+impl Operands2 for Embedded<'_> {
+    #[inline]
+    fn map<A: Element, B: Element, O: Element>(self, f: impl Fn(A, B) -> O + Sync) -> Result<()> {
+        let len = self.len;
+        match (
+            self.a.elements::<A>(len),
+            self.b.elements::<B>(len),
+            self.out.elements_mut::<O>(len),
+        ) {
+            (Some(xs), Some(ys), Some(os)) => {
+                os.iter_mut()
+                    .zip(xs.iter().zip(ys))
+                    .for_each(|(o, (&x, &y))| *o = f(x, y));
+                Ok(())
+            }
+            _ => Err(Error::invalid(format!(
+                "{len} elements do not fit an embedded buffer"
+            ))),
+        }
+    }
+
+    fn unsupported(&self, op: BinaryOp) -> Error {
+        Error::invalid(format!("no embedded shortcut for {op}"))
+    }
+}
+
+fn binary_on(op: BinaryOp, dtype: DataType, io: impl Operands2) -> Result<()> {
     if op.is_comparison() {
-        return by_class!(a.dtype(),
-            float F => compare::<F>(op, a, b, out),
-            int I => compare::<I>(op, a, b, out),
-            complex R => equality::<Complex<R>>(op, a, b, out),
-            bool => compare::<bool>(op, a, b, out),
-            else => Err(unsupported(op, a)),
+        return by_class!(dtype,
+            float F => compare::<F>(op, io),
+            int I => compare::<I>(op, io),
+            complex R => equality::<Complex<R>>(op, io),
+            bool => compare::<bool>(op, io),
+            else => Err(io.unsupported(op)),
         );
     }
-    by_class!(a.dtype(),
-        float F => float_binary::<F>(op, a, b, out),
-        int I => int_binary::<I>(op, a, b, out),
-        complex R => complex_binary::<R>(op, a, b, out),
-        bool => logical(op, a, b, out),
-        else => Err(unsupported(op, a)),
+    by_class!(dtype,
+        float F => float_binary::<F>(op, io),
+        int I => int_binary::<I>(op, io),
+        complex R => complex_binary::<R>(op, io),
+        bool => logical(op, io),
+        else => Err(io.unsupported(op)),
     )
 }
 
-fn float_binary<T: FloatElem>(
-    op: BinaryOp,
-    a: &TensorView<'_>,
-    b: &TensorView<'_>,
-    out: &mut OutView<'_>,
-) -> Result<()> {
+fn float_binary<T: FloatElem>(op: BinaryOp, io: impl Operands2) -> Result<()> {
     macro_rules! apply {
         (|$x:ident, $y:ident| $body:expr) => {
-            map2(a, b, out, |x: T, y: T| {
+            io.map(|x: T, y: T| {
                 let ($x, $y) = (x.widen(), y.widen());
                 T::narrow($body)
             })
@@ -55,89 +132,64 @@ fn float_binary<T: FloatElem>(
         BinaryOp::Pow => apply!(|x, y| x.powf(y)),
         BinaryOp::Max => apply!(|x, y| maximum(x, y)),
         BinaryOp::Min => apply!(|x, y| minimum(x, y)),
-        _ => Err(unsupported(op, a)),
+        _ => Err(io.unsupported(op)),
     }
 }
 
-fn int_binary<T: IntElem>(
-    op: BinaryOp,
-    a: &TensorView<'_>,
-    b: &TensorView<'_>,
-    out: &mut OutView<'_>,
-) -> Result<()> {
+fn int_binary<T: IntElem>(op: BinaryOp, io: impl Operands2) -> Result<()> {
     match op {
-        BinaryOp::Add => map2(a, b, out, |x: T, y: T| x.wrapping_add(y)),
-        BinaryOp::Sub => map2(a, b, out, |x: T, y: T| x.wrapping_sub(y)),
-        BinaryOp::Mul => map2(a, b, out, |x: T, y: T| x.wrapping_mul(y)),
-        BinaryOp::Div => map2(a, b, out, |x: T, y: T| x.div_convention(y)),
-        BinaryOp::Rem => map2(a, b, out, |x: T, y: T| x.rem_convention(y)),
-        BinaryOp::Pow => map2(a, b, out, |x: T, y: T| x.pow_convention(y)),
-        BinaryOp::Max => map2(a, b, out, |x: T, y: T| x.max(y)),
-        BinaryOp::Min => map2(a, b, out, |x: T, y: T| x.min(y)),
-        _ => Err(unsupported(op, a)),
+        BinaryOp::Add => io.map(|x: T, y: T| x.wrapping_add(y)),
+        BinaryOp::Sub => io.map(|x: T, y: T| x.wrapping_sub(y)),
+        BinaryOp::Mul => io.map(|x: T, y: T| x.wrapping_mul(y)),
+        BinaryOp::Div => io.map(|x: T, y: T| x.div_convention(y)),
+        BinaryOp::Rem => io.map(|x: T, y: T| x.rem_convention(y)),
+        BinaryOp::Pow => io.map(|x: T, y: T| x.pow_convention(y)),
+        BinaryOp::Max => io.map(|x: T, y: T| x.max(y)),
+        BinaryOp::Min => io.map(|x: T, y: T| x.min(y)),
+        _ => Err(io.unsupported(op)),
     }
 }
 
-fn complex_binary<R>(
-    op: BinaryOp,
-    a: &TensorView<'_>,
-    b: &TensorView<'_>,
-    out: &mut OutView<'_>,
-) -> Result<()>
+fn complex_binary<R>(op: BinaryOp, io: impl Operands2) -> Result<()>
 where
     R: Float + Element,
     Complex<R>: Element,
 {
     type Z<R> = Complex<R>;
     match op {
-        BinaryOp::Add => map2(a, b, out, |x: Z<R>, y: Z<R>| x + y),
-        BinaryOp::Sub => map2(a, b, out, |x: Z<R>, y: Z<R>| x - y),
-        BinaryOp::Mul => map2(a, b, out, |x: Z<R>, y: Z<R>| x * y),
-        BinaryOp::Div => map2(a, b, out, |x: Z<R>, y: Z<R>| x / y),
-        BinaryOp::Pow => map2(a, b, out, |x: Z<R>, y: Z<R>| x.powc(y)),
-        _ => Err(unsupported(op, a)),
+        BinaryOp::Add => io.map(|x: Z<R>, y: Z<R>| x + y),
+        BinaryOp::Sub => io.map(|x: Z<R>, y: Z<R>| x - y),
+        BinaryOp::Mul => io.map(|x: Z<R>, y: Z<R>| x * y),
+        BinaryOp::Div => io.map(|x: Z<R>, y: Z<R>| x / y),
+        BinaryOp::Pow => io.map(|x: Z<R>, y: Z<R>| x.powc(y)),
+        _ => Err(io.unsupported(op)),
     }
 }
 
-fn logical(
-    op: BinaryOp,
-    a: &TensorView<'_>,
-    b: &TensorView<'_>,
-    out: &mut OutView<'_>,
-) -> Result<()> {
+fn logical(op: BinaryOp, io: impl Operands2) -> Result<()> {
     match op {
-        BinaryOp::And => map2(a, b, out, |x: bool, y: bool| x & y),
-        BinaryOp::Or => map2(a, b, out, |x: bool, y: bool| x | y),
-        BinaryOp::Xor => map2(a, b, out, |x: bool, y: bool| x ^ y),
-        _ => Err(unsupported(op, a)),
+        BinaryOp::And => io.map(|x: bool, y: bool| x & y),
+        BinaryOp::Or => io.map(|x: bool, y: bool| x | y),
+        BinaryOp::Xor => io.map(|x: bool, y: bool| x ^ y),
+        _ => Err(io.unsupported(op)),
     }
 }
 
-fn compare<T: Element + PartialOrd>(
-    op: BinaryOp,
-    a: &TensorView<'_>,
-    b: &TensorView<'_>,
-    out: &mut OutView<'_>,
-) -> Result<()> {
+fn compare<T: Element + PartialOrd>(op: BinaryOp, io: impl Operands2) -> Result<()> {
     match op {
-        BinaryOp::Lt => map2(a, b, out, |x: T, y: T| x < y),
-        BinaryOp::Le => map2(a, b, out, |x: T, y: T| x <= y),
-        BinaryOp::Gt => map2(a, b, out, |x: T, y: T| x > y),
-        BinaryOp::Ge => map2(a, b, out, |x: T, y: T| x >= y),
-        _ => equality::<T>(op, a, b, out),
+        BinaryOp::Lt => io.map(|x: T, y: T| x < y),
+        BinaryOp::Le => io.map(|x: T, y: T| x <= y),
+        BinaryOp::Gt => io.map(|x: T, y: T| x > y),
+        BinaryOp::Ge => io.map(|x: T, y: T| x >= y),
+        _ => equality::<T>(op, io),
     }
 }
 
-fn equality<T: Element>(
-    op: BinaryOp,
-    a: &TensorView<'_>,
-    b: &TensorView<'_>,
-    out: &mut OutView<'_>,
-) -> Result<()> {
+fn equality<T: Element>(op: BinaryOp, io: impl Operands2) -> Result<()> {
     match op {
-        BinaryOp::Eq => map2(a, b, out, |x: T, y: T| x == y),
-        BinaryOp::Ne => map2(a, b, out, |x: T, y: T| x != y),
-        _ => Err(unsupported(op, a)),
+        BinaryOp::Eq => io.map(|x: T, y: T| x == y),
+        BinaryOp::Ne => io.map(|x: T, y: T| x != y),
+        _ => Err(io.unsupported(op)),
     }
 }
 

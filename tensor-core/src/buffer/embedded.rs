@@ -8,6 +8,8 @@ use std::sync::{Arc, OnceLock};
 use super::TensorBuffer;
 use crate::device::same_device;
 use crate::device::Device;
+use crate::dtype::DataType;
+use crate::element::Element;
 
 /// The bytes an [`EmbeddedBuffer`] holds: any real scalar, two `f32` or a `complex64`.
 pub const EMBEDDED_BUFFER_BYTES: usize = 8;
@@ -49,9 +51,52 @@ impl EmbeddedBuffer {
     #[inline]
     pub fn zeroed(len: usize, device: &Arc<dyn Device>) -> Option<Self> {
         let host = HOST_DEVICE.get()?;
-        (len <= EMBEDDED_BUFFER_BYTES && same_device(host, device))
-            .then(|| EmbeddedBuffer(UnsafeCell::new(0)))
+        (len <= EMBEDDED_BUFFER_BYTES && same_device(host, device)).then(Self::empty)
     }
+
+    /// Zeroed bytes, for a result of tensors that are embedded already (so a host device
+    /// is registered).
+    #[inline]
+    pub(crate) fn empty() -> Self {
+        EmbeddedBuffer(UnsafeCell::new(0))
+    }
+
+    /// The first `len` elements as `T`, or `None` if they do not fit (or, for `bool`, a
+    /// byte is neither 0 nor 1).
+    #[inline]
+    pub fn elements<T: Element>(&self, len: usize) -> Option<&[T]> {
+        let ptr = self.0.get().cast::<T>();
+        // SAFETY: `elements_fit` checked size and alignment, and for bool every byte; every
+        // other `Element` is valid for any bytes. Writers hold the owning tensor mutably
+        // (see `Clone`), so nothing writes while `&self` is borrowed.
+        elements_fit::<T>(len, ptr.cast_const().cast())
+            .then(|| unsafe { std::slice::from_raw_parts(ptr, len) })
+    }
+
+    /// [`EmbeddedBuffer::elements`], to write.
+    #[inline]
+    pub fn elements_mut<T: Element>(&mut self, len: usize) -> Option<&mut [T]> {
+        let ptr = std::ptr::from_mut(self.0.get_mut()).cast::<T>();
+        // SAFETY: as in `elements`; `&mut self` makes this the only access.
+        elements_fit::<T>(len, ptr.cast_const().cast())
+            .then(|| unsafe { std::slice::from_raw_parts_mut(ptr, len) })
+    }
+}
+
+/// Whether `len` elements of `T` fit in the embedded buffer whose bytes start at `ptr`,
+/// aligned, and for `bool` are all 0 or 1.
+#[inline]
+fn elements_fit<T: Element>(len: usize, ptr: *const u8) -> bool {
+    let fits = len
+        .checked_mul(std::mem::size_of::<T>())
+        .is_some_and(|n| n <= EMBEDDED_BUFFER_BYTES)
+        && (ptr as usize).is_multiple_of(std::mem::align_of::<T>());
+    if !fits || T::DTYPE != DataType::Bool {
+        return fits;
+    }
+    // SAFETY: `len` bytes (bool is one byte) lie within the buffer's initialised bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
+    bytes.iter().all(|&b| b <= 1)
 }
 
 impl Clone for EmbeddedBuffer {

@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use crate::alloc::AllocatorInfo;
+use crate::buffer::EmbeddedBuffer;
 use crate::dlpack::ffi::DLDevice;
 use crate::dtype::{DTypeSet, DataType};
 use crate::element::{Element, Scalar};
@@ -439,6 +440,26 @@ pub trait Device: Send + Sync + fmt::Debug + 'static {
         b: &TensorView<'_>,
         out: &mut OutView<'_>,
     ) -> Result<()>;
+
+    /// The shortcut for scalars and tiny tensors of the registered host device
+    /// ([`EmbeddedBuffer`]): `out[i] = op(a[i], b[i])` for the first `len` elements of
+    /// `dtype` in each (the result in `op`'s output dtype). Returns whether it ran. `false`,
+    /// the default and the answer for any op or dtype the device takes no shortcut for,
+    /// sends the caller the general way, [`Device::binary`] through views, which also reports
+    /// every error. Only the device registered with
+    /// [`EmbeddedBuffer::register_host_device`] is asked; both ways compute the same values.
+    fn embedded_binary(
+        &self,
+        op: BinaryOp,
+        dtype: DataType,
+        len: usize,
+        a: &EmbeddedBuffer,
+        b: &EmbeddedBuffer,
+        out: &mut EmbeddedBuffer,
+    ) -> bool {
+        let _ = (op, dtype, len, a, b, out);
+        false
+    }
 
     /// `out = cond ? a : b`, all three broadcast to the output's shape.
     fn select(

@@ -1,7 +1,8 @@
 //! Operations as `Tensor` methods: validation, broadcasting and output allocation here,
 //! the arithmetic in the device's kernels.
 
-use super::Tensor;
+use super::{Storage, Tensor};
+use crate::buffer::{EmbeddedBuffer, TensorBuffer};
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use crate::ops::{broadcast_shapes, normalize_axes, BinaryOp, Op, ReduceOp, UnaryOp};
@@ -99,7 +100,18 @@ impl Tensor {
 
     /// Apply an elementwise op of two operands with NumPy broadcasting. Both must have the
     /// same dtype and device.
+    #[inline]
     pub fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
+        match self.embedded_binary(op, other) {
+            Some(out) => Ok(out),
+            None => self.binary_on_views(op, other),
+        }
+    }
+
+    /// [`Tensor::binary`] the general way: checks, broadcast views, and the device's
+    /// kernel. Kept out of line so that the embedded shortcut stays small.
+    #[inline(never)]
+    fn binary_on_views(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
         self.check_same_device(other, op.name())?;
         if self.dtype != other.dtype {
             return Err(Error::DTypeMismatch {
@@ -121,6 +133,39 @@ impl Tensor {
         let (a, b) = (self.broadcast_to(&shape)?, other.broadcast_to(&shape)?);
         Tensor::produce(shape, out_dtype, device, |out| {
             device.binary(op, &a.view(), &b.view(), out)
+        })
+    }
+
+    /// [`Tensor::binary`] of two embedded tensors (the host device's scalars) of one dtype
+    /// and shape, each contiguous from its first element, through the device's
+    /// [`Device::embedded_binary`](crate::Device::embedded_binary): no views, no checks
+    /// that cannot fail. `None` sends the caller the general way.
+    #[inline]
+    fn embedded_binary(&self, op: BinaryOp, other: &Tensor) -> Option<Tensor> {
+        let (Storage::Embedded(a), Storage::Embedded(b)) = (&self.storage, &other.storage) else {
+            return None;
+        };
+        let dense = |t: &Tensor| t.layout.is_contiguous() && t.layout.offset() == 0;
+        if self.dtype != other.dtype
+            || self.shape() != other.shape()
+            || !dense(self)
+            || !dense(other)
+        {
+            return None;
+        }
+        let mut out = EmbeddedBuffer::empty();
+        let len = self.num_elements();
+        if !a
+            .device()
+            .embedded_binary(op, self.dtype, len, a, b, &mut out)
+        {
+            return None;
+        }
+        Some(Tensor {
+            dtype: op.output_dtype(self.dtype),
+            // Dense from offset 0, so the row-major layout of this shape (see `Layout`).
+            layout: self.layout.clone(),
+            storage: Storage::Embedded(out),
         })
     }
 
