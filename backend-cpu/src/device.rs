@@ -219,7 +219,7 @@ impl Device for CpuDevice {
         b: &EmbeddedBuffer,
         out: &mut EmbeddedBuffer,
     ) -> bool {
-        binary::embedded_binary(op, dtype, len, a, b, out)
+        binary::binary_on(op, dtype, binary::Embedded { len, a, b, out }).is_ok()
     }
 
     fn select(

@@ -19,23 +19,10 @@ pub(crate) fn binary(
     binary_on(op, a.dtype(), Views { a, b, out })
 }
 
-/// The shortcut for embedded tensors ([`polytensor_core::Device::embedded_binary`]):
-/// the same kernels over their first `len` elements.
-pub(crate) fn embedded_binary(
-    op: BinaryOp,
-    dtype: DataType,
-    len: usize,
-    a: &EmbeddedBuffer,
-    b: &EmbeddedBuffer,
-    out: &mut EmbeddedBuffer,
-) -> bool {
-    binary_on(op, dtype, Embedded { len, a, b, out }).is_ok()
-}
-
 /// Where a binary kernel reads its operands and writes its result: tensor views of any
 /// layout, or the first elements of embedded tensors. Each op's body is written once, over
 /// this.
-trait Operands2 {
+pub(crate) trait Operands2 {
     /// `out[i] = f(a[i], b[i])`.
     fn map<A: Element, B: Element, O: Element>(self, f: impl Fn(A, B) -> O + Sync) -> Result<()>;
 
@@ -61,12 +48,13 @@ impl Operands2 for Views<'_, '_, '_> {
     }
 }
 
-/// The first `len` elements of embedded tensors.
-struct Embedded<'e> {
-    len: usize,
-    a: &'e EmbeddedBuffer,
-    b: &'e EmbeddedBuffer,
-    out: &'e mut EmbeddedBuffer,
+/// The first `len` elements of embedded tensors: the shortcut of
+/// [`polytensor_core::Device::embedded_binary`], through the same kernels.
+pub(crate) struct Embedded<'e> {
+    pub len: usize,
+    pub a: &'e EmbeddedBuffer,
+    pub b: &'e EmbeddedBuffer,
+    pub out: &'e mut EmbeddedBuffer,
 }
 
 impl Operands2 for Embedded<'_> {
@@ -95,7 +83,8 @@ impl Operands2 for Embedded<'_> {
     }
 }
 
-fn binary_on(op: BinaryOp, dtype: DataType, io: impl Operands2) -> Result<()> {
+/// `op` on `dtype` operands from `io`.
+pub(crate) fn binary_on(op: BinaryOp, dtype: DataType, io: impl Operands2) -> Result<()> {
     if op.is_comparison() {
         return by_class!(dtype,
             float F => compare::<F>(op, io),
