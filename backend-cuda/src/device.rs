@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig,
@@ -16,11 +16,8 @@ use polytensor_core::buffer::Release;
 use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 use polytensor_core::plan::MatmulPlan;
-use polytensor_core::{
-    Allocator, AllocatorInfo, CachingAllocator, Device, DeviceKind, Error, Layout, Op, OutView,
-    Result, TensorBuffer, TensorView, ALLOCATOR_ALIGNMENT,
-};
-use polytensor_kernels_c::launch::{self, Arg, Grid, Queue};
+use polytensor_core::{Device, Error, Layout, Op, OutView, Result, TensorBuffer, TensorView};
+use polytensor_kernels_c::launch::{self, Arg, DeviceBase, Grid, Identity, Queue};
 use polytensor_kernels_c::matmul::Schedule;
 use polytensor_kernels_c::reduce;
 use polytensor_kernels_c::table::{self, ProgramKey};
@@ -28,7 +25,7 @@ use polytensor_kernels_c::table::{self, ProgramKey};
 use crate::blas::{Addresses, Blas, Operand};
 use crate::compile::{compile_cached, Arch};
 use crate::loader::{self, describe};
-use crate::memory::{CudaAllocator, CudaBuffer, Deferred};
+use crate::memory::{AdoptedBuffer, CudaAllocator, CudaBuffer, CudaMemory, Deferred};
 use crate::programs::{self, uses_cublas};
 use crate::staging::Staging;
 
@@ -55,14 +52,12 @@ pub struct Module {
 /// A CUDA device: its own context and stream, memory from a [`CachingAllocator`], kernels
 /// compiled by NVRTC for its architecture, cuBLAS for floating-point matmul.
 pub struct CudaDevice {
-    name: String,
-    ordinal: usize,
-    description: String,
+    /// Its identity, memory and own `Arc`.
+    base: DeviceBase<CudaMemory>,
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     /// cuBLAS, or why it is missing (floating-point matmul is then unsupported).
     blas: std::result::Result<Blas, String>,
-    allocator: Arc<CachingAllocator<CudaAllocator>>,
     modules: Mutex<HashMap<ProgramKey, Arc<Module>>>,
     arch: Arch,
     /// The work-groups a reduction over few outputs is split into (from the GPU's
@@ -73,15 +68,11 @@ pub struct CudaDevice {
     deferred: Arc<Deferred>,
     staging: Staging,
     tf32: AtomicBool,
-    me: Weak<CudaDevice>,
 }
 
 impl fmt::Debug for CudaDevice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CudaDevice")
-            .field("name", &self.name)
-            .field("description", &self.description)
-            .finish()
+        write!(f, "CudaDevice({:?})", self.base.identity)
     }
 }
 
@@ -144,23 +135,31 @@ impl CudaDevice {
         );
         let name = polytensor_core::device::instance_name(&base);
         let deferred = Arc::new(Deferred::default());
-        let buffers = CudaAllocator::new(name.clone(), context.clone(), deferred.clone());
-        Ok(Arc::new_cyclic(|me| CudaDevice {
+        let buffers = CudaAllocator::new(
+            name.clone(),
+            CudaMemory::new(context.clone(), deferred.clone()),
+        );
+        let identity = Identity {
             name,
-            ordinal,
+            kind: crate::KIND,
             description,
+            accelerator: true,
+            dlpack: i32::try_from(ordinal)
+                .ok()
+                .map(|id| DLDevice::new(DLDeviceType::CUDA, id)),
+        };
+        Ok(Arc::<CudaDevice>::new_cyclic(|me| CudaDevice {
+            base: DeviceBase::new(identity, buffers, DEFAULT_CACHE_BYTES, me.clone()),
             staging: Staging::new(context.clone()),
             context,
             stream,
             blas,
-            allocator: Arc::new(CachingAllocator::new(buffers, DEFAULT_CACHE_BYTES)),
             modules: Mutex::new(HashMap::new()),
             arch: Arch::of(major, minor),
             split_groups: reduce::split_groups(multiprocessors.max(1) as usize),
             capabilities,
             deferred,
             tf32: AtomicBool::new(false),
-            me: me.clone(),
         }))
     }
 
@@ -182,7 +181,7 @@ impl CudaDevice {
 
     /// Return every cached free block to the driver.
     pub fn trim(&self) {
-        self.allocator.trim();
+        self.base.memory.trim();
     }
 
     /// How many programs this device has loaded (each (op family, dtype) once).
@@ -199,15 +198,9 @@ impl CudaDevice {
         self.modules.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn handle(&self) -> Arc<dyn Device> {
-        self.me
-            .upgrade()
-            .expect("a CudaDevice is only reachable through its Arc")
-    }
-
     fn backend(&self, what: &str, e: DriverError) -> Error {
         Error::Backend {
-            device: self.name.clone(),
+            device: self.base.identity.name.clone(),
             message: format!("{what}: {}", describe(e)),
         }
     }
@@ -226,7 +219,7 @@ impl CudaDevice {
             return Ok(hit.clone());
         }
         let backend = |message: String| Error::Backend {
-            device: self.name.clone(),
+            device: self.base.identity.name.clone(),
             message,
         };
         let source = programs::source(key)
@@ -329,7 +322,7 @@ impl CudaDevice {
             self.tf32.load(Ordering::Relaxed),
         )
         .map_err(|message| Error::Backend {
-            device: self.name.clone(),
+            device: self.base.identity.name.clone(),
             message,
         })
     }
@@ -337,22 +330,16 @@ impl CudaDevice {
 
 /// The device address of a CUDA buffer, or an `Err` naming what it is instead.
 fn address_of(buffer: &dyn TensorBuffer) -> Result<u64> {
+    if let Some(cached) = buffer.downcast_ref::<CudaBuffer>() {
+        return Ok(*cached.handle());
+    }
     buffer
-        .downcast_ref::<CudaBuffer>()
-        .map(CudaBuffer::address)
+        .downcast_ref::<AdoptedBuffer>()
+        .map(AdoptedBuffer::address)
         .ok_or_else(|| Error::invalid(format!("{buffer:?} is not a CUDA buffer")))
 }
 
 impl Device for CudaDevice {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn dlpack_device(&self) -> Option<DLDevice> {
-        let id = i32::try_from(self.ordinal).ok()?;
-        Some(DLDevice::new(DLDeviceType::CUDA, id))
-    }
-
     fn adopt_memory(
         &self,
         address: usize,
@@ -360,42 +347,13 @@ impl Device for CudaDevice {
         read_only: bool,
         release: Release,
     ) -> Result<Arc<dyn TensorBuffer>> {
-        Ok(Arc::new(CudaBuffer::adopted(
+        Ok(Arc::new(AdoptedBuffer::new(
             address as u64,
             len,
             read_only,
             release,
             self.stream.clone(),
-            self.handle(),
-        )))
-    }
-
-    fn kind(&self) -> DeviceKind {
-        crate::KIND
-    }
-
-    fn description(&self) -> String {
-        self.description.clone()
-    }
-
-    fn is_accelerator(&self) -> bool {
-        true
-    }
-
-    fn allocator(&self) -> &dyn AllocatorInfo {
-        self.allocator.as_ref()
-    }
-
-    fn allocate(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
-        // `cuMemAlloc` aligns every block to 256 bytes or more, so the cache's own
-        // alignment is asked for: a larger one would bypass the cache (every buffer a
-        // `cuMemAlloc` and a device-synchronising `cuMemFree`, which the first GPU run
-        // measured as a 3.6x slower 16M add).
-        let block = self.allocator.allocate(bytes, ALLOCATOR_ALIGNMENT)?;
-        Ok(Arc::new(CudaBuffer::cached(
-            block,
-            self.allocator.clone(),
-            self.handle(),
+            self.base.shared(),
         )))
     }
 
@@ -416,7 +374,7 @@ impl Device for CudaDevice {
             .map_err(|e| self.backend("copying from the device", e))?;
         self.deferred.take().map_or(Ok(()), |message| {
             Err(Error::Backend {
-                device: self.name.clone(),
+                device: self.base.identity.name.clone(),
                 message,
             })
         })
@@ -428,7 +386,7 @@ impl Device for CudaDevice {
             .map_err(|e| self.backend("waiting for the stream", e))?;
         self.deferred.take().map_or(Ok(()), |message| {
             Err(Error::Backend {
-                device: self.name.clone(),
+                device: self.base.identity.name.clone(),
                 message,
             })
         })
@@ -441,7 +399,7 @@ impl Device for CudaDevice {
                 Err(why) if uses_cublas(dtype) => Error::Unsupported {
                     op: format!("matmul (cuBLAS is missing: {why})"),
                     dtype,
-                    device: self.name.clone(),
+                    device: self.base.identity.name.clone(),
                 },
                 _ => self.unsupported("matmul", dtype),
             });
@@ -462,9 +420,14 @@ impl Queue for CudaDevice {
     type Mem = u64;
     type Program = Module;
     type Constants = Arc<dyn TensorBuffer>;
+    type Memory = CudaMemory;
 
     const MAP_GROUP: usize = MAP_BLOCK;
     const MAX_MAP_GROUPS: usize = MAX_MAP_BLOCKS;
+
+    fn base(&self) -> &DeviceBase<CudaMemory> {
+        &self.base
+    }
 
     /// Compiled by NVRTC (or read from the disk cache) and loaded on first use. A compile
     /// error is an `Err` carrying NVRTC's log.
@@ -480,7 +443,7 @@ impl Queue for CudaDevice {
         grid: Grid,
     ) -> Result<()> {
         let function = module.functions.get(kernel).ok_or_else(|| Error::Backend {
-            device: self.name.clone(),
+            device: self.base.identity.name.clone(),
             message: format!("no kernel {kernel} in its program"),
         })?;
         let [x, y, z] = grid.groups;
@@ -598,6 +561,6 @@ impl Drop for CudaDevice {
     fn drop(&mut self) {
         // Finish queued work before the cache's blocks go back to the driver.
         let _ = self.stream.synchronize();
-        self.allocator.trim();
+        self.base.memory.trim();
     }
 }

@@ -22,7 +22,7 @@ mod staging;
 /// The kind of this backend's devices (`cuda:0`, ...).
 pub const KIND: polytensor_core::DeviceKind = polytensor_core::DeviceKind::new("cuda");
 pub use device::{CudaDevice, Module, DEFAULT_CACHE_BYTES};
-pub use memory::CudaBuffer;
+pub use memory::{AdoptedBuffer, CudaBuffer};
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 use std::fmt;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use opencl3::command_queue::{CommandQueue, CL_BLOCKING};
 use opencl3::context::Context;
@@ -13,18 +13,15 @@ use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY};
 use opencl3::types::cl_mem;
 use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
-use polytensor_core::{
-    Allocator, AllocatorInfo, CachingAllocator, Device, DeviceKind, Error, OutView, Result,
-    TensorBuffer, TensorView,
-};
-use polytensor_kernels_c::launch::{self, Arg, Grid, Queue};
+use polytensor_core::{Device, Error, OutView, Result, TensorBuffer, TensorView};
+use polytensor_kernels_c::launch::{self, Arg, DeviceBase, Grid, Identity, Queue};
 use polytensor_kernels_c::matmul::Schedule;
 use polytensor_kernels_c::reduce;
 use polytensor_kernels_c::table::{self, ProgramKey};
 use polytensor_kernels_c::Dialect;
 
 use crate::launch::enqueue;
-use crate::memory::{ClAllocator, ClBuffer, GRANULE};
+use crate::memory::{ClAllocator, ClBuffer, ClMemory};
 use crate::platform::{driver_lock, Found};
 use crate::programs::{Compiled, Programs};
 
@@ -45,22 +42,17 @@ const MAP_GROUP: usize = 64;
 /// An OpenCL device with its own context and in-order queue, buffers from a
 /// [`CachingAllocator`] and kernels from the shared C-family generator.
 pub struct OpenClDevice {
-    name: String,
-    /// The OpenCL device's index among those found (DLPack's `device_id`).
-    index: usize,
-    description: String,
+    /// Its identity, memory and own `Arc`.
+    base: DeviceBase<ClMemory>,
     device: ClDevice,
     context: Arc<Context>,
     queue: CommandQueue,
-    allocator: Arc<CachingAllocator<ClAllocator>>,
     programs: Programs,
     /// Whether kernels may compute in f64 (`cl_khr_fp64`).
     fp64: bool,
     /// How matmul work is divided: blocked in registers on CPU devices, tiled through
     /// local memory elsewhere.
     matmul_schedule: Schedule,
-    /// Whether the device is a GPU or accelerator, not the host CPU (PoCL's CPU device).
-    accelerator: bool,
     /// The build options of every program.
     options: String,
     /// The work-groups a reduction over few outputs is split into (from the device's
@@ -68,15 +60,11 @@ pub struct OpenClDevice {
     split_groups: usize,
     /// What the device runs: the kernel table's pairs (f64 ones only with `cl_khr_fp64`).
     capabilities: Capabilities,
-    me: Weak<OpenClDevice>,
 }
 
 impl fmt::Debug for OpenClDevice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenClDevice")
-            .field("name", &self.name)
-            .field("description", &self.description)
-            .finish()
+        write!(f, "OpenClDevice({:?})", self.base.identity)
     }
 }
 
@@ -133,23 +121,27 @@ impl OpenClDevice {
         let compute_units = device.max_compute_units().unwrap_or(1) as usize;
         let name = polytensor_core::device::instance_name(&base);
         let context = Arc::new(context);
-        let buffers = ClAllocator::new(name.clone(), context.clone(), largest);
-        Ok(Arc::new_cyclic(|me| OpenClDevice {
+        let buffers = ClAllocator::new(name.clone(), ClMemory::new(context.clone(), largest));
+        let identity = Identity {
             name,
-            index,
+            kind: crate::KIND,
             description,
+            accelerator,
+            dlpack: i32::try_from(index)
+                .ok()
+                .map(|id| DLDevice::new(DLDeviceType::OPENCL, id)),
+        };
+        Ok(Arc::<OpenClDevice>::new_cyclic(|me| OpenClDevice {
+            base: DeviceBase::new(identity, buffers, DEFAULT_CACHE_BYTES, me.clone()),
             device,
             context,
             queue,
-            allocator: Arc::new(CachingAllocator::new(buffers, DEFAULT_CACHE_BYTES)),
             programs: Programs::default(),
             fp64,
             matmul_schedule,
-            accelerator,
             options,
             split_groups: reduce::split_groups(compute_units),
             capabilities: Capabilities::compute(|op, dtype| table::has_kernel(op, dtype, fp64)),
-            me: me.clone(),
         }))
     }
 
@@ -174,15 +166,9 @@ impl OpenClDevice {
         self.programs.len()
     }
 
-    fn handle(&self) -> Arc<dyn Device> {
-        self.me
-            .upgrade()
-            .expect("an OpenClDevice is only reachable through its Arc")
-    }
-
     fn backend(&self, what: &str, e: ClError) -> Error {
         Error::Backend {
-            device: self.name.clone(),
+            device: self.base.identity.name.clone(),
             message: format!("{what}: {e}"),
         }
     }
@@ -191,7 +177,7 @@ impl OpenClDevice {
     fn program_source(&self, key: ProgramKey) -> Result<(String, Vec<String>)> {
         let program = table::program_source(Dialect::OpenCl, key, self.fp64, self.matmul_schedule)
             .ok_or_else(|| Error::Backend {
-                device: self.name.clone(),
+                device: self.base.identity.name.clone(),
                 message: format!("no program {key:?} in the kernel table"),
             })?;
         Ok((program.text, program.kernels))
@@ -242,45 +228,11 @@ fn mem_of(view: &TensorView<'_>) -> Result<cl_mem> {
 fn buffer_mem(buffer: &dyn TensorBuffer) -> Result<cl_mem> {
     buffer
         .downcast_ref::<ClBuffer>()
-        .map(ClBuffer::mem)
+        .map(|buffer| buffer.handle().get())
         .ok_or_else(|| Error::invalid(format!("{buffer:?} is not an OpenCL buffer")))
 }
 
 impl Device for OpenClDevice {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn dlpack_device(&self) -> Option<DLDevice> {
-        let id = i32::try_from(self.index).ok()?;
-        Some(DLDevice::new(DLDeviceType::OPENCL, id))
-    }
-
-    fn kind(&self) -> DeviceKind {
-        crate::KIND
-    }
-
-    fn description(&self) -> String {
-        self.description.clone()
-    }
-
-    fn is_accelerator(&self) -> bool {
-        self.accelerator
-    }
-
-    fn allocator(&self) -> &dyn AllocatorInfo {
-        self.allocator.as_ref()
-    }
-
-    fn allocate(&self, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
-        let block = self.allocator.allocate(bytes, GRANULE)?;
-        Ok(Arc::new(ClBuffer::new(
-            block,
-            self.allocator.clone(),
-            self.handle(),
-        )))
-    }
-
     fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {
         let range = out.host_copy_range(src.len())?;
         self.write(mem_of(&out.view())?, range.start, src)
@@ -330,15 +282,20 @@ impl Queue for OpenClDevice {
     type Mem = cl_mem;
     type Program = Compiled;
     type Constants = Buffer<i64>;
+    type Memory = ClMemory;
 
     const MAP_GROUP: usize = MAP_GROUP;
     const MAX_MAP_GROUPS: usize = MAX_MAP_ITEMS / MAP_GROUP;
+
+    fn base(&self) -> &DeviceBase<ClMemory> {
+        &self.base
+    }
 
     fn program(&self, key: ProgramKey) -> Result<Arc<Compiled>> {
         self.programs.get(
             &self.context,
             self.device.id(),
-            &self.name,
+            &self.base.identity.name,
             &self.options,
             key,
             || self.program_source(key),
@@ -353,7 +310,7 @@ impl Queue for OpenClDevice {
         grid: Grid,
     ) -> Result<()> {
         let handle = program.kernel(kernel).ok_or_else(|| Error::Backend {
-            device: self.name.clone(),
+            device: self.base.identity.name.clone(),
             message: format!("no kernel {kernel} in its program"),
         })?;
         enqueue(&self.queue, handle, args, &grid.global(), &grid.group)

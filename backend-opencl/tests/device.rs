@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use opencl3::memory::ClMem;
 use polytensor_core::{DataType, Device, Error, ReduceOp, Tensor};
 use polytensor_opencl::OpenClDevice;
 
@@ -51,7 +52,8 @@ fn buffers_name_their_cl_mem() {
     let mem = buffer
         .downcast_ref::<polytensor_opencl::ClBuffer>()
         .unwrap()
-        .mem();
+        .handle()
+        .get();
     assert_eq!(buffer.device_address(), Some(mem as usize));
     assert!(buffer.host_ptr().is_none());
 }

@@ -6,16 +6,20 @@
 //! `polytensor_core::plan`, the kernel variant, the argument list each generated kernel
 //! takes, the reduction's stages, matmul's batch chunks) is written once here, and
 //! [`queue_device_ops!`](crate::queue_device_ops) writes the `Device` methods that only
-//! delegate to it. A backend's `device.rs` keeps what is truly its API's: opening the
-//! device, memory, copies, compiling and launching.
+//! delegate to it, allocation included (a [`BlockBuffer`] of the device's memory cache). A
+//! backend's `device.rs` keeps what is truly its API's: opening the device, the driver's
+//! memory calls, copies, compiling and launching.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use polytensor_core::device::{checks, Capabilities};
+use polytensor_core::alloc::{BlockAllocator, BlockSource};
+use polytensor_core::buffer::{BlockBuffer, BlockCache};
+use polytensor_core::device::{checks, Capabilities, DeviceKind};
+use polytensor_core::dlpack::DLDevice;
 use polytensor_core::plan::{Coalesced, MatmulPlan, ReducedAxes};
 use polytensor_core::{
-    BinaryOp, DataType, Device, Error, Op, OutView, ReduceOp, Result, Scalar, TensorBuffer,
-    TensorView, UnaryOp,
+    BinaryOp, CachingAllocator, DataType, Device, Error, Op, OutView, ReduceOp, Result, Scalar,
+    TensorBuffer, TensorView, UnaryOp,
 };
 
 use crate::elementwise::{MapKernel, Variant};
@@ -69,10 +73,16 @@ pub trait Queue: Device + Sized {
     /// What keeps a geometry buffer alive until its launch is queued.
     type Constants;
 
+    /// The driver calls behind the device's memory.
+    type Memory: BlockSource;
+
     /// Work-items of a work-group of elementwise and serial-reduction launches.
     const MAP_GROUP: usize;
     /// The most work-groups an elementwise launch starts (kernels loop over the rest).
     const MAX_MAP_GROUPS: usize;
+
+    /// What the device says about itself, its memory, and its own `Arc`.
+    fn base(&self) -> &DeviceBase<Self::Memory>;
 
     /// The compiled program of `key` (built on first use).
     fn program(&self, key: ProgramKey) -> Result<Arc<Self::Program>>;
@@ -127,6 +137,57 @@ pub trait Queue: Device + Sized {
 
     /// How matmul work is divided on this device.
     fn matmul_schedule(&self) -> Schedule;
+}
+
+/// What a [`Queue`] device says about itself: the `Device` accessors
+/// [`queue_device_ops!`](crate::queue_device_ops) writes.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// `Device::name` (`opencl:0`, `cuda:1`).
+    pub name: String,
+    /// `Device::kind`.
+    pub kind: DeviceKind,
+    /// `Device::description` (hardware, driver).
+    pub description: String,
+    /// `Device::is_accelerator`: hardware of its own beside the host CPU.
+    pub accelerator: bool,
+    /// `Device::dlpack_device`.
+    pub dlpack: Option<DLDevice>,
+}
+
+/// The parts every [`Queue`] device keeps: what it says about itself, the cache of its
+/// driver's memory that its tensors' buffers come from, and the way back to its own `Arc`
+/// (which those buffers keep).
+pub struct DeviceBase<S: BlockSource> {
+    /// Name, kind, description, accelerator or not, DLPack device.
+    pub identity: Identity,
+    /// The device's memory: the driver's blocks behind a cache.
+    pub memory: Arc<BlockCache<S>>,
+    me: Weak<dyn Device>,
+}
+
+impl<S: BlockSource> DeviceBase<S> {
+    /// The parts of a device whose `Arc` is being made (`me`, from `Arc::new_cyclic`), with
+    /// `memory` behind a cache of up to `cache_bytes` of freed blocks.
+    pub fn new(
+        identity: Identity,
+        memory: BlockAllocator<S>,
+        cache_bytes: usize,
+        me: Weak<dyn Device>,
+    ) -> Self {
+        Self {
+            identity,
+            memory: Arc::new(CachingAllocator::new(memory, cache_bytes)),
+            me,
+        }
+    }
+
+    /// The device as the `Arc` its buffers keep.
+    pub fn shared(&self) -> Arc<dyn Device> {
+        self.me
+            .upgrade()
+            .expect("a device is only reachable through its Arc")
+    }
 }
 
 /// The grid of an elementwise launch over `count` items.
@@ -276,7 +337,17 @@ pub fn cast<Q: Queue>(q: &Q, x: &TensorView<'_>, out: &mut OutView<'_>) -> Resul
     map(q, spec, &[x], out)
 }
 
-/// `Device::allocate_zeroed`: a new buffer, filled with zero bytes on the queue.
+/// `Device::allocate`: a block of the device's memory cache.
+pub fn allocate<Q: Queue>(q: &Q, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
+    let base = q.base();
+    Ok(Arc::new(BlockBuffer::allocate(
+        bytes,
+        &base.memory,
+        base.shared(),
+    )?))
+}
+
+/// `Device::allocate_zeroed`: [`allocate`], then zero bytes filled on the queue.
 pub fn allocate_zeroed<Q: Queue>(q: &Q, bytes: usize) -> Result<Arc<dyn TensorBuffer>> {
     let buffer = q.allocate(bytes)?;
     if bytes > 0 {
@@ -468,8 +539,42 @@ pub fn matmul_kernel<Q: Queue>(
 #[macro_export]
 macro_rules! queue_device_ops {
     () => {
+        fn name(&self) -> &str {
+            &$crate::launch::Queue::base(self).identity.name
+        }
+
+        fn kind(&self) -> polytensor_core::DeviceKind {
+            $crate::launch::Queue::base(self).identity.kind
+        }
+
+        fn description(&self) -> String {
+            $crate::launch::Queue::base(self)
+                .identity
+                .description
+                .clone()
+        }
+
+        fn is_accelerator(&self) -> bool {
+            $crate::launch::Queue::base(self).identity.accelerator
+        }
+
+        fn dlpack_device(&self) -> Option<polytensor_core::dlpack::DLDevice> {
+            $crate::launch::Queue::base(self).identity.dlpack
+        }
+
         fn supports(&self, op: polytensor_core::Op, dtype: polytensor_core::DataType) -> bool {
             $crate::launch::Queue::capabilities(self).supports(op, dtype)
+        }
+
+        fn allocator(&self) -> &dyn polytensor_core::AllocatorInfo {
+            $crate::launch::Queue::base(self).memory.as_ref()
+        }
+
+        fn allocate(
+            &self,
+            bytes: usize,
+        ) -> polytensor_core::Result<std::sync::Arc<dyn polytensor_core::TensorBuffer>> {
+            $crate::launch::allocate(self, bytes)
         }
 
         fn allocate_zeroed(

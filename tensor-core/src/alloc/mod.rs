@@ -7,8 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 
+mod blocks;
 mod caching;
 pub use crate::stats::AllocatorStats;
+pub use blocks::{Block, BlockAllocator, BlockSource};
 pub use caching::{size_class, CachedBlock, CachingAllocator};
 
 /// TensorFlow's `Allocator::kAllocatorAlignment`: host buffers are aligned to 64 bytes.

@@ -1,5 +1,6 @@
 //! The buffers of host memory (owned, inline, embedded in the tensor, strings, shared read-only
-//! bytes): implementations of [`TensorBuffer`], the memory of one allocation on a device.
+//! bytes) and of GPU memory in cached blocks ([`BlockBuffer`]): implementations of
+//! [`TensorBuffer`], the memory of one allocation on a device.
 
 use std::any::Any;
 use std::fmt;
@@ -9,10 +10,12 @@ use crate::alloc::{Allocator, HostBlock, HostMemory};
 use crate::device::Device;
 pub use crate::device::TensorBuffer;
 
+mod block;
 mod embedded;
 mod foreign;
 mod inline;
 
+pub use block::{BlockBuffer, BlockCache};
 pub use embedded::{EmbeddedBuffer, EMBEDDED_BUFFER_BYTES};
 pub use foreign::{adopt, ForeignBuffer, Release};
 pub use inline::{InlineBuffer, INLINE_BUFFER_BYTES};
