@@ -30,7 +30,10 @@ pub(crate) fn kernel_for(op: Op, dtype: DataType) -> Option<Kernel> {
     };
     // Moves of any fixed-size dtype, on its raw bits.
     match op {
-        Op::Where => return Storage::raw(dtype).map(|_| raw("select(z, y, x != 0u)")),
+        Op::Where => {
+            let select = render::wgsl(&body::select(), Elem::Bool)?;
+            return Storage::raw(dtype).map(|_| raw(&select));
+        }
         Op::Copy | Op::Fill => return Storage::raw(dtype).map(|_| raw("x")),
         _ => {}
     }

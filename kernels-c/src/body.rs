@@ -285,3 +285,99 @@ pub fn binary(op: BinaryOp, e: Elem) -> Option<Expr> {
         _ => None,
     }
 }
+
+/// `where`'s body: `y` where the condition `x` (a bool element) holds, else `z`. The
+/// values move as raw bits (no arithmetic touches them), so it renders in the condition's
+/// element.
+pub fn select() -> Expr {
+    x().cmp(Cmp::Ne, num(0)).then(y(), Expr::Arg(2))
+}
+
+/// How a value becomes another element type (DESIGN.md's cast semantics), decided here
+/// once; each language spells the steps ([`crate::render::c_cast`], wgpu's
+/// `cast_expression`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cast {
+    /// To bool: not zero (NaN is not zero; a complex value: either part).
+    NonZero,
+    /// The language's own conversion, exact or rounded once: any float to a wider or equal
+    /// one or f64 to f32, bool to anything, an integer to f64, integers to integers
+    /// (extended by the source's signedness, or cut to the low bits), a complex value to
+    /// the other complex type part by part.
+    Convert,
+    /// f64 to f16 or bf16: to f32 rounded to odd, so that the narrowing store rounds once.
+    RoundToOdd,
+    /// A float to an integer: NaN to 0, `lo` below `lo`, `hi` from `hi + 1` on (both
+    /// bounds exact in every float type), truncated toward zero inside.
+    Saturate {
+        /// The target's smallest value.
+        lo: i128,
+        /// The target's largest value.
+        hi: i128,
+    },
+    /// An integer to a float of `bits` significant bits (24: f32, 11: f16, 8: bf16),
+    /// rounded once (to nearest, ties to even).
+    IntToFloat {
+        /// The target's significand bits.
+        bits: u32,
+    },
+    /// A complex value's real part, then this cast from the part's type.
+    RealPart(Box<Cast>),
+    /// This cast into the part type of a complex target, with an imaginary part of 0.
+    ToComplex(Box<Cast>),
+}
+
+impl Cast {
+    /// The cast from `from` to `to`.
+    pub fn between(from: Elem, to: Elem) -> Cast {
+        match (from.is_complex(), to.is_complex()) {
+            (true, true) => Cast::Convert,
+            (true, false) if to == Elem::Bool => Cast::NonZero,
+            (true, false) => Cast::RealPart(Box::new(Cast::between(part(from), to))),
+            (false, true) => Cast::ToComplex(Box::new(Cast::between(from, part(to)))),
+            (false, false) => real_cast(from, to),
+        }
+    }
+}
+
+/// The real element of a complex one's parts.
+pub fn part(c: Elem) -> Elem {
+    if c == Elem::C128 {
+        Elem::F64
+    } else {
+        Elem::F32
+    }
+}
+
+/// [`Cast::between`] real elements (and bool).
+fn real_cast(from: Elem, to: Elem) -> Cast {
+    let narrow_bits = match to {
+        Elem::F16 => Some(11),
+        Elem::BF16 => Some(8),
+        Elem::F32 => Some(24),
+        _ => None,
+    };
+    if to == Elem::Bool {
+        return Cast::NonZero;
+    }
+    if from == Elem::Bool {
+        return Cast::Convert;
+    }
+    match (from.is_float(), to.is_float(), narrow_bits) {
+        (true, true, Some(11 | 8)) if from == Elem::F64 => Cast::RoundToOdd,
+        (true, true, _) => Cast::Convert,
+        (true, false, _) => {
+            let bits = to.bits().unwrap_or(64);
+            let (lo, hi) = if to.is_signed() {
+                (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+            } else {
+                (0, (1i128 << bits) - 1)
+            };
+            Cast::Saturate { lo, hi }
+        }
+        (false, true, Some(bits)) => Cast::IntToFloat { bits },
+        // An integer to f64 (every 32-bit one exactly; C and WGSL round 64-bit ones once),
+        // and integers to integers.
+        _ => Cast::Convert,
+    }
+}

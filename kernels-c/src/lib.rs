@@ -14,9 +14,8 @@
 //! - [`Elem`]: how each dtype is stored and computed on (f16 and bf16 as their 16 bits,
 //!   computed in f32 and rounded once; complex as `float2`/`double2`).
 //! - [`body`]: the body of every elementwise op, one typed expression for every GPU
-//!   language, and [`render`]: its C and WGSL dialect layers (wgpu renders its kernels'
-//!   bodies from here too).
-//! - [`expr`]: the C expression of every cast and of `where`.
+//!   language, `where`'s, and every cast's steps ([`body::Cast`]); and [`render`]: their
+//!   C and WGSL dialect layers (wgpu renders its kernels' bodies and casts from here too).
 //! - [`table`]: which kernel runs each (op, dtype), grouped into programs; the single
 //!   source of every backend's `supports`.
 //! - [`Library`]: the helper headers a kernel needs (`c/scalar.h`, `c/real.h`,
@@ -26,7 +25,6 @@ pub mod body;
 mod dialect;
 mod elem;
 pub mod elementwise;
-pub mod expr;
 pub mod launch;
 mod library;
 pub mod matmul;

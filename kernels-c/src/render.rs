@@ -7,7 +7,7 @@
 //! `None`: the device cannot run that op on that dtype, which is what its capabilities
 //! say.
 
-use crate::body::{Arith, Cmp, Expr, Func};
+use crate::body::{part, Arith, Cast, Cmp, Expr, Func};
 use crate::{Elem, Real};
 
 /// The name of operand `k`.
@@ -181,6 +181,57 @@ fn c_call(f: Func, e: Elem, args: &[String]) -> Option<String> {
     Some(format!("{name}_{suffix}({list})"))
 }
 
+/// The C expression converting `x` of element `from` into element `to` (its computed
+/// type), as [`Cast::between`] decides: C's conversions where they are exact or round
+/// once, the helper libraries' single-rounding conversions into f16 and bf16.
+pub fn c_cast(from: Elem, to: Elem) -> String {
+    c_cast_of(&Cast::between(from, to), from, to, "x")
+}
+
+/// `cast` of the C value `v` from `from` to `to`.
+fn c_cast_of(cast: &Cast, from: Elem, to: Elem, v: &str) -> String {
+    let t = to.value();
+    let make = |c: Elem| {
+        if c == Elem::C128 {
+            ("f64", "MAKE_C128")
+        } else {
+            ("f32", "MAKE_C64")
+        }
+    };
+    match cast {
+        Cast::NonZero if from.is_complex() => format!("(u8)({v}.x != 0 || {v}.y != 0)"),
+        Cast::NonZero => format!("(u8)({v} != 0)"),
+        Cast::Convert if to.is_complex() => {
+            let (p, make) = make(to);
+            format!("{make}(({p}){v}.x, ({p}){v}.y)")
+        }
+        Cast::RoundToOdd => format!("f64_to_f32_odd({v})"),
+        Cast::Saturate { lo, hi } => {
+            let (Some(real), Some((min, max))) = (from.real(), to.int_bounds()) else {
+                return format!("({t}){v}");
+            };
+            format!(
+                "({v} != {v} ? ({t})0 : {v} >= {} ? {max} : {v} < {} ? {min} : ({t}){v})",
+                real.literal((hi + 1) as f64),
+                real.literal(*lo as f64)
+            )
+        }
+        Cast::IntToFloat {
+            bits: bits @ (11 | 8),
+        } if from.is_signed() => format!("i64_to_f32_bits((i64){v}, {bits})"),
+        Cast::IntToFloat {
+            bits: bits @ (11 | 8),
+        } => format!("u64_to_f32_bits((u64){v}, {bits})"),
+        // C's own conversions round once (to f32: to nearest, ties to even).
+        Cast::Convert | Cast::IntToFloat { .. } => format!("({t}){v}"),
+        Cast::RealPart(then) => c_cast_of(then, part(from), to, &format!("{v}.x")),
+        Cast::ToComplex(then) => {
+            let (p, make) = make(to);
+            format!("{make}({}, ({p})0)", c_cast_of(then, from, part(to), v))
+        }
+    }
+}
+
 /// The WGSL type element `e` is computed in (narrow integers and bool widen to 32 bits,
 /// f16 and bf16 compute in f32, complex numbers are `vec2` of their part).
 pub fn wgsl_type(e: Elem) -> &'static str {
@@ -311,6 +362,18 @@ mod tests {
     use super::*;
     use crate::body;
     use polytensor_core::{BinaryOp, DataType, Op, UnaryOp};
+
+    #[test]
+    fn casts_name_the_single_rounding_helpers() {
+        assert_eq!(c_cast(Elem::F64, Elem::F16), "f64_to_f32_odd(x)");
+        assert_eq!(c_cast(Elem::I64, Elem::BF16), "i64_to_f32_bits((i64)x, 8)");
+        assert!(c_cast(Elem::F32, Elem::U8).contains("256.0f"));
+        assert_eq!(c_cast(Elem::C128, Elem::Bool), "(u8)(x.x != 0 || x.y != 0)");
+        assert_eq!(
+            c(&body::select(), Elem::Bool).as_deref(),
+            Some("((x != (u8)0) ? y : z)")
+        );
+    }
 
     /// The body of `op` on `dtype`, if it has one.
     fn body_of(op: Op, e: Elem) -> Option<Expr> {

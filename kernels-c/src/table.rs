@@ -12,7 +12,7 @@
 use crate::elementwise::{self, Access, MapKernel, Variant};
 use crate::matmul::{MatmulKernel, Schedule};
 use crate::reduce::{self, ReduceKernel, Stage};
-use crate::{body, expr, render, Dialect, Elem};
+use crate::{body, render, Dialect, Elem};
 use polytensor_core::{BinaryOp, DataType, Op, ReduceOp, UnaryOp};
 
 /// A program: the kernels of one family and dtype.
@@ -121,9 +121,9 @@ fn move_spec(op: Op, m: Elem) -> Option<(ProgramKey, MapSpec)> {
         Op::Where => (
             "where",
             vec![Access::Value(Elem::Bool), Access::Raw(m), Access::Raw(m)],
-            expr::SELECT,
+            render::c(&body::select(), Elem::Bool)?,
         ),
-        Op::Copy => ("copy", vec![Access::Raw(m)], "x"),
+        Op::Copy => ("copy", vec![Access::Raw(m)], "x".to_string()),
         _ => return None,
     };
     Some((
@@ -132,7 +132,7 @@ fn move_spec(op: Op, m: Elem) -> Option<(ProgramKey, MapSpec)> {
             name: name.into(),
             inputs,
             output: Access::Raw(m),
-            expression: expression.into(),
+            expression,
         },
     ))
 }
@@ -146,7 +146,7 @@ pub fn cast_spec(from: DataType, to: DataType) -> Option<(ProgramKey, MapSpec)> 
             name: format!("to_{to}"),
             inputs: vec![Access::Value(f)],
             output: Access::Value(t),
-            expression: expr::cast(f, t),
+            expression: render::c_cast(f, t),
         },
     ))
 }

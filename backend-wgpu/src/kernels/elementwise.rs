@@ -10,6 +10,8 @@
 //! reversed views work).
 
 use polytensor_core::DataType;
+use polytensor_kernels_c::body::Cast;
+use polytensor_kernels_c::Elem;
 
 use super::storage::{Storage, CONVERSIONS};
 use super::template::instantiate;
@@ -234,57 +236,51 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     source
 }
 
-/// The WGSL expression converting `x` of `from` into `to` with the shared cast semantics:
-/// float to int truncates and saturates with NaN to 0, ints wrap (the narrowing store
-/// drops the high bits), anything to bool is "not zero" (NaN is not zero), bool is 0 or 1,
-/// and ints become floats rounded once. `None` unless both dtypes are computed on here.
+/// The WGSL expression converting `x` of `from` into `to`, with the steps the kit's
+/// [`Cast::between`] decides (the shared cast semantics): float to int truncates and
+/// saturates with NaN to 0, ints wrap (the narrowing store drops the high bits), anything
+/// to bool is "not zero" (NaN is not zero), bool is 0 or 1, and ints become floats rounded
+/// once. `None` unless both dtypes are computed on here.
 pub(crate) fn cast_expression(from: DataType, to: DataType) -> Option<String> {
-    let target = Storage::of(to)?.value_type();
-    match (from.is_complex(), to.is_complex()) {
-        (false, false) => real_cast(from, to, "x"),
-        (true, true) => Some(format!("{target}(x)")),
-        // Complex to bool is "either part is not zero"; to anything else, the real part.
-        (true, false) if to == DataType::Bool => {
-            Some("select(0u, 1u, x.x != 0.0 || x.y != 0.0 || is_nan(x.x) || is_nan(x.y))".into())
-        }
-        (true, false) => real_cast(from.real_dtype(), to, "x.x"),
-        (false, true) => Some(format!(
-            "{target}({}, 0.0)",
-            real_cast(from, to.real_dtype(), "x")?
-        )),
-    }
+    let cast = Cast::between(Elem::of(from)?, Elem::of(to)?);
+    spell_cast(&cast, from, to, "x")
 }
 
-/// [`cast_expression`] between real dtypes (and bool) of the value `v`.
-fn real_cast(from: DataType, to: DataType, v: &str) -> Option<String> {
+/// `cast` of the WGSL value `v` from `from` to `to`.
+fn spell_cast(cast: &Cast, from: DataType, to: DataType, v: &str) -> Option<String> {
     use polytensor_core::DTypeClass::{Bool, Float, Signed};
+    let target = Storage::of(to)?.value_type();
+    if from.is_complex() || to.is_complex() {
+        return Some(match cast {
+            Cast::NonZero => format!(
+                "select(0u, 1u, {v}.x != 0.0 || {v}.y != 0.0 || is_nan({v}.x) || is_nan({v}.y))"
+            ),
+            Cast::RealPart(then) => spell_cast(then, from.real_dtype(), to, &format!("{v}.x"))?,
+            Cast::ToComplex(then) => {
+                format!(
+                    "{target}({}, 0.0)",
+                    spell_cast(then, from, to.real_dtype(), v)?
+                )
+            }
+            _ => format!("{target}({v})"),
+        });
+    }
     let (s, t) = (real_type(from)?, real_type(to)?);
     let (wide_source, wide_target) = (s.is_wide(), t.is_wide());
-    Some(match (from.class(), to.class()) {
-        (Float, Bool) => format!("select(0u, 1u, {v} != 0.0 || is_nan({v}))"),
-        (_, Bool) => format!("select(0u, 1u, {v} != {s}(0))"),
-        (Float, Float) if s == Scalar::F64 && t != Scalar::F64 => match to {
-            DataType::Float => format!("f32({v})"),
-            _ => format!("f64_to_f32_odd({v})"),
-        },
-        (Float, Float) | (Bool, _) => format!("{t}({v})"),
-        (Float, _) => {
-            // Saturate outside [lo, hi], truncate inside; the bounds are exact in f32.
-            let (lo, hi) = integer_bounds(to)?;
-            format!(
-                "select(select(select({t}({v}), {}, {v} >= {hi}.0 + 1.0), {}, {v} < {lo}.0), \
-                 {t}(0), is_nan({v}))",
-                int_literal(hi, t),
-                int_literal(lo, t)
-            )
+    Some(match cast {
+        Cast::NonZero if from.class() == Float => {
+            format!("select(0u, 1u, {v} != 0.0 || is_nan({v}))")
         }
-        (_, Float) if t == Scalar::F64 => format!("f64({v})"),
-        (_, Float) => {
-            let bits = match to {
-                DataType::Half => 11,
-                DataType::BFloat16 => 8,
-                _ => 24,
-            };
+        Cast::NonZero => format!("select(0u, 1u, {v} != {s}(0))"),
+        Cast::RoundToOdd => format!("f64_to_f32_odd({v})"),
+        Cast::Saturate { lo, hi } => format!(
+            // The bounds are exact in f32.
+            "select(select(select({t}({v}), {}, {v} >= {hi}.0 + 1.0), {}, {v} < {lo}.0), \
+             {t}(0), is_nan({v}))",
+            int_literal(*hi, t),
+            int_literal(*lo, t)
+        ),
+        Cast::IntToFloat { bits } => {
             let (convert, unsigned) = if wide_source {
                 ("int64_to_float", "u64")
             } else {
@@ -298,6 +294,10 @@ fn real_cast(from: DataType, to: DataType, v: &str) -> Option<String> {
             } else {
                 format!("{convert}({v}, false, {bits}u)")
             }
+        }
+        // Floats, bool and integers to f64: WGSL's conversion.
+        _ if from.class() == Float || from.class() == Bool || to.class() == Float => {
+            format!("{t}({v})")
         }
         // Between integer widths: sign- or zero-extend by the source's signedness, or cut.
         _ if wide_source && !wide_target => format!("bitcast<{t}>(u32(bitcast<u64>({v})))"),
