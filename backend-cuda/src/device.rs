@@ -1,5 +1,5 @@
 //! [`CudaDevice`]: one CUDA GPU as a polytensor [`Device`]: a context, one stream that
-//! every kernel and copy is queued on, buffers from a [`CachingAllocator`], kernels from
+//! every kernel and copy is queued on, buffers from a [`CachingAllocator`](polytensor_core::CachingAllocator), kernels from
 //! the shared C-family generator compiled by NVRTC, and cuBLAS for floating-point matmul.
 
 use std::collections::HashMap;
@@ -17,7 +17,7 @@ use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 use polytensor_core::plan::MatmulPlan;
 use polytensor_core::{Device, Error, Layout, Op, OutView, Result, TensorBuffer, TensorView};
-use polytensor_kernels_c::launch::{self, Arg, DeviceBase, Grid, Identity, Queue};
+use polytensor_kernels_c::launch::{self, Arg, DeviceBase, Identity, Launch, Queue};
 use polytensor_kernels_c::matmul::Schedule;
 use polytensor_kernels_c::reduce;
 use polytensor_kernels_c::table::{self, ProgramKey};
@@ -49,7 +49,7 @@ pub struct Module {
     functions: HashMap<String, CudaFunction>,
 }
 
-/// A CUDA device: its own context and stream, memory from a [`CachingAllocator`], kernels
+/// A CUDA device: its own context and stream, memory from a [`CachingAllocator`](polytensor_core::CachingAllocator), kernels
 /// compiled by NVRTC for its architecture, cuBLAS for floating-point matmul.
 pub struct CudaDevice {
     /// Its identity, memory and own `Arc`.
@@ -435,17 +435,10 @@ impl Queue for CudaDevice {
         self.module(key)
     }
 
-    unsafe fn launch(
-        &self,
-        module: &Module,
-        kernel: &str,
-        args: &[Arg<u64>],
-        grid: Grid,
-    ) -> Result<()> {
-        let function = module.functions.get(kernel).ok_or_else(|| Error::Backend {
-            device: self.base.identity.name.clone(),
-            message: format!("no kernel {kernel} in its program"),
-        })?;
+    unsafe fn launch(&self, module: &Module, launch: Launch<'_, u64>) -> Result<()> {
+        let Launch { kernel, args, grid } = launch;
+        let function = (module.functions.get(kernel))
+            .ok_or_else(|| launch.missing(&self.base.identity.name))?;
         let [x, y, z] = grid.groups;
         if y > MAX_GRID_YZ || z > MAX_GRID_YZ {
             return Err(Error::invalid(format!(

@@ -14,7 +14,7 @@ use opencl3::types::cl_mem;
 use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 use polytensor_core::{Device, Error, OutView, Result, TensorBuffer, TensorView};
-use polytensor_kernels_c::launch::{self, Arg, DeviceBase, Grid, Identity, Queue};
+use polytensor_kernels_c::launch::{self, DeviceBase, Identity, Launch, Queue};
 use polytensor_kernels_c::matmul::Schedule;
 use polytensor_kernels_c::reduce;
 use polytensor_kernels_c::table::{self, ProgramKey};
@@ -40,7 +40,7 @@ const MAX_MAP_ITEMS: usize = 1 << 30;
 const MAP_GROUP: usize = 64;
 
 /// An OpenCL device with its own context and in-order queue, buffers from a
-/// [`CachingAllocator`] and kernels from the shared C-family generator.
+/// [`CachingAllocator`](polytensor_core::CachingAllocator) and kernels from the shared C-family generator.
 pub struct OpenClDevice {
     /// Its identity, memory and own `Arc`.
     base: DeviceBase<ClMemory>,
@@ -302,17 +302,10 @@ impl Queue for OpenClDevice {
         )
     }
 
-    unsafe fn launch(
-        &self,
-        program: &Compiled,
-        kernel: &str,
-        args: &[Arg<cl_mem>],
-        grid: Grid,
-    ) -> Result<()> {
-        let handle = program.kernel(kernel).ok_or_else(|| Error::Backend {
-            device: self.base.identity.name.clone(),
-            message: format!("no kernel {kernel} in its program"),
-        })?;
+    unsafe fn launch(&self, program: &Compiled, launch: Launch<'_, cl_mem>) -> Result<()> {
+        let Launch { kernel, args, grid } = launch;
+        let handle =
+            (program.kernel(kernel)).ok_or_else(|| launch.missing(&self.base.identity.name))?;
         enqueue(&self.queue, handle, args, &grid.global(), &grid.group)
             .map_err(|e| self.backend(&format!("launching {kernel}"), e))
     }

@@ -1,6 +1,6 @@
 //! Elementwise kernels: `out[i] = f(in0[p0(i)], in1[p1(i)], ...)` for one to three strided
 //! (broadcast, transposed, offset) inputs and a contiguous output, in one template; `f` is
-//! an [`crate::expr`] expression over `x`, `y`, `z`.
+//! a C expression over `x`, `y`, `z` rendered from the kit's bodies ([`crate::render`]).
 //!
 //! The kernel is named `map`. Its arguments, in order:
 //! - `i64 count`: the number of output elements;

@@ -37,6 +37,27 @@ pub enum Arg<M> {
     I64(i64),
 }
 
+/// One kernel launch: which kernel of a program, its arguments and its grid.
+#[derive(Debug, Clone, Copy)]
+pub struct Launch<'a, M> {
+    /// The kernel's name in its program.
+    pub kernel: &'a str,
+    /// The arguments, in the order of the kernel's parameter list.
+    pub args: &'a [Arg<M>],
+    /// The grid.
+    pub grid: Grid,
+}
+
+impl<M> Launch<'_, M> {
+    /// The error for a kernel that `device`'s compiled program lacks (a generator bug).
+    pub fn missing(&self, device: &str) -> Error {
+        Error::Backend {
+            device: device.to_string(),
+            message: format!("no kernel {} in its program", self.kernel),
+        }
+    }
+}
+
 /// A launch's extent: `groups` work-groups (CUDA's blocks) of `group` work-items
 /// (threads) along each of three dims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,21 +108,15 @@ pub trait Queue: Device + Sized {
     /// The compiled program of `key` (built on first use).
     fn program(&self, key: ProgramKey) -> Result<Arc<Self::Program>>;
 
-    /// Queue `kernel` of `program` over `grid` with `args`.
+    /// Queue `launch`'s kernel of `program` over its grid with its arguments.
     ///
     /// # Safety
     ///
-    /// `args` match the kernel's parameter list as the generator documents it, every
-    /// [`Arg::Mem`] is memory of this device that stays allocated until the launch is
-    /// queued (later reuse is ordered after it), and the kernel's reads and writes through
-    /// the offsets and geometry given lie within that memory.
-    unsafe fn launch(
-        &self,
-        program: &Self::Program,
-        kernel: &str,
-        args: &[Arg<Self::Mem>],
-        grid: Grid,
-    ) -> Result<()>;
+    /// The arguments match the kernel's parameter list as the generator documents it,
+    /// every [`Arg::Mem`] is memory of this device that stays allocated until the launch
+    /// is queued (later reuse is ordered after it), and the kernel's reads and writes
+    /// through the offsets and geometry given lie within that memory.
+    unsafe fn launch(&self, program: &Self::Program, launch: Launch<'_, Self::Mem>) -> Result<()>;
 
     /// A read-only device buffer holding `words` (a kernel's geometry; at least one word),
     /// and its handle.
@@ -263,11 +278,17 @@ pub fn map_into<Q: Queue>(
         }
     }
     args.extend([Arg::Mem(target), Arg::I64(offset as i64)]);
+    let grid = map_grid::<Q>(count);
+    let launch = Launch {
+        kernel: &name,
+        args: &args,
+        grid,
+    };
     // SAFETY: the arguments are the map kernel's (count, geometry if strided, then each
     // input's memory, offset and flat stride, then the output's), all of live buffers; the
     // views' layouts lie within their buffers (a `TensorView`'s invariant) and the caller's
     // `count` elements of `target` from `offset` are its own.
-    unsafe { q.launch(&program, &name, &args, map_grid::<Q>(count)) }
+    unsafe { q.launch(&program, launch) }
 }
 
 /// The elementwise kernel of `op` on `dtype` over `inputs`, or `Unsupported`.
@@ -427,11 +448,17 @@ pub fn reduce<Q: Queue>(
     ];
     let parts = reduce::split_parts(outputs, count, q.split_groups());
     let launch = |stage: Stage, args: &[Arg<Q::Mem>], grid: Grid| {
+        let name = kernel.kernel_name(stage);
+        let stage_launch = Launch {
+            kernel: &name,
+            args,
+            grid,
+        };
         // SAFETY: each stage gets the reduction kernel's parameters (`ReduceKernel`
         // documents them) over live buffers: the input view, the geometry and partials
         // held to the end of this function, and the output, whose `outputs` contiguous
         // elements lie within its buffer.
-        unsafe { q.launch(&program, &kernel.kernel_name(stage), args, grid) }
+        unsafe { q.launch(&program, stage_launch) }
     };
     if count < WORKGROUP {
         launch(Stage::Serial, &args, map_grid::<Q>(outputs))
@@ -525,10 +552,15 @@ pub fn matmul_kernel<Q: Queue>(
             groups: [0, 1, 2].map(|d| global[d] / group[d]),
             group,
         };
+        let launch = Launch {
+            kernel: "matmul",
+            args: &args,
+            grid,
+        };
         // SAFETY: the matmul kernel's parameters, in order, over the live operand and output
         // buffers and the geometry held to the end of this function; `MatmulPlan` checked
         // that the strided operands and the output fit their layouts.
-        unsafe { q.launch(&program, "matmul", &args, grid)? };
+        unsafe { q.launch(&program, launch)? };
     }
     Ok(())
 }
