@@ -122,6 +122,48 @@ fn dense_layer() -> Case {
     }
 }
 
+/// `Relu6` and `SquaredDifference` (of the inference op set) at their edges: NaN, signed
+/// zeros, infinities, the cap, and an int32 difference whose square wraps.
+fn activations() -> Case {
+    let mut g = Graph::new();
+    let shape = PartialTensorShape::new(&[Some(8)]).unwrap();
+    let x = g.placeholder(DataType::Float, &shape).unwrap();
+    let relu6 = g.unary("Relu6", &x).unwrap();
+    let y = g
+        .constant_values(&[1.0f32, -2.0, 0.5, 3.0, -0.0, 1e30, 0.0, -1.0], &[8])
+        .unwrap();
+    let squared = g
+        .op("SquaredDifference")
+        .inputs(&[x.clone(), y])
+        .build_output()
+        .unwrap();
+    let a = g.constant_values(&[3i32, -4, 1 << 30], &[3]).unwrap();
+    let b = g.constant_values(&[1i32, 5, -(1 << 30)], &[3]).unwrap();
+    let wrapped = g
+        .op("SquaredDifference")
+        .inputs(&[a, b])
+        .build_output()
+        .unwrap();
+    let values = [
+        f32::NAN,
+        -1.0,
+        -0.0,
+        3.0,
+        6.0,
+        7.5,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+    ];
+    let feed = Tensor::from_slice(&values, [8], &cpu()).unwrap();
+    Case {
+        name: "activations",
+        graph: g,
+        feeds: vec![(x, feed)],
+        fetches: vec![relu6, squared, wrapped],
+        target_runs: Vec::new(),
+    }
+}
+
 fn integer_ops() -> Case {
     let mut g = Graph::new();
     let a = g
@@ -341,6 +383,7 @@ fn graphs_built_here_run_in_tensorflow() {
     let cases = [
         seed(),
         dense_layer(),
+        activations(),
         integer_ops(),
         variables(),
         complex_and_inference(),
@@ -351,7 +394,7 @@ fn graphs_built_here_run_in_tensorflow() {
     let stdout = common::run_script(&python, "tf_import_graph.py", &[dir.as_os_str()]);
     std::fs::remove_dir_all(&dir).ok();
     println!("{stdout}");
-    assert!(stdout.contains("ran 5 polytensor graphs"), "{stdout}");
+    assert!(stdout.contains("ran 6 polytensor graphs"), "{stdout}");
 }
 
 /// A GraphDef TensorFlow wrote with the fields polytensor keeps without reading them (a

@@ -117,6 +117,8 @@ pub(crate) fn minimum<R: Real>(a: R, b: R) -> R {
 pub(crate) trait IntElem: Element + Ord {
     const MIN: Self;
     const ZERO: Self;
+    /// 6 (`relu6`'s cap).
+    const SIX: Self;
     const SIGNED: bool;
     fn wrapping_add(self, other: Self) -> Self;
     fn wrapping_sub(self, other: Self) -> Self;
@@ -139,6 +141,7 @@ macro_rules! int_elem_impl {
         impl IntElem for $t {
             const MIN: Self = <$t>::MIN;
             const ZERO: Self = 0;
+            const SIX: Self = 6;
             const SIGNED: bool = $signed;
             #[inline] fn wrapping_add(self, o: Self) -> Self { <$t>::wrapping_add(self, o) }
             #[inline] fn wrapping_sub(self, o: Self) -> Self { <$t>::wrapping_sub(self, o) }

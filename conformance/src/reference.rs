@@ -109,6 +109,7 @@ pub fn unary(op: UnaryOp, dtype: DataType, x: Scalar) -> Expected {
                 UnaryOp::Abs => v.abs(),
                 UnaryOp::Sign => v.signum(),
                 UnaryOp::Relu => v.max(0),
+                UnaryOp::Relu6 => v.clamp(0, 6),
                 UnaryOp::Square => v.wrapping_mul(v),
                 _ => v,
             };
@@ -189,6 +190,10 @@ pub fn unary(op: UnaryOp, dtype: DataType, x: Scalar) -> Expected {
                         0.0
                     }
                 }
+                // NaN and -0.0 compare false both ways, so they stay (TensorFlow's).
+                UnaryOp::Relu6 if v < 0.0 => 0.0,
+                UnaryOp::Relu6 if v > 6.0 => 6.0,
+                UnaryOp::Relu6 => v,
                 UnaryOp::Floor => v.floor(),
                 UnaryOp::Ceil => v.ceil(),
                 UnaryOp::Round => v.round_ties_even(),
@@ -272,6 +277,10 @@ pub fn binary(op: BinaryOp, dtype: DataType, a: Scalar, b: Scalar) -> Expected {
                 BinaryOp::Rem => wrap(dtype, x % y),
                 BinaryOp::Pow => int_pow(dtype, x, y),
                 BinaryOp::Max => wrap(dtype, x.max(y)),
+                BinaryOp::SquaredDifference => {
+                    let d = int_of(wrap(dtype, x - y));
+                    wrap(dtype, d.wrapping_mul(d))
+                }
                 _ => wrap(dtype, x.min(y)),
             })
         }
@@ -325,6 +334,7 @@ pub fn binary(op: BinaryOp, dtype: DataType, a: Scalar, b: Scalar) -> Expected {
                 BinaryOp::Rem => x % y,
                 BinaryOp::Pow => x.powf(y),
                 BinaryOp::Max => maximum(x, y),
+                BinaryOp::SquaredDifference => (x - y) * (x - y),
                 _ => minimum(x, y),
             };
             Expected::rounded(dtype, Scalar::F64(r))

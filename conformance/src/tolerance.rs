@@ -54,6 +54,8 @@ pub fn tolerance(op: Op, dtype: DataType) -> Tolerance {
         Op::Binary(b) => match b {
             BinaryOp::Pow if complex => Tolerance::Ulps(16.0),
             BinaryOp::Pow => Tolerance::Ulps(4.0),
+            // The difference is rounded before it is squared: 1.5 ulp at most.
+            BinaryOp::SquaredDifference => Tolerance::Ulps(2.0),
             BinaryOp::Mul | BinaryOp::Div if complex => Tolerance::Ulps(4.0),
             _ => Tolerance::Exact,
         },

@@ -216,6 +216,7 @@ pub fn unary(op: UnaryOp, e: Elem) -> Option<Expr> {
             U::Tanh => function(Func::Tanh),
             U::Sigmoid => function(Func::Sigmoid),
             U::Relu if !complex => function(Func::Relu),
+            U::Relu6 if !complex => Some(relu6()),
             U::Floor if !complex => function(Func::Floor),
             U::Ceil if !complex => function(Func::Ceil),
             U::Round if !complex => function(Func::RoundEven),
@@ -231,11 +232,19 @@ pub fn unary(op: UnaryOp, e: Elem) -> Option<Expr> {
         U::Abs if signed => Some(negative().then(-x(), x())),
         U::Relu if signed => Some(positive().then(x(), num(0))),
         U::Abs | U::Relu => Some(x()),
+        U::Relu6 => Some(relu6()),
         U::Sign if signed => Some(positive().then(num(1), negative().then(num(-1), num(0)))),
         U::Sign => Some(x().cmp(Cmp::Ne, num(0)).then(num(1), num(0))),
         U::Square => Some(x() * x()),
         _ => None,
     }
+}
+
+/// `min(max(x, 0), 6)` as TensorFlow computes it: NaN and -0.0 compare false both ways,
+/// so they stay.
+fn relu6() -> Expr {
+    x().cmp(Cmp::Lt, num(0))
+        .then(num(0), x().cmp(Cmp::Gt, num(6)).then(num(6), x()))
 }
 
 /// The body of binary `op` on `x` and `y` of element `e` (comparisons give a bool
@@ -269,6 +278,9 @@ pub fn binary(op: BinaryOp, e: Elem) -> Option<Expr> {
         B::Sub => Some(x() - y()),
         B::Mul => Some(x() * y()),
         B::Div if float => Some(x() / y()),
+        B::SquaredDifference if !e.is_complex() && (float || e.is_signed()) => {
+            Some((x() - y()) * (x() - y()))
+        }
         B::Pow => function(Func::Pow),
         _ if e.is_complex() => None,
         B::Rem if float => function(Func::Rem),

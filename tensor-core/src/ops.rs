@@ -62,6 +62,8 @@ op_enum! {
         Erf = "erf",
         /// `max(x, 0)`, NaN propagating.
         Relu = "relu",
+        /// `min(max(x, 0), 6)`, NaN propagating, `-0.0` kept (TensorFlow's `relu6`).
+        Relu6 = "relu6",
         /// Round toward -inf.
         Floor = "floor",
         /// Round toward +inf.
@@ -96,6 +98,8 @@ op_enum! {
         Max = "max",
         /// The smaller; NaN if either is NaN.
         Min = "min",
+        /// `(a - b) * (a - b)` (wrapping for integers; TensorFlow's `squared_difference`).
+        SquaredDifference = "squared_difference",
         /// `a == b`, giving bool.
         Eq = "eq",
         /// `a != b`, giving bool.
@@ -280,7 +284,7 @@ const fn defined(op: Op, dtype: DataType) -> bool {
             UnaryOp::Not => matches!(class, Bool),
             UnaryOp::Neg => matches!(class, Float | Signed | Complex),
             UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Square => numeric,
-            UnaryOp::Relu => real,
+            UnaryOp::Relu | UnaryOp::Relu6 => real,
             UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Erf => {
                 matches!(class, Float)
             }
@@ -291,6 +295,8 @@ const fn defined(op: Op, dtype: DataType) -> bool {
                 numeric
             }
             BinaryOp::Rem | BinaryOp::Max | BinaryOp::Min => real,
+            // Complex operands would need `(a - b) * conj(a - b)`: not yet.
+            BinaryOp::SquaredDifference => matches!(class, Float | Signed),
             BinaryOp::Eq | BinaryOp::Ne => true,
             BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => !matches!(class, Complex),
             BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => matches!(class, Bool),

@@ -121,6 +121,7 @@ fn float_binary<T: FloatElem>(op: BinaryOp, io: impl Operands2) -> Result<()> {
         BinaryOp::Pow => apply!(|x, y| x.powf(y)),
         BinaryOp::Max => apply!(|x, y| maximum(x, y)),
         BinaryOp::Min => apply!(|x, y| minimum(x, y)),
+        BinaryOp::SquaredDifference => apply!(|x, y| (x - y) * (x - y)),
         _ => Err(io.unsupported(op)),
     }
 }
@@ -135,6 +136,10 @@ fn int_binary<T: IntElem>(op: BinaryOp, io: impl Operands2) -> Result<()> {
         BinaryOp::Pow => io.map(|x: T, y: T| x.pow_convention(y)),
         BinaryOp::Max => io.map(|x: T, y: T| x.max(y)),
         BinaryOp::Min => io.map(|x: T, y: T| x.min(y)),
+        BinaryOp::SquaredDifference if T::SIGNED => io.map(|x: T, y: T| {
+            let d = x.wrapping_sub(y);
+            d.wrapping_mul(d)
+        }),
         _ => Err(io.unsupported(op)),
     }
 }

@@ -28,6 +28,7 @@ fn float_unary<T: FloatElem>(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<
     }
     type C<T> = <T as FloatElem>::Compute;
     let (zero, one) = (C::<T>::ZERO, C::<T>::ONE);
+    let six = (one + one) * (one + one + one);
     macro_rules! apply {
         (|$v:ident| $body:expr) => {
             map1(x, out, |v: T| {
@@ -61,6 +62,14 @@ fn float_unary<T: FloatElem>(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<
         }),
         UnaryOp::Erf => apply!(|v| v.erf()),
         UnaryOp::Relu => apply!(|v| if v > zero || v.is_nan() { v } else { zero }),
+        // NaN and -0.0 compare false both ways, so they stay.
+        UnaryOp::Relu6 => apply!(|v| if v < zero {
+            zero
+        } else if v > six {
+            six
+        } else {
+            v
+        }),
         UnaryOp::Floor => apply!(|v| v.floor()),
         UnaryOp::Ceil => apply!(|v| v.ceil()),
         UnaryOp::Round => apply!(|v| v.round_ties_even()),
@@ -76,6 +85,7 @@ fn int_unary<T: IntElem>(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>)
         UnaryOp::Abs => map1(x, out, |v: T| v.wrapping_abs()),
         UnaryOp::Sign => map1(x, out, |v: T| v.signum()),
         UnaryOp::Relu => map1(x, out, |v: T| v.max(T::ZERO)),
+        UnaryOp::Relu6 => map1(x, out, |v: T| v.max(T::ZERO).min(T::SIX)),
         UnaryOp::Square => map1(x, out, |v: T| v.wrapping_mul(v)),
         _ => Err(unsupported(op, x)),
     }

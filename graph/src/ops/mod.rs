@@ -101,6 +101,10 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("Mul", Kind::Binary(BinaryOp::Mul)),
     ("Maximum", Kind::Binary(BinaryOp::Max)),
     ("Minimum", Kind::Binary(BinaryOp::Min)),
+    (
+        "SquaredDifference",
+        Kind::Binary(BinaryOp::SquaredDifference),
+    ),
     ("Pow", Kind::Binary(BinaryOp::Pow)),
     ("LogicalAnd", Kind::Binary(BinaryOp::And)),
     ("LogicalOr", Kind::Binary(BinaryOp::Or)),
@@ -128,6 +132,7 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("Sigmoid", Kind::Unary(UnaryOp::Sigmoid)),
     ("Erf", Kind::Unary(UnaryOp::Erf)),
     ("Relu", Kind::Unary(UnaryOp::Relu)),
+    ("Relu6", Kind::Unary(UnaryOp::Relu6)),
     ("Square", Kind::Unary(UnaryOp::Square)),
     ("Reciprocal", Kind::Unary(UnaryOp::Recip)),
     ("Floor", Kind::Unary(UnaryOp::Floor)),

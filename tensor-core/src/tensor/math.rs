@@ -84,6 +84,8 @@ impl Tensor {
         erf => Erf;
         /// `max(x, 0)`.
         relu => Relu;
+        /// `min(max(x, 0), 6)`.
+        relu6 => Relu6;
         /// Round toward -inf.
         floor => Floor;
         /// Round toward +inf.
@@ -186,6 +188,8 @@ impl Tensor {
         maximum => Max;
         /// Elementwise minimum, NaN propagating.
         minimum => Min;
+        /// `(a - b) * (a - b)` (TensorFlow's `squared_difference`).
+        squared_difference => SquaredDifference;
         /// `a == b` as bool.
         eq => Eq;
         /// `a != b` as bool.
