@@ -7,6 +7,7 @@ use polytensor_core::device::checks;
 use polytensor_core::plan::MatmulPlan;
 use polytensor_core::plan::ReducedAxes;
 use polytensor_core::{DataType, Device, Error, Op, OutView, ReduceOp, Result, TensorView};
+use polytensor_kernels_c::Elem;
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
@@ -30,7 +31,7 @@ pub(crate) fn reduces(op: ReduceOp, dtype: DataType) -> bool {
 /// The lowest and highest values of `dtype` as WGSL expressions of its value type: the
 /// identities of max and min.
 fn bounds(dtype: DataType, t: Ty) -> (String, String) {
-    match elementwise::integer_bounds(dtype) {
+    match Elem::of(dtype).and_then(Elem::int_range) {
         Some((lo, hi)) => match t.real() {
             Some(t) => (
                 elementwise::int_literal(lo, t),

@@ -280,6 +280,28 @@ fn elementwise(c: &mut Criterion) {
     group.finish();
 }
 
+/// Views of a small tensor (unsqueeze, transpose, narrow, squeeze): each makes a layout and
+/// no copy, so this row guards what building a layout costs.
+fn views(c: &mut Criterion) {
+    let device = cpu();
+    let x = tensor(&[8, 16, 32], DataType::Float, 5, &device);
+    let cx = candle_tensor(&[8, 16, 32], 5);
+    let mut group = c.benchmark_group("views_8x16x32_f32");
+    group.bench_function("polytensor", |bench| {
+        bench.iter(|| {
+            let v = x.unsqueeze(0).unwrap().transpose(2, 3).unwrap();
+            black_box(v.narrow(1, 2, 4).unwrap().squeeze(0).unwrap())
+        })
+    });
+    group.bench_function("candle", |bench| {
+        bench.iter(|| {
+            let v = cx.unsqueeze(0).unwrap().transpose(2, 3).unwrap();
+            black_box(v.narrow(1, 2, 4).unwrap().squeeze(0).unwrap())
+        })
+    });
+    group.finish();
+}
+
 /// Transcendental unary ops on 16M f32.
 fn transcendental(c: &mut Criterion) {
     let device = cpu();
@@ -399,6 +421,6 @@ fn fma_peak(c: &mut Criterion) {
 criterion_group! {
     name = cpu_benches;
     config = benches::criterion_config();
-    targets = fma_peak, matmul, half_matmul, elementwise, transcendental, reductions
+    targets = fma_peak, matmul, half_matmul, elementwise, views, transcendental, reductions
 }
 criterion_main!(cpu_benches);

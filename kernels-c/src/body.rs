@@ -278,9 +278,7 @@ pub fn binary(op: BinaryOp, e: Elem) -> Option<Expr> {
         B::Sub => Some(x() - y()),
         B::Mul => Some(x() * y()),
         B::Div if float => Some(x() / y()),
-        B::SquaredDifference if !e.is_complex() && (float || e.is_signed()) => {
-            Some((x() - y()) * (x() - y()))
-        }
+        B::SquaredDifference if e.is_float() || e.is_signed() => Some((x() - y()) * (x() - y())),
         B::Pow => function(Func::Pow),
         _ if e.is_complex() => None,
         B::Rem if float => function(Func::Rem),
@@ -379,12 +377,7 @@ fn real_cast(from: Elem, to: Elem) -> Cast {
         (true, true, Some(11 | 8)) if from == Elem::F64 => Cast::RoundToOdd,
         (true, true, _) => Cast::Convert,
         (true, false, _) => {
-            let bits = to.bits().unwrap_or(64);
-            let (lo, hi) = if to.is_signed() {
-                (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-            } else {
-                (0, (1i128 << bits) - 1)
-            };
+            let (lo, hi) = to.int_range().unwrap_or((i64::MIN.into(), i64::MAX.into()));
             Cast::Saturate { lo, hi }
         }
         (false, true, Some(bits)) => Cast::IntToFloat { bits },

@@ -217,6 +217,16 @@ impl Elem {
         }
     }
 
+    /// The smallest and largest value of an integer type.
+    pub fn int_range(self) -> Option<(i128, i128)> {
+        let bits = self.bits().filter(|_| self.is_integer())?;
+        Some(if self.is_signed() {
+            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+        } else {
+            (0, (1i128 << bits) - 1)
+        })
+    }
+
     /// The smallest and largest value of an integer type as C expressions of its type.
     pub fn int_bounds(self) -> Option<(String, String)> {
         let bits = self.bits()?;

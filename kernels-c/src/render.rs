@@ -8,7 +8,7 @@
 //! say.
 
 use crate::body::{part, Arith, Cast, Cmp, Expr, Func};
-use crate::{Elem, Real};
+use crate::Elem;
 
 /// The name of operand `k`.
 fn arg(k: usize) -> Option<&'static str> {
@@ -85,11 +85,7 @@ pub fn c(expr: &Expr, e: Elem) -> Option<String> {
         Expr::Arg(k) => arg(*k)?.into(),
         Expr::Num(n) if e.is_complex() => {
             let part = e.real()?;
-            let make = if part == Real::F64 {
-                "MAKE_C128"
-            } else {
-                "MAKE_C64"
-            };
+            let make = complex_maker(e);
             format!("{make}({}, {})", part.literal(*n as f64), part.literal(0.0))
         }
         Expr::Num(n) => match e.real() {
@@ -191,18 +187,11 @@ pub fn c_cast(from: Elem, to: Elem) -> String {
 /// `cast` of the C value `v` from `from` to `to`.
 fn c_cast_of(cast: &Cast, from: Elem, to: Elem, v: &str) -> String {
     let t = to.value();
-    let make = |c: Elem| {
-        if c == Elem::C128 {
-            ("f64", "MAKE_C128")
-        } else {
-            ("f32", "MAKE_C64")
-        }
-    };
     match cast {
         Cast::NonZero if from.is_complex() => format!("(u8)({v}.x != 0 || {v}.y != 0)"),
         Cast::NonZero => format!("(u8)({v} != 0)"),
         Cast::Convert if to.is_complex() => {
-            let (p, make) = make(to);
+            let (p, make) = (part(to).value(), complex_maker(to));
             format!("{make}(({p}){v}.x, ({p}){v}.y)")
         }
         Cast::RoundToOdd => format!("f64_to_f32_odd({v})"),
@@ -226,9 +215,18 @@ fn c_cast_of(cast: &Cast, from: Elem, to: Elem, v: &str) -> String {
         Cast::Convert | Cast::IntToFloat { .. } => format!("({t}){v}"),
         Cast::RealPart(then) => c_cast_of(then, part(from), to, &format!("{v}.x")),
         Cast::ToComplex(then) => {
-            let (p, make) = make(to);
+            let (p, make) = (part(to).value(), complex_maker(to));
             format!("{make}({}, ({p})0)", c_cast_of(then, from, part(to), v))
         }
+    }
+}
+
+/// The C macro that makes a value of complex element `c` from its parts.
+fn complex_maker(c: Elem) -> &'static str {
+    if c == Elem::C128 {
+        "MAKE_C128"
+    } else {
+        "MAKE_C64"
     }
 }
 

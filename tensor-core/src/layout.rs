@@ -24,19 +24,19 @@ pub fn contiguous_strides(shape: &TensorShape) -> Strides {
 }
 
 /// Whether `strides` walk `shape` in row-major order with no gaps (dims of size 1 and empty
-/// shapes place no constraint).
-fn row_major(shape: &TensorShape, strides: &[isize]) -> bool {
-    if shape.is_empty() {
-        return true;
-    }
+/// shapes place no constraint), and whether they are exactly [`contiguous_strides`] (which
+/// counts empty dims as 1 and saturates).
+fn row_major(shape: &TensorShape, strides: &[isize]) -> (bool, bool) {
+    let (mut contiguous, mut canonical) = (true, true);
     let mut expected = 1isize;
     for (d, &s) in shape.iter().zip(strides).rev() {
-        if d != 1 && s != expected {
-            return false;
+        if s != expected {
+            canonical = false;
+            contiguous &= d == 1;
         }
-        expected *= d as isize;
+        expected = expected.saturating_mul(d.max(1) as isize);
     }
-    true
+    (contiguous || shape.is_empty(), canonical)
 }
 
 /// The shape, strides (in elements) and offset (in elements) of a tensor in its buffer.
@@ -81,8 +81,8 @@ impl Layout {
     /// dims of size 1 or in an empty shape, which no element position depends on, so every
     /// contiguous layout of a shape has the same strides.
     fn assemble(shape: TensorShape, strides: Strides, offset: usize) -> Self {
-        let contiguous = row_major(&shape, &strides);
-        let strides = if contiguous {
+        let (contiguous, canonical) = row_major(&shape, &strides);
+        let strides = if contiguous && !canonical {
             contiguous_strides(&shape)
         } else {
             strides

@@ -314,22 +314,6 @@ fn real_type(dtype: DataType) -> Option<Scalar> {
     Storage::of(dtype)?.value_type().real()
 }
 
-/// The smallest and largest value of integer `dtype`.
-pub(crate) fn integer_bounds(dtype: DataType) -> Option<(i128, i128)> {
-    let bits = match dtype {
-        DataType::Int8 | DataType::UInt8 => 8,
-        DataType::Int16 | DataType::UInt16 => 16,
-        DataType::Int32 | DataType::UInt32 => 32,
-        DataType::Int64 | DataType::UInt64 => 64,
-        _ => return None,
-    };
-    Some(if dtype.class() == polytensor_core::DTypeClass::Signed {
-        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-    } else {
-        (0, (1i128 << bits) - 1)
-    })
-}
-
 /// `value` as a WGSL expression of integer type `t` (WGSL's abstract integers are 64-bit
 /// signed, so the extremes of i64 and u64 are built from smaller literals).
 pub(crate) fn int_literal(value: i128, t: Scalar) -> String {
