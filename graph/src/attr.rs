@@ -118,6 +118,28 @@ impl<'a> Attrs<'a> {
         }
     }
 
+    /// Whether the attribute is set.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.kind(name).is_some()
+    }
+
+    /// An integer attribute with a default.
+    pub(crate) fn int_or(&self, name: &str, default: i64) -> Result<i64> {
+        match self.kind(name) {
+            None => Ok(default),
+            Some(_) => self.int(name),
+        }
+    }
+
+    /// A float attribute with a default.
+    pub(crate) fn float_or(&self, name: &str, default: f64) -> Result<f64> {
+        match self.kind(name) {
+            None => Ok(default),
+            Some(AttrKind::F(f)) => Ok(f64::from(*f)),
+            Some(_) => Err(self.wrong(name, "a float")),
+        }
+    }
+
     /// A list of dtypes that must be present.
     pub(crate) fn dtypes(&self, name: &str) -> Result<Vec<DataType>> {
         match self.kind(name) {

@@ -57,7 +57,9 @@ pub use partial_shape::PartialTensorShape;
 pub use plan::StridedRows;
 pub use shape::{IntoShape, TensorShape};
 pub use slice::{Extent, TensorSlice};
-pub use tensor::{same_device, HostView, Tensor};
+pub use plan::strided_slice::StridedSliceSpec;
+pub use plan::window::{DataFormat, Padding};
+pub use tensor::{same_device, Conv2dOptions, HostView, MirrorMode, Pool2dOptions, Tensor};
 
 #[doc(hidden)]
 pub use half;

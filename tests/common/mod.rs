@@ -5,6 +5,8 @@
 // Each test crate that includes this module uses only part of it.
 #![allow(dead_code)]
 
+pub mod golden;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

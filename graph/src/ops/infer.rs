@@ -75,6 +75,8 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             one(inputs[1].0, broadcast(cx, &[0, 1, 2])?)
         }
         Kind::MatMul | Kind::BatchMatMul => matmul(cx, kind == Kind::BatchMatMul),
+        Kind::Nn(op) => super::nn::infer(op, cx),
+        Kind::Array(op) => super::array::infer(op, cx),
         Kind::Reduce(_) | Kind::Arg(_) => reduction(cx, kind),
         Kind::Reshape => reshape(cx),
         Kind::Transpose => {
@@ -260,7 +262,7 @@ fn float_range_count(cx: &InferCtx<'_>, dtype: DataType) -> Option<usize> {
 }
 
 /// A shape of known rank from its dims.
-fn known(dims: impl IntoIterator<Item = Dim>) -> Result<PartialTensorShape> {
+pub(crate) fn known(dims: impl IntoIterator<Item = Dim>) -> Result<PartialTensorShape> {
     PartialTensorShape::new(&dims.into_iter().collect::<Vec<_>>())
 }
 

@@ -30,7 +30,7 @@ pub(crate) struct RunCtx<'a> {
 pub(crate) type Outputs = SmallVec<[Value; 1]>;
 
 impl RunCtx<'_> {
-    fn attrs(&self) -> Attrs<'_> {
+    pub(crate) fn attrs(&self) -> Attrs<'_> {
         Attrs {
             node: &self.node.name,
             attrs: &self.node.attrs,
@@ -38,7 +38,7 @@ impl RunCtx<'_> {
     }
 
     /// Input `i` as a tensor (a reference variable reads its value).
-    fn tensor(&self, i: usize) -> Result<Cow<'_, Tensor>> {
+    pub(crate) fn tensor(&self, i: usize) -> Result<Cow<'_, Tensor>> {
         match self.inputs[i] {
             Value::Tensor(t) => Ok(Cow::Borrowed(t)),
             Value::Ref(name) => self.variables.get(name).map(Cow::Borrowed).ok_or_else(|| {
@@ -63,7 +63,7 @@ impl RunCtx<'_> {
     }
 
     /// Input `i`'s elements as integers (axes, dims, perms), read on the host.
-    fn ints(&self, i: usize) -> Result<Vec<i64>> {
+    pub(crate) fn ints(&self, i: usize) -> Result<Vec<i64>> {
         self.tensor(i)?
             .to_scalars()?
             .into_iter()
@@ -173,6 +173,8 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Outputs> {
             })
         }
         Kind::Conj => one(cx.tensor(0)?.conj()?),
+        Kind::Nn(op) => super::nn::run(op, cx),
+        Kind::Array(op) => super::array::run(op, cx),
         Kind::Select => one(cx.tensor(0)?.where_(&*cx.tensor(1)?, &*cx.tensor(2)?)?),
         Kind::MatMul | Kind::BatchMatMul => {
             let attrs = cx.attrs();

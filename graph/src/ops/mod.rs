@@ -9,8 +9,13 @@ use polytensor_core::{DataType, Error, PartialTensorShape, Result};
 use crate::attr::{AttrValue, Attrs};
 use crate::graph::{Node, Typed};
 
+mod array;
 pub(crate) mod infer;
 pub(crate) mod kernels;
+mod nn;
+
+use array::Array;
+use nn::Nn;
 
 /// What an op does; one entry per op type in [`OPS`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -57,6 +62,10 @@ pub(crate) enum Kind {
     ComplexPart(ComplexPart),
     /// `Conj`: the complex conjugate.
     Conj,
+    /// Convolution, pooling, normalisation and softmax ([`nn`]).
+    Nn(Nn),
+    /// Joining, splitting, padding, slicing and tiling ([`array`]).
+    Array(Array),
 }
 
 /// What `Kind::ComplexPart` takes of each complex number.
@@ -172,6 +181,26 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("ComplexAbs", Kind::ComplexPart(ComplexPart::Abs)),
     ("Angle", Kind::ComplexPart(ComplexPart::Angle)),
     ("Conj", Kind::Conj),
+    ("Conv2D", Kind::Nn(Nn::Conv2D)),
+    ("DepthwiseConv2dNative", Kind::Nn(Nn::Depthwise)),
+    ("MaxPool", Kind::Nn(Nn::MaxPool)),
+    ("AvgPool", Kind::Nn(Nn::AvgPool)),
+    ("BiasAdd", Kind::Nn(Nn::BiasAdd)),
+    ("FusedBatchNormV3", Kind::Nn(Nn::BatchNorm)),
+    ("Softmax", Kind::Nn(Nn::Softmax)),
+    ("LogSoftmax", Kind::Nn(Nn::LogSoftmax)),
+    ("ConcatV2", Kind::Array(Array::Concat)),
+    ("Pack", Kind::Array(Array::Pack)),
+    ("Unpack", Kind::Array(Array::Unpack)),
+    ("Split", Kind::Array(Array::Split)),
+    ("SplitV", Kind::Array(Array::SplitV)),
+    ("Pad", Kind::Array(Array::Pad)),
+    ("PadV2", Kind::Array(Array::PadV2)),
+    ("MirrorPad", Kind::Array(Array::MirrorPad)),
+    ("Slice", Kind::Array(Array::Slice)),
+    ("StridedSlice", Kind::Array(Array::StridedSlice)),
+    ("Tile", Kind::Array(Array::Tile)),
+    ("PlaceholderWithDefault", Kind::Array(Array::PlaceholderWithDefault)),
 ];
 
 /// The kind of op type `op_type`, if polytensor has it.
@@ -188,6 +217,8 @@ pub(crate) enum Source {
     Input(usize),
     /// The number of inputs (`N`).
     Count,
+    /// The number of inputs but the last (`ConcatV2`'s `N`: its values, not the axis).
+    Values,
     /// The dtypes of all inputs, in order (`IdentityN`'s `list(type)` `T`).
     InputTypes,
     /// The dtype the op computes from its inputs (`Tout` of `Real`, `Complex`, ...).
@@ -233,11 +264,17 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::AssignVariable | Kind::AssignAddVariable => &[("dtype", Input(1))],
         Kind::MakeComplex => &[("T", Input(0)), ("T", Input(1)), ("Tout", Result)],
         Kind::ComplexPart(_) => &[("T", Input(0)), ("Tout", Result)],
+        Kind::Nn(op) => op.typed(),
+        Kind::Array(op) => op.typed(),
         _ => &[],
     };
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();
-    if kind == Kind::AddN {
-        derived.extend((0..inputs.len()).map(|i| ("T", Input(i))));
+    match kind {
+        Kind::AddN => derived.extend((0..inputs.len()).map(|i| ("T", Input(i)))),
+        Kind::Array(op @ (Array::Concat | Array::Pack)) => {
+            derived.extend(array::per_value(inputs.len(), op == Array::Concat))
+        }
+        _ => {}
     }
     derived
         .into_iter()
@@ -245,6 +282,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
             let value = match source {
                 Input(i) => AttrValue::from(inputs.get(i)?.0),
                 Count => AttrValue::from(inputs.len() as i64),
+                Values => AttrValue::from(inputs.len().saturating_sub(1) as i64),
                 InputTypes => {
                     let dtypes: Vec<DataType> = inputs.iter().map(|(d, _)| *d).collect();
                     crate::attr::type_list(&dtypes)
@@ -287,7 +325,7 @@ pub(crate) fn check_derived(kind: Kind, cx: &InferCtx<'_>) -> Result<()> {
         }
         return Err(match derived.source {
             Source::Input(i) => cx.type_mismatch(i, attrs.dtype(derived.name)?),
-            Source::Count => Error::invalid(format!(
+            Source::Count | Source::Values => Error::invalid(format!(
                 "NodeDef '{}' ({}) has attr 'N' = {}, but {} inputs are specified; N must \
                  match the inputs",
                 cx.name,

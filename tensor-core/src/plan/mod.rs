@@ -7,6 +7,8 @@
 //! - [`StridedRows`]: a coalesced shape walked row by row (the CPU's loop).
 //! - [`ReducedAxes`]: a layout split into kept and reduced dims.
 //! - [`MatmulDims`] and [`MatmulPlan`]: a batched matmul's sizes and strides.
+//! - [`window`]: the output sizes and paddings of convolution and pooling windows.
+//! - [`strided_slice`]: TensorFlow's `StridedSlice` spec resolved against a shape.
 
 use smallvec::SmallVec;
 
@@ -15,6 +17,8 @@ use crate::error::{Error, Result};
 mod matmul;
 mod reduce;
 mod rows;
+pub mod strided_slice;
+pub mod window;
 
 pub use matmul::{MatmulDims, MatmulPlan};
 pub use reduce::ReducedAxes;

@@ -12,6 +12,8 @@ use crate::ops::Op;
 use crate::shape::{IntoShape, TensorShape};
 
 pub use host::HostView;
+pub use nn::{Conv2dOptions, Pool2dOptions};
+pub use shape_ops::MirrorMode;
 
 /// A tensor: a dtype, a [`Layout`] and an `Arc` of a [`TensorBuffer`] on some device.
 ///
@@ -175,6 +177,10 @@ mod math;
 mod operators;
 
 mod views;
+
+mod shape_ops;
+
+mod nn;
 
 mod host;
 

@@ -1,0 +1,406 @@
+//! TensorFlow's array ops of inference graphs (`ConcatV2`, `Pack`, `Unpack`, `Split`,
+//! `SplitV`, `Pad`, `PadV2`, `MirrorPad`, `Slice`, `StridedSlice`, `Tile`,
+//! `PlaceholderWithDefault`): static shapes where the shape-giving inputs are `Const`, and
+//! kernels on the eager API.
+
+use smallvec::SmallVec;
+
+use polytensor_core::partial_shape::Dim;
+use polytensor_core::{
+    Error, MirrorMode, PartialTensorShape, Result, Scalar, StridedSliceSpec, Tensor,
+};
+
+use super::infer::known;
+use super::kernels::{Outputs, RunCtx};
+use super::{InferCtx, Source, Value};
+use crate::attr::Attrs;
+use crate::graph::Typed;
+
+/// An array op.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Array {
+    /// `ConcatV2`: `N` values, then the axis.
+    Concat,
+    Pack,
+    Unpack,
+    /// `Split`: the axis, then the value.
+    Split,
+    /// `SplitV`: the value, the sizes, the axis.
+    SplitV,
+    Pad,
+    PadV2,
+    MirrorPad,
+    Slice,
+    StridedSlice,
+    Tile,
+    PlaceholderWithDefault,
+}
+
+impl Array {
+    /// The type attributes tied to the inputs (`ConcatV2`'s and `Pack`'s per-value `T` and
+    /// `N` are added by [`super::derived_attrs`]).
+    pub(crate) fn typed(self) -> &'static [(&'static str, Source)] {
+        use Source::Input;
+        match self {
+            Array::Concat | Array::Pack => &[],
+            Array::Unpack => &[("T", Input(0))],
+            Array::Split => &[("T", Input(1))],
+            Array::SplitV => &[("T", Input(0)), ("Tlen", Input(1))],
+            Array::Pad | Array::MirrorPad => &[("T", Input(0)), ("Tpaddings", Input(1))],
+            Array::PadV2 => &[("T", Input(0)), ("Tpaddings", Input(1)), ("T", Input(2))],
+            Array::Slice => &[("T", Input(0)), ("Index", Input(1)), ("Index", Input(2))],
+            Array::StridedSlice => &[
+                ("T", Input(0)),
+                ("Index", Input(1)),
+                ("Index", Input(2)),
+                ("Index", Input(3)),
+            ],
+            Array::Tile => &[("T", Input(0)), ("Tmultiples", Input(1))],
+            Array::PlaceholderWithDefault => &[("dtype", Input(0))],
+        }
+    }
+}
+
+/// The strided slice an op's attributes and index vectors describe.
+fn strided_spec(attrs: &Attrs<'_>, begin: Vec<i64>, end: Vec<i64>, strides: Vec<i64>) -> Result<StridedSliceSpec> {
+    let mask = |name: &str| -> Result<i64> {
+        Ok(if attrs.has(name) { attrs.int(name)? } else { 0 })
+    };
+    Ok(StridedSliceSpec {
+        begin,
+        end,
+        strides,
+        begin_mask: mask("begin_mask")?,
+        end_mask: mask("end_mask")?,
+        ellipsis_mask: mask("ellipsis_mask")?,
+        new_axis_mask: mask("new_axis_mask")?,
+        shrink_axis_mask: mask("shrink_axis_mask")?,
+    })
+}
+
+/// `[rank, 2]` paddings as pairs.
+fn pairs(values: &[i64]) -> Result<Vec<(usize, usize)>> {
+    values
+        .chunks(2)
+        .map(|pair| match pair {
+            &[a, b] if a >= 0 && b >= 0 => Ok((a as usize, b as usize)),
+            _ => Err(Error::invalid(format!(
+                "Paddings must be non-negative: {pair:?}"
+            ))),
+        })
+        .collect()
+}
+
+/// A signed axis against `rank`, or `None` when it is out of range (the kernel reports it).
+fn axis_in(axis: i64, rank: usize) -> Option<usize> {
+    let r = rank as i64;
+    (-r..r).contains(&axis).then(|| axis.rem_euclid(r) as usize)
+}
+
+/// The static outputs of `op`.
+pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
+    let attrs = cx.attrs();
+    let input = |i: usize| -> Result<&Typed> {
+        cx.inputs
+            .get(i)
+            .ok_or_else(|| cx.error(format!("input {i} is missing")))
+    };
+    let dims_of = |i: usize| -> Result<Option<Vec<Dim>>> { Ok(input(i)?.1.dims().map(<[Dim]>::to_vec)) };
+    let unknown = PartialTensorShape::unknown_rank();
+    match op {
+        Array::Concat => {
+            let n = cx.inputs.len().saturating_sub(1);
+            if n == 0 {
+                return Err(cx.error("ConcatV2 takes at least one value and the axis"));
+            }
+            let dtype = input(0)?.0;
+            if cx.inputs[..n].iter().any(|(d, _)| *d != dtype) {
+                return Err(cx.error("the values must have one dtype"));
+            }
+            let shapes: Vec<Option<Vec<Dim>>> = (0..n).map(dims_of).collect::<Result<_>>()?;
+            let axis = cx.const_ints(n).and_then(|a| a.first().copied());
+            let shape = match (shapes.iter().flatten().next(), axis) {
+                (Some(first), Some(axis)) => match axis_in(axis, first.len()) {
+                    Some(axis) => {
+                        let mut out = first.clone();
+                        for (d, slot) in out.iter_mut().enumerate() {
+                            let along = shapes.iter().map(|s| s.as_ref().map(|s| s.get(d).copied().flatten()));
+                            *slot = if d == axis {
+                                along.map(Option::flatten).try_fold(0usize, |sum, v| v.map(|v| sum + v))
+                            } else {
+                                along.flatten().flatten().next()
+                            };
+                        }
+                        known(out)?
+                    }
+                    None => unknown,
+                },
+                (Some(first), None) => known(vec![None; first.len()])?,
+                _ => unknown,
+            };
+            Ok(vec![(dtype, shape)])
+        }
+        Array::Pack => {
+            let (dtype, shape) = input(0)?.clone();
+            let axis = attrs.int_or("axis", 0)?;
+            let shape = match shape.dims() {
+                Some(dims) => match axis_in(axis, dims.len() + 1) {
+                    Some(at) => {
+                        let mut dims = dims.to_vec();
+                        dims.insert(at, Some(cx.inputs.len()));
+                        known(dims)?
+                    }
+                    None => return Err(cx.error(format!("axis {axis} is out of range"))),
+                },
+                None => unknown,
+            };
+            Ok(vec![(dtype, shape)])
+        }
+        Array::Unpack => {
+            let (dtype, shape) = input(0)?.clone();
+            let num = usize::try_from(attrs.int("num")?).map_err(|_| cx.error("num must be non-negative"))?;
+            let axis = attrs.int_or("axis", 0)?;
+            let shape = match shape.dims() {
+                Some(dims) => match axis_in(axis, dims.len()) {
+                    Some(at) => {
+                        if dims[at].is_some_and(|d| d != num) {
+                            return Err(cx.error(format!(
+                                "Dimension must be {num} but is {}",
+                                dims[at].unwrap_or(0)
+                            )));
+                        }
+                        let mut dims = dims.to_vec();
+                        dims.remove(at);
+                        known(dims)?
+                    }
+                    None => return Err(cx.error(format!("axis {axis} is out of range"))),
+                },
+                None => unknown,
+            };
+            Ok(vec![(dtype, shape); num])
+        }
+        Array::Split | Array::SplitV => {
+            let (value, axis_input) = if op == Array::Split { (1, 0) } else { (0, 2) };
+            let (dtype, shape) = input(value)?.clone();
+            let num = usize::try_from(attrs.int("num_split")?)
+                .map_err(|_| cx.error("num_split must be positive"))?;
+            let axis = cx.const_ints(axis_input).and_then(|a| a.first().copied());
+            let sizes = if op == Array::SplitV { cx.const_ints(1) } else { None };
+            let outputs = match (shape.dims(), axis) {
+                (Some(dims), Some(axis)) => match axis_in(axis, dims.len()) {
+                    Some(at) => (0..num)
+                        .map(|k| {
+                            let mut d = dims.to_vec();
+                            d[at] = match &sizes {
+                                Some(sizes) => sizes.get(k).and_then(|&s| usize::try_from(s).ok()),
+                                None if op == Array::Split => dims[at].map(|d| d / num.max(1)),
+                                None => None,
+                            };
+                            known(d)
+                        })
+                        .collect::<Result<Vec<_>>>()?,
+                    None => vec![unknown; num],
+                },
+                (Some(dims), None) => vec![known(vec![None; dims.len()])?; num],
+                _ => vec![unknown; num],
+            };
+            Ok(outputs.into_iter().map(|s| (dtype, s)).collect())
+        }
+        Array::Pad | Array::PadV2 | Array::MirrorPad => {
+            let (dtype, shape) = input(0)?.clone();
+            let shape = match (shape.dims(), cx.const_ints(1)) {
+                (Some(dims), Some(values)) if values.len() == 2 * dims.len() => {
+                    let pairs = pairs(&values).map_err(|e| cx.error(e))?;
+                    known(dims.iter().zip(pairs).map(|(d, (a, b))| d.map(|d| d + a + b)))?
+                }
+                (Some(dims), _) => known(vec![None; dims.len()])?,
+                _ => unknown,
+            };
+            Ok(vec![(dtype, shape)])
+        }
+        Array::Slice => {
+            let (dtype, shape) = input(0)?.clone();
+            let shape = match (shape.dims(), cx.const_ints(1), cx.const_ints(2)) {
+                (Some(dims), Some(begin), Some(size)) if size.len() == dims.len() && begin.len() == dims.len() => {
+                    known(dims.iter().zip(begin.iter().zip(&size)).map(|(d, (&b, &s))| {
+                        if s == -1 {
+                            d.and_then(|d| usize::try_from(d as i64 - b).ok())
+                        } else {
+                            usize::try_from(s).ok()
+                        }
+                    }))?
+                }
+                (Some(dims), _, _) => known(vec![None; dims.len()])?,
+                _ => unknown,
+            };
+            Ok(vec![(dtype, shape)])
+        }
+        Array::StridedSlice => {
+            let (dtype, shape) = input(0)?.clone();
+            let consts = (cx.const_ints(1), cx.const_ints(2), cx.const_ints(3));
+            let shape = match (shape.dims(), consts) {
+                (Some(dims), (Some(b), Some(e), Some(s))) => {
+                    // Unknown dims resolve against a huge stand-in, then stay unknown.
+                    const STAND_IN: usize = 1 << 40;
+                    let sizes: Vec<usize> = dims.iter().map(|d| d.unwrap_or(STAND_IN)).collect();
+                    let plan = strided_spec(&attrs, b, e, s)?.resolve(&sizes).map_err(|e| cx.error(e))?;
+                    known(plan.output.iter().map(|d| match d {
+                        None => Some(1),
+                        Some(d) if dims[*d].is_none() => None,
+                        Some(d) => Some(plan.dims[*d].len),
+                    }))?
+                }
+                _ => unknown,
+            };
+            Ok(vec![(dtype, shape)])
+        }
+        Array::Tile => {
+            let (dtype, shape) = input(0)?.clone();
+            let shape = match (shape.dims(), cx.const_ints(1)) {
+                (Some(dims), Some(m)) if m.len() == dims.len() => known(
+                    dims.iter()
+                        .zip(&m)
+                        .map(|(d, &m)| d.zip(usize::try_from(m).ok()).map(|(d, m)| d * m)),
+                )?,
+                (Some(dims), _) => known(vec![None; dims.len()])?,
+                _ => unknown,
+            };
+            Ok(vec![(dtype, shape)])
+        }
+        Array::PlaceholderWithDefault => {
+            let (dtype, given) = input(0)?.clone();
+            let shape = attrs.shape_or_unknown("shape")?;
+            if attrs.dtype("dtype")? != dtype || !shape.is_compatible_with(&given) {
+                return Err(cx.error(format!(
+                    "the default value does not match dtype {} and shape {shape}",
+                    attrs.dtype("dtype")?
+                )));
+            }
+            Ok(vec![(dtype, shape)])
+        }
+    }
+}
+
+/// Run `op`.
+pub(crate) fn run(op: Array, cx: &RunCtx<'_>) -> Result<Outputs> {
+    let attrs = cx.attrs();
+    let tensors = |ts: Vec<Tensor>| -> Outputs { ts.into_iter().map(Value::Tensor).collect() };
+    let one = |t: Tensor| -> Result<Outputs> { Ok(tensors(vec![t])) };
+    let scalar_axis = |i: usize| -> Result<i64> {
+        match cx.ints(i)?[..] {
+            [axis] => Ok(axis),
+            _ => Err(Error::invalid(format!(
+                "axis of '{}' must be a scalar",
+                cx.node.name
+            ))),
+        }
+    };
+    match op {
+        Array::Concat => {
+            let n = cx.inputs.len() - 1;
+            let values = (0..n)
+                .map(|i| cx.tensor(i).map(|t| t.into_owned()))
+                .collect::<Result<Vec<_>>>()?;
+            let refs: Vec<&Tensor> = values.iter().collect();
+            one(Tensor::concat(&refs, scalar_axis(n)?)?)
+        }
+        Array::Pack => {
+            let values = (0..cx.inputs.len())
+                .map(|i| cx.tensor(i).map(|t| t.into_owned()))
+                .collect::<Result<Vec<_>>>()?;
+            let refs: Vec<&Tensor> = values.iter().collect();
+            one(Tensor::stack(&refs, attrs.int_or("axis", 0)?)?)
+        }
+        Array::Unpack => {
+            let parts = cx.tensor(0)?.unstack(attrs.int_or("axis", 0)?)?;
+            if parts.len() as i64 != attrs.int("num")? {
+                return Err(Error::invalid(format!(
+                    "Input shape axis {} must equal {}, got shape {}",
+                    attrs.int_or("axis", 0)?,
+                    attrs.int("num")?,
+                    cx.tensor(0)?.shape()
+                )));
+            }
+            Ok(tensors(parts))
+        }
+        Array::Split => {
+            let num = usize::try_from(attrs.int("num_split")?)
+                .map_err(|_| Error::invalid("num_split must be positive"))?;
+            Ok(tensors(cx.tensor(1)?.split(num, scalar_axis(0)?)?))
+        }
+        Array::SplitV => {
+            let parts = cx.tensor(0)?.split_sizes(&cx.ints(1)?, scalar_axis(2)?)?;
+            Ok(tensors(parts))
+        }
+        Array::Pad | Array::PadV2 => {
+            let value = if op == Array::PadV2 {
+                let c = cx.tensor(2)?;
+                *c.to_scalars()?
+                    .first()
+                    .filter(|_| c.num_elements() == 1)
+                    .ok_or_else(|| Error::invalid("constant_values must be a scalar"))?
+            } else {
+                Scalar::I64(0)
+            };
+            let x = cx.tensor(0)?;
+            let paddings = paddings_of(cx, x.rank())?;
+            one(x.pad(&paddings, value)?)
+        }
+        Array::MirrorPad => {
+            let mode = match attrs.string_or("mode", "")?.as_str() {
+                "REFLECT" => MirrorMode::Reflect,
+                "SYMMETRIC" => MirrorMode::Symmetric,
+                other => {
+                    return Err(Error::invalid(format!(
+                        "mode must be either REFLECT or SYMMETRIC, not {other:?}"
+                    )))
+                }
+            };
+            let x = cx.tensor(0)?;
+            let paddings = paddings_of(cx, x.rank())?;
+            one(x.mirror_pad(&paddings, mode)?)
+        }
+        Array::Slice => one(cx.tensor(0)?.slice_at(&cx.ints(1)?, &cx.ints(2)?)?),
+        Array::StridedSlice => {
+            let spec = strided_spec(&attrs, cx.ints(1)?, cx.ints(2)?, cx.ints(3)?)?;
+            one(cx.tensor(0)?.strided_slice(&spec)?)
+        }
+        Array::Tile => {
+            let multiples = cx
+                .ints(1)?
+                .iter()
+                .map(|&m| {
+                    usize::try_from(m).map_err(|_| {
+                        Error::invalid(format!("Expected multiples[i] >= 0, but got {m}"))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            one(cx.tensor(0)?.tile(&multiples)?)
+        }
+        Array::PlaceholderWithDefault => one(cx.tensor(0)?.into_owned()),
+    }
+}
+
+/// Input 1 as `[rank, 2]` paddings, with TensorFlow's check of its shape.
+fn paddings_of(cx: &RunCtx<'_>, rank: usize) -> Result<Vec<(usize, usize)>> {
+    let given = cx.tensor(1)?;
+    if given.dims() != [rank, 2] {
+        return Err(Error::invalid(format!(
+            "paddings must be a matrix with 2 columns: {}",
+            given.shape()
+        )));
+    }
+    pairs(&cx.ints(1)?)
+}
+
+/// The dtypes `Pack` and `ConcatV2` tie to each value.
+pub(crate) fn per_value(inputs: usize, concat: bool) -> SmallVec<[(&'static str, Source); 8]> {
+    let values = if concat { inputs.saturating_sub(1) } else { inputs };
+    let mut typed: SmallVec<[(&'static str, Source); 8]> =
+        (0..values).map(|i| ("T", Source::Input(i))).collect();
+    typed.push(("N", if concat { Source::Values } else { Source::Count }));
+    if concat && inputs > 0 {
+        typed.push(("Tidx", Source::Input(inputs - 1)));
+    }
+    typed
+}

@@ -1,0 +1,279 @@
+//! The neural-network ops of inference graphs (`Conv2D`, `DepthwiseConv2dNative`,
+//! `MaxPool`, `AvgPool`, `BiasAdd`, `FusedBatchNormV3`, `Softmax`, `LogSoftmax`): their
+//! attributes read as TensorFlow defines them, static shapes, and kernels on the eager API.
+
+use smallvec::smallvec;
+
+use polytensor_core::partial_shape::Dim;
+use polytensor_core::plan::window::{DataFormat, Padding, Window};
+use polytensor_core::{Conv2dOptions, Error, PartialTensorShape, Pool2dOptions, Result};
+
+use super::infer::known;
+use super::kernels::{Outputs, RunCtx};
+use super::{InferCtx, Value};
+use crate::attr::Attrs;
+use crate::graph::Typed;
+
+/// A neural-network op.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Nn {
+    Conv2D,
+    Depthwise,
+    MaxPool,
+    AvgPool,
+    BiasAdd,
+    /// `FusedBatchNormV3` with `is_training = false`.
+    BatchNorm,
+    Softmax,
+    LogSoftmax,
+}
+
+impl Nn {
+    /// The type attributes tied to the inputs.
+    pub(crate) fn typed(self) -> &'static [(&'static str, super::Source)] {
+        use super::Source::Input;
+        match self {
+            Nn::Conv2D | Nn::Depthwise | Nn::BiasAdd => &[("T", Input(0)), ("T", Input(1))],
+            Nn::BatchNorm => &[
+                ("T", Input(0)),
+                ("U", Input(1)),
+                ("U", Input(2)),
+                ("U", Input(3)),
+                ("U", Input(4)),
+            ],
+            Nn::MaxPool | Nn::AvgPool | Nn::Softmax | Nn::LogSoftmax => &[("T", Input(0))],
+        }
+    }
+}
+
+/// The attributes of a window op, in NHWC or NCHW 4-vectors as TensorFlow stores them.
+struct WindowAttrs {
+    format: DataFormat,
+    padding: Padding,
+    /// `[height, width]` of `strides`, `ksize` (pooling) and `dilations`.
+    strides: [usize; 2],
+    ksize: [usize; 2],
+    dilations: [usize; 2],
+}
+
+/// A 4-vector attribute's spatial pair, with TensorFlow's checks on the other entries.
+fn spatial(attrs: &Attrs<'_>, name: &str, format: DataFormat, default: i64) -> Result<[usize; 2]> {
+    let mut values = attrs.ints(name)?;
+    if values.is_empty() {
+        values = vec![default; 4];
+    }
+    if values.len() != 4 {
+        return Err(Error::invalid(format!(
+            "{name} field must specify 4 dimensions"
+        )));
+    }
+    let (n, c, h, w) = match format {
+        DataFormat::Nhwc => (values[0], values[3], values[1], values[2]),
+        DataFormat::Nchw => (values[0], values[1], values[2], values[3]),
+    };
+    if n != 1 || c != 1 {
+        return Err(Error::invalid(format!(
+            "Current implementation does not yet support {name} in the batch and depth \
+             dimensions."
+        )));
+    }
+    let positive = |v: i64| {
+        usize::try_from(v)
+            .ok()
+            .filter(|&v| v > 0)
+            .ok_or_else(|| Error::invalid(format!("{name} must be positive, got {v}")))
+    };
+    Ok([positive(h)?, positive(w)?])
+}
+
+impl WindowAttrs {
+    fn read(attrs: &Attrs<'_>, op: Nn) -> Result<Self> {
+        let format = DataFormat::from_name(&attrs.string_or("data_format", "NHWC")?)?;
+        let explicit = attrs.ints("explicit_paddings")?;
+        let mut pairs = Vec::new();
+        if !explicit.is_empty() {
+            if explicit.len() != 8 {
+                return Err(Error::invalid(format!(
+                    "explicit_paddings attribute must contain 8 values, but got: {}",
+                    explicit.len()
+                )));
+            }
+            let pair = |d: usize| -> Result<(usize, usize)> {
+                let (a, b) = (explicit[2 * d], explicit[2 * d + 1]);
+                match (usize::try_from(a), usize::try_from(b)) {
+                    (Ok(a), Ok(b)) => Ok((a, b)),
+                    _ => Err(Error::invalid(format!(
+                        "All elements of explicit_paddings must be nonnegative, got {a} and {b}"
+                    ))),
+                }
+            };
+            let (h, w) = match format {
+                DataFormat::Nhwc => (1, 2),
+                DataFormat::Nchw => (2, 3),
+            };
+            pairs = vec![pair(h)?, pair(w)?];
+        }
+        let padding = Padding::from_name(&attrs.string_or("padding", "")?, pairs)?;
+        let pooling = matches!(op, Nn::MaxPool | Nn::AvgPool);
+        Ok(Self {
+            format,
+            padding,
+            strides: spatial(attrs, "strides", format, 1)?,
+            ksize: if pooling {
+                spatial(attrs, "ksize", format, 1)?
+            } else {
+                [1, 1]
+            },
+            dilations: if pooling {
+                [1, 1]
+            } else {
+                spatial(attrs, "dilations", format, 1)?
+            },
+        })
+    }
+
+    fn conv(&self) -> Conv2dOptions {
+        Conv2dOptions {
+            strides: self.strides,
+            dilations: self.dilations,
+            padding: self.padding.clone(),
+            format: self.format,
+        }
+    }
+
+    fn pool(&self) -> Pool2dOptions {
+        Pool2dOptions {
+            window: self.ksize,
+            strides: self.strides,
+            padding: self.padding.clone(),
+            format: self.format,
+        }
+    }
+}
+
+/// The static outputs of `op`.
+pub(crate) fn infer(op: Nn, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
+    let attrs = cx.attrs();
+    let input = |i: usize| -> Result<&Typed> {
+        cx.inputs
+            .get(i)
+            .ok_or_else(|| cx.error(format!("input {i} is missing")))
+    };
+    let (dtype, shape) = input(0)?.clone();
+    let arity = match op {
+        Nn::Conv2D | Nn::Depthwise | Nn::BiasAdd => 2,
+        Nn::BatchNorm => 5,
+        _ => 1,
+    };
+    cx.exactly(arity)?;
+    match op {
+        Nn::Softmax | Nn::LogSoftmax | Nn::BiasAdd => Ok(vec![(dtype, shape)]),
+        Nn::BatchNorm => {
+            if attrs.bool_or("is_training", true)? {
+                return Err(cx.error(
+                    "FusedBatchNormV3 runs in inference only here (is_training = false); \
+                     training statistics are not supported",
+                ));
+            }
+            let u = input(1)?.0;
+            let channels = PartialTensorShape::new(&[None])?;
+            let mut outputs = vec![(dtype, shape)];
+            outputs.extend((0..4).map(|_| (u, channels.clone())));
+            outputs.push((u, PartialTensorShape::unknown_rank()));
+            Ok(outputs)
+        }
+        Nn::Conv2D | Nn::Depthwise | Nn::MaxPool | Nn::AvgPool => {
+            let window = WindowAttrs::read(&attrs, op)?;
+            let filter = match op {
+                Nn::Conv2D | Nn::Depthwise => input(1)?.1.dims().map(<[Dim]>::to_vec),
+                _ => None,
+            };
+            Ok(vec![(dtype, window_shape(op, &window, &shape, filter)?)])
+        }
+    }
+}
+
+/// The static output shape of a window op: the spatial dims where the input's and the
+/// window's are known, the channels from the filter.
+fn window_shape(
+    op: Nn,
+    window: &WindowAttrs,
+    shape: &PartialTensorShape,
+    filter: Option<Vec<Dim>>,
+) -> Result<PartialTensorShape> {
+    let Some(dims) = shape.dims() else {
+        return PartialTensorShape::new(&[None; 4]);
+    };
+    if dims.len() != 4 {
+        return Err(Error::invalid(format!(
+            "input must be 4-dimensional{shape}"
+        )));
+    }
+    let (h, w, c) = match window.format {
+        DataFormat::Nhwc => (1, 2, 3),
+        DataFormat::Nchw => (2, 3, 1),
+    };
+    let taps = match (op, &filter) {
+        (Nn::Conv2D | Nn::Depthwise, Some(f)) if f.len() == 4 => [f[0], f[1]],
+        (Nn::Conv2D | Nn::Depthwise, _) => [None, None],
+        _ => [Some(window.ksize[0]), Some(window.ksize[1])],
+    };
+    let mut out = dims.to_vec();
+    for (k, axis) in [h, w].into_iter().enumerate() {
+        out[axis] = match (dims[axis], taps[k]) {
+            (Some(input), Some(size)) => Some(
+                Window {
+                    size,
+                    stride: window.strides[k],
+                    dilation: window.dilations[k],
+                }
+                .resolve(input, &window.padding, k)?
+                .output,
+            ),
+            _ => None,
+        };
+    }
+    out[c] = match (op, filter.as_deref()) {
+        (Nn::Conv2D, Some([_, _, _, o])) => *o,
+        (Nn::Depthwise, Some([_, _, Some(i), Some(m)])) => Some(i * m),
+        (Nn::Depthwise, _) => None,
+        _ => dims[c],
+    };
+    known(out)
+}
+
+/// Run `op`.
+pub(crate) fn run(op: Nn, cx: &RunCtx<'_>) -> Result<Outputs> {
+    let attrs = cx.attrs();
+    let x = cx.tensor(0)?;
+    let format = || DataFormat::from_name(&attrs.string_or("data_format", "NHWC")?);
+    let y = match op {
+        Nn::Softmax => x.softmax()?,
+        Nn::LogSoftmax => x.log_softmax()?,
+        Nn::BiasAdd => x.bias_add(&*cx.tensor(1)?, format()?)?,
+        Nn::Conv2D => x.conv2d(&*cx.tensor(1)?, &WindowAttrs::read(&attrs, op)?.conv())?,
+        Nn::Depthwise => {
+            x.depthwise_conv2d(&*cx.tensor(1)?, &WindowAttrs::read(&attrs, op)?.conv())?
+        }
+        Nn::MaxPool => x.max_pool2d(&WindowAttrs::read(&attrs, op)?.pool())?,
+        Nn::AvgPool => x.avg_pool2d(&WindowAttrs::read(&attrs, op)?.pool())?,
+        Nn::BatchNorm => {
+            let [scale, offset, mean, variance] =
+                [1, 2, 3, 4].map(|i| cx.tensor(i).map(|t| t.into_owned()));
+            let (mean, variance) = (mean?, variance?);
+            let epsilon = attrs.float_or("epsilon", 1e-4)?;
+            let y = x.batch_norm(&scale?, &offset?, &mean, &variance, epsilon, format()?)?;
+            // Inference passes the population statistics through, as TensorFlow's kernel.
+            let empty = polytensor_core::Tensor::zeros([0usize], mean.dtype(), cx.device)?;
+            return Ok(smallvec![
+                Value::Tensor(y),
+                Value::Tensor(mean.clone()),
+                Value::Tensor(variance.clone()),
+                Value::Tensor(mean),
+                Value::Tensor(variance),
+                Value::Tensor(empty),
+            ]);
+        }
+    };
+    Ok(smallvec![Value::Tensor(y)])
+}

@@ -1,0 +1,203 @@
+//! The geometry of sliding-window ops (convolution, pooling) along one spatial dim, as
+//! TensorFlow computes it (`GetWindowedOutputSizeVerbose`): the output size and the padding
+//! before and after, for `VALID`, `SAME` and `EXPLICIT` padding.
+
+use crate::error::{Error, Result};
+
+/// How a window op pads its input (TensorFlow's `padding` attribute).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Padding {
+    /// No padding: only windows that fit entirely in the input.
+    Valid,
+    /// `ceil(input / stride)` outputs, the padding split evenly with the odd element after.
+    Same,
+    /// The given `(before, after)` padding per spatial dim (TensorFlow's
+    /// `explicit_paddings`, spatial pairs only).
+    Explicit(Vec<(usize, usize)>),
+}
+
+impl Padding {
+    /// The padding named by TensorFlow's attribute (`"VALID"`, `"SAME"`, `"EXPLICIT"`
+    /// with its spatial pairs).
+    pub fn from_name(name: &str, explicit: Vec<(usize, usize)>) -> Result<Self> {
+        match name {
+            "VALID" => Ok(Padding::Valid),
+            "SAME" => Ok(Padding::Same),
+            "EXPLICIT" => Ok(Padding::Explicit(explicit)),
+            other => Err(Error::invalid(format!(
+                "padding must be VALID, SAME or EXPLICIT, not {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Where the channels of an image tensor are (TensorFlow's `data_format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DataFormat {
+    /// `[batch, spatial.., channels]`, TensorFlow's default.
+    #[default]
+    Nhwc,
+    /// `[batch, channels, spatial..]`.
+    Nchw,
+}
+
+impl DataFormat {
+    /// The format TensorFlow's attribute names (`NHWC`, `NCHW`, and the 1-D/3-D spellings).
+    pub fn from_name(name: &str) -> Result<Self> {
+        match name {
+            "NHWC" | "NWC" | "NDHWC" => Ok(DataFormat::Nhwc),
+            "NCHW" | "NCW" | "NCDHW" => Ok(DataFormat::Nchw),
+            other => Err(Error::invalid(format!("Unknown data format {other:?}"))),
+        }
+    }
+
+    /// The axis of the channels in a tensor of `rank` dims.
+    pub fn channel_axis(self, rank: usize) -> usize {
+        match self {
+            DataFormat::Nhwc => rank.saturating_sub(1),
+            DataFormat::Nchw => 1.min(rank.saturating_sub(1)),
+        }
+    }
+}
+
+/// One spatial dim of a window op, resolved: the output size and the padding on each side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowDim {
+    /// The number of windows (the output size).
+    pub output: usize,
+    /// Padding before the first input element.
+    pub before: usize,
+    /// Padding after the last input element.
+    pub after: usize,
+}
+
+/// The window of one spatial dim: its size, stride and dilation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// The number of taps.
+    pub size: usize,
+    /// The step between windows.
+    pub stride: usize,
+    /// The step between taps (1: adjacent).
+    pub dilation: usize,
+}
+
+impl Window {
+    /// The span of the window in input elements: `(size - 1) * dilation + 1`.
+    pub fn span(&self) -> Result<usize> {
+        self.size
+            .checked_sub(1)
+            .and_then(|s| s.checked_mul(self.dilation))
+            .and_then(|s| s.checked_add(1))
+            .ok_or_else(|| Error::invalid("window size and dilation overflow"))
+    }
+
+    /// The output size and padding of this window over `input` elements with `padding`
+    /// (`explicit` is this dim's pair for [`Padding::Explicit`]). Errors as TensorFlow's:
+    /// a zero stride, size or dilation, or a window larger than the padded input.
+    pub fn resolve(&self, input: usize, padding: &Padding, dim: usize) -> Result<WindowDim> {
+        if self.stride == 0 || self.dilation == 0 || self.size == 0 {
+            return Err(Error::invalid(format!(
+                "window size, stride and dilation must be positive, got {}, {} and {}",
+                self.size, self.stride, self.dilation
+            )));
+        }
+        let span = self.span()?;
+        let (output, before, after) = match padding {
+            Padding::Valid => {
+                let fits = input.checked_sub(span).map(|room| room / self.stride + 1);
+                (fits, 0, 0)
+            }
+            Padding::Same => {
+                let output = input.div_ceil(self.stride);
+                let needed = output
+                    .saturating_sub(1)
+                    .saturating_mul(self.stride)
+                    .saturating_add(span);
+                let total = needed.saturating_sub(input);
+                (Some(output), total / 2, total - total / 2)
+            }
+            Padding::Explicit(pairs) => {
+                let &(before, after) = pairs.get(dim).ok_or_else(|| {
+                    Error::invalid(format!("no explicit padding for spatial dim {dim}"))
+                })?;
+                let padded = input
+                    .checked_add(before)
+                    .and_then(|p| p.checked_add(after))
+                    .ok_or_else(|| Error::invalid("explicit padding overflows"))?;
+                let fits = padded.checked_sub(span).map(|room| room / self.stride + 1);
+                (fits, before, after)
+            }
+        };
+        let output = output.ok_or_else(|| {
+            Error::invalid(format!(
+                "Computed output size would be negative: the window spans {span} elements of \
+                 an input of {input} (padded by {before} and {after})"
+            ))
+        })?;
+        Ok(WindowDim {
+            output,
+            before,
+            after,
+        })
+    }
+}
+
+/// The output sizes and paddings of a window op over `spatial` input sizes.
+pub fn resolve_windows(
+    spatial: &[usize],
+    windows: &[Window],
+    padding: &Padding,
+) -> Result<Vec<WindowDim>> {
+    if let Padding::Explicit(pairs) = padding {
+        if pairs.len() != spatial.len() {
+            return Err(Error::invalid(format!(
+                "explicit padding has {} pairs for {} spatial dims",
+                pairs.len(),
+                spatial.len()
+            )));
+        }
+    }
+    spatial
+        .iter()
+        .zip(windows)
+        .enumerate()
+        .map(|(dim, (&input, window))| window.resolve(input, padding, dim))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(size: usize, stride: usize, dilation: usize) -> Window {
+        Window {
+            size,
+            stride,
+            dilation,
+        }
+    }
+
+    #[test]
+    fn sizes_and_paddings_are_tensorflows() {
+        let same = |input, w: Window| w.resolve(input, &Padding::Same, 0).unwrap();
+        let valid = |input, w: Window| w.resolve(input, &Padding::Valid, 0).unwrap();
+        // 28 by 3x3 SAME stride 1: 28 outputs, one on each side.
+        assert_eq!(same(28, window(3, 1, 1)), WindowDim { output: 28, before: 1, after: 1 });
+        // 64 by 3x3 stride 2 SAME: 32 outputs, the odd padding after.
+        assert_eq!(same(64, window(3, 2, 1)), WindowDim { output: 32, before: 0, after: 1 });
+        // 14 by 3x3 stride 2 VALID: 6.
+        assert_eq!(valid(14, window(3, 2, 1)).output, 6);
+        // Dilation 2 spans 5: 7 - 5 + 1 = 3.
+        assert_eq!(valid(7, window(3, 1, 2)).output, 3);
+        // Stride larger than the window.
+        assert_eq!(valid(10, window(2, 3, 1)).output, 3);
+        let explicit = Padding::Explicit(vec![(2, 1)]);
+        assert_eq!(
+            window(3, 1, 1).resolve(4, &explicit, 0).unwrap(),
+            WindowDim { output: 5, before: 2, after: 1 }
+        );
+        assert!(window(5, 1, 1).resolve(4, &Padding::Valid, 0).is_err());
+        assert!(window(3, 0, 1).resolve(4, &Padding::Same, 0).is_err());
+    }
+}

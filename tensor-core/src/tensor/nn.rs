@@ -1,0 +1,366 @@
+//! The inference layers of a convolutional network, as TensorFlow's ops define them:
+//! `Conv2D`, `DepthwiseConv2dNative`, `MaxPool`, `AvgPool`, `BiasAdd`,
+//! `FusedBatchNormV3` (inference), `Softmax` and `LogSoftmax`.
+//!
+//! Each is composed from the device's own kernels, so it runs on every backend: a window op
+//! pads its input ([`Tensor::pad`]), views it as `[batch, out_h, out_w, k_h, k_w, channels]`
+//! (overlapping strides, no copy), and then a convolution copies that view into rows
+//! (im2col) for one matmul with the filter, a depthwise convolution multiplies it by the
+//! filter and sums the taps, and pooling reduces the taps.
+
+use super::shape_ops::lowest;
+use super::Tensor;
+use crate::element::Scalar;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::plan::window::{resolve_windows, DataFormat, Padding, Window, WindowDim};
+use crate::shape::TensorShape;
+
+/// The attributes of a 2-D convolution (TensorFlow's `Conv2D` and
+/// `DepthwiseConv2dNative`), for spatial dims only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conv2dOptions {
+    /// The step between windows, `[height, width]`.
+    pub strides: [usize; 2],
+    /// The step between filter taps, `[height, width]`.
+    pub dilations: [usize; 2],
+    /// How the input is padded.
+    pub padding: Padding,
+    /// Where the channels are.
+    pub format: DataFormat,
+}
+
+impl Default for Conv2dOptions {
+    fn default() -> Self {
+        Self {
+            strides: [1, 1],
+            dilations: [1, 1],
+            padding: Padding::Valid,
+            format: DataFormat::Nhwc,
+        }
+    }
+}
+
+/// The attributes of 2-D pooling (TensorFlow's `MaxPool` and `AvgPool`), for spatial dims
+/// only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pool2dOptions {
+    /// The window, `[height, width]`.
+    pub window: [usize; 2],
+    /// The step between windows, `[height, width]`.
+    pub strides: [usize; 2],
+    /// How the input is padded.
+    pub padding: Padding,
+    /// Where the channels are.
+    pub format: DataFormat,
+}
+
+/// An NHWC image tensor viewed as windows, with the geometry that made it.
+struct Windows {
+    /// `[batch, out_h, out_w, k_h, k_w, channels]`, sharing the padded input's buffer.
+    view: Tensor,
+    /// The output size and padding of each spatial dim.
+    dims: [WindowDim; 2],
+}
+
+impl Tensor {
+    /// This image tensor in NHWC order (a view for NCHW), checked to have rank 4.
+    fn to_nhwc(&self, format: DataFormat, op: &str) -> Result<Tensor> {
+        if self.rank() != 4 {
+            return Err(Error::invalid(format!(
+                "{op}: input must be 4-dimensional{}",
+                self.shape()
+            )));
+        }
+        match format {
+            DataFormat::Nhwc => Ok(self.clone()),
+            DataFormat::Nchw => self.permute(&[0, 2, 3, 1]),
+        }
+    }
+
+    /// An NHWC result back in `format`, contiguous.
+    fn into_format(self, format: DataFormat) -> Result<Tensor> {
+        match format {
+            DataFormat::Nhwc => self.contiguous(),
+            DataFormat::Nchw => self.permute(&[0, 3, 1, 2])?.contiguous(),
+        }
+    }
+
+    /// The windows of this NHWC tensor: padded with `fill` as `padding` asks, then viewed
+    /// with overlapping strides.
+    fn windows(&self, windows: [Window; 2], padding: &Padding, fill: Scalar) -> Result<Windows> {
+        let dims = self.dims();
+        let resolved = resolve_windows(&dims[1..3], &windows, padding)?;
+        let [h, w] = [resolved[0], resolved[1]];
+        let padded = if [h.before, h.after, w.before, w.after] == [0; 4] {
+            self.clone()
+        } else {
+            self.pad(
+                &[(0, 0), (h.before, h.after), (w.before, w.after), (0, 0)],
+                fill,
+            )?
+        };
+        let s = padded.layout().strides();
+        let [kh, kw] = [windows[0], windows[1]];
+        let shape = [dims[0], h.output, w.output, kh.size, kw.size, dims[3]];
+        let strides = [
+            s[0],
+            s[1] * kh.stride as isize,
+            s[2] * kw.stride as isize,
+            s[1] * kh.dilation as isize,
+            s[2] * kw.dilation as isize,
+            s[3],
+        ];
+        let layout = Layout::new(
+            TensorShape::new(&shape)?,
+            &strides,
+            padded.layout().offset(),
+        )?;
+        let view = Tensor::from_storage_checking(padded.dtype, layout, padded.storage, false)?;
+        Ok(Windows {
+            view,
+            dims: [h, w],
+        })
+    }
+
+    /// TensorFlow's `Conv2D`: this `[batch, h, w, in]` image (NHWC, or NCHW as `options`
+    /// says) convolved with a `[k_h, k_w, in, out]` filter (cross-correlation, as TensorFlow).
+    pub fn conv2d(&self, filter: &Tensor, options: &Conv2dOptions) -> Result<Tensor> {
+        let x = self.to_nhwc(options.format, "Conv2D")?;
+        let [kh, kw, in_depth, out_depth] = filter_dims(filter, "Conv2D")?;
+        let depth = x.dims()[3];
+        if depth != in_depth {
+            return Err(Error::invalid(format!(
+                "Conv2D: input depth must be evenly divisible by filter depth: {depth} vs \
+                 {in_depth}"
+            )));
+        }
+        self.check_same_device(filter, "conv2d")?;
+        let windows = x.windows(
+            spatial_windows([kh, kw], options.strides, options.dilations),
+            &options.padding,
+            Scalar::I64(0),
+        )?;
+        let [h, w] = windows.dims;
+        let batch = x.dims()[0];
+        let rows = batch * h.output * w.output;
+        // im2col: one row of taps per output pixel (a view when the windows are the input).
+        let columns = windows.view.reshape([rows, kh * kw * depth])?;
+        let weights = filter.reshape([kh * kw * depth, out_depth])?;
+        columns
+            .matmul(&weights)?
+            .reshape([batch, h.output, w.output, out_depth])?
+            .into_format(options.format)
+    }
+
+    /// TensorFlow's `DepthwiseConv2dNative`: each input channel convolved with its own
+    /// `channel_multiplier` filters of a `[k_h, k_w, in, multiplier]` filter; output channel
+    /// `c * multiplier + m`.
+    pub fn depthwise_conv2d(&self, filter: &Tensor, options: &Conv2dOptions) -> Result<Tensor> {
+        let x = self.to_nhwc(options.format, "DepthwiseConv2dNative")?;
+        let [kh, kw, in_depth, multiplier] = filter_dims(filter, "DepthwiseConv2dNative")?;
+        let depth = x.dims()[3];
+        if depth != in_depth {
+            return Err(Error::invalid(format!(
+                "DepthwiseConv2dNative: input and filter must have the same depth: {depth} vs \
+                 {in_depth}"
+            )));
+        }
+        self.check_same_device(filter, "depthwise_conv2d")?;
+        let windows = x.windows(
+            spatial_windows([kh, kw], options.strides, options.dilations),
+            &options.padding,
+            Scalar::I64(0),
+        )?;
+        let [h, w] = windows.dims;
+        let batch = x.dims()[0];
+        // [n, oh, ow, kh, kw, c, 1] * [kh, kw, c, m], summed over the taps.
+        windows
+            .view
+            .unsqueeze(-1)?
+            .mul(filter)?
+            .sum(&[3, 4], false)?
+            .reshape([batch, h.output, w.output, depth * multiplier])?
+            .into_format(options.format)
+    }
+
+    /// TensorFlow's `MaxPool`: the largest element of each window (padding never wins).
+    pub fn max_pool2d(&self, options: &Pool2dOptions) -> Result<Tensor> {
+        let x = self.to_nhwc(options.format, "MaxPool")?;
+        let windows = x.windows(pool_windows(options), &options.padding, lowest(self.dtype))?;
+        windows
+            .view
+            .max(&[3, 4], false)?
+            .into_format(options.format)
+    }
+
+    /// TensorFlow's `AvgPool`: the mean of each window over the input elements it covers
+    /// (padding is not counted, as TensorFlow's `SAME` averaging).
+    pub fn avg_pool2d(&self, options: &Pool2dOptions) -> Result<Tensor> {
+        if !self.dtype.is_float() {
+            return Err(Error::invalid(format!(
+                "AvgPool takes half, bfloat16, float and double, not {}",
+                self.dtype
+            )));
+        }
+        let x = self.to_nhwc(options.format, "AvgPool")?;
+        let spans = pool_windows(options);
+        let windows = x.windows(spans, &options.padding, Scalar::I64(0))?;
+        let [h, w] = windows.dims;
+        let sums = windows.view.sum(&[3, 4], false)?;
+        // How many input elements each window covers, per output row and column.
+        let covered = |dim: WindowDim, window: Window, input: usize| -> Vec<f32> {
+            (0..dim.output)
+                .map(|o| {
+                    let start = (o * window.stride) as isize - dim.before as isize;
+                    let end = start + window.size as isize;
+                    (end.min(input as isize) - start.max(0)).max(0) as f32
+                })
+                .collect()
+        };
+        let (rows, cols) = (
+            covered(h, spans[0], x.dims()[1]),
+            covered(w, spans[1], x.dims()[2]),
+        );
+        let counts: Vec<f32> = rows
+            .iter()
+            .flat_map(|r| cols.iter().map(move |c| r * c))
+            .collect();
+        let counts = Tensor::from_slice(&counts, [h.output, w.output, 1], self.device())?
+            .cast(self.dtype)?;
+        sums.div(&counts)?.into_format(options.format)
+    }
+
+    /// TensorFlow's `BiasAdd`: `bias` (one value per channel) added along the channel dim.
+    pub fn bias_add(&self, bias: &Tensor, format: DataFormat) -> Result<Tensor> {
+        if self.rank() < 2 {
+            return Err(Error::invalid(format!(
+                "Input tensor must be at least 2D: {}",
+                self.shape()
+            )));
+        }
+        let axis = format.channel_axis(self.rank());
+        if bias.rank() != 1 || bias.dims()[0] != self.dims()[axis] {
+            return Err(Error::invalid(format!(
+                "Must provide as many biases as the {} dimension of the input tensor: {} vs. {}",
+                if format == DataFormat::Nhwc {
+                    "last"
+                } else {
+                    "channel"
+                },
+                bias.shape(),
+                self.shape()
+            )));
+        }
+        let mut dims = vec![1; self.rank() - axis];
+        dims[0] = bias.dims()[0];
+        self.add(&bias.reshape(dims)?)
+    }
+
+    /// TensorFlow's `FusedBatchNormV3` in inference: `(x - mean) / sqrt(variance + epsilon)
+    /// * scale + offset` per channel, computed in the parameters' dtype (float32 for half
+    /// and bfloat16 images, as TensorFlow).
+    pub fn batch_norm(
+        &self,
+        scale: &Tensor,
+        offset: &Tensor,
+        mean: &Tensor,
+        variance: &Tensor,
+        epsilon: f64,
+        format: DataFormat,
+    ) -> Result<Tensor> {
+        let axis = format.channel_axis(self.rank());
+        let depth = self.dims().get(axis).copied().unwrap_or(0);
+        for (name, p) in [
+            ("scale", scale),
+            ("offset", offset),
+            ("mean", mean),
+            ("variance", variance),
+        ] {
+            if p.rank() != 1 || p.dims()[0] != depth {
+                return Err(Error::invalid(format!(
+                    "{name} must have the same number of elements as the channels of x, got {} \
+                     and {depth}",
+                    p.num_elements()
+                )));
+            }
+        }
+        let param = scale.dtype;
+        let eps = Tensor::full([0usize; 0], Scalar::F64(epsilon), param, self.device())?;
+        let factor = scale.mul(&variance.add(&eps)?.rsqrt()?)?;
+        let shift = offset.sub(&mean.mul(&factor)?)?;
+        let mut dims = vec![1; self.rank() - axis];
+        dims[0] = depth;
+        let x = if self.dtype == param {
+            self.clone()
+        } else {
+            self.cast(param)?
+        };
+        let y = x
+            .mul(&factor.reshape(dims.clone())?)?
+            .add(&shift.reshape(dims)?)?;
+        if y.dtype == self.dtype {
+            Ok(y)
+        } else {
+            y.cast(self.dtype)
+        }
+    }
+
+    /// TensorFlow's `Softmax` over the last dim: `exp(x - max) / sum(exp(x - max))`.
+    pub fn softmax(&self) -> Result<Tensor> {
+        let shifted = self.softmax_shifted("Softmax")?;
+        let exp = shifted.exp()?;
+        exp.div(&exp.sum(&[-1], true)?)
+    }
+
+    /// TensorFlow's `LogSoftmax` over the last dim: `x - max - log(sum(exp(x - max)))`.
+    pub fn log_softmax(&self) -> Result<Tensor> {
+        let shifted = self.softmax_shifted("LogSoftmax")?;
+        shifted.sub(&shifted.exp()?.sum(&[-1], true)?.log()?)
+    }
+
+    /// `x - max(x)` along the last dim, the stable start of both softmaxes.
+    fn softmax_shifted(&self, op: &str) -> Result<Tensor> {
+        if self.rank() == 0 {
+            return Err(Error::invalid(format!(
+                "{op}: logits must have >= 1 dimension, got {}",
+                self.shape()
+            )));
+        }
+        if !self.dtype.is_float() {
+            return Err(Error::invalid(format!(
+                "{op} takes half, bfloat16, float and double, not {}",
+                self.dtype
+            )));
+        }
+        if self.num_elements() == 0 {
+            return Ok(self.clone());
+        }
+        self.sub(&self.max(&[-1], true)?)
+    }
+}
+
+/// The dims of a rank-4 filter.
+fn filter_dims(filter: &Tensor, op: &str) -> Result<[usize; 4]> {
+    match filter.dims()[..] {
+        [a, b, c, d] => Ok([a, b, c, d]),
+        _ => Err(Error::invalid(format!(
+            "{op}: filter must be 4-dimensional: {}",
+            filter.shape()
+        ))),
+    }
+}
+
+/// The two spatial windows of a convolution.
+fn spatial_windows(size: [usize; 2], strides: [usize; 2], dilations: [usize; 2]) -> [Window; 2] {
+    [0, 1].map(|d| Window {
+        size: size[d],
+        stride: strides[d],
+        dilation: dilations[d],
+    })
+}
+
+/// The two spatial windows of a pooling op.
+fn pool_windows(options: &Pool2dOptions) -> [Window; 2] {
+    spatial_windows(options.window, options.strides, [1, 1])
+}

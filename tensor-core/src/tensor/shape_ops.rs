@@ -1,0 +1,458 @@
+//! TensorFlow's shape ops: concat, stack and unstack, split, pad, slice, strided slice and
+//! tile. Views where the result is one (slices, unstack, split), otherwise one new tensor
+//! assembled from blocks of rows with the device's `copy` and `fill`, so every backend runs
+//! them with the kernels it already has.
+
+use super::{byte_len, Storage, Tensor};
+use crate::device::{OutView, TensorView};
+use crate::dtype::DataType;
+use crate::element::Scalar;
+use crate::error::{Error, Result};
+use crate::layout::{contiguous_strides, Layout};
+use crate::ops::Op;
+use crate::plan::strided_slice::StridedSliceSpec;
+use crate::shape::TensorShape;
+
+/// One run of consecutive elements of a tensor being assembled.
+enum Block<'a> {
+    /// The elements of a tensor, in row-major order.
+    Copy(&'a Tensor),
+    /// `count` elements of one value.
+    Fill(Scalar, usize),
+}
+
+/// How `MirrorPad` reflects (TensorFlow's `mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MirrorMode {
+    /// The border element is not repeated: `[1, 2, 3]` padded by 2 is `[3, 2, 1, 2, 3, 2, 1]`.
+    Reflect,
+    /// The border element is repeated: `[1, 2, 3]` padded by 2 is `[2, 1, 1, 2, 3, 3, 2]`.
+    Symmetric,
+}
+
+/// A dim index as TensorFlow's ops give it (negative counts from the end), checked against
+/// `rank` with TensorFlow's message.
+fn tf_axis(op: &str, axis: i64, rank: usize) -> Result<usize> {
+    let r = rank as i64;
+    if axis < -r || axis >= r {
+        return Err(Error::invalid(format!(
+            "{op} : Expected {} dimension in the range [{}, {r}), but got {axis}",
+            if op == "ConcatOp" {
+                "concatenating"
+            } else {
+                "axis"
+            },
+            -r
+        )));
+    }
+    Ok(if axis < 0 { axis + r } else { axis } as usize)
+}
+
+/// The permutation that moves `axis` to the front, and its inverse.
+fn axis_first(axis: usize, rank: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut perm = vec![axis];
+    perm.extend((0..rank).filter(|&d| d != axis));
+    let mut inverse = vec![0; rank];
+    for (i, &p) in perm.iter().enumerate() {
+        inverse[p] = i;
+    }
+    (perm, inverse)
+}
+
+impl Tensor {
+    /// A new contiguous tensor of `shape` whose elements are `blocks` one after another
+    /// (each copied or filled in place by the device), all on `device` and of `dtype`.
+    fn from_blocks(
+        shape: TensorShape,
+        dtype: DataType,
+        device: &std::sync::Arc<dyn crate::Device>,
+        blocks: &[Block<'_>],
+    ) -> Result<Tensor> {
+        let storage = Storage::allocate(device, byte_len(&shape, dtype)?, false)?;
+        let mut start = 0usize;
+        for block in blocks {
+            let (block_shape, count) = match block {
+                Block::Copy(t) => (t.shape().clone(), t.num_elements()),
+                Block::Fill(_, count) => (TensorShape::new(&[*count])?, *count),
+            };
+            if count == 0 {
+                continue;
+            }
+            let strides = contiguous_strides(&block_shape);
+            let layout = Layout::new(block_shape, &strides, start)?;
+            let mut out = OutView::new(TensorView::new(dtype, &layout, storage.buffer()));
+            match block {
+                Block::Copy(t) => device.copy(&t.view(), &mut out)?,
+                Block::Fill(value, _) => device.fill(*value, &mut out)?,
+            }
+            start += count;
+        }
+        if start != shape.num_elements() {
+            return Err(Error::invalid(format!(
+                "blocks of {start} elements for a tensor of shape {shape}"
+            )));
+        }
+        Ok(Tensor {
+            dtype,
+            layout: Layout::contiguous(shape),
+            storage,
+        })
+    }
+
+    /// `pieces` one after another along `axis` into a new tensor: `axis` is moved to the
+    /// front so that each piece is one run of rows, and moved back as a view.
+    fn join_along(axis: usize, like: &Tensor, pieces: &[Block<'_>]) -> Result<Tensor> {
+        let rank = like.rank();
+        let (perm, inverse) = axis_first(axis, rank);
+        // Each piece with `axis` in front (a view), and the rows it adds.
+        let moved = pieces
+            .iter()
+            .map(|piece| match piece {
+                Block::Copy(t) => Ok(Some(t.permute(&perm)?)),
+                Block::Fill(..) => Ok(None),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let total = pieces.iter().try_fold(0usize, |sum, piece| {
+            let rows = match piece {
+                Block::Copy(t) => t.dims()[axis],
+                Block::Fill(_, rows) => *rows,
+            };
+            sum.checked_add(rows)
+                .ok_or_else(|| Error::invalid("joined shape overflows"))
+        })?;
+        let mut dims: Vec<usize> = perm.iter().map(|&d| like.dims()[d]).collect();
+        dims[0] = total;
+        let inner: usize = dims[1..].iter().product();
+        let blocks = pieces
+            .iter()
+            .zip(&moved)
+            .map(|(piece, moved)| match piece {
+                Block::Fill(value, rows) => rows
+                    .checked_mul(inner)
+                    .map(|count| Block::Fill(*value, count))
+                    .ok_or_else(|| Error::invalid("joined shape overflows")),
+                Block::Copy(t) => Ok(Block::Copy(moved.as_ref().unwrap_or(t))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let joined = Tensor::from_blocks(
+            TensorShape::new(&dims)?,
+            like.dtype,
+            like.device(),
+            &blocks,
+        )?;
+        joined.permute(&inverse)
+    }
+
+    /// Join `tensors` along `axis` (TensorFlow's `ConcatV2`): equal ranks, dtypes and
+    /// devices, equal dims except along `axis`. Errors carry TensorFlow's messages.
+    pub fn concat(tensors: &[&Tensor], axis: i64) -> Result<Tensor> {
+        let first = *tensors
+            .first()
+            .ok_or_else(|| Error::invalid("ConcatOp : Expected at least one input"))?;
+        let rank = first.rank();
+        if rank == 0 {
+            return Err(Error::invalid(
+                "ConcatOp : Can't concatenate scalars (use tf.stack instead)",
+            ));
+        }
+        let axis = tf_axis("ConcatOp", axis, rank)?;
+        for (i, t) in tensors.iter().enumerate().skip(1) {
+            first.check_same_device(t, "concat")?;
+            if t.dtype != first.dtype {
+                return Err(Error::DTypeMismatch {
+                    op: "concat",
+                    expected: first.dtype.to_string(),
+                    found: t.dtype,
+                });
+            }
+            if t.rank() != rank {
+                return Err(Error::invalid(format!(
+                    "ConcatOp : Ranks of all input tensors should match: shape[0] = {} vs. \
+                     shape[{i}] = {}",
+                    first.shape(),
+                    t.shape()
+                )));
+            }
+            if let Some(d) = (0..rank).find(|&d| d != axis && t.dims()[d] != first.dims()[d]) {
+                return Err(Error::invalid(format!(
+                    "ConcatOp : Dimension {d} in both shapes must be equal: shape[0] = {} vs. \
+                     shape[{i}] = {}",
+                    first.shape(),
+                    t.shape()
+                )));
+            }
+        }
+        first.check_pod("concat")?;
+        let blocks: Vec<Block<'_>> = tensors.iter().map(|t| Block::Copy(t)).collect();
+        Tensor::join_along(axis, first, &blocks)?.contiguous()
+    }
+
+    /// Stack `tensors` of one shape along a new dim `axis` (TensorFlow's `Pack`).
+    pub fn stack(tensors: &[&Tensor], axis: i64) -> Result<Tensor> {
+        let first = *tensors
+            .first()
+            .ok_or_else(|| Error::invalid("Pack : Expected at least one input"))?;
+        let axis = tf_axis("Pack", axis, first.rank() + 1)?;
+        for (i, t) in tensors.iter().enumerate().skip(1) {
+            if t.shape() != first.shape() {
+                return Err(Error::invalid(format!(
+                    "Shapes of all inputs must match: values[0].shape = {} != values[{i}].shape \
+                     = {}",
+                    first.shape(),
+                    t.shape()
+                )));
+            }
+        }
+        let expanded = tensors
+            .iter()
+            .map(|t| t.unsqueeze(axis as isize))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&Tensor> = expanded.iter().collect();
+        Tensor::concat(&refs, axis as i64)
+    }
+
+    /// The slices along `axis`, each with that dim removed, sharing the buffer
+    /// (TensorFlow's `Unpack`).
+    pub fn unstack(&self, axis: i64) -> Result<Vec<Tensor>> {
+        let axis = tf_axis("Unpack", axis, self.rank())?;
+        (0..self.dims()[axis])
+            .map(|i| Ok(self.with_layout(self.layout.select(axis, i)?)))
+            .collect()
+    }
+
+    /// `sizes[i]` elements along `axis` for each `i`, views sharing the buffer (TensorFlow's
+    /// `SplitV`; one size may be `-1`, the rest).
+    pub fn split_sizes(&self, sizes: &[i64], axis: i64) -> Result<Vec<Tensor>> {
+        let axis = tf_axis("Split", axis, self.rank())?;
+        let dim = self.dims()[axis];
+        let known: i64 = sizes.iter().filter(|&&s| s >= 0).sum();
+        let unknown = sizes.iter().filter(|&&s| s == -1).count();
+        let bad = sizes.iter().any(|&s| s < -1);
+        let fits = if unknown == 0 {
+            known == dim as i64
+        } else {
+            known <= dim as i64
+        };
+        if bad || unknown > 1 || !fits {
+            return Err(Error::invalid(format!(
+                "Determined shape must either match input shape along split_dim exactly if \
+                 fully specified, or be less than the size of the input along split_dim if not \
+                 fully specified.  Got: {known}"
+            )));
+        }
+        let mut start = 0usize;
+        sizes
+            .iter()
+            .map(|&s| {
+                let len = if s == -1 {
+                    dim - known as usize
+                } else {
+                    s as usize
+                };
+                let piece = self.narrow(axis as isize, start, len)?;
+                start += len;
+                Ok(piece)
+            })
+            .collect()
+    }
+
+    /// `parts` equal views along `axis` (TensorFlow's `Split`).
+    pub fn split(&self, parts: usize, axis: i64) -> Result<Vec<Tensor>> {
+        let axis_index = tf_axis("Split", axis, self.rank())?;
+        let dim = self.dims()[axis_index];
+        if parts == 0 || dim % parts != 0 {
+            return Err(Error::invalid(format!(
+                "Number of ways to split should evenly divide the split dimension, but got \
+                 split_dim {axis_index} (size = {dim}) and num_split {parts}"
+            )));
+        }
+        self.split_sizes(&vec![(dim / parts) as i64; parts], axis)
+    }
+
+    /// `size[i]` elements from `begin[i]` along each dim, a view (TensorFlow's `Slice`; a
+    /// size of `-1` takes the rest of the dim).
+    pub fn slice_at(&self, begin: &[i64], size: &[i64]) -> Result<Tensor> {
+        if begin.len() != self.rank() || size.len() != self.rank() {
+            return Err(Error::invalid(format!(
+                "Expected begin and size arguments to be 1-D tensors of size {}, but got shapes \
+                 [{}] and [{}] instead.",
+                self.rank(),
+                begin.len(),
+                size.len()
+            )));
+        }
+        let mut layout = self.layout.clone();
+        for (d, (&b, &s)) in begin.iter().zip(size).enumerate() {
+            let dim = self.dims()[d] as i64;
+            let len = if s == -1 { dim - b } else { s };
+            if b < 0 || b > dim {
+                return Err(Error::invalid(format!(
+                    "Expected begin[{d}] in [0, {dim}], but got {b}"
+                )));
+            }
+            if len < 0 || b + len > dim {
+                return Err(Error::invalid(format!(
+                    "Expected size[{d}] in [0, {}], but got {s}",
+                    dim - b
+                )));
+            }
+            layout = layout.narrow(d, b as usize, len as usize)?;
+        }
+        Ok(self.with_layout(layout))
+    }
+
+    /// TensorFlow's `StridedSlice` (`x[1:-1:2, ..., tf.newaxis, 3]`), a view sharing the
+    /// buffer; steps may be negative.
+    pub fn strided_slice(&self, spec: &StridedSliceSpec) -> Result<Tensor> {
+        let plan = spec.resolve(&self.dims())?;
+        let mut offset = self.layout.offset() as isize;
+        let mut strides = Vec::new();
+        for (d, sliced) in plan.dims.iter().enumerate() {
+            let stride = self.layout.strides()[d];
+            if sliced.len > 0 {
+                offset += sliced.start as isize * stride;
+            }
+            strides.push(stride * sliced.step);
+        }
+        let dims = plan.output_dims();
+        let out_strides: Vec<isize> = plan
+            .output
+            .iter()
+            .map(|d| d.map_or(0, |d| strides[d]))
+            .collect();
+        let empty = dims.contains(&0);
+        let layout = Layout::new(
+            TensorShape::new(&dims)?,
+            &out_strides,
+            if empty { self.layout.offset() } else { offset as usize },
+        )?;
+        Tensor::from_storage_checking(self.dtype, layout, self.storage.clone(), false)
+    }
+
+    /// Repeat the tensor `multiples[i]` times along each dim (TensorFlow's `Tile`).
+    pub fn tile(&self, multiples: &[usize]) -> Result<Tensor> {
+        if multiples.len() != self.rank() {
+            return Err(Error::invalid(format!(
+                "Expected multiples argument to be a vector of length {} but got length {}",
+                self.rank(),
+                multiples.len()
+            )));
+        }
+        // [d0, d1] tiled by [m0, m1] is [m0, d0, m1, d1] broadcast, then merged.
+        let mut spread = Vec::new();
+        let mut full = Vec::new();
+        let mut result = Vec::new();
+        for (&d, &m) in self.dims().iter().zip(multiples) {
+            spread.extend([1, d]);
+            full.extend([m, d]);
+            result.push(
+                d.checked_mul(m)
+                    .ok_or_else(|| Error::invalid("tiled shape overflows"))?,
+            );
+        }
+        self.reshape(spread)?.broadcast_to(full)?.reshape(result)
+    }
+
+    /// Pad each dim by `paddings[i] = (before, after)` elements of `value` (TensorFlow's
+    /// `Pad` and `PadV2`).
+    pub fn pad(&self, paddings: &[(usize, usize)], value: impl Into<Scalar>) -> Result<Tensor> {
+        if paddings.len() != self.rank() {
+            return Err(Error::invalid(format!(
+                "The first dimension of paddings must be the rank of inputs[{}] {}",
+                paddings.len(),
+                self.shape()
+            )));
+        }
+        self.check_pod("pad")?;
+        self.device().check_supports(Op::Fill, self.dtype)?;
+        let value = value.into();
+        let mut padded = self.clone();
+        for (axis, &(before, after)) in paddings.iter().enumerate() {
+            if before == 0 && after == 0 {
+                continue;
+            }
+            padded = Tensor::join_along(
+                axis,
+                &padded,
+                &[
+                    Block::Fill(value, before),
+                    Block::Copy(&padded),
+                    Block::Fill(value, after),
+                ],
+            )?;
+        }
+        padded.contiguous()
+    }
+
+    /// Pad each dim by reflecting the tensor at its borders (TensorFlow's `MirrorPad`).
+    pub fn mirror_pad(&self, paddings: &[(usize, usize)], mode: MirrorMode) -> Result<Tensor> {
+        if paddings.len() != self.rank() {
+            return Err(Error::invalid(format!(
+                "The first dimension of paddings must be the rank of inputs[{}] {}",
+                paddings.len(),
+                self.shape()
+            )));
+        }
+        self.check_pod("mirror_pad")?;
+        let skip = usize::from(mode == MirrorMode::Reflect);
+        let mut padded = self.clone();
+        for (axis, &(before, after)) in paddings.iter().enumerate() {
+            let dim = padded.dims()[axis];
+            let limit = dim.saturating_sub(skip);
+            if before > limit || after > limit {
+                return Err(Error::invalid(format!(
+                    "paddings must be no greater than the dimension size: {before}, {after} \
+                     greater than {limit}"
+                )));
+            }
+            if before == 0 && after == 0 {
+                continue;
+            }
+            // The border runs, reversed: a negative stride along `axis`.
+            let reversed = |start: usize, len: usize| -> Result<Tensor> {
+                let run = padded.narrow(axis as isize, start, len)?;
+                let mut spec = StridedSliceSpec {
+                    begin: vec![0; run.rank()],
+                    end: vec![0; run.rank()],
+                    strides: vec![1; run.rank()],
+                    begin_mask: -1,
+                    end_mask: -1,
+                    ..Default::default()
+                };
+                spec.strides[axis] = -1;
+                run.strided_slice(&spec)
+            };
+            let left = reversed(skip, before)?;
+            let right = reversed(dim - after - skip, after)?;
+            padded = Tensor::join_along(
+                axis,
+                &padded,
+                &[Block::Copy(&left), Block::Copy(&padded), Block::Copy(&right)],
+            )?;
+        }
+        padded.contiguous()
+    }
+
+    /// An `Err` for a dtype without fixed-size elements (strings), which `op` cannot move.
+    fn check_pod(&self, op: &str) -> Result<()> {
+        if self.dtype.is_pod() {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!("{op} of {} tensors", self.dtype)))
+        }
+    }
+}
+
+/// The smallest value of `dtype` (`-inf` for floats): what max pooling pads with.
+pub(crate) fn lowest(dtype: DataType) -> Scalar {
+    if dtype.is_signed_integer() {
+        let bits = (dtype.size() * 8).min(64) as u32;
+        Scalar::I64(i64::MIN >> (64 - bits))
+    } else if dtype.is_unsigned_integer() {
+        Scalar::U64(0)
+    } else if dtype == DataType::Bool {
+        Scalar::Bool(false)
+    } else {
+        Scalar::F64(f64::NEG_INFINITY)
+    }
+}
