@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use polytensor_core::layout::contiguous_strides;
-use polytensor_core::{Device, OutView, Result, TensorView};
+use polytensor_core::{Device, Error, OutView, Result, TensorView};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
@@ -106,17 +106,26 @@ impl WgpuDevice {
         expression: &str,
     ) -> Result<()> {
         let lo = out.layout();
-        let target = output_buffer(out)?;
+        if !lo.is_contiguous() || u32::try_from(lo.offset()).is_err() {
+            return Err(Error::invalid(
+                "a wgpu kernel output must be contiguous, from an element offset below 2^32",
+            ));
+        }
+        // Elementwise kernels write from any element of their output's buffer on.
+        let target = storage(&out.view())?;
         let offsets: Vec<usize> = operands.iter().map(|x| x.offset).collect();
         let strides: Vec<&[isize]> = operands.iter().map(|x| x.strides).collect();
-        let (geometry, flat) = elementwise::geometry(&lo.shape().dims(), &offsets, &strides);
+        let (geometry, flat) =
+            elementwise::geometry(&lo.shape().dims(), &offsets, &strides, lo.offset());
         let inputs: Vec<Storage> = operands.iter().map(|x| x.storage).collect();
         let pipeline = self.pipeline(PipelineKey::Map { map: key, flat }, || {
             elementwise::map_source(&inputs, output, expression, flat)
         })?;
         let mut buffers: Vec<&wgpu::Buffer> = operands.iter().map(|x| x.buffer).collect();
         buffers.push(target);
-        let invocations = lo.num_elements().div_ceil(output.lanes());
+        // A packed output's words, the first one shared with the elements before the offset.
+        let lanes = output.lanes();
+        let invocations = (lo.offset() % lanes + lo.num_elements()).div_ceil(lanes);
         let groups = self.workgroups(invocations.div_ceil(elementwise::WORKGROUP as usize));
         self.dispatch(&pipeline, &geometry, &buffers, groups);
         Ok(())

@@ -224,7 +224,11 @@ fn element(i: u32) -> {value} {{
         )
     };
     source += &element;
-    let body = output.store_body("geometry[0]");
+    // The output's offset follows the strides.
+    let body = output.store_body(
+        "geometry[0]",
+        &format!("geometry[{}u + {}u * geometry[1]]", 2 + n, n + 1),
+    );
     source += &format!(
         r#"
 @compute @workgroup_size({WORKGROUP})
@@ -327,13 +331,15 @@ pub(crate) fn int_literal(value: i128, t: Scalar) -> String {
 }
 
 /// The geometry buffer's words for an output of `dims` read from inputs at `offsets` with
-/// `strides`: count, rank, one offset per input, the dims, then each input's strides; and
-/// whether it has one dim (a flat kernel). The dims are coalesced first, so contiguous
-/// and uniformly strided inputs become flat.
+/// `strides` and written from element `out_offset` of its buffer: count, rank, one offset
+/// per input, the dims, each input's strides, then the output's offset; and whether it has
+/// one dim (a flat kernel). The dims are coalesced first, so contiguous and uniformly
+/// strided inputs become flat.
 pub(crate) fn geometry(
     dims: &[usize],
     offsets: &[usize],
     strides: &[&[isize]],
+    out_offset: usize,
 ) -> (Vec<u32>, bool) {
     let plan = polytensor_core::plan::Coalesced::new(dims, strides);
     let mut words = vec![plan.num_elements() as u32, plan.rank() as u32];
@@ -342,6 +348,7 @@ pub(crate) fn geometry(
     for k in 0..strides.len() {
         words.extend(plan.strides(k).iter().map(|&s| s as i32 as u32));
     }
+    words.push(out_offset as u32);
     (words, plan.is_flat())
 }
 
@@ -359,14 +366,14 @@ mod tests {
     #[test]
     fn geometry_merges_what_strides_allow() {
         // Contiguous [2,3,4] and a broadcast scalar: flat.
-        let (words, flat) = geometry(&[2, 3, 4], &[5, 0], &[&[12, 4, 1], &[0, 0, 0]]);
+        let (words, flat) = geometry(&[2, 3, 4], &[5, 0], &[&[12, 4, 1], &[0, 0, 0]], 9);
         assert!(flat);
-        assert_eq!(words, vec![24, 1, 5, 0, 24, 1, 0]);
+        assert_eq!(words, vec![24, 1, 5, 0, 24, 1, 0, 9]);
         // A transposed [3,2] cannot merge; the size-1 dim goes.
-        let (words, flat) = geometry(&[3, 1, 2], &[0], &[&[1, 9, 3]]);
+        let (words, flat) = geometry(&[3, 1, 2], &[0], &[&[1, 9, 3]], 0);
         assert!(!flat);
-        assert_eq!(words, vec![6, 2, 0, 3, 2, 1, 3]);
+        assert_eq!(words, vec![6, 2, 0, 3, 2, 1, 3, 0]);
         // A scalar is one flat element.
-        assert_eq!(geometry(&[], &[7], &[&[]]), (vec![1, 1, 7, 1, 0], true));
+        assert_eq!(geometry(&[], &[7], &[&[]], 0), (vec![1, 1, 7, 1, 0, 0], true));
     }
 }

@@ -175,33 +175,46 @@ impl Storage {
     }
 
     /// The body of a kernel that writes the elements of invocation `i` into `out` from
-    /// `element(index)`, with `count` (a `u32` expression) elements in all.
-    pub(crate) fn store_body(self, count: &str) -> String {
+    /// `element(index)`, with `count` (a `u32` expression) elements in all, from element
+    /// `base` (a `u32` expression) of `out` on. A packed output's invocation writes one whole
+    /// word of `out`, keeping the bits of the lanes outside the range (the neighbours of a
+    /// block written at an offset), so no two invocations write one word.
+    pub(crate) fn store_body(self, count: &str, base: &str) -> String {
         match self {
-            Storage::Word(_) => {
-                format!("    if (i < {count}) {{\n        out[i] = element(i);\n    }}\n")
-            }
+            Storage::Word(_) => format!(
+                "    if (i < {count}) {{\n        out[{base} + i] = element(i);\n    }}\n"
+            ),
             Storage::Packed(packing) => format!(
                 r#"    let lanes = {lanes}u;
+    let skip = {base} % lanes;
     let first = i * lanes;
-    if (first >= {count}) {{
+    if (first >= {count} + skip) {{
         return;
     }}
+    let at = {base} / lanes + i;
     var word = 0u;
+    var kept = 0u;
     for (var lane = 0u; lane < lanes; lane++) {{
-        if (first + lane < {count}) {{
+        let position = first + lane;
+        if (position >= skip && position - skip < {count}) {{
             word |= {field} << (lane * {bits}u);
+        }} else {{
+            kept |= {mask}u << (lane * {bits}u);
         }}
     }}
-    out[i] = word;
+    if (kept != 0u) {{
+        word |= out[at] & kept;
+    }}
+    out[at] = word;
 "#,
                 lanes = self.lanes(),
                 bits = packing.bits(),
-                field = packing.encode("element(first + lane)"),
+                mask = packing.mask(),
+                field = packing.encode("element(position - skip)"),
             ),
             Storage::Wide(n) => {
                 let words: String = (0..n)
-                    .map(|w| format!("        out[{n}u * i + {w}u] = v[{w}];\n"))
+                    .map(|w| format!("        out[{n}u * ({base} + i) + {w}u] = v[{w}];\n"))
                     .collect();
                 format!("    if (i < {count}) {{\n        let v = element(i);\n{words}    }}\n")
             }
