@@ -18,6 +18,7 @@
 
 pub mod cases;
 pub mod data;
+pub mod layers;
 pub mod reference;
 pub mod tolerance;
 
@@ -229,6 +230,49 @@ pub fn assert_family(device: &Arc<dyn Device>, family: Family) {
     );
 }
 
+/// Run every layer case ([`layers::layer_cases`]) on `device`: the outcomes by case name.
+pub fn run_layers(device: &Arc<dyn Device>) -> Vec<(String, Outcome)> {
+    let before = device.allocator().stats().bytes_in_use;
+    let mut results: Vec<(String, Outcome)> = layers::layer_cases()
+        .iter()
+        .map(|case| (case.name.clone(), layers::run_layer(device, case)))
+        .collect();
+    let _ = device.synchronize();
+    let after = device.allocator().stats().bytes_in_use;
+    if after != before {
+        results.push((
+            "memory".into(),
+            fail(&format!("bytes_in_use {before} before the layer cases, {after} after")),
+        ));
+    }
+    results
+}
+
+/// Run the layer cases on `device` and assert that none failed (unsupported dtypes are
+/// counted) and no memory leaked.
+pub fn assert_layers(device: &Arc<dyn Device>) {
+    let results = run_layers(device);
+    let failures: Vec<String> = results
+        .iter()
+        .filter_map(|(name, outcome)| match outcome {
+            Outcome::Fail { message, .. } => Some(format!("FAIL {name} on {}: {message}", device.name())),
+            _ => None,
+        })
+        .collect();
+    let passed = results
+        .iter()
+        .filter(|(_, o)| matches!(o, Outcome::Pass { .. }))
+        .count();
+    println!(
+        "layers on {}: {passed} passed, {} failed, {} unsupported",
+        device.name(),
+        failures.len(),
+        results.len() - passed - failures.len()
+    );
+    assert!(passed > 0, "no layer case ran on {}", device.name());
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
 /// A backend's whole conformance test file: one `#[test]` per op family on the device
 /// that `$open` (a `fn() -> Result<Arc<dyn Device>, impl Display>`) opens, skipped with
 /// the reason when there is none, unless `POLYTENSOR_REQUIRE` names `$backend`.
@@ -246,6 +290,13 @@ macro_rules! conformance_backend_tests {
             }
         }
         $crate::conformance_family_tests!(check);
+
+        #[test]
+        fn layers() {
+            if let Some(device) = $crate::device_or_skip($backend, $open) {
+                $crate::assert_layers(&device);
+            }
+        }
 
         #[test]
         fn freed_memory_is_reused() {

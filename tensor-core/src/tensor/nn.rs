@@ -10,6 +10,7 @@
 
 use super::shape_ops::lowest;
 use super::Tensor;
+use crate::dtype::DataType;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -64,6 +65,25 @@ struct Windows {
 }
 
 impl Tensor {
+    /// Half and bfloat16 as float32, so that products and sums round once, at the end (as
+    /// the f32 accumulator of a matmul); other dtypes as they are.
+    fn widened(&self) -> Result<Tensor> {
+        match self.dtype {
+            DataType::Half | DataType::BFloat16 => self.cast(DataType::Float),
+            _ => Ok(self.clone()),
+        }
+    }
+
+    /// This tensor in `dtype`: itself, or a cast (a [`Tensor::widened`] result back in its
+    /// operands' dtype).
+    fn in_dtype(self, dtype: DataType) -> Result<Tensor> {
+        if self.dtype == dtype {
+            Ok(self)
+        } else {
+            self.cast(dtype)
+        }
+    }
+
     /// This image tensor in NHWC order (a view for NCHW), checked to have rank 4.
     fn to_nhwc(&self, format: DataFormat, op: &str) -> Result<Tensor> {
         if self.rank() != 4 {
@@ -167,6 +187,7 @@ impl Tensor {
             )));
         }
         self.check_same_device(filter, "depthwise_conv2d")?;
+        let (x, filter) = (x.widened()?, filter.widened()?);
         let windows = x.windows(
             spatial_windows([kh, kw], options.strides, options.dilations),
             &options.padding,
@@ -178,9 +199,10 @@ impl Tensor {
         windows
             .view
             .unsqueeze(-1)?
-            .mul(filter)?
+            .mul(&filter)?
             .sum(&[3, 4], false)?
             .reshape([batch, h.output, w.output, depth * multiplier])?
+            .in_dtype(self.dtype)?
             .into_format(options.format)
     }
 
@@ -203,7 +225,7 @@ impl Tensor {
                 self.dtype
             )));
         }
-        let x = self.to_nhwc(options.format, "AvgPool")?;
+        let x = self.to_nhwc(options.format, "AvgPool")?.widened()?;
         let spans = pool_windows(options);
         let windows = x.windows(spans, &options.padding, Scalar::I64(0))?;
         let [h, w] = windows.dims;
@@ -227,8 +249,10 @@ impl Tensor {
             .flat_map(|r| cols.iter().map(move |c| r * c))
             .collect();
         let counts = Tensor::from_slice(&counts, [h.output, w.output, 1], self.device())?
-            .cast(self.dtype)?;
-        sums.div(&counts)?.into_format(options.format)
+            .cast(sums.dtype)?;
+        sums.div(&counts)?
+            .in_dtype(self.dtype)?
+            .into_format(options.format)
     }
 
     /// TensorFlow's `BiasAdd`: `bias` (one value per channel) added along the channel dim.
@@ -285,25 +309,25 @@ impl Tensor {
                 )));
             }
         }
-        let param = scale.dtype;
+        // In the parameters' dtype (float32), or in float64 for a float64 image.
+        let param = if self.dtype == DataType::Double {
+            DataType::Double
+        } else {
+            scale.dtype
+        };
+        let [scale, offset, mean, variance] =
+            [scale, offset, mean, variance].map(|p| p.clone().in_dtype(param));
+        let (scale, offset, mean, variance) = (scale?, offset?, mean?, variance?);
         let eps = Tensor::full([0usize; 0], Scalar::F64(epsilon), param, self.device())?;
         let factor = scale.mul(&variance.add(&eps)?.rsqrt()?)?;
         let shift = offset.sub(&mean.mul(&factor)?)?;
         let mut dims = vec![1; self.rank() - axis];
         dims[0] = depth;
-        let x = if self.dtype == param {
-            self.clone()
-        } else {
-            self.cast(param)?
-        };
-        let y = x
+        self.clone()
+            .in_dtype(param)?
             .mul(&factor.reshape(dims.clone())?)?
-            .add(&shift.reshape(dims)?)?;
-        if y.dtype == self.dtype {
-            Ok(y)
-        } else {
-            y.cast(self.dtype)
-        }
+            .add(&shift.reshape(dims)?)?
+            .in_dtype(self.dtype)
     }
 
     /// TensorFlow's `Softmax` over the last dim: `exp(x - max) / sum(exp(x - max))`.
