@@ -47,8 +47,9 @@ fn differences(got: &Tensor, want: &Tensor) -> (f64, f64) {
 /// Run `model` once on `device` and check every fetch against TensorFlow's.
 fn run_model(name: &str, model: &Json, device: &Arc<dyn Device>) {
     let dir = golden::dir("models").unwrap();
-    let graph = Graph::from_graph_def_bytes(&std::fs::read(dir.join(format!("{name}.pb"))).unwrap())
-        .unwrap_or_else(|e| panic!("{name}: import: {e}"));
+    let graph =
+        Graph::from_graph_def_bytes(&std::fs::read(dir.join(format!("{name}.pb"))).unwrap())
+            .unwrap_or_else(|e| panic!("{name}: import: {e}"));
     let mut session = Session::new(&graph, device.clone());
     let feeds: Vec<(String, Tensor)> = model["feeds"]
         .as_object()

@@ -120,7 +120,12 @@ fn conv_options(
     }
 }
 
-fn pool_options(window: [usize; 2], strides: [usize; 2], padding: Padding, format: DataFormat) -> Pool2dOptions {
+fn pool_options(
+    window: [usize; 2],
+    strides: [usize; 2],
+    padding: Padding,
+    format: DataFormat,
+) -> Pool2dOptions {
     Pool2dOptions {
         window,
         strides,
@@ -135,32 +140,93 @@ pub fn layer_cases() -> Vec<LayerCase> {
     use Padding::{Same, Valid};
     let mut layers: Vec<(String, Layer, &[DataType])> = Vec::new();
     let convs = [
-        ("same", [2, 7, 6, 3], [3, 3, 3, 4], conv_options([1, 1], [1, 1], Same, Nhwc)),
-        ("valid_stride_2x3", [1, 9, 8, 2], [3, 2, 2, 3], conv_options([2, 3], [1, 1], Valid, Nhwc)),
-        ("dilated", [1, 8, 9, 3], [3, 3, 3, 2], conv_options([1, 1], [2, 2], Same, Nhwc)),
+        (
+            "same",
+            [2, 7, 6, 3],
+            [3, 3, 3, 4],
+            conv_options([1, 1], [1, 1], Same, Nhwc),
+        ),
+        (
+            "valid_stride_2x3",
+            [1, 9, 8, 2],
+            [3, 2, 2, 3],
+            conv_options([2, 3], [1, 1], Valid, Nhwc),
+        ),
+        (
+            "dilated",
+            [1, 8, 9, 3],
+            [3, 3, 3, 2],
+            conv_options([1, 1], [2, 2], Same, Nhwc),
+        ),
         (
             "explicit",
             [2, 5, 6, 2],
             [2, 3, 2, 2],
-            conv_options([2, 1], [1, 1], Padding::Explicit(vec![(1, 2), (0, 1)]), Nhwc),
+            conv_options(
+                [2, 1],
+                [1, 1],
+                Padding::Explicit(vec![(1, 2), (0, 1)]),
+                Nhwc,
+            ),
         ),
-        ("stride_over_kernel", [1, 10, 10, 2], [2, 2, 2, 2], conv_options([3, 3], [1, 1], Valid, Nhwc)),
-        ("empty_batch", [0, 5, 5, 2], [3, 3, 2, 3], conv_options([1, 1], [1, 1], Same, Nhwc)),
-        ("pointwise", [2, 4, 5, 6], [1, 1, 6, 5], conv_options([1, 1], [1, 1], Valid, Nhwc)),
-        ("nchw_same_stride_2", [2, 3, 7, 6], [3, 3, 3, 4], conv_options([2, 2], [1, 1], Same, Nchw)),
+        (
+            "stride_over_kernel",
+            [1, 10, 10, 2],
+            [2, 2, 2, 2],
+            conv_options([3, 3], [1, 1], Valid, Nhwc),
+        ),
+        (
+            "empty_batch",
+            [0, 5, 5, 2],
+            [3, 3, 2, 3],
+            conv_options([1, 1], [1, 1], Same, Nhwc),
+        ),
+        (
+            "pointwise",
+            [2, 4, 5, 6],
+            [1, 1, 6, 5],
+            conv_options([1, 1], [1, 1], Valid, Nhwc),
+        ),
+        (
+            "nchw_same_stride_2",
+            [2, 3, 7, 6],
+            [3, 3, 3, 4],
+            conv_options([2, 2], [1, 1], Same, Nchw),
+        ),
     ];
     for (name, image, filter, options) in &convs {
         let full = conv(image, *filter, options.clone(), false);
         layers.push((format!("conv2d_{name}"), full, &FLOATS));
         // Two filters per channel.
-        let depthwise = conv(image, [filter[0], filter[1], filter[2], 2], options.clone(), true);
+        let depthwise = conv(
+            image,
+            [filter[0], filter[1], filter[2], 2],
+            options.clone(),
+            true,
+        );
         layers.push((format!("depthwise_{name}"), depthwise, &FLOATS));
     }
     let pools = [
-        ("3x3_s2_same", [2, 7, 6, 3], pool_options([3, 3], [2, 2], Same, Nhwc)),
-        ("2x2_s2_valid", [1, 9, 8, 2], pool_options([2, 2], [2, 2], Valid, Nhwc)),
-        ("3x2_s1_same_nchw", [2, 3, 5, 4], pool_options([3, 2], [1, 1], Same, Nchw)),
-        ("2x2_s3_valid", [1, 8, 8, 1], pool_options([2, 2], [3, 3], Valid, Nhwc)),
+        (
+            "3x3_s2_same",
+            [2, 7, 6, 3],
+            pool_options([3, 3], [2, 2], Same, Nhwc),
+        ),
+        (
+            "2x2_s2_valid",
+            [1, 9, 8, 2],
+            pool_options([2, 2], [2, 2], Valid, Nhwc),
+        ),
+        (
+            "3x2_s1_same_nchw",
+            [2, 3, 5, 4],
+            pool_options([3, 2], [1, 1], Same, Nchw),
+        ),
+        (
+            "2x2_s3_valid",
+            [1, 8, 8, 1],
+            pool_options([2, 2], [3, 3], Valid, Nhwc),
+        ),
     ];
     for (name, image, options) in &pools {
         let pool = |max| Layer::Pool {
@@ -173,19 +239,46 @@ pub fn layer_cases() -> Vec<LayerCase> {
         layers.push((format!("avg_pool_{name}"), pool(false), &FLOATS));
     }
     layers.push((
-        "bias_add_nhwc".into(), Layer::BiasAdd(vec![2, 5, 3], Nhwc), &FLOATS));
+        "bias_add_nhwc".into(),
+        Layer::BiasAdd(vec![2, 5, 3], Nhwc),
+        &FLOATS,
+    ));
     layers.push((
-        "bias_add_nchw".into(), Layer::BiasAdd(vec![2, 3, 4, 5], Nchw), &FLOATS));
+        "bias_add_nchw".into(),
+        Layer::BiasAdd(vec![2, 3, 4, 5], Nchw),
+        &FLOATS,
+    ));
     layers.push((
-        "batch_norm_nhwc".into(), Layer::BatchNorm(vec![2, 4, 5, 3], Nhwc), &FLOATS));
+        "batch_norm_nhwc".into(),
+        Layer::BatchNorm(vec![2, 4, 5, 3], Nhwc),
+        &FLOATS,
+    ));
     layers.push((
-        "batch_norm_nchw".into(), Layer::BatchNorm(vec![2, 3, 4, 5], Nchw), &FLOATS));
-    for (dims, name) in [(vec![3, 7], "3x7"), (vec![2, 1, 5], "2x1x5"), (vec![4, 1], "4x1")] {
-        layers.push((format!("softmax_{name}"), Layer::Softmax(dims.clone(), false), &FLOATS));
-        layers.push((format!("log_softmax_{name}"), Layer::Softmax(dims, true), &FLOATS));
+        "batch_norm_nchw".into(),
+        Layer::BatchNorm(vec![2, 3, 4, 5], Nchw),
+        &FLOATS,
+    ));
+    for (dims, name) in [
+        (vec![3, 7], "3x7"),
+        (vec![2, 1, 5], "2x1x5"),
+        (vec![4, 1], "4x1"),
+    ] {
+        layers.push((
+            format!("softmax_{name}"),
+            Layer::Softmax(dims.clone(), false),
+            &FLOATS,
+        ));
+        layers.push((
+            format!("log_softmax_{name}"),
+            Layer::Softmax(dims, true),
+            &FLOATS,
+        ));
     }
     layers.push((
-        "pad_zero".into(), Layer::Pad(vec![3, 4], vec![(1, 2), (0, 3)], Scalar::I64(0)), &MOVED));
+        "pad_zero".into(),
+        Layer::Pad(vec![3, 4], vec![(1, 2), (0, 3)], Scalar::I64(0)),
+        &MOVED,
+    ));
     layers.push((
         "pad_value_odd".into(),
         Layer::Pad(vec![2, 3, 5], vec![(0, 1), (3, 0), (1, 1)], Scalar::I64(1)),
@@ -202,16 +295,21 @@ pub fn layer_cases() -> Vec<LayerCase> {
         &MOVED,
     ));
     layers.push((
-        "concat_axis1".into(), Layer::Concat(vec![vec![2, 3], vec![2, 1], vec![2, 4]], 1), &MOVED));
+        "concat_axis1".into(),
+        Layer::Concat(vec![vec![2, 3], vec![2, 1], vec![2, 4]], 1),
+        &MOVED,
+    ));
     layers.push((
-        "concat_axis0".into(), Layer::Concat(vec![vec![1, 3], vec![2, 3]], 0), &MOVED));
+        "concat_axis0".into(),
+        Layer::Concat(vec![vec![1, 3], vec![2, 3]], 0),
+        &MOVED,
+    ));
     layers.push((
         "concat_last_3d".into(),
         Layer::Concat(vec![vec![2, 3, 1], vec![2, 3, 2], vec![2, 3, 0]], -1),
         &MOVED,
     ));
-    layers.push((
-        "stack_axis1".into(), Layer::Stack(3, vec![2, 3], 1), &MOVED));
+    layers.push(("stack_axis1".into(), Layer::Stack(3, vec![2, 3], 1), &MOVED));
     layers.push((
         "strided_slice_steps".into(),
         Layer::StridedSlice(
@@ -256,10 +354,12 @@ pub fn layer_cases() -> Vec<LayerCase> {
         ),
         &MOVED,
     ));
+    layers.push(("tile".into(), Layer::Tile(vec![2, 3], vec![2, 3]), &MOVED));
     layers.push((
-        "tile".into(), Layer::Tile(vec![2, 3], vec![2, 3]), &MOVED));
-    layers.push((
-        "split_sizes".into(), Layer::Split(vec![6, 4], vec![2, -1, 1], 0), &MOVED));
+        "split_sizes".into(),
+        Layer::Split(vec![6, 4], vec![2, -1, 1], 0),
+        &MOVED,
+    ));
     let mut cases = Vec::new();
     for (name, layer, dtypes) in layers {
         for &dtype in dtypes {
@@ -350,20 +450,48 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
             } else {
                 tx.conv2d(&tf, options)?
             };
-            let windows = spatial(options.format, image, [filter[0], filter[1]], options.strides, options.dilations);
-            let want = reference_conv(dtype, &x, &f, options.format, &windows, &options.padding, *depthwise)?;
+            let windows = spatial(
+                options.format,
+                image,
+                [filter[0], filter[1]],
+                options.strides,
+                options.dilations,
+            );
+            let want = reference_conv(
+                dtype,
+                &x,
+                &f,
+                options.format,
+                &windows,
+                &options.padding,
+                *depthwise,
+            )?;
             (got, want, Tolerance::Accumulated)
         }
-        Layer::Pool { image, options, max } => {
+        Layer::Pool {
+            image,
+            options,
+            max,
+        } => {
             let (x, tx) = inputs.next(image, Domain::Finite)?;
             let got = if *max {
                 tx.max_pool2d(options)?
             } else {
                 tx.avg_pool2d(options)?
             };
-            let windows = spatial(options.format, image, options.window, options.strides, [1, 1]);
+            let windows = spatial(
+                options.format,
+                image,
+                options.window,
+                options.strides,
+                [1, 1],
+            );
             let want = reference_pool(dtype, &x, options.format, &windows, &options.padding, *max)?;
-            let tolerance = if *max { Tolerance::Exact } else { Tolerance::Accumulated };
+            let tolerance = if *max {
+                Tolerance::Exact
+            } else {
+                Tolerance::Accumulated
+            };
             (got, want, tolerance)
         }
         Layer::BiasAdd(dims, format) => {
@@ -412,7 +540,11 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
         }
         Layer::Softmax(dims, log) => {
             let (x, tx) = inputs.next(dims, Domain::Finite)?;
-            let got = if *log { tx.log_softmax()? } else { tx.softmax()? };
+            let got = if *log {
+                tx.log_softmax()?
+            } else {
+                tx.softmax()?
+            };
             let last = *dims.last().unwrap_or(&1);
             let mut want = Vec::new();
             for row in x.values.chunks(last.max(1)) {
@@ -437,7 +569,11 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
         Layer::Pad(dims, paddings, value) => {
             let (x, tx) = inputs.next(dims, Domain::Finite)?;
             let got = tx.pad(paddings, *value)?;
-            let out: Vec<usize> = dims.iter().zip(paddings).map(|(d, (a, b))| d + a + b).collect();
+            let out: Vec<usize> = dims
+                .iter()
+                .zip(paddings)
+                .map(|(d, (a, b))| d + a + b)
+                .collect();
             let fill = data::round_to(dtype, crate::reference::cast(*value, dtype).value);
             let want = crate::indices(&out)
                 .map(|i| {
@@ -455,7 +591,11 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
         Layer::MirrorPad(dims, paddings, mode) => {
             let (x, tx) = inputs.next(dims, Domain::Finite)?;
             let got = tx.mirror_pad(paddings, *mode)?;
-            let out: Vec<usize> = dims.iter().zip(paddings).map(|(d, (a, b))| d + a + b).collect();
+            let out: Vec<usize> = dims
+                .iter()
+                .zip(paddings)
+                .map(|(d, (a, b))| d + a + b)
+                .collect();
             let skip = i64::from(*mode == MirrorMode::Reflect);
             let want = crate::indices(&out)
                 .map(|i| {

@@ -242,7 +242,9 @@ pub fn run_layers(device: &Arc<dyn Device>) -> Vec<(String, Outcome)> {
     if after != before {
         results.push((
             "memory".into(),
-            fail(&format!("bytes_in_use {before} before the layer cases, {after} after")),
+            fail(&format!(
+                "bytes_in_use {before} before the layer cases, {after} after"
+            )),
         ));
     }
     results
@@ -255,7 +257,9 @@ pub fn assert_layers(device: &Arc<dyn Device>) {
     let failures: Vec<String> = results
         .iter()
         .filter_map(|(name, outcome)| match outcome {
-            Outcome::Fail { message, .. } => Some(format!("FAIL {name} on {}: {message}", device.name())),
+            Outcome::Fail { message, .. } => {
+                Some(format!("FAIL {name} on {}: {message}", device.name()))
+            }
             _ => None,
         })
         .collect();

@@ -54,11 +54,11 @@ pub use error::{Error, Result};
 pub use layout::Layout;
 pub use ops::{BinaryOp, Op, ReduceOp, UnaryOp};
 pub use partial_shape::PartialTensorShape;
+pub use plan::strided_slice::StridedSliceSpec;
+pub use plan::window::{DataFormat, Padding};
 pub use plan::StridedRows;
 pub use shape::{IntoShape, TensorShape};
 pub use slice::{Extent, TensorSlice};
-pub use plan::strided_slice::StridedSliceSpec;
-pub use plan::window::{DataFormat, Padding};
 pub use tensor::{same_device, Conv2dOptions, HostView, MirrorMode, Pool2dOptions, Tensor};
 
 #[doc(hidden)]

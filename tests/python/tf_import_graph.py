@@ -4,7 +4,8 @@ For each case in the directory given as the only argument (`NAME.pb`, `NAME.json
 by `tests/graph_tensorflow.rs`): import the GraphDef into a fresh graph with
 `tf.graph_util.import_graph_def(name="")`, open a `tf.compat.v1.Session`, run the targets,
 then the fetches with the feeds, and compare every fetched value with what polytensor's
-own Session returned (exact for integers and bools, a relative 1e-6 for floats), and each
+own Session returned (exact for integers and bools, a relative 1e-6 for floats, beside the
+case's `atol`), and each
 fetch's static dtype and shape: `str(tensor)` in TensorFlow's graph must be what polytensor
 printed for it.
 """
@@ -44,7 +45,7 @@ def run_case(path):
         assert got.dtype == want.dtype, f"{path.stem} {name}: dtype {got.dtype} != {want.dtype}"
         assert got.shape == want.shape, f"{path.stem} {name}: shape {got.shape} != {want.shape}"
         if np.issubdtype(want.dtype, np.floating) or np.issubdtype(want.dtype, np.complexfloating):
-            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{path.stem} {name}")
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=case.get("atol", 0.0), err_msg=f"{path.stem} {name}")
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"{path.stem} {name}")
     print(f"ok {path.stem}: {', '.join(case['fetches'])}")

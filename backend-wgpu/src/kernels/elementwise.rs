@@ -374,6 +374,9 @@ mod tests {
         assert!(!flat);
         assert_eq!(words, vec![6, 2, 0, 3, 2, 1, 3, 0]);
         // A scalar is one flat element.
-        assert_eq!(geometry(&[], &[7], &[&[]], 0), (vec![1, 1, 7, 1, 0, 0], true));
+        assert_eq!(
+            geometry(&[], &[7], &[&[]], 0),
+            (vec![1, 1, 7, 1, 0, 0], true)
+        );
     }
 }

@@ -181,9 +181,9 @@ impl Storage {
     /// block written at an offset), so no two invocations write one word.
     pub(crate) fn store_body(self, count: &str, base: &str) -> String {
         match self {
-            Storage::Word(_) => format!(
-                "    if (i < {count}) {{\n        out[{base} + i] = element(i);\n    }}\n"
-            ),
+            Storage::Word(_) => {
+                format!("    if (i < {count}) {{\n        out[{base} + i] = element(i);\n    }}\n")
+            }
             Storage::Packed(packing) => format!(
                 r#"    let lanes = {lanes}u;
     let skip = {base} % lanes;

@@ -62,10 +62,14 @@ impl Array {
 }
 
 /// The strided slice an op's attributes and index vectors describe.
-fn strided_spec(attrs: &Attrs<'_>, begin: Vec<i64>, end: Vec<i64>, strides: Vec<i64>) -> Result<StridedSliceSpec> {
-    let mask = |name: &str| -> Result<i64> {
-        Ok(if attrs.has(name) { attrs.int(name)? } else { 0 })
-    };
+fn strided_spec(
+    attrs: &Attrs<'_>,
+    begin: Vec<i64>,
+    end: Vec<i64>,
+    strides: Vec<i64>,
+) -> Result<StridedSliceSpec> {
+    let mask =
+        |name: &str| -> Result<i64> { Ok(if attrs.has(name) { attrs.int(name)? } else { 0 }) };
     Ok(StridedSliceSpec {
         begin,
         end,
@@ -105,7 +109,8 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             .get(i)
             .ok_or_else(|| cx.error(format!("input {i} is missing")))
     };
-    let dims_of = |i: usize| -> Result<Option<Vec<Dim>>> { Ok(input(i)?.1.dims().map(<[Dim]>::to_vec)) };
+    let dims_of =
+        |i: usize| -> Result<Option<Vec<Dim>>> { Ok(input(i)?.1.dims().map(<[Dim]>::to_vec)) };
     let unknown = PartialTensorShape::unknown_rank();
     match op {
         Array::Concat => {
@@ -124,9 +129,13 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                     Some(axis) => {
                         let mut out = first.clone();
                         for (d, slot) in out.iter_mut().enumerate() {
-                            let along = shapes.iter().map(|s| s.as_ref().map(|s| s.get(d).copied().flatten()));
+                            let along = shapes
+                                .iter()
+                                .map(|s| s.as_ref().map(|s| s.get(d).copied().flatten()));
                             *slot = if d == axis {
-                                along.map(Option::flatten).try_fold(0usize, |sum, v| v.map(|v| sum + v))
+                                along
+                                    .map(Option::flatten)
+                                    .try_fold(0usize, |sum, v| v.map(|v| sum + v))
                             } else {
                                 along.flatten().flatten().next()
                             };
@@ -158,7 +167,8 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         }
         Array::Unpack => {
             let (dtype, shape) = input(0)?.clone();
-            let num = usize::try_from(attrs.int("num")?).map_err(|_| cx.error("num must be non-negative"))?;
+            let num = usize::try_from(attrs.int("num")?)
+                .map_err(|_| cx.error("num must be non-negative"))?;
             let axis = attrs.int_or("axis", 0)?;
             let shape = match shape.dims() {
                 Some(dims) => match axis_in(axis, dims.len()) {
@@ -185,13 +195,22 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             let num = usize::try_from(attrs.int("num_split")?)
                 .map_err(|_| cx.error("num_split must be positive"))?;
             let axis = cx.const_ints(axis_input).and_then(|a| a.first().copied());
-            let sizes = if op == Array::SplitV { cx.const_ints(1) } else { None };
+            let sizes = if op == Array::SplitV {
+                cx.const_ints(1)
+            } else {
+                None
+            };
             let outputs = match (shape.dims(), axis) {
                 (Some(dims), Some(axis)) => match axis_in(axis, dims.len()) {
                     Some(at) => (0..num)
                         .map(|k| {
                             let mut d = dims.to_vec();
                             d[at] = match &sizes {
+                                // A -1 is what the others leave of a known dim.
+                                Some(sizes) if sizes.get(k) == Some(&-1) => {
+                                    let rest: i64 = sizes.iter().filter(|&&s| s >= 0).sum();
+                                    dims[at].and_then(|d| usize::try_from(d as i64 - rest).ok())
+                                }
                                 Some(sizes) => sizes.get(k).and_then(|&s| usize::try_from(s).ok()),
                                 None if op == Array::Split => dims[at].map(|d| d / num.max(1)),
                                 None => None,
@@ -211,7 +230,11 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             let shape = match (shape.dims(), cx.const_ints(1)) {
                 (Some(dims), Some(values)) if values.len() == 2 * dims.len() => {
                     let pairs = pairs(&values).map_err(|e| cx.error(e))?;
-                    known(dims.iter().zip(pairs).map(|(d, (a, b))| d.map(|d| d + a + b)))?
+                    known(
+                        dims.iter()
+                            .zip(pairs)
+                            .map(|(d, (a, b))| d.map(|d| d + a + b)),
+                    )?
                 }
                 (Some(dims), _) => known(vec![None; dims.len()])?,
                 _ => unknown,
@@ -221,14 +244,20 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         Array::Slice => {
             let (dtype, shape) = input(0)?.clone();
             let shape = match (shape.dims(), cx.const_ints(1), cx.const_ints(2)) {
-                (Some(dims), Some(begin), Some(size)) if size.len() == dims.len() && begin.len() == dims.len() => {
-                    known(dims.iter().zip(begin.iter().zip(&size)).map(|(d, (&b, &s))| {
-                        if s == -1 {
-                            d.and_then(|d| usize::try_from(d as i64 - b).ok())
-                        } else {
-                            usize::try_from(s).ok()
-                        }
-                    }))?
+                (Some(dims), Some(begin), Some(size))
+                    if size.len() == dims.len() && begin.len() == dims.len() =>
+                {
+                    known(
+                        dims.iter()
+                            .zip(begin.iter().zip(&size))
+                            .map(|(d, (&b, &s))| {
+                                if s == -1 {
+                                    d.and_then(|d| usize::try_from(d as i64 - b).ok())
+                                } else {
+                                    usize::try_from(s).ok()
+                                }
+                            }),
+                    )?
                 }
                 (Some(dims), _, _) => known(vec![None; dims.len()])?,
                 _ => unknown,
@@ -243,7 +272,9 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                     // Unknown dims resolve against a huge stand-in, then stay unknown.
                     const STAND_IN: usize = 1 << 40;
                     let sizes: Vec<usize> = dims.iter().map(|d| d.unwrap_or(STAND_IN)).collect();
-                    let plan = strided_spec(&attrs, b, e, s)?.resolve(&sizes).map_err(|e| cx.error(e))?;
+                    let plan = strided_spec(&attrs, b, e, s)?
+                        .resolve(&sizes)
+                        .map_err(|e| cx.error(e))?;
                     known(plan.output.iter().map(|d| match d {
                         None => Some(1),
                         Some(d) if dims[*d].is_none() => None,
@@ -395,10 +426,21 @@ fn paddings_of(cx: &RunCtx<'_>, rank: usize) -> Result<Vec<(usize, usize)>> {
 
 /// The dtypes `Pack` and `ConcatV2` tie to each value.
 pub(crate) fn per_value(inputs: usize, concat: bool) -> SmallVec<[(&'static str, Source); 8]> {
-    let values = if concat { inputs.saturating_sub(1) } else { inputs };
+    let values = if concat {
+        inputs.saturating_sub(1)
+    } else {
+        inputs
+    };
     let mut typed: SmallVec<[(&'static str, Source); 8]> =
         (0..values).map(|i| ("T", Source::Input(i))).collect();
-    typed.push(("N", if concat { Source::Values } else { Source::Count }));
+    typed.push((
+        "N",
+        if concat {
+            Source::Values
+        } else {
+            Source::Count
+        },
+    ));
     if concat && inputs > 0 {
         typed.push(("Tidx", Source::Input(inputs - 1)));
     }

@@ -200,7 +200,10 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("Slice", Kind::Array(Array::Slice)),
     ("StridedSlice", Kind::Array(Array::StridedSlice)),
     ("Tile", Kind::Array(Array::Tile)),
-    ("PlaceholderWithDefault", Kind::Array(Array::PlaceholderWithDefault)),
+    (
+        "PlaceholderWithDefault",
+        Kind::Array(Array::PlaceholderWithDefault),
+    ),
 ];
 
 /// The kind of op type `op_type`, if polytensor has it.

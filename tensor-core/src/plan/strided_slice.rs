@@ -76,7 +76,9 @@ impl StridedSliceSpec {
         }
         let bit = |mask: i64, i: usize| i < 64 && (mask >> i) & 1 == 1;
         if self.ellipsis_mask.count_ones() > 1 {
-            return Err(Error::invalid("Multiple ellipses in slice spec not allowed"));
+            return Err(Error::invalid(
+                "Multiple ellipses in slice spec not allowed",
+            ));
         }
         // A spec without an ellipsis has one implied after its last entry.
         let (entries, ellipsis) = match (0..n).find(|&i| bit(self.ellipsis_mask, i)) {
@@ -89,9 +91,7 @@ impl StridedSliceSpec {
         for i in 0..entries {
             if i == ellipsis {
                 // The dims the other (real) entries do not name.
-                let named = (i + 1..n)
-                    .filter(|&j| !bit(self.new_axis_mask, j))
-                    .count();
+                let named = (i + 1..n).filter(|&j| !bit(self.new_axis_mask, j)).count();
                 let until = rank.saturating_sub(named).max(dims.len());
                 while dims.len() < until {
                     let d = dims.len();
@@ -157,8 +157,20 @@ impl StridedSliceSpec {
         // A masked begin is the first element in walking order, a masked end one past the last.
         let canonical = |x: i64, masked: bool, first: bool| -> i64 {
             match (masked, first) {
-                (true, true) => if forward { 0 } else { size_i - 1 },
-                (true, false) => if forward { size_i } else { -1 },
+                (true, true) => {
+                    if forward {
+                        0
+                    } else {
+                        size_i - 1
+                    }
+                }
+                (true, false) => {
+                    if forward {
+                        size_i
+                    } else {
+                        -1
+                    }
+                }
                 (false, _) => (if x < 0 { x.saturating_add(size_i) } else { x }).clamp(lo, hi),
             }
         };

@@ -183,9 +183,23 @@ mod tests {
         let same = |input, w: Window| w.resolve(input, &Padding::Same, 0).unwrap();
         let valid = |input, w: Window| w.resolve(input, &Padding::Valid, 0).unwrap();
         // 28 by 3x3 SAME stride 1: 28 outputs, one on each side.
-        assert_eq!(same(28, window(3, 1, 1)), WindowDim { output: 28, before: 1, after: 1 });
+        assert_eq!(
+            same(28, window(3, 1, 1)),
+            WindowDim {
+                output: 28,
+                before: 1,
+                after: 1
+            }
+        );
         // 64 by 3x3 stride 2 SAME: 32 outputs, the odd padding after.
-        assert_eq!(same(64, window(3, 2, 1)), WindowDim { output: 32, before: 0, after: 1 });
+        assert_eq!(
+            same(64, window(3, 2, 1)),
+            WindowDim {
+                output: 32,
+                before: 0,
+                after: 1
+            }
+        );
         // 14 by 3x3 stride 2 VALID: 6.
         assert_eq!(valid(14, window(3, 2, 1)).output, 6);
         // Dilation 2 spans 5: 7 - 5 + 1 = 3.
@@ -195,7 +209,11 @@ mod tests {
         let explicit = Padding::Explicit(vec![(2, 1)]);
         assert_eq!(
             window(3, 1, 1).resolve(4, &explicit, 0).unwrap(),
-            WindowDim { output: 5, before: 2, after: 1 }
+            WindowDim {
+                output: 5,
+                before: 2,
+                after: 1
+            }
         );
         assert!(window(5, 1, 1).resolve(4, &Padding::Valid, 0).is_err());
         assert!(window(3, 0, 1).resolve(4, &Padding::Same, 0).is_err());

@@ -137,10 +137,7 @@ impl Tensor {
             padded.layout().offset(),
         )?;
         let view = Tensor::from_storage_checking(padded.dtype, layout, padded.storage, false)?;
-        Ok(Windows {
-            view,
-            dims: [h, w],
-        })
+        Ok(Windows { view, dims: [h, w] })
     }
 
     /// TensorFlow's `Conv2D`: this `[batch, h, w, in]` image (NHWC, or NCHW as `options`

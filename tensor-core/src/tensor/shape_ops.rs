@@ -134,12 +134,8 @@ impl Tensor {
                 Block::Copy(t) => Ok(Block::Copy(moved.as_ref().unwrap_or(t))),
             })
             .collect::<Result<Vec<_>>>()?;
-        let joined = Tensor::from_blocks(
-            TensorShape::new(&dims)?,
-            like.dtype,
-            like.device(),
-            &blocks,
-        )?;
+        let joined =
+            Tensor::from_blocks(TensorShape::new(&dims)?, like.dtype, like.device(), &blocks)?;
         joined.permute(&inverse)
     }
 
@@ -324,7 +320,11 @@ impl Tensor {
         let layout = Layout::new(
             TensorShape::new(&dims)?,
             &out_strides,
-            if empty { self.layout.offset() } else { offset as usize },
+            if empty {
+                self.layout.offset()
+            } else {
+                offset as usize
+            },
         )?;
         Tensor::from_storage_checking(self.dtype, layout, self.storage.clone(), false)
     }
@@ -427,7 +427,11 @@ impl Tensor {
             padded = Tensor::join_along(
                 axis,
                 &padded,
-                &[Block::Copy(&left), Block::Copy(&padded), Block::Copy(&right)],
+                &[
+                    Block::Copy(&left),
+                    Block::Copy(&padded),
+                    Block::Copy(&right),
+                ],
             )?;
         }
         padded.contiguous()
