@@ -533,6 +533,99 @@ fn layers() -> Case {
     }
 }
 
+/// Gathers, one-hots, evenly spaced values, and seeded random values: TensorFlow's Philox
+/// streams, uniform bit for bit, normal within the comparison's 1e-6, and a random op run
+/// once before the fetch continues its stream as TensorFlow's does.
+fn generators() -> Case {
+    let mut g = Graph::new();
+    let params = weights(&mut g, &[2, 4, 3], 1);
+    let indices = g.constant_values(&[3i32, 0, 0, 1, 2, 1], &[2, 3]).unwrap();
+    let (axis0, axis1) = (g.constant(0i32).unwrap(), g.constant(1i32).unwrap());
+    let gather = g
+        .op("GatherV2")
+        .inputs(&[params.clone(), indices.clone(), axis1.clone()])
+        .build_output()
+        .unwrap();
+    let batched = g
+        .op("GatherV2")
+        .inputs(&[params.clone(), indices, axis1])
+        .attr("batch_dims", 1i64)
+        .build_output()
+        .unwrap();
+    let rows = g.constant_values(&[1i64, 0, 1], &[3]).unwrap();
+    let gather_rows = g
+        .op("GatherV2")
+        .inputs(&[params, rows, axis0])
+        .build_output()
+        .unwrap();
+    let hot_indices = g.constant_values(&[0i32, 3, -1, 5, 2], &[5]).unwrap();
+    let depth = g.constant(4i32).unwrap();
+    let (on, off) = (g.constant(2.5f32).unwrap(), g.constant(-1.0f32).unwrap());
+    let one_hot = g
+        .op("OneHot")
+        .inputs(&[hot_indices.clone(), depth.clone(), on.clone(), off.clone()])
+        .build_output()
+        .unwrap();
+    let one_hot_first = g
+        .op("OneHot")
+        .inputs(&[hot_indices, depth, on, off])
+        .attr("axis", 0i64)
+        .build_output()
+        .unwrap();
+    let spaced = |g: &mut Graph, start: Output, stop: Output, num: i32| {
+        let num = g.constant(num).unwrap();
+        g.op("LinSpace")
+            .inputs(&[start, stop, num])
+            .build_output()
+            .unwrap()
+    };
+    let (a, b) = (g.constant(-1.0f32).unwrap(), g.constant(2.0f32).unwrap());
+    let linspace = spaced(&mut g, a, b, 7);
+    let (a, b) = (g.constant(0.1f64).unwrap(), g.constant(0.7f64).unwrap());
+    let linspace64 = spaced(&mut g, a, b, 4);
+    let random = |g: &mut Graph, op: &str, dtype: DataType, dims: &[i32], seeds: (i64, i64)| {
+        let shape = g.constant_values(dims, &[dims.len()]).unwrap();
+        g.op(op)
+            .input(&shape)
+            .attr("dtype", dtype)
+            .attr("seed", seeds.0)
+            .attr("seed2", seeds.1)
+            .build_output()
+            .unwrap()
+    };
+    let mut fetches = vec![
+        gather,
+        batched,
+        gather_rows,
+        one_hot,
+        one_hot_first,
+        linspace,
+        linspace64,
+    ];
+    for (op, dtype, dims, seeds) in [
+        ("RandomUniform", DataType::Float, &[3, 5][..], (7, 3)),
+        ("RandomUniform", DataType::Double, &[5][..], (7, 3)),
+        ("RandomUniform", DataType::Half, &[6][..], (1, 0)),
+        ("RandomUniform", DataType::BFloat16, &[6][..], (0, 9)),
+        ("RandomStandardNormal", DataType::Float, &[9][..], (1, 2)),
+        ("RandomStandardNormal", DataType::Double, &[5][..], (1, 2)),
+        ("TruncatedNormal", DataType::Float, &[2, 7][..], (5, 6)),
+        ("TruncatedNormal", DataType::Double, &[5][..], (5, 6)),
+    ] {
+        fetches.push(random(&mut g, op, dtype, dims, seeds));
+    }
+    let advanced = random(&mut g, "RandomUniform", DataType::Float, &[5], (11, 12));
+    fetches.push(advanced.clone());
+    Case {
+        name: "generators",
+        graph: g,
+        feeds: Vec::new(),
+        fetches,
+        target_runs: vec![vec![advanced.op().clone()]],
+        atol: 0.0,
+    }
+}
+
 /// An int32 shape constant.
 fn g_shape(g: &mut Graph, dims: &[i32]) -> Output {
     g.constant_values(dims, &[dims.len()]).unwrap()
@@ -680,6 +773,7 @@ fn graphs_built_here_run_in_tensorflow() {
         complex_and_inference(),
         layers(),
         array_ops(),
+        generators(),
     ];
     for case in cases {
         case.write(&dir);
@@ -687,7 +781,7 @@ fn graphs_built_here_run_in_tensorflow() {
     let stdout = common::run_script(&python, "tf_import_graph.py", &[dir.as_os_str()]);
     std::fs::remove_dir_all(&dir).ok();
     println!("{stdout}");
-    assert!(stdout.contains("ran 8 polytensor graphs"), "{stdout}");
+    assert!(stdout.contains("ran 9 polytensor graphs"), "{stdout}");
 }
 
 /// A GraphDef TensorFlow wrote with the fields polytensor keeps without reading them (a

@@ -33,6 +33,7 @@ pub mod ops;
 pub mod partial_shape;
 pub mod plan;
 pub mod proto;
+pub mod random;
 #[cfg(feature = "safetensors")]
 pub mod safetensors;
 pub mod shape;

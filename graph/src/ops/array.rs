@@ -34,6 +34,10 @@ pub(crate) enum Array {
     StridedSlice,
     Tile,
     PlaceholderWithDefault,
+    /// `GatherV2`: params, indices, axis.
+    Gather,
+    /// `OneHot`: indices, depth, on value, off value.
+    OneHot,
 }
 
 impl Array {
@@ -57,6 +61,12 @@ impl Array {
             ],
             Array::Tile => &[("T", Input(0)), ("Tmultiples", Input(1))],
             Array::PlaceholderWithDefault => &[("dtype", Input(0))],
+            Array::Gather => &[
+                ("Tparams", Input(0)),
+                ("Tindices", Input(1)),
+                ("Taxis", Input(2)),
+            ],
+            Array::OneHot => &[("TI", Input(0)), ("T", Input(2)), ("T", Input(3))],
         }
     }
 }
@@ -298,6 +308,55 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             };
             Ok(vec![(dtype, shape)])
         }
+        Array::Gather => {
+            let (dtype, params) = input(0)?.clone();
+            let indices = input(1)?.1.clone();
+            let batch = attrs.int_or("batch_dims", 0)?;
+            let axis = cx.const_ints(2).and_then(|a| a.first().copied());
+            let shape = match (params.dims(), indices.dims(), axis) {
+                (Some(p), Some(i), Some(axis)) => {
+                    let batch = if batch < 0 {
+                        batch + i.len() as i64
+                    } else {
+                        batch
+                    };
+                    match (axis_in(axis, p.len()), usize::try_from(batch)) {
+                        (Some(a), Ok(b)) if b <= a && b <= i.len() => {
+                            let mut dims = p[..a].to_vec();
+                            dims.extend_from_slice(&i[b..]);
+                            dims.extend_from_slice(&p[a + 1..]);
+                            known(dims)?
+                        }
+                        _ => return Err(cx.error("axis or batch_dims out of range")),
+                    }
+                }
+                _ => unknown,
+            };
+            Ok(vec![(dtype, shape)])
+        }
+        Array::OneHot => {
+            let indices = input(0)?.1.clone();
+            let dtype = input(2)?.0;
+            let depth = cx
+                .const_ints(1)
+                .and_then(|d| d.first().and_then(|&d| usize::try_from(d).ok()));
+            let axis = attrs.int_or("axis", -1)?;
+            let shape = match indices.dims() {
+                Some(dims) => {
+                    let at = if axis == -1 { dims.len() as i64 } else { axis };
+                    match usize::try_from(at) {
+                        Ok(at) if at <= dims.len() => {
+                            let mut dims = dims.to_vec();
+                            dims.insert(at, depth);
+                            known(dims)?
+                        }
+                        _ => return Err(cx.error(format!("axis {axis} is out of range"))),
+                    }
+                }
+                None => unknown,
+            };
+            Ok(vec![(dtype, shape)])
+        }
         Array::PlaceholderWithDefault => {
             let (dtype, given) = input(0)?.clone();
             let shape = attrs.shape_or_unknown("shape")?;
@@ -409,6 +468,36 @@ pub(crate) fn run(op: Array, cx: &RunCtx<'_>) -> Result<Outputs> {
             one(cx.tensor(0)?.tile(&multiples)?)
         }
         Array::PlaceholderWithDefault => one(cx.tensor(0)?.into_owned()),
+        Array::Gather => {
+            let batch = attrs.int_or("batch_dims", 0)?;
+            one(cx
+                .tensor(0)?
+                .gather(&*cx.tensor(1)?, scalar_axis(2)?, batch)?)
+        }
+        Array::OneHot => {
+            let depth = match cx.ints(1)?[..] {
+                [d] if d >= 0 => d as usize,
+                [d] => {
+                    return Err(Error::invalid(format!(
+                        "depth must be non-negative, got: {d}"
+                    )))
+                }
+                _ => return Err(Error::invalid("depth must be a scalar")),
+            };
+            let value = |i: usize| -> Result<(Scalar, polytensor_core::DataType)> {
+                let t = cx.tensor(i)?;
+                match t.to_scalars()?[..] {
+                    [v] => Ok((v, t.dtype())),
+                    _ => Err(Error::invalid(format!(
+                        "on_value and off_value must be scalars, got shape {}",
+                        t.shape()
+                    ))),
+                }
+            };
+            let ((on, dtype), (off, _)) = (value(2)?, value(3)?);
+            let axis = attrs.int_or("axis", -1)?;
+            one(cx.tensor(0)?.one_hot(depth, on, off, axis, dtype)?)
+        }
     }
 }
 

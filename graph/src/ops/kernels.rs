@@ -175,6 +175,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Outputs> {
         Kind::Conj => one(cx.tensor(0)?.conj()?),
         Kind::Nn(op) => super::nn::run(op, cx),
         Kind::Array(op) => super::array::run(op, cx),
+        Kind::Generate(op) => super::generate::run(op, cx),
         Kind::Select => one(cx.tensor(0)?.where_(&*cx.tensor(1)?, &*cx.tensor(2)?)?),
         Kind::MatMul | Kind::BatchMatMul => {
             let attrs = cx.attrs();

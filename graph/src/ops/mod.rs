@@ -10,12 +10,15 @@ use crate::attr::{AttrValue, Attrs};
 use crate::graph::{Node, Typed};
 
 mod array;
+mod generate;
 pub(crate) mod infer;
 pub(crate) mod kernels;
 mod nn;
 
 use array::Array;
+use generate::Generate;
 use nn::Nn;
+use polytensor_core::random::Distribution;
 
 /// What an op does; one entry per op type in [`OPS`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -64,8 +67,10 @@ pub(crate) enum Kind {
     Conj,
     /// Convolution, pooling, normalisation and softmax ([`nn`]).
     Nn(Nn),
-    /// Joining, splitting, padding, slicing and tiling ([`array`]).
+    /// Joining, splitting, padding, slicing, tiling and gathering ([`array`]).
     Array(Array),
+    /// `LinSpace` and the seeded random ops ([`generate`]).
+    Generate(Generate),
 }
 
 /// What `Kind::ComplexPart` takes of each complex number.
@@ -204,6 +209,21 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
         "PlaceholderWithDefault",
         Kind::Array(Array::PlaceholderWithDefault),
     ),
+    ("GatherV2", Kind::Array(Array::Gather)),
+    ("OneHot", Kind::Array(Array::OneHot)),
+    ("LinSpace", Kind::Generate(Generate::LinSpace)),
+    (
+        "RandomUniform",
+        Kind::Generate(Generate::Random(Distribution::Uniform)),
+    ),
+    (
+        "RandomStandardNormal",
+        Kind::Generate(Generate::Random(Distribution::Normal)),
+    ),
+    (
+        "TruncatedNormal",
+        Kind::Generate(Generate::Random(Distribution::TruncatedNormal)),
+    ),
 ];
 
 /// The kind of op type `op_type`, if polytensor has it.
@@ -269,6 +289,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::ComplexPart(_) => &[("T", Input(0)), ("Tout", Result)],
         Kind::Nn(op) => op.typed(),
         Kind::Array(op) => op.typed(),
+        Kind::Generate(op) => op.typed(),
         _ => &[],
     };
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();

@@ -182,6 +182,10 @@ mod shape_ops;
 
 mod nn;
 
+mod sequences;
+
+mod indexing;
+
 mod host;
 
 mod complex;

@@ -14,7 +14,7 @@ use crate::plan::strided_slice::StridedSliceSpec;
 use crate::shape::TensorShape;
 
 /// One run of consecutive elements of a tensor being assembled.
-enum Block<'a> {
+pub(super) enum Block<'a> {
     /// The elements of a tensor, in row-major order.
     Copy(&'a Tensor),
     /// `count` elements of one value.
@@ -62,7 +62,7 @@ fn axis_first(axis: usize, rank: usize) -> (Vec<usize>, Vec<usize>) {
 impl Tensor {
     /// A new contiguous tensor of `shape` whose elements are `blocks` one after another
     /// (each copied or filled in place by the device), all on `device` and of `dtype`.
-    fn from_blocks(
+    pub(super) fn from_blocks(
         shape: TensorShape,
         dtype: DataType,
         device: &std::sync::Arc<dyn crate::Device>,
