@@ -66,6 +66,22 @@ pub enum Layer {
     Tile(Vec<usize>, Vec<usize>),
     /// `SplitV` along an axis, the pieces joined back with `concat`.
     Split(Vec<usize>, Vec<i64>, i64),
+    /// `GatherV2` of params of these dims by int32 indices of these dims and values, along an
+    /// axis with batch dims.
+    Gather {
+        /// The params' dims.
+        params: Vec<usize>,
+        /// The indices' dims.
+        dims: Vec<usize>,
+        /// The indices, row-major.
+        indices: Vec<i32>,
+        /// The gathered axis.
+        axis: i64,
+        /// Leading dims gathered separately.
+        batch_dims: i64,
+    },
+    /// `OneHot` of int64 indices with a depth along an axis.
+    OneHot(Vec<i64>, usize, i64),
 }
 
 /// One layer case: a name (which seeds its data), the dtype, how the first input is laid
@@ -355,6 +371,39 @@ pub fn layer_cases() -> Vec<LayerCase> {
         &MOVED,
     ));
     layers.push(("tile".into(), Layer::Tile(vec![2, 3], vec![2, 3]), &MOVED));
+    let gather =
+        |params: &[usize], dims: &[usize], indices: &[i32], axis, batch_dims| Layer::Gather {
+            params: params.to_vec(),
+            dims: dims.to_vec(),
+            indices: indices.to_vec(),
+            axis,
+            batch_dims,
+        };
+    layers.push((
+        "gather_rows".into(),
+        gather(&[5, 3], &[4], &[4, 0, 4, 2], 0, 0),
+        &MOVED,
+    ));
+    layers.push((
+        "gather_middle_2d_indices".into(),
+        gather(&[2, 4, 3], &[2, 2], &[3, 1, 0, 3], 1, 0),
+        &MOVED,
+    ));
+    layers.push((
+        "gather_batched_last".into(),
+        gather(&[2, 3, 4], &[2, 3], &[3, 0, 1, 2, 2, 0], -1, 1),
+        &MOVED,
+    ));
+    layers.push((
+        "one_hot_last".into(),
+        Layer::OneHot(vec![0, 3, -1, 5, 2], 4, -1),
+        &MOVED,
+    ));
+    layers.push((
+        "one_hot_first".into(),
+        Layer::OneHot(vec![1, 0, 2], 3, 0),
+        &MOVED,
+    ));
     layers.push((
         "split_sizes".into(),
         Layer::Split(vec![6, 4], vec![2, -1, 1], 0),
@@ -676,6 +725,58 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
                 .map(|i| {
                     let source: Vec<usize> = i.iter().zip(dims).map(|(i, d)| i % d).collect();
                     exact(at(&x, &source))
+                })
+                .collect();
+            (got, want, Tolerance::Exact)
+        }
+        Layer::Gather {
+            params,
+            dims,
+            indices,
+            axis,
+            batch_dims,
+        } => {
+            let (x, tx) = inputs.next(params, Domain::Finite)?;
+            let ti = Tensor::from_slice(indices, dims.as_slice(), device)?;
+            let got = tx.gather(&ti, *axis, *batch_dims)?;
+            let a = axis.rem_euclid(params.len() as i64) as usize;
+            let b = *batch_dims as usize;
+            let mut out = params[..a].to_vec();
+            out.extend_from_slice(&dims[b..]);
+            out.extend_from_slice(&params[a + 1..]);
+            let index_rank = dims.len() - b;
+            let want = crate::indices(&out)
+                .map(|o| {
+                    // [batch.., middle.., picked.., inner..]
+                    let mut at_index: Vec<usize> = o[..b].to_vec();
+                    at_index.extend_from_slice(&o[a..a + index_rank]);
+                    let picked = indices[at_index
+                        .iter()
+                        .zip(dims.iter())
+                        .fold(0, |flat, (&i, &d)| flat * d + i)];
+                    let mut source = o[..a].to_vec();
+                    source.push(picked as usize);
+                    source.extend_from_slice(&o[a + index_rank..]);
+                    exact(at(&x, &source))
+                })
+                .collect();
+            (got, want, Tolerance::Exact)
+        }
+        Layer::OneHot(indices, depth, axis) => {
+            let ti = Tensor::from_slice(indices, [indices.len()], device)?;
+            let (on, off) = (Scalar::I64(1), Scalar::I64(0));
+            let got = ti.one_hot(*depth, on, off, *axis, dtype)?;
+            let first = *axis == 0;
+            let out = if first {
+                vec![*depth, indices.len()]
+            } else {
+                vec![indices.len(), *depth]
+            };
+            let want = crate::indices(&out)
+                .map(|o| {
+                    let (i, d) = if first { (o[1], o[0]) } else { (o[0], o[1]) };
+                    let value = if indices[i] == d as i64 { on } else { off };
+                    exact(crate::reference::cast(value, dtype).value)
                 })
                 .collect();
             (got, want, Tolerance::Exact)
