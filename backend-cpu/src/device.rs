@@ -12,7 +12,8 @@ use polytensor_core::{
     ALLOCATOR_ALIGNMENT, INLINE_BUFFER_BYTES,
 };
 
-use crate::kernels::{binary, cast, copy, fill, matmul, reduce, unary};
+use crate::kernels::{binary, cast, copy, fill, matmul, reduce, unary, window};
+use polytensor_core::plan::window::WindowGeometry;
 
 /// The process-wide CPU device ([`CpuDevice::shared`]), `cpu:0`.
 static SHARED: OnceLock<Arc<dyn Device>> = OnceLock::new();
@@ -260,5 +261,30 @@ impl Device for CpuDevice {
 
     fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
         copy::copy(x, out)
+    }
+
+    fn window_kernels(&self, dtype: DataType) -> bool {
+        window::runs(dtype)
+    }
+
+    fn conv2d(
+        &self,
+        x: &TensorView<'_>,
+        filter: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        depthwise: bool,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        window::conv2d(x, filter, geometry, depthwise, out)
+    }
+
+    fn pool2d(
+        &self,
+        x: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        max: bool,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        window::pool2d(x, geometry, max, out)
     }
 }

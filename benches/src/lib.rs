@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 #[cfg(feature = "peers")]
 pub mod peers;
+pub mod tensorflow;
 
 /// Deterministic values in [-1, 1).
 pub fn values(n: usize, seed: u64) -> Vec<f32> {

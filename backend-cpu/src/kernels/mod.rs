@@ -9,6 +9,7 @@ pub(crate) mod matmul;
 pub(crate) mod reduce;
 mod reduce_fast;
 pub(crate) mod unary;
+pub(crate) mod window;
 
 use std::fmt::Display;
 

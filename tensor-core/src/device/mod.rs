@@ -12,6 +12,7 @@ use crate::dtype::{DTypeSet, DataType};
 use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::plan::window::WindowGeometry;
 use crate::ops::{BinaryOp, Op, ReduceOp, UnaryOp};
 
 mod buffer;
@@ -493,6 +494,45 @@ pub trait Device: Send + Sync + fmt::Debug + 'static {
 
     /// Copy `x` (any layout) into the contiguous `out` of the same shape and dtype.
     fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()>;
+
+    /// Whether [`Device::conv2d`] and [`Device::pool2d`] run for `dtype`. Devices without
+    /// such kernels (the default) run TensorFlow's window ops as the `Tensor` methods
+    /// compose them from the kernels above: a padded copy viewed as overlapping windows,
+    /// then a matmul, a product and a sum, or a reduction.
+    fn window_kernels(&self, dtype: DataType) -> bool {
+        let _ = dtype;
+        false
+    }
+
+    /// A direct 2-D convolution: the contiguous NHWC `x` by the contiguous filter
+    /// `[k_h, k_w, channels, filters]` into the contiguous NHWC `out`, with zero padding as
+    /// `geometry` says; `depthwise` convolves each channel with its own filters (output
+    /// channel `c * filters + f`). Only called where [`Device::window_kernels`] holds.
+    fn conv2d(
+        &self,
+        x: &TensorView<'_>,
+        filter: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        depthwise: bool,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let _ = (filter, geometry, depthwise, out);
+        Err(Error::unsupported("conv2d", x.dtype(), self.name()))
+    }
+
+    /// Direct 2-D pooling of the contiguous NHWC `x` into the contiguous NHWC `out`: the
+    /// largest element of each window (`max`), or the mean of the elements it covers
+    /// (padding is not counted). Only called where [`Device::window_kernels`] holds.
+    fn pool2d(
+        &self,
+        x: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        max: bool,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let _ = (geometry, max, out);
+        Err(Error::unsupported("pool2d", x.dtype(), self.name()))
+    }
 }
 
 impl dyn Device {

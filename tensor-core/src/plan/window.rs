@@ -143,6 +143,42 @@ impl Window {
     }
 }
 
+/// A 2-D window op resolved for a device's direct kernel: an NHWC input of
+/// `[batch, input[0], input[1], channels]`, the windows, the zero (or, for max pooling,
+/// never winning) padding before each spatial dim, and the output's spatial size. The
+/// output is `[batch, output[0], output[1], channels * filters]` for a depthwise
+/// convolution, `[.., filters]` for a full one, and `[.., channels]` for pooling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowGeometry {
+    /// Images.
+    pub batch: usize,
+    /// Input height and width.
+    pub input: [usize; 2],
+    /// Input channels.
+    pub channels: usize,
+    /// The window along height and width.
+    pub windows: [Window; 2],
+    /// Padding before the first row and column.
+    pub before: [usize; 2],
+    /// Output height and width.
+    pub output: [usize; 2],
+    /// Output channels of a full convolution, or filters per channel of a depthwise one
+    /// (1 for pooling).
+    pub filters: usize,
+}
+
+impl WindowGeometry {
+    /// The input position of tap `tap` of output position `out` along spatial dim `dim`,
+    /// or `None` where it falls in the padding.
+    #[inline]
+    pub fn tap(&self, dim: usize, out: usize, tap: usize) -> Option<usize> {
+        let w = &self.windows[dim];
+        (out * w.stride + tap * w.dilation)
+            .checked_sub(self.before[dim])
+            .filter(|&p| p < self.input[dim])
+    }
+}
+
 /// The output sizes and paddings of a window op over `spatial` input sizes.
 pub fn resolve_windows(
     spatial: &[usize],

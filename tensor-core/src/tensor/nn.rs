@@ -14,7 +14,9 @@ use crate::dtype::DataType;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::plan::window::{resolve_windows, DataFormat, Padding, Window, WindowDim};
+use crate::plan::window::{
+    resolve_windows, DataFormat, Padding, Window, WindowDim, WindowGeometry,
+};
 use crate::shape::TensorShape;
 
 /// The attributes of a 2-D convolution (TensorFlow's `Conv2D` and
@@ -106,6 +108,53 @@ impl Tensor {
         }
     }
 
+    /// The device's direct kernel for a window op of this NHWC tensor, if it has one for the
+    /// dtype: `None` sends the caller to the composition. `filter` is a convolution's
+    /// (`depthwise` or full); without one the op is pooling (`max` or average).
+    fn direct_window(
+        &self,
+        filter: Option<(&Tensor, bool)>,
+        windows: [Window; 2],
+        padding: &Padding,
+        max: bool,
+    ) -> Result<Option<Tensor>> {
+        let device = self.device();
+        if !device.window_kernels(self.dtype) {
+            return Ok(None);
+        }
+        let dims = self.dims();
+        let resolved = resolve_windows(&dims[1..3], &windows, padding)?;
+        let filters = filter.map_or(1, |(f, _)| f.dims()[3]);
+        let geometry = WindowGeometry {
+            batch: dims[0],
+            input: [dims[1], dims[2]],
+            channels: dims[3],
+            windows,
+            before: [resolved[0].before, resolved[1].before],
+            output: [resolved[0].output, resolved[1].output],
+            filters,
+        };
+        let out_channels = match filter {
+            Some((_, true)) => dims[3] * filters,
+            Some((_, false)) => filters,
+            None => dims[3],
+        };
+        let shape = TensorShape::new(&[dims[0], geometry.output[0], geometry.output[1], out_channels])?;
+        let x = self.contiguous()?;
+        let out = match filter {
+            Some((f, depthwise)) => {
+                let f = f.contiguous()?;
+                Tensor::produce(shape, self.dtype, device, |out| {
+                    device.conv2d(&x.view(), &f.view(), &geometry, depthwise, out)
+                })?
+            }
+            None => Tensor::produce(shape, self.dtype, device, |out| {
+                device.pool2d(&x.view(), &geometry, max, out)
+            })?,
+        };
+        Ok(Some(out))
+    }
+
     /// The windows of this NHWC tensor: padded with `fill` as `padding` asks, then viewed
     /// with overlapping strides.
     fn windows(&self, windows: [Window; 2], padding: &Padding, fill: Scalar) -> Result<Windows> {
@@ -153,11 +202,12 @@ impl Tensor {
             )));
         }
         self.check_same_device(filter, "conv2d")?;
-        let windows = x.windows(
-            spatial_windows([kh, kw], options.strides, options.dilations),
-            &options.padding,
-            Scalar::I64(0),
-        )?;
+        check_dtypes("Conv2D", self, filter)?;
+        let spans = spatial_windows([kh, kw], options.strides, options.dilations);
+        if let Some(y) = x.direct_window(Some((filter, false)), spans, &options.padding, false)? {
+            return y.into_format(options.format);
+        }
+        let windows = x.windows(spans, &options.padding, Scalar::I64(0))?;
         let [h, w] = windows.dims;
         let batch = x.dims()[0];
         let rows = batch * h.output * w.output;
@@ -184,12 +234,13 @@ impl Tensor {
             )));
         }
         self.check_same_device(filter, "depthwise_conv2d")?;
+        check_dtypes("DepthwiseConv2dNative", self, filter)?;
+        let spans = spatial_windows([kh, kw], options.strides, options.dilations);
+        if let Some(y) = x.direct_window(Some((filter, true)), spans, &options.padding, false)? {
+            return y.into_format(options.format);
+        }
         let (x, filter) = (x.widened()?, filter.widened()?);
-        let windows = x.windows(
-            spatial_windows([kh, kw], options.strides, options.dilations),
-            &options.padding,
-            Scalar::I64(0),
-        )?;
+        let windows = x.windows(spans, &options.padding, Scalar::I64(0))?;
         let [h, w] = windows.dims;
         let batch = x.dims()[0];
         // [n, oh, ow, kh, kw, c, 1] * [kh, kw, c, m], summed over the taps.
@@ -206,6 +257,9 @@ impl Tensor {
     /// TensorFlow's `MaxPool`: the largest element of each window (padding never wins).
     pub fn max_pool2d(&self, options: &Pool2dOptions) -> Result<Tensor> {
         let x = self.to_nhwc(options.format, "MaxPool")?;
+        if let Some(y) = x.direct_window(None, pool_windows(options), &options.padding, true)? {
+            return y.into_format(options.format);
+        }
         let windows = x.windows(pool_windows(options), &options.padding, lowest(self.dtype))?;
         windows
             .view
@@ -222,8 +276,12 @@ impl Tensor {
                 self.dtype
             )));
         }
-        let x = self.to_nhwc(options.format, "AvgPool")?.widened()?;
+        let x = self.to_nhwc(options.format, "AvgPool")?;
         let spans = pool_windows(options);
+        if let Some(y) = x.direct_window(None, spans, &options.padding, false)? {
+            return y.into_format(options.format);
+        }
+        let x = x.widened()?;
         let windows = x.windows(spans, &options.padding, Scalar::I64(0))?;
         let [h, w] = windows.dims;
         let sums = windows.view.sum(&[3, 4], false)?;
@@ -358,6 +416,19 @@ impl Tensor {
             return Ok(self.clone());
         }
         self.sub(&self.max(&[-1], true)?)
+    }
+}
+
+/// An `Err` unless the image and the filter have one dtype.
+fn check_dtypes(op: &'static str, x: &Tensor, filter: &Tensor) -> Result<()> {
+    if x.dtype == filter.dtype {
+        Ok(())
+    } else {
+        Err(Error::DTypeMismatch {
+            op,
+            expected: x.dtype.to_string(),
+            found: filter.dtype,
+        })
     }
 }
 

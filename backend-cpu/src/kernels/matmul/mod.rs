@@ -90,7 +90,8 @@ impl Geometry {
 }
 
 /// Element types the `gemm` crate multiplies (it dispatches on the type at run time).
-trait GemmElem: Element + num_traits::Zero + num_traits::One {}
+/// An element type `gemm` multiplies.
+pub(crate) trait GemmElem: Element + num_traits::Zero + num_traits::One {}
 impl GemmElem for f32 {}
 impl GemmElem for f64 {}
 impl GemmElem for Complex<f32> {}
@@ -201,6 +202,37 @@ fn gemm_typed<T: GemmElem>(
     // is inside `sa` / `sb`; `dst` is the uniquely owned contiguous output.
     unsafe { run_gemm(&g, Operands(sa.as_ptr(), sb.as_ptr(), dst.as_mut_ptr())) };
     Ok(())
+}
+
+/// `out = a x b` for row-major `a` (`m x k`), `b` (`k x n`) and `out` (`m x n`), on this
+/// thread (callers run several at once).
+pub(crate) fn gemm_rows<T: GemmElem>(m: usize, n: usize, k: usize, a: &[T], b: &[T], out: &mut [T]) {
+    assert!(a.len() >= m * k && b.len() >= k * n && out.len() >= m * n, "gemm_rows operands");
+    // SAFETY: the assertion keeps every position gemm reads or writes (row-major with the
+    // given dims) inside the slices; `out` is borrowed mutably, so nothing else reads it.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            out.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            k as isize,
+            b.as_ptr(),
+            1,
+            n as isize,
+            T::zero(),
+            T::one(),
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
 }
 
 /// A bf16 matmul on AVX512-BF16, one batch after another, each on every thread.

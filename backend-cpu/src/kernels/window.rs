@@ -1,0 +1,207 @@
+//! Direct window kernels for f32 and f64 (`Device::conv2d`, `Device::pool2d`), on contiguous
+//! NHWC tensors, with the padding handled in the loops (no padded copy):
+//! - a full convolution is an implicit GEMM: output rows in blocks of [`BLOCK_ROWS`], each
+//!   block's im2col panel packed on its thread (it stays in L2) and multiplied by the
+//!   filter with one single-threaded `gemm`; a 1x1 convolution with stride 1 multiplies the
+//!   input rows themselves;
+//! - a depthwise convolution and pooling walk each output row once, the channels innermost
+//!   (contiguous in the input, the filter and the output, so the loops vectorise).
+
+use num_traits::Float;
+use rayon::prelude::*;
+
+use polytensor_core::plan::window::WindowGeometry;
+use polytensor_core::{DataType, Element, OutView, Result, TensorView};
+
+use super::matmul::{gemm_rows, GemmElem};
+use super::unsupported;
+use crate::strided::{input, output};
+
+/// Output rows per block of the implicit GEMM: a panel of 128 rows of 3x3x64 taps is
+/// 288 KiB of f32.
+const BLOCK_ROWS: usize = 128;
+
+/// Whether the direct kernels run for `dtype`.
+pub(crate) fn runs(dtype: DataType) -> bool {
+    matches!(dtype, DataType::Float | DataType::Double)
+}
+
+/// The elements of a contiguous view.
+fn elements<'a, T: Element>(view: &TensorView<'a>) -> Result<&'a [T]> {
+    let start = view.layout().offset();
+    Ok(&input::<T>(view)?[start..start + view.layout().num_elements()])
+}
+
+/// `Device::conv2d`.
+pub(crate) fn conv2d(
+    x: &TensorView<'_>,
+    filter: &TensorView<'_>,
+    g: &WindowGeometry,
+    depthwise: bool,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    match x.dtype() {
+        DataType::Float => conv_typed::<f32>(x, filter, g, depthwise, out),
+        DataType::Double => conv_typed::<f64>(x, filter, g, depthwise, out),
+        _ => Err(unsupported("conv2d", x)),
+    }
+}
+
+fn conv_typed<T: GemmElem + Float + Send + Sync>(
+    x: &TensorView<'_>,
+    filter: &TensorView<'_>,
+    g: &WindowGeometry,
+    depthwise: bool,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let (x, f) = (elements::<T>(x)?, elements::<T>(filter)?);
+    let out = output::<T>(out)?;
+    if depthwise {
+        depthwise_conv(x, f, g, out);
+    } else {
+        implicit_gemm(x, f, g, out);
+    }
+    Ok(())
+}
+
+/// The input pixel `[image, h, w, ..]`'s channels.
+fn pixel<'a, T>(x: &'a [T], g: &WindowGeometry, image: usize, h: usize, w: usize) -> &'a [T] {
+    let at = ((image * g.input[0] + h) * g.input[1] + w) * g.channels;
+    &x[at..at + g.channels]
+}
+
+fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
+    x: &[T],
+    f: &[T],
+    g: &WindowGeometry,
+    out: &mut [T],
+) {
+    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
+    let (c, o) = (g.channels, g.filters);
+    let k = kh * kw * c;
+    let pointwise = kh == 1
+        && kw == 1
+        && g.windows.iter().all(|w| w.stride == 1)
+        && g.before == [0, 0]
+        && g.output == g.input;
+    let [oh, ow] = g.output;
+    out.par_chunks_mut(BLOCK_ROWS * o)
+        .enumerate()
+        .for_each_init(Vec::new, |panel: &mut Vec<T>, (block, out)| {
+            let first = block * BLOCK_ROWS;
+            let rows = out.len() / o;
+            if pointwise {
+                gemm_rows(rows, o, k, &x[first * k..(first + rows) * k], f, out);
+                return;
+            }
+            panel.resize(rows * k, T::zero());
+            for (i, taps) in panel.chunks_exact_mut(k).enumerate() {
+                let row = first + i;
+                let (image, y, xo) = (row / (oh * ow), (row / ow) % oh, row % ow);
+                for (t, tap) in taps.chunks_exact_mut(c).enumerate() {
+                    match (g.tap(0, y, t / kw), g.tap(1, xo, t % kw)) {
+                        (Some(h), Some(w)) => tap.copy_from_slice(pixel(x, g, image, h, w)),
+                        _ => tap.fill(T::zero()),
+                    }
+                }
+            }
+            gemm_rows(rows, o, k, panel, f, out);
+        });
+}
+
+fn depthwise_conv<T: Float + Send + Sync>(x: &[T], f: &[T], g: &WindowGeometry, out: &mut [T]) {
+    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
+    let (c, m) = (g.channels, g.filters);
+    let [oh, ow] = g.output;
+    out.par_chunks_mut(ow * c * m)
+        .enumerate()
+        .for_each(|(row, out)| {
+            let (image, y) = (row / oh, row % oh);
+            out.fill(T::zero());
+            for i in 0..kh {
+                let Some(h) = g.tap(0, y, i) else { continue };
+                for (xo, acc) in out.chunks_exact_mut(c * m).enumerate() {
+                    for j in 0..kw {
+                        let Some(w) = g.tap(1, xo, j) else { continue };
+                        let xs = pixel(x, g, image, h, w);
+                        let fs = &f[(i * kw + j) * c * m..][..c * m];
+                        if m == 1 {
+                            for ((a, &xv), &fv) in acc.iter_mut().zip(xs).zip(fs) {
+                                *a = xv.mul_add(fv, *a);
+                            }
+                        } else {
+                            for (ch, &xv) in xs.iter().enumerate() {
+                                for q in 0..m {
+                                    let at = ch * m + q;
+                                    acc[at] = xv.mul_add(fs[at], acc[at]);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        });
+}
+
+/// `Device::pool2d`.
+pub(crate) fn pool2d(
+    x: &TensorView<'_>,
+    g: &WindowGeometry,
+    max: bool,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    match x.dtype() {
+        DataType::Float => pool_typed::<f32>(x, g, max, out),
+        DataType::Double => pool_typed::<f64>(x, g, max, out),
+        _ => Err(unsupported("pool2d", x)),
+    }
+}
+
+/// The larger of two values as the shared semantics order them: NaN wins, -0 < +0.
+fn maximum<T: Float>(a: T, b: T) -> T {
+    if a.is_nan() {
+        a
+    } else if b.is_nan() || b > a || (b == a && a.is_sign_negative()) {
+        b
+    } else {
+        a
+    }
+}
+
+fn pool_typed<T: Float + Element + Send + Sync>(
+    x: &TensorView<'_>,
+    g: &WindowGeometry,
+    max: bool,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let x = elements::<T>(x)?;
+    let out = output::<T>(out)?;
+    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
+    let c = g.channels;
+    let [oh, ow] = g.output;
+    out.par_chunks_mut(ow * c)
+        .enumerate()
+        .for_each(|(row, out)| {
+            let (image, y) = (row / oh, row % oh);
+            let rows: Vec<usize> = (0..kh).filter_map(|i| g.tap(0, y, i)).collect();
+            for (xo, acc) in out.chunks_exact_mut(c).enumerate() {
+                let cols: Vec<usize> = (0..kw).filter_map(|j| g.tap(1, xo, j)).collect();
+                acc.fill(if max { T::neg_infinity() } else { T::zero() });
+                for &h in &rows {
+                    for &w in &cols {
+                        let xs = pixel(x, g, image, h, w);
+                        if max {
+                            acc.iter_mut().zip(xs).for_each(|(a, &v)| *a = maximum(*a, v));
+                        } else {
+                            acc.iter_mut().zip(xs).for_each(|(a, &v)| *a = *a + v);
+                        }
+                    }
+                }
+                if !max {
+                    let count = T::from(rows.len() * cols.len()).unwrap_or_else(T::one);
+                    acc.iter_mut().for_each(|a| *a = *a / count);
+                }
+            }
+        });
+    Ok(())
+}

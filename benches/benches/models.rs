@@ -1,0 +1,109 @@
+//! Real inference work on cpu:0 next to TensorFlow's own CPU runtime in the same run:
+//! - `conv2d_3x3_56x56x64_b8_f32`: one 3x3 SAME convolution, 64 to 64 channels, batch 8
+//!   (3.7 GFLOP), with the machine's FMA peak in `fma_peak_avx512` of the `cpu` bench;
+//! - `model_cnn`, `model_mobilenet_v2`: `Session::run` of the frozen models of
+//!   `shared/tf-golden/models` at batch 2 and 32.
+//!
+//! TensorFlow (`tensorflow-cpu` in `target/tf-venv`) runs with as many intra-op threads as
+//! polytensor's pool has, and one inter-op thread; it is skipped, saying why, without the
+//! venv.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+
+use benches::tensorflow::{workspace, TensorFlow};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use polytensor::graph::{Graph, Session};
+use polytensor::{Conv2dOptions, DataType, Device, Padding};
+
+fn cpu() -> Arc<dyn Device> {
+    polytensor::device("cpu:0").expect("the CPU device")
+}
+
+fn threads() -> usize {
+    rayon::current_num_threads()
+}
+
+fn conv2d(c: &mut Criterion) {
+    let device = cpu();
+    let [n, h, w, ch, k, o] = [8, 56, 56, 64, 3, 64];
+    let x = benches::tensor(&[n, h, w, ch], DataType::Float, 1, &device);
+    let f = benches::tensor(&[k, k, ch, o], DataType::Float, 2, &device);
+    let options = Conv2dOptions {
+        padding: Padding::Same,
+        ..Default::default()
+    };
+    let mut group = c.benchmark_group("conv2d_3x3_56x56x64_b8_f32");
+    group.throughput(Throughput::Elements((2 * n * h * w * k * k * ch * o) as u64));
+    group.bench_function("polytensor", |b| {
+        b.iter(|| black_box(x.conv2d(&f, &options).unwrap()))
+    });
+    if let Some(mut tf) = TensorFlow::start() {
+        tf.load_conv2d([n, h, w, ch, k, o], threads());
+        group.bench_function("tensorflow", |b| b.iter_custom(|iters| tf.time(iters)));
+    }
+    group.finish();
+}
+
+fn models(c: &mut Criterion) {
+    let dir = workspace().join("../shared/tf-golden/models");
+    if !dir.is_dir() {
+        eprintln!("model benchmarks skipped: no {}", dir.display());
+        return;
+    }
+    let device = cpu();
+    let mut tf = TensorFlow::start();
+    for model in ["cnn", "mobilenet_v2"] {
+        let path = dir.join(format!("{model}.pb"));
+        let mut group = c.benchmark_group(format!("model_{model}"));
+        group.sample_size(10);
+        for batch in [2, 32] {
+            let (mut session, run) = session(&path, batch, &device);
+            group.bench_function(BenchmarkId::new("polytensor", format!("batch_{batch}")), |b| {
+                b.iter(|| black_box(run(&mut session)))
+            });
+            if let Some(tf) = tf.as_mut() {
+                tf.load_model(&path, batch, threads());
+                group.bench_function(
+                    BenchmarkId::new("tensorflow", format!("batch_{batch}")),
+                    |b| b.iter_custom(|iters| tf.time(iters)),
+                );
+            }
+        }
+        group.finish();
+    }
+}
+
+/// A session of the model at `path` and a closure that runs it on a batch of `batch`.
+#[allow(clippy::type_complexity)]
+fn session(
+    path: &Path,
+    batch: usize,
+    device: &Arc<dyn Device>,
+) -> (Session, Box<dyn Fn(&mut Session) -> polytensor::Tensor>) {
+    let graph = Graph::from_graph_def_bytes(&std::fs::read(path).expect("model")).expect("import");
+    let input = graph.tensor("input:0").expect("input:0");
+    let probs = graph.tensor("probs:0").expect("probs:0");
+    let mut dims: Vec<usize> = vec![batch];
+    dims.extend(
+        input.shape().dims().expect("known rank")[1..]
+            .iter()
+            .map(|d| d.expect("known dims")),
+    );
+    let feed = benches::tensor(&dims, DataType::Float, 3, device);
+    let session = Session::new(&graph, device.clone());
+    let run = move |s: &mut Session| {
+        s.run(&[(&input, &feed)], &[&probs], &[])
+            .expect("run")
+            .remove(0)
+    };
+    (session, Box::new(run))
+}
+
+criterion_group! {
+    name = model_benches;
+    config = benches::criterion_config();
+    targets = conv2d, models
+}
+criterion_main!(model_benches);

@@ -1,0 +1,80 @@
+"""TensorFlow as a benchmark peer, timed by the Rust benchmark that starts this script.
+
+The benchmark writes one command per line and reads one line back:
+- `model PATH BATCH THREADS`: import the frozen GraphDef at PATH, feed its `input:0` a
+  seeded standard-normal batch of BATCH, fetch `probs:0`; answers `ready`.
+- `conv2d N H W C K O THREADS`: one Conv2D (NHWC, K x K, SAME, stride 1) of a seeded
+  [N, H, W, C] input and a [K, K, C, O] filter; answers `ready`.
+- `time ITERS`: run the loaded session ITERS times; answers the seconds they took.
+Sessions run with THREADS intra-op threads and one inter-op thread, as the Rust side does.
+"""
+
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np
+import tensorflow as tf
+
+
+def session(graph, threads):
+    config = tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=threads, inter_op_parallelism_threads=1
+    )
+    return tf.compat.v1.Session(graph=graph, config=config)
+
+
+def main():
+    run = None
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        rng = np.random.default_rng(0)
+        if words[0] == "model":
+            path, batch, threads = words[1], int(words[2]), int(words[3])
+            graph_def = tf.compat.v1.GraphDef()
+            with open(path, "rb") as f:
+                graph_def.ParseFromString(f.read())
+            graph = tf.Graph()
+            with graph.as_default():
+                tf.graph_util.import_graph_def(graph_def, name="")
+            x = graph.get_tensor_by_name("input:0")
+            shape = [batch] + x.shape.as_list()[1:]
+            feed = {x: rng.standard_normal(shape).astype(np.float32)}
+            fetch = graph.get_tensor_by_name("probs:0")
+            s = session(graph, threads)
+            run = lambda: s.run(fetch, feed)
+        elif words[0] == "conv2d":
+            n, h, w, c, k, o, threads = map(int, words[1:8])
+            graph = tf.Graph()
+            with graph.as_default():
+                # Variables, not constants: grappler would fold a convolution of constants.
+                x = tf.compat.v1.Variable(rng.standard_normal([n, h, w, c]).astype(np.float32))
+                f = tf.compat.v1.Variable(rng.standard_normal([k, k, c, o]).astype(np.float32))
+                y = tf.nn.conv2d(x, f, strides=1, padding="SAME")
+                # Fetching one element keeps the copy of the output out of the timing.
+                fetch = y[:1, :1, :1, :1]
+                init = tf.compat.v1.global_variables_initializer()
+            s = session(graph, threads)
+            s.run(init)
+            run = lambda: s.run(fetch)
+        elif words[0] == "time":
+            iters = int(words[1])
+            run()
+            start = time.perf_counter()
+            for _ in range(iters):
+                run()
+            print(time.perf_counter() - start, flush=True)
+            continue
+        else:
+            print(f"unknown command {words[0]}", flush=True)
+            continue
+        run()
+        print("ready", flush=True)
+
+
+if __name__ == "__main__":
+    main()

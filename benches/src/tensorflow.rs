@@ -1,0 +1,93 @@
+//! TensorFlow as a peer in the same benchmark run: a Python process (`benches/python/
+//! tf_peer.py`, with TensorFlow from `target/tf-venv` or `POLYTENSOR_TF_PYTHON`) that loads
+//! a graph and times `Session.run` on request, so criterion measures it with `iter_custom`
+//! beside polytensor's own runs.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+/// A running TensorFlow peer.
+pub struct TensorFlow {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+/// The workspace root (the benches crate's parent).
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+impl TensorFlow {
+    /// Start the peer, or `None` after saying why not (no TensorFlow venv).
+    pub fn start() -> Option<Self> {
+        let python = std::env::var_os("POLYTENSOR_TF_PYTHON")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace().join("target/tf-venv/bin/python"));
+        if !python.exists() {
+            eprintln!(
+                "TensorFlow peer skipped: no {} (python3 -m venv target/tf-venv && \
+                 target/tf-venv/bin/pip install tensorflow-cpu)",
+                python.display()
+            );
+            return None;
+        }
+        let mut child = Command::new(&python)
+            .arg(workspace().join("benches/python/tf_peer.py"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| eprintln!("TensorFlow peer skipped: {}: {e}", python.display()))
+            .ok()?;
+        let input = child.stdin.take()?;
+        let output = BufReader::new(child.stdout.take()?);
+        Some(Self {
+            child,
+            input,
+            output,
+        })
+    }
+
+    /// Send one command and read its answer.
+    fn ask(&mut self, command: &str) -> String {
+        writeln!(self.input, "{command}").expect("write to the TensorFlow peer");
+        self.input.flush().expect("flush the TensorFlow peer");
+        let mut line = String::new();
+        self.output
+            .read_line(&mut line)
+            .expect("read from the TensorFlow peer");
+        line.trim().to_string()
+    }
+
+    /// Load a frozen model, fed a batch of `batch`, run on `threads` threads.
+    pub fn load_model(&mut self, path: &Path, batch: usize, threads: usize) {
+        let answer = self.ask(&format!("model {} {batch} {threads}", path.display()));
+        assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
+    }
+
+    /// Load one `Conv2D` (NHWC, SAME, stride 1) of `[n, h, w, c]` by a `k x k x c x o`
+    /// filter, run on `threads` threads.
+    pub fn load_conv2d(&mut self, [n, h, w, c, k, o]: [usize; 6], threads: usize) {
+        let answer = self.ask(&format!("conv2d {n} {h} {w} {c} {k} {o} {threads}"));
+        assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
+    }
+
+    /// The time of `iters` runs of what was loaded last.
+    pub fn time(&mut self, iters: u64) -> Duration {
+        let answer = self.ask(&format!("time {iters}"));
+        let seconds: f64 = answer
+            .parse()
+            .unwrap_or_else(|_| panic!("TensorFlow peer: {answer}"));
+        Duration::from_secs_f64(seconds)
+    }
+}
+
+impl Drop for TensorFlow {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
