@@ -211,6 +211,16 @@ fn apply<M: MulAdd>(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
         };
     }
     match op {
+        // NaN stays; -0 becomes +0.
+        UnaryOp::Relu => each!(|x: f32| if x > 0.0 || x.is_nan() { x } else { 0.0 }),
+        // NaN and -0 compare false both ways, so they stay.
+        UnaryOp::Relu6 => each!(|x: f32| if x < 0.0 {
+            0.0
+        } else if x > 6.0 {
+            6.0
+        } else {
+            x
+        }),
         UnaryOp::Exp => each!(exp::<M>),
         UnaryOp::Log => each!(log::<M>),
         UnaryOp::Tanh => each!(tanh::<M>),
@@ -302,7 +312,9 @@ pub(crate) fn has_kernel(op: UnaryOp) -> bool {
 }
 
 /// The ops with vectorised f32 kernels.
-pub(crate) const KERNEL_OPS: [UnaryOp; 6] = [
+pub(crate) const KERNEL_OPS: [UnaryOp; 8] = [
+    UnaryOp::Relu,
+    UnaryOp::Relu6,
     UnaryOp::Exp,
     UnaryOp::Log,
     UnaryOp::Tanh,
@@ -377,6 +389,11 @@ mod tests {
             UnaryOp::Tanh => x.tanh(),
             UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             UnaryOp::Sin => x.sin(),
+            // NaN stays NaN (f64::max and clamp would drop or keep it inconsistently).
+            UnaryOp::Relu if x.is_nan() => x,
+            UnaryOp::Relu => x.max(0.0),
+            UnaryOp::Relu6 if x.is_nan() => x,
+            UnaryOp::Relu6 => x.clamp(0.0, 6.0),
             _ => x.cos(),
         }) as f32
     }

@@ -110,37 +110,93 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
 }
 
 fn depthwise_conv<T: Float + Send + Sync>(x: &[T], f: &[T], g: &WindowGeometry, out: &mut [T]) {
-    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
-    let (c, m) = (g.channels, g.filters);
     let [oh, ow] = g.output;
-    out.par_chunks_mut(ow * c * m)
+    let fused = fused_multiply_add();
+    out.par_chunks_mut(ow * g.channels * g.filters)
         .enumerate()
         .for_each(|(row, out)| {
             let (image, y) = (row / oh, row % oh);
-            out.fill(T::zero());
-            for i in 0..kh {
-                let Some(h) = g.tap(0, y, i) else { continue };
-                for (xo, acc) in out.chunks_exact_mut(c * m).enumerate() {
-                    for j in 0..kw {
-                        let Some(w) = g.tap(1, xo, j) else { continue };
-                        let xs = pixel(x, g, image, h, w);
-                        let fs = &f[(i * kw + j) * c * m..][..c * m];
-                        if m == 1 {
-                            for ((a, &xv), &fv) in acc.iter_mut().zip(xs).zip(fs) {
-                                *a = xv.mul_add(fv, *a);
-                            }
-                        } else {
-                            for (ch, &xv) in xs.iter().enumerate() {
-                                for q in 0..m {
-                                    let at = ch * m + q;
-                                    acc[at] = xv.mul_add(fs[at], acc[at]);
-                                }
-                            }
+            #[cfg(target_arch = "x86_64")]
+            if fused {
+                // SAFETY: `fused` is true only where the CPU has AVX2 and FMA.
+                unsafe { depthwise_row_fma(x, f, g, image, y, out) };
+                return;
+            }
+            let _ = fused;
+            depthwise_row::<T, false>(x, f, g, image, y, out);
+        });
+}
+
+/// Whether this CPU has AVX2 and FMA (detected once).
+fn fused_multiply_add() -> bool {
+    static FMA: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FMA.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
+/// [`depthwise_row`] compiled for AVX2 and FMA.
+///
+/// # Safety
+///
+/// The CPU must have AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn depthwise_row_fma<T: Float>(
+    x: &[T],
+    f: &[T],
+    g: &WindowGeometry,
+    image: usize,
+    y: usize,
+    out: &mut [T],
+) {
+    depthwise_row::<T, true>(x, f, g, image, y, out);
+}
+
+/// Output row `y` of image `image` of a depthwise convolution: each pixel's taps inside
+/// the image, channels innermost (`FUSED`: with fused multiply-adds).
+#[inline(always)]
+fn depthwise_row<T: Float, const FUSED: bool>(
+    x: &[T],
+    f: &[T],
+    g: &WindowGeometry,
+    image: usize,
+    y: usize,
+    out: &mut [T],
+) {
+    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
+    let (c, m) = (g.channels, g.filters);
+    let madd = |a: T, x: T, f: T| if FUSED { x.mul_add(f, a) } else { a + x * f };
+    out.fill(T::zero());
+    for i in 0..kh {
+        let Some(h) = g.tap(0, y, i) else { continue };
+        for (xo, acc) in out.chunks_exact_mut(c * m).enumerate() {
+            for j in 0..kw {
+                let Some(w) = g.tap(1, xo, j) else { continue };
+                let xs = pixel(x, g, image, h, w);
+                let fs = &f[(i * kw + j) * c * m..][..c * m];
+                if m == 1 {
+                    for ((a, &xv), &fv) in acc.iter_mut().zip(xs).zip(fs) {
+                        *a = madd(*a, xv, fv);
+                    }
+                } else {
+                    for (ch, &xv) in xs.iter().enumerate() {
+                        for q in 0..m {
+                            let at = ch * m + q;
+                            acc[at] = madd(acc[at], xv, fs[at]);
                         }
                     }
                 }
             }
-        });
+        }
+    }
 }
 
 /// `Device::pool2d`.
