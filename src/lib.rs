@@ -41,9 +41,9 @@ pub mod graph {
 }
 
 pub use polytensor_core::{
-    same_device, BinaryOp, Conv2dOptions, DataFormat, DataType, Device, DeviceKind, Element,
-    Error, HostView, IntoShape, MirrorMode, Op, Padding, PartialTensorShape, Pool2dOptions,
-    ReduceOp, Result, Scalar, StridedSliceSpec, Tensor, TensorShape, TensorSlice, UnaryOp,
+    same_device, BinaryOp, Conv2dOptions, DataFormat, DataType, Device, DeviceKind, Element, Error,
+    HostView, IntoShape, MirrorMode, Op, Padding, PartialTensorShape, Pool2dOptions, ReduceOp,
+    Result, Scalar, StridedSliceSpec, Tensor, TensorShape, TensorSlice, UnaryOp,
 };
 pub use registry::{
     best_device, default_device, device, devices, DeviceByName, DeviceEntry, DeviceStatus,

@@ -213,14 +213,8 @@ fn apply<M: MulAdd>(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
     match op {
         // NaN stays; -0 becomes +0.
         UnaryOp::Relu => each!(|x: f32| if x > 0.0 || x.is_nan() { x } else { 0.0 }),
-        // NaN and -0 compare false both ways, so they stay.
-        UnaryOp::Relu6 => each!(|x: f32| if x < 0.0 {
-            0.0
-        } else if x > 6.0 {
-            6.0
-        } else {
-            x
-        }),
+        // `clamp` keeps NaN and -0 (they compare false both ways), as TensorFlow.
+        UnaryOp::Relu6 => each!(|x: f32| x.clamp(0.0, 6.0)),
         UnaryOp::Exp => each!(exp::<M>),
         UnaryOp::Log => each!(log::<M>),
         UnaryOp::Tanh => each!(tanh::<M>),

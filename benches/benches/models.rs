@@ -35,7 +35,9 @@ fn conv2d(c: &mut Criterion) {
         ..Default::default()
     };
     let mut group = c.benchmark_group("conv2d_3x3_56x56x64_b8_f32");
-    group.throughput(Throughput::Elements((2 * n * h * w * k * k * ch * o) as u64));
+    group.throughput(Throughput::Elements(
+        (2 * n * h * w * k * k * ch * o) as u64,
+    ));
     group.bench_function("polytensor", |b| {
         b.iter(|| black_box(x.conv2d(&f, &options).unwrap()))
     });
@@ -60,9 +62,10 @@ fn models(c: &mut Criterion) {
         group.sample_size(10);
         for batch in [2, 32] {
             let (mut session, run) = session(&path, batch, &device);
-            group.bench_function(BenchmarkId::new("polytensor", format!("batch_{batch}")), |b| {
-                b.iter(|| black_box(run(&mut session)))
-            });
+            group.bench_function(
+                BenchmarkId::new("polytensor", format!("batch_{batch}")),
+                |b| b.iter(|| black_box(run(&mut session))),
+            );
             if let Some(tf) = tf.as_mut() {
                 tf.load_model(&path, batch, threads());
                 group.bench_function(

@@ -133,7 +133,8 @@ fn fused_multiply_add() -> bool {
     *FMA.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+            std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -247,7 +248,9 @@ fn pool_typed<T: Float + Element + Send + Sync>(
                     for &w in &cols {
                         let xs = pixel(x, g, image, h, w);
                         if max {
-                            acc.iter_mut().zip(xs).for_each(|(a, &v)| *a = maximum(*a, v));
+                            acc.iter_mut()
+                                .zip(xs)
+                                .for_each(|(a, &v)| *a = maximum(*a, v));
                         } else {
                             acc.iter_mut().zip(xs).for_each(|(a, &v)| *a = *a + v);
                         }

@@ -12,8 +12,8 @@ use crate::dtype::{DTypeSet, DataType};
 use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::plan::window::WindowGeometry;
 use crate::ops::{BinaryOp, Op, ReduceOp, UnaryOp};
+use crate::plan::window::WindowGeometry;
 
 mod buffer;
 mod capabilities;

@@ -139,7 +139,12 @@ impl Tensor {
             Some((_, false)) => filters,
             None => dims[3],
         };
-        let shape = TensorShape::new(&[dims[0], geometry.output[0], geometry.output[1], out_channels])?;
+        let shape = TensorShape::new(&[
+            dims[0],
+            geometry.output[0],
+            geometry.output[1],
+            out_channels,
+        ])?;
         let x = self.contiguous()?;
         let out = match filter {
             Some((f, depthwise)) => {
@@ -336,9 +341,9 @@ impl Tensor {
         self.add(&bias.reshape(dims)?)
     }
 
-    /// TensorFlow's `FusedBatchNormV3` in inference: `(x - mean) / sqrt(variance + epsilon)
-    /// * scale + offset` per channel, computed in the parameters' dtype (float32 for half
-    /// and bfloat16 images, as TensorFlow).
+    /// TensorFlow's `FusedBatchNormV3` in inference: per channel,
+    /// `(x - mean) / sqrt(variance + epsilon) * scale + offset`, computed in the parameters'
+    /// dtype (float32 for half and bfloat16 images, as TensorFlow; float64 for float64).
     pub fn batch_norm(
         &self,
         scale: &Tensor,

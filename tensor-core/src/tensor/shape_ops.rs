@@ -256,7 +256,7 @@ impl Tensor {
     pub fn split(&self, parts: usize, axis: i64) -> Result<Vec<Tensor>> {
         let axis_index = tf_axis("Split", axis, self.rank())?;
         let dim = self.dims()[axis_index];
-        if parts == 0 || dim % parts != 0 {
+        if parts == 0 || !dim.is_multiple_of(parts) {
             return Err(Error::invalid(format!(
                 "Number of ways to split should evenly divide the split dimension, but got \
                  split_dim {axis_index} (size = {dim}) and num_split {parts}"

@@ -206,8 +206,18 @@ fn gemm_typed<T: GemmElem>(
 
 /// `out = a x b` for row-major `a` (`m x k`), `b` (`k x n`) and `out` (`m x n`), on this
 /// thread (callers run several at once).
-pub(crate) fn gemm_rows<T: GemmElem>(m: usize, n: usize, k: usize, a: &[T], b: &[T], out: &mut [T]) {
-    assert!(a.len() >= m * k && b.len() >= k * n && out.len() >= m * n, "gemm_rows operands");
+pub(crate) fn gemm_rows<T: GemmElem>(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[T],
+    b: &[T],
+    out: &mut [T],
+) {
+    assert!(
+        a.len() >= m * k && b.len() >= k * n && out.len() >= m * n,
+        "gemm_rows operands"
+    );
     // SAFETY: the assertion keeps every position gemm reads or writes (row-major with the
     // given dims) inside the slices; `out` is borrowed mutably, so nothing else reads it.
     unsafe {
