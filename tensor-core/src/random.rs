@@ -26,6 +26,10 @@ pub struct Philox {
     key: [u32; 2],
 }
 
+/// Calls TensorFlow reserves per output element of a stateful random op, so that the next
+/// run of the op starts on fresh counters.
+pub const CALLS_PER_OUTPUT: u64 = 256;
+
 impl Philox {
     const M0: u32 = 0xD251_1F53;
     const M1: u32 = 0xCD9E_8D57;
@@ -117,10 +121,6 @@ pub enum Distribution {
     /// Standard normal redrawn outside `(-2, 2)` (`TruncatedNormal`).
     TruncatedNormal,
 }
-
-/// Calls TensorFlow reserves per output element of a stateful random op, so that the next
-/// run of the op starts on fresh counters.
-pub const CALLS_PER_OUTPUT: u64 = 256;
 
 /// Calls each truncated normal output may use before the next group's counters (256
 /// words).
