@@ -626,6 +626,74 @@ fn generators() -> Case {
     }
 }
 
+/// The chains a session fuses (`_FusedConv2D`): a convolution with its bias and `Relu`, a
+/// `Pad` feeding a `VALID` depthwise convolution with its batch norm and `Relu6`, and a
+/// convolution with a batch norm alone; only the chains' last values are fetched, so each
+/// runs fused, and TensorFlow runs them unfused.
+fn fused_layers() -> Case {
+    let mut g = Graph::new();
+    let shape = PartialTensorShape::new(&[None, Some(6), Some(7), Some(3)]).unwrap();
+    let x = g.placeholder(DataType::Float, &shape).unwrap();
+    let conv = |g: &mut Graph, op: &str, input: &Output, filter: &[usize], seed, padding: &str| {
+        let f = weights(g, filter, seed);
+        g.op(op)
+            .inputs(&[input.clone(), f])
+            .attr("strides", int_list(&[1, 2, 2, 1]))
+            .attr("padding", padding)
+            .build_output()
+            .unwrap()
+    };
+    let norm = |g: &mut Graph, input: &Output, channels: usize, seed: u64| {
+        let mut inputs = vec![input.clone()];
+        for (k, shift) in [0.0f32, 0.0, 0.0, 2.0].into_iter().enumerate() {
+            let values: Vec<f32> = eighths(channels, seed + k as u64)
+                .iter()
+                .map(|v| v + shift)
+                .collect();
+            inputs.push(g.constant_values(&values, &[channels]).unwrap());
+        }
+        g.op("FusedBatchNormV3")
+            .inputs(&inputs)
+            .attr("epsilon", 0.001f32)
+            .attr("is_training", false)
+            .build_output()
+            .unwrap()
+    };
+    let c1 = conv(&mut g, "Conv2D", &x, &[3, 3, 3, 4], 21, "SAME");
+    let bias = weights(&mut g, &[4], 22);
+    let biased = g.op("BiasAdd").inputs(&[c1, bias]).build_output().unwrap();
+    let relu = g.unary("Relu", &biased).unwrap();
+    let paddings = g
+        .constant_values(&[0i32, 0, 0, 1, 1, 1, 0, 0], &[4, 2])
+        .unwrap();
+    let padded = g
+        .op("Pad")
+        .inputs(&[x.clone(), paddings])
+        .build_output()
+        .unwrap();
+    let d = conv(
+        &mut g,
+        "DepthwiseConv2dNative",
+        &padded,
+        &[3, 3, 3, 2],
+        23,
+        "VALID",
+    );
+    let d_norm = norm(&mut g, &d, 6, 24);
+    let relu6 = g.unary("Relu6", &d_norm).unwrap();
+    let c2 = conv(&mut g, "Conv2D", &x, &[1, 1, 3, 5], 30, "VALID");
+    let c2_norm = norm(&mut g, &c2, 5, 31);
+    let feed = Tensor::from_slice(&eighths(2 * 6 * 7 * 3, 40), [2, 6, 7, 3], &cpu()).unwrap();
+    Case {
+        name: "fused_layers",
+        graph: g,
+        feeds: vec![(x, feed)],
+        fetches: vec![relu, relu6, c2_norm],
+        target_runs: Vec::new(),
+        atol: 1e-6,
+    }
+}
+
 /// An int32 shape constant.
 fn g_shape(g: &mut Graph, dims: &[i32]) -> Output {
     g.constant_values(dims, &[dims.len()]).unwrap()
@@ -774,6 +842,7 @@ fn graphs_built_here_run_in_tensorflow() {
         layers(),
         array_ops(),
         generators(),
+        fused_layers(),
     ];
     for case in cases {
         case.write(&dir);
@@ -781,7 +850,7 @@ fn graphs_built_here_run_in_tensorflow() {
     let stdout = common::run_script(&python, "tf_import_graph.py", &[dir.as_os_str()]);
     std::fs::remove_dir_all(&dir).ok();
     println!("{stdout}");
-    assert!(stdout.contains("ran 9 polytensor graphs"), "{stdout}");
+    assert!(stdout.contains("ran 10 polytensor graphs"), "{stdout}");
 }
 
 /// A GraphDef TensorFlow wrote with the fields polytensor keeps without reading them (a

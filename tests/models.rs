@@ -99,3 +99,41 @@ fn tensorflow_models_match_tensorflow_on_every_device() {
         }
     }
 }
+
+/// A session fuses a convolution with its batch norm, `Relu6` and the `Pad` before it
+/// (`_FusedConv2D`) only where nothing else reads the values the fusion hides: fetching
+/// them unfuses those chains, and the model's result stays TensorFlow's.
+#[test]
+fn fetching_inside_a_fused_chain_unfuses_it() {
+    let Some(dir) = golden::dir("models") else {
+        return;
+    };
+    let model: Json =
+        serde_json::from_slice(&std::fs::read(dir.join("mobilenet_v2.json")).unwrap()).unwrap();
+    let graph =
+        Graph::from_graph_def_bytes(&std::fs::read(dir.join("mobilenet_v2.pb")).unwrap()).unwrap();
+    let cpu = polytensor::device("cpu:0").unwrap();
+    let feed = golden::tensor(&model["feeds"]["input:0"], &cpu);
+    let mut session = Session::new(&graph, cpu.clone());
+    let inside = [
+        "Conv1/Conv2D:0",
+        "bn_Conv1/FusedBatchNormV3:0",
+        "Conv1_relu/Relu6:0",
+        "block_1_pad/Pad:0",
+        "probs:0",
+    ];
+    let values = session
+        .run_by_name(&[("input:0", &feed)], &inside, &[])
+        .unwrap();
+    assert_eq!(values[0].dims(), [2, 32, 32, 16]);
+    assert_eq!(values[3].dims(), [2, 33, 33, 48]);
+    // The fetched batch norm, through Relu6, is the fetched Relu6.
+    let relu6 = values[1].relu6().unwrap();
+    assert_eq!(
+        relu6.to_vec::<f32>().unwrap(),
+        values[2].to_vec::<f32>().unwrap()
+    );
+    let want = golden::tensor(&model["expected"]["probs:0"], &cpu);
+    let (diff, scale) = differences(&values[4], &want);
+    assert!(diff <= 1e-4 * scale + 1e-5, "probs: {diff:e}");
+}

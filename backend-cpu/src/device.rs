@@ -14,6 +14,7 @@ use polytensor_core::{
 
 use crate::kernels::{binary, cast, copy, fill, matmul, reduce, unary, window};
 use polytensor_core::plan::window::WindowGeometry;
+use polytensor_core::Epilogue;
 
 /// The process-wide CPU device ([`CpuDevice::shared`]), `cpu:0`.
 static SHARED: OnceLock<Arc<dyn Device>> = OnceLock::new();
@@ -273,9 +274,10 @@ impl Device for CpuDevice {
         filter: &TensorView<'_>,
         geometry: &WindowGeometry,
         depthwise: bool,
+        epilogue: &Epilogue<'_>,
         out: &mut OutView<'_>,
     ) -> Result<()> {
-        window::conv2d(x, filter, geometry, depthwise, out)
+        window::conv2d(x, filter, geometry, depthwise, epilogue, out)
     }
 
     fn pool2d(

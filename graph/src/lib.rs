@@ -9,6 +9,7 @@
 
 mod attr;
 mod builders;
+mod fusion;
 mod graph;
 mod graph_def;
 mod ops;

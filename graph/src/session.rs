@@ -47,24 +47,27 @@ struct Signature {
 
 /// The operations one signature runs, in an order where inputs come first, and for each
 /// input of each, where its value comes from.
-struct Plan {
+pub(crate) struct Plan {
     steps: Vec<Step>,
     /// Where each fetch is read from.
     fetches: Vec<Source>,
 }
 
-struct Step {
-    node: usize,
-    kind: Kind,
-    inputs: Vec<Source>,
+pub(crate) struct Step {
+    /// The node whose outputs the step produces (the last of a fused chain).
+    pub(crate) node: usize,
+    pub(crate) kind: Kind,
+    pub(crate) inputs: Vec<Source>,
+    /// The other nodes a fused step runs, in order (empty for one node).
+    pub(crate) chain: Vec<usize>,
     /// Nodes whose outputs no later step and no fetch reads: released after this step, as
     /// TensorFlow's executor drops a tensor when its last consumer has run.
-    release: Vec<usize>,
+    pub(crate) release: Vec<usize>,
 }
 
 /// Where a value comes from while a plan runs.
 #[derive(Clone, Copy)]
-enum Source {
+pub(crate) enum Source {
     /// Feed number `i`.
     Feed(usize),
     /// Output `index` of the step that runs node `node`.
@@ -266,11 +269,13 @@ impl Session {
                     node,
                     kind,
                     inputs: n.inputs.iter().map(|&input| source(input)).collect(),
+                    chain: Vec::new(),
                     release: Vec::new(),
                 })
             })
             .collect::<Result<Vec<Step>>>()?;
         let fetches: Vec<Source> = signature.fetches.iter().map(|&f| source(f)).collect();
+        crate::fusion::fuse(&mut steps, &fetches, nodes);
         // The last step reading each node's outputs releases them (fetched nodes never).
         let mut last_reader: HashMap<usize, usize> = HashMap::new();
         for (at, step) in steps.iter().enumerate() {
@@ -310,6 +315,7 @@ impl Session {
                 device: &self.device,
                 variables: &mut self.variables,
                 inputs,
+                chain: step.chain.iter().map(|&n| &graph.nodes[n]).collect(),
             };
             let outputs = kernels::run(step.kind, &mut cx).map_err(|e| in_node(e, node))?;
             drop(cx);

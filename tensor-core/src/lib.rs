@@ -48,7 +48,7 @@ pub use buffer::{
     BytesBuffer, EmbeddedBuffer, ForeignBuffer, HostBuffer, InlineBuffer, SharedHostAllocator,
     StringBuffer, TensorBuffer, EMBEDDED_BUFFER_BYTES, INLINE_BUFFER_BYTES,
 };
-pub use device::{Device, DeviceHandle, DeviceKind, OutView, TensorView};
+pub use device::{Device, DeviceHandle, DeviceKind, Epilogue, OutView, TensorView};
 pub use dtype::{DTypeClass, DTypeError, DTypeSet, DataType};
 pub use element::{Element, Scalar};
 pub use error::{Error, Result};
@@ -60,7 +60,9 @@ pub use plan::window::{DataFormat, Padding};
 pub use plan::StridedRows;
 pub use shape::{IntoShape, TensorShape};
 pub use slice::{Extent, TensorSlice};
-pub use tensor::{same_device, Conv2dOptions, HostView, MirrorMode, Pool2dOptions, Tensor};
+pub use tensor::{
+    same_device, Conv2dOptions, ConvEpilogue, HostView, MirrorMode, Pool2dOptions, Tensor,
+};
 
 #[doc(hidden)]
 pub use half;

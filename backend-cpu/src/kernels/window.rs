@@ -11,7 +11,7 @@ use num_traits::Float;
 use rayon::prelude::*;
 
 use polytensor_core::plan::window::WindowGeometry;
-use polytensor_core::{DataType, Element, OutView, Result, TensorView};
+use polytensor_core::{DataType, Element, Epilogue, OutView, Result, TensorView, UnaryOp};
 
 use super::matmul::{gemm_rows, GemmElem};
 use super::unsupported;
@@ -38,11 +38,12 @@ pub(crate) fn conv2d(
     filter: &TensorView<'_>,
     g: &WindowGeometry,
     depthwise: bool,
+    epilogue: &Epilogue<'_>,
     out: &mut OutView<'_>,
 ) -> Result<()> {
     match x.dtype() {
-        DataType::Float => conv_typed::<f32>(x, filter, g, depthwise, out),
-        DataType::Double => conv_typed::<f64>(x, filter, g, depthwise, out),
+        DataType::Float => conv_typed::<f32>(x, filter, g, depthwise, epilogue, out),
+        DataType::Double => conv_typed::<f64>(x, filter, g, depthwise, epilogue, out),
         _ => Err(unsupported("conv2d", x)),
     }
 }
@@ -52,16 +53,70 @@ fn conv_typed<T: GemmElem + Float + Send + Sync>(
     filter: &TensorView<'_>,
     g: &WindowGeometry,
     depthwise: bool,
+    epilogue: &Epilogue<'_>,
     out: &mut OutView<'_>,
 ) -> Result<()> {
     let (x, f) = (elements::<T>(x)?, elements::<T>(filter)?);
+    let finish = Finish {
+        scale: epilogue.scale.as_ref().map(elements::<T>).transpose()?,
+        shift: epilogue.shift.as_ref().map(elements::<T>).transpose()?,
+        activation: epilogue.activation,
+    };
     let out = output::<T>(out)?;
     if depthwise {
-        depthwise_conv(x, f, g, out);
+        depthwise_conv(x, f, g, &finish, out);
     } else {
-        implicit_gemm(x, f, g, out);
+        implicit_gemm(x, f, g, &finish, out);
     }
     Ok(())
+}
+
+/// A convolution's epilogue on host elements: per channel `activation(v * scale + shift)`.
+struct Finish<'a, T> {
+    scale: Option<&'a [T]>,
+    shift: Option<&'a [T]>,
+    activation: Option<UnaryOp>,
+}
+
+impl<T: Float> Finish<'_, T> {
+    /// Apply to `rows` of one value per channel (nothing to do without an epilogue). Every
+    /// element is stored, selected rather than branched on, so the loops vectorise.
+    fn apply(&self, rows: &mut [T], channels: usize) {
+        if self.scale.is_none() && self.shift.is_none() && self.activation.is_none() {
+            return;
+        }
+        let (zero, six) = (T::zero(), T::from(6.0).unwrap_or_else(T::zero));
+        for row in rows.chunks_exact_mut(channels) {
+            match (self.scale, self.shift) {
+                (Some(a), Some(b)) => row
+                    .iter_mut()
+                    .zip(a.iter().zip(b))
+                    .for_each(|(v, (&a, &b))| *v = *v * a + b),
+                (Some(a), None) => row.iter_mut().zip(a).for_each(|(v, &a)| *v = *v * a),
+                (None, Some(b)) => row.iter_mut().zip(b).for_each(|(v, &b)| *v = *v + b),
+                (None, None) => {}
+            }
+            match self.activation {
+                // NaN stays (it is not <= 0); -0 becomes +0: the CPU's `relu`.
+                Some(UnaryOp::Relu) => row.iter_mut().for_each(|v| {
+                    let x = *v;
+                    *v = if x <= zero { zero } else { x };
+                }),
+                // NaN and -0 stay: the CPU's `relu6`.
+                Some(UnaryOp::Relu6) => row.iter_mut().for_each(|v| {
+                    let x = *v;
+                    *v = if x < zero {
+                        zero
+                    } else if x > six {
+                        six
+                    } else {
+                        x
+                    };
+                }),
+                _ => {}
+            }
+        }
+    }
 }
 
 /// The input pixel `[image, h, w, ..]`'s channels.
@@ -74,6 +129,7 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
     x: &[T],
     f: &[T],
     g: &WindowGeometry,
+    finish: &Finish<'_, T>,
     out: &mut [T],
 ) {
     let [kh, kw] = [g.windows[0].size, g.windows[1].size];
@@ -92,6 +148,7 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
             let rows = out.len() / o;
             if pointwise {
                 gemm_rows(rows, o, k, &x[first * k..(first + rows) * k], f, out);
+                finish.apply(out, o);
                 return;
             }
             panel.resize(rows * k, T::zero());
@@ -106,13 +163,21 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
                 }
             }
             gemm_rows(rows, o, k, panel, f, out);
+            finish.apply(out, o);
         });
 }
 
-fn depthwise_conv<T: Float + Send + Sync>(x: &[T], f: &[T], g: &WindowGeometry, out: &mut [T]) {
+fn depthwise_conv<T: Float + Send + Sync>(
+    x: &[T],
+    f: &[T],
+    g: &WindowGeometry,
+    finish: &Finish<'_, T>,
+    out: &mut [T],
+) {
     let [oh, ow] = g.output;
+    let channels = g.channels * g.filters;
     let fused = fused_multiply_add();
-    out.par_chunks_mut(ow * g.channels * g.filters)
+    out.par_chunks_mut(ow * channels)
         .enumerate()
         .for_each(|(row, out)| {
             let (image, y) = (row / oh, row % oh);
@@ -120,10 +185,12 @@ fn depthwise_conv<T: Float + Send + Sync>(x: &[T], f: &[T], g: &WindowGeometry, 
             if fused {
                 // SAFETY: `fused` is true only where the CPU has AVX2 and FMA.
                 unsafe { depthwise_row_fma(x, f, g, image, y, out) };
+                finish.apply(out, channels);
                 return;
             }
             let _ = fused;
             depthwise_row::<T, false>(x, f, g, image, y, out);
+            finish.apply(out, channels);
         });
 }
 

@@ -76,6 +76,7 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         }
         Kind::MatMul | Kind::BatchMatMul => matmul(cx, kind == Kind::BatchMatMul),
         Kind::Nn(op) => super::nn::infer(op, cx),
+        Kind::FusedConv(_) => Err(cx.error("a fused step is made by a session, not a graph")),
         Kind::Array(op) => super::array::infer(op, cx),
         Kind::Generate(op) => super::generate::infer(op, cx),
         Kind::Reduce(_) | Kind::Arg(_) => reduction(cx, kind),

@@ -24,6 +24,8 @@ pub(crate) struct RunCtx<'a> {
     pub(crate) device: &'a Arc<dyn Device>,
     pub(crate) variables: &'a mut Variables,
     pub(crate) inputs: SmallVec<[&'a Value; 4]>,
+    /// The nodes a fused step runs before `node` (see `crate::fusion`).
+    pub(crate) chain: SmallVec<[&'a Node; 2]>,
 }
 
 /// A kernel's outputs (most ops have one).
@@ -174,6 +176,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Outputs> {
         }
         Kind::Conj => one(cx.tensor(0)?.conj()?),
         Kind::Nn(op) => super::nn::run(op, cx),
+        Kind::FusedConv(fused) => super::nn::run_fused(fused, cx),
         Kind::Array(op) => super::array::run(op, cx),
         Kind::Generate(op) => super::generate::run(op, cx),
         Kind::Select => one(cx.tensor(0)?.where_(&*cx.tensor(1)?, &*cx.tensor(2)?)?),

@@ -15,9 +15,9 @@ pub(crate) mod infer;
 pub(crate) mod kernels;
 mod nn;
 
-use array::Array;
+pub(crate) use array::Array;
 use generate::Generate;
-use nn::Nn;
+pub(crate) use nn::{FusedConv, Nn};
 use polytensor_core::random::Distribution;
 
 /// What an op does; one entry per op type in [`OPS`].
@@ -71,6 +71,9 @@ pub(crate) enum Kind {
     Array(Array),
     /// `LinSpace` and the seeded random ops ([`generate`]).
     Generate(Generate),
+    /// A convolution run with what follows it; made by the session (`crate::fusion`),
+    /// never an op type of a graph.
+    FusedConv(FusedConv),
 }
 
 /// What `Kind::ComplexPart` takes of each complex number.

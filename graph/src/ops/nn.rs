@@ -4,9 +4,12 @@
 
 use smallvec::smallvec;
 
+use polytensor_core::ops::UnaryOp;
 use polytensor_core::partial_shape::Dim;
 use polytensor_core::plan::window::{DataFormat, Padding, Window};
-use polytensor_core::{Conv2dOptions, Error, PartialTensorShape, Pool2dOptions, Result};
+use polytensor_core::{
+    Conv2dOptions, ConvEpilogue, Error, PartialTensorShape, Pool2dOptions, Result, Tensor,
+};
 
 use super::infer::known;
 use super::kernels::{Outputs, RunCtx};
@@ -44,6 +47,19 @@ impl Nn {
             Nn::MaxPool | Nn::AvgPool | Nn::Softmax | Nn::LogSoftmax => &[("T", Input(0))],
         }
     }
+}
+
+/// A convolution, its bias (`norm` false) or inference batch norm, and an optional
+/// `Relu`/`Relu6`, run as one step: the session's fusion (`crate::fusion`), as TensorFlow's
+/// remapper makes `_FusedConv2D`. Inputs: the convolution's two, then the bias or the
+/// batch norm's four parameters, then (`padded`) the paddings of a zero `Pad` whose input
+/// is the first input, folded into a `VALID` convolution's padding.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct FusedConv {
+    pub(crate) depthwise: bool,
+    pub(crate) norm: bool,
+    pub(crate) activation: Option<UnaryOp>,
+    pub(crate) padded: bool,
 }
 
 /// The attributes of a window op, in NHWC or NCHW 4-vectors as TensorFlow stores them.
@@ -276,4 +292,98 @@ pub(crate) fn run(op: Nn, cx: &RunCtx<'_>) -> Result<Outputs> {
         }
     };
     Ok(smallvec![Value::Tensor(y)])
+}
+
+/// Run a fused convolution step (its nodes are `cx.chain`: the convolution, then the bias or
+/// batch norm).
+pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_>) -> Result<Outputs> {
+    fn attrs(node: &crate::graph::Node) -> Attrs<'_> {
+        Attrs {
+            node: &node.name,
+            attrs: &node.attrs,
+        }
+    }
+    let [conv, follow] = cx.chain[..] else {
+        return Err(Error::invalid(
+            "a fused step needs its convolution and what follows it",
+        ));
+    };
+    let op = if fused.depthwise {
+        Nn::Depthwise
+    } else {
+        Nn::Conv2D
+    };
+    let mut options = WindowAttrs::read(&attrs(conv), op)?.conv();
+    let (mut x, filter) = (cx.tensor(0)?, cx.tensor(1)?);
+    if fused.padded {
+        let last = cx.inputs.len() - 1;
+        let values = cx.ints(last)?;
+        match values[..] {
+            // Spatial padding only: the convolution's own.
+            [0, 0, top, bottom, left, right, 0, 0]
+                if x.rank() == 4 && values.iter().all(|&v| v >= 0) =>
+            {
+                options.padding = Padding::Explicit(vec![
+                    (top as usize, bottom as usize),
+                    (left as usize, right as usize),
+                ]);
+            }
+            _ => {
+                let pairs: Vec<(usize, usize)> = values
+                    .chunks(2)
+                    .map(|p| match p {
+                        &[a, b] if a >= 0 && b >= 0 => Ok((a as usize, b as usize)),
+                        _ => Err(Error::invalid(format!(
+                            "Paddings must be non-negative: {p:?}"
+                        ))),
+                    })
+                    .collect::<Result<_>>()?;
+                x = std::borrow::Cow::Owned(x.pad(&pairs, polytensor_core::Scalar::I64(0))?);
+            }
+        }
+    }
+    let mut epilogue = ConvEpilogue {
+        activation: fused.activation,
+        ..Default::default()
+    };
+    if fused.norm {
+        let follow = attrs(follow);
+        if follow.bool_or("is_training", true)? {
+            return Err(Error::invalid(
+                "FusedBatchNormV3 runs in inference only here (is_training = false)",
+            ));
+        }
+        let params = [2, 3, 4, 5].map(|i| cx.tensor(i).map(|t| t.into_owned()));
+        let [scale, offset, mean, variance] = params;
+        let (scale, offset, mean, variance) = (scale?, offset?, mean?, variance?);
+        let epsilon = follow.float_or("epsilon", 1e-4)?;
+        if scale.dtype() != x.dtype() {
+            // Half images with float32 parameters: the ops one after another, as unfused.
+            let y = x
+                .conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?
+                .batch_norm(&scale, &offset, &mean, &variance, epsilon, options.format)?;
+            return one(match fused.activation {
+                Some(op) => y.unary(op)?,
+                None => y,
+            });
+        }
+        let (factor, shift) =
+            Tensor::fold_batch_norm([&scale, &offset, &mean, &variance], epsilon, x.dtype())?;
+        epilogue.scale = Some(factor);
+        epilogue.shift = Some(shift);
+    } else {
+        let bias = cx.tensor(2)?;
+        if bias.rank() != 1 {
+            return Err(Error::invalid(format!(
+                "Biases must be 1D: {}",
+                bias.shape()
+            )));
+        }
+        epilogue.shift = Some(bias.into_owned());
+    }
+    one(x.conv2d_fused(&filter, &options, fused.depthwise, &epilogue)?)
+}
+
+fn one(t: Tensor) -> Result<Outputs> {
+    Ok(smallvec![Value::Tensor(t)])
 }

@@ -311,6 +311,21 @@ pub mod checks {
     }
 }
 
+/// What a direct convolution applies to each output element of channel `o` before it
+/// stores it: `activation(value * scale[o] + shift[o])`, each part optional (the bias,
+/// folded batch norm and `Relu`/`Relu6` that TensorFlow's remapper fuses into
+/// `_FusedConv2D`). `scale` and `shift` are contiguous vectors of one element per output
+/// channel, of the convolution's dtype.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Epilogue<'a> {
+    /// Multiplies each channel.
+    pub scale: Option<TensorView<'a>>,
+    /// Then added to each channel.
+    pub shift: Option<TensorView<'a>>,
+    /// Then applied: `Relu` or `Relu6` (no other activation is passed to a kernel).
+    pub activation: Option<UnaryOp>,
+}
+
 /// A name for a new instance of the device `base` (`wgpu:0`): `base` itself for the first
 /// instance the process makes, then `base.1`, `base.2`, ..., so that two device objects
 /// (each with its own memory) never share a name, and an error that names two devices
@@ -507,16 +522,18 @@ pub trait Device: Send + Sync + fmt::Debug + 'static {
     /// A direct 2-D convolution: the contiguous NHWC `x` by the contiguous filter
     /// `[k_h, k_w, channels, filters]` into the contiguous NHWC `out`, with zero padding as
     /// `geometry` says; `depthwise` convolves each channel with its own filters (output
-    /// channel `c * filters + f`). Only called where [`Device::window_kernels`] holds.
+    /// channel `c * filters + f`). Then, per output channel, `epilogue`. Only called where
+    /// [`Device::window_kernels`] holds.
     fn conv2d(
         &self,
         x: &TensorView<'_>,
         filter: &TensorView<'_>,
         geometry: &WindowGeometry,
         depthwise: bool,
+        epilogue: &Epilogue<'_>,
         out: &mut OutView<'_>,
     ) -> Result<()> {
-        let _ = (filter, geometry, depthwise, out);
+        let _ = (filter, geometry, depthwise, epilogue, out);
         Err(Error::unsupported("conv2d", x.dtype(), self.name()))
     }
 

@@ -12,7 +12,7 @@ use crate::ops::Op;
 use crate::shape::{IntoShape, TensorShape};
 
 pub use host::HostView;
-pub use nn::{Conv2dOptions, Pool2dOptions};
+pub use nn::{Conv2dOptions, ConvEpilogue, Pool2dOptions};
 pub use shape_ops::MirrorMode;
 
 /// A tensor: a dtype, a [`Layout`] and an `Arc` of a [`TensorBuffer`] on some device.

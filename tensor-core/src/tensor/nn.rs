@@ -10,10 +10,12 @@
 
 use super::shape_ops::lowest;
 use super::Tensor;
+use crate::device::Epilogue;
 use crate::dtype::DataType;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::ops::UnaryOp;
 use crate::plan::window::{
     resolve_windows, DataFormat, Padding, Window, WindowDim, WindowGeometry,
 };
@@ -56,6 +58,66 @@ pub struct Pool2dOptions {
     pub padding: Padding,
     /// Where the channels are.
     pub format: DataFormat,
+}
+
+/// What a fused convolution does to each output channel after it convolves:
+/// `activation(value * scale + shift)`, each part optional.
+#[derive(Debug, Clone, Default)]
+pub struct ConvEpilogue {
+    /// One factor per output channel (a folded batch norm's `scale / sqrt(variance +
+    /// epsilon)`), of the image's dtype.
+    pub scale: Option<Tensor>,
+    /// Then one term per output channel (a bias, or a folded batch norm's shift).
+    pub shift: Option<Tensor>,
+    /// Then an elementwise op (`Relu`, `Relu6`, ...).
+    pub activation: Option<UnaryOp>,
+}
+
+impl ConvEpilogue {
+    /// An `Err` unless `scale` and `shift` hold one value per channel of `x`'s dtype.
+    fn check(&self, channels: usize, x: &Tensor) -> Result<()> {
+        for (name, part) in [("scale", &self.scale), ("shift", &self.shift)] {
+            if let Some(p) = part {
+                if p.dims() != [channels] || p.dtype != x.dtype {
+                    return Err(Error::invalid(format!(
+                        "a fused convolution's {name} must be a {} vector of {channels}, got {} \
+                         of shape {}",
+                        x.dtype,
+                        p.dtype,
+                        p.shape()
+                    )));
+                }
+                x.check_same_device(p, "conv2d_fused")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The part a direct kernel takes (scale, shift, and `Relu` or `Relu6`), and the rest.
+    fn split(&self) -> (ConvEpilogue, ConvEpilogue) {
+        let kernel_takes = matches!(self.activation, None | Some(UnaryOp::Relu | UnaryOp::Relu6));
+        let mut fused = self.clone();
+        let mut rest = ConvEpilogue::default();
+        if !kernel_takes {
+            fused.activation = None;
+            rest.activation = self.activation;
+        }
+        (fused, rest)
+    }
+
+    /// `y` (NHWC) with the epilogue applied by ops.
+    fn apply(&self, mut y: Tensor) -> Result<Tensor> {
+        if let Some(scale) = &self.scale {
+            y = y.mul(scale)?;
+        }
+        if let Some(shift) = &self.shift {
+            y = y.add(shift)?;
+        }
+        match self.activation {
+            Some(op) => y.unary(op),
+            None => Ok(y),
+        }
+    }
 }
 
 /// An NHWC image tensor viewed as windows, with the geometry that made it.
@@ -113,7 +175,7 @@ impl Tensor {
     /// (`depthwise` or full); without one the op is pooling (`max` or average).
     fn direct_window(
         &self,
-        filter: Option<(&Tensor, bool)>,
+        filter: Option<(&Tensor, bool, &ConvEpilogue)>,
         windows: [Window; 2],
         padding: &Padding,
         max: bool,
@@ -124,7 +186,7 @@ impl Tensor {
         }
         let dims = self.dims();
         let resolved = resolve_windows(&dims[1..3], &windows, padding)?;
-        let filters = filter.map_or(1, |(f, _)| f.dims()[3]);
+        let filters = filter.map_or(1, |(f, ..)| f.dims()[3]);
         let geometry = WindowGeometry {
             batch: dims[0],
             input: [dims[1], dims[2]],
@@ -135,8 +197,8 @@ impl Tensor {
             filters,
         };
         let out_channels = match filter {
-            Some((_, true)) => dims[3] * filters,
-            Some((_, false)) => filters,
+            Some((_, true, _)) => dims[3] * filters,
+            Some((_, false, _)) => filters,
             None => dims[3],
         };
         let shape = TensorShape::new(&[
@@ -147,11 +209,20 @@ impl Tensor {
         ])?;
         let x = self.contiguous()?;
         let out = match filter {
-            Some((f, depthwise)) => {
+            Some((f, depthwise, epilogue)) => {
                 let f = f.contiguous()?;
-                Tensor::produce(shape, self.dtype, device, |out| {
-                    device.conv2d(&x.view(), &f.view(), &geometry, depthwise, out)
-                })?
+                // The kernel takes the epilogue it can; ops apply the rest after it.
+                let (fused, rest) = epilogue.split();
+                let (scale, shift) = (fused.scale.clone(), fused.shift.clone());
+                let views = Epilogue {
+                    scale: scale.as_ref().map(Tensor::view),
+                    shift: shift.as_ref().map(Tensor::view),
+                    activation: fused.activation,
+                };
+                let y = Tensor::produce(shape, self.dtype, device, |out| {
+                    device.conv2d(&x.view(), &f.view(), &geometry, depthwise, &views, out)
+                })?;
+                rest.apply(y)?
             }
             None => Tensor::produce(shape, self.dtype, device, |out| {
                 device.pool2d(&x.view(), &geometry, max, out)
@@ -197,66 +268,85 @@ impl Tensor {
     /// TensorFlow's `Conv2D`: this `[batch, h, w, in]` image (NHWC, or NCHW as `options`
     /// says) convolved with a `[k_h, k_w, in, out]` filter (cross-correlation, as TensorFlow).
     pub fn conv2d(&self, filter: &Tensor, options: &Conv2dOptions) -> Result<Tensor> {
-        let x = self.to_nhwc(options.format, "Conv2D")?;
-        let [kh, kw, in_depth, out_depth] = filter_dims(filter, "Conv2D")?;
-        let depth = x.dims()[3];
-        if depth != in_depth {
-            return Err(Error::invalid(format!(
-                "Conv2D: input depth must be evenly divisible by filter depth: {depth} vs \
-                 {in_depth}"
-            )));
-        }
-        self.check_same_device(filter, "conv2d")?;
-        check_dtypes("Conv2D", self, filter)?;
-        let spans = spatial_windows([kh, kw], options.strides, options.dilations);
-        if let Some(y) = x.direct_window(Some((filter, false)), spans, &options.padding, false)? {
-            return y.into_format(options.format);
-        }
-        let windows = x.windows(spans, &options.padding, Scalar::I64(0))?;
-        let [h, w] = windows.dims;
-        let batch = x.dims()[0];
-        let rows = batch * h.output * w.output;
-        // im2col: one row of taps per output pixel (a view when the windows are the input).
-        let columns = windows.view.reshape([rows, kh * kw * depth])?;
-        let weights = filter.reshape([kh * kw * depth, out_depth])?;
-        columns
-            .matmul(&weights)?
-            .reshape([batch, h.output, w.output, out_depth])?
-            .into_format(options.format)
+        self.conv2d_fused(filter, options, false, &ConvEpilogue::default())
     }
 
     /// TensorFlow's `DepthwiseConv2dNative`: each input channel convolved with its own
     /// `channel_multiplier` filters of a `[k_h, k_w, in, multiplier]` filter; output channel
     /// `c * multiplier + m`.
     pub fn depthwise_conv2d(&self, filter: &Tensor, options: &Conv2dOptions) -> Result<Tensor> {
-        let x = self.to_nhwc(options.format, "DepthwiseConv2dNative")?;
-        let [kh, kw, in_depth, multiplier] = filter_dims(filter, "DepthwiseConv2dNative")?;
+        self.conv2d_fused(filter, options, true, &ConvEpilogue::default())
+    }
+
+    /// [`Tensor::conv2d`] (or, `depthwise`, [`Tensor::depthwise_conv2d`]) followed by
+    /// `epilogue` per output channel, in one pass where the device has a direct kernel
+    /// (TensorFlow's `_FusedConv2D`, which its remapper makes of a convolution, a bias or
+    /// an inference batch norm, and `Relu`/`Relu6`).
+    pub fn conv2d_fused(
+        &self,
+        filter: &Tensor,
+        options: &Conv2dOptions,
+        depthwise: bool,
+        epilogue: &ConvEpilogue,
+    ) -> Result<Tensor> {
+        let op = if depthwise {
+            "DepthwiseConv2dNative"
+        } else {
+            "Conv2D"
+        };
+        let x = self.to_nhwc(options.format, op)?;
+        let [kh, kw, in_depth, filters] = filter_dims(filter, op)?;
         let depth = x.dims()[3];
         if depth != in_depth {
-            return Err(Error::invalid(format!(
-                "DepthwiseConv2dNative: input and filter must have the same depth: {depth} vs \
-                 {in_depth}"
-            )));
+            return Err(Error::invalid(if depthwise {
+                format!("{op}: input and filter must have the same depth: {depth} vs {in_depth}")
+            } else {
+                format!(
+                    "{op}: input depth must be evenly divisible by filter depth: {depth} vs \
+                     {in_depth}"
+                )
+            }));
         }
-        self.check_same_device(filter, "depthwise_conv2d")?;
-        check_dtypes("DepthwiseConv2dNative", self, filter)?;
+        self.check_same_device(filter, "conv2d")?;
+        check_dtypes(op, self, filter)?;
+        let channels = if depthwise { depth * filters } else { filters };
+        epilogue.check(channels, self)?;
         let spans = spatial_windows([kh, kw], options.strides, options.dilations);
-        if let Some(y) = x.direct_window(Some((filter, true)), spans, &options.padding, false)? {
+        let direct = x.direct_window(
+            Some((filter, depthwise, epilogue)),
+            spans,
+            &options.padding,
+            false,
+        )?;
+        if let Some(y) = direct {
             return y.into_format(options.format);
         }
-        let (x, filter) = (x.widened()?, filter.widened()?);
-        let windows = x.windows(spans, &options.padding, Scalar::I64(0))?;
-        let [h, w] = windows.dims;
         let batch = x.dims()[0];
-        // [n, oh, ow, kh, kw, c, 1] * [kh, kw, c, m], summed over the taps.
-        windows
-            .view
-            .unsqueeze(-1)?
-            .mul(&filter)?
-            .sum(&[3, 4], false)?
-            .reshape([batch, h.output, w.output, depth * multiplier])?
-            .in_dtype(self.dtype)?
-            .into_format(options.format)
+        let y = if depthwise {
+            let (x, filter) = (x.widened()?, filter.widened()?);
+            let windows = x.windows(spans, &options.padding, Scalar::I64(0))?;
+            let [h, w] = windows.dims;
+            // [n, oh, ow, kh, kw, c, 1] * [kh, kw, c, m], summed over the taps.
+            windows
+                .view
+                .unsqueeze(-1)?
+                .mul(&filter)?
+                .sum(&[3, 4], false)?
+                .reshape([batch, h.output, w.output, channels])?
+                .in_dtype(self.dtype)?
+        } else {
+            let windows = x.windows(spans, &options.padding, Scalar::I64(0))?;
+            let [h, w] = windows.dims;
+            let rows = batch * h.output * w.output;
+            // im2col: one row of taps per output pixel (a view when the windows are the
+            // input).
+            let columns = windows.view.reshape([rows, kh * kw * depth])?;
+            let weights = filter.reshape([kh * kw * depth, filters])?;
+            columns
+                .matmul(&weights)?
+                .reshape([batch, h.output, w.output, filters])?
+        };
+        epilogue.apply(y)?.into_format(options.format)
     }
 
     /// TensorFlow's `MaxPool`: the largest element of each window (padding never wins).
@@ -375,12 +465,8 @@ impl Tensor {
         } else {
             scale.dtype
         };
-        let [scale, offset, mean, variance] =
-            [scale, offset, mean, variance].map(|p| p.clone().in_dtype(param));
-        let (scale, offset, mean, variance) = (scale?, offset?, mean?, variance?);
-        let eps = Tensor::full([0usize; 0], Scalar::F64(epsilon), param, self.device())?;
-        let factor = scale.mul(&variance.add(&eps)?.rsqrt()?)?;
-        let shift = offset.sub(&mean.mul(&factor)?)?;
+        let (factor, shift) =
+            Tensor::fold_batch_norm([scale, offset, mean, variance], epsilon, param)?;
         let mut dims = vec![1; self.rank() - axis];
         dims[0] = depth;
         self.clone()
@@ -388,6 +474,23 @@ impl Tensor {
             .mul(&factor.reshape(dims.clone())?)?
             .add(&shift.reshape(dims)?)?
             .in_dtype(self.dtype)
+    }
+
+    /// An inference batch norm as one multiply and one add per channel, in `dtype`:
+    /// `factor = scale / sqrt(variance + epsilon)` and `shift = offset - mean * factor`
+    /// (what TensorFlow folds into a convolution's epilogue).
+    pub fn fold_batch_norm(
+        [scale, offset, mean, variance]: [&Tensor; 4],
+        epsilon: f64,
+        dtype: DataType,
+    ) -> Result<(Tensor, Tensor)> {
+        let [scale, offset, mean, variance] =
+            [scale, offset, mean, variance].map(|p| p.clone().in_dtype(dtype));
+        let (scale, offset, mean, variance) = (scale?, offset?, mean?, variance?);
+        let eps = Tensor::full([0usize; 0], Scalar::F64(epsilon), dtype, scale.device())?;
+        let factor = scale.mul(&variance.add(&eps)?.rsqrt()?)?;
+        let shift = offset.sub(&mean.mul(&factor)?)?;
+        Ok((factor, shift))
     }
 
     /// TensorFlow's `Softmax` over the last dim: `exp(x - max) / sum(exp(x - max))`.

@@ -1,0 +1,171 @@
+//! The session's remapper: a convolution, the bias or inference batch norm that alone reads
+//! it, and the `Relu`/`Relu6` that alone reads that, become one step, as TensorFlow's
+//! grappler remapper makes `_FusedConv2D` of them. On a device with direct window kernels
+//! the step is one pass over the output (the epilogue applied while the block is in cache);
+//! elsewhere it runs the same ops one after another. A zero `Pad` that only feeds such a
+//! `VALID` convolution becomes its padding (Keras's `ZeroPadding2D` before a strided
+//! convolution). Fusion never changes what a run
+//! returns: a chain is fused only when nothing else reads or fetches the values it hides.
+
+use std::collections::{HashMap, HashSet};
+
+use polytensor_core::ops::UnaryOp;
+
+use crate::attr::Attrs;
+use crate::graph::Node;
+use crate::ops::{Array, FusedConv, Kind, Nn};
+use crate::session::{Source, Step};
+
+/// Fuse the chains of `steps` (in run order) that nothing outside them reads: fetches are
+/// `fetches`, and no node of a chain may be a control input of another node.
+pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
+    let mut readers: HashMap<(usize, usize), usize> = HashMap::new();
+    let mut read_node: HashMap<usize, usize> = HashMap::new();
+    for source in steps.iter().flat_map(|s| s.inputs.iter()).chain(fetches) {
+        if let Source::Node { node, index } = *source {
+            *readers.entry((node, index)).or_default() += 1;
+            *read_node.entry(node).or_default() += 1;
+        }
+    }
+    let fetched: HashSet<usize> = fetches
+        .iter()
+        .filter_map(|s| match *s {
+            Source::Node { node, .. } => Some(node),
+            Source::Feed(_) => None,
+        })
+        .collect();
+    let controls: HashSet<usize> = nodes
+        .iter()
+        .flat_map(|n| n.control_inputs.iter().copied())
+        .collect();
+    // Read only by one step, through output 0, and neither fetched nor a control input.
+    let private = |node: usize| {
+        readers.get(&(node, 0)) == Some(&1)
+            && read_node.get(&node) == Some(&1)
+            && !fetched.contains(&node)
+            && !controls.contains(&node)
+    };
+    // The step that reads output 0 of `node` as its first input.
+    let reader_of = |steps: &[Option<Step>], node: usize| {
+        steps.iter().position(|s| {
+            s.as_ref().is_some_and(|s| {
+                matches!(s.inputs.first(), Some(Source::Node { node: n, index: 0 }) if *n == node)
+            })
+        })
+    };
+    let mut slots: Vec<Option<Step>> = std::mem::take(steps).into_iter().map(Some).collect();
+    for c in 0..slots.len() {
+        let Some(conv) = &slots[c] else { continue };
+        let depthwise = match conv.kind {
+            Kind::Nn(Nn::Conv2D) => false,
+            Kind::Nn(Nn::Depthwise) => true,
+            _ => continue,
+        };
+        if !nhwc(&nodes[conv.node]) || !private(conv.node) {
+            continue;
+        }
+        let conv_node = conv.node;
+        let Some(b) = reader_of(&slots, conv_node) else {
+            continue;
+        };
+        let Some(follow) = &slots[b] else { continue };
+        let norm = match follow.kind {
+            Kind::Nn(Nn::BiasAdd) => false,
+            Kind::Nn(Nn::BatchNorm) => true,
+            _ => continue,
+        };
+        if !nhwc(&nodes[follow.node]) || controls.contains(&follow.node) {
+            continue;
+        }
+        let follow_node = follow.node;
+        // Only output 0 of the bias or batch norm may be read (by the activation, or by
+        // anything when there is none).
+        let others_read =
+            (1..nodes[follow_node].outputs.len()).any(|i| readers.contains_key(&(follow_node, i)));
+        if others_read {
+            continue;
+        }
+        let activation = if private(follow_node) {
+            reader_of(&slots, follow_node).and_then(|a| {
+                let step = slots[a].as_ref()?;
+                match step.kind {
+                    Kind::Unary(op @ (UnaryOp::Relu | UnaryOp::Relu6))
+                        if !controls.contains(&step.node) =>
+                    {
+                        Some((a, op))
+                    }
+                    _ => None,
+                }
+            })
+        } else {
+            None
+        };
+        let (last, op) = match activation {
+            Some((a, op)) => (a, Some(op)),
+            None => (b, None),
+        };
+        let (Some(conv), Some(follow)) = (slots[c].take(), slots[b].take()) else {
+            continue;
+        };
+        let mut inputs = conv.inputs;
+        inputs.extend(follow.inputs.into_iter().skip(1));
+        // A zero `Pad` that only this convolution reads becomes its padding: the step reads
+        // the pad's input, and its paddings last.
+        let pad = match inputs[0] {
+            Source::Node { node, index: 0 } if private(node) => slots
+                .iter()
+                .position(|s| {
+                    s.as_ref()
+                        .is_some_and(|s| s.node == node && s.kind == Kind::Array(Array::Pad))
+                })
+                .filter(|_| valid(&nodes[conv_node])),
+            _ => None,
+        };
+        let padded = match pad.and_then(|p| slots[p].take()) {
+            Some(pad) => {
+                inputs[0] = pad.inputs[0];
+                inputs.push(pad.inputs[1]);
+                true
+            }
+            None => false,
+        };
+        let node = match slots[last].take() {
+            Some(step) => step.node,
+            None => follow.node,
+        };
+        slots[last] = Some(Step {
+            node,
+            kind: Kind::FusedConv(FusedConv {
+                depthwise,
+                norm,
+                activation: op,
+                padded,
+            }),
+            inputs,
+            chain: vec![conv_node, follow_node],
+            release: Vec::new(),
+        });
+    }
+    *steps = slots.into_iter().flatten().collect();
+}
+
+/// Whether a convolution pads nothing itself (`VALID`), so a `Pad` before it can be its
+/// padding.
+fn valid(node: &Node) -> bool {
+    let attrs = Attrs {
+        node: &node.name,
+        attrs: &node.attrs,
+    };
+    attrs.string_or("padding", "").is_ok_and(|p| p == "VALID")
+}
+
+/// Whether a node's `data_format` is NHWC (TensorFlow's default).
+fn nhwc(node: &Node) -> bool {
+    let attrs = Attrs {
+        node: &node.name,
+        attrs: &node.attrs,
+    };
+    attrs
+        .string_or("data_format", "NHWC")
+        .is_ok_and(|f| f == "NHWC")
+}
