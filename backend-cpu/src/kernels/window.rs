@@ -155,10 +155,19 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
             for (i, taps) in panel.chunks_exact_mut(k).enumerate() {
                 let row = first + i;
                 let (image, y, xo) = (row / (oh * ow), (row / ow) % oh, row % ow);
-                for (t, tap) in taps.chunks_exact_mut(c).enumerate() {
-                    match (g.tap(0, y, t / kw), g.tap(1, xo, t % kw)) {
-                        (Some(h), Some(w)) => tap.copy_from_slice(pixel(x, g, image, h, w)),
-                        _ => tap.fill(T::zero()),
+                for a in 0..kh {
+                    let h = g.tap(0, y, a);
+                    for b in 0..kw {
+                        let tap = &mut taps[(a * kw + b) * c..][..c];
+                        match (h, g.tap(1, xo, b)) {
+                            // A few channels (a first layer's 1 or 3) are not worth a memcpy.
+                            (Some(h), Some(w)) if c < 8 => {
+                                let src = pixel(x, g, image, h, w);
+                                tap.iter_mut().zip(src).for_each(|(d, &v)| *d = v);
+                            }
+                            (Some(h), Some(w)) => tap.copy_from_slice(pixel(x, g, image, h, w)),
+                            _ => tap.fill(T::zero()),
+                        }
                     }
                 }
             }
@@ -307,12 +316,12 @@ fn pool_typed<T: Float + Element + Send + Sync>(
         .enumerate()
         .for_each(|(row, out)| {
             let (image, y) = (row / oh, row % oh);
-            let rows: Vec<usize> = (0..kh).filter_map(|i| g.tap(0, y, i)).collect();
+            let rows = (0..kh).filter_map(|i| g.tap(0, y, i));
             for (xo, acc) in out.chunks_exact_mut(c).enumerate() {
-                let cols: Vec<usize> = (0..kw).filter_map(|j| g.tap(1, xo, j)).collect();
                 acc.fill(if max { T::neg_infinity() } else { T::zero() });
-                for &h in &rows {
-                    for &w in &cols {
+                let mut count = 0usize;
+                for h in rows.clone() {
+                    for w in (0..kw).filter_map(|j| g.tap(1, xo, j)) {
                         let xs = pixel(x, g, image, h, w);
                         if max {
                             acc.iter_mut()
@@ -321,10 +330,11 @@ fn pool_typed<T: Float + Element + Send + Sync>(
                         } else {
                             acc.iter_mut().zip(xs).for_each(|(a, &v)| *a = *a + v);
                         }
+                        count += 1;
                     }
                 }
                 if !max {
-                    let count = T::from(rows.len() * cols.len()).unwrap_or_else(T::one);
+                    let count = T::from(count).unwrap_or_else(T::one);
                     acc.iter_mut().for_each(|a| *a = *a / count);
                 }
             }
