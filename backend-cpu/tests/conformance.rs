@@ -30,9 +30,3 @@ fn freed_memory_is_reused() {
     let device: std::sync::Arc<dyn Device> = CpuDevice::new();
     conformance::assert_memory_reused(&device);
 }
-
-#[test]
-fn layers() {
-    let device: std::sync::Arc<dyn Device> = CpuDevice::new();
-    conformance::assert_layers(&device);
-}

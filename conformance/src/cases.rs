@@ -30,11 +30,13 @@ pub enum Family {
     Fill,
     /// Materialising strided layouts.
     Copy,
+    /// The inference layers and shape ops built from the kernels ([`crate::layers`]).
+    Layers,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 10] = [
+    pub const ALL: [Family; 11] = [
         Family::Unary,
         Family::Binary,
         Family::Compare,
@@ -45,6 +47,7 @@ impl Family {
         Family::Reduce,
         Family::Fill,
         Family::Copy,
+        Family::Layers,
     ];
 
     /// The family an op belongs to.
@@ -707,6 +710,8 @@ pub fn family_cases(family: Family) -> Vec<Case> {
         Family::Reduce => reduce_cases(&mut out),
         Family::Fill => fill_cases(&mut out),
         Family::Copy => copy_cases(&mut out),
+        // Layer cases are `LayerCase`s (`crate::layers::layer_cases`).
+        Family::Layers => {}
     }
     out
 }

@@ -84,6 +84,33 @@ pub enum Layer {
     OneHot(Vec<i64>, usize, i64),
 }
 
+impl Layer {
+    /// The op's name: the report's row.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Layer::Conv {
+                depthwise: true, ..
+            } => "depthwise_conv2d",
+            Layer::Conv { .. } => "conv2d",
+            Layer::Pool { max: true, .. } => "max_pool2d",
+            Layer::Pool { .. } => "avg_pool2d",
+            Layer::BiasAdd(..) => "bias_add",
+            Layer::BatchNorm(..) => "batch_norm",
+            Layer::Softmax(_, true) => "log_softmax",
+            Layer::Softmax(..) => "softmax",
+            Layer::Pad(..) => "pad",
+            Layer::MirrorPad(..) => "mirror_pad",
+            Layer::Concat(..) => "concat",
+            Layer::Stack(..) => "stack",
+            Layer::StridedSlice(..) => "strided_slice",
+            Layer::Tile(..) => "tile",
+            Layer::Split(..) => "split",
+            Layer::Gather { .. } => "gather",
+            Layer::OneHot(..) => "one_hot",
+        }
+    }
+}
+
 /// One layer case: a name (which seeds its data), the dtype, how the first input is laid
 /// out, and the layer.
 #[derive(Debug, Clone)]

@@ -4,7 +4,9 @@
 //!
 //! One catalogue of cases ([`all_cases`]: every op of the [`Device`] kernel surface x every
 //! dtype it is defined for x shapes from scalars and empty tensors to over 2^20 elements and
-//! rank 6, with broadcasting and strided, transposed, offset and stride-0 inputs), checked
+//! rank 6, with broadcasting and strided, transposed, offset and stride-0 inputs; and
+//! [`layers::layer_cases`]: the inference layers and shape ops built from those kernels),
+//! checked
 //! against a naive reference written here ([`mod@reference`]) with the tolerances of
 //! [`mod@tolerance`]. Inputs are seeded by case name, so every failure reproduces by name.
 //!
@@ -59,8 +61,8 @@ pub enum Outcome {
 /// One case's outcome, with what it tested.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaseResult {
-    /// The op.
-    pub op: Op,
+    /// The op's name (`add`, `cast`; a layer's, `conv2d`): the report's row.
+    pub op: String,
     /// The dtype.
     pub dtype: DataType,
     /// The case name.
@@ -95,12 +97,17 @@ impl Filter {
     }
 
     fn accepts(&self, case: &Case) -> bool {
-        (self.families.is_empty() || self.families.contains(&Family::of(case.op)))
-            && self
-                .op
-                .as_ref()
-                .is_none_or(|name| case.op.to_string() == *name)
-            && self.dtype.is_none_or(|d| case.dtype == d)
+        self.takes(Family::of(case.op), &case.op.to_string(), case.dtype)
+    }
+
+    fn accepts_layer(&self, case: &layers::LayerCase) -> bool {
+        self.takes(Family::Layers, case.layer.name(), case.dtype)
+    }
+
+    fn takes(&self, family: Family, op: &str, dtype: DataType) -> bool {
+        (self.families.is_empty() || self.families.contains(&family))
+            && self.op.as_ref().is_none_or(|name| op == name)
+            && self.dtype.is_none_or(|d| dtype == d)
     }
 }
 
@@ -173,7 +180,7 @@ macro_rules! conformance_family_tests {
         $crate::conformance_family_tests!(@each $check;
             unary => Unary; binary => Binary; compare => Compare; logical => Logical;
             where_select => Where; cast => Cast; matmul => Matmul; reduce => Reduce;
-            fill => Fill; copy => Copy;
+            fill => Fill; copy => Copy; layers => Layers;
         );
     };
     (@each $check:path; $($name:ident => $family:ident;)*) => {$(
@@ -230,53 +237,6 @@ pub fn assert_family(device: &Arc<dyn Device>, family: Family) {
     );
 }
 
-/// Run every layer case ([`layers::layer_cases`]) on `device`: the outcomes by case name.
-pub fn run_layers(device: &Arc<dyn Device>) -> Vec<(String, Outcome)> {
-    let before = device.allocator().stats().bytes_in_use;
-    let mut results: Vec<(String, Outcome)> = layers::layer_cases()
-        .iter()
-        .map(|case| (case.name.clone(), layers::run_layer(device, case)))
-        .collect();
-    let _ = device.synchronize();
-    let after = device.allocator().stats().bytes_in_use;
-    if after != before {
-        results.push((
-            "memory".into(),
-            fail(&format!(
-                "bytes_in_use {before} before the layer cases, {after} after"
-            )),
-        ));
-    }
-    results
-}
-
-/// Run the layer cases on `device` and assert that none failed (unsupported dtypes are
-/// counted) and no memory leaked.
-pub fn assert_layers(device: &Arc<dyn Device>) {
-    let results = run_layers(device);
-    let failures: Vec<String> = results
-        .iter()
-        .filter_map(|(name, outcome)| match outcome {
-            Outcome::Fail { message, .. } => {
-                Some(format!("FAIL {name} on {}: {message}", device.name()))
-            }
-            _ => None,
-        })
-        .collect();
-    let passed = results
-        .iter()
-        .filter(|(_, o)| matches!(o, Outcome::Pass { .. }))
-        .count();
-    println!(
-        "layers on {}: {passed} passed, {} failed, {} unsupported",
-        device.name(),
-        failures.len(),
-        results.len() - passed - failures.len()
-    );
-    assert!(passed > 0, "no layer case ran on {}", device.name());
-    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
-}
-
 /// A backend's whole conformance test file: one `#[test]` per op family on the device
 /// that `$open` (a `fn() -> Result<Arc<dyn Device>, impl Display>`) opens, skipped with
 /// the reason when there is none, unless `POLYTENSOR_REQUIRE` names `$backend`.
@@ -294,13 +254,6 @@ macro_rules! conformance_backend_tests {
             }
         }
         $crate::conformance_family_tests!(check);
-
-        #[test]
-        fn layers() {
-            if let Some(device) = $crate::device_or_skip($backend, $open) {
-                $crate::assert_layers(&device);
-            }
-        }
 
         #[test]
         fn freed_memory_is_reused() {
@@ -339,16 +292,30 @@ pub fn run_with_progress(
         .into_iter()
         .filter(|c| filter.accepts(c))
         .collect();
+    let layer_cases: Vec<layers::LayerCase> = layers::layer_cases()
+        .into_iter()
+        .filter(|c| filter.accepts_layer(c))
+        .collect();
+    let total = cases.len() + layer_cases.len();
     let before = device.allocator().stats().bytes_in_use;
     let mut results = overclaims(device.as_ref());
     for (i, case) in cases.iter().enumerate() {
         results.push(CaseResult {
-            op: case.op,
+            op: case.op.to_string(),
             dtype: case.dtype,
             name: case.name.clone(),
             outcome: run_case(device, case),
         });
-        progress(i + 1, cases.len());
+        progress(i + 1, total);
+    }
+    for (i, case) in layer_cases.iter().enumerate() {
+        results.push(CaseResult {
+            op: case.layer.name().to_string(),
+            dtype: case.dtype,
+            name: case.name.clone(),
+            outcome: layers::run_layer(device, case),
+        });
+        progress(cases.len() + i + 1, total);
     }
     let _ = device.synchronize();
     Report {
@@ -373,7 +340,7 @@ fn overclaims(device: &dyn Device) -> Vec<CaseResult> {
         for &dtype in DataType::ALL {
             if device.supports(op, dtype) && !op.is_defined_for(dtype) {
                 failures.push(CaseResult {
-                    op,
+                    op: op.to_string(),
                     dtype,
                     name: format!("supports {op} {dtype}"),
                     outcome: Outcome::Fail {

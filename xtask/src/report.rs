@@ -117,7 +117,7 @@ impl Report {
         for column in &columns {
             if let Column::Ran { report, .. } = column {
                 for r in &report.results {
-                    let key = (r.op.to_string(), r.dtype);
+                    let key = (r.op.clone(), r.dtype);
                     if !rows.contains(&key) {
                         rows.push(key);
                     }
@@ -135,7 +135,7 @@ impl Report {
                 Column::Ran { report, .. } => {
                     let mut map = ByCell::new();
                     for r in &report.results {
-                        map.entry((r.op.to_string(), r.dtype)).or_default().push(r);
+                        map.entry((r.op.clone(), r.dtype)).or_default().push(r);
                     }
                     Some(map)
                 }
@@ -324,7 +324,7 @@ impl Report {
                                 Outcome::Fail { max_error, message } => ("fail", max_error.is_finite().then_some(*max_error), Some(message.clone())),
                                 Outcome::Unsupported => ("unsupported", None, None),
                             };
-                            json!({"op": r.op.to_string(), "dtype": r.dtype.name(), "case": r.name, "outcome": outcome, "max_error_ulp": max_error, "message": message})
+                            json!({"op": r.op, "dtype": r.dtype.name(), "case": r.name, "outcome": outcome, "max_error_ulp": max_error, "message": message})
                         }).collect::<Vec<_>>(),
                     })
                 }
@@ -340,7 +340,6 @@ impl Report {
 mod tests {
     use super::*;
     use conformance::CaseResult;
-    use polytensor_core::ops::{BinaryOp, Op};
 
     fn report(outcomes: Vec<(DataType, Outcome)>) -> DeviceReport {
         DeviceReport {
@@ -349,7 +348,7 @@ mod tests {
                 .into_iter()
                 .enumerate()
                 .map(|(i, (dtype, outcome))| CaseResult {
-                    op: Op::Binary(BinaryOp::Add),
+                    op: "add".to_string(),
                     dtype,
                     name: format!("add/{dtype}/case{i}"),
                     outcome,
