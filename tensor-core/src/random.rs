@@ -134,7 +134,17 @@ pub fn sample_bytes(
     count: usize,
     generator: Philox,
 ) -> Result<Vec<u8>> {
-    let mut bytes = Vec::with_capacity(count * dtype.size());
+    let len = count
+        .checked_mul(dtype.size())
+        .ok_or_else(|| Error::invalid(format!("{count} random values overflow")))?;
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(len)
+        .map_err(|_| Error::OutOfMemory {
+            requested: len,
+            device: "the host (random values)".into(),
+            stats: Default::default(),
+        })?;
     let mut gen = generator;
     match (distribution, dtype) {
         (Distribution::Uniform, DataType::Float) => {
@@ -297,10 +307,16 @@ impl Tensor {
         device: &Arc<dyn Device>,
     ) -> Result<Tensor> {
         let shape = shape.into_shape()?;
+        // The device's memory first: a size it cannot hold is its error, before the host
+        // makes the values.
+        let mut out = Tensor::zeros(shape.clone(), dtype, device)?;
         let mut generator = Philox::new(seed, seed2);
         generator.skip(offset);
         let bytes = sample_bytes(distribution, dtype, shape.num_elements(), generator)?;
-        Tensor::from_bytes(&bytes, shape, dtype, device)
+        if !bytes.is_empty() {
+            device.copy_from_host(&bytes, &mut out.out_view())?;
+        }
+        Ok(out)
     }
 }
 

@@ -248,12 +248,23 @@ impl Tensor {
         let s = padded.layout().strides();
         let [kh, kw] = [windows[0], windows[1]];
         let shape = [dims[0], h.output, w.output, kh.size, kw.size, dims[3]];
+        // A dim of one element is never stepped along (a huge stride or dilation there must
+        // not overflow); every other step stays within the padded input.
+        let step = |stride: isize, by: usize, count: usize| -> Result<isize> {
+            if count <= 1 {
+                return Ok(0);
+            }
+            isize::try_from(by)
+                .ok()
+                .and_then(|by| stride.checked_mul(by))
+                .ok_or_else(|| Error::invalid("window step overflows"))
+        };
         let strides = [
             s[0],
-            s[1] * kh.stride as isize,
-            s[2] * kw.stride as isize,
-            s[1] * kh.dilation as isize,
-            s[2] * kw.dilation as isize,
+            step(s[1], kh.stride, h.output)?,
+            step(s[2], kw.stride, w.output)?,
+            step(s[1], kh.dilation, kh.size)?,
+            step(s[2], kw.dilation, kw.size)?,
             s[3],
         ];
         let layout = Layout::new(

@@ -27,6 +27,9 @@ impl Tensor {
         if num == 0 {
             return Err(Error::invalid("Requires num > 0: 0"));
         }
+        // The device's memory first: a size it cannot hold is its error, before the host
+        // makes the values.
+        drop(Tensor::zeros([num], dtype, device)?);
         match dtype {
             DataType::Double => Tensor::from_vec(spaced::<f64>(start, stop, num), device),
             DataType::Float => Tensor::from_vec(spaced::<f32>(start, stop, num), device),

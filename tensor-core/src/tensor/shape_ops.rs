@@ -221,7 +221,11 @@ impl Tensor {
     pub fn split_sizes(&self, sizes: &[i64], axis: i64) -> Result<Vec<Tensor>> {
         let axis = tf_axis("Split", axis, self.rank())?;
         let dim = self.dims()[axis];
-        let known: i64 = sizes.iter().filter(|&&s| s >= 0).sum();
+        let known = sizes
+            .iter()
+            .filter(|&&s| s >= 0)
+            .try_fold(0i64, |sum, &s| sum.checked_add(s))
+            .ok_or_else(|| Error::invalid("split sizes overflow"))?;
         let unknown = sizes.iter().filter(|&&s| s == -1).count();
         let bad = sizes.iter().any(|&s| s < -1);
         let fits = if unknown == 0 {
@@ -286,7 +290,7 @@ impl Tensor {
                     "Expected begin[{d}] in [0, {dim}], but got {b}"
                 )));
             }
-            if len < 0 || b + len > dim {
+            if len < 0 || len > dim - b {
                 return Err(Error::invalid(format!(
                     "Expected size[{d}] in [0, {}], but got {s}",
                     dim - b
@@ -308,7 +312,15 @@ impl Tensor {
             if sliced.len > 0 {
                 offset += sliced.start as isize * stride;
             }
-            strides.push(stride * sliced.step);
+            // A dim of one element is never stepped along: any step would do, and a huge
+            // one must not overflow.
+            strides.push(if sliced.len <= 1 {
+                0
+            } else {
+                stride
+                    .checked_mul(sliced.step)
+                    .ok_or_else(|| Error::invalid("strided slice step overflows"))?
+            });
         }
         let dims = plan.output_dims();
         let out_strides: Vec<isize> = plan

@@ -1,0 +1,142 @@
+//! Hostile input to the inference ops: each is an `Err` with a clear message (TensorFlow's
+//! where it has one), never a panic, an overflow or an allocation the device cannot hold.
+
+use std::sync::Arc;
+
+use polytensor_core::{
+    Conv2dOptions, DataType, Device, HostAllocator, Padding, StridedSliceSpec, Tensor,
+};
+use polytensor_cpu::CpuDevice;
+
+fn cpu() -> Arc<dyn Device> {
+    CpuDevice::shared()
+}
+
+fn zeros(dims: &[usize]) -> Tensor {
+    Tensor::zeros(dims, DataType::Float, &cpu()).unwrap()
+}
+
+fn message(result: polytensor_core::Result<Tensor>) -> String {
+    result.expect_err("an error").to_string()
+}
+
+#[test]
+fn convolutions_refuse_what_tensorflow_refuses() {
+    let options = Conv2dOptions::default();
+    let x = zeros(&[1, 5, 5, 3]);
+    assert!(
+        message(zeros(&[5, 5, 3]).conv2d(&zeros(&[3, 3, 3, 2]), &options))
+            .contains("must be 4-dimensional")
+    );
+    assert!(message(x.conv2d(&zeros(&[3, 3, 2, 2]), &options))
+        .contains("input depth must be evenly divisible by filter depth: 3 vs 2"));
+    assert!(message(x.conv2d(&zeros(&[7, 1, 3, 2]), &options))
+        .contains("Computed output size would be negative"));
+    let zero_stride = Conv2dOptions {
+        strides: [0, 1],
+        ..Default::default()
+    };
+    assert!(x.conv2d(&zeros(&[1, 1, 3, 2]), &zero_stride).is_err());
+    let doubles = Tensor::zeros([1, 1, 3, 2], DataType::Double, &cpu()).unwrap();
+    assert!(x.conv2d(&doubles, &options).is_err());
+    // A stride or dilation far beyond the input leaves one window: no overflow.
+    let huge = Conv2dOptions {
+        strides: [1 << 40, 1 << 40],
+        dilations: [1 << 40, 1],
+        padding: Padding::Valid,
+        ..Default::default()
+    };
+    let y = x.conv2d(&zeros(&[1, 2, 3, 2]), &huge).unwrap();
+    assert_eq!(y.dims(), [1, 1, 1, 2]);
+    let y = x.depthwise_conv2d(&zeros(&[1, 2, 3, 1]), &huge).unwrap();
+    assert_eq!(y.dims(), [1, 1, 1, 3]);
+}
+
+#[test]
+fn slices_with_extreme_values_are_errors_or_views() {
+    let x = Tensor::arange(0i64, 20, 1, DataType::Float, &cpu())
+        .unwrap()
+        .reshape([4, 5])
+        .unwrap();
+    let spec = |begin: Vec<i64>, end: Vec<i64>, strides: Vec<i64>| StridedSliceSpec {
+        begin,
+        end,
+        strides,
+        ..Default::default()
+    };
+    assert!(message(x.strided_slice(&spec(vec![0], vec![1], vec![0])))
+        .contains("strides[0] must be non-zero"));
+    assert!(x
+        .strided_slice(&spec(vec![0], vec![1, 2], vec![1]))
+        .is_err());
+    let shrink = StridedSliceSpec {
+        shrink_axis_mask: 1,
+        ..spec(vec![9], vec![10], vec![1])
+    };
+    assert!(message(x.strided_slice(&shrink)).contains("out of bounds"));
+    let two_ellipses = StridedSliceSpec {
+        ellipsis_mask: 0b11,
+        ..spec(vec![0, 0], vec![0, 0], vec![1, 1])
+    };
+    assert!(x.strided_slice(&two_ellipses).is_err());
+    // Steps of 2^62 take one element each.
+    let far = spec(vec![1, -1], vec![4, 0], vec![1 << 62, -(1 << 62)]);
+    let one = x.strided_slice(&far).unwrap();
+    assert_eq!(one.to_vec::<f32>().unwrap(), vec![9.0]);
+    assert!(x.slice_at(&[1, 0], &[i64::MAX, 1]).is_err());
+    assert!(x.slice_at(&[5, 0], &[0, 1]).is_err());
+    assert!(x.split_sizes(&[i64::MAX, i64::MAX], 0).is_err());
+    assert!(x.split_sizes(&[1, -2, 3], 0).is_err());
+    assert!(x.split(3, 0).is_err());
+}
+
+#[test]
+fn joins_pads_and_gathers_check_their_operands() {
+    let (a, b) = (zeros(&[2, 3]), zeros(&[3]));
+    assert!(message(Tensor::concat(&[&a, &b], 0)).contains("Ranks of all input tensors"));
+    assert!(message(Tensor::concat(&[&a, &zeros(&[3, 4])], 0))
+        .contains("Dimension 1 in both shapes must be equal"));
+    assert!(message(Tensor::concat(&[&zeros(&[])], 0)).contains("Can't concatenate scalars"));
+    assert!(Tensor::concat(&[], 0).is_err());
+    assert!(message(Tensor::concat(&[&a, &a], 2)).contains("in the range [-2, 2)"));
+    assert!(message(Tensor::stack(&[&a, &zeros(&[3, 2])], 0)).contains("must match"));
+    assert!(a.pad(&[(1, 1)], 0.0f32).is_err());
+    assert!(a.pad(&[(usize::MAX, 1), (0, 0)], 0.0f32).is_err());
+    assert!(a
+        .mirror_pad(&[(2, 0), (0, 0)], polytensor_core::MirrorMode::Reflect)
+        .is_err());
+    let params = zeros(&[5, 2]);
+    let indices = Tensor::from_slice(&[1i32, 7], [2], &cpu()).unwrap();
+    assert!(message(params.gather(&indices, 0, 0)).contains("indices[1] = 7 is not in [0, 5)"));
+    assert!(params.gather(&indices, 0, 1).is_err());
+    assert!(params.gather(&zeros(&[2]), 0, 0).is_err());
+    assert!(a.tile(&[2]).is_err());
+    assert!(a.tile(&[usize::MAX, 2]).is_err());
+}
+
+#[test]
+fn generated_tensors_allocate_on_the_device_first() {
+    let small: Arc<dyn Device> = CpuDevice::with_allocator(HostAllocator::with_limit(1 << 20));
+    let random = Tensor::random(
+        [1 << 20],
+        DataType::Float,
+        polytensor_core::random::Distribution::Uniform,
+        (1, 2, 0),
+        &small,
+    );
+    assert!(matches!(
+        random,
+        Err(polytensor_core::Error::OutOfMemory { .. })
+    ));
+    assert!(Tensor::linspace(0.0, 1.0, 1 << 20, DataType::Float, &small).is_err());
+    assert!(Tensor::linspace(0.0, 1.0, 0, DataType::Float, &cpu()).is_err());
+    assert!(Tensor::linspace(0.0, 1.0, 3, DataType::Int32, &cpu()).is_err());
+    let ints = Tensor::random(
+        [3],
+        DataType::Int32,
+        polytensor_core::random::Distribution::Normal,
+        (1, 2, 0),
+        &cpu(),
+    );
+    assert!(ints.is_err());
+}
