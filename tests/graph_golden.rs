@@ -1,11 +1,13 @@
 //! Graphs against TensorFlow itself: every GraphDef in `shared/tf-golden/graph`, written and
 //! run by TensorFlow 2.21, is read, printed, written back and run on every device here.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
 
+use std::path::{Path, PathBuf};
+
+use common::golden;
 use polytensor::graph::{Graph, Session};
-use polytensor::{DataType, Device, Scalar, Tensor};
+use polytensor::{Scalar, Tensor};
 use serde_json::Value as Json;
 
 fn golden_dir() -> PathBuf {
@@ -16,16 +18,9 @@ fn golden_dir() -> PathBuf {
 /// the shared folder is not beside the repository, unless `POLYTENSOR_REQUIRE_GOLDEN` is
 /// set (as in CI).
 fn cases() -> Vec<(String, Json)> {
-    let dir = golden_dir();
-    if !dir.is_dir() {
-        assert!(
-            std::env::var_os("POLYTENSOR_REQUIRE_GOLDEN").is_none(),
-            "POLYTENSOR_REQUIRE_GOLDEN is set but {} is missing",
-            dir.display()
-        );
-        eprintln!("skipped: no TensorFlow golden graphs at {}", dir.display());
+    let Some(dir) = golden::dir("graph") else {
         return Vec::new();
-    }
+    };
     let index: Json =
         serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
     index["cases"]
@@ -42,31 +37,6 @@ fn cases() -> Vec<(String, Json)> {
 
 fn pb(name: &str) -> Vec<u8> {
     std::fs::read(golden_dir().join(format!("{name}.pb"))).unwrap()
-}
-
-fn hex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-        .collect()
-}
-
-/// A tensor from a golden `{"dtype", "shape", "data_hex"}`.
-fn golden_tensor(spec: &Json, device: &Arc<dyn Device>) -> Tensor {
-    let dtype: DataType = spec["dtype"].as_str().unwrap().parse().unwrap();
-    let dims: Vec<usize> = spec["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_u64().unwrap() as usize)
-        .collect();
-    Tensor::from_bytes(
-        &hex(spec["data_hex"].as_str().unwrap()),
-        dims,
-        dtype,
-        device,
-    )
-    .unwrap()
 }
 
 /// Exact for integers and bools; floats within a few ULPs (NaN equal to NaN).
@@ -101,7 +71,7 @@ fn run_once(session: &mut Session, run: &Json, case: &str) {
         .map(|feeds| {
             feeds
                 .iter()
-                .map(|(name, spec)| (name.clone(), golden_tensor(spec, &device)))
+                .map(|(name, spec)| (name.clone(), golden::tensor(spec, &device)))
                 .collect()
         })
         .unwrap_or_default();
@@ -135,22 +105,9 @@ fn run_once(session: &mut Session, run: &Json, case: &str) {
     let values = result.unwrap_or_else(|e| panic!("{where_}: {e}"));
     let cpu = polytensor::device("cpu:0").unwrap();
     for (name, value) in fetches.iter().zip(values) {
-        let want = golden_tensor(&run["expected"][name], &cpu);
+        let want = golden::tensor(&run["expected"][name], &cpu);
         assert_matches(&value, &want, &format!("{where_}: {name}"));
     }
-}
-
-fn available_devices() -> Vec<Arc<dyn Device>> {
-    polytensor::devices()
-        .iter()
-        .filter_map(|entry| match entry.device() {
-            Some(device) => Some(device.clone()),
-            None => {
-                eprintln!("graph goldens skip {entry}");
-                None
-            }
-        })
-        .collect()
 }
 
 #[test]
@@ -191,7 +148,7 @@ fn graph_defs_are_written_back_as_tensorflow_wrote_them() {
 
 #[test]
 fn tensorflow_graphs_run_on_every_device() {
-    let devices = available_devices();
+    let devices = golden::devices();
     let names: Vec<&str> = devices.iter().map(|d| d.name()).collect();
     eprintln!("graph goldens run on {names:?}");
     for (name, case) in cases() {

@@ -368,14 +368,7 @@ impl Tensor {
     /// Pad each dim by `paddings[i] = (before, after)` elements of `value` (TensorFlow's
     /// `Pad` and `PadV2`).
     pub fn pad(&self, paddings: &[(usize, usize)], value: impl Into<Scalar>) -> Result<Tensor> {
-        if paddings.len() != self.rank() {
-            return Err(Error::invalid(format!(
-                "The first dimension of paddings must be the rank of inputs[{}] {}",
-                paddings.len(),
-                self.shape()
-            )));
-        }
-        self.check_pod("pad")?;
+        self.check_padding("pad", paddings)?;
         self.device().check_supports(Op::Fill, self.dtype)?;
         let value = value.into();
         let mut padded = self.clone();
@@ -398,14 +391,7 @@ impl Tensor {
 
     /// Pad each dim by reflecting the tensor at its borders (TensorFlow's `MirrorPad`).
     pub fn mirror_pad(&self, paddings: &[(usize, usize)], mode: MirrorMode) -> Result<Tensor> {
-        if paddings.len() != self.rank() {
-            return Err(Error::invalid(format!(
-                "The first dimension of paddings must be the rank of inputs[{}] {}",
-                paddings.len(),
-                self.shape()
-            )));
-        }
-        self.check_pod("mirror_pad")?;
+        self.check_padding("mirror_pad", paddings)?;
         let skip = usize::from(mode == MirrorMode::Reflect);
         let mut padded = self.clone();
         for (axis, &(before, after)) in paddings.iter().enumerate() {
@@ -447,6 +433,18 @@ impl Tensor {
             )?;
         }
         padded.contiguous()
+    }
+
+    /// An `Err` unless `paddings` has one pair per dim and the elements can be moved.
+    fn check_padding(&self, op: &str, paddings: &[(usize, usize)]) -> Result<()> {
+        if paddings.len() != self.rank() {
+            return Err(Error::invalid(format!(
+                "The first dimension of paddings must be the rank of inputs[{}] {}",
+                paddings.len(),
+                self.shape()
+            )));
+        }
+        self.check_pod(op)
     }
 
     /// An `Err` for a dtype without fixed-size elements (strings), which `op` cannot move.
