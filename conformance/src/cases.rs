@@ -561,6 +561,14 @@ fn reduce_cases(out: &mut Vec<Case>) {
                 Domain::Finite,
                 Variant::Transposed,
             );
+            // A global average pool over NHWC's H and W.
+            add(
+                &[2, 3, 5, 17],
+                vec![1, 2],
+                false,
+                Domain::Finite,
+                Variant::Contiguous,
+            );
             add(&[7, 33], vec![0], false, Domain::Finite, Variant::Strided);
             add(&[7, 33], vec![1], true, Domain::Finite, Variant::Offset);
             add(&[7, 33], vec![0], false, Domain::Finite, Variant::Broadcast);

@@ -1,7 +1,8 @@
-//! Fast paths for float sums and means over the two layouts that dominate real programs:
-//! the reduced axes forming one contiguous run per output (sum of everything, row sums),
-//! and the kept axes forming one contiguous run (column sums). Other layouts take the
-//! general path in `reduce`.
+//! Fast paths for float sums and means over the layouts that dominate real programs: the
+//! reduced axes forming one contiguous run per output (sum of everything, row sums), the
+//! kept axes forming one contiguous run (column sums), and column sums under one leading
+//! kept axis (a global average pool over NHWC's H and W). Other layouts take the general
+//! path in `reduce`.
 
 use polytensor_core::{Layout, OutView, ReduceOp, Result, Scalar, StridedRows, TensorView};
 use rayon::prelude::*;
@@ -100,7 +101,54 @@ pub(crate) fn try_sum<T: FloatElem>(
             finish,
         ));
     }
+    // A leading kept axis over kept axes that are one contiguous run (a global average pool
+    // over NHWC's H and W): the column sums of each leading index.
+    if kept.len() >= 2 && !axes.contains(&0) {
+        if let Some(width) = contiguous_run(&kept[1..], &kept_strides[1..]) {
+            return Some(batched_outer_sums(
+                x,
+                out,
+                (kept[0], kept_strides[0]),
+                width,
+                (&reduced, &reduced_strides),
+                finish,
+            ));
+        }
+    }
     None
+}
+
+/// [`outer_sums`] for each index of a leading kept axis of `batch` entries `stride` apart,
+/// into consecutive blocks of the output.
+fn batched_outer_sums<T: FloatElem>(
+    x: &TensorView<'_>,
+    out: &mut OutView<'_>,
+    (batch, stride): (usize, isize),
+    width: usize,
+    (reduced, reduced_strides): (&[usize], &[isize]),
+    finish: impl Fn(f64) -> T + Sync,
+) -> Result<()> {
+    let data = input::<T>(x)?;
+    let dst = output::<T>(out)?;
+    let offset = x.layout().offset() as isize;
+    let rows = StridedRows::new(reduced, [reduced_strides], [0]);
+    let (len, [step]) = (rows.row_len(), rows.inner_strides());
+    let starts: Vec<isize> = rows
+        .flat_map(|[s]| (0..len as isize).map(move |i| s + i * step))
+        .collect();
+    dst.par_chunks_mut(width.max(1))
+        .take(batch)
+        .enumerate()
+        .for_each(|(b, block)| {
+            let base = offset + b as isize * stride;
+            let starts: Vec<usize> = starts.iter().map(|&s| (base + s) as usize).collect();
+            let mut totals = vec![0f64; block.len()];
+            add_rows(data, &starts, 0, &mut totals);
+            for (o, t) in block.iter_mut().zip(totals) {
+                *o = finish(t);
+            }
+        });
+    Ok(())
 }
 
 /// Each output sums one contiguous run of `run` elements.
