@@ -230,6 +230,19 @@ pub fn layer_cases() -> Vec<LayerCase> {
             [1, 1, 6, 5],
             conv_options([1, 1], [1, 1], Valid, Nhwc),
         ),
+        // Enough channels for a CPU's implicit GEMM (fewer run directly).
+        (
+            "wide_channels",
+            [1, 6, 5, 9],
+            [3, 3, 9, 4],
+            conv_options([1, 2], [1, 1], Same, Nhwc),
+        ),
+        (
+            "wide_pointwise",
+            [2, 3, 4, 10],
+            [1, 1, 10, 3],
+            conv_options([1, 1], [1, 1], Valid, Nhwc),
+        ),
         (
             "nchw_same_stride_2",
             [2, 3, 7, 6],

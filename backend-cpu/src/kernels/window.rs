@@ -3,7 +3,8 @@
 //! - a full convolution is an implicit GEMM: output rows in blocks of [`BLOCK_ROWS`], each
 //!   block's im2col panel packed on its thread (it stays in L2) and multiplied by the
 //!   filter with one single-threaded `gemm`; a 1x1 convolution with stride 1 multiplies the
-//!   input rows themselves;
+//!   input rows themselves; one of fewer than [`FEW_CHANNELS`] input channels (a first
+//!   layer) runs directly, each tap times the filter's row of outputs;
 //! - a depthwise convolution and pooling walk each output row once, the channels innermost
 //!   (contiguous in the input, the filter and the output, so the loops vectorise).
 
@@ -20,6 +21,11 @@ use crate::strided::{input, output};
 /// Output rows per block of the implicit GEMM: a panel of 128 rows of 3x3x64 taps is
 /// 288 KiB of f32.
 const BLOCK_ROWS: usize = 128;
+
+/// Below this many input channels a convolution runs directly (each output pixel's taps
+/// times the filter's rows): a GEMM over so short a reduction has nothing to reuse, and
+/// packing its panel costs more than the arithmetic.
+const FEW_CHANNELS: usize = 8;
 
 /// Whether the direct kernels run for `dtype`.
 pub(crate) fn runs(dtype: DataType) -> bool {
@@ -65,6 +71,8 @@ fn conv_typed<T: GemmElem + Float + Send + Sync>(
     let out = output::<T>(out)?;
     if depthwise {
         depthwise_conv(x, f, g, &finish, out);
+    } else if g.channels < FEW_CHANNELS {
+        few_channels_conv(x, f, g, &finish, out);
     } else {
         implicit_gemm(x, f, g, &finish, out);
     }
@@ -172,6 +180,42 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
                 }
             }
             gemm_rows(rows, o, k, panel, f, out);
+            finish.apply(out, o);
+        });
+}
+
+/// A convolution of few input channels (a network's first layer): per output pixel, each
+/// tap's channels times the filter's row of all outputs, the outputs innermost.
+fn few_channels_conv<T: Float + Send + Sync>(
+    x: &[T],
+    f: &[T],
+    g: &WindowGeometry,
+    finish: &Finish<'_, T>,
+    out: &mut [T],
+) {
+    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
+    let (c, o) = (g.channels, g.filters);
+    let [oh, ow] = g.output;
+    out.par_chunks_mut(ow * o)
+        .enumerate()
+        .for_each(|(row, out)| {
+            let (image, y) = (row / oh, row % oh);
+            out.fill(T::zero());
+            for a in 0..kh {
+                let Some(h) = g.tap(0, y, a) else { continue };
+                for (xo, acc) in out.chunks_exact_mut(o).enumerate() {
+                    for b in 0..kw {
+                        let Some(w) = g.tap(1, xo, b) else { continue };
+                        let xs = pixel(x, g, image, h, w);
+                        let taps = &f[(a * kw + b) * c * o..][..c * o];
+                        for (&v, weights) in xs.iter().zip(taps.chunks_exact(o)) {
+                            for (a, &wv) in acc.iter_mut().zip(weights) {
+                                *a = *a + v * wv;
+                            }
+                        }
+                    }
+                }
+            }
             finish.apply(out, o);
         });
 }
