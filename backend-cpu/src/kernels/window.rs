@@ -193,31 +193,73 @@ fn few_channels_conv<T: Float + Send + Sync>(
     finish: &Finish<'_, T>,
     out: &mut [T],
 ) {
-    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
-    let (c, o) = (g.channels, g.filters);
     let [oh, ow] = g.output;
-    out.par_chunks_mut(ow * o)
+    let fused = fused_multiply_add();
+    out.par_chunks_mut(ow * g.filters)
         .enumerate()
         .for_each(|(row, out)| {
             let (image, y) = (row / oh, row % oh);
-            out.fill(T::zero());
-            for a in 0..kh {
-                let Some(h) = g.tap(0, y, a) else { continue };
-                for (xo, acc) in out.chunks_exact_mut(o).enumerate() {
-                    for b in 0..kw {
-                        let Some(w) = g.tap(1, xo, b) else { continue };
-                        let xs = pixel(x, g, image, h, w);
-                        let taps = &f[(a * kw + b) * c * o..][..c * o];
-                        for (&v, weights) in xs.iter().zip(taps.chunks_exact(o)) {
-                            for (a, &wv) in acc.iter_mut().zip(weights) {
-                                *a = *a + v * wv;
-                            }
-                        }
+            #[cfg(target_arch = "x86_64")]
+            if fused {
+                // SAFETY: `fused` is true only where the CPU has AVX2 and FMA.
+                unsafe { few_channels_row_fma(x, f, g, image, y, out) };
+                finish.apply(out, g.filters);
+                return;
+            }
+            let _ = fused;
+            few_channels_row::<T, false>(x, f, g, image, y, out);
+            finish.apply(out, g.filters);
+        });
+}
+
+/// [`few_channels_row`] compiled for AVX2 and FMA.
+///
+/// # Safety
+///
+/// The CPU must have AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn few_channels_row_fma<T: Float>(
+    x: &[T],
+    f: &[T],
+    g: &WindowGeometry,
+    image: usize,
+    y: usize,
+    out: &mut [T],
+) {
+    few_channels_row::<T, true>(x, f, g, image, y, out);
+}
+
+/// Output row `y` of image `image` of a few-channel convolution (`FUSED`: with fused
+/// multiply-adds).
+#[inline(always)]
+fn few_channels_row<T: Float, const FUSED: bool>(
+    x: &[T],
+    f: &[T],
+    g: &WindowGeometry,
+    image: usize,
+    y: usize,
+    out: &mut [T],
+) {
+    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
+    let (c, o) = (g.channels, g.filters);
+    let madd = |a: T, x: T, f: T| if FUSED { x.mul_add(f, a) } else { a + x * f };
+    out.fill(T::zero());
+    for a in 0..kh {
+        let Some(h) = g.tap(0, y, a) else { continue };
+        for (xo, acc) in out.chunks_exact_mut(o).enumerate() {
+            for b in 0..kw {
+                let Some(w) = g.tap(1, xo, b) else { continue };
+                let xs = pixel(x, g, image, h, w);
+                let taps = &f[(a * kw + b) * c * o..][..c * o];
+                for (&v, weights) in xs.iter().zip(taps.chunks_exact(o)) {
+                    for (a, &wv) in acc.iter_mut().zip(weights) {
+                        *a = madd(*a, v, wv);
                     }
                 }
             }
-            finish.apply(out, o);
-        });
+        }
+    }
 }
 
 fn depthwise_conv<T: Float + Send + Sync>(
