@@ -118,6 +118,14 @@ pub(crate) fn try_sum<T: FloatElem>(
     None
 }
 
+/// Where each row of the kept run starts, from `offset`: one per index of the reduced dims.
+fn row_starts(reduced: &[usize], reduced_strides: &[isize], offset: isize) -> Vec<isize> {
+    let rows = StridedRows::new(reduced, [reduced_strides], [offset]);
+    let (len, [step]) = (rows.row_len(), rows.inner_strides());
+    rows.flat_map(|[s]| (0..len as isize).map(move |i| s + i * step))
+        .collect()
+}
+
 /// [`outer_sums`] for each index of a leading kept axis of `batch` entries `stride` apart,
 /// into consecutive blocks of the output.
 fn batched_outer_sums<T: FloatElem>(
@@ -131,11 +139,7 @@ fn batched_outer_sums<T: FloatElem>(
     let data = input::<T>(x)?;
     let dst = output::<T>(out)?;
     let offset = x.layout().offset() as isize;
-    let rows = StridedRows::new(reduced, [reduced_strides], [0]);
-    let (len, [step]) = (rows.row_len(), rows.inner_strides());
-    let starts: Vec<isize> = rows
-        .flat_map(|[s]| (0..len as isize).map(move |i| s + i * step))
-        .collect();
+    let starts = row_starts(reduced, reduced_strides, 0);
     dst.par_chunks_mut(width.max(1))
         .take(batch)
         .enumerate()
@@ -286,10 +290,9 @@ fn outer_sums<T: FloatElem>(
 ) -> Result<()> {
     let data = input::<T>(x)?;
     let dst = output::<T>(out)?;
-    let rows = StridedRows::new(reduced, [reduced_strides], [x.layout().offset() as isize]);
-    let (len, [step]) = (rows.row_len(), rows.inner_strides());
-    let starts: Vec<usize> = rows
-        .flat_map(|[s]| (0..len as isize).map(move |i| (s + i * step) as usize))
+    let starts: Vec<usize> = row_starts(reduced, reduced_strides, x.layout().offset() as isize)
+        .into_iter()
+        .map(|s| s as usize)
         .collect();
     let threads = rayon::current_num_threads();
     let parallel = width * starts.len() >= PARALLEL_MIN_ELEMENTS;

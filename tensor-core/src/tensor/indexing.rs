@@ -87,12 +87,13 @@ impl Tensor {
         let batch_count: usize = self.dims()[..batch].iter().product();
         let per_batch = values.len() / batch_count.max(1);
         let flat = self.reshape_batches(batch)?;
-        let moved_axis = axis - batch + 1;
+        // The gathered axis within one batch entry.
+        let within = axis - batch;
         let mut picked = Vec::with_capacity(values.len());
         for b in 0..batch_count {
             let params = flat.sub_slice(b)?;
-            let mut perm = vec![moved_axis - 1];
-            perm.extend((0..params.rank()).filter(|&d| d != moved_axis - 1));
+            let mut perm = vec![within];
+            perm.extend((0..params.rank()).filter(|&d| d != within));
             let params = params.permute(&perm)?;
             for &v in &values[b * per_batch..(b + 1) * per_batch] {
                 picked.push(params.sub_slice(v as usize)?);
