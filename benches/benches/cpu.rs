@@ -302,7 +302,7 @@ fn views(c: &mut Criterion) {
     group.finish();
 }
 
-/// Transcendental unary ops on 16M f32.
+/// Transcendental unary ops and the activations on 16M f32.
 fn transcendental(c: &mut Criterion) {
     let device = cpu();
     let x = tensor(&[BIG], DataType::Float, 3, &device);
@@ -316,6 +316,8 @@ fn transcendental(c: &mut Criterion) {
         UnaryOp::Sigmoid,
         UnaryOp::Sin,
         UnaryOp::Cos,
+        UnaryOp::Relu,
+        UnaryOp::Relu6,
     ] {
         let input = if op == UnaryOp::Log {
             x.abs().unwrap()
@@ -337,6 +339,8 @@ fn transcendental(c: &mut Criterion) {
             UnaryOp::Sigmoid => candle_core::Tensor::ones_like(t)
                 .and_then(|one| one.broadcast_div(&(t.neg()?.exp()? + 1.0)?)),
             UnaryOp::Sin => t.sin(),
+            UnaryOp::Relu => t.relu(),
+            UnaryOp::Relu6 => t.clamp(0f32, 6f32),
             _ => t.cos(),
         };
         group.bench_function(BenchmarkId::new("candle", op.name()), |bench| {
