@@ -118,8 +118,16 @@ impl WgpuDevice {
         let (geometry, flat) =
             elementwise::geometry(&lo.shape().dims(), &offsets, &strides, lo.offset());
         let inputs: Vec<Storage> = operands.iter().map(|x| x.storage).collect();
-        let pipeline = self.pipeline(PipelineKey::Map { map: key, flat }, || {
-            elementwise::map_source(&inputs, output, expression, flat)
+        // Outputs from their buffer's start (nearly all) store at a constant base, which
+        // lets the compiler see the stores are consecutive.
+        let offset = lo.offset() != 0;
+        let key = PipelineKey::Map {
+            map: key,
+            flat,
+            offset,
+        };
+        let pipeline = self.pipeline(key, || {
+            elementwise::map_source(&inputs, output, expression, flat, offset)
         })?;
         let mut buffers: Vec<&wgpu::Buffer> = operands.iter().map(|x| x.buffer).collect();
         buffers.push(target);

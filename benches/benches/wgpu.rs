@@ -57,7 +57,10 @@ fn add(c: &mut Criterion) {
             bench.iter(|| black_box(finished(device, || a.add(&row).unwrap())))
         });
         // f16: the packed store, two elements per word.
-        let (h, k) = (a.cast(DataType::Half).unwrap(), b.cast(DataType::Half).unwrap());
+        let (h, k) = (
+            a.cast(DataType::Half).unwrap(),
+            b.cast(DataType::Half).unwrap(),
+        );
         group.bench_function(BenchmarkId::new(&backend, "f16_1M"), |bench| {
             bench.iter(|| black_box(finished(device, || h.add(&k).unwrap())))
         });

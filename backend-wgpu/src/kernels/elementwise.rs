@@ -109,6 +109,7 @@ pub(crate) fn map_source(
     output: Storage,
     expression: &str,
     flat: bool,
+    offset: bool,
 ) -> String {
     const NAMES: [&str; 3] = ["x", "y", "z"];
     let n = inputs.len();
@@ -224,11 +225,14 @@ fn element(i: u32) -> {value} {{
         )
     };
     source += &element;
-    // The output's offset follows the strides.
-    let body = output.store_body(
-        "geometry[0]",
-        &format!("geometry[{}u + {}u * geometry[1]]", 2 + n, n + 1),
-    );
+    // The output's offset follows the strides; a kernel for outputs at their buffer's start
+    // stores from a constant 0.
+    let base = if offset {
+        format!("geometry[{}u + {}u * geometry[1]]", 2 + n, n + 1)
+    } else {
+        "0u".to_string()
+    };
+    let body = output.store_body("geometry[0]", &base);
     source += &format!(
         r#"
 @compute @workgroup_size({WORKGROUP})

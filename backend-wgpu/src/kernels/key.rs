@@ -22,8 +22,13 @@ pub(crate) enum MapKey {
 /// A compiled pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum PipelineKey {
-    /// An elementwise kernel, flat (one merged dim) or strided.
-    Map { map: MapKey, flat: bool },
+    /// An elementwise kernel, flat (one merged dim) or strided, writing from its output
+    /// buffer's start or (`offset`) from the element the geometry names.
+    Map {
+        map: MapKey,
+        flat: bool,
+        offset: bool,
+    },
     /// The matmul of a dtype.
     Matmul(DataType),
     /// A reduction of a dtype, in one of its variants.
@@ -43,9 +48,12 @@ impl fmt::Display for MapKey {
 impl fmt::Display for PipelineKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PipelineKey::Map { map, flat } => {
-                write!(f, "{map}.{}", if *flat { "flat" } else { "strided" })
-            }
+            PipelineKey::Map { map, flat, offset } => write!(
+                f,
+                "{map}.{}{}",
+                if *flat { "flat" } else { "strided" },
+                if *offset { ".offset" } else { "" }
+            ),
             PipelineKey::Matmul(dtype) => write!(f, "matmul.{dtype}"),
             PipelineKey::Reduce(op, dtype, variant) => write!(f, "reduce_{op}.{dtype}.{variant:?}"),
         }
