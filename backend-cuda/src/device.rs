@@ -1,6 +1,7 @@
 //! [`CudaDevice`]: one CUDA GPU as a polytensor [`Device`]: a context, one stream that
 //! every kernel and copy is queued on, buffers from a [`CachingAllocator`](polytensor_core::CachingAllocator), kernels from
-//! the shared C-family generator compiled by NVRTC, and cuBLAS for floating-point matmul.
+//! the shared C-family generator compiled by NVRTC, cuBLAS for floating-point matmul and
+//! cuDNN for convolutions.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -15,15 +16,17 @@ use cudarc::nvrtc::Ptx;
 use polytensor_core::buffer::Release;
 use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
+use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::plan::MatmulPlan;
 use polytensor_core::{Device, Error, Layout, Op, OutView, Result, TensorBuffer, TensorView};
-use polytensor_kernels_c::launch::{self, Arg, DeviceBase, Identity, Launch, Queue};
+use polytensor_kernels_c::launch::{self, Arg, DeviceBase, Grid, Identity, Launch, Queue};
 use polytensor_kernels_c::matmul::Schedule;
 use polytensor_kernels_c::reduce;
 use polytensor_kernels_c::table::{self, ProgramKey};
 
 use crate::blas::{Addresses, Blas, Operand};
 use crate::compile::{compile_cached, Arch};
+use crate::dnn::{self as cudnn, Convolution, Dnn};
 use crate::loader::{self, describe};
 use crate::memory::{AdoptedBuffer, CudaAllocator, CudaBuffer, CudaMemory, Deferred};
 use crate::programs::{self, uses_cublas};
@@ -54,6 +57,9 @@ pub struct Module {
 pub struct CudaDevice {
     /// Its identity, memory and own `Arc`.
     base: DeviceBase<CudaMemory>,
+    /// cuDNN on the device's stream, or why it is missing (convolutions then run the
+    /// kit's kernels). Declared before the stream, so its handle goes first.
+    dnn: std::result::Result<Dnn, String>,
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     /// cuBLAS, or why it is missing (floating-point matmul is then unsupported).
@@ -120,6 +126,13 @@ impl CudaDevice {
             None => Blas::new(stream.clone()).map_err(|e| e.to_string()),
         };
         let cublas = blas.is_ok();
+        let dnn = match loader::cudnn_unavailable() {
+            Some(why) => Err(why),
+            None => context
+                .bind_to_thread()
+                .map_err(describe)
+                .and_then(|()| Dnn::new(stream.cu_stream())),
+        };
         let capabilities = Capabilities::compute(|op, dtype| match op {
             Op::Matmul if uses_cublas(dtype) => cublas,
             _ => table::has_kernel(op, dtype, true),
@@ -127,10 +140,11 @@ impl CudaDevice {
         let description = format!(
             "{hardware} (compute capability {major}.{minor}, {} MiB{})",
             memory >> 20,
-            if blas.is_ok() {
-                ", cuBLAS"
-            } else {
-                ", no cuBLAS"
+            match (blas.is_ok(), dnn.is_ok()) {
+                (true, true) => ", cuBLAS, cuDNN",
+                (true, false) => ", cuBLAS, no cuDNN",
+                (false, true) => ", no cuBLAS, cuDNN",
+                (false, false) => ", no cuBLAS, no cuDNN",
             }
         );
         let name = polytensor_core::device::instance_name(&base);
@@ -150,6 +164,7 @@ impl CudaDevice {
         };
         Ok(Arc::<CudaDevice>::new_cyclic(|me| CudaDevice {
             base: DeviceBase::new(identity, buffers, DEFAULT_CACHE_BYTES, me.clone()),
+            dnn,
             staging: Staging::new(context.clone()),
             context,
             stream,
@@ -547,6 +562,72 @@ impl Queue for CudaDevice {
 
     fn matmul_schedule(&self) -> Schedule {
         Schedule::Tiled
+    }
+
+    fn library_conv2d(
+        &self,
+        x: &TensorView<'_>,
+        filter: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        depthwise: bool,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        let Ok(dnn) = &self.dnn else {
+            return Ok(false);
+        };
+        let dtype = x.dtype();
+        let tf32 = self.tf32.load(Ordering::Relaxed);
+        let Some(conv) = Convolution::of(dtype, geometry, depthwise, tf32) else {
+            return Ok(false);
+        };
+        let size = dtype.size() as u64;
+        let first = |view: &TensorView<'_>| -> Result<u64> {
+            Ok(address_of(view.buffer())? + view.layout().offset() as u64 * size)
+        };
+        // The filter in cuDNN's order, by the kit's transpose (alive until the
+        // convolution is queued).
+        let [rows, cols] = conv.filter_matrix();
+        let items = rows * cols;
+        let krsc = self.allocate(items * dtype.size())?;
+        let krsc_at = address_of(krsc.as_ref())?;
+        let program = self.program(ProgramKey::Window(dtype))?;
+        let args = [
+            Arg::I64(items as i64),
+            Arg::I64(rows as i64),
+            Arg::I64(cols as i64),
+            Arg::Mem(address_of(filter.buffer())?),
+            Arg::I64(filter.layout().offset() as i64),
+            Arg::Mem(krsc_at),
+            Arg::I64(0),
+        ];
+        let transpose = Launch {
+            kernel: "transpose",
+            args: &args,
+            grid: Grid::linear(
+                items.div_ceil(MAP_BLOCK).clamp(1, MAX_MAP_BLOCKS),
+                MAP_BLOCK,
+            ),
+        };
+        // SAFETY: the transpose kernel's parameters (the kit's `window` documents them):
+        // the filter's `rows * cols` contiguous elements, which `launch::conv2d` checked
+        // against its buffer, into the new buffer of as many.
+        unsafe { self.launch(&program, transpose)? };
+        self.bind()?;
+        let at = cudnn::Addresses {
+            image: first(x)?,
+            filter: krsc_at,
+            output: first(&out.view())?,
+        };
+        let workspace = |bytes: usize| {
+            let buffer = self.allocate(bytes).map_err(|e| e.to_string())?;
+            let at = address_of(buffer.as_ref()).map_err(|e| e.to_string())?;
+            Ok((buffer, at))
+        };
+        dnn.forward(&conv, at, workspace)
+            .map_err(|message| Error::Backend {
+                device: self.base.identity.name.clone(),
+                message,
+            })
     }
 }
 

@@ -2,18 +2,21 @@
 //! builds on any machine, and on one without CUDA [`open_all`] says why instead of
 //! panicking.
 //!
-//! - [`loader`]: finding libcuda, NVRTC and cuBLAS (checked before any call: cudarc panics
+//! - [`loader`]: finding libcuda, NVRTC, cuBLAS and cuDNN (checked before any call: cudarc panics
 //!   on a missing library), and a toolkit named by `POLYTENSOR_CUDA_TOOLKIT`.
 //! - [`compile`]: NVRTC, with an on-disk PTX cache.
 //! - [`programs`]: the kernels this backend launches (the shared table of `kernels-c` in
 //!   the CUDA dialect) and the PTX check CI runs without a GPU.
 //! - [`memory`]: `cuMemAlloc` blocks behind tensor-core's caching allocator, and
 //!   [`CudaBuffer`]; `staging`: pinned staging of large host copies.
-//! - `blas`: cuBLAS matmul; `device`: [`CudaDevice`], the [`polytensor_core::Device`].
+//! - `blas`: cuBLAS matmul; `dnn`: cuDNN convolutions (the kit's window kernels where
+//!   cuDNN is missing or does not take one); `device`: [`CudaDevice`], the
+//!   [`polytensor_core::Device`].
 
 mod blas;
 pub mod compile;
 mod device;
+mod dnn;
 pub mod loader;
 pub mod memory;
 pub mod programs;

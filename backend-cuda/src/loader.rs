@@ -23,6 +23,7 @@ pub const TOOLKIT_ENV: &str = "POLYTENSOR_CUDA_TOOLKIT";
 const TOOLKIT_LIBRARIES: &[&str] = &[
     "cuda_nvrtc/lib/libnvrtc.so.12",
     "cublas/lib/libcublas.so.12",
+    "cudnn/lib/libcudnn.so.9",
     "lib64/libnvrtc.so",
     "lib64/libcublas.so",
 ];
@@ -64,7 +65,7 @@ impl Toolkit {
             .find(|path| path.is_file())
     }
 
-    /// Load this toolkit's NVRTC and cuBLAS (those it has) into the process, so that
+    /// Load this toolkit's NVRTC, cuBLAS and cuDNN (those it has) into the process, so that
     /// cudarc's loads by name find them. `Err` if it has no NVRTC.
     pub fn preload(&self) -> Result<(), String> {
         let mut nvrtc = false;
@@ -152,6 +153,21 @@ pub fn cublas_unavailable() -> Option<String> {
         Some(
             "no cuBLAS (libcublas.so.12) could be loaded; install the CUDA toolkit or the \
              PyPI wheel nvidia-cublas-cu12"
+                .into(),
+        )
+    }
+}
+
+/// Why cuDNN (convolutions; without it they run the kit's kernels) cannot be used, if it
+/// cannot.
+pub fn cudnn_unavailable() -> Option<String> {
+    // SAFETY: only tries to open the library; calls nothing in it.
+    if unsafe { cudarc::cudnn::sys::is_culib_present() } {
+        None
+    } else {
+        Some(
+            "no cuDNN (libcudnn.so.9) could be loaded; install cuDNN or the PyPI wheel \
+             nvidia-cudnn-cu12"
                 .into(),
         )
     }

@@ -3,9 +3,10 @@
 use std::fmt;
 use std::sync::{Arc, Weak};
 
+use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{
-    Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Error, Op,
-    OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
+    Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Epilogue,
+    Error, Op, OutView, ReduceOp, Result, Scalar, TensorBuffer, TensorView, UnaryOp,
 };
 
 use polytensor_core::device::{checks, Capabilities};
@@ -344,6 +345,32 @@ impl Device for WgpuDevice {
         let kernel =
             kernel_for(Op::Copy, x.dtype()).ok_or_else(|| self.unsupported("copy", x.dtype()))?;
         self.map(&kernel, &[x], out)
+    }
+
+    fn window_kernels(&self, dtype: DataType) -> bool {
+        self.runs_windows(dtype)
+    }
+
+    fn conv2d(
+        &self,
+        x: &TensorView<'_>,
+        filter: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        depthwise: bool,
+        epilogue: &Epilogue<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        self.run_window(x, Some((filter, depthwise, epilogue)), geometry, false, out)
+    }
+
+    fn pool2d(
+        &self,
+        x: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        max: bool,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        self.run_window(x, None, geometry, max, out)
     }
 }
 

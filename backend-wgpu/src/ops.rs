@@ -1,13 +1,17 @@
-//! The launches of the matmul and reduction kernels of a [`WgpuDevice`]: operand checks,
-//! geometry and workgroup counts.
+//! The launches of the matmul, reduction and window kernels of a [`WgpuDevice`]: operand
+//! checks, geometry and workgroup counts.
 
 use std::sync::Arc;
 
 use polytensor_core::device::checks;
+use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::plan::MatmulPlan;
 use polytensor_core::plan::ReducedAxes;
-use polytensor_core::{DataType, Device, Error, Op, OutView, ReduceOp, Result, TensorView};
-use polytensor_kernels_c::Elem;
+use polytensor_core::{
+    DataType, Device, Epilogue, Error, Op, OutView, ReduceOp, Result, TensorView, UnaryOp,
+};
+use polytensor_kernels_c::window::WindowKernels;
+use polytensor_kernels_c::{window as kit, Elem};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
@@ -15,6 +19,7 @@ use crate::kernels::elementwise::{self, WORKGROUP};
 use crate::kernels::key::PipelineKey;
 use crate::kernels::storage::Storage;
 use crate::kernels::ty::Ty;
+use crate::kernels::window::{self, WindowOp};
 use crate::kernels::{matmul, reduce};
 
 /// How matmul operands of `dtype` are stored, where this backend multiplies them (f16
@@ -55,7 +60,152 @@ fn within_u32(value: usize, what: &str) -> Result<usize> {
     })
 }
 
+/// `value`, or `Err` unless it fits the `i32` positions the window kernels compute.
+fn within_i32(value: usize, what: &str) -> Result<u32> {
+    i32::try_from(value).map(|v| v as u32).map_err(|_| {
+        Error::invalid(format!(
+            "{what} of {value} is beyond a wgpu window kernel (2^31 - 1)"
+        ))
+    })
+}
+
+/// A window operand's buffer and element offset, checked to be a contiguous view of
+/// `dtype` with `count` elements whose positions fit an `i32`.
+fn window_operand<'a>(
+    view: &TensorView<'a>,
+    dtype: DataType,
+    count: usize,
+    what: &str,
+) -> Result<(&'a wgpu::Buffer, u32)> {
+    let layout = view.layout();
+    if view.dtype() != dtype || !layout.is_contiguous() || layout.num_elements() != count {
+        return Err(Error::invalid(format!(
+            "a window kernel's {what} must be a contiguous {dtype} tensor of {count} elements, \
+             got {} of shape {}",
+            view.dtype(),
+            layout.shape()
+        )));
+    }
+    let end = layout
+        .offset()
+        .checked_add(count)
+        .ok_or_else(|| Error::invalid("a window operand's extent overflows"))?;
+    within_i32(end, "a window operand's extent")?;
+    Ok((storage(view)?, layout.offset() as u32))
+}
+
 impl WgpuDevice {
+    /// Whether the window kernels run for `dtype` (floats the device computes on).
+    pub(crate) fn runs_windows(&self, dtype: DataType) -> bool {
+        WindowKernels::new(dtype).is_some() && self.supports(Op::Unary(UnaryOp::Relu), dtype)
+    }
+
+    /// A direct window op: `filter` and `epilogue` for a convolution (`depthwise` or
+    /// full), none for pooling (`max` or average).
+    pub(crate) fn run_window(
+        &self,
+        x: &TensorView<'_>,
+        conv: Option<(&TensorView<'_>, bool, &Epilogue<'_>)>,
+        g: &WindowGeometry,
+        max: bool,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let dtype = x.dtype();
+        let name = if conv.is_some() { "conv2d" } else { "pool2d" };
+        if !self.runs_windows(dtype) {
+            return Err(self.unsupported(name, dtype));
+        }
+        let (input, elem) = Storage::of(dtype)
+            .zip(Elem::of(dtype))
+            .ok_or_else(|| self.unsupported(name, dtype))?;
+        let out_channels = match conv {
+            Some((_, true, _)) => g.channels.checked_mul(g.filters),
+            Some((_, false, _)) => Some(g.filters),
+            None => Some(g.channels),
+        }
+        .ok_or_else(|| Error::invalid("a window op's output channels overflow"))?;
+        let count = |dims: [usize; 4]| {
+            dims.iter()
+                .try_fold(1usize, |n, &d| n.checked_mul(d))
+                .ok_or_else(|| Error::invalid("a window op's size overflows"))
+        };
+        let inputs = count([g.batch, g.input[0], g.input[1], g.channels])?;
+        let outputs = count([g.batch, g.output[0], g.output[1], out_channels])?;
+        within_i32(outputs, "a window op's output")?;
+        let [kh, kw] = g.windows.map(|w| w.size);
+        for size in [kh, kw, g.channels, g.filters] {
+            within_i32(size, "a window size")?;
+        }
+        for w in g.windows {
+            within_i32(w.stride, "a window stride")?;
+            within_i32(w.dilation, "a window dilation")?;
+        }
+        within_i32(g.before[0].max(g.before[1]), "a window's padding")?;
+        if out.dtype() != dtype || out.layout().num_elements() != outputs {
+            return Err(Error::invalid(format!(
+                "a window op's output must be {outputs} elements of {dtype}"
+            )));
+        }
+        let image = window_operand(x, dtype, inputs, "input")?;
+        let mut buffers = vec![image.0];
+        let mut offsets = [image.1, 0, 0, 0];
+        let mut fused = 0;
+        let (op, items) = match conv {
+            Some((filter, depthwise, epilogue)) => {
+                let taps = count([kh, kw, g.channels, g.filters])?;
+                let f = window_operand(filter, dtype, taps, "filter")?;
+                buffers.push(f.0);
+                offsets[1] = f.1;
+                for (k, part) in [&epilogue.scale, &epilogue.shift].into_iter().enumerate() {
+                    let (buffer, offset) = match part {
+                        Some(v) => window_operand(v, dtype, out_channels, "epilogue part")?,
+                        // Absent: the input, never read.
+                        None => image,
+                    };
+                    buffers.push(buffer);
+                    offsets[2 + k] = offset;
+                }
+                let parts = kit::Epilogue {
+                    scale: epilogue.scale.is_some(),
+                    shift: epilogue.shift.is_some(),
+                    activation: epilogue.activation,
+                };
+                fused = parts.word().ok_or_else(|| {
+                    Error::invalid("a window kernel applies only Relu or Relu6 after a convolution")
+                })? as u32;
+                if depthwise {
+                    (WindowOp::Depthwise, outputs)
+                } else {
+                    let pixels = outputs / out_channels.max(1);
+                    (WindowOp::Conv, kit::conv_items(pixels, g.filters))
+                }
+            }
+            None if max => (WindowOp::MaxPool, outputs),
+            None => (WindowOp::AvgPool, outputs),
+        };
+        if outputs == 0 {
+            return Ok(());
+        }
+        let geometry = window::Geometry {
+            items: items as u32,
+            window: *g,
+            offsets,
+            fused,
+        };
+        // Every float the device computes on has a source (`runs_windows`); an empty one
+        // would fail to compile with the pipeline's label.
+        let pipeline = self.pipeline(PipelineKey::Window(op, dtype), || {
+            window::source(op, input, elem).unwrap_or_default()
+        })?;
+        let groups = self.workgroups(items.div_ceil(window::WORKGROUP as usize));
+        self.through_words(out, |target| {
+            let mut bindings = buffers.clone();
+            bindings.push(target);
+            self.dispatch(&pipeline, &geometry.words(), &bindings, groups);
+            Ok(())
+        })
+    }
+
     /// `out = a x b`, batched over the leading dims, with any strides.
     pub(crate) fn run_matmul(
         &self,

@@ -16,16 +16,18 @@ use polytensor_core::alloc::{BlockAllocator, BlockSource};
 use polytensor_core::buffer::{BlockBuffer, BlockCache};
 use polytensor_core::device::{checks, Capabilities, DeviceKind};
 use polytensor_core::dlpack::DLDevice;
+use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::plan::{Coalesced, MatmulPlan, ReducedAxes};
 use polytensor_core::{
-    BinaryOp, CachingAllocator, DataType, Device, Error, Op, OutView, ReduceOp, Result, Scalar,
-    TensorBuffer, TensorView, UnaryOp,
+    BinaryOp, CachingAllocator, DataType, Device, Epilogue, Error, Op, OutView, ReduceOp, Result,
+    Scalar, TensorBuffer, TensorView, UnaryOp,
 };
 
 use crate::elementwise::{MapKernel, Variant};
 use crate::matmul::{MatmulKernel, Schedule};
 use crate::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
 use crate::table::{self, MapSpec, ProgramKey};
+use crate::window;
 use crate::Elem;
 
 /// One kernel argument: every parameter of a generated kernel is a buffer or an `i64`.
@@ -152,6 +154,22 @@ pub trait Queue: Device + Sized {
 
     /// How matmul work is divided on this device.
     fn matmul_schedule(&self) -> Schedule;
+
+    /// Convolve through a vendor library (cuDNN) where the device has one that takes this
+    /// convolution, before the kit's own kernel: `Ok(true)` if it wrote `out` (without the
+    /// epilogue, which [`conv2d`] then applies), `Ok(false)` to leave it to the kit. The
+    /// operands are [`conv2d`]'s, already checked.
+    fn library_conv2d(
+        &self,
+        x: &TensorView<'_>,
+        filter: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        depthwise: bool,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        let _ = (x, filter, geometry, depthwise, out);
+        Ok(false)
+    }
 }
 
 /// What a [`Queue`] device says about itself: the `Device` accessors
@@ -565,9 +583,202 @@ pub fn matmul_kernel<Q: Queue>(
     Ok(())
 }
 
+/// `Device::window_kernels`: the kit has them for floats the device computes in.
+pub fn window_kernels<Q: Queue>(q: &Q, dtype: DataType) -> bool {
+    table::window_kernels(dtype, q.fp64()).is_some()
+}
+
+/// The memory and element offset of a window operand, checked to be a contiguous view of
+/// `dtype` with `count` elements on this device.
+fn window_operand<Q: Queue>(
+    q: &Q,
+    view: &TensorView<'_>,
+    dtype: DataType,
+    count: usize,
+    what: &str,
+) -> Result<(Q::Mem, i64)> {
+    let layout = view.layout();
+    if view.dtype() != dtype || !layout.is_contiguous() || layout.num_elements() != count {
+        return Err(Error::invalid(format!(
+            "a window kernel's {what} must be a contiguous {dtype} tensor of {count} elements, \
+             got {} of shape {}",
+            view.dtype(),
+            layout.shape()
+        )));
+    }
+    Ok((q.mem(view.buffer())?, layout.offset() as i64))
+}
+
+/// The elements of `g`'s input and output of `out_channels` channels, checked.
+fn window_sizes(g: &WindowGeometry, out_channels: usize) -> Result<(usize, usize)> {
+    let count = |dims: [usize; 4]| {
+        dims.iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| Error::invalid("a window op's size overflows"))
+    };
+    Ok((
+        count([g.batch, g.input[0], g.input[1], g.channels])?,
+        count([g.batch, g.output[0], g.output[1], out_channels])?,
+    ))
+}
+
+/// `Device::conv2d`: the device's library where it takes the convolution (then the
+/// kit's `epilogue` kernel), else the kit's `conv2d` or `depthwise2d` kernel with the
+/// epilogue fused.
+pub fn conv2d<Q: Queue>(
+    q: &Q,
+    x: &TensorView<'_>,
+    filter: &TensorView<'_>,
+    g: &WindowGeometry,
+    depthwise: bool,
+    epilogue: &Epilogue<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let dtype = x.dtype();
+    let unsupported = || q.unsupported("conv2d", dtype);
+    if !window_kernels(q, dtype) {
+        return Err(unsupported());
+    }
+    let out_channels = if depthwise {
+        g.channels.checked_mul(g.filters)
+    } else {
+        Some(g.filters)
+    }
+    .ok_or_else(|| Error::invalid("a convolution's output channels overflow"))?;
+    let (inputs, outputs) = window_sizes(g, out_channels)?;
+    let [kh, kw] = g.windows.map(|w| w.size);
+    let taps = [kh, kw, g.channels, g.filters]
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| Error::invalid("a convolution's filter size overflows"))?;
+    let x_at = window_operand(q, x, dtype, inputs, "input")?;
+    let f_at = window_operand(q, filter, dtype, taps, "filter")?;
+    let target = output_mem(q, out)?;
+    if out.dtype() != dtype || out.layout().num_elements() != outputs {
+        return Err(Error::invalid(format!(
+            "a convolution's output must be {outputs} elements of {dtype}"
+        )));
+    }
+    // The epilogue's parts: each present one checked, absent ones pointing at the input
+    // (never read).
+    let part = |view: &Option<TensorView<'_>>, what| match view {
+        Some(v) => window_operand(q, v, dtype, out_channels, what),
+        None => Ok(x_at),
+    };
+    let (scale, shift) = (
+        part(&epilogue.scale, "scale")?,
+        part(&epilogue.shift, "shift")?,
+    );
+    let fused = window::Epilogue {
+        scale: epilogue.scale.is_some(),
+        shift: epilogue.shift.is_some(),
+        activation: epilogue.activation,
+    };
+    let word = fused.word().ok_or_else(|| {
+        Error::invalid("a window kernel applies only Relu or Relu6 after a convolution")
+    })?;
+    if outputs == 0 {
+        return Ok(());
+    }
+    let program = q.program(ProgramKey::Window(dtype))?;
+    let out_offset = out.layout().offset() as i64;
+    let epilogue_args = [
+        Arg::Mem(scale.0),
+        Arg::I64(scale.1),
+        Arg::Mem(shift.0),
+        Arg::I64(shift.1),
+        Arg::I64(word),
+        Arg::Mem(target),
+        Arg::I64(out_offset),
+    ];
+    if q.library_conv2d(x, filter, g, depthwise, out)? {
+        if fused.is_empty() {
+            return Ok(());
+        }
+        let mut args = vec![Arg::I64(outputs as i64), Arg::I64(out_channels as i64)];
+        args.extend(epilogue_args);
+        let launch = Launch {
+            kernel: "epilogue",
+            args: &args,
+            grid: map_grid::<Q>(outputs),
+        };
+        // SAFETY: the epilogue kernel's parameters (`window` documents them): the output's
+        // `outputs` contiguous elements and the per-channel parts of `out_channels`
+        // elements, all checked against their live buffers above.
+        return unsafe { q.launch(&program, launch) };
+    }
+    let pixels = outputs / out_channels.max(1);
+    let (kernel, items) = if depthwise {
+        ("depthwise2d", outputs)
+    } else {
+        ("conv2d", window::conv_items(pixels, g.filters))
+    };
+    let mut args = vec![Arg::I64(items as i64)];
+    args.extend(window::geometry(g).map(Arg::I64));
+    args.extend([
+        Arg::Mem(x_at.0),
+        Arg::I64(x_at.1),
+        Arg::Mem(f_at.0),
+        Arg::I64(f_at.1),
+    ]);
+    args.extend(epilogue_args);
+    let launch = Launch {
+        kernel,
+        args: &args,
+        grid: map_grid::<Q>(items),
+    };
+    // SAFETY: the convolution kernel's parameters (`window` documents them) over the
+    // input, filter, epilogue parts and output, each checked above to be a contiguous view
+    // of its live buffer with the element count the geometry reads or writes.
+    unsafe { q.launch(&program, launch) }
+}
+
+/// `Device::pool2d`: the kit's `max_pool2d` or `avg_pool2d` kernel.
+pub fn pool2d<Q: Queue>(
+    q: &Q,
+    x: &TensorView<'_>,
+    g: &WindowGeometry,
+    max: bool,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let dtype = x.dtype();
+    if !window_kernels(q, dtype) {
+        return Err(q.unsupported("pool2d", dtype));
+    }
+    let (inputs, outputs) = window_sizes(g, g.channels)?;
+    let x_at = window_operand(q, x, dtype, inputs, "input")?;
+    let target = output_mem(q, out)?;
+    if out.dtype() != dtype || out.layout().num_elements() != outputs {
+        return Err(Error::invalid(format!(
+            "a pooling's output must be {outputs} elements of {dtype}"
+        )));
+    }
+    if outputs == 0 {
+        return Ok(());
+    }
+    let program = q.program(ProgramKey::Window(dtype))?;
+    let mut args = vec![Arg::I64(outputs as i64)];
+    args.extend(window::geometry(g).map(Arg::I64));
+    args.extend([
+        Arg::Mem(x_at.0),
+        Arg::I64(x_at.1),
+        Arg::Mem(target),
+        Arg::I64(out.layout().offset() as i64),
+    ]);
+    let launch = Launch {
+        kernel: if max { "max_pool2d" } else { "avg_pool2d" },
+        args: &args,
+        grid: map_grid::<Q>(outputs),
+    };
+    // SAFETY: the pooling kernel's parameters (`window` documents them) over the input and
+    // output, each checked above to be a contiguous view of its live buffer with the
+    // element count the geometry reads or writes.
+    unsafe { q.launch(&program, launch) }
+}
+
 /// The `Device` methods of a [`Queue`] backend that only delegate to it or to this
-/// module: supports, allocate_zeroed, unary, binary, select, cast, reduce, fill, copy, and
-/// arange (computed on the host, exactly). Invoke it inside `impl Device for ...`.
+/// module: supports, allocate_zeroed, unary, binary, select, cast, reduce, fill, copy,
+/// the window kernels, and arange (computed on the host, exactly). Invoke it inside `impl Device for ...`.
 #[macro_export]
 macro_rules! queue_device_ops {
     () => {
@@ -686,6 +897,32 @@ macro_rules! queue_device_ops {
             out: &mut polytensor_core::OutView<'_>,
         ) -> polytensor_core::Result<()> {
             $crate::launch::copy(self, x, out)
+        }
+
+        fn window_kernels(&self, dtype: polytensor_core::DataType) -> bool {
+            $crate::launch::window_kernels(self, dtype)
+        }
+
+        fn conv2d(
+            &self,
+            x: &polytensor_core::TensorView<'_>,
+            filter: &polytensor_core::TensorView<'_>,
+            geometry: &polytensor_core::plan::window::WindowGeometry,
+            depthwise: bool,
+            epilogue: &polytensor_core::Epilogue<'_>,
+            out: &mut polytensor_core::OutView<'_>,
+        ) -> polytensor_core::Result<()> {
+            $crate::launch::conv2d(self, x, filter, geometry, depthwise, epilogue, out)
+        }
+
+        fn pool2d(
+            &self,
+            x: &polytensor_core::TensorView<'_>,
+            geometry: &polytensor_core::plan::window::WindowGeometry,
+            max: bool,
+            out: &mut polytensor_core::OutView<'_>,
+        ) -> polytensor_core::Result<()> {
+            $crate::launch::pool2d(self, x, geometry, max, out)
         }
     };
 }

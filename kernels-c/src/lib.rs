@@ -7,7 +7,7 @@
 //!
 //! This crate knows nothing of any driver: it turns (op, dtype, variant) into source text
 //! and says how to launch it ([`elementwise::MapKernel`], [`reduce::ReduceKernel`],
-//! [`matmul::MatmulKernel`]); [`launch`] goes from a `Device` call to those launches
+//! [`matmul::MatmulKernel`], [`window::WindowKernels`]); [`launch`] goes from a `Device` call to those launches
 //! (plans, argument lists, grids) through a backend's [`launch::Queue`], which compiles,
 //! caches and enqueues.
 //!
@@ -31,6 +31,7 @@ pub mod matmul;
 pub mod reduce;
 pub mod render;
 pub mod table;
+pub mod window;
 
 pub use dialect::Dialect;
 pub use elem::{Elem, Real};

@@ -12,6 +12,7 @@
 use crate::elementwise::{self, Access, MapKernel, Variant};
 use crate::matmul::{MatmulKernel, Schedule};
 use crate::reduce::{self, ReduceKernel, Stage};
+use crate::window::WindowKernels;
 use crate::{body, render, Dialect, Elem};
 use polytensor_core::{BinaryOp, DataType, Op, ReduceOp, UnaryOp};
 
@@ -30,6 +31,8 @@ pub enum ProgramKey {
     Reduce(DataType),
     /// Matmul of the dtype.
     Matmul(DataType),
+    /// The direct window kernels of the dtype (convolutions, pooling).
+    Window(DataType),
 }
 
 /// An elementwise kernel of a program: its name (without the variant) and its operands
@@ -176,7 +179,7 @@ pub fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapSpec> {
             .into_iter()
             .filter_map(|op| move_spec(op, m))
             .collect(),
-        ProgramKey::Reduce(_) | ProgramKey::Matmul(_) => vec![],
+        ProgramKey::Reduce(_) | ProgramKey::Matmul(_) | ProgramKey::Window(_) => vec![],
     };
     specs
         .into_iter()
@@ -223,6 +226,12 @@ pub fn has_kernel(op: Op, dtype: DataType, fp64: bool) -> bool {
     }
 }
 
+/// The direct window kernels of `dtype` on a device with or without f64, if it has them
+/// (`Device::window_kernels`).
+pub fn window_kernels(dtype: DataType, fp64: bool) -> Option<WindowKernels> {
+    WindowKernels::new(dtype).filter(|k| fp64 || !k.needs_fp64())
+}
+
 /// A program's text and the names of its kernels.
 #[derive(Debug, Clone)]
 pub struct ProgramSource {
@@ -250,6 +259,13 @@ pub fn program_source(
             ProgramSource {
                 text: kernel.source(dialect),
                 kernels: vec!["matmul".into()],
+            }
+        }
+        ProgramKey::Window(dtype) => {
+            let kernels = window_kernels(dtype, fp64)?;
+            ProgramSource {
+                text: kernels.source(dialect)?,
+                kernels: WindowKernels::NAMES.map(String::from).to_vec(),
             }
         }
         ProgramKey::Reduce(dtype) => {
@@ -294,6 +310,7 @@ pub fn all_programs(fp64: bool) -> Vec<ProgramKey> {
             ProgramKey::Cast(dtype),
             ProgramKey::Reduce(dtype),
             ProgramKey::Matmul(dtype),
+            ProgramKey::Window(dtype),
         ]
     });
     moves
@@ -302,6 +319,7 @@ pub fn all_programs(fp64: bool) -> Vec<ProgramKey> {
         .filter(|&key| match key {
             ProgramKey::Reduce(dtype) => !reduce_members(dtype, fp64).is_empty(),
             ProgramKey::Matmul(dtype) => has_kernel(Op::Matmul, dtype, fp64),
+            ProgramKey::Window(dtype) => window_kernels(dtype, fp64).is_some(),
             _ => !map_members(key, fp64).is_empty(),
         })
         .collect()

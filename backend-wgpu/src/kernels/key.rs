@@ -6,7 +6,7 @@ use std::fmt;
 
 use polytensor_core::{DataType, Op, ReduceOp};
 
-use super::reduce;
+use super::{reduce, window};
 
 /// What an elementwise pipeline computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,6 +33,8 @@ pub(crate) enum PipelineKey {
     Matmul(DataType),
     /// A reduction of a dtype, in one of its variants.
     Reduce(ReduceOp, DataType, reduce::Variant),
+    /// A direct window kernel (convolution, pooling) of a dtype.
+    Window(window::WindowOp, DataType),
 }
 
 impl fmt::Display for MapKey {
@@ -56,6 +58,7 @@ impl fmt::Display for PipelineKey {
             ),
             PipelineKey::Matmul(dtype) => write!(f, "matmul.{dtype}"),
             PipelineKey::Reduce(op, dtype, variant) => write!(f, "reduce_{op}.{dtype}.{variant:?}"),
+            PipelineKey::Window(op, dtype) => write!(f, "window_{op:?}.{dtype}"),
         }
     }
 }

@@ -11,5 +11,6 @@ pub(crate) mod storage;
 mod template;
 mod transcendental;
 pub(crate) mod ty;
+pub(crate) mod window;
 
 pub(crate) use pipelines::Pipelines;
