@@ -36,12 +36,16 @@ fn a_gpu_that_is_not_there_is_an_err() {
 }
 
 #[test]
-fn cublas_and_nvrtc_presence_are_reported_without_panicking() {
+fn library_presence_is_reported_without_panicking() {
     // Either answer is fine; asking must not panic with or without the libraries.
     let nvrtc = loader::nvrtc_unavailable();
     let cublas = loader::cublas_unavailable();
-    println!("nvrtc: {nvrtc:?}\ncublas: {cublas:?}");
+    let cudnn = loader::cudnn_unavailable();
+    println!("nvrtc: {nvrtc:?}\ncublas: {cublas:?}\ncudnn: {cudnn:?}");
     if let Some(why) = cublas {
         assert!(why.contains("cuBLAS"), "{why}");
+    }
+    if let Some(why) = cudnn {
+        assert!(why.contains("cuDNN"), "{why}");
     }
 }

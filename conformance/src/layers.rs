@@ -15,7 +15,8 @@ use std::sync::Arc;
 use polytensor_core::plan::strided_slice::StridedSliceSpec;
 use polytensor_core::plan::window::{resolve_windows, DataFormat, Padding, Window};
 use polytensor_core::{
-    Conv2dOptions, DataType, Device, Error, MirrorMode, Pool2dOptions, Result, Scalar, Tensor,
+    Conv2dOptions, ConvEpilogue, DataType, Device, Error, MirrorMode, Pool2dOptions, Result,
+    Scalar, Tensor, UnaryOp,
 };
 
 use crate::data::{self, Domain, Rng};
@@ -36,6 +37,9 @@ pub enum Layer {
         options: Conv2dOptions,
         /// Depthwise instead of a full convolution.
         depthwise: bool,
+        /// Fused with a per-channel scale, shift and `Relu6` after it (TensorFlow's
+        /// `_FusedConv2D` of a convolution, a folded batch norm and the activation).
+        fused: bool,
     },
     /// `MaxPool` (`max`) or `AvgPool`.
     Pool {
@@ -89,8 +93,14 @@ impl Layer {
     pub fn name(&self) -> &'static str {
         match self {
             Layer::Conv {
+                depthwise: true,
+                fused: true,
+                ..
+            } => "depthwise_conv2d_fused",
+            Layer::Conv {
                 depthwise: true, ..
             } => "depthwise_conv2d",
+            Layer::Conv { fused: true, .. } => "conv2d_fused",
             Layer::Conv { .. } => "conv2d",
             Layer::Pool { max: true, .. } => "max_pool2d",
             Layer::Pool { .. } => "avg_pool2d",
@@ -146,6 +156,7 @@ fn conv(image: &[usize], filter: [usize; 4], options: Conv2dOptions, depthwise: 
         filter,
         options,
         depthwise,
+        fused: false,
     }
 }
 
@@ -261,6 +272,35 @@ pub fn layer_cases() -> Vec<LayerCase> {
             true,
         );
         layers.push((format!("depthwise_{name}"), depthwise, &FLOATS));
+    }
+    // Fused epilogues, through the direct kernels' paths: few channels, the implicit GEMM,
+    // a pointwise GEMM, depthwise, and odd SAME padding.
+    for name in [
+        "same",
+        "wide_channels",
+        "wide_pointwise",
+        "nchw_same_stride_2",
+    ] {
+        let (_, image, filter, options) = convs
+            .iter()
+            .find(|c| c.0 == name)
+            .expect("the fused cases name convolutions above");
+        for depthwise in [false, true] {
+            let filter = if depthwise {
+                [filter[0], filter[1], filter[2], 2]
+            } else {
+                *filter
+            };
+            let layer = Layer::Conv {
+                image: image.to_vec(),
+                filter,
+                options: options.clone(),
+                depthwise,
+                fused: true,
+            };
+            let kind = if depthwise { "depthwise" } else { "conv2d" };
+            layers.push((format!("{kind}_fused_{name}"), layer, &FLOATS));
+        }
     }
     let pools = [
         (
@@ -531,13 +571,33 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
             filter,
             options,
             depthwise,
+            fused,
         } => {
             let (x, tx) = inputs.next(image, Domain::Finite)?;
             let (f, tf) = inputs.next(filter, Domain::Finite)?;
-            let got = if *depthwise {
-                tx.depthwise_conv2d(&tf, options)?
+            let out_channels = if *depthwise {
+                filter[2] * filter[3]
             } else {
-                tx.conv2d(&tf, options)?
+                filter[3]
+            };
+            let epilogue = if *fused {
+                let (scale, ts) = inputs.next(&[out_channels], Domain::Finite)?;
+                let (shift, tt) = inputs.next(&[out_channels], Domain::Finite)?;
+                Some(((scale, shift), (ts, tt)))
+            } else {
+                None
+            };
+            let got = match &epilogue {
+                Some((_, (ts, tt))) => {
+                    let parts = ConvEpilogue {
+                        scale: Some(ts.clone()),
+                        shift: Some(tt.clone()),
+                        activation: Some(UnaryOp::Relu6),
+                    };
+                    tx.conv2d_fused(&tf, options, *depthwise, &parts)?
+                }
+                None if *depthwise => tx.depthwise_conv2d(&tf, options)?,
+                None => tx.conv2d(&tf, options)?,
             };
             let windows = spatial(
                 options.format,
@@ -554,8 +614,15 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
                 &windows,
                 &options.padding,
                 *depthwise,
+                epilogue.as_ref().map(|((scale, shift), _)| (scale, shift)),
             )?;
-            (got, want, Tolerance::Accumulated)
+
+            let tolerance = if *fused {
+                Tolerance::Epilogue
+            } else {
+                Tolerance::Accumulated
+            };
+            (got, want, tolerance)
         }
         Layer::Pool {
             image,
@@ -927,7 +994,10 @@ fn tap(o: usize, k: usize, window: &Window, before: usize, input: usize) -> Opti
         .filter(|&p| p < input)
 }
 
-/// The naive convolution: a dot product of the taps inside the image per output element.
+/// The naive convolution: a dot product of the taps inside the image per output element;
+/// with an `epilogue` of per-channel scales and shifts, `relu6(dot * scale + shift)`
+/// computed exactly and rounded once.
+#[allow(clippy::too_many_arguments)]
 fn reference_conv(
     dtype: DataType,
     x: &Values,
@@ -936,6 +1006,7 @@ fn reference_conv(
     windows: &[(usize, Window); 2],
     padding: &Padding,
     depthwise: bool,
+    epilogue: Option<(&Values, &Values)>,
 ) -> Result<Vec<Expected>> {
     let resolved = resolve_windows(
         &[windows[0].0, windows[1].0],
@@ -970,10 +1041,21 @@ fn reference_conv(
                     }
                 }
             }
-            let mut expected = reference::dot(dtype, &xs, &ws);
-            // A depthwise product is rounded before it is summed.
-            expected.terms *= 2;
-            expected
+            let Some((scale, shift)) = epilogue else {
+                let mut expected = reference::dot(dtype, &xs, &ws);
+                // A depthwise product is rounded before it is summed.
+                expected.terms *= 2;
+                return expected;
+            };
+            let exact = reference::dot(DataType::Double, &xs, &ws);
+            let (a, b) = (scale.values[oc].to_f64(), shift.values[oc].to_f64());
+            let y = exact.value.to_f64() * a + b;
+            Expected {
+                value: data::round_to(dtype, Scalar::F64(y.clamp(0.0, 6.0))),
+                scale: exact.scale * a.abs() + b.abs(),
+                // The products' and sums' roundings, then the scale's and the shift's.
+                terms: exact.terms * 2 + 2,
+            }
         })
         .collect())
 }

@@ -843,6 +843,11 @@ fn check_float(
             diff <= tolerance::ulp(dtype, w.abs())
                 + terms as f64 * tolerance::accumulator_roundoff(dtype) * scale
         }
+        Tolerance::Epilogue => {
+            diff <= tolerance::ulp(dtype, w.abs())
+                + terms as f64 * tolerance::accumulator_roundoff(dtype) * scale
+                + 3.0 * tolerance::ulp(dtype, scale)
+        }
     };
     (ok, error)
 }

@@ -26,6 +26,11 @@ pub enum Tolerance {
     Ulps(f64),
     /// Accumulated: 1 ulp plus `terms * u_acc * scale`.
     Accumulated,
+    /// An accumulation and then an epilogue (a fused convolution's scale, shift and
+    /// activation): [`Tolerance::Accumulated`] plus 3 ulp of the dtype at the scale, the
+    /// roundings of the intermediate results where a device composes the epilogue in the
+    /// dtype instead of fusing it (a scaled sum and a shift can cancel far below them).
+    Epilogue,
 }
 
 /// The tolerance of `op` on `dtype` (the input dtype).
