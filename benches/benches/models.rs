@@ -4,6 +4,11 @@
 //! - `model_cnn`, `model_mobilenet_v2`: `Session::run` of the frozen models of
 //!   `shared/tf-golden/models` at batch 2 and 32.
 //!
+//! - `gpu_conv2d_3x3_28x28x32_b2_f32`, `gpu_model_cnn`, `gpu_model_mobilenet_v2`: the direct
+//!   window kernels and the models at batch 2 on the first device of every GPU backend
+//!   present (OpenCL, wgpu, CUDA), cpu:0 beside them; on PoCL and lavapipe this measures
+//!   the backends' overhead, not GPU speed.
+//!
 //! TensorFlow (`tensorflow-cpu` in `target/tf-venv`) runs with as many intra-op threads as
 //! polytensor's pool has, and one inter-op thread; it is skipped, saying why, without the
 //! venv.
@@ -78,6 +83,68 @@ fn models(c: &mut Criterion) {
     }
 }
 
+/// cpu:0 and the first device of each GPU backend that has one.
+fn gpu_devices() -> Vec<Arc<dyn Device>> {
+    ["cpu", "opencl", "wgpu", "cuda"]
+        .into_iter()
+        .filter_map(
+            |backend| match polytensor::device(&format!("{backend}:0")) {
+                Ok(device) => Some(device),
+                Err(e) => {
+                    eprintln!("{backend} rows skipped: {e}");
+                    None
+                }
+            },
+        )
+        .collect()
+}
+
+fn gpu(c: &mut Criterion) {
+    let devices = gpu_devices();
+    let [n, h, w, ch, k, o] = [2, 28, 28, 32, 3, 32];
+    let options = Conv2dOptions {
+        padding: Padding::Same,
+        ..Default::default()
+    };
+    let mut group = c.benchmark_group("gpu_conv2d_3x3_28x28x32_b2_f32");
+    group.throughput(Throughput::Elements(
+        (2 * n * h * w * k * k * ch * o) as u64,
+    ));
+    for device in &devices {
+        let x = benches::tensor(&[n, h, w, ch], DataType::Float, 1, device);
+        let f = benches::tensor(&[k, k, ch, o], DataType::Float, 2, device);
+        group.bench_function(device.name(), |b| {
+            b.iter(|| {
+                black_box(benches::finished(device, || {
+                    x.conv2d(&f, &options).unwrap()
+                }))
+            })
+        });
+    }
+    group.finish();
+    let dir = workspace().join("../shared/tf-golden/models");
+    if !dir.is_dir() {
+        eprintln!("model benchmarks skipped: no {}", dir.display());
+        return;
+    }
+    for model in ["cnn", "mobilenet_v2"] {
+        let path = dir.join(format!("{model}.pb"));
+        let mut group = c.benchmark_group(format!("gpu_model_{model}"));
+        group.sample_size(10);
+        for device in &devices {
+            let (mut session, run) = session(&path, 2, device);
+            group.bench_function(BenchmarkId::new(device.name(), "batch_2"), |b| {
+                b.iter(|| {
+                    let probs = run(&mut session);
+                    device.synchronize().expect("synchronize");
+                    black_box(probs)
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
 /// A session of the model at `path` and a closure that runs it on a batch of `batch`.
 #[allow(clippy::type_complexity)]
 fn session(
@@ -107,6 +174,6 @@ fn session(
 criterion_group! {
     name = model_benches;
     config = benches::criterion_config();
-    targets = conv2d, models
+    targets = conv2d, models, gpu
 }
 criterion_main!(model_benches);

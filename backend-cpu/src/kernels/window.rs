@@ -22,6 +22,13 @@ use crate::strided::{input, output};
 /// 288 KiB of f32.
 const BLOCK_ROWS: usize = 128;
 
+/// Output channels a few-channel convolution computes at once: a 256-bit register of f32.
+const LANES: usize = 8;
+
+/// Output pixels a few-channel convolution computes at once: independent accumulators that
+/// keep the FMA units busy (one pixel's chain waits on each multiply-add's latency).
+const PIXELS: usize = 4;
+
 /// Below this many input channels a convolution runs directly (each output pixel's taps
 /// times the filter's rows): a GEMM over so short a reduction has nothing to reuse, and
 /// packing its panel costs more than the arithmetic.
@@ -195,20 +202,31 @@ fn few_channels_conv<T: Float + Send + Sync>(
 ) {
     let [oh, ow] = g.output;
     let fused = fused_multiply_add();
-    out.par_chunks_mut(ow * g.filters)
+    // The output channels past the last multiple of LANES, zero-padded to LANES, per
+    // (tap, input channel).
+    let (o, tail) = (g.filters, g.filters % LANES);
+    let mut tail_filter = Vec::new();
+    if tail > 0 {
+        tail_filter = vec![T::zero(); f.len() / o * LANES];
+        for (row, lanes) in f.chunks_exact(o).zip(tail_filter.chunks_exact_mut(LANES)) {
+            lanes[..tail].copy_from_slice(&row[o - tail..]);
+        }
+    }
+    let filter = (f, tail_filter.as_slice());
+    out.par_chunks_mut(ow * o)
         .enumerate()
         .for_each(|(row, out)| {
             let (image, y) = (row / oh, row % oh);
             #[cfg(target_arch = "x86_64")]
             if fused {
                 // SAFETY: `fused` is true only where the CPU has AVX2 and FMA.
-                unsafe { few_channels_row_fma(x, f, g, image, y, out) };
-                finish.apply(out, g.filters);
+                unsafe { few_channels_row_fma(x, filter, g, image, y, out) };
+                finish.apply(out, o);
                 return;
             }
             let _ = fused;
-            few_channels_row::<T, false>(x, f, g, image, y, out);
-            finish.apply(out, g.filters);
+            few_channels_row::<T, false>(x, filter, g, image, y, out);
+            finish.apply(out, o);
         });
 }
 
@@ -221,7 +239,7 @@ fn few_channels_conv<T: Float + Send + Sync>(
 #[target_feature(enable = "avx2,fma")]
 unsafe fn few_channels_row_fma<T: Float>(
     x: &[T],
-    f: &[T],
+    f: (&[T], &[T]),
     g: &WindowGeometry,
     image: usize,
     y: usize,
@@ -230,12 +248,27 @@ unsafe fn few_channels_row_fma<T: Float>(
     few_channels_row::<T, true>(x, f, g, image, y, out);
 }
 
+/// `acc += v * lanes`, lane by lane (`FUSED`: with fused multiply-adds).
+#[inline(always)]
+fn madd_lanes<T: Float, const FUSED: bool>(acc: &mut [T; LANES], v: T, lanes: &[T; LANES]) {
+    for (acc, &w) in acc.iter_mut().zip(lanes) {
+        *acc = if FUSED {
+            v.mul_add(w, *acc)
+        } else {
+            *acc + v * w
+        };
+    }
+}
+
 /// Output row `y` of image `image` of a few-channel convolution (`FUSED`: with fused
-/// multiply-adds).
+/// multiply-adds). The outputs of [`PIXELS`] neighbouring pixels are computed [`LANES`]
+/// channels at a time in local accumulators (vector registers: the filter's row of those
+/// channels times each input value of each tap), stored once; a remainder narrower than
+/// [`LANES`] goes through the same loop over a zero-padded copy of its filter columns.
 #[inline(always)]
 fn few_channels_row<T: Float, const FUSED: bool>(
     x: &[T],
-    f: &[T],
+    (f, tail_filter): (&[T], &[T]),
     g: &WindowGeometry,
     image: usize,
     y: usize,
@@ -243,22 +276,80 @@ fn few_channels_row<T: Float, const FUSED: bool>(
 ) {
     let [kh, kw] = [g.windows[0].size, g.windows[1].size];
     let (c, o) = (g.channels, g.filters);
-    let madd = |a: T, x: T, f: T| if FUSED { x.mul_add(f, a) } else { a + x * f };
-    out.fill(T::zero());
-    for a in 0..kh {
-        let Some(h) = g.tap(0, y, a) else { continue };
-        for (xo, acc) in out.chunks_exact_mut(o).enumerate() {
-            for b in 0..kw {
-                let Some(w) = g.tap(1, xo, b) else { continue };
-                let xs = pixel(x, g, image, h, w);
-                let taps = &f[(a * kw + b) * c * o..][..c * o];
-                for (&v, weights) in xs.iter().zip(taps.chunks_exact(o)) {
-                    for (a, &wv) in acc.iter_mut().zip(weights) {
-                        *a = madd(*a, v, wv);
+    // The filter rows this output row reads: (row of taps, input row).
+    let rows: Vec<(usize, usize)> = (0..kh)
+        .filter_map(|a| g.tap(0, y, a).map(|h| (a, h)))
+        .collect();
+    let tail = o % LANES;
+    let full = o - tail;
+    let pixels = out.len() / o;
+    // Whether every column tap of pixel `xo` lies inside the image.
+    let inside = |xo: usize| (0..kw).all(|b| g.tap(1, xo, b).is_some());
+    let mut xo = 0;
+    while xo < pixels {
+        // `PIXELS` pixels whose taps are all inside at once, each with its own accumulator
+        // (so their chains of multiply-adds overlap); others (the edges) one by one.
+        let count = if xo + PIXELS <= pixels && inside(xo) && inside(xo + PIXELS - 1) {
+            PIXELS
+        } else {
+            1
+        };
+        let outputs = &mut out[xo * o..(xo + count) * o];
+        for first in (0..o).step_by(LANES) {
+            // The filter's columns `first..first + LANES`: its own, or the remainder's
+            // zero-padded copy.
+            let (weights, stride, at) = if first < full {
+                (f, o, first)
+            } else {
+                (tail_filter, LANES, 0)
+            };
+            let width = LANES.min(o - first);
+            if count == PIXELS {
+                let zero = [T::zero(); LANES];
+                let (mut acc0, mut acc1, mut acc2, mut acc3) = (zero, zero, zero, zero);
+                let [sw, dw] = [g.windows[1].stride, g.windows[1].dilation];
+                for &(a, h) in &rows {
+                    // The input row `h` of this image, and where each pixel's taps start.
+                    let start = (image * g.input[0] + h) * g.input[1] * c;
+                    let x_row = &x[start..start + g.input[1] * c];
+                    for b in 0..kw {
+                        let tap = (a * kw + b) * c;
+                        let at0 = (xo * sw + b * dw - g.before[1]) * c;
+                        let step = sw * c;
+                        for ci in 0..c {
+                            let lanes: &[T; LANES] = weights[(tap + ci) * stride + at..][..LANES]
+                                .try_into()
+                                .expect("LANES elements");
+                            let xs = &x_row[at0 + ci..];
+                            madd_lanes::<T, FUSED>(&mut acc0, xs[0], lanes);
+                            madd_lanes::<T, FUSED>(&mut acc1, xs[step], lanes);
+                            madd_lanes::<T, FUSED>(&mut acc2, xs[2 * step], lanes);
+                            madd_lanes::<T, FUSED>(&mut acc3, xs[3 * step], lanes);
+                        }
                     }
                 }
+                let acc = [acc0, acc1, acc2, acc3];
+                for (pixel_out, acc) in outputs.chunks_exact_mut(o).zip(&acc) {
+                    pixel_out[first..first + width].copy_from_slice(&acc[..width]);
+                }
+            } else {
+                let mut acc = [T::zero(); LANES];
+                for &(a, h) in &rows {
+                    for b in 0..kw {
+                        let Some(w) = g.tap(1, xo, b) else { continue };
+                        let tap = (a * kw + b) * c;
+                        for (ci, &v) in pixel(x, g, image, h, w).iter().enumerate() {
+                            let lanes: &[T; LANES] = weights[(tap + ci) * stride + at..][..LANES]
+                                .try_into()
+                                .expect("LANES elements");
+                            madd_lanes::<T, FUSED>(&mut acc, v, lanes);
+                        }
+                    }
+                }
+                outputs[first..first + width].copy_from_slice(&acc[..width]);
             }
         }
+        xo += count;
     }
 }
 
@@ -377,13 +468,15 @@ pub(crate) fn pool2d(
 }
 
 /// The larger of two values as the shared semantics order them: NaN wins, -0 < +0.
+/// Selects rather than branches, so that a row of channels vectorises.
+#[inline(always)]
 fn maximum<T: Float>(a: T, b: T) -> T {
+    let take_b = b.is_nan() || b > a || (b == a && a.is_sign_negative());
+    let larger = if take_b { b } else { a };
     if a.is_nan() {
         a
-    } else if b.is_nan() || b > a || (b == a && a.is_sign_negative()) {
-        b
     } else {
-        a
+        larger
     }
 }
 
