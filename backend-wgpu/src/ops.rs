@@ -69,29 +69,21 @@ fn within_i32(value: usize, what: &str) -> Result<u32> {
     })
 }
 
-/// A window operand's buffer and element offset, checked to be a contiguous view of
-/// `dtype` with `count` elements whose positions fit an `i32`.
+/// A window operand's buffer and element offset, checked
+/// (`polytensor_kernels_c::window::check_operand`) and with positions that fit an `i32`.
 fn window_operand<'a>(
     view: &TensorView<'a>,
     dtype: DataType,
     count: usize,
     what: &str,
 ) -> Result<(&'a wgpu::Buffer, u32)> {
-    let layout = view.layout();
-    if view.dtype() != dtype || !layout.is_contiguous() || layout.num_elements() != count {
-        return Err(Error::invalid(format!(
-            "a window kernel's {what} must be a contiguous {dtype} tensor of {count} elements, \
-             got {} of shape {}",
-            view.dtype(),
-            layout.shape()
-        )));
-    }
-    let end = layout
-        .offset()
+    kit::check_operand(view, dtype, count, what)?;
+    let offset = view.layout().offset();
+    let end = offset
         .checked_add(count)
         .ok_or_else(|| Error::invalid("a window operand's extent overflows"))?;
     within_i32(end, "a window operand's extent")?;
-    Ok((storage(view)?, layout.offset() as u32))
+    Ok((storage(view)?, offset as u32))
 }
 
 impl WgpuDevice {
@@ -119,18 +111,11 @@ impl WgpuDevice {
             .zip(Elem::of(dtype))
             .ok_or_else(|| self.unsupported(name, dtype))?;
         let out_channels = match conv {
-            Some((_, true, _)) => g.channels.checked_mul(g.filters),
-            Some((_, false, _)) => Some(g.filters),
-            None => Some(g.channels),
-        }
-        .ok_or_else(|| Error::invalid("a window op's output channels overflow"))?;
-        let count = |dims: [usize; 4]| {
-            dims.iter()
-                .try_fold(1usize, |n, &d| n.checked_mul(d))
-                .ok_or_else(|| Error::invalid("a window op's size overflows"))
+            Some((_, depthwise, _)) => g.conv_channels(depthwise)?,
+            None => g.channels,
         };
-        let inputs = count([g.batch, g.input[0], g.input[1], g.channels])?;
-        let outputs = count([g.batch, g.output[0], g.output[1], out_channels])?;
+        let inputs = g.input_elements()?;
+        let outputs = g.output_elements(out_channels)?;
         within_i32(outputs, "a window op's output")?;
         let [kh, kw] = g.windows.map(|w| w.size);
         for size in [kh, kw, g.channels, g.filters] {
@@ -141,19 +126,14 @@ impl WgpuDevice {
             within_i32(w.dilation, "a window dilation")?;
         }
         within_i32(g.before[0].max(g.before[1]), "a window's padding")?;
-        if out.dtype() != dtype || out.layout().num_elements() != outputs {
-            return Err(Error::invalid(format!(
-                "a window op's output must be {outputs} elements of {dtype}"
-            )));
-        }
+        kit::check_operand(&out.view(), dtype, outputs, "output")?;
         let image = window_operand(x, dtype, inputs, "input")?;
         let mut buffers = vec![image.0];
         let mut offsets = [image.1, 0, 0, 0];
         let mut fused = 0;
         let (op, items) = match conv {
             Some((filter, depthwise, epilogue)) => {
-                let taps = count([kh, kw, g.channels, g.filters])?;
-                let f = window_operand(filter, dtype, taps, "filter")?;
+                let f = window_operand(filter, dtype, g.filter_elements()?, "filter")?;
                 buffers.push(f.0);
                 offsets[1] = f.1;
                 for (k, part) in [&epilogue.scale, &epilogue.shift].into_iter().enumerate() {

@@ -588,8 +588,8 @@ pub fn window_kernels<Q: Queue>(q: &Q, dtype: DataType) -> bool {
     table::window_kernels(dtype, q.fp64()).is_some()
 }
 
-/// The memory and element offset of a window operand, checked to be a contiguous view of
-/// `dtype` with `count` elements on this device.
+/// The memory and element offset of a window operand, checked
+/// ([`window::check_operand`]).
 fn window_operand<Q: Queue>(
     q: &Q,
     view: &TensorView<'_>,
@@ -597,29 +597,8 @@ fn window_operand<Q: Queue>(
     count: usize,
     what: &str,
 ) -> Result<(Q::Mem, i64)> {
-    let layout = view.layout();
-    if view.dtype() != dtype || !layout.is_contiguous() || layout.num_elements() != count {
-        return Err(Error::invalid(format!(
-            "a window kernel's {what} must be a contiguous {dtype} tensor of {count} elements, \
-             got {} of shape {}",
-            view.dtype(),
-            layout.shape()
-        )));
-    }
-    Ok((q.mem(view.buffer())?, layout.offset() as i64))
-}
-
-/// The elements of `g`'s input and output of `out_channels` channels, checked.
-fn window_sizes(g: &WindowGeometry, out_channels: usize) -> Result<(usize, usize)> {
-    let count = |dims: [usize; 4]| {
-        dims.iter()
-            .try_fold(1usize, |n, &d| n.checked_mul(d))
-            .ok_or_else(|| Error::invalid("a window op's size overflows"))
-    };
-    Ok((
-        count([g.batch, g.input[0], g.input[1], g.channels])?,
-        count([g.batch, g.output[0], g.output[1], out_channels])?,
-    ))
+    window::check_operand(view, dtype, count, what)?;
+    Ok((q.mem(view.buffer())?, view.layout().offset() as i64))
 }
 
 /// `Device::conv2d`: the device's library where it takes the convolution (then the
@@ -639,26 +618,12 @@ pub fn conv2d<Q: Queue>(
     if !window_kernels(q, dtype) {
         return Err(unsupported());
     }
-    let out_channels = if depthwise {
-        g.channels.checked_mul(g.filters)
-    } else {
-        Some(g.filters)
-    }
-    .ok_or_else(|| Error::invalid("a convolution's output channels overflow"))?;
-    let (inputs, outputs) = window_sizes(g, out_channels)?;
-    let [kh, kw] = g.windows.map(|w| w.size);
-    let taps = [kh, kw, g.channels, g.filters]
-        .iter()
-        .try_fold(1usize, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| Error::invalid("a convolution's filter size overflows"))?;
-    let x_at = window_operand(q, x, dtype, inputs, "input")?;
-    let f_at = window_operand(q, filter, dtype, taps, "filter")?;
+    let out_channels = g.conv_channels(depthwise)?;
+    let outputs = g.output_elements(out_channels)?;
+    let x_at = window_operand(q, x, dtype, g.input_elements()?, "input")?;
+    let f_at = window_operand(q, filter, dtype, g.filter_elements()?, "filter")?;
+    window::check_operand(&out.view(), dtype, outputs, "output")?;
     let target = output_mem(q, out)?;
-    if out.dtype() != dtype || out.layout().num_elements() != outputs {
-        return Err(Error::invalid(format!(
-            "a convolution's output must be {outputs} elements of {dtype}"
-        )));
-    }
     // The epilogue's parts: each present one checked, absent ones pointing at the input
     // (never read).
     let part = |view: &Option<TensorView<'_>>, what| match view {
@@ -745,14 +710,10 @@ pub fn pool2d<Q: Queue>(
     if !window_kernels(q, dtype) {
         return Err(q.unsupported("pool2d", dtype));
     }
-    let (inputs, outputs) = window_sizes(g, g.channels)?;
-    let x_at = window_operand(q, x, dtype, inputs, "input")?;
+    let outputs = g.output_elements(g.channels)?;
+    let x_at = window_operand(q, x, dtype, g.input_elements()?, "input")?;
+    window::check_operand(&out.view(), dtype, outputs, "output")?;
     let target = output_mem(q, out)?;
-    if out.dtype() != dtype || out.layout().num_elements() != outputs {
-        return Err(Error::invalid(format!(
-            "a pooling's output must be {outputs} elements of {dtype}"
-        )));
-    }
     if outputs == 0 {
         return Ok(());
     }

@@ -72,6 +72,7 @@ mod tests {
         };
         let tiled = MatmulKernel::new(Elem::F16, Schedule::Tiled).unwrap();
         let blocked = MatmulKernel::new(Elem::C64, Schedule::Blocked).unwrap();
+        let windows = window::WindowKernels::new(polytensor_core::DataType::BFloat16).unwrap();
         let sources = [
             (
                 map.source(Dialect::OpenCl),
@@ -91,6 +92,11 @@ mod tests {
             (
                 blocked.source(Dialect::OpenCl),
                 blocked.source(Dialect::Cuda),
+                false,
+            ),
+            (
+                windows.source(Dialect::OpenCl).unwrap(),
+                windows.source(Dialect::Cuda).unwrap(),
                 false,
             ),
         ];

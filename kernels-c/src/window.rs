@@ -31,7 +31,7 @@
 //!   offset, the output and its offset.
 
 use polytensor_core::plan::window::WindowGeometry;
-use polytensor_core::{DataType, UnaryOp};
+use polytensor_core::{DataType, Error, Result, TensorView, UnaryOp};
 
 use crate::{body, render, Dialect, Elem, Library};
 
@@ -103,10 +103,60 @@ impl Epilogue {
     }
 }
 
+/// An `Err` unless `view` (a window kernel's `what`: input, filter, epilogue part, output)
+/// is a contiguous view of `dtype` with `count` elements, as every backend's window kernels
+/// take their operands.
+pub fn check_operand(
+    view: &TensorView<'_>,
+    dtype: DataType,
+    count: usize,
+    what: &str,
+) -> Result<()> {
+    let layout = view.layout();
+    if view.dtype() != dtype || !layout.is_contiguous() || layout.num_elements() != count {
+        return Err(Error::invalid(format!(
+            "a window kernel's {what} must be a contiguous {dtype} tensor of {count} elements, \
+             got {} of shape {}",
+            view.dtype(),
+            layout.shape()
+        )));
+    }
+    Ok(())
+}
+
 /// The work-items of a `conv2d` launch over `pixels` output pixels and `filters` output
 /// channels.
 pub fn conv_items(pixels: usize, filters: usize) -> usize {
     pixels.div_ceil(PIXELS) * filters.div_ceil(FILTERS)
+}
+
+/// Where output pixel `p`'s windows start: its image's first input element, and the
+/// window's first row and column (before the padding).
+const ORIGIN: &str = "        const i64 image = p / (out_h * out_w);
+        const i64 rest = p % (out_h * out_w);
+        const i64 base = x_offset + image * in_h * in_w * channels;
+        const i64 top = rest / out_w * stride_h - before_h;
+        const i64 left = rest % out_w * stride_w - before_w;
+";
+
+/// A loop over the taps `(i, j)` of one window that lie inside the image (input row `ih`,
+/// column `iw`), running `body` for each.
+fn each_tap(body: &str) -> String {
+    format!(
+        r#"        for (i64 i = 0; i < k_h; i++) {{
+            const i64 ih = top + i * dilation_h;
+            if (ih < 0 || ih >= in_h) {{
+                continue;
+            }}
+            for (i64 j = 0; j < k_w; j++) {{
+                const i64 iw = left + j * dilation_w;
+                if (iw >= 0 && iw < in_w) {{
+                    {body}
+                }}
+            }}
+        }}
+"#
+    )
 }
 
 /// The window kernels of one element type; the cache key of their program.
@@ -185,32 +235,16 @@ KERNEL void {name}({pool_args}) {{
     for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE) {{
         const i64 p = item / channels;
         const i64 c = item % channels;
-        const i64 image = p / (out_h * out_w);
-        const i64 rest = p % (out_h * out_w);
-        const i64 base = x_offset + image * in_h * in_w * channels;
-        const i64 top = rest / out_w * stride_h - before_h;
-        const i64 left = rest % out_w * stride_w - before_w;
-        {v} acc = {init};
+{ORIGIN}        {v} acc = {init};
         i64 count = 0;
-        for (i64 i = 0; i < k_h; i++) {{
-            const i64 ih = top + i * dilation_h;
-            if (ih < 0 || ih >= in_h) {{
-                continue;
-            }}
-            for (i64 j = 0; j < k_w; j++) {{
-                const i64 iw = left + j * dilation_w;
-                if (iw >= 0 && iw < in_w) {{
-                    const {v} value = {pool_x};
-                    acc = {combine};
-                    count++;
-                }}
-            }}
-        }}
-        out[out_offset + item] = {stored};
+{pool_taps}        out[out_offset + item] = {stored};
     }}
 }}
 "#,
-                stored = store(result)
+                stored = store(result),
+                pool_taps = each_tap(&format!(
+                    "const {v} value = {pool_x};\n                    acc = {combine};\n                    count++;"
+                )),
             )
         };
         let pools = pool(
@@ -224,6 +258,7 @@ KERNEL void {name}({pool_args}) {{
             "acc + value",
             &format!("acc / ({v})count"),
         );
+        let dw_taps = each_tap(&format!("acc = acc + {dw_x} * {dw_f};"));
         let mut text = Library::new(dialect, &[e], false).render();
         text += &format!(
             r#"
@@ -319,25 +354,8 @@ KERNEL void depthwise2d({conv_args}) {{
         const i64 p = item / width;
         const i64 k = item % width;
         const i64 c = k / filters;
-        const i64 image = p / (out_h * out_w);
-        const i64 rest = p % (out_h * out_w);
-        const i64 base = x_offset + image * in_h * in_w * channels;
-        const i64 top = rest / out_w * stride_h - before_h;
-        const i64 left = rest % out_w * stride_w - before_w;
-        {v} acc = 0;
-        for (i64 i = 0; i < k_h; i++) {{
-            const i64 ih = top + i * dilation_h;
-            if (ih < 0 || ih >= in_h) {{
-                continue;
-            }}
-            for (i64 j = 0; j < k_w; j++) {{
-                const i64 iw = left + j * dilation_w;
-                if (iw >= 0 && iw < in_w) {{
-                    acc = acc + {dw_x} * {dw_f};
-                }}
-            }}
-        }}
-        out[out_offset + item] = {dw_store};
+{ORIGIN}        {v} acc = 0;
+{dw_taps}        out[out_offset + item] = {dw_store};
     }}
 }}
 

@@ -72,6 +72,34 @@ impl Geometry {
     }
 }
 
+/// Where output pixel `p`'s windows start: its image's first input element, and the
+/// window's first row and column (before the padding).
+const ORIGIN: &str = "    let rest = p % (out_h * out_w);
+    let base = x_offset + p / (out_h * out_w) * in_h * in_w * channels;
+    let top = rest / out_w * stride_h - before_h;
+    let left = rest % out_w * stride_w - before_w;
+";
+
+/// A loop over the taps `(i, j)` of one window that lie inside the image (input row `ih`,
+/// column `iw`), running `body` for each.
+fn each_tap(body: &str) -> String {
+    format!(
+        r#"    for (var i = 0; i < k_h; i++) {{
+        let ih = top + i * dilation_h;
+        if (ih < 0 || ih >= in_h) {{
+            continue;
+        }}
+        for (var j = 0; j < k_w; j++) {{
+            let iw = left + j * dilation_w;
+            if (iw >= 0 && iw < in_w) {{
+                {body}
+            }}
+        }}
+    }}
+"#
+    )
+}
+
 /// The WGSL of `op` on elements stored as `storage` of element `elem` (a float).
 pub(crate) fn source(op: WindowOp, storage: Storage, elem: Elem) -> Option<String> {
     let t = storage.value_type();
@@ -186,27 +214,14 @@ fn finish(value: {t}, channel: i32) -> {t} {{
     let k = i32(item) % width;
     let c = k / filters;
     let p = i32(item) / width;
-    let rest = p % (out_h * out_w);
-    let base = x_offset + p / (out_h * out_w) * in_h * in_w * channels;
-    let top = rest / out_w * stride_h - before_h;
-    let left = rest % out_w * stride_w - before_w;
-    var acc = {t}(0);
-    for (var i = 0; i < k_h; i++) {{
-        let ih = top + i * dilation_h;
-        if (ih < 0 || ih >= in_h) {{
-            continue;
-        }}
-        for (var j = 0; j < k_w; j++) {{
-            let iw = left + j * dilation_w;
-            if (iw >= 0 && iw < in_w) {{
-                acc += {x_load} * {filter_load};
-            }}
-        }}
-    }}
-    out[item] = finish(acc, k);
+{ORIGIN}    var acc = {t}(0);
+{taps}    out[item] = finish(acc, k);
 "#,
-            x_load = image_at("base + (ih * in_w + iw) * channels + c"),
-            filter_load = load("weights", "f_offset + (i * k_w + j) * width + k"),
+            taps = each_tap(&format!(
+                "acc += {} * {};",
+                image_at("base + (ih * in_w + iw) * channels + c"),
+                load("weights", "f_offset + (i * k_w + j) * width + k")
+            )),
         ),
         WindowOp::MaxPool | WindowOp::AvgPool => {
             let max = op == WindowOp::MaxPool;
@@ -222,29 +237,14 @@ fn finish(value: {t}, channel: i32) -> {t} {{
             format!(
                 r#"    let c = i32(item) % channels;
     let p = i32(item) / channels;
-    let rest = p % (out_h * out_w);
-    let base = x_offset + p / (out_h * out_w) * in_h * in_w * channels;
-    let top = rest / out_w * stride_h - before_h;
-    let left = rest % out_w * stride_w - before_w;
-    var acc = {init};
+{ORIGIN}    var acc = {init};
     var count = 0;
-    for (var i = 0; i < k_h; i++) {{
-        let ih = top + i * dilation_h;
-        if (ih < 0 || ih >= in_h) {{
-            continue;
-        }}
-        for (var j = 0; j < k_w; j++) {{
-            let iw = left + j * dilation_w;
-            if (iw >= 0 && iw < in_w) {{
-                let value = {x_load};
-                acc = {combine};
-                count++;
-            }}
-        }}
-    }}
-    out[item] = {result};
+{taps}    out[item] = {result};
 "#,
-                x_load = image_at("base + (ih * in_w + iw) * channels + c"),
+                taps = each_tap(&format!(
+                    "let value = {};\n                acc = {combine};\n                count++;",
+                    image_at("base + (ih * in_w + iw) * channels + c")
+                )),
                 result = result.replace("{t}", &t.to_string()),
             )
         }

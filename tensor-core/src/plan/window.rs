@@ -168,6 +168,39 @@ pub struct WindowGeometry {
 }
 
 impl WindowGeometry {
+    /// The elements of a product of dims, or an `Err` if it overflows.
+    fn elements(dims: &[usize]) -> Result<usize> {
+        dims.iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| Error::invalid("a window op's size overflows"))
+    }
+
+    /// The elements of the input.
+    pub fn input_elements(&self) -> Result<usize> {
+        Self::elements(&[self.batch, self.input[0], self.input[1], self.channels])
+    }
+
+    /// The elements of an output of `channels` channels.
+    pub fn output_elements(&self, channels: usize) -> Result<usize> {
+        Self::elements(&[self.batch, self.output[0], self.output[1], channels])
+    }
+
+    /// The elements of a convolution's filter, `[k_h, k_w, channels, filters]`.
+    pub fn filter_elements(&self) -> Result<usize> {
+        let [h, w] = self.windows;
+        Self::elements(&[h.size, w.size, self.channels, self.filters])
+    }
+
+    /// The output channels of a convolution: `channels * filters` for a depthwise one,
+    /// `filters` for a full one.
+    pub fn conv_channels(&self, depthwise: bool) -> Result<usize> {
+        if depthwise {
+            Self::elements(&[self.channels, self.filters])
+        } else {
+            Ok(self.filters)
+        }
+    }
+
     /// The input position of tap `tap` of output position `out` along spatial dim `dim`,
     /// or `None` where it falls in the padding.
     #[inline]
