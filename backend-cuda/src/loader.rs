@@ -144,33 +144,32 @@ pub fn nvrtc_unavailable() -> Option<String> {
     }
 }
 
+/// `why`, unless `present` (a library found by its `is_culib_present`).
+fn missing(present: bool, why: &str) -> Option<String> {
+    (!present).then(|| why.to_string())
+}
+
 /// Why cuBLAS (floating-point matmul) cannot be used, if it cannot.
 pub fn cublas_unavailable() -> Option<String> {
     // SAFETY: only tries to open the library; calls nothing in it.
-    if unsafe { cudarc::cublas::sys::is_culib_present() } {
-        None
-    } else {
-        Some(
-            "no cuBLAS (libcublas.so.12) could be loaded; install the CUDA toolkit or the \
-             PyPI wheel nvidia-cublas-cu12"
-                .into(),
-        )
-    }
+    let present = unsafe { cudarc::cublas::sys::is_culib_present() };
+    missing(
+        present,
+        "no cuBLAS (libcublas.so.12) could be loaded; install the CUDA toolkit or the PyPI \
+         wheel nvidia-cublas-cu12",
+    )
 }
 
 /// Why cuDNN (convolutions; without it they run the kit's kernels) cannot be used, if it
 /// cannot.
 pub fn cudnn_unavailable() -> Option<String> {
     // SAFETY: only tries to open the library; calls nothing in it.
-    if unsafe { cudarc::cudnn::sys::is_culib_present() } {
-        None
-    } else {
-        Some(
-            "no cuDNN (libcudnn.so.9) could be loaded; install cuDNN or the PyPI wheel \
-             nvidia-cudnn-cu12"
-                .into(),
-        )
-    }
+    let present = unsafe { cudarc::cudnn::sys::is_culib_present() };
+    missing(
+        present,
+        "no cuDNN (libcudnn.so.9) could be loaded; install cuDNN or the PyPI wheel \
+         nvidia-cudnn-cu12",
+    )
 }
 
 /// A driver error in words: its name and the driver's description

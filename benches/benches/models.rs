@@ -30,19 +30,27 @@ fn threads() -> usize {
     rayon::current_num_threads()
 }
 
-fn conv2d(c: &mut Criterion) {
-    let device = cpu();
-    let [n, h, w, ch, k, o] = [8, 56, 56, 64, 3, 64];
-    let x = benches::tensor(&[n, h, w, ch], DataType::Float, 1, &device);
-    let f = benches::tensor(&[k, k, ch, o], DataType::Float, 2, &device);
+/// A SAME `k x k` convolution of `[n, h, w, ch]` f32 images to `o` channels on `device`:
+/// the image, the filter, the options, and its floating-point operations.
+fn conv_case(
+    [n, h, w, ch, k, o]: [usize; 6],
+    device: &Arc<dyn Device>,
+) -> (polytensor::Tensor, polytensor::Tensor, Conv2dOptions, u64) {
+    let x = benches::tensor(&[n, h, w, ch], DataType::Float, 1, device);
+    let f = benches::tensor(&[k, k, ch, o], DataType::Float, 2, device);
     let options = Conv2dOptions {
         padding: Padding::Same,
         ..Default::default()
     };
+    (x, f, options, (2 * n * h * w * k * k * ch * o) as u64)
+}
+
+fn conv2d(c: &mut Criterion) {
+    let device = cpu();
+    let [n, h, w, ch, k, o] = [8, 56, 56, 64, 3, 64];
+    let (x, f, options, flops) = conv_case([n, h, w, ch, k, o], &device);
     let mut group = c.benchmark_group("conv2d_3x3_56x56x64_b8_f32");
-    group.throughput(Throughput::Elements(
-        (2 * n * h * w * k * k * ch * o) as u64,
-    ));
+    group.throughput(Throughput::Elements(flops));
     group.bench_function("polytensor", |b| {
         b.iter(|| black_box(x.conv2d(&f, &options).unwrap()))
     });
@@ -101,18 +109,10 @@ fn gpu_devices() -> Vec<Arc<dyn Device>> {
 
 fn gpu(c: &mut Criterion) {
     let devices = gpu_devices();
-    let [n, h, w, ch, k, o] = [2, 28, 28, 32, 3, 32];
-    let options = Conv2dOptions {
-        padding: Padding::Same,
-        ..Default::default()
-    };
     let mut group = c.benchmark_group("gpu_conv2d_3x3_28x28x32_b2_f32");
-    group.throughput(Throughput::Elements(
-        (2 * n * h * w * k * k * ch * o) as u64,
-    ));
     for device in &devices {
-        let x = benches::tensor(&[n, h, w, ch], DataType::Float, 1, device);
-        let f = benches::tensor(&[k, k, ch, o], DataType::Float, 2, device);
+        let (x, f, options, flops) = conv_case([2, 28, 28, 32, 3, 32], device);
+        group.throughput(Throughput::Elements(flops));
         group.bench_function(device.name(), |b| {
             b.iter(|| {
                 black_box(benches::finished(device, || {
