@@ -40,6 +40,27 @@ pub mod graph {
     pub use polytensor_graph::*;
 }
 
+/// A session over `graph` on every device present ([`devices`]), the default (`cpu:0`,
+/// where compiled in) first, with soft placement: TensorFlow's `Session(graph=g)`, which
+/// opens over every device it finds. Each operation runs where its `device` field asks
+/// (`/device:GPU:0` is the first device that is not a CPU; see `graph::placer`).
+///
+/// ```
+/// let mut g = polytensor::graph::Graph::new();
+/// let a = g.constant(3.0f32)?;
+/// let total = g.device_scope("/device:GPU:0", |g| g.add(&a, &a))?;
+/// let mut session = polytensor::session(&g)?;
+/// assert_eq!(session.run(&[], &[&total], &[])?[0].item::<f32>()?, 6.0);
+/// # Ok::<(), polytensor::Error>(())
+/// ```
+pub fn session(graph: &graph::Graph) -> Result<graph::Session> {
+    let present = devices()
+        .iter()
+        .filter_map(|entry| entry.device().cloned())
+        .collect();
+    graph::Session::with_options(graph, graph::SessionOptions::new(present))
+}
+
 pub use polytensor_core::{
     same_device, BinaryOp, Conv2dOptions, DataFormat, DataType, Device, DeviceKind, Element, Error,
     HostView, IntoShape, MirrorMode, Op, Padding, PartialTensorShape, Pool2dOptions, ReduceOp,

@@ -12,7 +12,9 @@ mod common;
 
 use std::path::Path;
 
-use polytensor::graph::{int_list, Graph, Operation, Output, Session};
+use polytensor::graph::{
+    int_list, AttrValue, Graph, ImportOptions, Imported, ListValue, Operation, Output, Session,
+};
 use polytensor::{DataType, PartialTensorShape, Tensor};
 use serde_json::{json, Map, Value as Json};
 
@@ -35,12 +37,19 @@ struct Case {
     target_runs: Vec<Vec<Operation>>,
     /// The absolute tolerance beside the relative 1e-6 (0: relative only).
     atol: f64,
+    /// Run on every device present ([`polytensor::session`]), as its device fields ask,
+    /// instead of on cpu:0 alone.
+    every_device: bool,
 }
 
 impl Case {
     /// Run it in polytensor and write `NAME.pb` and `NAME.json` into `dir`.
     fn write(&self, dir: &Path) {
-        let mut session = Session::new(&self.graph, polytensor::device("cpu:0").unwrap());
+        let mut session = if self.every_device {
+            polytensor::session(&self.graph).unwrap()
+        } else {
+            Session::new(&self.graph, polytensor::device("cpu:0").unwrap())
+        };
         for targets in &self.target_runs {
             let targets: Vec<&Operation> = targets.iter().collect();
             session.run(&[], &[], &targets).unwrap();
@@ -87,6 +96,7 @@ fn seed() -> Case {
         fetches: vec![total],
         target_runs: Vec::new(),
         atol: 0.0,
+        every_device: false,
     }
 }
 
@@ -124,6 +134,7 @@ fn dense_layer() -> Case {
         fetches: vec![relu, total],
         target_runs: Vec::new(),
         atol: 0.0,
+        every_device: false,
     }
 }
 
@@ -167,6 +178,7 @@ fn activations() -> Case {
         fetches: vec![relu6, squared, wrapped],
         target_runs: Vec::new(),
         atol: 0.0,
+        every_device: false,
     }
 }
 
@@ -255,6 +267,7 @@ fn integer_ops() -> Case {
         fetches,
         target_runs: Vec::new(),
         atol: 0.0,
+        every_device: false,
     }
 }
 
@@ -315,6 +328,7 @@ fn variables() -> Case {
         fetches: vec![read, read_r],
         target_runs: vec![vec![init], vec![bump.clone(), add_r], vec![bump]],
         atol: 0.0,
+        every_device: false,
     }
 }
 
@@ -379,6 +393,7 @@ fn complex_and_inference() -> Case {
         fetches,
         target_runs: Vec::new(),
         atol: 0.0,
+        every_device: false,
     }
 }
 
@@ -530,6 +545,7 @@ fn layers() -> Case {
         ],
         target_runs: Vec::new(),
         atol: 1e-6,
+        every_device: false,
     }
 }
 
@@ -623,6 +639,7 @@ fn generators() -> Case {
         fetches,
         target_runs: vec![vec![advanced.op().clone()]],
         atol: 0.0,
+        every_device: false,
     }
 }
 
@@ -691,6 +708,7 @@ fn fused_layers() -> Case {
         fetches: vec![relu, relu6, c2_norm],
         target_runs: Vec::new(),
         atol: 1e-6,
+        every_device: false,
     }
 }
 
@@ -822,6 +840,24 @@ fn array_ops() -> Case {
         fetches,
         target_runs: Vec::new(),
         atol: 0.0,
+        every_device: false,
+    }
+}
+
+/// A matmul on `/device:GPU:0`, a reduction on `/device:GPU:1`: polytensor runs them on the
+/// first two devices that are not the CPU (opencl:0 and wgpu:0 in CI), TensorFlow (with
+/// soft placement, and no GPU) on its CPU.
+fn placed_across_devices() -> Case {
+    let (graph, x, fetches) = common::placed::across_devices();
+    let feed = Tensor::from_slice(&[1.0f32, 2.0, 3.0, -1.0, 0.5, 4.0], [2, 3], &cpu()).unwrap();
+    Case {
+        name: "placed_across_devices",
+        graph,
+        feeds: vec![(x, feed)],
+        fetches: fetches.to_vec(),
+        target_runs: vec![],
+        atol: 1e-5,
+        every_device: true,
     }
 }
 
@@ -843,6 +879,7 @@ fn graphs_built_here_run_in_tensorflow() {
         array_ops(),
         generators(),
         fused_layers(),
+        placed_across_devices(),
     ];
     for case in cases {
         case.write(&dir);
@@ -850,7 +887,7 @@ fn graphs_built_here_run_in_tensorflow() {
     let stdout = common::run_script(&python, "tf_import_graph.py", &[dir.as_os_str()]);
     std::fs::remove_dir_all(&dir).ok();
     println!("{stdout}");
-    assert!(stdout.contains("ran 10 polytensor graphs"), "{stdout}");
+    assert!(stdout.contains("ran 11 polytensor graphs"), "{stdout}");
 }
 
 /// A GraphDef TensorFlow wrote with the fields polytensor keeps without reading them (a
@@ -885,4 +922,99 @@ fn graph_def_round_trips_lose_nothing_tensorflow_wrote() {
     let mut session = Session::new(&graph, cpu());
     let y = session.run_by_name(&[("x:0", &x)], &["y:0"], &[]).unwrap();
     assert_eq!(y[0].to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0]);
+}
+
+/// `Graph::import_graph_def` with a prefix, an input map and return elements, done by
+/// polytensor and by `tf.graph_util.import_graph_def` on the same GraphDefs: the same
+/// node names, returned names, renamed colocation and value.
+#[test]
+fn imports_name_and_map_as_tensorflow_does() {
+    let Some(python) = common::TENSORFLOW.python("tensorflow") else {
+        return;
+    };
+    // The model: y = x * 2 + 1, `y` colocated with `x`, and a NoOp `init`.
+    let mut model = Graph::new();
+    let shape = PartialTensorShape::new(&[Some(2)]).unwrap();
+    let x = model
+        .placeholder_named("x", DataType::Float, &shape)
+        .unwrap();
+    let two = model.constant_named("two", &[2.0f32], &[]).unwrap();
+    let one = model.constant_named("one", &[1.0f32], &[]).unwrap();
+    let scaled = model.mul(&x, &two).unwrap();
+    let classes = ListValue {
+        s: vec![b"loc:@x".to_vec()],
+        ..Default::default()
+    };
+    model
+        .op("AddV2")
+        .name("y")
+        .inputs(&[scaled, one])
+        .attr("_class", AttrValue::from(classes))
+        .build()
+        .unwrap();
+    model.op("NoOp").name("init").build().unwrap();
+    let def = model.to_graph_def();
+    let mut g = Graph::new();
+    let feed = g.constant_named("feed", &[3.0f32, -1.0], &[2]).unwrap();
+    let base = g.to_graph_def_bytes();
+    let first = g
+        .import_graph_def(
+            &def,
+            &ImportOptions {
+                prefix: "import".into(),
+                input_map: vec![("x:0".into(), feed)],
+                return_elements: vec!["y:0".into(), "init".into()],
+            },
+        )
+        .unwrap();
+    let second = g
+        .import_graph_def(
+            &def,
+            &ImportOptions {
+                return_elements: vec!["y:0".into()],
+                ..ImportOptions::with_prefix("import")
+            },
+        )
+        .unwrap();
+    let name = |i: &Imported| match i {
+        Imported::Output(o) => o.name(),
+        Imported::Operation(op) => op.name().to_string(),
+    };
+    let Imported::Output(y) = &first[0] else {
+        panic!("y:0 is a tensor")
+    };
+    let value = Session::new(&g, cpu()).run(&[], &[y], &[]).unwrap()[0]
+        .to_vec::<f32>()
+        .unwrap();
+    let def_now = g.to_graph_def();
+    let colocation = match &def_now
+        .node
+        .iter()
+        .find(|n| n.name == "import_1/y")
+        .unwrap()
+        .attr["_class"]
+        .value
+    {
+        Some(polytensor::graph::AttrKind::List(list)) => list
+            .s
+            .iter()
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect::<Vec<_>>(),
+        other => panic!("_class is {other:?}"),
+    };
+    let ours = json!({
+        "names": g.operations().map(|op| op.name().to_string()).collect::<Vec<_>>(),
+        "returned": [name(&first[0]), name(&first[1]), name(&second[0])],
+        "colocation": colocation,
+        "value": value,
+    });
+    let dir = std::env::temp_dir().join(format!("polytensor-tf-import-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("base.pb"), base).unwrap();
+    std::fs::write(dir.join("model.pb"), model.to_graph_def_bytes()).unwrap();
+    std::fs::write(dir.join("polytensor.json"), ours.to_string()).unwrap();
+    let stdout = common::run_script(&python, "tf_import_options.py", &[dir.as_os_str()]);
+    std::fs::remove_dir_all(&dir).ok();
+    println!("{stdout}");
+    assert!(stdout.contains("imported as polytensor did"), "{stdout}");
 }

@@ -1,13 +1,18 @@
 //! The per-`run` overhead of a graph: 100 small elementwise ops on 16-element f32 tensors,
 //! run by a `Session` with its plan cached, next to the same 100 ops called eagerly.
 //! Target (issue 18): the session under 2x the eager calls.
+//!
+//! `placement_256_matmul_sum_f32`: what crossing devices costs. A 256x256 matmul and its
+//! row sums, fed from and fetched to cpu:0: all on cpu:0, then with the matmul placed on
+//! each other device present (the feed and the weights copied there, the product back),
+//! next to the same work all on that device.
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use polytensor::graph::{Graph, Session};
+use polytensor::graph::{Graph, Session, SessionOptions};
 use polytensor::ops::BinaryOp;
-use polytensor::Tensor;
+use polytensor::{DataType, PartialTensorShape, Tensor};
 
 const OPS: usize = 100;
 const LEN: usize = 16;
@@ -57,9 +62,58 @@ fn graph_overhead(c: &mut Criterion) {
     group.finish();
 }
 
+fn placement(c: &mut Criterion) {
+    const N: usize = 256;
+    let cpu = polytensor::default_device().expect("the CPU device");
+    let mut graph = Graph::new();
+    let shape = PartialTensorShape::new(&[Some(N), Some(N)]).unwrap();
+    let x = graph
+        .placeholder_named("x", DataType::Float, &shape)
+        .unwrap();
+    let w = benches::tensor(&[N, N], DataType::Float, 7, &cpu);
+    let w = graph.constant_tensor(&w).unwrap();
+    let product = graph.device_scope("/device:GPU:0", |g| g.matmul(&x, &w).unwrap());
+    let axes = graph.constant_values(&[1i32], &[1]).unwrap();
+    let sums = graph
+        .op("Sum")
+        .inputs(&[product, axes])
+        .device("/device:CPU:0")
+        .build_output()
+        .unwrap();
+    let feed = benches::tensor(&[N, N], DataType::Float, 8, &cpu);
+    let mut group = c.benchmark_group("placement_256_matmul_sum_f32");
+    let mut run = |name: String, devices: Vec<std::sync::Arc<dyn polytensor::Device>>| {
+        let first = devices[0].clone();
+        let mut options = SessionOptions::new(devices);
+        options.allow_soft_placement = true;
+        let mut session = Session::with_options(&graph, options).unwrap();
+        let feed = feed.to_device(&first).unwrap();
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let out = session.run(&[(&x, &feed)], &[&sums], &[]).unwrap();
+                black_box(out[0].to_vec::<f32>().unwrap())
+            })
+        });
+    };
+    run("cpu:0".into(), vec![cpu.clone()]);
+    for entry in polytensor::devices() {
+        let Some(device) = entry.device().filter(|d| !polytensor::same_device(d, &cpu)) else {
+            continue;
+        };
+        // The matmul on the device, the rest on cpu:0: four copies a run.
+        run(
+            format!("matmul_on_{}", device.name()),
+            vec![cpu.clone(), device.clone()],
+        );
+        // Everything on the device (soft placement moves the CPU request there).
+        run(format!("all_on_{}", device.name()), vec![device.clone()]);
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = graph_benches;
     config = benches::criterion_config();
-    targets = graph_overhead
+    targets = graph_overhead, placement
 }
 criterion_main!(graph_benches);

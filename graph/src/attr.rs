@@ -179,6 +179,19 @@ impl<'a> Attrs<'a> {
         }
     }
 
+    /// A list of strings, empty by default.
+    pub(crate) fn strings(&self, name: &str) -> Result<Vec<String>> {
+        match self.kind(name) {
+            None => Ok(Vec::new()),
+            Some(AttrKind::List(list)) => Ok(list
+                .s
+                .iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()),
+            Some(_) => Err(self.wrong(name, "a list of strings")),
+        }
+    }
+
     /// A list of integers, empty by default.
     pub(crate) fn ints(&self, name: &str) -> Result<Vec<i64>> {
         match self.kind(name) {

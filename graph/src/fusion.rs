@@ -5,7 +5,8 @@
 //! elsewhere it runs the same ops one after another. A zero `Pad` that only feeds such a
 //! `VALID` convolution becomes its padding (Keras's `ZeroPadding2D` before a strided
 //! convolution). Fusion never changes what a run
-//! returns: a chain is fused only when nothing else reads or fetches the values it hides.
+//! returns: a chain is fused only when nothing else reads or fetches the values it hides,
+//! and only when all of it is placed on one device.
 
 use std::collections::{HashMap, HashSet};
 
@@ -69,6 +70,11 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             continue;
         };
         let Some(follow) = &slots[b] else { continue };
+        // A chain runs on one device.
+        if follow.device != conv.device {
+            continue;
+        }
+        let device = conv.device;
         let norm = match follow.kind {
             Kind::Nn(Nn::BiasAdd) => false,
             Kind::Nn(Nn::BatchNorm) => true,
@@ -90,7 +96,7 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
                 let step = slots[a].as_ref()?;
                 match step.kind {
                     Kind::Unary(op @ (UnaryOp::Relu | UnaryOp::Relu6))
-                        if !controls.contains(&step.node) =>
+                        if !controls.contains(&step.node) && step.device == device =>
                     {
                         Some((a, op))
                     }
@@ -115,8 +121,9 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             Source::Node { node, index: 0 } if private(node) => slots
                 .iter()
                 .position(|s| {
-                    s.as_ref()
-                        .is_some_and(|s| s.node == node && s.kind == Kind::Array(Array::Pad))
+                    s.as_ref().is_some_and(|s| {
+                        s.node == node && s.kind == Kind::Array(Array::Pad) && s.device == device
+                    })
                 })
                 .filter(|_| valid(&nodes[conv_node])),
             _ => None,
@@ -135,6 +142,8 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
         };
         slots[last] = Some(Step {
             node,
+            device,
+            crosses: false,
             kind: Kind::FusedConv(FusedConv {
                 depthwise,
                 norm,

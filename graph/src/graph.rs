@@ -58,6 +58,8 @@ pub struct Graph {
     names_in_use: HashMap<String, usize>,
     /// The current name scope (`outer/inner`), empty at the top.
     name_stack: String,
+    /// The device of the current device scope (`Graph::device_scope`), empty for none.
+    device_scope: String,
     /// The `VersionDef` of the GraphDef the graph came from (or polytensor's producer).
     pub(crate) versions: VersionDef,
     /// The deprecated `GraphDef.version` of the GraphDef the graph came from.
@@ -264,9 +266,15 @@ impl Graph {
         Ok(&self.node(op)?.device)
     }
 
+    /// The index of the node named `name`.
+    pub(crate) fn node_index(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
     /// Start building an operation of type `op_type` (`AddV2`, `Const`, ...). Its name
     /// defaults to the op type, made unique as TensorFlow does.
     pub fn op(&mut self, op_type: &str) -> OpBuilder<'_> {
+        let device = self.device_scope.clone();
         OpBuilder {
             graph: self,
             op_type: op_type.to_string(),
@@ -274,8 +282,17 @@ impl Graph {
             inputs: Vec::new(),
             control_inputs: Vec::new(),
             attrs: BTreeMap::new(),
-            device: String::new(),
+            device,
         }
+    }
+
+    /// Run `body` inside a device scope, as `with tf.device(device):` does: operations it
+    /// adds ask for `device` unless they name one themselves ([`OpBuilder::device`]).
+    pub fn device_scope<T>(&mut self, device: &str, body: impl FnOnce(&mut Graph) -> T) -> T {
+        let outer = std::mem::replace(&mut self.device_scope, device.to_string());
+        let result = body(self);
+        self.device_scope = outer;
+        result
     }
 
     /// Run `body` inside the name scope `name` (made unique, as `tf.name_scope` does):
@@ -441,8 +458,8 @@ impl<'g> OpBuilder<'g> {
         self
     }
 
-    /// Ask for a device (recorded and written to the GraphDef; a `Session` runs every
-    /// operation on its own device).
+    /// Ask for a device (TensorFlow's device names, `/device:GPU:0`, or polytensor's,
+    /// `wgpu:0`; see [`crate::placer`]), overriding the graph's device scope.
     pub fn device(mut self, device: &str) -> Self {
         self.device = device.to_string();
         self

@@ -5,7 +5,8 @@ use std::collections::{BTreeSet, HashMap};
 use polytensor_core::{Error, Result};
 use prost::Message;
 
-use crate::graph::{validate_name, Graph, KeptFields};
+use crate::attr::{AttrKind, AttrValue};
+use crate::graph::{validate_name, Graph, KeptFields, Operation, Output};
 use crate::proto::{GraphDef, NodeDef};
 
 impl Graph {
@@ -61,10 +62,30 @@ impl Graph {
 
     /// A graph from TensorFlow's `GraphDef`, with its node names kept. Nodes may come in any
     /// order; every input must name a node of the graph, and the data edges must not form
-    /// a cycle. Attributes left at their defaults may be absent; devices are recorded.
-    /// A node that calls a function of the library is an `Err`; the library, the versions
-    /// and the `NodeDef` fields polytensor does not read are kept and written back as read.
+    /// a cycle. Attributes left at their defaults may be absent; devices are kept (a
+    /// [`Session`](crate::Session) places by them). A node that calls a function of the
+    /// library is an `Err`; the library, the versions and the `NodeDef` fields polytensor
+    /// does not read are kept and written back as read.
     pub fn from_graph_def(def: &GraphDef) -> Result<Graph> {
+        let mut graph = Graph::new();
+        graph.versions = def.versions.clone().unwrap_or_default();
+        graph.version = def.version;
+        graph.import_graph_def(def, &ImportOptions::default())?;
+        Ok(graph)
+    }
+
+    /// TensorFlow's `tf.graph_util.import_graph_def`: add the nodes of `def` to this graph,
+    /// their names under `options.prefix` (made unique, as a name scope is; none when
+    /// empty, where a name this graph already has is an `Err`), the inputs
+    /// `options.input_map` names replaced by outputs of this graph, and return
+    /// `options.return_elements` (`"x:0"` a tensor, `"init"` an operation, named as in
+    /// `def`). Colocations (`_class: loc:@name`) follow the prefix. The library is taken
+    /// when this graph has none. Nothing is added on an `Err`.
+    pub fn import_graph_def(
+        &mut self,
+        def: &GraphDef,
+        options: &ImportOptions,
+    ) -> Result<Vec<Imported>> {
         let names = def.function_names()?;
         let functions: BTreeSet<&str> = names.iter().map(String::as_str).collect();
         let mut index: HashMap<&str, usize> = HashMap::new();
@@ -93,36 +114,195 @@ impl Graph {
                     .collect()
             })
             .collect::<Result<_>>()?;
-        let order = topological_order(def, &parsed)?;
-        let mut graph = Graph::new();
-        graph.versions = def.versions.clone().unwrap_or_default();
-        graph.version = def.version;
-        graph.library = def.library.clone();
-        let mut ids = vec![usize::MAX; def.node.len()];
-        for i in order {
-            let node = &def.node[i];
-            let (mut inputs, mut control) = (Vec::new(), Vec::new());
-            for input in &parsed[i] {
-                match *input {
-                    Input::Data { node, index } => inputs.push((ids[node], index)),
-                    Input::Control(node) => control.push(ids[node]),
-                }
-            }
-            let op = graph.add_node(
-                node.name.clone(),
-                &node.op,
-                inputs,
-                control,
-                node.attr.clone(),
-                node.device.clone(),
-            )?;
-            graph.nodes[op.id].kept = KeptFields {
-                debug_info: node.experimental_debug_info.clone(),
-                full_type: node.experimental_type.clone(),
+        // The input map's keys, resolved in `def`'s names, with what replaces them.
+        let mut mapped: HashMap<(usize, Option<usize>), Replacement> = HashMap::new();
+        for (key, replacement) in &options.input_map {
+            let (name, port) = match key.strip_prefix('^') {
+                Some(name) => (name, None),
+                None => match split_port(key) {
+                    Some((name, port)) => (name, Some(port)),
+                    None => (key.as_str(), Some(0)),
+                },
             };
-            ids[i] = op.id;
+            let node = index.get(name).copied().ok_or_else(|| {
+                Error::invalid(format!(
+                    "Attempted to map inputs that were not found in graph_def: [{key}]"
+                ))
+            })?;
+            let (id, output) = replacement.checked_in(self)?;
+            let replacement = match port {
+                Some(_) => Replacement::Output(id, output),
+                None => Replacement::Operation(id),
+            };
+            mapped.insert((node, port), replacement);
         }
-        Ok(graph)
+        // What to return: (node of `def`, output index or `None` for the operation).
+        let returns = options
+            .return_elements
+            .iter()
+            .map(|name| {
+                let (node, port, what) = match split_port(name) {
+                    Some((node, port)) => (node, Some(port), "tensor"),
+                    None => (name.as_str(), None, "node"),
+                };
+                let i = index.get(node).copied().ok_or_else(|| {
+                    Error::invalid(format!(
+                        "Requested return {what} '{name}' not found in graph def"
+                    ))
+                })?;
+                Ok((i, port))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let order = topological_order(def, &parsed)?;
+        // On an `Err`, the graph is put back as it was.
+        let saved = self.clone();
+        let prefix = if options.prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", self.unique_name(&options.prefix, true))
+        };
+        let renamed = |name: &str| format!("{prefix}{name}");
+        let added = (|| -> Result<Vec<usize>> {
+            let mut ids = vec![usize::MAX; def.node.len()];
+            for &i in &order {
+                let node = &def.node[i];
+                let (mut inputs, mut control) = (Vec::new(), Vec::new());
+                for input in &parsed[i] {
+                    match *input {
+                        Input::Data { node, index } => {
+                            inputs.push(match mapped.get(&(node, Some(index))) {
+                                Some(Replacement::Output(id, port)) => (*id, *port),
+                                _ => (ids[node], index),
+                            })
+                        }
+                        Input::Control(node) => control.push(match mapped.get(&(node, None)) {
+                            Some(Replacement::Operation(id)) => *id,
+                            _ => ids[node],
+                        }),
+                    }
+                }
+                let mut attrs = node.attr.clone();
+                if !prefix.is_empty() {
+                    prefix_colocations(&mut attrs, &prefix);
+                }
+                let op = self.add_node(
+                    renamed(&node.name),
+                    &node.op,
+                    inputs,
+                    control,
+                    attrs,
+                    node.device.clone(),
+                )?;
+                self.nodes[op.id].kept = KeptFields {
+                    debug_info: node.experimental_debug_info.clone(),
+                    full_type: node.experimental_type.clone(),
+                };
+                ids[i] = op.id;
+            }
+            Ok(ids)
+        })();
+        let ids = match added {
+            Ok(ids) => ids,
+            Err(e) => {
+                *self = saved;
+                return Err(e);
+            }
+        };
+        if self.library.is_none() {
+            self.library = def.library.clone();
+        }
+        let returned = returns
+            .iter()
+            .map(|&(i, port)| {
+                let op = self.handle(ids[i]);
+                match port {
+                    Some(port) => self.output(&op, port).map(Imported::Output),
+                    None => Ok(Imported::Operation(op)),
+                }
+            })
+            .collect::<Result<Vec<_>>>();
+        if returned.is_err() {
+            *self = saved;
+        }
+        returned
+    }
+}
+
+/// Options of [`Graph::import_graph_def`]: the arguments of TensorFlow's
+/// `tf.graph_util.import_graph_def` (`name`, `input_map`, `return_elements`).
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// The scope the imported names go under (`import` gives `import/x`, or `import_1/x`
+    /// if `import` is taken); empty for none.
+    pub prefix: String,
+    /// Inputs of the imported nodes to replace, by their name in the GraphDef (`"x:0"` or
+    /// `"x"` for output 0; `"^x"` for a control input, replaced by an operation).
+    pub input_map: Vec<(String, Output)>,
+    /// What to return, named as in the GraphDef: `"x:0"` for a tensor, `"x"` for an
+    /// operation.
+    pub return_elements: Vec<String>,
+}
+
+impl ImportOptions {
+    /// Options with `prefix` and nothing else.
+    pub fn with_prefix(prefix: &str) -> Self {
+        ImportOptions {
+            prefix: prefix.to_string(),
+            ..Default::default()
+        }
+    }
+}
+
+/// One of [`ImportOptions::return_elements`], imported.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Imported {
+    /// A tensor (`"x:0"`).
+    Output(Output),
+    /// An operation (`"init"`).
+    Operation(Operation),
+}
+
+/// What an input-map entry puts in place of an input: an output (node, index) of this
+/// graph, or an operation for a control input.
+enum Replacement {
+    Output(usize, usize),
+    Operation(usize),
+}
+
+impl Output {
+    /// This output as an input-map replacement in `graph`, checked to be one of its own.
+    fn checked_in(&self, graph: &Graph) -> Result<(usize, usize)> {
+        let node = graph.node(self.op())?;
+        if self.index() >= node.outputs.len() {
+            return Err(Error::invalid(format!("{} does not exist", self.name())));
+        }
+        Ok((self.op().id, self.index()))
+    }
+}
+
+/// `name:port` split, where the port is all digits.
+fn split_port(text: &str) -> Option<(&str, usize)> {
+    let (name, port) = text.rsplit_once(':')?;
+    (!port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| port.parse().ok().map(|p| (name, p)))
+        .flatten()
+}
+
+/// Put `prefix` in front of every `loc:@name` of a node's `_class` attribute.
+fn prefix_colocations(attrs: &mut std::collections::BTreeMap<String, AttrValue>, prefix: &str) {
+    let Some(AttrValue {
+        value: Some(AttrKind::List(list)),
+    }) = attrs.get_mut("_class")
+    else {
+        return;
+    };
+    for class in &mut list.s {
+        if let Some(name) = class.strip_prefix(b"loc:@") {
+            let mut renamed = b"loc:@".to_vec();
+            renamed.extend_from_slice(prefix.as_bytes());
+            renamed.extend_from_slice(name);
+            *class = renamed;
+        }
     }
 }
 

@@ -13,13 +13,16 @@ mod fusion;
 mod graph;
 mod graph_def;
 mod ops;
+pub mod placer;
 pub mod proto;
 mod session;
 
 pub use attr::{int_list, type_list, AttrKind, AttrValue, ListValue};
 pub use graph::{python_shape, Graph, OpBuilder, Operation, Output};
+pub use graph_def::{ImportOptions, Imported};
 pub use ops::op_types;
-pub use session::Session;
+pub use placer::DeviceSpec;
+pub use session::{PlacedOp, Placement, Session, SessionOptions, Transfer};
 
 /// The `VersionDef.producer` polytensor writes: the GraphDef version of TensorFlow 2.21,
 /// whose op semantics the kernels follow.

@@ -1,20 +1,25 @@
-//! `Session`: runs the part of a graph that fetches and targets need, on one device, with
-//! the execution plan cached per (feeds, fetches, targets) signature and variables kept in
-//! the session.
+//! `Session`: runs the part of a graph that fetches and targets need, each operation on the
+//! device the placer ([`crate::placer`]) gives it, with tensors copied between devices
+//! where an edge crosses them, the execution plan cached per (feeds, fetches, targets)
+//! signature and variables kept in the session.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
 use std::sync::Arc;
 
+use polytensor_core::device::same_device;
 use polytensor_core::{Device, Error, Result, Tensor};
 
 use crate::graph::{python_shape, Graph, Operation, Output};
-use smallvec::smallvec;
+use smallvec::{smallvec, SmallVec};
 
 use crate::ops::kernels::{self, Outputs, RunCtx, Variables};
 use crate::ops::{self, Kind, Value};
 
-/// TensorFlow's `Session` over a snapshot of a graph, on one device: every operation runs
-/// there (requested devices are recorded, not followed).
+/// TensorFlow's `Session` over a snapshot of a graph and a set of devices: each operation
+/// runs on the device its `device` field asks for, with TensorFlow's soft placement and
+/// colocation ([`crate::placer`]), and tensors are copied where an edge crosses devices
+/// ([`Session::placement`] lists both). [`Session::new`] opens one over a single device.
 ///
 /// ```
 /// use polytensor_graph::{Graph, Session};
@@ -29,7 +34,11 @@ use crate::ops::{self, Kind, Value};
 /// ```
 pub struct Session {
     graph: Graph,
-    device: Arc<dyn Device>,
+    /// The devices operations may run on; the first is the default.
+    devices: Vec<Arc<dyn Device>>,
+    soft_placement: bool,
+    /// The device of each node (an index into `devices`), placed on first use.
+    placement: Option<Vec<usize>>,
     variables: Variables,
     plans: HashMap<Signature, Arc<Plan>>,
     /// `Const` values already on the device, by node: decoded once, as TensorFlow's
@@ -51,11 +60,19 @@ pub(crate) struct Plan {
     steps: Vec<Step>,
     /// Where each fetch is read from.
     fetches: Vec<Source>,
+    /// The edges that cross devices: output `(node, index)` copied to a device, once per
+    /// run (TensorFlow's Send/Recv pairs).
+    transfers: BTreeSet<(usize, usize, usize)>,
 }
 
 pub(crate) struct Step {
     /// The node whose outputs the step produces (the last of a fused chain).
     pub(crate) node: usize,
+    /// The device it runs on (an index into the session's devices).
+    pub(crate) device: usize,
+    /// Whether an input may be on another device (one from a step placed elsewhere, or a
+    /// feed): only then does a run look for copies to make.
+    pub(crate) crosses: bool,
     pub(crate) kind: Kind,
     pub(crate) inputs: Vec<Source>,
     /// The other nodes a fused step runs, in order (empty for one node).
@@ -63,6 +80,72 @@ pub(crate) struct Step {
     /// Nodes whose outputs no later step and no fetch reads: released after this step, as
     /// TensorFlow's executor drops a tensor when its last consumer has run.
     pub(crate) release: Vec<usize>,
+}
+
+/// How a session places operations: the parts of TensorFlow's `ConfigProto` that apply.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    /// The devices operations may run on, the default first (operations that ask for no
+    /// device, and those soft placement moves, run there where they can).
+    pub devices: Vec<Arc<dyn Device>>,
+    /// TensorFlow's `allow_soft_placement`: a request for a device the session lacks, or
+    /// one that cannot run the operation, falls back to the default device (true, the
+    /// default here as in TensorFlow 2) or is an `Err` (false).
+    pub allow_soft_placement: bool,
+}
+
+impl SessionOptions {
+    /// Options over `devices` with soft placement.
+    pub fn new(devices: Vec<Arc<dyn Device>>) -> Self {
+        SessionOptions {
+            devices,
+            allow_soft_placement: true,
+        }
+    }
+}
+
+/// Where a session runs each operation and which tensors it copies between devices (what
+/// TensorFlow's `log_device_placement` prints).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// Each operation of the graph, in graph order.
+    pub ops: Vec<PlacedOp>,
+    /// The copies of the plans run so far.
+    pub copies: Vec<Transfer>,
+}
+
+/// An operation and its device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacedOp {
+    /// The operation's name.
+    pub name: String,
+    /// Its type.
+    pub op_type: String,
+    /// The device it runs on.
+    pub device: String,
+}
+
+/// A tensor copied from the device that produces it to one that reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    /// The tensor (`name:index`).
+    pub tensor: String,
+    /// The producing device.
+    pub from: String,
+    /// The reading device.
+    pub to: String,
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for op in &self.ops {
+            writeln!(f, "{}: ({}): {}", op.name, op.op_type, op.device)?;
+        }
+        for copy in &self.copies {
+            writeln!(f, "{}: copied {} -> {}", copy.tensor, copy.from, copy.to)?;
+        }
+        Ok(())
+    }
 }
 
 /// Where a value comes from while a plan runs.
@@ -76,20 +159,111 @@ pub(crate) enum Source {
 
 impl Session {
     /// A session over a snapshot of `graph` (operations added to `graph` later are not in
-    /// it), running on `device`.
+    /// it), running every operation on `device` (device requests fall back to it).
     pub fn new(graph: &Graph, device: Arc<dyn Device>) -> Self {
+        Self::open(graph, vec![device], true)
+    }
+
+    /// A session over a snapshot of `graph` on `options.devices`, placing each operation
+    /// as its `device` field asks. `Err` if no device is given.
+    pub fn with_options(graph: &Graph, options: SessionOptions) -> Result<Self> {
+        if options.devices.is_empty() {
+            return Err(Error::invalid("a session needs at least one device"));
+        }
+        Ok(Self::open(
+            graph,
+            options.devices,
+            options.allow_soft_placement,
+        ))
+    }
+
+    fn open(graph: &Graph, devices: Vec<Arc<dyn Device>>, soft_placement: bool) -> Self {
         Session {
             graph: graph.clone(),
-            device,
+            devices,
+            soft_placement,
+            placement: None,
             variables: Variables::new(),
             plans: HashMap::new(),
             constants: vec![None; graph.len()],
         }
     }
 
-    /// The device every operation runs on.
+    /// Take in the operations added to the session's graph since the session was made (or
+    /// last extended): `graph` must be that graph grown, every operation the session has
+    /// still there under the same index, name and type (TensorFlow's `Session::Extend`,
+    /// which its sessions do before each run). Variables and decoded constants are kept;
+    /// placement and plans are made again on the next run.
+    pub fn extend(&mut self, graph: &Graph) -> Result<()> {
+        let old = &self.graph.nodes;
+        let grown = graph.nodes.len() >= old.len()
+            && old
+                .iter()
+                .zip(&graph.nodes)
+                .all(|(a, b)| a.name == b.name && a.op_type == b.op_type && a.inputs == b.inputs);
+        if !grown {
+            return Err(Error::invalid(
+                "Session::extend needs the session's graph with operations added, not another \
+                 graph",
+            ));
+        }
+        self.graph = graph.clone();
+        self.constants.resize(graph.nodes.len(), None);
+        self.placement = None;
+        self.plans.clear();
+        Ok(())
+    }
+
+    /// The default device: where operations that ask for none run.
     pub fn device(&self) -> &Arc<dyn Device> {
-        &self.device
+        &self.devices[0]
+    }
+
+    /// The devices operations may run on, the default first.
+    pub fn devices(&self) -> &[Arc<dyn Device>] {
+        &self.devices
+    }
+
+    /// The device of every operation, placed now if no run has placed them yet, and the
+    /// copies between devices of the plans run so far. `Err` where placement fails (see
+    /// [`SessionOptions::allow_soft_placement`]).
+    pub fn placement(&mut self) -> Result<Placement> {
+        let placed = self.placed()?.to_vec();
+        let device = |d: usize| self.devices[d].name().to_string();
+        let ops = self
+            .graph
+            .nodes
+            .iter()
+            .zip(&placed)
+            .map(|(node, &d)| PlacedOp {
+                name: node.name.to_string(),
+                op_type: node.op_type.to_string(),
+                device: device(d),
+            })
+            .collect();
+        let edges: BTreeSet<(usize, usize, usize)> = self
+            .plans
+            .values()
+            .flat_map(|plan| plan.transfers.iter().copied())
+            .collect();
+        let copies = edges
+            .into_iter()
+            .map(|(node, index, to)| Transfer {
+                tensor: format!("{}:{index}", self.graph.nodes[node].name),
+                from: device(placed[node]),
+                to: device(to),
+            })
+            .collect();
+        Ok(Placement { ops, copies })
+    }
+
+    /// The placement, computed on first use.
+    fn placed(&mut self) -> Result<&[usize]> {
+        if self.placement.is_none() {
+            let placed = crate::placer::place(&self.graph, &self.devices, self.soft_placement)?;
+            self.placement = Some(placed);
+        }
+        Ok(self.placement.as_deref().unwrap_or_default())
     }
 
     /// How many execution plans the session has cached (one per distinct signature of
@@ -104,9 +278,10 @@ impl Session {
     }
 
     /// Run the operations `fetches` and `targets` need, with `feeds` replacing the values of
-    /// the tensors they name, and return the fetched values in order (on the session's
-    /// device). Variable updates persist across calls. A tensor fed twice in one call is an
-    /// `Err` naming it (a fetch may repeat).
+    /// the tensors they name, and return the fetched values in order (each on the device
+    /// of the operation that produced it; a fed tensor as it was fed). Variable updates
+    /// persist across calls. A tensor fed twice in one call is an `Err` naming it (a fetch
+    /// may repeat).
     pub fn run(
         &mut self,
         feeds: &[(&Output, &Tensor)],
@@ -136,8 +311,8 @@ impl Session {
         };
         let fed: Vec<Value> = feeds
             .iter()
-            .map(|(_, t)| t.to_device(&self.device).map(Value::Tensor))
-            .collect::<Result<_>>()?;
+            .map(|(_, t)| Value::Tensor((*t).clone()))
+            .collect();
         self.execute(&plan, &fed)
     }
 
@@ -227,7 +402,8 @@ impl Session {
 
     /// The steps a signature needs: every node reachable backwards from the fetches and
     /// targets through data and control inputs, stopping at fed tensors.
-    fn plan(&self, signature: &Signature) -> Result<Plan> {
+    fn plan(&mut self, signature: &Signature) -> Result<Plan> {
+        let placed = self.placed()?.to_vec();
         let nodes = &self.graph.nodes;
         let fed =
             |node: usize, index: usize| signature.feeds.iter().position(|&f| f == (node, index));
@@ -267,6 +443,8 @@ impl Session {
                 })?;
                 Ok(Step {
                     node,
+                    device: placed[node],
+                    crosses: false,
                     kind,
                     inputs: n.inputs.iter().map(|&input| source(input)).collect(),
                     chain: Vec::new(),
@@ -293,11 +471,36 @@ impl Session {
         for (node, at) in last_reader {
             steps[at].release.push(node);
         }
-        Ok(Plan { steps, fetches })
+        for step in &mut steps {
+            step.crosses = step.inputs.iter().any(|input| match *input {
+                Source::Feed(_) => true,
+                Source::Node { node, .. } => placed[node] != step.device,
+            });
+        }
+        let placed = &placed;
+        let transfers = steps
+            .iter()
+            .flat_map(|step| {
+                step.inputs.iter().filter_map(move |input| match *input {
+                    Source::Node { node, index } if placed[node] != step.device => {
+                        Some((node, index, step.device))
+                    }
+                    _ => None,
+                })
+            })
+            .collect();
+        Ok(Plan {
+            steps,
+            fetches,
+            transfers,
+        })
     }
 
     fn execute(&mut self, plan: &Plan, fed: &[Value]) -> Result<Vec<Tensor>> {
         let mut values: Vec<Option<Outputs>> = vec![None; self.graph.nodes.len()];
+        // Tensors copied to a device other than their producer's, by (source, device):
+        // made once per run for every step on that device that reads them.
+        let mut copies: HashMap<(SourceKey, usize), Value> = HashMap::new();
         let graph = &self.graph;
         for step in &plan.steps {
             let node = &graph.nodes[step.node];
@@ -305,14 +508,36 @@ impl Session {
                 values[step.node] = Some(smallvec![Value::Tensor(constant.clone())]);
                 continue;
             }
-            let inputs = step
+            let device = &self.devices[step.device];
+            for &source in step.inputs.iter().filter(|_| step.crosses) {
+                let key = (SourceKey::of(source), step.device);
+                if copies.contains_key(&key) {
+                    continue;
+                }
+                if let Value::Tensor(t) = read_value(&values, fed, graph, source)? {
+                    if !same_device(t.device(), device) {
+                        let copy = t.to_device(device).map_err(|e| in_node(e, node))?;
+                        copies.insert(key, Value::Tensor(copy));
+                    }
+                }
+            }
+            let inputs: SmallVec<[&Value; 4]> = step
                 .inputs
                 .iter()
-                .map(|&s| read_value(&values, fed, graph, s))
+                .map(|&s| {
+                    let copy = step
+                        .crosses
+                        .then(|| copies.get(&(SourceKey::of(s), step.device)))
+                        .flatten();
+                    match copy {
+                        Some(copy) => Ok(copy),
+                        None => read_value(&values, fed, graph, s),
+                    }
+                })
                 .collect::<Result<_>>()?;
             let mut cx = RunCtx {
                 node,
-                device: &self.device,
+                device,
                 variables: &mut self.variables,
                 inputs,
                 chain: step.chain.iter().map(|&n| &graph.nodes[n]).collect(),
@@ -325,6 +550,11 @@ impl Session {
             values[step.node] = Some(outputs);
             for &done in &step.release {
                 values[done] = None;
+                if !copies.is_empty() {
+                    copies.retain(
+                        |(key, _), _| !matches!(key, SourceKey::Output(n, _) if *n == done),
+                    );
+                }
             }
         }
         plan.fetches
@@ -341,6 +571,22 @@ impl Session {
                 },
             )
             .collect()
+    }
+}
+
+/// A [`Source`] as a key: a feed, or an output of a node.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum SourceKey {
+    Feed(usize),
+    Output(usize, usize),
+}
+
+impl SourceKey {
+    fn of(source: Source) -> SourceKey {
+        match source {
+            Source::Feed(i) => SourceKey::Feed(i),
+            Source::Node { node, index } => SourceKey::Output(node, index),
+        }
     }
 }
 

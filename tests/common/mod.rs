@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod golden;
+pub mod placed;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

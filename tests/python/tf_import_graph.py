@@ -34,7 +34,10 @@ def run_case(path):
     for name, printed in case["printed"].items():
         tensorflow = str(graph.get_tensor_by_name(name))
         assert tensorflow == printed, f"{path.stem}: TensorFlow prints {tensorflow}, polytensor {printed}"
-    with tf.compat.v1.Session(graph=graph) as session:
+    # Soft placement: graphs may ask for GPUs (polytensor's placement cases), which
+    # tensorflow-cpu runs on its CPU.
+    config = tf.compat.v1.ConfigProto(allow_soft_placement=True)
+    with tf.compat.v1.Session(graph=graph, config=config) as session:
         for targets in case["target_runs"]:
             session.run(targets)
         feeds = {name: array(spec) for name, spec in case["feeds"].items()}

@@ -1,4 +1,4 @@
-//! Kernels: each op run with polytensor's eager tensor API on the session's device.
+//! Kernels: each op run with polytensor's eager tensor API on the device it is placed on.
 //! Where TensorFlow's semantics differ from the kernel surface (floor division, integer
 //! division by zero, integer powers), the kernel follows TensorFlow.
 
@@ -39,13 +39,25 @@ impl RunCtx<'_> {
         }
     }
 
+    /// `t` on this step's device: itself, or a copy (a variable that lives on another).
+    fn here<'t>(&self, t: &'t Tensor) -> Result<Cow<'t, Tensor>> {
+        if polytensor_core::device::same_device(t.device(), self.device) {
+            Ok(Cow::Borrowed(t))
+        } else {
+            t.to_device(self.device).map(Cow::Owned)
+        }
+    }
+
     /// Input `i` as a tensor (a reference variable reads its value).
     pub(crate) fn tensor(&self, i: usize) -> Result<Cow<'_, Tensor>> {
         match self.inputs[i] {
             Value::Tensor(t) => Ok(Cow::Borrowed(t)),
-            Value::Ref(name) => self.variables.get(name).map(Cow::Borrowed).ok_or_else(|| {
-                Error::invalid(format!("Attempting to use uninitialized value {name}"))
-            }),
+            Value::Ref(name) => {
+                let value = self.variables.get(name).ok_or_else(|| {
+                    Error::invalid(format!("Attempting to use uninitialized value {name}"))
+                })?;
+                self.here(value)
+            }
             Value::Resource(_) => Err(Error::invalid(format!(
                 "input {i} of '{}' is a resource handle, not a tensor",
                 self.node.name
@@ -94,7 +106,7 @@ impl RunCtx<'_> {
 
     /// The current value of variable `name`, or TensorFlow's error for a missing one.
     fn read_variable(&self, name: &str) -> Result<Tensor> {
-        self.variables.get(name).cloned().ok_or_else(|| {
+        let value = self.variables.get(name).ok_or_else(|| {
             let status = if self.variables.is_empty() {
                 "Container localhost does not exist.".to_string()
             } else {
@@ -106,7 +118,8 @@ impl RunCtx<'_> {
                  container=localhost, status error message={status} (Could not find resource: \
                  localhost/{name})"
             ))
-        })
+        })?;
+        Ok(self.here(value)?.into_owned())
     }
 
     fn check_dtype(&self, value: &Tensor, want: DataType) -> Result<()> {

@@ -1,0 +1,228 @@
+//! Placement on several devices: requests in TensorFlow's and polytensor's names, copies
+//! where edges cross devices, soft placement and its errors, colocation, device scopes and
+//! variables that live on their device. The devices are logical CPU devices (`cpu:0` and
+//! new ones, each with its own memory), so these run everywhere; the facade's
+//! `tests/placement.rs` runs one graph across cpu:0, opencl:0 and wgpu:0.
+
+use std::sync::Arc;
+
+use polytensor_core::device::same_device;
+use polytensor_core::{DataType, Device, PartialTensorShape};
+use polytensor_cpu::CpuDevice;
+use polytensor_graph::{AttrValue, Graph, ListValue, Session, SessionOptions, Transfer};
+
+/// cpu:0 and a second logical CPU device.
+fn two_devices() -> [Arc<dyn Device>; 2] {
+    [CpuDevice::shared(), CpuDevice::new() as Arc<dyn Device>]
+}
+
+fn session(g: &Graph, devices: &[Arc<dyn Device>], soft: bool) -> Session {
+    let mut options = SessionOptions::new(devices.to_vec());
+    options.allow_soft_placement = soft;
+    Session::with_options(g, options).unwrap()
+}
+
+#[test]
+fn operations_run_where_they_ask_and_tensors_cross_between() {
+    let [cpu0, other] = two_devices();
+    let mut g = Graph::new();
+    let a = g.constant_values(&[1.0f32, 2.0], &[2]).unwrap();
+    // `/device:CPU:1` is the session's second CPU device.
+    let b = g.device_scope("/job:localhost/replica:0/task:0/device:CPU:1", |g| {
+        g.constant_named("b", &[10.0f32, 20.0], &[2]).unwrap()
+    });
+    let sum = g
+        .op("AddV2")
+        .name("sum")
+        .inputs(&[a.clone(), b])
+        .device("/device:CPU:1")
+        .build_output()
+        .unwrap();
+    let product = g.mul(&sum, &a).unwrap();
+    let mut s = session(&g, &[cpu0.clone(), other.clone()], false);
+    let values = s.run(&[], &[&sum, &product], &[]).unwrap();
+    assert_eq!(values[0].to_vec::<f32>().unwrap(), [11.0, 22.0]);
+    assert_eq!(values[1].to_vec::<f32>().unwrap(), [11.0, 44.0]);
+    // Each value comes back on the device that made it.
+    assert!(same_device(values[0].device(), &other));
+    assert!(same_device(values[1].device(), &cpu0));
+    let placement = s.placement().unwrap();
+    let device_of = |name: &str| {
+        placement
+            .ops
+            .iter()
+            .find(|op| op.name == name)
+            .unwrap()
+            .device
+            .clone()
+    };
+    assert_eq!(device_of("Const"), "cpu:0");
+    assert_eq!(device_of("b"), other.name());
+    assert_eq!(device_of("sum"), other.name());
+    assert_eq!(device_of("mul"), "cpu:0");
+    // `Const:0` goes to the other device once, `sum:0` comes back once.
+    assert_eq!(
+        placement.copies,
+        [
+            Transfer {
+                tensor: "Const:0".into(),
+                from: "cpu:0".into(),
+                to: other.name().into()
+            },
+            Transfer {
+                tensor: "sum:0".into(),
+                from: other.name().into(),
+                to: "cpu:0".into()
+            },
+        ]
+    );
+    let listing = placement.to_string();
+    assert!(listing.contains("sum: (AddV2): cpu:"), "{listing}");
+    assert!(listing.contains("sum:0: copied"), "{listing}");
+}
+
+#[test]
+fn soft_placement_falls_back_and_strict_placement_says_why() {
+    let [cpu0, _] = two_devices();
+    let mut g = Graph::new();
+    let a = g.constant(3.0f32).unwrap();
+    let b = g.constant(4.0f32).unwrap();
+    let total = g
+        .op("AddV2")
+        .name("total")
+        .inputs(&[a, b])
+        .device("/device:GPU:0")
+        .build_output()
+        .unwrap();
+    // Soft (the default): no GPU in this session, so the default device.
+    let mut soft = Session::new(&g, cpu0.clone());
+    assert_eq!(
+        soft.run(&[], &[&total], &[]).unwrap()[0]
+            .item::<f32>()
+            .unwrap(),
+        7.0
+    );
+    assert_eq!(soft.placement().unwrap().ops[2].device, "cpu:0");
+    // Strict: TensorFlow's error, naming the op and the devices there are.
+    let mut strict = session(&g, &[cpu0], false);
+    let error = strict.run(&[], &[&total], &[]).unwrap_err().to_string();
+    assert!(
+        error.contains("Cannot assign a device for operation total")
+            && error.contains("was explicitly assigned to /device:GPU:0")
+            && error.contains("available devices are [ cpu:0 ]"),
+        "{error}"
+    );
+}
+
+#[test]
+fn malformed_requests_are_errors_and_missing_colocations_are_not_honoured() {
+    let mut g = Graph::new();
+    g.op("NoOp")
+        .name("bad")
+        .device("/device:GPU:x")
+        .build()
+        .unwrap();
+    let mut s = Session::new(&g, CpuDevice::shared());
+    let error = s.placement().unwrap_err().to_string();
+    assert!(
+        error.contains("Malformed device specification '/device:GPU:x' in node bad"),
+        "{error}"
+    );
+    let mut g = Graph::new();
+    let classes = ListValue {
+        s: vec![b"loc:@nowhere".to_vec()],
+        ..Default::default()
+    };
+    g.op("NoOp")
+        .name("lonely")
+        .attr("_class", AttrValue::from(classes))
+        .build()
+        .unwrap();
+    let placement = Session::new(&g, CpuDevice::shared()).placement().unwrap();
+    assert_eq!(placement.ops[0].device, "cpu:0");
+}
+
+#[test]
+fn colocation_scopes_and_variables_follow_their_group() {
+    let [cpu0, other] = two_devices();
+    let mut g = Graph::new();
+    // A device scope, as `with tf.device(...)`: ops inside ask for it, unless they name
+    // their own device.
+    let (x, y) = g.device_scope("/device:CPU:1", |g| {
+        let x = g.constant(2.0f32).unwrap();
+        let five = g.constant_named("five", &[5.0f32], &[]).unwrap();
+        let y = g
+            .op("Identity")
+            .name("y")
+            .input(&five)
+            .device("/device:CPU:0")
+            .build_output()
+            .unwrap();
+        (x, y)
+    });
+    // `_class: loc:@Const` puts `follower` with `Const`, on the other device.
+    let classes = ListValue {
+        s: vec![b"loc:@Const".to_vec()],
+        ..Default::default()
+    };
+    let follower = g
+        .op("Identity")
+        .name("follower")
+        .input(&y)
+        .attr("_class", AttrValue::from(classes))
+        .build_output()
+        .unwrap();
+    // A resource variable asked for on the other device: its assignment and reads go
+    // with it, whatever they ask for.
+    let v = g
+        .op("VarHandleOp")
+        .name("v")
+        .attr("dtype", DataType::Float)
+        .attr("shape", &PartialTensorShape::new(&[]).unwrap())
+        .attr("shared_name", "v")
+        .device("/device:CPU:1")
+        .build_output()
+        .unwrap();
+    let assign = g
+        .op("AssignVariableOp")
+        .inputs(&[v.clone(), x])
+        .build()
+        .unwrap();
+    let read = g
+        .op("ReadVariableOp")
+        .input(&v)
+        .attr("dtype", DataType::Float)
+        .device("/device:CPU:0")
+        .build_output()
+        .unwrap();
+    let doubled = g.add(&read, &follower).unwrap();
+    let mut s = session(&g, &[cpu0.clone(), other.clone()], false);
+    s.run(&[], &[], &[&assign]).unwrap();
+    let values = s.run(&[], &[&read, &doubled], &[]).unwrap();
+    assert_eq!(values[0].item::<f32>().unwrap(), 2.0);
+    assert_eq!(values[1].item::<f32>().unwrap(), 7.0);
+    assert!(same_device(values[0].device(), &other));
+    assert!(same_device(values[1].device(), &cpu0));
+    let placement = s.placement().unwrap();
+    let device_of = |name: &str| {
+        placement
+            .ops
+            .iter()
+            .find(|op| op.name == name)
+            .unwrap()
+            .device
+            .clone()
+    };
+    for name in [
+        "Const",
+        "five",
+        "follower",
+        "v",
+        "AssignVariableOp",
+        "ReadVariableOp",
+    ] {
+        assert_eq!(device_of(name), other.name(), "{name}");
+    }
+    assert_eq!(device_of("y"), "cpu:0");
+    assert_eq!(device_of("add"), "cpu:0");
+}
