@@ -21,7 +21,7 @@ fn main() -> polytensor::Result<()> {
     let imported = Graph::from_graph_def_bytes(&bytes)?;
     let device = polytensor::best_device()?;
     let feed = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [2, 2], &device)?;
-    let mut session = Session::new(&imported, device.clone());
+    let session = Session::new(&imported, device.clone());
     let out = session.run_by_name(&[("x:0", &feed)], &[&y.name()], &[])?;
     println!("{} on {}", out[0], device.name());
     Ok(())

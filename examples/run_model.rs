@@ -156,7 +156,7 @@ fn run(options: &Options) -> Result<()> {
         device.name()
     );
     let feed = random_input(&dims, input.dtype(), &device)?;
-    let mut session = Session::new(&graph, device.clone());
+    let session = Session::new(&graph, device.clone());
     let fetches: Vec<&Output> = outputs.iter().collect();
     // The first run compiles kernels and fills the allocator's caches.
     let mut values = session.run(&[(&input, &feed)], &fetches, &[])?;

@@ -18,7 +18,7 @@ fn main() -> Result<()> {
     let b = graph.constant(4.0f32)?;
     let total = graph.add(&a, &b)?;
     println!("{total}");
-    let mut session = Session::new(&graph, default_device()?);
+    let session = Session::new(&graph, default_device()?);
     let values = session.run(&[], &[&total], &[])?;
     println!("{:?}", values[0].item::<f32>()?);
     Ok(())

@@ -49,7 +49,7 @@ pub mod graph {
 /// let mut g = polytensor::graph::Graph::new();
 /// let a = g.constant(3.0f32)?;
 /// let total = g.device_scope("/device:GPU:0", |g| g.add(&a, &a))?;
-/// let mut session = polytensor::session(&g)?;
+/// let session = polytensor::session(&g)?;
 /// assert_eq!(session.run(&[], &[&total], &[])?[0].item::<f32>()?, 6.0);
 /// # Ok::<(), polytensor::Error>(())
 /// ```

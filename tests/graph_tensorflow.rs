@@ -45,7 +45,7 @@ struct Case {
 impl Case {
     /// Run it in polytensor and write `NAME.pb` and `NAME.json` into `dir`.
     fn write(&self, dir: &Path) {
-        let mut session = if self.every_device {
+        let session = if self.every_device {
             polytensor::session(&self.graph).unwrap()
         } else {
             Session::new(&self.graph, polytensor::device("cpu:0").unwrap())
@@ -919,7 +919,7 @@ fn graph_def_round_trips_lose_nothing_tensorflow_wrote() {
         "the GraphDef written back differs from TensorFlow's"
     );
     let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [1, 3], &cpu()).unwrap();
-    let mut session = Session::new(&graph, cpu());
+    let session = Session::new(&graph, cpu());
     let y = session.run_by_name(&[("x:0", &x)], &["y:0"], &[]).unwrap();
     assert_eq!(y[0].to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0]);
 }

@@ -50,7 +50,7 @@ fn run_model(name: &str, model: &Json, device: &Arc<dyn Device>) {
     let graph =
         Graph::from_graph_def_bytes(&std::fs::read(dir.join(format!("{name}.pb"))).unwrap())
             .unwrap_or_else(|e| panic!("{name}: import: {e}"));
-    let mut session = Session::new(&graph, device.clone());
+    let session = Session::new(&graph, device.clone());
     let feeds: Vec<(String, Tensor)> = model["feeds"]
         .as_object()
         .unwrap()
@@ -114,7 +114,7 @@ fn fetching_inside_a_fused_chain_unfuses_it() {
         Graph::from_graph_def_bytes(&std::fs::read(dir.join("mobilenet_v2.pb")).unwrap()).unwrap();
     let cpu = polytensor::device("cpu:0").unwrap();
     let feed = golden::tensor(&model["feeds"]["input:0"], &cpu);
-    let mut session = Session::new(&graph, cpu.clone());
+    let session = Session::new(&graph, cpu.clone());
     let inside = [
         "Conv1/Conv2D:0",
         "bn_Conv1/FusedBatchNormV3:0",

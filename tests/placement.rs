@@ -18,7 +18,7 @@ fn one_graph_runs_across_every_device() {
     let cpu = devices[0].clone();
     let feed = Tensor::from_slice(&[1.0f32, 2.0, 3.0, -1.0, 0.5, 4.0], [2, 3], &cpu).unwrap();
     let fetch: Vec<&Output> = fetches.iter().collect();
-    let mut everywhere = Session::with_options(&g, SessionOptions::new(devices.clone())).unwrap();
+    let everywhere = Session::with_options(&g, SessionOptions::new(devices.clone())).unwrap();
     let got = everywhere.run(&[(&x, &feed)], &fetch, &[]).unwrap();
     let want = Session::new(&g, cpu.clone())
         .run(&[(&x, &feed)], &fetch, &[])
@@ -81,7 +81,7 @@ fn one_graph_runs_across_every_device() {
 #[test]
 fn the_facade_session_opens_on_every_device() {
     let (g, x, fetches) = across_devices();
-    let mut session = polytensor::session(&g).unwrap();
+    let session = polytensor::session(&g).unwrap();
     let present = polytensor::devices()
         .iter()
         .filter(|e| e.device().is_some())

@@ -43,7 +43,7 @@ fn graph_overhead(c: &mut Criterion) {
         let (_, op_type) = step(i);
         last = graph.binary(op_type, op_type, &last, &gk).unwrap();
     }
-    let mut session = Session::new(&graph, device.clone());
+    let session = Session::new(&graph, device.clone());
     session.run(&[], &[&last], &[]).unwrap();
 
     let mut group = c.benchmark_group("graph_100_small_ops");
@@ -86,7 +86,7 @@ fn placement(c: &mut Criterion) {
         let first = devices[0].clone();
         let mut options = SessionOptions::new(devices);
         options.allow_soft_placement = true;
-        let mut session = Session::with_options(&graph, options).unwrap();
+        let session = Session::with_options(&graph, options).unwrap();
         let feed = feed.to_device(&first).unwrap();
         group.bench_function(name, |b| {
             b.iter(|| {

@@ -96,13 +96,16 @@ impl fmt::Display for Operation {
 }
 
 /// A symbolic tensor: output `index` of an operation, with its static dtype and shape. Its
-/// `Display` is TensorFlow's: `Tensor("add:0", shape=(), dtype=float32)`.
+/// `Display` is TensorFlow's: `Tensor("add:0", shape=(), dtype=float32)`, and `device=...`
+/// after them where the operation asks for a device.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Output {
     op: Operation,
     index: usize,
     dtype: DataType,
     shape: PartialTensorShape,
+    /// The device the operation asks for (empty for none).
+    device: Arc<str>,
 }
 
 impl Output {
@@ -136,11 +139,15 @@ impl fmt::Display for Output {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "Tensor(\"{}\", shape={}, dtype={})",
+            "Tensor(\"{}\", shape={}, dtype={}",
             self.name(),
             python_shape(&self.shape),
             self.dtype.name()
-        )
+        )?;
+        if !self.device.is_empty() {
+            write!(f, ", device={}", self.device)?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -228,6 +235,7 @@ impl Graph {
             index,
             dtype,
             shape,
+            device: node.device.as_str().into(),
         })
     }
 

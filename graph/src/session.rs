@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use polytensor_core::device::same_device;
 use polytensor_core::{Device, Error, Result, Tensor};
@@ -27,7 +27,7 @@ use crate::ops::{self, Kind, Value};
 /// let a = g.constant(3.0f32)?;
 /// let b = g.constant(4.0f32)?;
 /// let total = g.add(&a, &b)?;
-/// let mut session = Session::new(&g, polytensor_cpu::CpuDevice::shared());
+/// let session = Session::new(&g, polytensor_cpu::CpuDevice::shared());
 /// let values = session.run(&[], &[&total], &[])?;
 /// assert_eq!(values[0].item::<f32>()?, 7.0);
 /// # Ok::<(), polytensor_core::Error>(())
@@ -38,12 +38,22 @@ pub struct Session {
     devices: Vec<Arc<dyn Device>>,
     soft_placement: bool,
     /// The device of each node (an index into `devices`), placed on first use.
-    placement: Option<Vec<usize>>,
-    variables: Variables,
-    plans: HashMap<Signature, Arc<Plan>>,
-    /// `Const` values already on the device, by node: decoded once, as TensorFlow's
+    placement: Mutex<Option<Arc<[usize]>>>,
+    /// Variable values, by name; each step that runs holds the lock while it runs, so
+    /// concurrent runs see each assignment whole.
+    variables: Mutex<Variables>,
+    plans: Mutex<HashMap<Signature, Arc<Plan>>>,
+    /// `Const` values already on their device, by node: decoded once, as TensorFlow's
     /// `Const` kernel holds its tensor.
-    constants: Vec<Option<Tensor>>,
+    constants: Vec<OnceLock<Tensor>>,
+}
+
+/// The guarded value, whether or not a thread panicked while holding it (every value a
+/// session guards is whole between steps).
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// What a plan depends on: fed tensors, fetched tensors and target operations.
@@ -182,10 +192,10 @@ impl Session {
             graph: graph.clone(),
             devices,
             soft_placement,
-            placement: None,
-            variables: Variables::new(),
-            plans: HashMap::new(),
-            constants: vec![None; graph.len()],
+            placement: Mutex::new(None),
+            variables: Mutex::new(Variables::new()),
+            plans: Mutex::new(HashMap::new()),
+            constants: (0..graph.len()).map(|_| OnceLock::new()).collect(),
         }
     }
 
@@ -208,9 +218,9 @@ impl Session {
             ));
         }
         self.graph = graph.clone();
-        self.constants.resize(graph.nodes.len(), None);
-        self.placement = None;
-        self.plans.clear();
+        self.constants.resize_with(graph.nodes.len(), OnceLock::new);
+        *locked(&self.placement) = None;
+        locked(&self.plans).clear();
         Ok(())
     }
 
@@ -227,22 +237,21 @@ impl Session {
     /// The device of every operation, placed now if no run has placed them yet, and the
     /// copies between devices of the plans run so far. `Err` where placement fails (see
     /// [`SessionOptions::allow_soft_placement`]).
-    pub fn placement(&mut self) -> Result<Placement> {
-        let placed = self.placed()?.to_vec();
+    pub fn placement(&self) -> Result<Placement> {
+        let placed = self.placed()?;
         let device = |d: usize| self.devices[d].name().to_string();
         let ops = self
             .graph
             .nodes
             .iter()
-            .zip(&placed)
+            .zip(placed.iter())
             .map(|(node, &d)| PlacedOp {
                 name: node.name.to_string(),
                 op_type: node.op_type.to_string(),
                 device: device(d),
             })
             .collect();
-        let edges: BTreeSet<(usize, usize, usize)> = self
-            .plans
+        let edges: BTreeSet<(usize, usize, usize)> = locked(&self.plans)
             .values()
             .flat_map(|plan| plan.transfers.iter().copied())
             .collect();
@@ -258,18 +267,21 @@ impl Session {
     }
 
     /// The placement, computed on first use.
-    fn placed(&mut self) -> Result<&[usize]> {
-        if self.placement.is_none() {
-            let placed = crate::placer::place(&self.graph, &self.devices, self.soft_placement)?;
-            self.placement = Some(placed);
+    fn placed(&self) -> Result<Arc<[usize]>> {
+        let mut placement = locked(&self.placement);
+        if let Some(placed) = placement.as_ref() {
+            return Ok(placed.clone());
         }
-        Ok(self.placement.as_deref().unwrap_or_default())
+        let placed: Arc<[usize]> =
+            crate::placer::place(&self.graph, &self.devices, self.soft_placement)?.into();
+        *placement = Some(placed.clone());
+        Ok(placed)
     }
 
     /// How many execution plans the session has cached (one per distinct signature of
     /// feeds, fetches and targets).
     pub fn cached_plans(&self) -> usize {
-        self.plans.len()
+        locked(&self.plans).len()
     }
 
     /// The graph this session runs.
@@ -283,7 +295,7 @@ impl Session {
     /// persist across calls. A tensor fed twice in one call is an `Err` naming it (a fetch
     /// may repeat).
     pub fn run(
-        &mut self,
+        &self,
         feeds: &[(&Output, &Tensor)],
         fetches: &[&Output],
         targets: &[&Operation],
@@ -301,11 +313,13 @@ impl Session {
         for ((output, value), &(node, index)) in feeds.iter().zip(&signature.feeds) {
             self.check_feed(output, value, node, index)?;
         }
-        let plan = match self.plans.get(&signature) {
-            Some(plan) => plan.clone(),
+        let cached = locked(&self.plans).get(&signature).cloned();
+        let plan = match cached {
+            Some(plan) => plan,
             None => {
+                // Made outside the lock: a concurrent run may make the same plan too.
                 let plan = Arc::new(self.plan(&signature)?);
-                self.plans.insert(signature, plan.clone());
+                locked(&self.plans).insert(signature, plan.clone());
                 plan
             }
         };
@@ -319,7 +333,7 @@ impl Session {
     /// [`run`](Self::run) with tensors and operations named as TensorFlow names them
     /// (`"x:0"`, `"init"`).
     pub fn run_by_name(
-        &mut self,
+        &self,
         feeds: &[(&str, &Tensor)],
         fetches: &[&str],
         targets: &[&str],
@@ -402,8 +416,8 @@ impl Session {
 
     /// The steps a signature needs: every node reachable backwards from the fetches and
     /// targets through data and control inputs, stopping at fed tensors.
-    fn plan(&mut self, signature: &Signature) -> Result<Plan> {
-        let placed = self.placed()?.to_vec();
+    fn plan(&self, signature: &Signature) -> Result<Plan> {
+        let placed = self.placed()?;
         let nodes = &self.graph.nodes;
         let fed =
             |node: usize, index: usize| signature.feeds.iter().position(|&f| f == (node, index));
@@ -496,7 +510,7 @@ impl Session {
         })
     }
 
-    fn execute(&mut self, plan: &Plan, fed: &[Value]) -> Result<Vec<Tensor>> {
+    fn execute(&self, plan: &Plan, fed: &[Value]) -> Result<Vec<Tensor>> {
         let mut values: Vec<Option<Outputs>> = vec![None; self.graph.nodes.len()];
         // Tensors copied to a device other than their producer's, by (source, device):
         // made once per run for every step on that device that reads them.
@@ -504,7 +518,7 @@ impl Session {
         let graph = &self.graph;
         for step in &plan.steps {
             let node = &graph.nodes[step.node];
-            if let Some(constant) = &self.constants[step.node] {
+            if let Some(constant) = self.constants[step.node].get() {
                 values[step.node] = Some(smallvec![Value::Tensor(constant.clone())]);
                 continue;
             }
@@ -521,31 +535,34 @@ impl Session {
                     }
                 }
             }
-            let inputs: SmallVec<[&Value; 4]> = step
-                .inputs
-                .iter()
-                .map(|&s| {
-                    let copy = step
-                        .crosses
-                        .then(|| copies.get(&(SourceKey::of(s), step.device)))
-                        .flatten();
-                    match copy {
-                        Some(copy) => Ok(copy),
-                        None => read_value(&values, fed, graph, s),
-                    }
-                })
-                .collect::<Result<_>>()?;
-            let mut cx = RunCtx {
-                node,
-                device,
-                variables: &mut self.variables,
-                inputs,
-                chain: step.chain.iter().map(|&n| &graph.nodes[n]).collect(),
+            let outputs = {
+                let mut variables = locked(&self.variables);
+                let inputs: SmallVec<[&Value; 4]> = step
+                    .inputs
+                    .iter()
+                    .map(|&s| {
+                        let copy = step
+                            .crosses
+                            .then(|| copies.get(&(SourceKey::of(s), step.device)))
+                            .flatten();
+                        match copy {
+                            Some(copy) => Ok(copy),
+                            None => read_value(&values, fed, graph, s),
+                        }
+                    })
+                    .collect::<Result<_>>()?;
+
+                let mut cx = RunCtx {
+                    node,
+                    device,
+                    variables: &mut variables,
+                    inputs,
+                    chain: step.chain.iter().map(|&n| &graph.nodes[n]).collect(),
+                };
+                kernels::run(step.kind, &mut cx).map_err(|e| in_node(e, node))?
             };
-            let outputs = kernels::run(step.kind, &mut cx).map_err(|e| in_node(e, node))?;
-            drop(cx);
             if let (Kind::Const, [Value::Tensor(t)]) = (step.kind, outputs.as_slice()) {
-                self.constants[step.node] = Some(t.clone());
+                let _ = self.constants[step.node].set(t.clone());
             }
             values[step.node] = Some(outputs);
             for &done in &step.release {
@@ -562,9 +579,11 @@ impl Session {
             .map(
                 |&source| match read_value(&values, fed, graph, source)?.clone() {
                     Value::Tensor(t) => Ok(t),
-                    Value::Ref(name) => self.variables.get(&name).cloned().ok_or_else(|| {
-                        Error::invalid(format!("Attempting to use uninitialized value {name}"))
-                    }),
+                    Value::Ref(name) => {
+                        locked(&self.variables).get(&name).cloned().ok_or_else(|| {
+                            Error::invalid(format!("Attempting to use uninitialized value {name}"))
+                        })
+                    }
                     Value::Resource(name) => Err(Error::invalid(format!(
                         "cannot fetch the resource handle of variable {name}"
                     ))),

@@ -146,7 +146,7 @@ fn sessions_run_only_what_fetches_need_and_cache_plans() {
     let two = g.constant(2.0f32).unwrap();
     let y = g.mul(&x, &two).unwrap();
     let unrelated = g.add(&two, &two).unwrap();
-    let mut session = Session::new(&g, cpu());
+    let session = Session::new(&g, cpu());
     // The placeholder is not needed for `unrelated`.
     let four = session.run(&[], &[&unrelated], &[]).unwrap();
     assert_eq!(four[0].item::<f32>().unwrap(), 4.0);
@@ -275,7 +275,7 @@ fn division_follows_tensorflow() {
         op("TruncateDiv"),
         op("TruncateMod"),
     );
-    let mut session = Session::new(&g, cpu());
+    let session = Session::new(&g, cpu());
     let out = session.run(&[], &[&fd, &fm, &td, &tm], &[]).unwrap();
     let values: Vec<Vec<i32>> = out.iter().map(|t| t.to_vec().unwrap()).collect();
     assert_eq!(values[0], [3, -4, -4, 3]);
@@ -289,7 +289,7 @@ fn division_follows_tensorflow() {
     let q = g.binary("FloorDiv", "q", &a, &zero).unwrap();
     let negative = ints(&[-1], &[], &mut g);
     let p = g.binary("Pow", "p", &a, &negative).unwrap();
-    let mut session = Session::new(&g, cpu());
+    let session = Session::new(&g, cpu());
     let message = session.run(&[], &[&q], &[]).unwrap_err().to_string();
     assert!(message.contains("Integer division by zero"), "{message}");
     let message = session.run(&[], &[&p], &[]).unwrap_err().to_string();
@@ -441,7 +441,7 @@ fn reference_variables_live_in_the_session() {
         .build()
         .unwrap();
     let read = g.op("Identity").input(&v).build_output().unwrap();
-    let mut session = Session::new(&g, cpu());
+    let session = Session::new(&g, cpu());
     let message = session.run(&[], &[&read], &[]).unwrap_err().to_string();
     assert!(
         message.contains("Attempting to use uninitialized value v"),
@@ -453,7 +453,7 @@ fn reference_variables_live_in_the_session() {
     let out = session.run(&[], &[&read], &[]).unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), [21.0, 22.0]);
     // A second session has its own variables.
-    let mut other = Session::new(&g, cpu());
+    let other = Session::new(&g, cpu());
     assert!(other.run(&[], &[&read], &[]).is_err());
 }
 
@@ -624,7 +624,7 @@ fn a_tensor_fed_twice_in_one_run_is_an_error() {
     let y = g.unary("Neg", &x).unwrap();
     let one = Tensor::scalar(1.0f32, &cpu()).unwrap();
     let two = Tensor::scalar(2.0f32, &cpu()).unwrap();
-    let mut session = Session::new(&g, cpu());
+    let session = Session::new(&g, cpu());
     let message = session
         .run(&[(&x, &one), (&x, &two)], &[&y], &[])
         .unwrap_err()

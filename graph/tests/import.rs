@@ -61,7 +61,7 @@ fn imports_go_under_a_unique_prefix_with_inputs_mapped() {
         .unwrap();
     assert_eq!(output(&second[0]).name(), "import_1/y:0");
     // The mapped input replaced the placeholder: `import/y` reads `feed`.
-    let mut s = Session::new(&g, CpuDevice::shared());
+    let s = Session::new(&g, CpuDevice::shared());
     let values = s.run(&[], &[&y], &[]).unwrap();
     assert_eq!(values[0].to_vec::<f32>().unwrap(), [7.0, -1.0]);
     // The second copy still has its placeholder.

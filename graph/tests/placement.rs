@@ -39,7 +39,7 @@ fn operations_run_where_they_ask_and_tensors_cross_between() {
         .build_output()
         .unwrap();
     let product = g.mul(&sum, &a).unwrap();
-    let mut s = session(&g, &[cpu0.clone(), other.clone()], false);
+    let s = session(&g, &[cpu0.clone(), other.clone()], false);
     let values = s.run(&[], &[&sum, &product], &[]).unwrap();
     assert_eq!(values[0].to_vec::<f32>().unwrap(), [11.0, 22.0]);
     assert_eq!(values[1].to_vec::<f32>().unwrap(), [11.0, 44.0]);
@@ -95,7 +95,7 @@ fn soft_placement_falls_back_and_strict_placement_says_why() {
         .build_output()
         .unwrap();
     // Soft (the default): no GPU in this session, so the default device.
-    let mut soft = Session::new(&g, cpu0.clone());
+    let soft = Session::new(&g, cpu0.clone());
     assert_eq!(
         soft.run(&[], &[&total], &[]).unwrap()[0]
             .item::<f32>()
@@ -104,7 +104,7 @@ fn soft_placement_falls_back_and_strict_placement_says_why() {
     );
     assert_eq!(soft.placement().unwrap().ops[2].device, "cpu:0");
     // Strict: TensorFlow's error, naming the op and the devices there are.
-    let mut strict = session(&g, &[cpu0], false);
+    let strict = session(&g, &[cpu0], false);
     let error = strict.run(&[], &[&total], &[]).unwrap_err().to_string();
     assert!(
         error.contains("Cannot assign a device for operation total")
@@ -122,7 +122,7 @@ fn malformed_requests_are_errors_and_missing_colocations_are_not_honoured() {
         .device("/device:GPU:x")
         .build()
         .unwrap();
-    let mut s = Session::new(&g, CpuDevice::shared());
+    let s = Session::new(&g, CpuDevice::shared());
     let error = s.placement().unwrap_err().to_string();
     assert!(
         error.contains("Malformed device specification '/device:GPU:x' in node bad"),
@@ -196,7 +196,7 @@ fn colocation_scopes_and_variables_follow_their_group() {
         .build_output()
         .unwrap();
     let doubled = g.add(&read, &follower).unwrap();
-    let mut s = session(&g, &[cpu0.clone(), other.clone()], false);
+    let s = session(&g, &[cpu0.clone(), other.clone()], false);
     s.run(&[], &[], &[&assign]).unwrap();
     let values = s.run(&[], &[&read, &doubled], &[]).unwrap();
     assert_eq!(values[0].item::<f32>().unwrap(), 2.0);
@@ -225,4 +225,49 @@ fn colocation_scopes_and_variables_follow_their_group() {
     }
     assert_eq!(device_of("y"), "cpu:0");
     assert_eq!(device_of("add"), "cpu:0");
+}
+
+#[test]
+fn one_session_runs_from_several_threads_at_once() {
+    // `run` takes `&self`: threads share a session, and each variable update is whole.
+    let mut g = Graph::new();
+    let v = g
+        .op("VarHandleOp")
+        .name("counter")
+        .attr("dtype", DataType::Float)
+        .attr("shape", &PartialTensorShape::new(&[]).unwrap())
+        .attr("shared_name", "counter")
+        .build_output()
+        .unwrap();
+    let zero = g.constant(0.0f32).unwrap();
+    let init = g
+        .op("AssignVariableOp")
+        .inputs(&[v.clone(), zero])
+        .build()
+        .unwrap();
+    let one = g.constant(1.0f32).unwrap();
+    let bump = g
+        .op("AssignAddVariableOp")
+        .inputs(&[v.clone(), one])
+        .build()
+        .unwrap();
+    let read = g
+        .op("ReadVariableOp")
+        .input(&v)
+        .attr("dtype", DataType::Float)
+        .build_output()
+        .unwrap();
+    let session = Session::new(&g, CpuDevice::shared());
+    session.run(&[], &[], &[&init]).unwrap();
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                for _ in 0..50 {
+                    session.run(&[], &[], &[&bump]).unwrap();
+                }
+            });
+        }
+    });
+    let total = session.run(&[], &[&read], &[]).unwrap();
+    assert_eq!(total[0].item::<f32>().unwrap(), 200.0);
 }
