@@ -144,6 +144,7 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             node,
             device,
             crosses: false,
+            uses_variables: false,
             kind: Kind::FusedConv(FusedConv {
                 depthwise,
                 norm,

@@ -83,6 +83,10 @@ pub(crate) struct Step {
     /// Whether an input may be on another device (one from a step placed elsewhere, or a
     /// feed): only then does a run look for copies to make.
     pub(crate) crosses: bool,
+    /// Whether the step reads or writes the session's variables (a variable op, a
+    /// stateful random op, or a reader of a reference variable): only then does it take
+    /// the variables' lock.
+    pub(crate) uses_variables: bool,
     pub(crate) kind: Kind,
     pub(crate) inputs: Vec<Source>,
     /// The other nodes a fused step runs, in order (empty for one node).
@@ -459,6 +463,7 @@ impl Session {
                     node,
                     device: placed[node],
                     crosses: false,
+                    uses_variables: false,
                     kind,
                     inputs: n.inputs.iter().map(|&input| source(input)).collect(),
                     chain: Vec::new(),
@@ -490,6 +495,18 @@ impl Session {
                 Source::Feed(_) => true,
                 Source::Node { node, .. } => placed[node] != step.device,
             });
+            step.uses_variables = touches_variables(step.kind)
+                || step.inputs.iter().any(|input| match *input {
+                    Source::Node { node, .. } => {
+                        ops::find(&nodes[node].op_type).is_some_and(|kind| {
+                            matches!(
+                                kind,
+                                Kind::RefVariable | Kind::RefAssign | Kind::RefAssignAdd
+                            )
+                        })
+                    }
+                    Source::Feed(_) => false,
+                });
         }
         let placed = &placed;
         let transfers = steps
@@ -515,6 +532,8 @@ impl Session {
         // Tensors copied to a device other than their producer's, by (source, device):
         // made once per run for every step on that device that reads them.
         let mut copies: HashMap<(SourceKey, usize), Value> = HashMap::new();
+        // What a step that uses no variables is given in their place (never read).
+        let mut unused = Variables::new();
         let graph = &self.graph;
         for step in &plan.steps {
             let node = &graph.nodes[step.node];
@@ -535,32 +554,34 @@ impl Session {
                     }
                 }
             }
-            let outputs = {
-                let mut variables = locked(&self.variables);
-                let inputs: SmallVec<[&Value; 4]> = step
-                    .inputs
-                    .iter()
-                    .map(|&s| {
-                        let copy = step
-                            .crosses
-                            .then(|| copies.get(&(SourceKey::of(s), step.device)))
-                            .flatten();
-                        match copy {
-                            Some(copy) => Ok(copy),
-                            None => read_value(&values, fed, graph, s),
-                        }
-                    })
-                    .collect::<Result<_>>()?;
-
-                let mut cx = RunCtx {
+            let mut inputs: SmallVec<[&Value; 4]> = SmallVec::with_capacity(step.inputs.len());
+            for &source in &step.inputs {
+                let copy = step
+                    .crosses
+                    .then(|| copies.get(&(SourceKey::of(source), step.device)))
+                    .flatten();
+                inputs.push(match copy {
+                    Some(copy) => copy,
+                    None => read_value(&values, fed, graph, source)?,
+                });
+            }
+            let chain = if step.chain.is_empty() {
+                SmallVec::new()
+            } else {
+                step.chain.iter().map(|&n| &graph.nodes[n]).collect()
+            };
+            let outputs = if step.uses_variables {
+                run_step(
+                    step.kind,
                     node,
                     device,
-                    variables: &mut variables,
+                    &mut locked(&self.variables),
                     inputs,
-                    chain: step.chain.iter().map(|&n| &graph.nodes[n]).collect(),
-                };
-                kernels::run(step.kind, &mut cx).map_err(|e| in_node(e, node))?
-            };
+                    chain,
+                )
+            } else {
+                run_step(step.kind, node, device, &mut unused, inputs, chain)
+            }?;
             if let (Kind::Const, [Value::Tensor(t)]) = (step.kind, outputs.as_slice()) {
                 let _ = self.constants[step.node].set(t.clone());
             }
@@ -591,6 +612,41 @@ impl Session {
             )
             .collect()
     }
+}
+
+/// Run one step's kernel with `variables` (the session's, held for the step, or an empty
+/// stand-in for a step that uses none).
+#[inline(always)]
+fn run_step<'a>(
+    kind: Kind,
+    node: &'a crate::graph::Node,
+    device: &'a Arc<dyn Device>,
+    variables: &mut Variables,
+    inputs: SmallVec<[&'a Value; 4]>,
+    chain: SmallVec<[&'a crate::graph::Node; 2]>,
+) -> Result<Outputs> {
+    let mut cx = RunCtx {
+        node,
+        device,
+        variables,
+        inputs,
+        chain,
+    };
+    kernels::run(kind, &mut cx).map_err(|e| in_node(e, node))
+}
+
+/// Whether a node of `kind` reads or writes the session's variables itself.
+fn touches_variables(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::RefAssign
+            | Kind::RefAssignAdd
+            | Kind::VarIsInitialized
+            | Kind::ReadVariable
+            | Kind::AssignVariable
+            | Kind::AssignAddVariable
+            | Kind::Generate(_)
+    )
 }
 
 /// A [`Source`] as a key: a feed, or an output of a node.

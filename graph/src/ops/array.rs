@@ -372,7 +372,7 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
 }
 
 /// Run `op`.
-pub(crate) fn run(op: Array, cx: &RunCtx<'_>) -> Result<Outputs> {
+pub(crate) fn run(op: Array, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
     let attrs = cx.attrs();
     let tensors = |ts: Vec<Tensor>| -> Outputs { ts.into_iter().map(Value::Tensor).collect() };
     let one = |t: Tensor| -> Result<Outputs> { Ok(tensors(vec![t])) };
@@ -502,7 +502,7 @@ pub(crate) fn run(op: Array, cx: &RunCtx<'_>) -> Result<Outputs> {
 }
 
 /// Input 1 as `[rank, 2]` paddings, with TensorFlow's check of its shape.
-fn paddings_of(cx: &RunCtx<'_>, rank: usize) -> Result<Vec<(usize, usize)>> {
+fn paddings_of(cx: &RunCtx<'_, '_>, rank: usize) -> Result<Vec<(usize, usize)>> {
     let given = cx.tensor(1)?;
     if given.dims() != [rank, 2] {
         return Err(Error::invalid(format!(

@@ -54,7 +54,7 @@ pub(crate) fn infer(op: Generate, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
 }
 
 /// Run `op`.
-pub(crate) fn run(op: Generate, cx: &mut RunCtx<'_>) -> Result<Outputs> {
+pub(crate) fn run(op: Generate, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
     let out = match op {
         Generate::LinSpace => {
             let scalar = |i: usize| -> Result<f64> {

@@ -19,10 +19,12 @@ use crate::graph::Node;
 pub(crate) type Variables = HashMap<Arc<str>, Tensor>;
 
 /// What a kernel sees: its node, the device, the session's variables and its inputs.
-pub(crate) struct RunCtx<'a> {
+pub(crate) struct RunCtx<'a, 'v> {
     pub(crate) node: &'a Node,
     pub(crate) device: &'a Arc<dyn Device>,
-    pub(crate) variables: &'a mut Variables,
+    /// The session's variables, held for this step (or an empty stand-in for a step that
+    /// uses none).
+    pub(crate) variables: &'v mut Variables,
     pub(crate) inputs: SmallVec<[&'a Value; 4]>,
     /// The nodes a fused step runs before `node` (see `crate::fusion`).
     pub(crate) chain: SmallVec<[&'a Node; 2]>,
@@ -31,7 +33,7 @@ pub(crate) struct RunCtx<'a> {
 /// A kernel's outputs (most ops have one).
 pub(crate) type Outputs = SmallVec<[Value; 1]>;
 
-impl RunCtx<'_> {
+impl RunCtx<'_, '_> {
     pub(crate) fn attrs(&self) -> Attrs<'_> {
         Attrs {
             node: &self.node.name,
@@ -146,7 +148,7 @@ impl RunCtx<'_> {
 }
 
 /// Run a node of `kind`.
-pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Outputs> {
+pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
     let one = |t: Tensor| Ok(smallvec![Value::Tensor(t)]);
     match kind {
         Kind::Const => one(Tensor::from_proto(cx.attrs().tensor("value")?, cx.device)?),
@@ -359,7 +361,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_>) -> Result<Outputs> {
 }
 
 /// TensorFlow's division ops on top of the kernel surface's truncating `Div` and `Rem`.
-fn divide(cx: &RunCtx<'_>, division: Division) -> Result<Tensor> {
+fn divide(cx: &RunCtx<'_, '_>, division: Division) -> Result<Tensor> {
     let (a, b) = (cx.tensor(0)?, cx.tensor(1)?);
     let dtype = a.dtype();
     if dtype.is_integer() && cx.any_vs_zero(&b, BinaryOp::Eq)? {

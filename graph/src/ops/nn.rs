@@ -259,7 +259,7 @@ fn window_shape(
 }
 
 /// Run `op`.
-pub(crate) fn run(op: Nn, cx: &RunCtx<'_>) -> Result<Outputs> {
+pub(crate) fn run(op: Nn, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
     let attrs = cx.attrs();
     let x = cx.tensor(0)?;
     let format = || DataFormat::from_name(&attrs.string_or("data_format", "NHWC")?);
@@ -296,7 +296,7 @@ pub(crate) fn run(op: Nn, cx: &RunCtx<'_>) -> Result<Outputs> {
 
 /// Run a fused convolution step (its nodes are `cx.chain`: the convolution, then the bias or
 /// batch norm).
-pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_>) -> Result<Outputs> {
+pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
     fn attrs(node: &crate::graph::Node) -> Attrs<'_> {
         Attrs {
             node: &node.name,
