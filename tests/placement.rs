@@ -40,10 +40,7 @@ fn one_graph_runs_across_every_device() {
     assert!(same_device(got[2].device(), &cpu));
     let placement = everywhere.placement().unwrap();
     println!("{placement}");
-    let device_of = |name: &str| {
-        let op = placement.ops.iter().find(|op| op.name == name).unwrap();
-        op.device.clone()
-    };
+    let device_of = |name: &str| placement.device_of(name).unwrap().to_string();
     assert_eq!(device_of("MatMul"), gpu(0).name());
     assert_eq!(device_of("rows"), gpu(1).name());
     assert_eq!(device_of("add"), cpu.name());

@@ -150,6 +150,16 @@ pub struct Transfer {
     pub to: String,
 }
 
+impl Placement {
+    /// The device operation `op` runs on, if the graph has it.
+    pub fn device_of(&self, op: &str) -> Option<&str> {
+        self.ops
+            .iter()
+            .find(|placed| placed.name == op)
+            .map(|placed| placed.device.as_str())
+    }
+}
+
 impl fmt::Display for Placement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for op in &self.ops {

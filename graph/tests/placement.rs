@@ -47,15 +47,7 @@ fn operations_run_where_they_ask_and_tensors_cross_between() {
     assert!(same_device(values[0].device(), &other));
     assert!(same_device(values[1].device(), &cpu0));
     let placement = s.placement().unwrap();
-    let device_of = |name: &str| {
-        placement
-            .ops
-            .iter()
-            .find(|op| op.name == name)
-            .unwrap()
-            .device
-            .clone()
-    };
+    let device_of = |name: &str| placement.device_of(name).unwrap().to_string();
     assert_eq!(device_of("Const"), "cpu:0");
     assert_eq!(device_of("b"), other.name());
     assert_eq!(device_of("sum"), other.name());
@@ -204,15 +196,7 @@ fn colocation_scopes_and_variables_follow_their_group() {
     assert!(same_device(values[0].device(), &other));
     assert!(same_device(values[1].device(), &cpu0));
     let placement = s.placement().unwrap();
-    let device_of = |name: &str| {
-        placement
-            .ops
-            .iter()
-            .find(|op| op.name == name)
-            .unwrap()
-            .device
-            .clone()
-    };
+    let device_of = |name: &str| placement.device_of(name).unwrap().to_string();
     for name in [
         "Const",
         "five",
