@@ -46,6 +46,8 @@ pub struct Session {
     /// `Const` values already on their device, by node: decoded once, as TensorFlow's
     /// `Const` kernel holds its tensor.
     constants: Vec<OnceLock<Tensor>>,
+    /// Fed tensors the runs so far copied to another device: (node, index, to, from).
+    fed_copies: Mutex<BTreeSet<(usize, usize, usize, String)>>,
 }
 
 /// The guarded value, whether or not a thread panicked while holding it (every value a
@@ -73,6 +75,8 @@ pub(crate) struct Plan {
     /// The edges that cross devices: output `(node, index)` copied to a device, once per
     /// run (TensorFlow's Send/Recv pairs).
     transfers: BTreeSet<(usize, usize, usize)>,
+    /// The fed tensors, as the signature names them.
+    feeds: Vec<(usize, usize)>,
 }
 
 pub(crate) struct Step {
@@ -124,7 +128,7 @@ impl SessionOptions {
 pub struct Placement {
     /// Each operation of the graph, in graph order.
     pub ops: Vec<PlacedOp>,
-    /// The copies of the plans run so far.
+    /// The copies of the plans made so far, and of the feeds the runs so far copied.
     pub copies: Vec<Transfer>,
 }
 
@@ -210,6 +214,7 @@ impl Session {
             variables: Mutex::new(Variables::new()),
             plans: Mutex::new(HashMap::new()),
             constants: (0..graph.len()).map(|_| OnceLock::new()).collect(),
+            fed_copies: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -235,6 +240,7 @@ impl Session {
         self.constants.resize_with(graph.nodes.len(), OnceLock::new);
         *locked(&self.placement) = None;
         locked(&self.plans).clear();
+        locked(&self.fed_copies).clear();
         Ok(())
     }
 
@@ -265,15 +271,18 @@ impl Session {
                 device: device(d),
             })
             .collect();
-        let edges: BTreeSet<(usize, usize, usize)> = locked(&self.plans)
+        // The edges the plans cross, and the feeds the runs copied: by tensor, then device.
+        let mut edges: BTreeSet<(usize, usize, usize, String)> = locked(&self.plans)
             .values()
-            .flat_map(|plan| plan.transfers.iter().copied())
+            .flat_map(|plan| plan.transfers.iter())
+            .map(|&(node, index, to)| (node, index, to, device(placed[node])))
             .collect();
+        edges.extend(locked(&self.fed_copies).iter().cloned());
         let copies = edges
             .into_iter()
-            .map(|(node, index, to)| Transfer {
+            .map(|(node, index, to, from)| Transfer {
                 tensor: format!("{}:{index}", self.graph.nodes[node].name),
-                from: device(placed[node]),
+                from,
                 to: device(to),
             })
             .collect();
@@ -534,6 +543,7 @@ impl Session {
             steps,
             fetches,
             transfers,
+            feeds: signature.feeds.clone(),
         })
     }
 
@@ -560,6 +570,11 @@ impl Session {
                 if let Value::Tensor(t) = read_value(&values, fed, graph, source)? {
                     if !same_device(t.device(), device) {
                         let copy = t.to_device(device).map_err(|e| in_node(e, node))?;
+                        if let Source::Feed(i) = source {
+                            let (fed_node, index) = plan.feeds[i];
+                            let from = t.device().name().to_string();
+                            locked(&self.fed_copies).insert((fed_node, index, step.device, from));
+                        }
                         copies.insert(key, Value::Tensor(copy));
                     }
                 }
