@@ -221,8 +221,8 @@ impl Session {
     /// Take in the operations added to the session's graph since the session was made (or
     /// last extended): `graph` must be that graph grown, every operation the session has
     /// still there under the same index, name and type (TensorFlow's `Session::Extend`,
-    /// which its sessions do before each run). Variables and decoded constants are kept;
-    /// placement and plans are made again on the next run.
+    /// which its sessions do before each run). Variables are kept; placement, plans and
+    /// decoded constants are made again on the next run.
     pub fn extend(&mut self, graph: &Graph) -> Result<()> {
         let old = &self.graph.nodes;
         let grown = graph.nodes.len() >= old.len()
@@ -237,7 +237,8 @@ impl Session {
             ));
         }
         self.graph = graph.clone();
-        self.constants.resize_with(graph.nodes.len(), OnceLock::new);
+        // Placement is made again and may move a `Const`: decode every one anew.
+        self.constants = (0..graph.nodes.len()).map(|_| OnceLock::new()).collect();
         *locked(&self.placement) = None;
         locked(&self.plans).clear();
         locked(&self.fed_copies).clear();
