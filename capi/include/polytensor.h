@@ -21,11 +21,38 @@ typedef struct PT_Buffer PT_Buffer;
 // The devices found (`cpu:0`, `opencl:0`, ...), with their descriptions.
 typedef struct PT_DeviceList PT_DeviceList;
 
+// A graph (TensorFlow's `TF_Graph`).
+typedef struct PT_Graph PT_Graph;
+
+// Options of [`PT_GraphImportGraphDef`] (TensorFlow's `TF_ImportGraphDefOptions`).
+typedef struct PT_ImportGraphDefOptions PT_ImportGraphDefOptions;
+
+// An operation of a graph (TensorFlow's `TF_Operation`), owned by the graph.
+typedef struct PT_Operation PT_Operation;
+
+// An operation being built (TensorFlow's `TF_OperationDescription`), consumed by
+// [`PT_FinishOperation`].
+typedef struct PT_OperationDescription PT_OperationDescription;
+
+// A session (TensorFlow's `TF_Session`).
+typedef struct PT_Session PT_Session;
+
+// Options of [`PT_NewSession`]: its devices and placement.
+typedef struct PT_SessionOptions PT_SessionOptions;
+
 // The outcome of a call: [`PT_OK`], or an error code and its message.
 typedef struct PT_Status PT_Status;
 
 // A tensor: a handle on a polytensor tensor (its views share memory).
 typedef struct PT_Tensor PT_Tensor;
+
+// An output of an operation (TensorFlow's `TF_Output`).
+typedef struct PT_Output {
+  // The operation.
+  struct PT_Operation *oper;
+  // Which of its outputs.
+  int index;
+} PT_Output;
 
 // A dtype, with TensorFlow's `TF_DataType` numbers (`PT_FLOAT` is 1, as `TF_FLOAT`).
 typedef int PT_DataType;
@@ -220,6 +247,265 @@ void PT_DLPackDevice(const struct PT_Tensor *tensor,
 // (in this process): a leak check for consumers.
 size_t PT_LiveDLPackExports(void);
 
+// A new, empty graph. Free it with [`PT_DeleteGraph`].
+struct PT_Graph *PT_NewGraph(void);
+
+// Free a graph (NULL is ignored); its operation handles go with it. Sessions made on it
+// keep what they need.
+//
+// # Safety
+//
+// `graph` is NULL or from [`PT_NewGraph`], not used afterwards.
+void PT_DeleteGraph(struct PT_Graph *graph);
+
+// New import options: no prefix, no input mapping. Free with
+// [`PT_DeleteImportGraphDefOptions`].
+struct PT_ImportGraphDefOptions *PT_NewImportGraphDefOptions(void);
+
+// Free import options (NULL is ignored).
+//
+// # Safety
+//
+// `options` is NULL or from [`PT_NewImportGraphDefOptions`], not used afterwards.
+void PT_DeleteImportGraphDefOptions(struct PT_ImportGraphDefOptions *options);
+
+// Import under `prefix` (made unique, as a name scope; `""` for none).
+//
+// # Safety
+//
+// `options` is a live handle and `prefix` a NUL-terminated string; `status` NULL or live.
+void PT_ImportGraphDefOptionsSetPrefix(struct PT_ImportGraphDefOptions *options,
+                                       const char *prefix,
+                                       struct PT_Status *status);
+
+// Replace output `src_index` of the GraphDef's node `src_name` by `dst`, an output of the
+// graph imported into.
+//
+// # Safety
+//
+// `options` is a live handle, `src_name` NUL-terminated, `dst.oper` an operation of a live
+// graph; `status` NULL or live.
+void PT_ImportGraphDefOptionsAddInputMapping(struct PT_ImportGraphDefOptions *options,
+                                             const char *src_name,
+                                             int src_index,
+                                             struct PT_Output dst,
+                                             struct PT_Status *status);
+
+// Import the serialized `GraphDef` of `len` bytes at `proto` into `graph`
+// (`tf.graph_util.import_graph_def`); `options` may be NULL. On error nothing is added.
+//
+// # Safety
+//
+// `graph` is a live graph, `proto` points to `len` readable bytes, `options` is NULL or
+// live; `status` NULL or live.
+void PT_GraphImportGraphDef(struct PT_Graph *graph,
+                            const void *proto,
+                            size_t len,
+                            const struct PT_ImportGraphDefOptions *options,
+                            struct PT_Status *status);
+
+// The graph as a serialized `GraphDef`, in a buffer freed with
+// [`PT_DeleteBuffer`](crate::proto::PT_DeleteBuffer). NULL on error.
+//
+// # Safety
+//
+// `graph` is a live graph; `status` NULL or live.
+struct PT_Buffer *PT_GraphToGraphDef(struct PT_Graph *graph, struct PT_Status *status);
+
+// The operation named `name`, or NULL if the graph has none.
+//
+// # Safety
+//
+// `graph` is a live graph and `name` NUL-terminated.
+struct PT_Operation *PT_GraphOperationByName(struct PT_Graph *graph, const char *name);
+
+// The operation's name, valid while its graph lives ("" for NULL).
+//
+// # Safety
+//
+// `oper` is NULL or an operation of a live graph.
+const char *PT_OperationName(const struct PT_Operation *oper);
+
+// The operation's type (`AddV2`), valid while its graph lives ("" for NULL).
+//
+// # Safety
+//
+// `oper` is NULL or an operation of a live graph.
+const char *PT_OperationOpType(const struct PT_Operation *oper);
+
+// How many outputs the operation has (-1 for NULL).
+//
+// # Safety
+//
+// `oper` is NULL or an operation of a live graph.
+int PT_OperationNumOutputs(const struct PT_Operation *oper);
+
+// The dtype of an output (0 for a NULL operation or an index out of range).
+//
+// # Safety
+//
+// `output.oper` is NULL or an operation of a live graph.
+PT_DataType PT_OperationOutputType(struct PT_Output output);
+
+// The static rank of an output, -1 where it is unknown.
+//
+// # Safety
+//
+// `graph` is a live graph, `output.oper` one of its operations; `status` NULL or live.
+int PT_GraphGetTensorNumDims(struct PT_Graph *graph,
+                             struct PT_Output output,
+                             struct PT_Status *status);
+
+// The static shape of an output into `dims` (`num_dims` of them, the rank from
+// [`PT_GraphGetTensorNumDims`]), -1 for an unknown dim.
+//
+// # Safety
+//
+// `graph` is a live graph, `output.oper` one of its operations, `dims` writable for
+// `num_dims` values; `status` NULL or live.
+void PT_GraphGetTensorShape(struct PT_Graph *graph,
+                            struct PT_Output output,
+                            int64_t *dims,
+                            int num_dims,
+                            struct PT_Status *status);
+
+// Start building an operation of type `op_type` named `name` in `graph`, finished (and
+// freed) by [`PT_FinishOperation`]. NULL on error.
+//
+// # Safety
+//
+// `graph` is a live graph, `op_type` and `name` NUL-terminated.
+struct PT_OperationDescription *PT_NewOperation(struct PT_Graph *graph,
+                                                const char *op_type,
+                                                const char *name);
+
+// Append a data input.
+//
+// # Safety
+//
+// `desc` is a live description and `input.oper` an operation of its graph.
+void PT_AddInput(struct PT_OperationDescription *desc, struct PT_Output input);
+
+// Ask for a device (TensorFlow's names, or polytensor's: `wgpu:0`).
+//
+// # Safety
+//
+// `desc` is a live description and `device` NUL-terminated.
+void PT_SetDevice(struct PT_OperationDescription *desc, const char *device);
+
+// Set a dtype attribute.
+//
+// # Safety
+//
+// `desc` is a live description and `name` NUL-terminated.
+void PT_SetAttrType(struct PT_OperationDescription *desc, const char *name, PT_DataType value);
+
+// Set an integer attribute.
+//
+// # Safety
+//
+// `desc` is a live description and `name` NUL-terminated.
+void PT_SetAttrInt(struct PT_OperationDescription *desc, const char *name, int64_t value);
+
+// Set a bool attribute (non-zero is true).
+//
+// # Safety
+//
+// `desc` is a live description and `name` NUL-terminated.
+void PT_SetAttrBool(struct PT_OperationDescription *desc, const char *name, int value);
+
+// Set a tensor attribute (a `Const`'s `value`) from a tensor's values.
+//
+// # Safety
+//
+// `desc` is a live description, `name` NUL-terminated, `value` a live tensor; `status`
+// NULL or live.
+void PT_SetAttrTensor(struct PT_OperationDescription *desc,
+                      const char *name,
+                      const struct PT_Tensor *value,
+                      struct PT_Status *status);
+
+// Add the described operation to its graph and free the description; the new operation,
+// or NULL on error (dtypes and shapes are checked and inferred as the Rust builder does).
+//
+// # Safety
+//
+// `desc` is a description from [`PT_NewOperation`], not used afterwards; `status` NULL or
+// live.
+struct PT_Operation *PT_FinishOperation(struct PT_OperationDescription *desc,
+                                        struct PT_Status *status);
+
+// New session options: every device present (the CPU first) with soft placement.
+struct PT_SessionOptions *PT_NewSessionOptions(void);
+
+// Free session options (NULL is ignored).
+//
+// # Safety
+//
+// `options` is NULL or from [`PT_NewSessionOptions`], not used afterwards.
+void PT_DeleteSessionOptions(struct PT_SessionOptions *options);
+
+// Add a device by name (`cpu:0`, `opencl:0`): the session then runs on the devices added,
+// the first the default.
+//
+// # Safety
+//
+// `options` is a live handle and `device` NUL-terminated; `status` NULL or live.
+void PT_SessionOptionsAddDevice(struct PT_SessionOptions *options,
+                                const char *device,
+                                struct PT_Status *status);
+
+// Allow (non-zero, the default) or forbid soft placement.
+//
+// # Safety
+//
+// `options` is NULL or a live handle.
+void PT_SessionOptionsSetSoftPlacement(struct PT_SessionOptions *options, int allow);
+
+// A session on `graph` (which it keeps alive); `options` may be NULL (every device).
+// NULL on error.
+//
+// # Safety
+//
+// `graph` is a live graph, `options` NULL or live; `status` NULL or live.
+struct PT_Session *PT_NewSession(struct PT_Graph *graph,
+                                 const struct PT_SessionOptions *options,
+                                 struct PT_Status *status);
+
+// Run the session (TensorFlow's `TF_SessionRun`): feed `ninputs` tensors to `inputs`,
+// run `targets`, and write new tensors of the `noutputs` fetched `outputs` into
+// `output_values` (each freed with [`PT_DeleteTensor`](crate::tensor::PT_DeleteTensor);
+// all NULL on error).
+//
+// # Safety
+//
+// `session` is a live session; the arrays hold their counts of live values (NULL for a
+// count of 0); `output_values` is writable for `noutputs` pointers; `status` NULL or live.
+void PT_SessionRun(struct PT_Session *session,
+                   const struct PT_Output *inputs,
+                   const struct PT_Tensor *const *input_values,
+                   int ninputs,
+                   const struct PT_Output *outputs,
+                   struct PT_Tensor **output_values,
+                   int noutputs,
+                   const struct PT_Operation *const *targets,
+                   int ntargets,
+                   struct PT_Status *status);
+
+// Close a session: later runs fail; its resources (variables, plans) are released.
+//
+// # Safety
+//
+// `session` is NULL or a live session; `status` NULL or live.
+void PT_CloseSession(struct PT_Session *session, struct PT_Status *status);
+
+// Free a session (NULL is ignored), closing it if it is open.
+//
+// # Safety
+//
+// `session` is NULL or from [`PT_NewSession`], not used afterwards; `status` NULL or live.
+void PT_DeleteSession(struct PT_Session *session, struct PT_Status *status);
+
 // The elementwise op `op` of one operand (`neg`, `abs`, `sqrt`, `exp`, `log`, `tanh`, ...).
 //
 // # Safety
@@ -337,6 +623,13 @@ PT_Code PT_GetCode(const struct PT_Status *status);
 //
 // `status` is NULL or a live status.
 const char *PT_Message(const struct PT_Status *status);
+
+// The size in bytes of one element of `dtype` (TensorFlow's `TF_DataTypeSize`); 0 for a
+// dtype of no fixed size (strings, resources, variants) or a number that names none.
+size_t PT_DataTypeSize(PT_DataType dtype);
+
+// The library's version (`0.1.0`), a static string (TensorFlow's `TF_Version`).
+const char *PT_Version(void);
 
 // A tensor of `dtype` and shape `dims` over the caller's `len` bytes at `data`, without a
 // copy (as `TF_NewTensor`). Ownership of the memory passes to polytensor: `deallocator`

@@ -13,6 +13,13 @@ pub struct PT_Buffer {
     bytes: Vec<u8>,
 }
 
+impl PT_Buffer {
+    /// A new buffer of `bytes`, for the caller to free with [`PT_DeleteBuffer`].
+    pub(crate) fn boxed(bytes: Vec<u8>) -> *mut PT_Buffer {
+        Box::into_raw(Box::new(PT_Buffer { bytes }))
+    }
+}
+
 /// The tensor as a serialized `TensorProto` (what TensorFlow's `TensorProto.ParseFromString`
 /// reads). NULL on error.
 ///

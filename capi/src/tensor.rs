@@ -67,6 +67,30 @@ impl PT_Tensor {
     }
 }
 
+/// The size in bytes of one element of `dtype` (TensorFlow's `TF_DataTypeSize`); 0 for a
+/// dtype of no fixed size (strings, resources, variants) or a number that names none.
+#[no_mangle]
+pub extern "C" fn PT_DataTypeSize(dtype: PT_DataType) -> usize {
+    quietly(0, || {
+        DataType::from_i32(dtype)
+            .ok()
+            .filter(|d| d.is_pod())
+            .map_or(0, |d| d.size())
+    })
+}
+
+/// The library's version (`0.1.0`), a static string (TensorFlow's `TF_Version`).
+#[no_mangle]
+pub extern "C" fn PT_Version() -> *const c_char {
+    static VERSION: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
+    ) {
+        Ok(version) => version,
+        Err(_) => c"unknown",
+    };
+    VERSION.as_ptr()
+}
+
 /// The dtype of a C dtype number (fixed-size dtypes only).
 pub(crate) fn dtype_of(dtype: PT_DataType) -> Result<DataType, Error> {
     let dtype = DataType::from_i32(dtype)?;

@@ -55,9 +55,7 @@ impl Graph {
 
     /// Read a serialized `GraphDef`.
     pub fn from_graph_def_bytes(bytes: &[u8]) -> Result<Graph> {
-        let def =
-            GraphDef::decode(bytes).map_err(|e| Error::InvalidProto(format!("GraphDef: {e}")))?;
-        Graph::from_graph_def(&def)
+        Graph::from_graph_def(&GraphDef::decode_bytes(bytes)?)
     }
 
     /// A graph from TensorFlow's `GraphDef`, with its node names kept. Nodes may come in any

@@ -154,6 +154,12 @@ pub struct VersionDef {
 }
 
 impl GraphDef {
+    /// A serialized `GraphDef` decoded (an `Err` for malformed bytes).
+    pub fn decode_bytes(bytes: &[u8]) -> polytensor_core::Result<GraphDef> {
+        <GraphDef as prost::Message>::decode(bytes)
+            .map_err(|e| polytensor_core::Error::InvalidProto(format!("GraphDef: {e}")))
+    }
+
     /// The names of the functions in [`GraphDef::library`] (none without a library).
     pub fn function_names(&self) -> polytensor_core::Result<Vec<String>> {
         let Some(bytes) = &self.library else {
