@@ -88,6 +88,9 @@ pub struct PT_OperationDescription {
     inputs: Vec<(Operation, usize)>,
     attrs: Vec<(String, AttrValue)>,
     device: String,
+    /// The first error of a setter (inputs and attributes take no status, as in
+    /// TensorFlow): [`PT_FinishOperation`] reports it.
+    error: Option<String>,
 }
 
 /// Options of [`PT_NewSession`]: its devices and placement.
@@ -447,11 +450,13 @@ pub unsafe extern "C" fn PT_NewOperation(
             inputs: Vec::new(),
             attrs: Vec::new(),
             device: String::new(),
+            error: None,
         })))
     })
 }
 
-/// Apply `change` to a live description (ignoring NULL).
+/// Apply `change` to a live description (ignoring NULL); a failure is kept in the
+/// description for [`PT_FinishOperation`] (and set in `status`, where there is one).
 ///
 /// # Safety
 ///
@@ -464,7 +469,9 @@ unsafe fn describe(
     guard(status, (), || {
         // SAFETY: the caller's contract.
         let desc = unsafe { desc.as_mut() }.ok_or_else(|| Error::invalid("desc is NULL"))?;
-        change(desc)
+        change(desc).inspect_err(|e| {
+            desc.error.get_or_insert_with(|| e.to_string());
+        })
     })
 }
 
@@ -607,6 +614,12 @@ pub unsafe extern "C" fn PT_FinishOperation(
         }
         // SAFETY: the caller's contract: a description from `PT_NewOperation`.
         let desc = unsafe { Box::from_raw(desc) };
+        if let Some(error) = &desc.error {
+            return Err(Error::invalid(format!(
+                "operation '{}' was described with an error: {error}",
+                desc.name
+            )));
+        }
         let mut state = locked(&desc.state);
         let inputs = desc
             .inputs

@@ -78,6 +78,13 @@ static void seed_add(PT_Status* s) {
   PT_Output bad = {total, 5};
   PT_SessionRun(session, NULL, NULL, 0, &bad, &value, 1, NULL, 0, s);
   CHECK(PT_GetCode(s) == PT_INVALID_ARGUMENT && value == NULL);
+  /* A bad input to the builder is reported when the operation is finished. */
+  PT_OperationDescription* broken = PT_NewOperation(g, "AddV2", "broken");
+  PT_Output nothing = {NULL, 0};
+  PT_AddInput(broken, nothing);
+  PT_AddInput(broken, ib);
+  CHECK(PT_FinishOperation(broken, s) == NULL && PT_GetCode(s) == PT_INVALID_ARGUMENT);
+  CHECK(strstr(PT_Message(s), "PT_Output.oper is NULL") != NULL);
   PT_CloseSession(session, s);
   OK(s);
   PT_SessionRun(session, NULL, NULL, 0, &out, &value, 1, NULL, 0, s);
