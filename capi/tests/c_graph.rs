@@ -8,29 +8,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 #[test]
 fn a_c_program_builds_imports_and_runs_graphs() {
-    let lib = common::library_dir();
-    let out = common::tempdir("c_graph");
-    let exe = out.join("graph");
-    let mut cc = common::c_compiler().to_command();
-    cc.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic"])
-        .arg("-I")
-        .arg(common::include_dir())
-        .arg(common::capi_dir().join("tests/c/graph.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(&lib)
-        .args(["-lpolytensor_capi", "-lm"])
-        .arg(format!("-Wl,-rpath,{}", lib.display()));
-    common::run(&mut cc, "compiling tests/c/graph.c");
+    let exe = common::compile_c_program("graph.c");
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tf-golden/graph");
     let case = golden.join("mlp_placeholder.json");
-    let mut program = Command::new(&exe);
-    program.env_remove("LD_LIBRARY_PATH");
+    let mut program = common::c_program(&exe);
     let expected = if case.is_file() {
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&case).unwrap()).unwrap();

@@ -4,30 +4,10 @@
 
 mod common;
 
-use std::process::Command;
-
 #[test]
 fn a_c_consumer_runs_against_the_library() {
-    let lib = common::library_dir();
-    let out = common::tempdir("c_program");
-    let exe = out.join("roundtrip");
-    let mut cc = common::c_compiler().to_command();
-    cc.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic"])
-        .arg("-I")
-        .arg(common::include_dir())
-        .arg(common::capi_dir().join("tests/c/roundtrip.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(&lib)
-        .args(["-lpolytensor_capi", "-lm"])
-        .arg(format!("-Wl,-rpath,{}", lib.display()));
-    common::run(&mut cc, "compiling tests/c/roundtrip.c");
-    // Cargo's LD_LIBRARY_PATH names target/debug, where `cargo build` leaves an older copy
-    // of the library: the rpath alone says which one to load.
-    let mut consumer = Command::new(&exe);
-    consumer.env_remove("LD_LIBRARY_PATH");
-    let output = common::run(&mut consumer, "running the C consumer");
+    let exe = common::compile_c_program("roundtrip.c");
+    let output = common::run(&mut common::c_program(&exe), "running the C consumer");
     assert!(output.contains("all checks passed"), "{output}");
 }
 

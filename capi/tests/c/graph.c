@@ -8,23 +8,8 @@
 #include <string.h>
 
 #include "polytensor.h"
+#include "check.h"
 
-static int failures = 0;
-#define CHECK(cond)                                                             \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);  \
-      failures++;                                                               \
-    }                                                                           \
-  } while (0)
-#define OK(status)                                                              \
-  do {                                                                          \
-    if (PT_GetCode(status) != PT_OK) {                                          \
-      fprintf(stderr, "%s:%d: status %d: %s\n", __FILE__, __LINE__,             \
-              PT_GetCode(status), PT_Message(status));                          \
-      failures++;                                                               \
-    }                                                                           \
-  } while (0)
 
 /* A scalar float `Const` named `name`. */
 static PT_Operation* constant(PT_Graph* g, const char* name, float value, PT_Status* s) {

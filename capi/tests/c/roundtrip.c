@@ -5,28 +5,13 @@
 #include <string.h>
 
 #include "polytensor.h"
+#include "check.h"
 
 _Static_assert(sizeof(DLTensor) == 48, "DLTensor is 48 bytes");
 _Static_assert(sizeof(DLManagedTensorVersioned) == 80, "DLManagedTensorVersioned is 80 bytes");
 _Static_assert(offsetof(DLManagedTensor, deleter) == 56, "the legacy deleter is at 56");
 _Static_assert(offsetof(DLManagedTensorVersioned, dl_tensor) == 32, "dl_tensor is at 32");
 
-static int failures = 0;
-#define CHECK(cond)                                                             \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);  \
-      failures++;                                                               \
-    }                                                                           \
-  } while (0)
-#define OK(status)                                                              \
-  do {                                                                          \
-    if (PT_GetCode(status) != PT_OK) {                                          \
-      fprintf(stderr, "%s:%d: status %d: %s\n", __FILE__, __LINE__,             \
-              PT_GetCode(status), PT_Message(status));                          \
-      failures++;                                                               \
-    }                                                                           \
-  } while (0)
 
 static int deallocated = 0;
 static void count_deallocation(void* data, size_t len, void* arg) {

@@ -50,6 +50,36 @@ pub fn c_compiler_for_cpp() -> cc::Tool {
     build().cpp(true).get_compiler()
 }
 
+/// Compile `tests/c/SOURCE` (C11, warnings as errors) against `polytensor.h` and link it
+/// with this build's library (found through an rpath); the executable's path.
+pub fn compile_c_program(source: &str) -> PathBuf {
+    let lib = library_dir();
+    let stem = source.trim_end_matches(".c");
+    let exe = tempdir(stem).join(stem);
+    let mut cc = c_compiler().to_command();
+    cc.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+        .arg("-I")
+        .arg(include_dir())
+        .arg(capi_dir().join("tests/c").join(source))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(&lib)
+        .args(["-lpolytensor_capi", "-lm"])
+        .arg(format!("-Wl,-rpath,{}", lib.display()));
+    run(&mut cc, &format!("compiling tests/c/{source}"));
+    exe
+}
+
+/// Run a program from [`compile_c_program`]: Cargo's `LD_LIBRARY_PATH` names
+/// `target/debug`, where `cargo build` leaves an older copy of the library, so the rpath
+/// alone says which one to load.
+pub fn c_program(exe: &std::path::Path) -> Command {
+    let mut program = Command::new(exe);
+    program.env_remove("LD_LIBRARY_PATH");
+    program
+}
+
 /// A fresh directory for this test process's files.
 pub fn tempdir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("polytensor-capi-{name}-{}", std::process::id()));
