@@ -20,7 +20,7 @@ use std::sync::Mutex;
 
 use cudarc::cudnn::result as dnn;
 use cudarc::cudnn::sys;
-use polytensor_core::plan::window::WindowGeometry;
+use polytensor_core::plan::window::{Padding, WindowGeometry};
 use polytensor_core::DataType;
 
 /// The largest workspace a convolution's algorithm may ask for (larger ones are passed
@@ -89,10 +89,9 @@ impl Convolution {
         };
         // cuDNN's output size with `before` padding on both sides must be the geometry's.
         for d in 0..2 {
-            let w = g.windows[d];
-            let padded = g.input[d].checked_add(g.before[d].checked_mul(2)?)?;
-            let span = (w.size - 1).checked_mul(w.dilation)? + 1;
-            if padded < span || (padded - span) / w.stride + 1 != g.output[d] {
+            let symmetric = Padding::Explicit(vec![(g.before[d], g.before[d])]);
+            let resolved = g.windows[d].resolve(g.input[d], &symmetric, 0).ok()?;
+            if resolved.output != g.output[d] {
                 return None;
             }
         }

@@ -507,6 +507,27 @@ pub unsafe extern "C" fn PT_SetDevice(desc: *mut PT_OperationDescription, device
     unsafe { describe(desc, null_mut(), change) }
 }
 
+/// Set attribute `name` to what `value` makes, in a live description.
+///
+/// # Safety
+///
+/// `desc` is NULL or a live description, `name` NUL-terminated.
+unsafe fn set_attr(
+    desc: *mut PT_OperationDescription,
+    name: *const c_char,
+    status: *mut PT_Status,
+    value: impl FnOnce() -> Result<AttrValue, Error>,
+) {
+    let change = |d: &mut PT_OperationDescription| {
+        // SAFETY: the caller's contract.
+        let name = unsafe { text(name, "name") }?.to_string();
+        d.attrs.push((name, value()?));
+        Ok(())
+    };
+    // SAFETY: the caller's contract.
+    unsafe { describe(desc, status, change) }
+}
+
 /// Set a dtype attribute.
 ///
 /// # Safety
@@ -518,15 +539,12 @@ pub unsafe extern "C" fn PT_SetAttrType(
     name: *const c_char,
     value: PT_DataType,
 ) {
-    let change = |d: &mut PT_OperationDescription| {
-        // SAFETY: the caller's contract.
-        let name = unsafe { text(name, "name") }?.to_string();
-        d.attrs
-            .push((name, AttrValue::from(DataType::from_i32(value)?)));
-        Ok(())
-    };
     // SAFETY: the caller's contract.
-    unsafe { describe(desc, null_mut(), change) }
+    unsafe {
+        set_attr(desc, name, null_mut(), || {
+            Ok(DataType::from_i32(value)?.into())
+        })
+    }
 }
 
 /// Set an integer attribute.
@@ -540,14 +558,8 @@ pub unsafe extern "C" fn PT_SetAttrInt(
     name: *const c_char,
     value: i64,
 ) {
-    let change = |d: &mut PT_OperationDescription| {
-        // SAFETY: the caller's contract.
-        let name = unsafe { text(name, "name") }?.to_string();
-        d.attrs.push((name, AttrValue::from(value)));
-        Ok(())
-    };
     // SAFETY: the caller's contract.
-    unsafe { describe(desc, null_mut(), change) }
+    unsafe { set_attr(desc, name, null_mut(), || Ok(value.into())) }
 }
 
 /// Set a bool attribute (non-zero is true).
@@ -561,14 +573,8 @@ pub unsafe extern "C" fn PT_SetAttrBool(
     name: *const c_char,
     value: c_int,
 ) {
-    let change = |d: &mut PT_OperationDescription| {
-        // SAFETY: the caller's contract.
-        let name = unsafe { text(name, "name") }?.to_string();
-        d.attrs.push((name, AttrValue::from(value != 0)));
-        Ok(())
-    };
     // SAFETY: the caller's contract.
-    unsafe { describe(desc, null_mut(), change) }
+    unsafe { set_attr(desc, name, null_mut(), || Ok((value != 0).into())) }
 }
 
 /// Set a tensor attribute (a `Const`'s `value`) from a tensor's values.
@@ -584,16 +590,13 @@ pub unsafe extern "C" fn PT_SetAttrTensor(
     value: *const PT_Tensor,
     status: *mut PT_Status,
 ) {
-    let change = |d: &mut PT_OperationDescription| {
-        // SAFETY: the caller's contract.
-        let name = unsafe { text(name, "name") }?.to_string();
+    let proto = || {
         // SAFETY: the caller's contract.
         let tensor = &unsafe { arg(value, "value") }?.tensor;
-        d.attrs.push((name, AttrValue::from(tensor.to_proto()?)));
-        Ok(())
+        Ok(tensor.to_proto()?.into())
     };
     // SAFETY: the caller's contract.
-    unsafe { describe(desc, status, change) }
+    unsafe { set_attr(desc, name, status, proto) }
 }
 
 /// Add the described operation to its graph and free the description; the new operation,

@@ -274,6 +274,15 @@ impl Graph {
         Ok(&self.node(op)?.device)
     }
 
+    /// `(node, output index)` of `output`, checked to be an output of this graph.
+    pub(crate) fn locate(&self, output: &Output) -> Result<(usize, usize)> {
+        let node = self.node(output.op())?;
+        if output.index() >= node.outputs.len() {
+            return Err(Error::invalid(format!("{} does not exist", output.name())));
+        }
+        Ok((output.op().id, output.index()))
+    }
+
     /// The index of the node named `name`.
     pub(crate) fn node_index(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).copied()

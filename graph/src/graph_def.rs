@@ -127,7 +127,7 @@ impl Graph {
                     "Attempted to map inputs that were not found in graph_def: [{key}]"
                 ))
             })?;
-            let (id, output) = replacement.checked_in(self)?;
+            let (id, output) = self.locate(replacement)?;
             let replacement = match port {
                 Some(_) => Replacement::Output(id, output),
                 None => Replacement::Operation(id),
@@ -265,17 +265,6 @@ pub enum Imported {
 enum Replacement {
     Output(usize, usize),
     Operation(usize),
-}
-
-impl Output {
-    /// This output as an input-map replacement in `graph`, checked to be one of its own.
-    fn checked_in(&self, graph: &Graph) -> Result<(usize, usize)> {
-        let node = graph.node(self.op())?;
-        if self.index() >= node.outputs.len() {
-            return Err(Error::invalid(format!("{} does not exist", self.name())));
-        }
-        Ok((self.op().id, self.index()))
-    }
 }
 
 /// `name:port` split, where the port is all digits.

@@ -149,22 +149,6 @@ impl Groups {
     }
 }
 
-/// Whether a node of `kind` acts on a variable through its first input (which it is then
-/// colocated with, as TensorFlow colocates resource and reference edges).
-fn uses_variable(kind: Option<Kind>) -> bool {
-    matches!(
-        kind,
-        Some(
-            Kind::ReadVariable
-                | Kind::AssignVariable
-                | Kind::AssignAddVariable
-                | Kind::VarIsInitialized
-                | Kind::RefAssign
-                | Kind::RefAssignAdd
-        )
-    )
-}
-
 /// A node's `_class` attribute: TensorFlow writes a list of strings; a single string is
 /// taken as a list of one.
 fn classes(node: &Node) -> Result<Vec<String>> {
@@ -196,7 +180,9 @@ fn colocation(graph: &Graph) -> Result<Groups> {
                 groups.join(n, target);
             }
         }
-        if uses_variable(ops::find(&node.op_type)) {
+        // Resource and reference edges colocate, as TensorFlow's: a variable op goes with
+        // its variable (its first input).
+        if ops::find(&node.op_type).is_some_and(Kind::acts_on_variable) {
             if let Some(&(variable, _)) = node.inputs.first() {
                 groups.join(n, variable);
             }

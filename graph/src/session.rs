@@ -177,7 +177,7 @@ impl fmt::Display for Placement {
 }
 
 /// Where a value comes from while a plan runs.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Source {
     /// Feed number `i`.
     Feed(usize),
@@ -395,13 +395,7 @@ impl Session {
         fetches: &[&Output],
         targets: &[&Operation],
     ) -> Result<Signature> {
-        let locate = |o: &Output| -> Result<(usize, usize)> {
-            let node = self.graph.node(o.op())?;
-            if o.index() >= node.outputs.len() {
-                return Err(Error::invalid(format!("{} does not exist", o.name())));
-            }
-            Ok((o.op().id, o.index()))
-        };
+        let locate = |o: &Output| self.graph.locate(o);
         Ok(Signature {
             feeds: feeds
                 .iter()
@@ -552,7 +546,7 @@ impl Session {
         let mut values: Vec<Option<Outputs>> = vec![None; self.graph.nodes.len()];
         // Tensors copied to a device other than their producer's, by (source, device):
         // made once per run for every step on that device that reads them.
-        let mut copies: HashMap<(SourceKey, usize), Value> = HashMap::new();
+        let mut copies: HashMap<(Source, usize), Value> = HashMap::new();
         // What a step that uses no variables is given in their place (never read).
         let mut unused = Variables::new();
         let graph = &self.graph;
@@ -564,7 +558,7 @@ impl Session {
             }
             let device = &self.devices[step.device];
             for &source in step.inputs.iter().filter(|_| step.crosses) {
-                let key = (SourceKey::of(source), step.device);
+                let key = (source, step.device);
                 if copies.contains_key(&key) {
                     continue;
                 }
@@ -584,7 +578,7 @@ impl Session {
             for &source in &step.inputs {
                 let copy = step
                     .crosses
-                    .then(|| copies.get(&(SourceKey::of(source), step.device)))
+                    .then(|| copies.get(&(source, step.device)))
                     .flatten();
                 inputs.push(match copy {
                     Some(copy) => copy,
@@ -616,7 +610,7 @@ impl Session {
                 values[done] = None;
                 if !copies.is_empty() {
                     copies.retain(
-                        |(key, _), _| !matches!(key, SourceKey::Output(n, _) if *n == done),
+                        |(key, _), _| !matches!(key, Source::Node { node, .. } if *node == done),
                     );
                 }
             }
@@ -661,34 +655,10 @@ fn run_step<'a>(
     kernels::run(kind, &mut cx).map_err(|e| in_node(e, node))
 }
 
-/// Whether a node of `kind` reads or writes the session's variables itself.
+/// Whether a node of `kind` reads or writes the session's variables itself: a variable op,
+/// or a stateful random op (its stream's position is kept with the variables).
 fn touches_variables(kind: Kind) -> bool {
-    matches!(
-        kind,
-        Kind::RefAssign
-            | Kind::RefAssignAdd
-            | Kind::VarIsInitialized
-            | Kind::ReadVariable
-            | Kind::AssignVariable
-            | Kind::AssignAddVariable
-            | Kind::Generate(_)
-    )
-}
-
-/// A [`Source`] as a key: a feed, or an output of a node.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum SourceKey {
-    Feed(usize),
-    Output(usize, usize),
-}
-
-impl SourceKey {
-    fn of(source: Source) -> SourceKey {
-        match source {
-            Source::Feed(i) => SourceKey::Feed(i),
-            Source::Node { node, index } => SourceKey::Output(node, index),
-        }
-    }
+    kind.acts_on_variable() || matches!(kind, Kind::Generate(_))
 }
 
 /// The value `source` names while a plan runs.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use polytensor_core::device::same_device;
 use polytensor_core::{DataType, Device, PartialTensorShape};
 use polytensor_cpu::CpuDevice;
-use polytensor_graph::{AttrValue, Graph, ListValue, Session, SessionOptions, Transfer};
+use polytensor_graph::{AttrValue, Graph, ListValue, Output, Session, SessionOptions, Transfer};
 
 /// cpu:0 and a second logical CPU device.
 fn two_devices() -> [Arc<dyn Device>; 2] {
@@ -20,6 +20,28 @@ fn session(g: &Graph, devices: &[Arc<dyn Device>], soft: bool) -> Session {
     let mut options = SessionOptions::new(devices.to_vec());
     options.allow_soft_placement = soft;
     Session::with_options(g, options).unwrap()
+}
+
+/// A scalar f32 resource variable `name`, asking for `device` (empty for none).
+fn scalar_variable(g: &mut Graph, name: &str, device: &str) -> Output {
+    g.op("VarHandleOp")
+        .name(name)
+        .attr("dtype", DataType::Float)
+        .attr("shape", &PartialTensorShape::new(&[]).unwrap())
+        .attr("shared_name", name)
+        .device(device)
+        .build_output()
+        .unwrap()
+}
+
+/// `ReadVariableOp` of `v`, asking for `device` (empty for none).
+fn read_variable(g: &mut Graph, v: &Output, device: &str) -> Output {
+    g.op("ReadVariableOp")
+        .input(v)
+        .attr("dtype", DataType::Float)
+        .device(device)
+        .build_output()
+        .unwrap()
 }
 
 #[test]
@@ -166,27 +188,13 @@ fn colocation_scopes_and_variables_follow_their_group() {
         .unwrap();
     // A resource variable asked for on the other device: its assignment and reads go
     // with it, whatever they ask for.
-    let v = g
-        .op("VarHandleOp")
-        .name("v")
-        .attr("dtype", DataType::Float)
-        .attr("shape", &PartialTensorShape::new(&[]).unwrap())
-        .attr("shared_name", "v")
-        .device("/device:CPU:1")
-        .build_output()
-        .unwrap();
+    let v = scalar_variable(&mut g, "v", "/device:CPU:1");
     let assign = g
         .op("AssignVariableOp")
         .inputs(&[v.clone(), x])
         .build()
         .unwrap();
-    let read = g
-        .op("ReadVariableOp")
-        .input(&v)
-        .attr("dtype", DataType::Float)
-        .device("/device:CPU:0")
-        .build_output()
-        .unwrap();
+    let read = read_variable(&mut g, &v, "/device:CPU:0");
     let doubled = g.add(&read, &follower).unwrap();
     let s = session(&g, &[cpu0.clone(), other.clone()], false);
     s.run(&[], &[], &[&assign]).unwrap();
@@ -215,14 +223,7 @@ fn colocation_scopes_and_variables_follow_their_group() {
 fn one_session_runs_from_several_threads_at_once() {
     // `run` takes `&self`: threads share a session, and each variable update is whole.
     let mut g = Graph::new();
-    let v = g
-        .op("VarHandleOp")
-        .name("counter")
-        .attr("dtype", DataType::Float)
-        .attr("shape", &PartialTensorShape::new(&[]).unwrap())
-        .attr("shared_name", "counter")
-        .build_output()
-        .unwrap();
+    let v = scalar_variable(&mut g, "counter", "");
     let zero = g.constant(0.0f32).unwrap();
     let init = g
         .op("AssignVariableOp")
@@ -235,12 +236,7 @@ fn one_session_runs_from_several_threads_at_once() {
         .inputs(&[v.clone(), one])
         .build()
         .unwrap();
-    let read = g
-        .op("ReadVariableOp")
-        .input(&v)
-        .attr("dtype", DataType::Float)
-        .build_output()
-        .unwrap();
+    let read = read_variable(&mut g, &v, "");
     let session = Session::new(&g, CpuDevice::shared());
     session.run(&[], &[], &[&init]).unwrap();
     std::thread::scope(|scope| {

@@ -76,6 +76,22 @@ pub(crate) enum Kind {
     FusedConv(FusedConv),
 }
 
+impl Kind {
+    /// Whether the op reads or writes a variable through its first input (a resource
+    /// handle or a reference).
+    pub(crate) fn acts_on_variable(self) -> bool {
+        matches!(
+            self,
+            Kind::ReadVariable
+                | Kind::AssignVariable
+                | Kind::AssignAddVariable
+                | Kind::VarIsInitialized
+                | Kind::RefAssign
+                | Kind::RefAssignAdd
+        )
+    }
+}
+
 /// What `Kind::ComplexPart` takes of each complex number.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum ComplexPart {
