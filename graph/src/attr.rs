@@ -210,6 +210,15 @@ impl<'a> Attrs<'a> {
         }
     }
 
+    /// The name of the function a `func` attribute calls, which must be present.
+    pub(crate) fn function(&self, name: &str) -> Result<&'a str> {
+        match self.kind(name) {
+            Some(AttrKind::Func(f)) if !f.name.is_empty() => Ok(&f.name),
+            Some(_) => Err(self.wrong(name, "a function")),
+            None => Err(self.missing(name)),
+        }
+    }
+
     /// A tensor attribute that must be present.
     pub(crate) fn tensor(&self, name: &str) -> Result<&'a TensorProto> {
         match self.kind(name) {

@@ -162,11 +162,17 @@ impl Graph {
         let renamed = |name: &str| format!("{prefix}{name}");
         let added = (|| -> Result<Vec<usize>> {
             let mut ids = vec![usize::MAX; def.node.len()];
+            // Loop back edges (`NextIteration` into `Merge`), connected once every node is
+            // in: (merge, input position, `def` node, output index).
+            let mut back_edges = Vec::new();
             for &i in &order {
                 let node = &def.node[i];
                 let (mut inputs, mut control) = (Vec::new(), Vec::new());
-                for input in &parsed[i] {
+                for (position, input) in parsed[i].iter().enumerate() {
                     match *input {
+                        Input::Data { node: source, index } if is_back_edge(def, source, i) => {
+                            back_edges.push((i, position, source, index));
+                        }
                         Input::Data { node, index } => {
                             inputs.push(match mapped.get(&(node, Some(index))) {
                                 Some(Replacement::Output(id, port)) => (*id, *port),
@@ -195,7 +201,15 @@ impl Graph {
                     debug_info: node.experimental_debug_info.clone(),
                     full_type: node.experimental_type.clone(),
                 };
+                if back_edges.last().is_some_and(|edge| edge.0 == i) {
+                    // TensorFlow's shape refiner sees a back edge's shape as unknown.
+                    self.nodes[op.id].outputs[0].1 = polytensor_core::PartialTensorShape::unknown_rank();
+                }
                 ids[i] = op.id;
+            }
+            for &(merge, position, source, index) in &back_edges {
+                let id = ids[merge];
+                self.connect_back_edge(id, position, (ids[source], index))?;
             }
             Ok(ids)
         })();
@@ -333,14 +347,66 @@ impl Input {
     }
 }
 
-/// An order of the nodes where every input comes before its consumer (Kahn's algorithm,
-/// keeping the GraphDef's order among ready nodes), or an `Err` naming a node on a cycle.
+/// Whether the edge from `def` node `source` into node `consumer` is a loop's back edge:
+/// a `NextIteration` into a `Merge`, the one kind of edge a cycle may run through (as in
+/// TensorFlow's graph constructor).
+fn is_back_edge(def: &GraphDef, source: usize, consumer: usize) -> bool {
+    def.node[consumer].op == "Merge" && def.node[source].op == "NextIteration"
+}
+
+impl Graph {
+    /// Connect a loop's back edge: `source` becomes data input `position` of `Merge` node
+    /// `merge`, whose `N` (when set) must then count every input.
+    fn connect_back_edge(
+        &mut self,
+        merge: usize,
+        position: usize,
+        source: (usize, usize),
+    ) -> Result<()> {
+        let (id, index) = source;
+        let (dtype, want) = (self.nodes[id].outputs.get(index).map(|o| o.0), self.nodes[merge].outputs[0].0);
+        if dtype != Some(want) {
+            return Err(Error::invalid(format!(
+                "Node '{}': input {position} from {}:{index} is not of the Merge's type {want}",
+                self.nodes[merge].name, self.nodes[id].name
+            )));
+        }
+        let node = &mut self.nodes[merge];
+        let position = position.min(node.inputs.len());
+        node.inputs.insert(position, source);
+        let n = node.attrs.get("N").and_then(|v| match v.value {
+            Some(AttrKind::I(n)) => Some(n),
+            _ => None,
+        });
+        match n {
+            Some(n) if usize::try_from(n).ok() != Some(node.inputs.len()) => {
+                Err(Error::invalid(format!(
+                    "NodeDef '{}' (Merge) has attr 'N' = {n}, but {} inputs are specified; N \
+                     must match the inputs",
+                    node.name,
+                    node.inputs.len()
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// An order of the nodes where every input comes before its consumer but for loop back
+/// edges ([`is_back_edge`]) (Kahn's algorithm, keeping the GraphDef's order among ready
+/// nodes), or an `Err` naming a node on a cycle that is not a loop.
 fn topological_order(def: &GraphDef, parsed: &[Vec<Input>]) -> Result<Vec<usize>> {
     let n = def.node.len();
-    let mut pending: Vec<usize> = parsed.iter().map(Vec::len).collect();
+    let mut pending = vec![0usize; n];
     let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, inputs) in parsed.iter().enumerate() {
         for input in inputs {
+            if let Input::Data { node, .. } = *input {
+                if is_back_edge(def, node, i) {
+                    continue;
+                }
+            }
+            pending[i] += 1;
             consumers[input.node()].push(i);
         }
     }

@@ -9,6 +9,8 @@
 
 mod attr;
 mod builders;
+mod frames;
+mod function;
 mod fusion;
 mod graph;
 mod graph_def;

@@ -15,9 +15,9 @@ pub struct GraphDef {
     /// The nodes, in any order (TensorFlow writes them in creation order).
     #[prost(message, repeated, tag = "1")]
     pub node: Vec<NodeDef>,
-    /// The serialized `FunctionDefLibrary` of functions the graph may call, kept byte for
-    /// byte as read so that a round trip loses nothing (polytensor runs graphs that call
-    /// none; [`GraphDef::function_names`] reads their names).
+    /// The serialized `FunctionDefLibrary` of functions the graph's `While`, `If` and
+    /// `PartitionedCall` nodes call, kept byte for byte as read so that a round trip loses
+    /// nothing ([`FunctionDefLibrary::decode_bytes`] reads it).
     #[prost(bytes = "vec", optional, tag = "2")]
     pub library: Option<Vec<u8>>,
     /// The deprecated single version number.
@@ -162,11 +162,10 @@ impl GraphDef {
 
     /// The names of the functions in [`GraphDef::library`] (none without a library).
     pub fn function_names(&self) -> polytensor_core::Result<Vec<String>> {
-        let Some(bytes) = &self.library else {
-            return Ok(Vec::new());
+        let library = match &self.library {
+            Some(bytes) => FunctionDefLibrary::decode_bytes(bytes)?,
+            None => return Ok(Vec::new()),
         };
-        let library = <FunctionDefLibrary as prost::Message>::decode(bytes.as_slice())
-            .map_err(|e| polytensor_core::Error::InvalidProto(format!("GraphDef.library: {e}")))?;
         Ok(library
             .function
             .into_iter()
@@ -175,7 +174,16 @@ impl GraphDef {
     }
 }
 
-/// TensorFlow's `FunctionDefLibrary`, read for the names of its functions only.
+impl FunctionDefLibrary {
+    /// A serialized `FunctionDefLibrary` decoded (an `Err` for malformed bytes).
+    pub fn decode_bytes(bytes: &[u8]) -> polytensor_core::Result<FunctionDefLibrary> {
+        <FunctionDefLibrary as prost::Message>::decode(bytes)
+            .map_err(|e| polytensor_core::Error::InvalidProto(format!("GraphDef.library: {e}")))
+    }
+}
+
+/// TensorFlow's `FunctionDefLibrary`: the functions a graph's `While`, `If` and
+/// `PartitionedCall` nodes call.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct FunctionDefLibrary {
     /// The functions.
@@ -183,18 +191,55 @@ pub struct FunctionDefLibrary {
     pub function: Vec<FunctionDef>,
 }
 
-/// TensorFlow's `FunctionDef`, read for its signature's name only.
+/// TensorFlow's `FunctionDef`: a function's signature and body (fields polytensor does not
+/// read are skipped when decoding).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct FunctionDef {
-    /// The signature.
+    /// The signature: the function's name, arguments and results.
     #[prost(message, optional, tag = "1")]
     pub signature: Option<OpSignature>,
+    /// The body's nodes; their inputs name an argument (`x`), a node's output by argument
+    /// name and index (`add:z:0`), or a control input (`^node`).
+    #[prost(message, repeated, tag = "3")]
+    pub node_def: Vec<NodeDef>,
+    /// Each result (an output argument's name) and the body output it returns.
+    #[prost(btree_map = "string, string", tag = "4")]
+    pub ret: BTreeMap<String, String>,
+    /// Nodes that must run whenever the function runs, by control output name.
+    #[prost(btree_map = "string, string", tag = "6")]
+    pub control_ret: BTreeMap<String, String>,
 }
 
-/// The name of a function's signature (`OpDef.name`).
+/// A function's signature (TensorFlow's `OpDef`, the fields a function uses).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct OpSignature {
     /// The function's name, which nodes use as their op type to call it.
     #[prost(string, tag = "1")]
     pub name: String,
+    /// The arguments, in order.
+    #[prost(message, repeated, tag = "2")]
+    pub input_arg: Vec<ArgDef>,
+    /// The results, in order.
+    #[prost(message, repeated, tag = "3")]
+    pub output_arg: Vec<ArgDef>,
+}
+
+/// One argument or result of a signature (TensorFlow's `OpDef.ArgDef`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ArgDef {
+    /// Its name.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// Its dtype (a `DataType` number), or 0 where `type_attr` names it.
+    #[prost(int32, tag = "3")]
+    pub r#type: i32,
+    /// The attribute holding its dtype, or empty.
+    #[prost(string, tag = "4")]
+    pub type_attr: String,
+    /// The attribute holding its length, for a list of one dtype; empty for one tensor.
+    #[prost(string, tag = "5")]
+    pub number_attr: String,
+    /// The attribute holding its dtypes, for a list of several; empty for one tensor.
+    #[prost(string, tag = "6")]
+    pub type_list_attr: String,
 }

@@ -13,8 +13,12 @@ use polytensor_core::{Device, Error, Result, Tensor};
 use crate::graph::{python_shape, Graph, Operation, Output};
 use smallvec::{smallvec, SmallVec};
 
+use crate::frames::Frames;
 use crate::ops::kernels::{self, Outputs, RunCtx, Variables};
 use crate::ops::{self, Kind, Value};
+
+mod call;
+mod dataflow;
 
 /// TensorFlow's `Session` over a snapshot of a graph and a set of devices: each operation
 /// runs on the device its `device` field asks for, with TensorFlow's soft placement and
@@ -40,14 +44,18 @@ pub struct Session {
     /// The device of each node (an index into `devices`), placed on first use.
     placement: Mutex<Option<Arc<[usize]>>>,
     /// Variable values, by name; each step that runs holds the lock while it runs, so
-    /// concurrent runs see each assignment whole.
-    variables: Mutex<Variables>,
+    /// concurrent runs see each assignment whole. The sessions of the functions it calls
+    /// share them.
+    variables: Arc<Mutex<Variables>>,
     plans: Mutex<HashMap<Signature, Arc<Plan>>>,
     /// `Const` values already on their device, by node: decoded once, as TensorFlow's
     /// `Const` kernel holds its tensor.
     constants: Vec<OnceLock<Tensor>>,
     /// Fed tensors the runs so far copied to another device: (node, index, to, from).
     fed_copies: Mutex<BTreeSet<(usize, usize, usize, String)>>,
+    /// The functions of the graph's library that `While`, `If` and `PartitionedCall` nodes
+    /// have called, instantiated.
+    functions: call::Functions,
 }
 
 /// The guarded value, whether or not a thread panicked while holding it (every value a
@@ -77,6 +85,9 @@ pub(crate) struct Plan {
     transfers: BTreeSet<(usize, usize, usize)>,
     /// The fed tensors, as the signature names them.
     feeds: Vec<(usize, usize)>,
+    /// The frames of a plan with 1.x control flow, which the frame executor runs (`None`:
+    /// the steps run once, in order).
+    frames: Option<Frames>,
 }
 
 pub(crate) struct Step {
@@ -206,15 +217,26 @@ impl Session {
     }
 
     fn open(graph: &Graph, devices: Vec<Arc<dyn Device>>, soft_placement: bool) -> Self {
+        Self::sharing(graph, devices, soft_placement, Arc::default())
+    }
+
+    /// A session whose variables are `variables` (a function's session shares its caller's).
+    fn sharing(
+        graph: &Graph,
+        devices: Vec<Arc<dyn Device>>,
+        soft_placement: bool,
+        variables: Arc<Mutex<Variables>>,
+    ) -> Self {
         Session {
             graph: graph.clone(),
             devices,
             soft_placement,
             placement: Mutex::new(None),
-            variables: Mutex::new(Variables::new()),
+            variables,
             plans: Mutex::new(HashMap::new()),
             constants: (0..graph.len()).map(|_| OnceLock::new()).collect(),
             fed_copies: Mutex::new(BTreeSet::new()),
+            functions: call::Functions::default(),
         }
     }
 
@@ -242,6 +264,7 @@ impl Session {
         *locked(&self.placement) = None;
         locked(&self.plans).clear();
         locked(&self.fed_copies).clear();
+        self.functions = call::Functions::default();
         Ok(())
     }
 
@@ -337,6 +360,27 @@ impl Session {
         for ((output, value), &(node, index)) in feeds.iter().zip(&signature.feeds) {
             self.check_feed(output, value, node, index)?;
         }
+        let fed: Vec<Value> = feeds
+            .iter()
+            .map(|(_, t)| Value::Tensor((*t).clone()))
+            .collect();
+        self.run_signature(signature, &fed)?
+            .into_iter()
+            .map(|value| match value {
+                Value::Tensor(t) => Ok(t),
+                Value::Ref(name) => locked(&self.variables).get(&name).cloned().ok_or_else(|| {
+                    Error::invalid(format!("Attempting to use uninitialized value {name}"))
+                }),
+                Value::Resource(name) => Err(Error::invalid(format!(
+                    "cannot fetch the resource handle of variable {name}"
+                ))),
+            })
+            .collect()
+    }
+
+    /// Run the plan of `signature` (made on first use) with `fed` values, giving the
+    /// fetched values as they are (a handle stays a handle).
+    fn run_signature(&self, signature: Signature, fed: &[Value]) -> Result<Vec<Value>> {
         let cached = locked(&self.plans).get(&signature).cloned();
         let plan = match cached {
             Some(plan) => plan,
@@ -347,11 +391,10 @@ impl Session {
                 plan
             }
         };
-        let fed: Vec<Value> = feeds
-            .iter()
-            .map(|(_, t)| Value::Tensor((*t).clone()))
-            .collect();
-        self.execute(&plan, &fed)
+        match &plan.frames {
+            Some(frames) => self.execute_frames(&plan, frames, fed),
+            None => self.execute(&plan, fed),
+        }
     }
 
     /// [`run`](Self::run) with tensors and operations named as TensorFlow names them
@@ -486,7 +529,12 @@ impl Session {
             })
             .collect::<Result<Vec<Step>>>()?;
         let fetches: Vec<Source> = signature.fetches.iter().map(|&f| source(f)).collect();
-        crate::fusion::fuse(&mut steps, &fetches, nodes);
+        let frames = if crate::frames::needed(&steps) {
+            Some(Frames::analyze(nodes, &steps)?)
+        } else {
+            crate::fusion::fuse(&mut steps, &fetches, nodes);
+            None
+        };
         // The last step reading each node's outputs releases them (fetched nodes never).
         let mut last_reader: HashMap<usize, usize> = HashMap::new();
         for (at, step) in steps.iter().enumerate() {
@@ -539,10 +587,11 @@ impl Session {
             fetches,
             transfers,
             feeds: signature.feeds.clone(),
+            frames,
         })
     }
 
-    fn execute(&self, plan: &Plan, fed: &[Value]) -> Result<Vec<Tensor>> {
+    fn execute(&self, plan: &Plan, fed: &[Value]) -> Result<Vec<Value>> {
         let mut values: Vec<Option<Outputs>> = vec![None; self.graph.nodes.len()];
         // Tensors copied to a device other than their producer's, by (source, device):
         // made once per run for every step on that device that reads them.
@@ -585,26 +634,7 @@ impl Session {
                     None => read_value(&values, fed, graph, source)?,
                 });
             }
-            let chain = if step.chain.is_empty() {
-                SmallVec::new()
-            } else {
-                step.chain.iter().map(|&n| &graph.nodes[n]).collect()
-            };
-            let outputs = if step.uses_variables {
-                run_step(
-                    step.kind,
-                    node,
-                    device,
-                    &mut locked(&self.variables),
-                    inputs,
-                    chain,
-                )
-            } else {
-                run_step(step.kind, node, device, &mut unused, inputs, chain)
-            }?;
-            if let (Kind::Const, [Value::Tensor(t)]) = (step.kind, outputs.as_slice()) {
-                let _ = self.constants[step.node].set(t.clone());
-            }
+            let outputs = self.run_kernel(step, inputs, &mut unused)?;
             values[step.node] = Some(outputs);
             for &done in &step.release {
                 values[done] = None;
@@ -617,20 +647,46 @@ impl Session {
         }
         plan.fetches
             .iter()
-            .map(
-                |&source| match read_value(&values, fed, graph, source)?.clone() {
-                    Value::Tensor(t) => Ok(t),
-                    Value::Ref(name) => {
-                        locked(&self.variables).get(&name).cloned().ok_or_else(|| {
-                            Error::invalid(format!("Attempting to use uninitialized value {name}"))
-                        })
-                    }
-                    Value::Resource(name) => Err(Error::invalid(format!(
-                        "cannot fetch the resource handle of variable {name}"
-                    ))),
-                },
-            )
+            .map(|&source| read_value(&values, fed, graph, source).cloned())
             .collect()
+    }
+
+    /// Run one step's kernel (a call of the library's functions for a functional op)
+    /// on inputs already on its device, with the variables' lock where it uses them
+    /// (`unused` stands in for them otherwise), and keep a `Const`'s value.
+    fn run_kernel<'a>(
+        &'a self,
+        step: &Step,
+        inputs: SmallVec<[&'a Value; 4]>,
+        unused: &mut Variables,
+    ) -> Result<Outputs> {
+        let graph = &self.graph;
+        let node = &graph.nodes[step.node];
+        let device = &self.devices[step.device];
+        if let Kind::Call(call) = step.kind {
+            return self.call(call, node, step.device, &inputs).map_err(|e| in_node(e, node));
+        }
+        let chain = if step.chain.is_empty() {
+            SmallVec::new()
+        } else {
+            step.chain.iter().map(|&n| &graph.nodes[n]).collect()
+        };
+        let outputs = if step.uses_variables {
+            run_step(
+                step.kind,
+                node,
+                device,
+                &mut locked(&self.variables),
+                inputs,
+                chain,
+            )
+        } else {
+            run_step(step.kind, node, device, unused, inputs, chain)
+        }?;
+        if let (Kind::Const, [Value::Tensor(t)]) = (step.kind, outputs.as_slice()) {
+            let _ = self.constants[step.node].set(t.clone());
+        }
+        Ok(outputs)
     }
 }
 

@@ -79,6 +79,8 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         Kind::FusedConv(_) => Err(cx.error("a fused step is made by a session, not a graph")),
         Kind::Array(op) => super::array::infer(op, cx),
         Kind::Generate(op) => super::generate::infer(op, cx),
+        Kind::Flow(op) => super::flow::infer(op, cx),
+        Kind::Call(op) => super::flow::infer_call(op, cx),
         Kind::Reduce(_) | Kind::Arg(_) => reduction(cx, kind),
         Kind::Reshape => reshape(cx),
         Kind::Transpose => {

@@ -11,7 +11,7 @@ use smallvec::{smallvec, SmallVec};
 use polytensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
 use polytensor_core::{DataType, Device, Error, Result, Scalar, Tensor};
 
-use super::{ComplexPart, Division, Kind, Value};
+use super::{ComplexPart, Division, Flow, Kind, Value};
 use crate::attr::Attrs;
 use crate::graph::Node;
 
@@ -166,6 +166,13 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
             .map(|i| cx.tensor(i).map(|t| Value::Tensor(t.into_owned())))
             .collect(),
         Kind::NoOp => Ok(Outputs::new()),
+        Kind::Flow(Flow::Switch | Flow::Merge) | Kind::Call(_) => Err(Error::invalid(format!(
+            "{} '{}' is run by the session's executor, not as a kernel",
+            cx.node.op_type, cx.node.name
+        ))),
+        // `Enter`, `Exit`, `NextIteration`, `LoopCond`: the value (a tensor or a handle)
+        // unchanged; moving it between frames and iterations is the executor's part.
+        Kind::Flow(_) => Ok(smallvec![cx.inputs[0].clone()]),
         Kind::Binary(op) => {
             let (a, b) = (cx.tensor(0)?, cx.tensor(1)?);
             if op == BinaryOp::Pow && b.dtype().is_integer() && cx.any_vs_zero(&b, BinaryOp::Lt)? {

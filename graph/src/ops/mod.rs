@@ -10,12 +10,14 @@ use crate::attr::{AttrValue, Attrs};
 use crate::graph::{Node, Typed};
 
 mod array;
+pub(crate) mod flow;
 mod generate;
 pub(crate) mod infer;
 pub(crate) mod kernels;
 mod nn;
 
 pub(crate) use array::Array;
+pub(crate) use flow::{Call, Flow};
 use generate::Generate;
 pub(crate) use nn::{FusedConv, Nn};
 use polytensor_core::random::Distribution;
@@ -71,6 +73,10 @@ pub(crate) enum Kind {
     Array(Array),
     /// `LinSpace` and the seeded random ops ([`generate`]).
     Generate(Generate),
+    /// TensorFlow 1.x control flow, run by the session's frame executor ([`flow`]).
+    Flow(Flow),
+    /// A functional op calling functions of the graph's library ([`flow`]).
+    Call(Call),
     /// A convolution run with what follows it; made by the session (`crate::fusion`),
     /// never an op type of a graph.
     FusedConv(FusedConv),
@@ -243,7 +249,38 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
         "TruncatedNormal",
         Kind::Generate(Generate::Random(Distribution::TruncatedNormal)),
     ),
+    ("Switch", Kind::Flow(Flow::Switch)),
+    ("Merge", Kind::Flow(Flow::Merge)),
+    ("Enter", Kind::Flow(Flow::Enter)),
+    ("Exit", Kind::Flow(Flow::Exit)),
+    ("NextIteration", Kind::Flow(Flow::NextIteration)),
+    ("LoopCond", Kind::Flow(Flow::LoopCond)),
+    ("While", Kind::Call(Call::While)),
+    ("StatelessWhile", Kind::Call(Call::While)),
+    ("If", Kind::Call(Call::If)),
+    ("StatelessIf", Kind::Call(Call::If)),
+    ("PartitionedCall", Kind::Call(Call::Function)),
+    ("StatefulPartitionedCall", Kind::Call(Call::Function)),
 ];
+
+/// The names of the output arguments of op types with more than one (each a single
+/// tensor), in order: what a function body's `node:name:index` inputs refer to. Every
+/// other op type has one output argument (a tensor or a list).
+pub(crate) fn output_args(op_type: &str) -> Option<&'static [&'static str]> {
+    match op_type {
+        "Switch" => Some(&["output_false", "output_true"]),
+        "Merge" => Some(&["output", "value_index"]),
+        "FusedBatchNormV3" => Some(&[
+            "y",
+            "batch_mean",
+            "batch_variance",
+            "reserve_space_1",
+            "reserve_space_2",
+            "reserve_space_3",
+        ]),
+        _ => None,
+    }
+}
 
 /// The kind of op type `op_type`, if polytensor has it.
 pub(crate) fn find(op_type: &str) -> Option<Kind> {
@@ -309,6 +346,8 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::Nn(op) => op.typed(),
         Kind::Array(op) => op.typed(),
         Kind::Generate(op) => op.typed(),
+        Kind::Flow(op) => op.typed(),
+        Kind::Call(op) => op.typed(),
         _ => &[],
     };
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();

@@ -1,0 +1,205 @@
+//! The functional ops: `While`, `If` and `PartitionedCall` (and their stateless twins)
+//! call functions of the graph's library. Each function is instantiated once per device
+//! (`crate::function`) as a session of its own over the caller's devices, that device
+//! first, sharing the caller's variables, so a resource handle passed in reads and writes
+//! the caller's variable.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use polytensor_core::{DataType, Error, Result, Scalar, Tensor};
+
+use super::{locked, Session, Signature};
+use crate::attr::Attrs;
+use crate::function::{self, Instance};
+use crate::graph::Node;
+use crate::ops::kernels::Outputs;
+use crate::ops::{Call, Value};
+use crate::proto::FunctionDefLibrary;
+
+/// How deep calls may nest (a function that calls itself without end is an `Err`, not a
+/// stack overflow).
+const MAX_DEPTH: usize = 64;
+
+thread_local! {
+    /// The calls running on this thread, innermost last.
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A session's functions: the library, decoded on first use, and the functions
+/// instantiated so far, by name and device.
+#[derive(Default)]
+pub(super) struct Functions {
+    library: Mutex<Option<Arc<FunctionDefLibrary>>>,
+    bodies: Mutex<HashMap<(String, usize), Arc<Body>>>,
+}
+
+/// A function ready to call: its session and what a call feeds and fetches.
+struct Body {
+    name: String,
+    session: Session,
+    signature: Signature,
+}
+
+impl Body {
+    /// Run the function on `args`.
+    fn call(&self, args: Vec<Value>) -> Result<Vec<Value>> {
+        if args.len() != self.signature.feeds.len() {
+            return Err(Error::invalid(format!(
+                "Function '{}' takes {} arguments, but {} were given",
+                self.name,
+                self.signature.feeds.len(),
+                args.len()
+            )));
+        }
+        let depth = DEPTH.with(|d| d.get());
+        if depth >= MAX_DEPTH {
+            return Err(Error::invalid(format!(
+                "Function '{}': calls nest more than {MAX_DEPTH} deep (a function that calls \
+                 itself without end?)",
+                self.name
+            )));
+        }
+        DEPTH.with(|d| d.set(depth + 1));
+        let result = self.session.run_signature(self.signature.clone(), &args);
+        DEPTH.with(|d| d.set(depth));
+        result
+    }
+}
+
+impl Session {
+    /// Run functional op `call` of `node` on device `device` with `inputs`.
+    pub(super) fn call(
+        &self,
+        call: Call,
+        node: &Node,
+        device: usize,
+        inputs: &[&Value],
+    ) -> Result<Outputs> {
+        let attrs = Attrs {
+            node: &node.name,
+            attrs: &node.attrs,
+        };
+        let values: Vec<Value> = inputs.iter().map(|&v| v.clone()).collect();
+        let outputs = match call {
+            Call::While => {
+                let cond = self.function(attrs.function("cond")?, device)?;
+                let body = self.function(attrs.function("body")?, device)?;
+                let mut vars = values;
+                while truth(&cond.call(vars.clone())?, &cond.name)? {
+                    let next = body.call(vars)?;
+                    if next.len() != node.outputs.len() {
+                        return Err(Error::invalid(format!(
+                            "While body '{}' returns {} values for {} loop variables",
+                            body.name,
+                            next.len(),
+                            node.outputs.len()
+                        )));
+                    }
+                    vars = next;
+                }
+                vars
+            }
+            Call::If => {
+                let Some((Value::Tensor(pred), args)) = values.split_first() else {
+                    return Err(Error::invalid("If's condition must be a tensor"));
+                };
+                let branch = if to_bool(pred)? {
+                    "then_branch"
+                } else {
+                    "else_branch"
+                };
+                self.function(attrs.function(branch)?, device)?
+                    .call(args.to_vec())?
+            }
+            Call::Function => self.function(attrs.function("f")?, device)?.call(values)?,
+        };
+        if outputs.len() != node.outputs.len() {
+            return Err(Error::invalid(format!(
+                "'{}' gives {} values for its {} outputs",
+                node.name,
+                outputs.len(),
+                node.outputs.len()
+            )));
+        }
+        Ok(outputs.into_iter().collect())
+    }
+
+    /// Function `name` instantiated for `device` (made on first use).
+    fn function(&self, name: &str, device: usize) -> Result<Arc<Body>> {
+        let key = (name.to_string(), device);
+        if let Some(body) = locked(&self.functions.bodies).get(&key) {
+            return Ok(body.clone());
+        }
+        let bytes = self.graph.library.as_deref().ok_or_else(|| {
+            Error::invalid(format!(
+                "Function '{name}' is called, but the graph has no function library"
+            ))
+        })?;
+        let library = {
+            let mut library = locked(&self.functions.library);
+            match library.as_ref() {
+                Some(library) => library.clone(),
+                None => library
+                    .insert(Arc::new(FunctionDefLibrary::decode_bytes(bytes)?))
+                    .clone(),
+            }
+        };
+        let Instance {
+            name,
+            graph,
+            args,
+            rets,
+            control_rets,
+        } = function::instantiate(bytes, &library, name)?;
+        // The call's device first: the function's nodes that ask for none run there.
+        let mut devices = self.devices.clone();
+        devices.swap(0, device);
+        let body = Arc::new(Body {
+            name,
+            session: Session::sharing(
+                &graph,
+                devices,
+                self.soft_placement,
+                self.variables.clone(),
+            ),
+            signature: Signature {
+                feeds: args,
+                fetches: rets,
+                targets: control_rets,
+            },
+        });
+        locked(&self.functions.bodies).insert(key, body.clone());
+        Ok(body)
+    }
+}
+
+/// A `While` condition's single result as TensorFlow reads it ([`to_bool`]).
+fn truth(values: &[Value], function: &str) -> Result<bool> {
+    match values {
+        [Value::Tensor(t)] => to_bool(t),
+        _ => Err(Error::invalid(format!(
+            "While condition '{function}' must return one tensor, returned {} values",
+            values.len()
+        ))),
+    }
+}
+
+/// TensorFlow's `ToBool` of a condition: a scalar's value (not zero, or not empty for a
+/// string), or whether a tensor of any other shape has elements.
+pub(super) fn to_bool(t: &Tensor) -> Result<bool> {
+    if !t.dims().is_empty() {
+        return Ok(t.num_elements() > 0);
+    }
+    if t.dtype() == DataType::String {
+        return Ok(!t.to_strings()?[0].is_empty());
+    }
+    Ok(match t.to_scalars()?[0] {
+        Scalar::Bool(b) => b,
+        Scalar::I64(v) => v != 0,
+        Scalar::U64(v) => v != 0,
+        Scalar::F64(v) => v != 0.0,
+        Scalar::C64(v) => v.re != 0.0 || v.im != 0.0,
+    })
+}
