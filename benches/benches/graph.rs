@@ -6,6 +6,14 @@
 //! row sums, fed from and fetched to cpu:0: all on cpu:0, then with the matmul placed on
 //! each other device present (the feed and the weights copied there, the product back),
 //! next to the same work all on that device.
+//!
+//! `while_loop_1000_steps`: what a loop costs per iteration. TensorFlow writes a
+//! `tf.compat.v1.while_loop` of 1000 steps carrying a counter and a 16-element f32 vector
+//! (`x * 0.999 + 0.5`), with 1.x control flow (`v1`: Switch, Merge, Enter, Exit,
+//! NextIteration; polytensor's frame executor) and with `StatelessWhile` (`v2`: the
+//! library's functions); polytensor runs each GraphDef on cpu:0 and TensorFlow runs it in
+//! the same run, next to the same 2000 ops called eagerly. Without TensorFlow
+//! (`target/tf-venv`) the group is skipped: TensorFlow writes its graphs.
 
 use std::hint::black_box;
 
@@ -111,9 +119,54 @@ fn placement(c: &mut Criterion) {
     group.finish();
 }
 
+fn while_loop(c: &mut Criterion) {
+    const STEPS: usize = 1000;
+    let Some(mut tf) = benches::tensorflow::TensorFlow::start() else {
+        eprintln!("while_loop_1000_steps skipped: TensorFlow writes its graphs");
+        return;
+    };
+    let cpu = polytensor::default_device().expect("the CPU device");
+    let mut group = c.benchmark_group("while_loop_1000_steps");
+    for version in ["v1", "v2"] {
+        let path = std::env::temp_dir().join(format!(
+            "polytensor-bench-while-{version}-{}.pb",
+            std::process::id()
+        ));
+        tf.load_while(&path, STEPS, version, 1);
+        let graph = Graph::from_graph_def_bytes(&std::fs::read(&path).unwrap()).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let session = Session::new(&graph, cpu.clone());
+        let out = session.run_by_name(&[], &["out:0"], &[]).unwrap();
+        assert_eq!(out[0].dims(), &[16]);
+        group.bench_function(format!("polytensor_{version}"), |b| {
+            b.iter(|| black_box(session.run_by_name(&[], &["out:0"], &[]).unwrap()))
+        });
+        group.bench_function(format!("tensorflow_{version}"), |b| {
+            b.iter_custom(|iters| tf.time(iters))
+        });
+    }
+    let x: Vec<f32> = (0..16).map(|i| i as f32).collect();
+    let x = Tensor::from_slice(&x, [16], &cpu).unwrap();
+    let (scale, shift) = (
+        Tensor::scalar(0.999f32, &cpu).unwrap(),
+        Tensor::scalar(0.5f32, &cpu).unwrap(),
+    );
+    group.bench_function("eager_same_ops", |b| {
+        b.iter(|| {
+            let mut y = x.clone();
+            for _ in 0..STEPS {
+                y = y.binary(BinaryOp::Mul, &scale).unwrap();
+                y = y.binary(BinaryOp::Add, &shift).unwrap();
+            }
+            black_box(y)
+        })
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = graph_benches;
     config = benches::criterion_config();
-    targets = graph_overhead, placement
+    targets = graph_overhead, placement, while_loop
 }
 criterion_main!(graph_benches);

@@ -5,6 +5,10 @@ The benchmark writes one command per line and reads one line back:
   seeded standard-normal batch of BATCH, fetch `probs:0`; answers `ready`.
 - `conv2d N H W C K O THREADS`: one Conv2D (NHWC, K x K, SAME, stride 1) of a seeded
   [N, H, W, C] input and a [K, K, C, O] filter; answers `ready`.
+- `while PATH STEPS VERSION THREADS`: a `tf.compat.v1.while_loop` of STEPS iterations
+  carrying a counter and a [16] float32 vector (`x * 0.999 + 0.5`), with control flow
+  VERSION (`v1`: Switch/Merge/Enter/Exit/NextIteration; `v2`: StatelessWhile and its
+  functions); writes its GraphDef to PATH and answers `ready`.
 - `time ITERS`: run the loaded session ITERS times; answers the seconds they took.
 Sessions run with THREADS intra-op threads and one inter-op thread, as the Rust side does.
 """
@@ -60,6 +64,23 @@ def main():
                 init = tf.compat.v1.global_variables_initializer()
             s = session(graph, threads)
             s.run(init)
+            run = lambda: s.run(fetch)
+        elif words[0] == "while":
+            path, steps, version, threads = words[1], int(words[2]), words[3], int(words[4])
+            if version == "v1":
+                tf.compat.v1.disable_control_flow_v2()
+            else:
+                tf.compat.v1.enable_control_flow_v2()
+            graph = tf.Graph()
+            with graph.as_default():
+                x = tf.constant(np.arange(16, dtype=np.float32))
+                _, y = tf.compat.v1.while_loop(
+                    lambda i, x: i < steps, lambda i, x: (i + 1, x * 0.999 + 0.5),
+                    (tf.constant(0), x), name="loop")
+                fetch = tf.identity(y, name="out")
+            with open(path, "wb") as f:
+                f.write(graph.as_graph_def().SerializeToString())
+            s = session(graph, threads)
             run = lambda: s.run(fetch)
         elif words[0] == "time":
             iters = int(words[1])

@@ -75,6 +75,16 @@ impl TensorFlow {
         assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
     }
 
+    /// Load a counter loop of `steps` iterations written with control flow `version`
+    /// (`"v1"` or `"v2"`), run on `threads` threads, and write its GraphDef to `path`.
+    pub fn load_while(&mut self, path: &Path, steps: usize, version: &str, threads: usize) {
+        let answer = self.ask(&format!(
+            "while {} {steps} {version} {threads}",
+            path.display()
+        ));
+        assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
+    }
+
     /// The time of `iters` runs of what was loaded last.
     pub fn time(&mut self, iters: u64) -> Duration {
         let answer = self.ask(&format!("time {iters}"));

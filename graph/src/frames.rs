@@ -24,6 +24,37 @@ pub(crate) struct Frames {
     of: Vec<usize>,
     /// Every frame; `ROOT` first.
     pub(crate) frames: Vec<Frame>,
+    /// How each step of the plan runs in its frame, by step.
+    pub(crate) steps: Vec<Wiring>,
+}
+
+/// Where a step's values live and where it reads its inputs, resolved once per plan: an
+/// iteration keeps its values in slots, one per node of its frame and one per `Exit` of
+/// its child frames.
+pub(crate) struct Wiring {
+    /// The step's slot in its frame's iterations.
+    pub(crate) slot: usize,
+    /// For an `Exit`, its slot in the parent frame's iterations.
+    pub(crate) exit_slot: Option<usize>,
+    /// Each data input.
+    pub(crate) inputs: Vec<Read>,
+    /// The slots of its control inputs.
+    pub(crate) controls: Vec<usize>,
+    /// For an `Enter`: whether it is constant (gives its value every iteration). An
+    /// `Enter` reads its parent's iteration.
+    pub(crate) enter: Option<bool>,
+}
+
+/// Where a step reads one input.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Read {
+    /// Feed `i`.
+    Feed(usize),
+    /// Output `index` of the value in `slot`.
+    Slot { slot: usize, index: usize },
+    /// A back edge: what the frame's `NextIteration` number `next` gave the iteration
+    /// before.
+    Back { next: usize },
 }
 
 /// One frame: the root, or a loop opened by `Enter` nodes of one `frame_name`.
@@ -34,6 +65,12 @@ pub(crate) struct Frame {
     pub(crate) parent: usize,
     /// What one iteration runs, in order.
     pub(crate) order: Vec<Item>,
+    /// How many values one iteration holds.
+    pub(crate) slots: usize,
+    /// Each `Exit`'s slot here and in the parent's iterations.
+    pub(crate) exit_slots: Vec<(usize, usize)>,
+    /// The slots of its `NextIteration`s, in `next_iterations` order.
+    pub(crate) next_slots: Vec<usize>,
     /// Its `Exit` nodes, whose values the parent reads.
     pub(crate) exits: Vec<usize>,
     /// Its `NextIteration` nodes: while one of them is live, the loop goes on.
@@ -68,6 +105,7 @@ impl Frames {
         let mut frames = Frames {
             of: vec![ROOT; nodes.len()],
             frames: vec![Frame::new(String::new(), ROOT)],
+            steps: Vec::with_capacity(steps.len()),
         };
         let mut by_name: HashMap<(usize, String), usize> = HashMap::new();
         // The first node of each frame, to keep node order among ready items.
@@ -129,7 +167,82 @@ impl Frames {
             }
         }
         frames.order(nodes, steps, &first)?;
+        frames.wire(nodes, steps)?;
         Ok(frames)
+    }
+
+    /// Give every step its slots and resolve where it reads.
+    fn wire(&mut self, nodes: &[Node], steps: &[Step]) -> Result<()> {
+        let mut slot = vec![usize::MAX; nodes.len()];
+        let mut exit_slot = vec![usize::MAX; nodes.len()];
+        for step in steps {
+            let frame = self.of[step.node];
+            slot[step.node] = self.frames[frame].take_slot();
+            if nodes[step.node].op_type.as_ref() == "Exit" {
+                let parent = self.frames[frame].parent;
+                exit_slot[step.node] = self.frames[parent].take_slot();
+            }
+        }
+        for frame in &mut self.frames {
+            frame.exit_slots = frame.exits.iter().map(|&x| (slot[x], exit_slot[x])).collect();
+            frame.next_slots = frame.next_iterations.iter().map(|&n| slot[n]).collect();
+        }
+        // The slot a consumer reads `node`'s value from.
+        let read_slot = |node: usize| {
+            if nodes[node].op_type.as_ref() == "Exit" {
+                exit_slot[node]
+            } else {
+                slot[node]
+            }
+        };
+        for step in steps {
+            let node = &nodes[step.node];
+            let frame = &self.frames[self.of[step.node]];
+            let inputs = step
+                .inputs
+                .iter()
+                .map(|input| match *input {
+                    Source::Feed(i) => Ok(Read::Feed(i)),
+                    Source::Node { node: from, .. }
+                        if is_back_edge(&nodes[from].op_type, &node.op_type) =>
+                    {
+                        let next = frame
+                            .next_iterations
+                            .iter()
+                            .position(|&n| n == from)
+                            .ok_or_else(|| {
+                                Error::invalid(format!(
+                                    "NextIteration '{}' is not in the frame of Merge '{}'",
+                                    nodes[from].name, node.name
+                                ))
+                            })?;
+                        Ok(Read::Back { next })
+                    }
+                    Source::Node { node: from, index } => Ok(Read::Slot {
+                        slot: read_slot(from),
+                        index,
+                    }),
+                })
+                .collect::<Result<_>>()?;
+            let enter = match step.kind {
+                Kind::Flow(Flow::Enter) => Some(
+                    Attrs {
+                        node: &node.name,
+                        attrs: &node.attrs,
+                    }
+                    .bool_or("is_constant", false)?,
+                ),
+                _ => None,
+            };
+            self.steps.push(Wiring {
+                slot: slot[step.node],
+                exit_slot: (exit_slot[step.node] != usize::MAX).then_some(exit_slot[step.node]),
+                inputs,
+                controls: node.control_inputs.iter().map(|&c| read_slot(c)).collect(),
+                enter,
+            });
+        }
+        Ok(())
     }
 
     /// The frame node `node` runs in.
@@ -279,9 +392,17 @@ impl Frame {
             name,
             parent,
             order: Vec::new(),
+            slots: 0,
+            exit_slots: Vec::new(),
+            next_slots: Vec::new(),
             exits: Vec::new(),
             next_iterations: Vec::new(),
         }
+    }
+
+    fn take_slot(&mut self) -> usize {
+        self.slots += 1;
+        self.slots - 1
     }
 }
 

@@ -12,6 +12,8 @@
 //!   `Enter` is absent then; a constant one gives its value every iteration). The loop
 //!   ends after an iteration whose `NextIteration`s are all dead.
 
+use std::cell::RefCell;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use smallvec::{smallvec, SmallVec};
@@ -21,8 +23,7 @@ use polytensor_core::{DataType, Error, Result, Tensor};
 
 use super::call::to_bool;
 use super::{in_node, locked, Plan, Session, Source, Step};
-use crate::attr::Attrs;
-use crate::frames::{is_back_edge, Frames, Item, ROOT};
+use crate::frames::{Frames, Item, Read, ROOT};
 use crate::ops::kernels::Variables;
 use crate::ops::{Flow, Kind, Value};
 
@@ -42,20 +43,27 @@ impl Produced {
     }
 }
 
-/// The values of one iteration of a frame, and its parent's (what `Enter`s read).
+/// The values of one iteration of a frame (by slot, `crate::frames::Wiring`), and its
+/// parent's (what `Enter`s read).
 struct Env<'p> {
-    values: HashMap<usize, Produced>,
+    values: Vec<Option<Produced>>,
     parent: Option<&'p Env<'p>>,
 }
 
-impl Env<'_> {
-    fn get(&self, session: &Session, node: usize) -> Result<&Produced> {
-        self.values.get(&node).ok_or_else(|| {
-            Error::invalid(format!(
-                "'{}' was read before it ran (a graph whose frames TensorFlow's executor \
-                 would not run)",
-                session.graph.nodes[node].name
-            ))
+impl<'p> Env<'p> {
+    fn new(slots: usize, parent: Option<&'p Env<'p>>) -> Self {
+        Env {
+            values: vec![None; slots],
+            parent,
+        }
+    }
+
+    fn get(&self, slot: usize) -> Result<&Produced> {
+        self.values[slot].as_ref().ok_or_else(|| {
+            Error::invalid(
+                "a value was read before it was made (a graph whose frames TensorFlow's \
+                 executor would not run)",
+            )
         })
     }
 }
@@ -66,6 +74,8 @@ struct Run<'r> {
     plan: &'r Plan,
     frames: &'r Frames,
     fed: &'r [Value],
+    /// `Merge`'s `value_index` scalars, by (device, index), made once per run.
+    indices: RefCell<HashMap<(usize, usize), Tensor>>,
 }
 
 impl Session {
@@ -81,12 +91,16 @@ impl Session {
             plan,
             frames,
             fed,
+            indices: RefCell::default(),
         };
-        let mut env = Env {
-            values: HashMap::new(),
-            parent: None,
-        };
-        run.iteration(ROOT, &mut env, 0, &HashMap::new())?;
+        let mut env = Env::new(frames.frames[ROOT].slots, None);
+        run.iteration(ROOT, &mut env, 0, &[])?;
+        let slot_of: HashMap<usize, usize> = plan
+            .steps
+            .iter()
+            .zip(&frames.steps)
+            .map(|(step, wiring)| (step.node, wiring.exit_slot.unwrap_or(wiring.slot)))
+            .collect();
         plan.fetches
             .iter()
             .enumerate()
@@ -94,14 +108,16 @@ impl Session {
                 Source::Feed(f) => Ok(fed[f].clone()),
                 Source::Node { node, index } => {
                     let name = &self.graph.nodes[node].name;
-                    if frames.of(node) != ROOT {
+                    let frame = frames.of(node);
+                    let is_exit = self.graph.nodes[node].op_type.as_ref() == "Exit";
+                    if frame != ROOT && !(is_exit && frames.frames[frame].parent == ROOT) {
                         return Err(Error::invalid(format!(
                             "Cannot fetch '{name}:{index}': it is inside the while loop \
                              '{}'; fetch what the loop's Exit gives",
-                            frames.frames[frames.of(node)].name
+                            frames.frames[frame].name
                         )));
                     }
-                    env.get(self, node)?.outputs[index].clone().ok_or_else(|| {
+                    env.get(slot_of[&node])?.outputs[index].clone().ok_or_else(|| {
                         Error::invalid(format!(
                             "Retval[{i}] does not have value ('{name}:{index}' is dead: a \
                              cond branch not taken)"
@@ -115,39 +131,37 @@ impl Session {
 
 impl Run<'_> {
     /// Run loop frame `frame` to its end inside its parent's iteration `parent`; the
-    /// values its `Exit`s give the parent.
+    /// values its `Exit`s give the parent, by the parent's slots.
     fn frame(&self, frame: usize, parent: &Env<'_>) -> Result<Vec<(usize, Produced)>> {
         let info = &self.frames.frames[frame];
-        let mut exits: Vec<(usize, Produced)> = info
-            .exits
+        // (slot here, slot in the parent, last live value).
+        let mut exits: Vec<(usize, usize, Produced)> = info
+            .exit_slots
             .iter()
-            .map(|&exit| (exit, Produced::dead(1)))
+            .map(|&(here, there)| (here, there, Produced::dead(1)))
             .collect();
-        let mut back: HashMap<usize, Option<Value>> = HashMap::new();
+        let mut back: Vec<Option<Value>> = Vec::new();
         for iteration in 0.. {
-            let mut env = Env {
-                values: HashMap::new(),
-                parent: Some(parent),
-            };
+            let mut env = Env::new(info.slots, Some(parent));
             self.iteration(frame, &mut env, iteration, &back)?;
-            for (exit, value) in &mut exits {
-                if let Some(produced) = env.values.get(exit).filter(|p| !p.dead) {
-                    *value = produced.clone();
+            for (slot, _, value) in &mut exits {
+                if let Some(produced) = env.values[*slot].take().filter(|p| !p.dead) {
+                    *value = produced;
                 }
             }
             back = info
-                .next_iterations
+                .next_slots
                 .iter()
-                .map(|&next| {
-                    let value = env.values.get(&next).and_then(|p| p.outputs[0].clone());
-                    (next, value)
-                })
+                .map(|&slot| env.values[slot].take().and_then(|p| p.outputs[0].clone()))
                 .collect();
-            if back.values().all(Option::is_none) {
+            if back.iter().all(Option::is_none) {
                 break;
             }
         }
-        Ok(exits)
+        Ok(exits
+            .into_iter()
+            .map(|(_, parent_slot, value)| (parent_slot, value))
+            .collect())
     }
 
     /// Run iteration `iteration` of `frame` into `env`; `back` holds the values its
@@ -157,90 +171,81 @@ impl Run<'_> {
         frame: usize,
         env: &mut Env<'_>,
         iteration: usize,
-        back: &HashMap<usize, Option<Value>>,
+        back: &[Option<Value>],
     ) -> Result<()> {
         for &item in &self.frames.frames[frame].order {
             match item {
                 Item::Step(i) => {
-                    let step = &self.plan.steps[i];
-                    let produced = self.step(step, env, iteration, back)?;
-                    env.values.insert(step.node, produced);
+                    let produced = self.step(i, env, iteration, back)?;
+                    env.values[self.frames.steps[i].slot] = Some(produced);
                 }
                 Item::Frame(child) => {
-                    let exits = self.frame(child, env)?;
-                    env.values.extend(exits);
+                    for (slot, value) in self.frame(child, env)? {
+                        env.values[slot] = Some(value);
+                    }
                 }
             }
         }
         Ok(())
     }
 
-    /// Run one step in an iteration.
+    /// Run step `i` of the plan in an iteration.
     fn step(
         &self,
-        step: &Step,
+        i: usize,
         env: &Env<'_>,
         iteration: usize,
-        back: &HashMap<usize, Option<Value>>,
+        back: &[Option<Value>],
     ) -> Result<Produced> {
+        let (step, wiring) = (&self.plan.steps[i], &self.frames.steps[i]);
         let session = self.session;
         let node = &session.graph.nodes[step.node];
         let flow = match step.kind {
             Kind::Flow(flow) => Some(flow),
             _ => None,
         };
-        // An `Enter` reads its parent's iteration.
-        let (reading, absent) = if flow == Some(Flow::Enter) {
-            let constant = Attrs {
-                node: &node.name,
-                attrs: &node.attrs,
+        // An `Enter` reads its parent's iteration; a non-constant one only at iteration 0.
+        let (reading, absent) = match wiring.enter {
+            Some(constant) => {
+                let parent = env.parent.ok_or_else(|| {
+                    Error::invalid(format!("Enter '{}' has no parent", node.name))
+                })?;
+                (parent, iteration > 0 && !constant)
             }
-            .bool_or("is_constant", false)?;
-            let parent = env
-                .parent
-                .ok_or_else(|| Error::invalid(format!("Enter '{}' has no parent", node.name)))?;
-            (parent, iteration > 0 && !constant)
-        } else {
-            (env, false)
+            None => (env, false),
         };
-        let mut inputs: SmallVec<[Option<Value>; 4]> = SmallVec::new();
-        for &source in &step.inputs {
-            inputs.push(match source {
+        let mut inputs: SmallVec<[Option<&Value>; 4]> = SmallVec::new();
+        for read in &wiring.inputs {
+            inputs.push(match *read {
                 _ if absent => None,
-                Source::Feed(i) => Some(self.fed[i].clone()),
-                Source::Node { node: from, .. }
-                    if is_back_edge(&session.graph.nodes[from].op_type, &node.op_type) =>
-                {
-                    back.get(&from).cloned().flatten()
-                }
-                Source::Node { node: from, index } => {
-                    reading.get(session, from)?.outputs[index].clone()
-                }
+                Read::Feed(i) => Some(&self.fed[i]),
+                Read::Back { next } => back.get(next).and_then(Option::as_ref),
+                Read::Slot { slot, index } => reading
+                    .get(slot)
+                    .map_err(|e| in_node(e, node))?
+                    .outputs[index]
+                    .as_ref(),
             });
         }
         let mut control_dead = false;
-        for &control in &node.control_inputs {
-            control_dead |= reading.get(session, control)?.dead;
+        for &slot in &wiring.controls {
+            control_dead |= reading.get(slot).map_err(|e| in_node(e, node))?.dead;
         }
         let outputs = node.outputs.len();
         if flow == Some(Flow::Merge) {
             let live = inputs.iter().position(Option::is_some);
             return match live {
-                Some(at) if !control_dead => {
-                    let device = &session.devices[step.device];
-                    let index = Tensor::scalar(at as i32, device).map_err(|e| in_node(e, node))?;
-                    Ok(Produced {
-                        dead: false,
-                        outputs: smallvec![inputs[at].take(), Some(Value::Tensor(index))],
-                    })
-                }
+                Some(at) if !control_dead => Ok(Produced {
+                    dead: false,
+                    outputs: smallvec![inputs[at].cloned(), Some(self.index(step, at)?)],
+                }),
                 _ => Ok(Produced::dead(outputs)),
             };
         }
         if control_dead || inputs.iter().any(Option::is_none) {
             return Ok(Produced::dead(outputs));
         }
-        let inputs: SmallVec<[Value; 4]> = inputs.into_iter().flatten().collect();
+        let inputs: SmallVec<[&Value; 4]> = inputs.into_iter().flatten().collect();
         if flow == Some(Flow::Switch) {
             let Value::Tensor(pred) = &inputs[1] else {
                 return Err(in_node(Error::invalid("the predicate must be a tensor"), node));
@@ -272,15 +277,34 @@ impl Run<'_> {
         })
     }
 
+    /// `Merge`'s `value_index` `at`, on `step`'s device.
+    fn index(&self, step: &Step, at: usize) -> Result<Value> {
+        let mut indices = self.indices.borrow_mut();
+        let index = match indices.entry((step.device, at)) {
+            Entry::Occupied(known) => known.get().clone(),
+            Entry::Vacant(entry) => {
+                let device = &self.session.devices[step.device];
+                let node = &self.session.graph.nodes[step.node];
+                let index = i32::try_from(at)
+                    .map_err(|_| Error::invalid("Merge has too many inputs"))
+                    .and_then(|at| Tensor::scalar(at, device))
+                    .map_err(|e| in_node(e, node))?;
+                entry.insert(index).clone()
+            }
+        };
+        Ok(Value::Tensor(index))
+    }
+
     /// Run `step`'s kernel on live `inputs`, copied to its device where they are elsewhere.
-    fn kernel(&self, step: &Step, inputs: &[Value]) -> Result<crate::ops::kernels::Outputs> {
+    fn kernel(&self, step: &Step, inputs: &[&Value]) -> Result<crate::ops::kernels::Outputs> {
         let session = self.session;
         if let Some(constant) = session.constants[step.node].get() {
             return Ok(smallvec![Value::Tensor(constant.clone())]);
         }
         let device = &session.devices[step.device];
         let node = &session.graph.nodes[step.node];
-        let mut copies: SmallVec<[Value; 4]> = SmallVec::new();
+        // Inputs on another device, copied here (`None`: read where it is).
+        let mut copies: SmallVec<[Option<Value>; 4]> = SmallVec::new();
         for (value, source) in inputs.iter().zip(&step.inputs) {
             copies.push(match value {
                 Value::Tensor(t) if !same_device(t.device(), device) => {
@@ -289,12 +313,17 @@ impl Run<'_> {
                         let from = t.device().name().to_string();
                         locked(&session.fed_copies).insert((fed_node, index, step.device, from));
                     }
-                    Value::Tensor(t.to_device(device).map_err(|e| in_node(e, node))?)
+                    Some(Value::Tensor(t.to_device(device).map_err(|e| in_node(e, node))?))
                 }
-                other => other.clone(),
+                _ => None,
             });
         }
+        let here = inputs
+            .iter()
+            .zip(&copies)
+            .map(|(&value, copy)| copy.as_ref().unwrap_or(value))
+            .collect();
         let mut unused = Variables::new();
-        session.run_kernel(step, copies.iter().collect(), &mut unused)
+        session.run_kernel(step, here, &mut unused)
     }
 }
