@@ -113,5 +113,10 @@ fn tensorflow_loops_and_conditionals_run_on_every_device() {
     ] {
         assert!(ops.contains(op), "no case has {op}: {ops:?}");
     }
-    assert_eq!(cases.len(), 16, "{:?}", cases.iter().map(|c| &c.0).collect::<Vec<_>>());
+    assert_eq!(
+        cases.len(),
+        16,
+        "{:?}",
+        cases.iter().map(|c| &c.0).collect::<Vec<_>>()
+    );
 }

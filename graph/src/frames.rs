@@ -184,7 +184,11 @@ impl Frames {
             }
         }
         for frame in &mut self.frames {
-            frame.exit_slots = frame.exits.iter().map(|&x| (slot[x], exit_slot[x])).collect();
+            frame.exit_slots = frame
+                .exits
+                .iter()
+                .map(|&x| (slot[x], exit_slot[x]))
+                .collect();
             frame.next_slots = frame.next_iterations.iter().map(|&n| slot[n]).collect();
         }
         // The slot a consumer reads `node`'s value from.
@@ -335,7 +339,10 @@ impl Frames {
                 let Some(&producer) = step_of.get(&node) else {
                     continue;
                 };
-                let (from, to) = (self.item_in(frame, node, producer), self.item_in(frame, step.node, i));
+                let (from, to) = (
+                    self.item_in(frame, node, producer),
+                    self.item_in(frame, step.node, i),
+                );
                 if from != to {
                     consumers.entry(from).or_default().push(to);
                     *pending.entry(to).or_default() += 1;

@@ -170,7 +170,10 @@ impl Graph {
                 let (mut inputs, mut control) = (Vec::new(), Vec::new());
                 for (position, input) in parsed[i].iter().enumerate() {
                     match *input {
-                        Input::Data { node: source, index } if is_back_edge(def, source, i) => {
+                        Input::Data {
+                            node: source,
+                            index,
+                        } if is_back_edge(def, source, i) => {
                             back_edges.push((i, position, source, index));
                         }
                         Input::Data { node, index } => {
@@ -203,7 +206,8 @@ impl Graph {
                 };
                 if back_edges.last().is_some_and(|edge| edge.0 == i) {
                     // TensorFlow's shape refiner sees a back edge's shape as unknown.
-                    self.nodes[op.id].outputs[0].1 = polytensor_core::PartialTensorShape::unknown_rank();
+                    self.nodes[op.id].outputs[0].1 =
+                        polytensor_core::PartialTensorShape::unknown_rank();
                 }
                 ids[i] = op.id;
             }
@@ -364,7 +368,10 @@ impl Graph {
         source: (usize, usize),
     ) -> Result<()> {
         let (id, index) = source;
-        let (dtype, want) = (self.nodes[id].outputs.get(index).map(|o| o.0), self.nodes[merge].outputs[0].0);
+        let (dtype, want) = (
+            self.nodes[id].outputs.get(index).map(|o| o.0),
+            self.nodes[merge].outputs[0].0,
+        );
         if dtype != Some(want) {
             return Err(Error::invalid(format!(
                 "Node '{}': input {position} from {}:{index} is not of the Merge's type {want}",

@@ -664,7 +664,9 @@ impl Session {
         let node = &graph.nodes[step.node];
         let device = &self.devices[step.device];
         if let Kind::Call(call) = step.kind {
-            return self.call(call, node, step.device, &inputs).map_err(|e| in_node(e, node));
+            return self
+                .call(call, node, step.device, &inputs)
+                .map_err(|e| in_node(e, node));
         }
         let chain = if step.chain.is_empty() {
             SmallVec::new()

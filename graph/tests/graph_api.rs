@@ -222,7 +222,9 @@ fn graph_defs_that_polytensor_cannot_run_are_errors() {
             function: vec![FunctionDef {
                 signature: Some(OpSignature {
                     name: "my_fn".into(),
+                    ..Default::default()
                 }),
+                ..Default::default()
             }],
         }
         .encode_to_vec(),

@@ -117,12 +117,14 @@ impl Session {
                             frames.frames[frame].name
                         )));
                     }
-                    env.get(slot_of[&node])?.outputs[index].clone().ok_or_else(|| {
-                        Error::invalid(format!(
-                            "Retval[{i}] does not have value ('{name}:{index}' is dead: a \
+                    env.get(slot_of[&node])?.outputs[index]
+                        .clone()
+                        .ok_or_else(|| {
+                            Error::invalid(format!(
+                                "Retval[{i}] does not have value ('{name}:{index}' is dead: a \
                              cond branch not taken)"
-                        ))
-                    })
+                            ))
+                        })
                 }
             })
             .collect()
@@ -220,11 +222,9 @@ impl Run<'_> {
                 _ if absent => None,
                 Read::Feed(i) => Some(&self.fed[i]),
                 Read::Back { next } => back.get(next).and_then(Option::as_ref),
-                Read::Slot { slot, index } => reading
-                    .get(slot)
-                    .map_err(|e| in_node(e, node))?
-                    .outputs[index]
-                    .as_ref(),
+                Read::Slot { slot, index } => {
+                    reading.get(slot).map_err(|e| in_node(e, node))?.outputs[index].as_ref()
+                }
             });
         }
         let mut control_dead = false;
@@ -248,7 +248,10 @@ impl Run<'_> {
         let inputs: SmallVec<[&Value; 4]> = inputs.into_iter().flatten().collect();
         if flow == Some(Flow::Switch) {
             let Value::Tensor(pred) = &inputs[1] else {
-                return Err(in_node(Error::invalid("the predicate must be a tensor"), node));
+                return Err(in_node(
+                    Error::invalid("the predicate must be a tensor"),
+                    node,
+                ));
             };
             if !pred.dims().is_empty() || pred.dtype() != DataType::Bool {
                 return Err(in_node(
@@ -313,7 +316,9 @@ impl Run<'_> {
                         let from = t.device().name().to_string();
                         locked(&session.fed_copies).insert((fed_node, index, step.device, from));
                     }
-                    Some(Value::Tensor(t.to_device(device).map_err(|e| in_node(e, node))?))
+                    Some(Value::Tensor(
+                        t.to_device(device).map_err(|e| in_node(e, node))?,
+                    ))
                 }
                 _ => None,
             });
