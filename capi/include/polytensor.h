@@ -13,7 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "polytensor_dlpack.h"
-typedef struct DLManagedTensorVersioned DLManagedTensorVersioned;
 
 // Bytes made by polytensor (an encoded proto), freed with [`PT_DeleteBuffer`].
 typedef struct PT_Buffer PT_Buffer;
@@ -46,6 +45,9 @@ typedef struct PT_Status PT_Status;
 // A tensor: a handle on a polytensor tensor (its views share memory).
 typedef struct PT_Tensor PT_Tensor;
 
+// A dtype, with TensorFlow's `TF_DataType` numbers (`PT_FLOAT` is 1, as `TF_FLOAT`).
+typedef int PT_DataType;
+
 // An output of an operation (TensorFlow's `TF_Output`).
 typedef struct PT_Output {
   // The operation.
@@ -53,9 +55,6 @@ typedef struct PT_Output {
   // Which of its outputs.
   int index;
 } PT_Output;
-
-// A dtype, with TensorFlow's `TF_DataType` numbers (`PT_FLOAT` is 1, as `TF_FLOAT`).
-typedef int PT_DataType;
 
 // A status code, with TensorFlow's `TF_Code` numbers.
 typedef int32_t PT_Code;
@@ -112,6 +111,9 @@ typedef void (*PT_Deallocator)(void *data, size_t len, void *arg);
 // bool (one byte, 0 or 1).
 #define PT_BOOL 10
 
+// string (bytes of any length: [`crate::view::PT_NewStringTensor`]).
+#define PT_STRING 7
+
 // bfloat16.
 #define PT_BFLOAT16 14
 
@@ -133,6 +135,57 @@ typedef void (*PT_Deallocator)(void *data, size_t len, void *arg);
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+// Set a string attribute to the `length` bytes at `value` (a `frame_name`, `padding`).
+//
+// # Safety
+//
+// `desc` is a live description, `name` NUL-terminated, `value` NULL or `length`
+// readable bytes.
+void PT_SetAttrString(struct PT_OperationDescription *desc,
+                      const char *name,
+                      const void *value,
+                      size_t length);
+
+// Set a float attribute (`epsilon`, `alpha`).
+//
+// # Safety
+//
+// `desc` is a live description and `name` NUL-terminated.
+void PT_SetAttrFloat(struct PT_OperationDescription *desc, const char *name, float value);
+
+// Set a shape attribute (a `Placeholder`'s `shape`): `num_dims` dims, each -1 where
+// unknown; `num_dims` -1 for an unknown rank.
+//
+// # Safety
+//
+// `desc` is a live description, `name` NUL-terminated, `dims` NULL or `num_dims` values.
+void PT_SetAttrShape(struct PT_OperationDescription *desc,
+                     const char *name,
+                     const int64_t *dims,
+                     int num_dims);
+
+// Set a list-of-dtypes attribute (`IdentityN`'s `T`, a call's `Tin`).
+//
+// # Safety
+//
+// `desc` is a live description, `name` NUL-terminated, `values` NULL or `num_values`
+// dtypes.
+void PT_SetAttrTypeList(struct PT_OperationDescription *desc,
+                        const char *name,
+                        const PT_DataType *values,
+                        int num_values);
+
+// Set a list-of-integers attribute (`strides`, `squeeze_dims`).
+//
+// # Safety
+//
+// `desc` is a live description, `name` NUL-terminated, `values` NULL or `num_values`
+// integers.
+void PT_SetAttrIntList(struct PT_OperationDescription *desc,
+                       const char *name,
+                       const int64_t *values,
+                       int num_values);
 
 // The available devices, in order of preference. NULL on error.
 //
@@ -385,6 +438,23 @@ struct PT_OperationDescription *PT_NewOperation(struct PT_Graph *graph,
 //
 // `desc` is a live description and `input.oper` an operation of its graph.
 void PT_AddInput(struct PT_OperationDescription *desc, struct PT_Output input);
+
+// Append `num_inputs` data inputs, for an input that is a list (`AddN`'s, `ConcatV2`'s
+// values): polytensor's graphs keep a list as consecutive inputs, as a GraphDef does.
+//
+// # Safety
+//
+// `desc` is a live description; `inputs` NULL or `num_inputs` outputs of its graph.
+void PT_AddInputList(struct PT_OperationDescription *desc,
+                     const struct PT_Output *inputs,
+                     int num_inputs);
+
+// Add a control input: the operation runs after `input` (TensorFlow's `^input`).
+//
+// # Safety
+//
+// `desc` is a live description and `input` an operation of its graph.
+void PT_AddControlInput(struct PT_OperationDescription *desc, struct PT_Operation *input);
 
 // Ask for a device (TensorFlow's names, or polytensor's: `wgpu:0`).
 //
@@ -772,6 +842,85 @@ void PT_TensorCopyTo(const struct PT_Tensor *tensor,
 struct PT_Tensor *PT_TensorToDevice(const struct PT_Tensor *tensor,
                                     const char *device,
                                     struct PT_Status *status);
+
+// `from` with dims `dims` (one of them may be -1, inferred from the element count): a
+// view of the same buffer where the strides allow it, a contiguous copy otherwise. A
+// new handle; NULL with the status set where the element counts differ.
+//
+// # Safety
+//
+// `from` is NULL or a live handle; `dims` NULL or `num_dims` values; `status` NULL or
+// live.
+struct PT_Tensor *PT_TensorReshape(const struct PT_Tensor *from,
+                                   const int64_t *dims,
+                                   int num_dims,
+                                   struct PT_Status *status);
+
+// `from`'s bytes as `dtype` (`tf.bitcast`): equal element sizes keep the shape; a smaller
+// one adds an innermost dim of the ratio; a larger one needs an innermost dim of the
+// ratio, and removes it. Shares the buffer where the view lines up with the new element
+// size. A new handle, or NULL with the status set.
+//
+// # Safety
+//
+// `from` is NULL or a live handle; `status` NULL or live.
+struct PT_Tensor *PT_TensorBitcast(const struct PT_Tensor *from,
+                                   PT_DataType dtype,
+                                   struct PT_Status *status);
+
+// A view of `from`'s buffer with `num_dims` dims and strides, starting `offset` elements
+// into the buffer (PyTorch's `as_strided`; strides and offset count elements, and may
+// be 0 to repeat one). NULL with the status set where an element of the view lies outside
+// the buffer or before its start. A new handle sharing the buffer.
+//
+// # Safety
+//
+// `from` is NULL or a live handle; `dims` and `strides` NULL or `num_dims` values;
+// `status` NULL or live.
+struct PT_Tensor *PT_TensorStridedView(const struct PT_Tensor *from,
+                                       const int64_t *dims,
+                                       const int64_t *strides,
+                                       int num_dims,
+                                       int64_t offset,
+                                       struct PT_Status *status);
+
+// Stride `index` of the tensor, in elements (0 for NULL or an index out of range).
+//
+// # Safety
+//
+// `tensor` is NULL or a live handle.
+int64_t PT_TensorStride(const struct PT_Tensor *tensor, int index);
+
+// Where the tensor's first element lies in its buffer, in elements (-1 for NULL).
+//
+// # Safety
+//
+// `tensor` is NULL or a live handle.
+int64_t PT_TensorOffset(const struct PT_Tensor *tensor);
+
+// A string tensor (`PT_STRING`) of dims `dims` on the host, element `i` the
+// `lengths[i]` bytes at `strings[i]` (any bytes, NUL included), copied. A new handle, or
+// NULL with the status set.
+//
+// # Safety
+//
+// `strings` and `lengths` are NULL or hold as many entries as the dims have elements,
+// each string `lengths[i]` readable bytes; `dims` NULL or `num_dims` values; `status`
+// NULL or live.
+struct PT_Tensor *PT_NewStringTensor(const char *const *strings,
+                                     const size_t *lengths,
+                                     const int64_t *dims,
+                                     int num_dims,
+                                     struct PT_Status *status);
+
+// The bytes of element `index` (row-major) of a string tensor, their count in `*length`;
+// valid while the tensor lives. NULL (and `*length` 0) for NULL, another dtype or an
+// index out of range.
+//
+// # Safety
+//
+// `tensor` is NULL or a live handle; `length` NULL or writable.
+const char *PT_TensorStringAt(const struct PT_Tensor *tensor, int64_t index, size_t *length);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -86,6 +86,7 @@ pub struct PT_OperationDescription {
     op_type: String,
     name: String,
     inputs: Vec<(Operation, usize)>,
+    control_inputs: Vec<Operation>,
     attrs: Vec<(String, AttrValue)>,
     device: String,
     /// The first error of a setter (inputs and attributes take no status, as in
@@ -448,6 +449,7 @@ pub unsafe extern "C" fn PT_NewOperation(
             // SAFETY: the caller's contract.
             name: unsafe { text(name, "name") }?.to_string(),
             inputs: Vec::new(),
+            control_inputs: Vec::new(),
             attrs: Vec::new(),
             device: String::new(),
             error: None,
@@ -491,6 +493,50 @@ pub unsafe extern "C" fn PT_AddInput(desc: *mut PT_OperationDescription, input: 
     unsafe { describe(desc, null_mut(), change) }
 }
 
+/// Append `num_inputs` data inputs, for an input that is a list (`AddN`'s, `ConcatV2`'s
+/// values): polytensor's graphs keep a list as consecutive inputs, as a GraphDef does.
+///
+/// # Safety
+///
+/// `desc` is a live description; `inputs` NULL or `num_inputs` outputs of its graph.
+#[no_mangle]
+pub unsafe extern "C" fn PT_AddInputList(
+    desc: *mut PT_OperationDescription,
+    inputs: *const PT_Output,
+    num_inputs: c_int,
+) {
+    let change = |d: &mut PT_OperationDescription| {
+        // SAFETY: the caller's contract.
+        for input in unsafe { array(inputs, num_inputs, "inputs") }? {
+            // SAFETY: the caller's contract: operations of the description's graph.
+            d.inputs.push(unsafe { output_of(input) }?);
+        }
+        Ok(())
+    };
+    // SAFETY: the caller's contract.
+    unsafe { describe(desc, null_mut(), change) }
+}
+
+/// Add a control input: the operation runs after `input` (TensorFlow's `^input`).
+///
+/// # Safety
+///
+/// `desc` is a live description and `input` an operation of its graph.
+#[no_mangle]
+pub unsafe extern "C" fn PT_AddControlInput(
+    desc: *mut PT_OperationDescription,
+    input: *mut PT_Operation,
+) {
+    let change = |d: &mut PT_OperationDescription| {
+        // SAFETY: the caller's contract.
+        let op = unsafe { arg(input as *const PT_Operation, "input") }?;
+        d.control_inputs.push(op.op.clone());
+        Ok(())
+    };
+    // SAFETY: the caller's contract.
+    unsafe { describe(desc, null_mut(), change) }
+}
+
 /// Ask for a device (TensorFlow's names, or polytensor's: `wgpu:0`).
 ///
 /// # Safety
@@ -512,7 +558,7 @@ pub unsafe extern "C" fn PT_SetDevice(desc: *mut PT_OperationDescription, device
 /// # Safety
 ///
 /// `desc` is NULL or a live description, `name` NUL-terminated.
-unsafe fn set_attr(
+pub(crate) unsafe fn set_attr(
     desc: *mut PT_OperationDescription,
     name: *const c_char,
     status: *mut PT_Status,
@@ -637,6 +683,9 @@ pub unsafe extern "C" fn PT_FinishOperation(
             .device(&desc.device);
         for (name, value) in &desc.attrs {
             builder = builder.attr(name, value.clone());
+        }
+        for control in &desc.control_inputs {
+            builder = builder.control_input(control);
         }
         let op = builder.build()?;
         state.handle(op)

@@ -20,6 +20,7 @@
 //! `PT_INTERNAL`.
 #![allow(non_camel_case_types, non_snake_case)]
 
+pub mod attrs;
 pub mod devices;
 pub mod dlpack;
 pub mod graph;
@@ -27,3 +28,4 @@ pub mod ops;
 pub mod proto;
 pub mod status;
 pub mod tensor;
+pub mod view;

@@ -28,7 +28,10 @@ fn named<T: Copy + std::fmt::Display>(ops: &[T], name: &str, family: &str) -> Re
 /// # Safety
 ///
 /// `tensor` is NULL or a live handle for the call.
-unsafe fn operand<'a>(tensor: *const PT_Tensor, what: &str) -> Result<&'a Tensor, Error> {
+pub(crate) unsafe fn operand<'a>(
+    tensor: *const PT_Tensor,
+    what: &str,
+) -> Result<&'a Tensor, Error> {
     // SAFETY: the caller's contract.
     Ok(&unsafe { arg(tensor, what) }?.tensor)
 }

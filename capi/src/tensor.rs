@@ -32,6 +32,8 @@ pub const PT_COMPLEX64: PT_DataType = 8;
 pub const PT_INT64: PT_DataType = 9;
 /// bool (one byte, 0 or 1).
 pub const PT_BOOL: PT_DataType = 10;
+/// string (bytes of any length: [`crate::view::PT_NewStringTensor`]).
+pub const PT_STRING: PT_DataType = 7;
 /// bfloat16.
 pub const PT_BFLOAT16: PT_DataType = 14;
 /// uint16.

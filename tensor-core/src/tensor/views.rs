@@ -38,6 +38,19 @@ impl Tensor {
         }
     }
 
+    /// A view of this tensor's buffer with its own shape, strides and offset, counted in
+    /// elements of the buffer (PyTorch's `as_strided`): an `Err` where an element it
+    /// reaches lies outside the buffer, or a stride walks before its start.
+    pub fn as_strided(
+        &self,
+        shape: impl IntoShape,
+        strides: &[isize],
+        offset: usize,
+    ) -> Result<Tensor> {
+        let layout = Layout::new(shape.into_shape()?, strides, offset)?;
+        Tensor::from_storage(self.dtype, layout, self.storage.clone())
+    }
+
     /// [`Tensor::reshape`] to dims as `tf.reshape` takes them: at most one `-1`, inferred
     /// from the element count (`t.reshape_infer(&[-1, 3])`).
     pub fn reshape_infer(&self, dims: &[i64]) -> Result<Tensor> {
