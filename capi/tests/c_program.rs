@@ -1,6 +1,6 @@
 //! A C program that uses only `polytensor.h`, compiled here with the C compiler the `cc`
-//! crate finds and linked against the library this build made, then run. The header is
-//! also compiled as C++.
+//! crate finds and linked against the library this build made, then run; the header
+//! compiled alone as strict C99 and as C++; and the README's two link lines.
 
 mod common;
 
@@ -12,23 +12,6 @@ fn a_c_consumer_runs_against_the_library() {
 }
 
 #[test]
-fn the_header_is_valid_cpp() {
-    let out = common::tempdir("cpp_header");
-    let source = out.join("header.cpp");
-    std::fs::write(
-        &source,
-        "#include \"polytensor.h\"\nint main() { return PT_GetCode(nullptr) == PT_OK; }\n",
-    )
-    .unwrap();
-    let mut cxx = common::c_compiler_for_cpp().to_command();
-    cxx.args(["-std=c++17", "-Wall", "-Werror", "-fsyntax-only"])
-        .arg("-I")
-        .arg(common::include_dir())
-        .arg(&source);
-    common::run(&mut cxx, "compiling polytensor.h as C++");
-}
-
-#[test]
 fn a_c_program_makes_views_strings_and_graphs_with_every_attribute_kind() {
     let exe = common::compile_c_program("views.c");
     let output = common::run(&mut common::c_program(&exe), "running views.c");
@@ -36,9 +19,9 @@ fn a_c_program_makes_views_strings_and_graphs_with_every_attribute_kind() {
 }
 
 /// The header with nothing else, as C99 with every pedantic warning an error (no C11
-/// features, such as a repeated typedef) and as C++11.
+/// features, such as a repeated typedef) and as C++11 and C++17.
 #[test]
-fn the_header_is_strict_c99_and_cpp11() {
+fn the_header_is_strict_c99_and_cpp() {
     let out = common::tempdir("strict_header");
     let c = out.join("header.c");
     std::fs::write(
@@ -65,13 +48,18 @@ fn the_header_is_strict_c99_and_cpp11() {
         "#include \"polytensor.h\"\nint main() { return PT_GetCode(NULL) == PT_OK; }\n",
     )
     .unwrap();
-    let mut cxx = common::c_compiler_for_cpp().to_command();
-    cxx.args(["-std=c++11", "-pedantic-errors", "-Wall", "-Werror"])
-        .arg("-fsyntax-only")
-        .arg("-I")
-        .arg(common::include_dir())
-        .arg(&cpp);
-    common::run(&mut cxx, "compiling polytensor.h as C++11");
+    for standard in ["-std=c++11", "-std=c++17"] {
+        let mut cxx = common::c_compiler_for_cpp().to_command();
+        cxx.args([standard, "-pedantic-errors", "-Wall", "-Werror"])
+            .arg("-fsyntax-only")
+            .arg("-I")
+            .arg(common::include_dir())
+            .arg(&cpp);
+        common::run(
+            &mut cxx,
+            &format!("compiling polytensor.h as C++ ({standard})"),
+        );
+    }
 }
 
 /// The README's two link lines, as written but for the library's folder: the shared

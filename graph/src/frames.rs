@@ -26,6 +26,9 @@ pub(crate) struct Frames {
     pub(crate) frames: Vec<Frame>,
     /// How each step of the plan runs in its frame, by step.
     pub(crate) steps: Vec<Wiring>,
+    /// The slot each node's value is read from, by node id: its own, or an `Exit`'s in
+    /// the parent's iterations.
+    value_slots: Vec<usize>,
 }
 
 /// Where a step's values live and where it reads its inputs, resolved once per plan: an
@@ -34,8 +37,6 @@ pub(crate) struct Frames {
 pub(crate) struct Wiring {
     /// The step's slot in its frame's iterations.
     pub(crate) slot: usize,
-    /// For an `Exit`, its slot in the parent frame's iterations.
-    pub(crate) exit_slot: Option<usize>,
     /// Each data input.
     pub(crate) inputs: Vec<Read>,
     /// The slots of its control inputs.
@@ -106,6 +107,7 @@ impl Frames {
             of: vec![ROOT; nodes.len()],
             frames: vec![Frame::new(String::new(), ROOT)],
             steps: Vec::with_capacity(steps.len()),
+            value_slots: Vec::new(),
         };
         let mut by_name: HashMap<(usize, String), usize> = HashMap::new();
         // The first node of each frame, to keep node order among ready items.
@@ -191,14 +193,14 @@ impl Frames {
                 .collect();
             frame.next_slots = frame.next_iterations.iter().map(|&n| slot[n]).collect();
         }
-        // The slot a consumer reads `node`'s value from.
-        let read_slot = |node: usize| {
-            if nodes[node].op_type.as_ref() == "Exit" {
-                exit_slot[node]
-            } else {
-                slot[node]
-            }
-        };
+        // The slot a consumer reads each node's value from.
+        self.value_slots = (0..nodes.len())
+            .map(|node| match nodes[node].op_type.as_ref() {
+                "Exit" => exit_slot[node],
+                _ => slot[node],
+            })
+            .collect();
+        let read_slot = |node: usize| self.value_slots[node];
         for step in steps {
             let node = &nodes[step.node];
             let frame = &self.frames[self.of[step.node]];
@@ -240,13 +242,18 @@ impl Frames {
             };
             self.steps.push(Wiring {
                 slot: slot[step.node],
-                exit_slot: (exit_slot[step.node] != usize::MAX).then_some(exit_slot[step.node]),
                 inputs,
                 controls: node.control_inputs.iter().map(|&c| read_slot(c)).collect(),
                 enter,
             });
         }
         Ok(())
+    }
+
+    /// The slot node `node`'s value is read from in the iterations of the frame it lives
+    /// in.
+    pub(crate) fn value_slot(&self, node: usize) -> usize {
+        self.value_slots[node]
     }
 
     /// The frame node `node` runs in.

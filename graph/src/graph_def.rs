@@ -351,11 +351,10 @@ impl Input {
     }
 }
 
-/// Whether the edge from `def` node `source` into node `consumer` is a loop's back edge:
-/// a `NextIteration` into a `Merge`, the one kind of edge a cycle may run through (as in
-/// TensorFlow's graph constructor).
+/// Whether the edge from `def` node `source` into node `consumer` is a loop's back edge
+/// ([`crate::frames::is_back_edge`]).
 fn is_back_edge(def: &GraphDef, source: usize, consumer: usize) -> bool {
-    def.node[consumer].op == "Merge" && def.node[source].op == "NextIteration"
+    crate::frames::is_back_edge(&def.node[source].op, &def.node[consumer].op)
 }
 
 impl Graph {

@@ -600,27 +600,19 @@ impl Session {
         let mut unused = Variables::new();
         let graph = &self.graph;
         for step in &plan.steps {
-            let node = &graph.nodes[step.node];
             if let Some(constant) = self.constants[step.node].get() {
                 values[step.node] = Some(smallvec![Value::Tensor(constant.clone())]);
                 continue;
             }
-            let device = &self.devices[step.device];
             for &source in step.inputs.iter().filter(|_| step.crosses) {
                 let key = (source, step.device);
                 if copies.contains_key(&key) {
                     continue;
                 }
-                if let Value::Tensor(t) = read_value(&values, fed, graph, source)? {
-                    if !same_device(t.device(), device) {
-                        let copy = t.to_device(device).map_err(|e| in_node(e, node))?;
-                        if let Source::Feed(i) = source {
-                            let (fed_node, index) = plan.feeds[i];
-                            let from = t.device().name().to_string();
-                            locked(&self.fed_copies).insert((fed_node, index, step.device, from));
-                        }
-                        copies.insert(key, Value::Tensor(copy));
-                    }
+                if let Some(copy) =
+                    self.copy_here(plan, step, source, read_value(&values, fed, graph, source)?)?
+                {
+                    copies.insert(key, copy);
                 }
             }
             let mut inputs: SmallVec<[&Value; 4]> = SmallVec::with_capacity(step.inputs.len());
@@ -649,6 +641,33 @@ impl Session {
             .iter()
             .map(|&source| read_value(&values, fed, graph, source).cloned())
             .collect()
+    }
+
+    /// `value` (read from `source`) copied to `step`'s device, or `None` where it is a
+    /// handle or already there; a fed tensor's copy is recorded for [`Session::placement`].
+    fn copy_here(
+        &self,
+        plan: &Plan,
+        step: &Step,
+        source: Source,
+        value: &Value,
+    ) -> Result<Option<Value>> {
+        let device = &self.devices[step.device];
+        let Value::Tensor(t) = value else {
+            return Ok(None);
+        };
+        if same_device(t.device(), device) {
+            return Ok(None);
+        }
+        let copy = t
+            .to_device(device)
+            .map_err(|e| in_node(e, &self.graph.nodes[step.node]))?;
+        if let Source::Feed(i) = source {
+            let (fed_node, index) = plan.feeds[i];
+            let from = t.device().name().to_string();
+            locked(&self.fed_copies).insert((fed_node, index, step.device, from));
+        }
+        Ok(Some(Value::Tensor(copy)))
     }
 
     /// Run one step's kernel (a call of the library's functions for a functional op)

@@ -18,11 +18,10 @@ use std::collections::HashMap;
 
 use smallvec::{smallvec, SmallVec};
 
-use polytensor_core::device::same_device;
 use polytensor_core::{DataType, Error, Result, Tensor};
 
 use super::call::to_bool;
-use super::{in_node, locked, Plan, Session, Source, Step};
+use super::{in_node, Plan, Session, Source, Step};
 use crate::frames::{Frames, Item, Read, ROOT};
 use crate::ops::kernels::Variables;
 use crate::ops::{Flow, Kind, Value};
@@ -95,12 +94,6 @@ impl Session {
         };
         let mut env = Env::new(frames.frames[ROOT].slots, None);
         run.iteration(ROOT, &mut env, 0, &[])?;
-        let slot_of: HashMap<usize, usize> = plan
-            .steps
-            .iter()
-            .zip(&frames.steps)
-            .map(|(step, wiring)| (step.node, wiring.exit_slot.unwrap_or(wiring.slot)))
-            .collect();
         plan.fetches
             .iter()
             .enumerate()
@@ -117,7 +110,7 @@ impl Session {
                             frames.frames[frame].name
                         )));
                     }
-                    env.get(slot_of[&node])?.outputs[index]
+                    env.get(frames.value_slot(node))?.outputs[index]
                         .clone()
                         .ok_or_else(|| {
                             Error::invalid(format!(
@@ -304,25 +297,12 @@ impl Run<'_> {
         if let Some(constant) = session.constants[step.node].get() {
             return Ok(smallvec![Value::Tensor(constant.clone())]);
         }
-        let device = &session.devices[step.device];
-        let node = &session.graph.nodes[step.node];
         // Inputs on another device, copied here (`None`: read where it is).
-        let mut copies: SmallVec<[Option<Value>; 4]> = SmallVec::new();
-        for (value, source) in inputs.iter().zip(&step.inputs) {
-            copies.push(match value {
-                Value::Tensor(t) if !same_device(t.device(), device) => {
-                    if let Source::Feed(i) = *source {
-                        let (fed_node, index) = self.plan.feeds[i];
-                        let from = t.device().name().to_string();
-                        locked(&session.fed_copies).insert((fed_node, index, step.device, from));
-                    }
-                    Some(Value::Tensor(
-                        t.to_device(device).map_err(|e| in_node(e, node))?,
-                    ))
-                }
-                _ => None,
-            });
-        }
+        let copies = inputs
+            .iter()
+            .zip(&step.inputs)
+            .map(|(&value, &source)| session.copy_here(self.plan, step, source, value))
+            .collect::<Result<SmallVec<[Option<Value>; 4]>>>()?;
         let here = inputs
             .iter()
             .zip(&copies)
