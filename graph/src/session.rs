@@ -673,6 +673,7 @@ impl Session {
     /// Run one step's kernel (a call of the library's functions for a functional op)
     /// on inputs already on its device, with the variables' lock where it uses them
     /// (`unused` stands in for them otherwise), and keep a `Const`'s value.
+    #[inline(always)]
     fn run_kernel<'a>(
         &'a self,
         step: &Step,
