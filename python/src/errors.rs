@@ -1,0 +1,35 @@
+//! polytensor's errors as the Python exceptions NumPy raises for the same mistakes, each
+//! with the Rust message.
+
+use polytensor::Error;
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::PyErr;
+
+/// The Python exception for a polytensor error: `ValueError` for bad shapes, axes, slices,
+/// protos and arguments; `TypeError` for dtypes an op does not take; `MemoryError` when a
+/// device is out of memory; `RuntimeError` for devices and drivers.
+pub fn to_py(error: Error) -> PyErr {
+    let message = error.to_string();
+    match error {
+        Error::DTypeMismatch { .. } | Error::Unsupported { .. } => PyTypeError::new_err(message),
+        Error::OutOfMemory { .. } | Error::ExceedsDeviceLimit { .. } => {
+            PyMemoryError::new_err(message)
+        }
+        Error::DeviceMismatch { .. } | Error::DeviceUnavailable { .. } | Error::Backend { .. } => {
+            PyRuntimeError::new_err(message)
+        }
+        _ => PyValueError::new_err(message),
+    }
+}
+
+/// `Result<T, polytensor::Error>` into `PyResult<T>`.
+pub trait IntoPyResult<T> {
+    /// The value, or the error as its Python exception ([`to_py`]).
+    fn py(self) -> pyo3::PyResult<T>;
+}
+
+impl<T> IntoPyResult<T> for polytensor::Result<T> {
+    fn py(self) -> pyo3::PyResult<T> {
+        self.map_err(to_py)
+    }
+}

@@ -1,0 +1,132 @@
+//! `polytensor.Graph` and `polytensor.Session`: TensorFlow `GraphDef`s (frozen models) run
+//! from Python, with NumPy arrays in and out, as `tf.compat.v1.Session.run`.
+
+use polytensor::graph::{Graph, Session};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+use crate::device::{self, PyDevice};
+use crate::errors::IntoPyResult;
+use crate::tensor::PyTensor;
+
+/// A TensorFlow graph: operations and the `name:index` tensors they produce.
+#[pyclass(name = "Graph", module = "polytensor", frozen)]
+pub struct PyGraph {
+    graph: Graph,
+}
+
+#[pymethods]
+impl PyGraph {
+    /// The graph a serialized `GraphDef` describes (`graph.as_graph_def().SerializeToString()`
+    /// in TensorFlow, or the bytes of a frozen `.pb`).
+    #[staticmethod]
+    fn from_graph_def(py: Python<'_>, graph_def: &[u8]) -> PyResult<Self> {
+        let graph = py.detach(|| Graph::from_graph_def_bytes(graph_def)).py()?;
+        Ok(PyGraph { graph })
+    }
+
+    /// The graph as a serialized `GraphDef`.
+    fn as_graph_def<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.graph.to_graph_def_bytes())
+    }
+
+    /// The names of the operations, in the order they were added.
+    fn operations(&self) -> Vec<String> {
+        self.graph.operations().map(|op| op.name().to_string()).collect()
+    }
+
+    /// The dtype of the tensor `name` (`"x:0"`).
+    fn dtype_of(&self, name: &str) -> PyResult<&'static str> {
+        Ok(self.graph.tensor(name).py()?.dtype().name())
+    }
+
+    fn __len__(&self) -> usize {
+        self.graph.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<polytensor.Graph of {} operations>", self.graph.len())
+    }
+}
+
+/// A session that runs a graph: on `device` (a `Device` or a name), or over every device
+/// present with TensorFlow's placement when `device` is `None`.
+#[pyclass(name = "Session", module = "polytensor", frozen)]
+pub struct PySession {
+    session: Session,
+}
+
+#[pymethods]
+impl PySession {
+    #[new]
+    #[pyo3(signature = (graph, device=None))]
+    fn new(graph: &PyGraph, device: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let session = match device {
+            Some(d) if !d.is_none() => Session::new(&graph.graph, device::resolve(Some(d))?),
+            _ => polytensor::session(&graph.graph).py()?,
+        };
+        Ok(PySession { session })
+    }
+
+    /// The default device.
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice {
+            device: self.session.device().clone(),
+        }
+    }
+
+    /// Run the graph: `fetches` is a tensor name (`"y:0"`) or a list of them, whose values
+    /// come back as NumPy arrays in the same structure; a name with no `:index` is an
+    /// operation to run, which gives `None`. `feed_dict` maps tensor names to values
+    /// (arrays, lists, numbers or tensors), converted to each tensor's dtype.
+    #[pyo3(signature = (fetches, feed_dict=None))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        fetches: &Bound<'py, PyAny>,
+        feed_dict: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let single = fetches.is_instance_of::<PyString>();
+        let names: Vec<String> = if single {
+            vec![fetches.extract()?]
+        } else {
+            fetches.extract()?
+        };
+        let graph = self.session.graph();
+        let mut feeds = Vec::new();
+        if let Some(feed_dict) = feed_dict {
+            for (name, value) in feed_dict.iter() {
+                let name: String = name.str()?.extract()?;
+                let dtype = graph.tensor(&name).py()?.dtype();
+                let value = PyTensor::from_data(&value, Some(dtype), self.session.device())?;
+                feeds.push((name, value));
+            }
+        }
+        let (tensors, targets): (Vec<&str>, Vec<&str>) =
+            names.iter().map(String::as_str).partition(|n| n.contains(':'));
+        let session = &self.session;
+        let values = py
+            .detach(|| {
+                let feeds: Vec<(&str, &polytensor::Tensor)> =
+                    feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
+                session.run_by_name(&feeds, &tensors, &targets)
+            })
+            .py()?;
+        let mut values = values.into_iter();
+        let results = names
+            .iter()
+            .map(|name| match name.contains(':') {
+                true => {
+                    let value = values.next().expect("one value per fetched tensor");
+                    PyTensor::from(value).numpy(py)
+                }
+                false => Ok(py.None().into_bound(py)),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        if single {
+            return Ok(results.into_iter().next().expect("one fetch"));
+        }
+        Ok(PyList::new(py, results)?.into_any())
+    }
+}
