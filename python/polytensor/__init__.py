@@ -8,7 +8,12 @@ run through ``polytensor.Graph`` and ``polytensor.Session``; ``polytensor.wrap(f
 polytensor function on another framework's tensors.
 """
 
-from ._native import (
+from ._drivers import isolate_llvm_drivers
+
+# Before any device opens: PoCL and lavapipe must not bind to TensorFlow's LLVM.
+isolate_llvm_drivers()
+
+from ._native import (  # noqa: E402
     Device,
     Graph,
     Session,

@@ -51,7 +51,10 @@ unsafe extern "C" fn delete_unconsumed<M: CapsuleNames>(capsule: *mut ffi::PyObj
 }
 
 /// A managed tensor handed to Python in a capsule of its kind's fresh name.
-fn wrap<M: CapsuleNames>(py: Python<'_>, managed: DlpackTensor<M>) -> PyResult<Bound<'_, PyCapsule>> {
+fn wrap<M: CapsuleNames>(
+    py: Python<'_>,
+    managed: DlpackTensor<M>,
+) -> PyResult<Bound<'_, PyCapsule>> {
     let raw = managed.into_raw();
     let pointer = NonNull::new(raw.cast::<c_void>()).expect("a managed tensor is never NULL");
     // SAFETY: the capsule owns the managed tensor from here on: its destructor deletes it

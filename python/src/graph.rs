@@ -32,7 +32,10 @@ impl PyGraph {
 
     /// The names of the operations, in the order they were added.
     fn operations(&self) -> Vec<String> {
-        self.graph.operations().map(|op| op.name().to_string()).collect()
+        self.graph
+            .operations()
+            .map(|op| op.name().to_string())
+            .collect()
     }
 
     /// The dtype of the tensor `name` (`"x:0"`).
@@ -103,8 +106,10 @@ impl PySession {
                 feeds.push((name, value));
             }
         }
-        let (tensors, targets): (Vec<&str>, Vec<&str>) =
-            names.iter().map(String::as_str).partition(|n| n.contains(':'));
+        let (tensors, targets): (Vec<&str>, Vec<&str>) = names
+            .iter()
+            .map(String::as_str)
+            .partition(|n| n.contains(':'));
         let session = &self.session;
         let values = py
             .detach(|| {

@@ -86,7 +86,12 @@ pub fn spec(key: &Bound<'_, PyAny>, dims: &[usize]) -> PyResult<StridedSliceSpec
             dims.len()
         )));
     }
-    if entries.iter().filter(|e| matches!(e, Entry::Ellipsis)).count() > 1 {
+    if entries
+        .iter()
+        .filter(|e| matches!(e, Entry::Ellipsis))
+        .count()
+        > 1
+    {
         return Err(PyIndexError::new_err(
             "an index can only have a single ellipsis ('...')",
         ));

@@ -44,9 +44,9 @@ pub(crate) fn from_dlpack_any(x: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         Err(e) if e.is_instance_of::<PyTypeError>(py) => x.call_method0("__dlpack__")?,
         Err(e) => return Err(e),
     };
-    let capsule = capsule.cast::<PyCapsule>().map_err(|_| {
-        PyTypeError::new_err("__dlpack__ returned something that is not a capsule")
-    })?;
+    let capsule = capsule
+        .cast::<PyCapsule>()
+        .map_err(|_| PyTypeError::new_err("__dlpack__ returned something that is not a capsule"))?;
     capsule::import(capsule)
 }
 
@@ -77,7 +77,12 @@ fn from_dlpack(
     }
     if copy == Some(true) || moves {
         let target = wanted.unwrap_or_else(|| shared.device().clone());
-        return Ok(PyTensor::from_data(&PyTensor::from(shared).into_pyobject(py)?.into_any(), None, &target)?.into());
+        return Ok(PyTensor::from_data(
+            &PyTensor::from(shared).into_pyobject(py)?.into_any(),
+            None,
+            &target,
+        )?
+        .into());
     }
     Ok(shared.into())
 }
@@ -102,23 +107,44 @@ fn shape_arg(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
     }
 }
 
-fn made(py: Python<'_>, make: impl FnOnce() -> polytensor::Result<Tensor> + Send) -> PyResult<PyTensor> {
+fn made(
+    py: Python<'_>,
+    make: impl FnOnce() -> polytensor::Result<Tensor> + Send,
+) -> PyResult<PyTensor> {
     Ok(py.detach(make).py()?.into())
 }
 
 /// A tensor of zeros.
 #[pyfunction]
 #[pyo3(signature = (shape, dtype="float32", device=None))]
-fn zeros(py: Python<'_>, shape: &Bound<'_, PyAny>, dtype: &str, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
-    let (shape, dtype, device) = (shape_arg(shape)?, parse_dtype(dtype)?, device::resolve(device)?);
+fn zeros(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    dtype: &str,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let (shape, dtype, device) = (
+        shape_arg(shape)?,
+        parse_dtype(dtype)?,
+        device::resolve(device)?,
+    );
     made(py, || Tensor::zeros(shape, dtype, &device))
 }
 
 /// A tensor of ones.
 #[pyfunction]
 #[pyo3(signature = (shape, dtype="float32", device=None))]
-fn ones(py: Python<'_>, shape: &Bound<'_, PyAny>, dtype: &str, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
-    let (shape, dtype, device) = (shape_arg(shape)?, parse_dtype(dtype)?, device::resolve(device)?);
+fn ones(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    dtype: &str,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let (shape, dtype, device) = (
+        shape_arg(shape)?,
+        parse_dtype(dtype)?,
+        device::resolve(device)?,
+    );
     made(py, || Tensor::ones(shape, dtype, &device))
 }
 
@@ -133,7 +159,11 @@ fn full(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
     let value = number(value)?;
-    let (shape, dtype, device) = (shape_arg(shape)?, parse_dtype(dtype)?, device::resolve(device)?);
+    let (shape, dtype, device) = (
+        shape_arg(shape)?,
+        parse_dtype(dtype)?,
+        device::resolve(device)?,
+    );
     made(py, || Tensor::full(shape, value, dtype, &device))
 }
 
@@ -155,7 +185,12 @@ fn arange(
     let step = step.map(number).transpose()?.unwrap_or(Scalar::I64(1));
     let dtype = match dtype {
         Some(name) => parse_dtype(name)?,
-        None if [start, stop, step].iter().any(|s| matches!(s, Scalar::F64(_))) => DataType::Float,
+        None if [start, stop, step]
+            .iter()
+            .any(|s| matches!(s, Scalar::F64(_))) =>
+        {
+            DataType::Float
+        }
         None => DataType::Int32,
     };
     let device = device::resolve(device)?;
@@ -164,7 +199,13 @@ fn arange(
 
 fn number(value: &Bound<'_, PyAny>) -> PyResult<Scalar> {
     py_to_scalar(value)?.ok_or_else(|| {
-        PyTypeError::new_err(format!("a number, not {}", value.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string())))
+        PyTypeError::new_err(format!(
+            "a number, not {}",
+            value
+                .get_type()
+                .name()
+                .map_or_else(|_| "?".into(), |n| n.to_string())
+        ))
     })
 }
 
@@ -229,4 +270,3 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(capsule::live_exports, m)?)?;
     Ok(())
 }
-

@@ -93,7 +93,10 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
     ) -> PyResult<PyTensor> {
         let other = operand(&self.tensor, other)?.ok_or_else(|| {
-            PyTypeError::new_err(format!("{} takes a tensor, an array or a number", op.name()))
+            PyTypeError::new_err(format!(
+                "{} takes a tensor, an array or a number",
+                op.name()
+            ))
         })?;
         let t = &self.tensor;
         Ok(py.detach(|| t.binary(op, &other)).py()?.into())
@@ -128,12 +131,7 @@ impl PyTensor {
     }
 
     /// `argmax`/`argmin`: over `axis`, or over the flattened tensor for `None` (NumPy's).
-    fn arg_op(
-        &self,
-        py: Python<'_>,
-        op: ReduceOp,
-        axis: Option<isize>,
-    ) -> PyResult<PyTensor> {
+    fn arg_op(&self, py: Python<'_>, op: ReduceOp, axis: Option<isize>) -> PyResult<PyTensor> {
         let t = &self.tensor;
         let out = py.detach(|| match axis {
             Some(axis) => t.reduce(op, &[axis], false),
@@ -158,9 +156,6 @@ fn dims_arg(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
 /// Named elementwise ops of one operand.
 macro_rules! unary_methods {
     ($($name:ident => $op:ident;)*) => {
-        // PyO3's generated wrappers, expanded inside `macro_rules!`, take the macro's spans
-        // and trip the workspace's `unsafe_op_in_unsafe_fn` lint on code that is PyO3's.
-        #[allow(unsafe_op_in_unsafe_fn)]
         #[pymethods]
         impl PyTensor {
             $(
@@ -183,9 +178,6 @@ unary_methods! {
 /// Named elementwise ops of two operands (broadcasting).
 macro_rules! binary_methods {
     ($($name:ident => $op:ident;)*) => {
-        // PyO3's generated wrappers, expanded inside `macro_rules!`, take the macro's spans
-        // and trip the workspace's `unsafe_op_in_unsafe_fn` lint on code that is PyO3's.
-        #[allow(unsafe_op_in_unsafe_fn)]
         #[pymethods]
         impl PyTensor {
             $(
@@ -207,9 +199,6 @@ binary_methods! {
 /// Reductions: `t.sum()`, `t.sum(axis=1, keepdims=True)`, `t.sum((0, 1))`.
 macro_rules! reduce_methods {
     ($($name:ident => $op:ident;)*) => {
-        // PyO3's generated wrappers, expanded inside `macro_rules!`, take the macro's spans
-        // and trip the workspace's `unsafe_op_in_unsafe_fn` lint on code that is PyO3's.
-        #[allow(unsafe_op_in_unsafe_fn)]
         #[pymethods]
         impl PyTensor {
             $(
@@ -307,7 +296,9 @@ impl PyTensor {
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         if modulo.is_some_and(|m| !m.is_none()) {
-            return Err(PyTypeError::new_err("pow() with a modulus is not supported"));
+            return Err(PyTypeError::new_err(
+                "pow() with a modulus is not supported",
+            ));
         }
         self.binary_op(py, BinaryOp::Pow, other, false)
     }
@@ -319,7 +310,9 @@ impl PyTensor {
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         if modulo.is_some_and(|m| !m.is_none()) {
-            return Err(PyTypeError::new_err("pow() with a modulus is not supported"));
+            return Err(PyTypeError::new_err(
+                "pow() with a modulus is not supported",
+            ));
         }
         self.binary_op(py, BinaryOp::Pow, other, true)
     }

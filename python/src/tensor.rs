@@ -395,8 +395,8 @@ fn ml_dtypes_carrier(dtype: DataType) -> Option<DataType> {
     use DataType::*;
     match dtype {
         BFloat16 => Some(UInt16),
-        Float8E5M2 | Float8E4M3FN | Float8E4M3FNUZ | Float8E4M3B11FNUZ | Float8E5M2FNUZ
-        | Int4 | UInt4 | Int2 | UInt2 => Some(UInt8),
+        Float8E5M2 | Float8E4M3FN | Float8E4M3FNUZ | Float8E4M3B11FNUZ | Float8E5M2FNUZ | Int4
+        | UInt4 | Int2 | UInt2 => Some(UInt8),
         _ => None,
     }
 }

@@ -56,12 +56,6 @@ def _device_names():
 
 DEVICES = _device_names()
 
-# Each device runs a kernel before any test imports TensorFlow: PoCL (OpenCL on the CPU)
-# crashes inside LLVM when it compiles its first kernel in a process that has loaded
-# TensorFlow, whose own LLVM symbols then stand in for PoCL's (README: "Python").
-for _name in DEVICES:
-    (pt.Tensor([1.0], device=_name) + 1.0).numpy()
-
 
 @pytest.fixture(params=DEVICES)
 def device(request):

@@ -154,3 +154,27 @@ pub fn summarise(root: &Path) -> Result<String, String> {
     }
     Ok(out)
 }
+
+/// `cargo xtask python-bench`: run `python/benches/bench.py` with the venv's Python, which
+/// prints its table (and writes `target/bench/python.md`); fails where its target is missed.
+pub fn python() -> Result<bool, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("xtask has no parent folder")?;
+    let python = match std::env::var_os("POLYTENSOR_PACKAGE_PYTHON") {
+        Some(python) => PathBuf::from(python),
+        None => root.join("target/python-venv/bin/python"),
+    };
+    if !python.exists() {
+        return Err(format!(
+            "no Python at {}: make the venv and install the package first (README, \"Python\"), \
+             or set POLYTENSOR_PACKAGE_PYTHON",
+            python.display()
+        ));
+    }
+    let status = Command::new(&python)
+        .arg(root.join("python/benches/bench.py"))
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    Ok(status.success())
+}

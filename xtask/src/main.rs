@@ -6,6 +6,9 @@
 //!   backend named in `POLYTENSOR_REQUIRE`.
 //! - `cargo xtask bench [--quick] [FILTER]`: run the criterion benchmarks (peers measured in
 //!   the same run) and write `target/bench/summary.md`.
+//! - `cargo xtask python-bench`: time the Python package (`python/benches/bench.py`: DLPack
+//!   round trips and small ops' call overhead, NumPy and PyTorch in the same run) with the
+//!   Python of `target/python-venv` (or `POLYTENSOR_PACKAGE_PYTHON`), which has it installed.
 
 mod bench;
 mod conformance;
@@ -14,7 +17,8 @@ mod report;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask conformance [--backend NAME ...] [--op NAME] [--dtype NAME] [--json PATH] [--markdown PATH]
-       cargo xtask bench [--quick] [FILTER]";
+       cargo xtask bench [--quick] [FILTER]
+       cargo xtask python-bench";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -23,6 +27,7 @@ fn main() -> ExitCode {
             conformance::Options::parse(&args[1..]).and_then(|o| conformance::run(&o))
         }
         Some("bench") => bench::run(&args[1..]),
+        Some("python-bench") => bench::python(),
         Some("-h" | "--help") | None => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

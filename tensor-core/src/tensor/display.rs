@@ -289,7 +289,15 @@ fn scalar_at(bytes: &[u8], dtype: DataType, i: usize) -> Scalar {
         }
         value.to_scalar()
     }
-    crate::dispatch_dtype!(dtype, T => read::<T>(bytes, i), _ => Scalar::U64(u64::from(bytes[i * dtype.size()])))
+    crate::dispatch_dtype!(dtype, T => read::<T>(bytes, i), _ => {
+        let byte = bytes[i * dtype.size()];
+        // Float8 bytes print as the numbers they encode (as TensorFlow prints them); other
+        // storage-only dtypes (int4, quantized) as their stored integers.
+        match crate::float8::Float8::of(dtype) {
+            Some(format) => Scalar::F64(f64::from(format.decode(byte))),
+            None => Scalar::U64(u64::from(byte)),
+        }
+    })
 }
 
 /// Whether `text` (a decimal) parses back to exactly `value` in `dtype`.

@@ -1,0 +1,59 @@
+"""TensorFlow-written GraphDefs run from Python (`polytensor.Graph`, `polytensor.Session`)
+on every device, against TensorFlow's own session on the same graph and inputs."""
+
+import numpy as np
+import pytest
+
+import polytensor as pt
+
+
+@pytest.fixture(scope="module")
+def dense_graph(tf):
+    """A small frozen network written by TensorFlow: dense + relu + conv-free softmax,
+    a reshape and a reduction, with its GraphDef bytes and TensorFlow's outputs."""
+    rng = np.random.default_rng(11)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, (None, 8), name="x")
+        w = tf.constant(rng.normal(size=(8, 5)).astype(np.float32))
+        b = tf.constant(rng.normal(size=(5,)).astype(np.float32))
+        hidden = tf.nn.relu(tf.matmul(x, w) + b, name="hidden")
+        probs = tf.nn.softmax(hidden, name="probs")
+        tf.reduce_sum(tf.reshape(probs, (-1,)), name="total")
+    feed = rng.normal(size=(4, 8)).astype(np.float32)
+    with tf.compat.v1.Session(graph=graph) as session:
+        expected = session.run(["hidden:0", "probs:0", "total:0"], {"x:0": feed})
+    return graph.as_graph_def().SerializeToString(), feed, expected
+
+
+def test_session_runs_tensorflow_graph(dense_graph, device):
+    graph_def, feed, expected = dense_graph
+    graph = pt.Graph.from_graph_def(graph_def)
+    assert "probs" in graph.operations() and graph.dtype_of("x:0") == pt.float32
+    session = pt.Session(graph, device=device)
+    got = session.run(["hidden:0", "probs:0", "total:0"], feed_dict={"x:0": feed})
+    assert isinstance(got, list) and all(isinstance(g, np.ndarray) for g in got)
+    for value, reference in zip(got, expected):
+        np.testing.assert_allclose(value, reference, rtol=1e-5, atol=1e-6)
+    single = session.run("probs:0", {"x:0": feed.tolist()})  # lists convert to x's dtype
+    np.testing.assert_allclose(single, expected[1], rtol=1e-5, atol=1e-6)
+    assert session.run(["probs", "total:0"], {"x:0": feed})[0] is None  # an op: a target
+
+
+def test_session_over_every_device(dense_graph):
+    graph_def, feed, expected = dense_graph
+    session = pt.Session(pt.Graph.from_graph_def(graph_def))
+    np.testing.assert_allclose(session.run("total:0", {"x:0": feed}), expected[2], rtol=1e-5)
+
+
+def test_graph_errors(dense_graph):
+    graph_def, feed, _ = dense_graph
+    with pytest.raises(ValueError):
+        pt.Graph.from_graph_def(b"\xff\xff\xff garbage")
+    session = pt.Session(pt.Graph.from_graph_def(graph_def))
+    with pytest.raises(ValueError, match="nosuch"):
+        session.run("nosuch:0", {"x:0": feed})
+    with pytest.raises(ValueError):
+        session.run("probs:0", {"x:0": np.ones((4, 3), np.float32)})
+    with pytest.raises(ValueError):
+        session.run("probs:0")  # x is not fed
