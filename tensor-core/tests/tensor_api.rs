@@ -468,6 +468,16 @@ fn display_like_tensorflow() {
         show(Tensor::zeros([0, 3], DataType::Float, &cpu).unwrap()),
         "tf.Tensor([], shape=(0, 3), dtype=float32)"
     );
+    // Float8 prints the values its bytes encode, not the bytes.
+    assert_eq!(
+        show(
+            Tensor::from_slice(&[1.5f32, -2.0], [2], &cpu)
+                .unwrap()
+                .cast(DataType::Float8E4M3FN)
+                .unwrap()
+        ),
+        "tf.Tensor([ 1.5 -2. ], shape=(2,), dtype=float8_e4m3fn)"
+    );
     let big = Tensor::arange(0i64, 2000i64, 1i64, DataType::Int32, &cpu).unwrap();
     assert_eq!(
         show(big),
