@@ -95,8 +95,7 @@ fn new_tensor(
     dtype: Option<&str>,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let dtype = dtype.map(parse_dtype).transpose()?;
-    Ok(PyTensor::from_data(data, dtype, &device::resolve(device)?)?.into())
+    PyTensor::new(data, dtype, device)
 }
 
 /// Dims given as an int or a sequence of ints.
@@ -123,12 +122,7 @@ fn zeros(
     dtype: &str,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let (shape, dtype, device) = (
-        shape_arg(shape)?,
-        parse_dtype(dtype)?,
-        device::resolve(device)?,
-    );
-    made(py, || Tensor::zeros(shape, dtype, &device))
+    filled(py, shape, Scalar::I64(0), dtype, device)
 }
 
 /// A tensor of ones.
@@ -140,12 +134,23 @@ fn ones(
     dtype: &str,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
+    filled(py, shape, Scalar::I64(1), dtype, device)
+}
+
+/// `zeros`, `ones` and `full`: a tensor of `value` everywhere.
+fn filled(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    value: Scalar,
+    dtype: &str,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
     let (shape, dtype, device) = (
         shape_arg(shape)?,
         parse_dtype(dtype)?,
         device::resolve(device)?,
     );
-    made(py, || Tensor::ones(shape, dtype, &device))
+    made(py, || Tensor::full(shape, value, dtype, &device))
 }
 
 /// A tensor of `value` everywhere.
@@ -158,13 +163,7 @@ fn full(
     dtype: &str,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let value = number(value)?;
-    let (shape, dtype, device) = (
-        shape_arg(shape)?,
-        parse_dtype(dtype)?,
-        device::resolve(device)?,
-    );
-    made(py, || Tensor::full(shape, value, dtype, &device))
+    filled(py, shape, number(value)?, dtype, device)
 }
 
 /// `[start, start + step, ...)` as NumPy's `arange` (`arange(5)`, `arange(1, 2, 0.25)`).

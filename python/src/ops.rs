@@ -51,23 +51,17 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         reflected: bool,
     ) -> PyResult<Py<PyAny>> {
-        let Some(other) = operand(&self.tensor, other)? else {
-            return Ok(py.NotImplemented());
-        };
-        let (a, b) = if reflected {
-            (&other, &self.tensor)
-        } else {
-            (&self.tensor, &other)
-        };
-        let out = py.detach(|| a.binary(op, b)).py()?;
-        Ok(PyTensor::from(out).into_pyobject(py)?.into_any().unbind())
+        self.operator(py, other, reflected, |a, b| a.binary(op, b))
     }
 
-    fn matmul_op(
+    /// An operator's body: `apply(self, other)` (or `apply(other, self)` when `reflected`)
+    /// with the GIL released; `NotImplemented` for an operand it cannot take.
+    fn operator(
         &self,
         py: Python<'_>,
         other: &Bound<'_, PyAny>,
         reflected: bool,
+        apply: impl Fn(&Tensor, &Tensor) -> polytensor::Result<Tensor> + Send + Sync,
     ) -> PyResult<Py<PyAny>> {
         let Some(other) = operand(&self.tensor, other)? else {
             return Ok(py.NotImplemented());
@@ -77,8 +71,33 @@ impl PyTensor {
         } else {
             (&self.tensor, &other)
         };
-        let out = py.detach(|| a.matmul(b)).py()?;
+        let out = py.detach(|| apply(a, b)).py()?;
         Ok(PyTensor::from(out).into_pyobject(py)?.into_any().unbind())
+    }
+
+    /// `self ** other` (or `other ** self`); the three-argument `pow` is refused.
+    fn pow_op(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        modulo: Option<&Bound<'_, PyAny>>,
+        reflected: bool,
+    ) -> PyResult<Py<PyAny>> {
+        if modulo.is_some_and(|m| !m.is_none()) {
+            return Err(PyTypeError::new_err(
+                "pow() with a modulus is not supported",
+            ));
+        }
+        self.binary_op(py, BinaryOp::Pow, other, reflected)
+    }
+
+    fn matmul_op(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        reflected: bool,
+    ) -> PyResult<Py<PyAny>> {
+        self.operator(py, other, reflected, |a, b| a.matmul(b))
     }
 
     fn unary_op(&self, py: Python<'_>, op: UnaryOp) -> PyResult<PyTensor> {
@@ -295,12 +314,7 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        if modulo.is_some_and(|m| !m.is_none()) {
-            return Err(PyTypeError::new_err(
-                "pow() with a modulus is not supported",
-            ));
-        }
-        self.binary_op(py, BinaryOp::Pow, other, false)
+        self.pow_op(py, other, modulo, false)
     }
 
     fn __rpow__(
@@ -309,12 +323,7 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        if modulo.is_some_and(|m| !m.is_none()) {
-            return Err(PyTypeError::new_err(
-                "pow() with a modulus is not supported",
-            ));
-        }
-        self.binary_op(py, BinaryOp::Pow, other, true)
+        self.pow_op(py, other, modulo, true)
     }
 
     fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

@@ -166,7 +166,7 @@ fn is_numpy_array(data: &Bound<'_, PyAny>) -> PyResult<bool> {
 impl PyTensor {
     #[new]
     #[pyo3(signature = (data, dtype=None, device=None))]
-    fn new(
+    pub fn new(
         data: &Bound<'_, PyAny>,
         dtype: Option<&str>,
         device: Option<&Bound<'_, PyAny>>,
