@@ -64,7 +64,7 @@ pub fn session(graph: &graph::Graph) -> Result<graph::Session> {
 pub use polytensor_core::{
     same_device, BinaryOp, Conv2dOptions, DataFormat, DataType, Device, DeviceKind, Element, Error,
     HostView, IntoShape, MirrorMode, Op, Padding, PartialTensorShape, Pool2dOptions, ReduceOp,
-    Result, Scalar, StridedSliceSpec, Tensor, TensorShape, TensorSlice, UnaryOp,
+    Result, Scalar, SparseTensor, StridedSliceSpec, Tensor, TensorShape, TensorSlice, UnaryOp,
 };
 pub use registry::{
     best_device, default_device, device, devices, DeviceByName, DeviceEntry, DeviceStatus,
@@ -74,7 +74,7 @@ pub use registry::{
 // own module: the core's plus the registry.)
 pub use polytensor_core::{
     alloc, buffer, device, dtype, element, error, float8, layout, ops, partial_shape, plan, proto,
-    random, shape, slice, stats, tensor,
+    random, shape, slice, sparse, stats, tensor,
 };
 
 /// The `half` crate, whose `f16` and `bf16` are the element types of `float16` and

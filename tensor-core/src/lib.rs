@@ -38,6 +38,7 @@ pub mod random;
 pub mod safetensors;
 pub mod shape;
 pub mod slice;
+pub mod sparse;
 pub mod stats;
 
 pub use alloc::{
@@ -60,6 +61,7 @@ pub use plan::window::{DataFormat, Padding};
 pub use plan::StridedRows;
 pub use shape::{IntoShape, TensorShape};
 pub use slice::{Extent, TensorSlice};
+pub use sparse::SparseTensor;
 pub use tensor::{
     same_device, Conv2dOptions, ConvEpilogue, HostView, MirrorMode, Pool2dOptions, Tensor,
 };

@@ -465,6 +465,10 @@ fn display_like_tensorflow() {
         "tf.Tensor([ True False], shape=(2,), dtype=bool)"
     );
     assert_eq!(
+        show(Tensor::from_slice(&[true, true], [2], &cpu).unwrap()),
+        "tf.Tensor([ True  True], shape=(2,), dtype=bool)"
+    );
+    assert_eq!(
         show(Tensor::zeros([0, 3], DataType::Float, &cpu).unwrap()),
         "tf.Tensor([], shape=(0, 3), dtype=float32)"
     );

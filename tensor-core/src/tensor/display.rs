@@ -215,9 +215,16 @@ fn format_cells(printed: &Tensor, scalar: bool) -> Result<Vec<String>> {
         .map(|i| scalar_at(&bytes, dtype, i))
         .collect();
     let cells: Vec<String> = match dtype {
+        // NumPy's `BoolFormat`: in an array `True` takes `False`'s width even when no
+        // `False` is printed (`[ True  True]`).
         DataType::Bool => values
             .iter()
-            .map(|v| if v.to_f64() != 0.0 { "True" } else { "False" }.to_string())
+            .map(|v| match (v.to_f64() != 0.0, scalar) {
+                (true, true) => "True",
+                (true, false) => " True",
+                (false, _) => "False",
+            })
+            .map(str::to_string)
             .collect(),
         d if d.is_integer() => values
             .iter()

@@ -1,0 +1,145 @@
+//! Between sparse and dense: `tf.sparse.to_dense` (`SparseToDense`), `tf.sparse.from_dense`
+//! and `tf.sparse.reorder` (`SparseReorder`), computed on the host from the components and
+//! placed on the device of the input.
+
+use super::{IndexOrder, SparseTensor};
+use crate::dtype::DataType;
+use crate::element::Scalar;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+impl SparseTensor {
+    /// The dense tensor: each stored value at its index, `default` elsewhere (`None`:
+    /// TensorFlow's default, zero or the empty string). The indices must be canonical (in
+    /// row-major order, none repeated), as `tf.sparse.to_dense` with `validate_indices`
+    /// requires; [`reorder`](Self::reorder) first where they are not.
+    pub fn to_dense(&self, default: Option<Scalar>) -> Result<Tensor> {
+        self.validate(IndexOrder::Canonical)?;
+        let device = self.values.device();
+        let offsets = self.flat_offsets()?;
+        if self.dtype() == DataType::String {
+            if default.is_some() {
+                return Err(Error::invalid(
+                    "a string SparseTensor's default is the empty string: pass None",
+                ));
+            }
+            let mut dense = vec![Vec::new(); self.shape.num_elements()];
+            for (value, offset) in self.values.to_strings()?.into_iter().zip(offsets) {
+                dense[offset] = value;
+            }
+            return Tensor::from_strings(dense, self.shape.clone(), device);
+        }
+        let dtype = self.dtype();
+        let fill = default.unwrap_or(Scalar::I64(0));
+        let mut dense = Tensor::full(self.shape.clone(), fill, dtype, device)?.to_bytes()?;
+        let values = self.values.to_bytes()?;
+        let size = dtype.size();
+        for (value, offset) in values.chunks_exact(size).zip(offsets) {
+            dense[offset * size..(offset + 1) * size].copy_from_slice(value);
+        }
+        Tensor::from_bytes(&dense, self.shape.clone(), dtype, device)
+    }
+
+    /// The sparse form of `dense`: its elements that are not zero (not `0`, `false`, `0.0`,
+    /// `-0.0` or the empty string; NaN counts as non-zero), in row-major order, as
+    /// `tf.sparse.from_dense`. The components are on `dense`'s device.
+    pub fn from_dense(dense: &Tensor) -> Result<Self> {
+        let device = dense.device();
+        let kept: Vec<usize> = if dense.dtype() == DataType::String {
+            let strings = dense.to_strings()?;
+            (0..strings.len())
+                .filter(|&i| !strings[i].is_empty())
+                .collect()
+        } else if dense.dtype().is_computable() {
+            let scalars = dense.to_scalars()?;
+            (0..scalars.len())
+                .filter(|&i| non_zero(scalars[i]))
+                .collect()
+        } else {
+            let size = dense.dtype().size();
+            let bytes = dense.to_bytes()?;
+            (0..dense.num_elements())
+                .filter(|&i| bytes[i * size..(i + 1) * size].iter().any(|&b| b != 0))
+                .collect()
+        };
+        let dims = dense.dims();
+        let mut indices = Vec::with_capacity(kept.len() * dims.len());
+        for &flat in &kept {
+            let start = indices.len();
+            let mut rest = flat;
+            for &d in dims.iter().rev() {
+                indices.push((rest % d) as i64);
+                rest /= d;
+            }
+            indices[start..].reverse();
+        }
+        let shape: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+        let flat = dense.reshape([dense.num_elements()])?;
+        Self::new(
+            Tensor::from_slice(&indices, [kept.len(), dims.len()], device)?,
+            pick(&flat, &kept)?,
+            Tensor::from_slice(&shape, [shape.len()], device)?,
+        )
+    }
+
+    /// The same tensor with its indices in canonical (row-major) order, values moved with
+    /// them; repeated indices stay (in their order), as `tf.sparse.reorder`.
+    pub fn reorder(&self) -> Result<Self> {
+        self.validate(IndexOrder::Any)?;
+        let rank = self.rank();
+        let indices = self.indices.to_vec::<i64>()?;
+        let row = |i: usize| &indices[i * rank..(i + 1) * rank];
+        let mut order: Vec<usize> = (0..self.nnz()).collect();
+        order.sort_by(|&a, &b| row(a).cmp(row(b)));
+        let sorted: Vec<i64> = order.iter().flat_map(|&i| row(i)).copied().collect();
+        Self::new(
+            Tensor::from_slice(&sorted, [self.nnz(), rank], self.indices.device())?,
+            pick(&self.values, &order)?,
+            self.dense_shape.clone(),
+        )
+    }
+
+    /// Each stored element's position in the row-major dense tensor (indices in bounds).
+    fn flat_offsets(&self) -> Result<Vec<usize>> {
+        let rank = self.rank();
+        let strides = self.shape.row_major_strides();
+        let indices = self.indices.to_vec::<i64>()?;
+        Ok((0..self.nnz())
+            .map(|i| {
+                indices[i * rank..(i + 1) * rank]
+                    .iter()
+                    .zip(strides.iter())
+                    .map(|(&x, &s)| x as usize * s as usize)
+                    .sum()
+            })
+            .collect())
+    }
+}
+
+/// Whether a value counts as stored in `from_dense`.
+fn non_zero(value: Scalar) -> bool {
+    match value {
+        Scalar::Bool(b) => b,
+        Scalar::I64(v) => v != 0,
+        Scalar::U64(v) => v != 0,
+        Scalar::F64(v) => v != 0.0,
+        Scalar::C64(c) => c.re != 0.0 || c.im != 0.0,
+    }
+}
+
+/// The elements `picks` of the vector `values`, in that order, on its device.
+fn pick(values: &Tensor, picks: &[usize]) -> Result<Tensor> {
+    let device = values.device();
+    if values.dtype() == DataType::String {
+        let strings = values.to_strings()?;
+        let picked: Vec<Vec<u8>> = picks.iter().map(|&i| strings[i].clone()).collect();
+        return Tensor::from_strings(picked, [picks.len()], device);
+    }
+    let size = values.dtype().size();
+    let bytes = values.to_bytes()?;
+    let mut picked = Vec::with_capacity(picks.len() * size);
+    for &i in picks {
+        picked.extend_from_slice(&bytes[i * size..(i + 1) * size]);
+    }
+    Tensor::from_bytes(&picked, [picks.len()], values.dtype(), device)
+}
