@@ -77,12 +77,10 @@ fn from_dlpack(
     }
     if copy == Some(true) || moves {
         let target = wanted.unwrap_or_else(|| shared.device().clone());
-        return Ok(PyTensor::from_data(
-            &PyTensor::from(shared).into_pyobject(py)?.into_any(),
-            None,
-            &target,
-        )?
-        .into());
+        return Ok(py
+            .detach(|| tensor::copy_onto(&shared, &target))
+            .py()?
+            .into());
     }
     Ok(shared.into())
 }

@@ -106,12 +106,10 @@ impl PyTensor {
                 None => viewed,
             }
         };
-        py.detach(|| {
-            let source = match dtype {
-                Some(dtype) if dtype != source.dtype() => source.cast(dtype)?,
-                _ => source,
-            };
-            copy_onto(&source, device)
+        py.detach(|| match dtype {
+            // A cast already makes memory of its own: only a move to `device` remains.
+            Some(dtype) if dtype != source.dtype() => source.cast(dtype)?.to_device(device),
+            _ => copy_onto(&source, device),
         })
         .py()
     }
@@ -142,7 +140,7 @@ impl PyTensor {
 }
 
 /// A copy of `source` on `device`, sharing nothing with it.
-fn copy_onto(source: &Tensor, device: &Arc<dyn Device>) -> polytensor::Result<Tensor> {
+pub(crate) fn copy_onto(source: &Tensor, device: &Arc<dyn Device>) -> polytensor::Result<Tensor> {
     if !polytensor::same_device(source.device(), device) {
         return source.to_device(device);
     }

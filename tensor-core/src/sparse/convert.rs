@@ -4,7 +4,7 @@
 
 use super::{IndexOrder, SparseTensor};
 use crate::dtype::DataType;
-use crate::element::Scalar;
+use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -14,9 +14,10 @@ impl SparseTensor {
     /// row-major order, none repeated), as `tf.sparse.to_dense` with `validate_indices`
     /// requires; [`reorder`](Self::reorder) first where they are not.
     pub fn to_dense(&self, default: Option<Scalar>) -> Result<Tensor> {
-        self.validate(IndexOrder::Canonical)?;
+        let indices = self.indices.to_vec::<i64>()?;
+        self.check_indices(&indices, IndexOrder::Canonical)?;
         let device = self.values.device();
-        let offsets = self.flat_offsets()?;
+        let offsets = self.flat_offsets(&indices);
         if self.dtype() == DataType::String {
             if default.is_some() {
                 return Err(Error::invalid(
@@ -52,8 +53,9 @@ impl SparseTensor {
                 .collect()
         } else if dense.dtype().is_computable() {
             let scalars = dense.to_scalars()?;
+            // Stored where the value is true as a bool: not 0, `false`, 0.0 or -0.0 (NaN is).
             (0..scalars.len())
-                .filter(|&i| non_zero(scalars[i]))
+                .filter(|&i| bool::from_scalar(scalars[i]))
                 .collect()
         } else {
             let size = dense.dtype().size();
@@ -85,9 +87,9 @@ impl SparseTensor {
     /// The same tensor with its indices in canonical (row-major) order, values moved with
     /// them; repeated indices stay (in their order), as `tf.sparse.reorder`.
     pub fn reorder(&self) -> Result<Self> {
-        self.validate(IndexOrder::Any)?;
-        let rank = self.rank();
         let indices = self.indices.to_vec::<i64>()?;
+        self.check_indices(&indices, IndexOrder::Any)?;
+        let rank = self.rank();
         let row = |i: usize| &indices[i * rank..(i + 1) * rank];
         let mut order: Vec<usize> = (0..self.nnz()).collect();
         order.sort_by(|&a, &b| row(a).cmp(row(b)));
@@ -99,12 +101,12 @@ impl SparseTensor {
         )
     }
 
-    /// Each stored element's position in the row-major dense tensor (indices in bounds).
-    fn flat_offsets(&self) -> Result<Vec<usize>> {
+    /// Each stored element's position in the row-major dense tensor, from the index rows
+    /// (checked to be in bounds).
+    fn flat_offsets(&self, indices: &[i64]) -> Vec<usize> {
         let rank = self.rank();
         let strides = self.shape.row_major_strides();
-        let indices = self.indices.to_vec::<i64>()?;
-        Ok((0..self.nnz())
+        (0..self.nnz())
             .map(|i| {
                 indices[i * rank..(i + 1) * rank]
                     .iter()
@@ -112,18 +114,7 @@ impl SparseTensor {
                     .map(|(&x, &s)| x as usize * s as usize)
                     .sum()
             })
-            .collect())
-    }
-}
-
-/// Whether a value counts as stored in `from_dense`.
-fn non_zero(value: Scalar) -> bool {
-    match value {
-        Scalar::Bool(b) => b,
-        Scalar::I64(v) => v != 0,
-        Scalar::U64(v) => v != 0,
-        Scalar::F64(v) => v != 0.0,
-        Scalar::C64(c) => c.re != 0.0 || c.im != 0.0,
+            .collect()
     }
 }
 

@@ -170,8 +170,12 @@ impl SparseTensor {
     /// [`IndexOrder::Canonical`] in row-major order (`... is out of order. ...`) without
     /// repeats (`... is repeated`).
     pub fn validate(&self, order: IndexOrder) -> Result<()> {
+        self.check_indices(&self.indices.to_vec::<i64>()?, order)
+    }
+
+    /// [`validate`](Self::validate) of `indices`, the index rows read on the host.
+    fn check_indices(&self, indices: &[i64], order: IndexOrder) -> Result<()> {
         let rank = self.rank();
-        let indices = self.indices.to_vec::<i64>()?;
         let dims: Vec<i64> = self.shape.iter().map(|d| d as i64).collect();
         let rows = |i: usize| &indices[i * rank..(i + 1) * rank];
         for i in 0..self.nnz() {
