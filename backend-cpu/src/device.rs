@@ -12,7 +12,8 @@ use polytensor_core::{
     ALLOCATOR_ALIGNMENT, INLINE_BUFFER_BYTES,
 };
 
-use crate::kernels::{binary, cast, copy, fill, matmul, reduce, unary, window};
+use crate::kernels::{binary, cast, copy, fill, matmul, reduce, segment, unary, window};
+use polytensor_core::plan::segment::{SegmentOp, Segments};
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::Epilogue;
 
@@ -288,5 +289,15 @@ impl Device for CpuDevice {
         out: &mut OutView<'_>,
     ) -> Result<()> {
         window::pool2d(x, geometry, max, out)
+    }
+
+    fn segment_reduce(
+        &self,
+        op: SegmentOp,
+        data: &TensorView<'_>,
+        segments: &Segments<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        segment::segment_reduce(op, data, segments, out)
     }
 }

@@ -8,6 +8,7 @@ pub(crate) mod fill;
 pub(crate) mod matmul;
 pub(crate) mod reduce;
 mod reduce_fast;
+pub(crate) mod segment;
 pub(crate) mod unary;
 pub(crate) mod window;
 

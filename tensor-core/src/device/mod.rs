@@ -13,6 +13,7 @@ use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ops::{BinaryOp, Op, ReduceOp, UnaryOp};
+use crate::plan::segment::{SegmentOp, Segments};
 use crate::plan::window::WindowGeometry;
 
 mod buffer;
@@ -549,6 +550,21 @@ pub trait Device: Send + Sync + fmt::Debug + 'static {
     ) -> Result<()> {
         let _ = (geometry, max, out);
         Err(Error::unsupported("pool2d", x.dtype(), self.name()))
+    }
+
+    /// A segment reduction (`polytensor_core::plan::segment`): output row `s` of the
+    /// contiguous `out` combines, by `op`, the rows of the contiguous `data` that
+    /// `segments` lists for it, in order. Every backend checks its operands with
+    /// `SegmentGeometry::new` and bounds every row and offset it reads.
+    fn segment_reduce(
+        &self,
+        op: SegmentOp,
+        data: &TensorView<'_>,
+        segments: &Segments<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let _ = (segments, out);
+        Err(Error::unsupported(op.name(), data.dtype(), self.name()))
     }
 }
 

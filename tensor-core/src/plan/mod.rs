@@ -9,6 +9,7 @@
 //! - [`MatmulDims`] and [`MatmulPlan`]: a batched matmul's sizes and strides.
 //! - [`window`]: the output sizes and paddings of convolution and pooling windows.
 //! - [`strided_slice`]: TensorFlow's `StridedSlice` spec resolved against a shape.
+//! - [`segment`]: the operands and sizes of a segment reduction (the sparse ops' kernel).
 
 use smallvec::SmallVec;
 
@@ -17,6 +18,7 @@ use crate::error::{Error, Result};
 mod matmul;
 mod reduce;
 mod rows;
+pub mod segment;
 pub mod strided_slice;
 pub mod window;
 

@@ -1,11 +1,13 @@
 //! Between sparse and dense: `tf.sparse.to_dense` (`SparseToDense`), `tf.sparse.from_dense`
-//! and `tf.sparse.reorder` (`SparseReorder`), computed on the host from the components and
-//! placed on the device of the input.
+//! and `tf.sparse.reorder` (`SparseReorder`). The structure is computed on the host from
+//! the indices; the values move on their device (segment gathers).
 
+use super::segments::{gather, SegmentList};
 use super::{IndexOrder, SparseTensor};
 use crate::dtype::DataType;
 use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
+use crate::plan::segment::SegmentOp;
 use crate::tensor::Tensor;
 
 impl SparseTensor {
@@ -14,31 +16,32 @@ impl SparseTensor {
     /// row-major order, none repeated), as `tf.sparse.to_dense` with `validate_indices`
     /// requires; [`reorder`](Self::reorder) first where they are not.
     pub fn to_dense(&self, default: Option<Scalar>) -> Result<Tensor> {
+        self.scatter(default, IndexOrder::Canonical)
+    }
+
+    /// [`to_dense`](Self::to_dense) without the order check, as `SparseToDense` with
+    /// `validate_indices = false`: indices in any order, of a repeated index the last value.
+    /// Indices must still be in bounds.
+    pub fn to_dense_unordered(&self, default: Option<Scalar>) -> Result<Tensor> {
+        self.scatter(default, IndexOrder::Any)
+    }
+
+    /// The dense tensor, the indices checked to `order`: a gather into every dense element
+    /// (on the values' device) of its stored value, or `default`.
+    fn scatter(&self, default: Option<Scalar>, order: IndexOrder) -> Result<Tensor> {
         let indices = self.indices.to_vec::<i64>()?;
-        self.check_indices(&indices, IndexOrder::Canonical)?;
-        let device = self.values.device();
-        let offsets = self.flat_offsets(&indices);
-        if self.dtype() == DataType::String {
-            if default.is_some() {
-                return Err(Error::invalid(
-                    "a string SparseTensor's default is the empty string: pass None",
-                ));
-            }
-            let mut dense = vec![Vec::new(); self.shape.num_elements()];
-            for (value, offset) in self.values.to_strings()?.into_iter().zip(offsets) {
-                dense[offset] = value;
-            }
-            return Tensor::from_strings(dense, self.shape.clone(), device);
+        self.check_indices(&indices, order)?;
+        if self.dtype() == DataType::String && default.is_some() {
+            return Err(Error::invalid(
+                "a string SparseTensor's default is the empty string: pass None",
+            ));
         }
-        let dtype = self.dtype();
+        let cells = self.flat_offsets(&indices);
+        let entries: Vec<usize> = (0..cells.len()).collect();
+        let list = SegmentList::group(&cells, &entries, self.shape.num_elements())?;
         let fill = default.unwrap_or(Scalar::I64(0));
-        let mut dense = Tensor::full(self.shape.clone(), fill, dtype, device)?.to_bytes()?;
-        let values = self.values.to_bytes()?;
-        let size = dtype.size();
-        for (value, offset) in values.chunks_exact(size).zip(offsets) {
-            dense[offset * size..(offset + 1) * size].copy_from_slice(value);
-        }
-        Tensor::from_bytes(&dense, self.shape.clone(), dtype, device)
+        list.run(SegmentOp::Gather, &self.values, None, fill)?
+            .reshape(self.shape.clone())
     }
 
     /// The sparse form of `dense`: its elements that are not zero (not `0`, `false`, `0.0`,
@@ -79,7 +82,7 @@ impl SparseTensor {
         let flat = dense.reshape([dense.num_elements()])?;
         Self::new(
             Tensor::from_slice(&indices, [kept.len(), dims.len()], device)?,
-            pick(&flat, &kept)?,
+            gather(&flat, &kept)?,
             Tensor::from_slice(&shape, [shape.len()], device)?,
         )
     }
@@ -96,14 +99,14 @@ impl SparseTensor {
         let sorted: Vec<i64> = order.iter().flat_map(|&i| row(i)).copied().collect();
         Self::new(
             Tensor::from_slice(&sorted, [self.nnz(), rank], self.indices.device())?,
-            pick(&self.values, &order)?,
+            gather(&self.values, &order)?,
             self.dense_shape.clone(),
         )
     }
 
     /// Each stored element's position in the row-major dense tensor, from the index rows
     /// (checked to be in bounds).
-    fn flat_offsets(&self, indices: &[i64]) -> Vec<usize> {
+    pub(super) fn flat_offsets(&self, indices: &[i64]) -> Vec<usize> {
         let rank = self.rank();
         let strides = self.shape.row_major_strides();
         (0..self.nnz())
@@ -116,21 +119,4 @@ impl SparseTensor {
             })
             .collect()
     }
-}
-
-/// The elements `picks` of the vector `values`, in that order, on its device.
-fn pick(values: &Tensor, picks: &[usize]) -> Result<Tensor> {
-    let device = values.device();
-    if values.dtype() == DataType::String {
-        let strings = values.to_strings()?;
-        let picked: Vec<Vec<u8>> = picks.iter().map(|&i| strings[i].clone()).collect();
-        return Tensor::from_strings(picked, [picks.len()], device);
-    }
-    let size = values.dtype().size();
-    let bytes = values.to_bytes()?;
-    let mut picked = Vec::with_capacity(picks.len() * size);
-    for &i in picks {
-        picked.extend_from_slice(&bytes[i * size..(i + 1) * size]);
-    }
-    Tensor::from_bytes(&picked, [picks.len()], values.dtype(), device)
 }

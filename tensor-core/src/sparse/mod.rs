@@ -11,10 +11,13 @@
 //! `ValidateSparseTensor` checks (every index in bounds, and, where an op needs canonical
 //! order, row-major order without repeats), with TensorFlow's messages.
 //!
-//! The conversions here ([`SparseTensor::to_dense`], [`SparseTensor::from_dense`],
-//! [`SparseTensor::reorder`]) read the components on the host, as TensorFlow keeps sparse
-//! indices in host memory for most of its kernels, and place their results on the device of
-//! the input.
+//! The ops (conversions, reorder, reshape, slice, retain, fill empty rows, add, reductions,
+//! sparse x dense matmul, segment reductions, embedding lookups) compute the structure of
+//! their result from the indices on the host, as TensorFlow keeps sparse indices in host
+//! memory for most of its kernels, and compute the values on the device of the input with
+//! one kernel, the segment reduction of [`crate::plan::segment`]: each output value folds
+//! its segment of input rows in order, so every device gives the same, deterministic
+//! result.
 //!
 //! ```
 //! # use polytensor_core::{Device, Tensor, sparse::SparseTensor};
@@ -28,8 +31,18 @@
 //! # Ok::<(), polytensor_core::Error>(())
 //! ```
 
+mod add;
 mod convert;
 mod display;
+mod matmul;
+mod reduce;
+mod segment_ops;
+mod segments;
+mod structure;
+
+pub use reduce::SparseReduce;
+pub use segment_ops::{embedding_lookup_sparse, segment_reduce, Combiner};
+pub use structure::FilledRows;
 
 use crate::dtype::DataType;
 use crate::error::{Error, Result};

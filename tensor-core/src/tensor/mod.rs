@@ -182,6 +182,8 @@ mod shape_ops;
 
 mod nn;
 
+mod segment;
+
 mod sequences;
 
 mod indexing;

@@ -1,0 +1,275 @@
+//! `Device::segment_reduce` (`polytensor_core::plan::segment`): each output row folds its
+//! segment's data rows in order, the rows of the output split between threads. Gathers move
+//! bytes (any fixed-size dtype); sums and maxima compute in the dtype itself (integers
+//! wrap), f16 and bf16 in f32, rounded once, as the GPU kernels do.
+
+use num_traits::{Float, One, WrappingAdd, WrappingMul, Zero};
+use rayon::prelude::*;
+
+use polytensor_core::plan::segment::{SegmentGeometry, SegmentOp, Segments};
+use polytensor_core::{Element, Error, OutView, Result, TensorView};
+
+use super::{by_class, unsupported};
+use crate::strided::{input, output};
+
+/// Output elements below which one thread does the whole reduction.
+const PARALLEL_ABOVE: usize = 1 << 15;
+
+/// The checked structure of one reduction: each segment's entries and each entry's row.
+struct Structure<'a> {
+    rows: &'a [i32],
+    offsets: &'a [i32],
+    width: usize,
+}
+
+impl<'a> Structure<'a> {
+    /// The rows and offsets of `segments`, every value checked against the geometry.
+    fn new(g: &SegmentGeometry, segments: &Segments<'a>) -> Result<Self> {
+        let rows = &input::<i32>(&segments.rows)?[segments.rows.layout().offset()..][..g.entries];
+        let offsets = &input::<i32>(&segments.offsets)?[segments.offsets.layout().offset()..]
+            [..g.segments + 1];
+        if let Some(&row) = rows.iter().find(|&&r| r < 0 || r as usize >= g.data_rows) {
+            return Err(Error::invalid(format!(
+                "a segment reads row {row} of data with {} rows",
+                g.data_rows
+            )));
+        }
+        let ordered = offsets.first() == Some(&0)
+            && offsets.last().map(|&n| n as usize) == Some(g.entries)
+            && offsets.windows(2).all(|w| w[0] <= w[1]);
+        if !ordered {
+            return Err(Error::invalid(format!(
+                "segment offsets must rise from 0 to the {} entries",
+                g.entries
+            )));
+        }
+        Ok(Self {
+            rows,
+            offsets,
+            width: g.width,
+        })
+    }
+
+    /// The entries of segment `s`.
+    fn entries(&self, s: usize) -> std::ops::Range<usize> {
+        self.offsets[s] as usize..self.offsets[s + 1] as usize
+    }
+
+    /// Run `each(segment, output row)` over the output's rows, on several threads when
+    /// there are many elements.
+    fn for_each_segment<T: Send>(&self, out: &mut [T], each: impl Fn(usize, &mut [T]) + Sync) {
+        let width = self.width.max(1);
+        if out.len() > PARALLEL_ABOVE {
+            out.par_chunks_mut(width)
+                .enumerate()
+                .for_each(|(s, row)| each(s, row));
+        } else {
+            out.chunks_mut(width)
+                .enumerate()
+                .for_each(|(s, row)| each(s, row));
+        }
+    }
+}
+
+/// `Device::segment_reduce`.
+pub(crate) fn segment_reduce(
+    op: SegmentOp,
+    data: &TensorView<'_>,
+    segments: &Segments<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let g = SegmentGeometry::new(op, data, segments, out)?;
+    let structure = Structure::new(&g, segments)?;
+    if op == SegmentOp::Gather {
+        return gather(&structure, data, segments, out);
+    }
+    by_class!(data.dtype(),
+        float F => fold_float::<F>(op, &structure, data, segments, out),
+        int I => fold_int::<I>(op, &structure, data, segments, out),
+        complex _C => Err(unsupported(op.name(), data)),
+        bool => Err(unsupported(op.name(), data)),
+        else => Err(unsupported(op.name(), data)),
+    )
+}
+
+/// The contiguous elements of `view`.
+fn elements<'a, T: Element>(view: &TensorView<'a>) -> Result<&'a [T]> {
+    let layout = view.layout();
+    Ok(&input::<T>(view)?[layout.offset()..][..layout.num_elements()])
+}
+
+/// [`SegmentOp::Gather`]: each segment's last row, or the fill value, as bytes.
+fn gather(
+    s: &Structure<'_>,
+    data: &TensorView<'_>,
+    segments: &Segments<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let size = data.dtype().size();
+    let bytes_of = |view: &TensorView<'_>| -> Result<Vec<u8>> {
+        let mut bytes = vec![0; view.layout().num_elements() * size];
+        let range = view.host_copy_range(bytes.len())?;
+        let host = view
+            .host_bytes()
+            .ok_or_else(|| Error::invalid("a CPU segment operand is not in host memory"))?;
+        bytes.copy_from_slice(&host[range]);
+        Ok(bytes)
+    };
+    let fill = bytes_of(&segments.fill)?;
+    let source = data
+        .host_bytes()
+        .ok_or_else(|| Error::invalid("a CPU segment operand is not in host memory"))?;
+    let source = &source[data.layout().offset() * size..];
+    let row_bytes = s.width * size;
+    let target = out
+        .host_bytes_mut()
+        .ok_or_else(|| Error::invalid("a CPU segment output is not in host memory"))?;
+    if row_bytes == 0 {
+        return Ok(());
+    }
+    let gathered = Structure {
+        width: row_bytes,
+        ..*s
+    };
+    gathered.for_each_segment(target, |seg, row| match s.entries(seg).last() {
+        Some(entry) => {
+            let from = s.rows[entry] as usize * row_bytes;
+            row.copy_from_slice(&source[from..from + row_bytes]);
+        }
+        None => row
+            .chunks_exact_mut(size)
+            .for_each(|e| e.copy_from_slice(&fill)),
+    });
+    Ok(())
+}
+
+/// Sums, means and maxima of floats, computed in `T::Acc` (f32 for f16 and bf16).
+fn fold_float<T: Element + Computed>(
+    op: SegmentOp,
+    s: &Structure<'_>,
+    data: &TensorView<'_>,
+    segments: &Segments<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let x = elements::<T>(data)?;
+    let weights = segments.weights.as_ref().map(elements::<T>).transpose()?;
+    let fill = elements::<T>(&segments.fill)?[0];
+    let target = output::<T>(out)?;
+    let width = s.width;
+    s.for_each_segment(target, |seg, row| {
+        let entries = s.entries(seg);
+        if entries.is_empty() {
+            let empty = if op == SegmentOp::Max {
+                fill
+            } else {
+                T::from_acc(T::Acc::zero())
+            };
+            row.fill(empty);
+            return;
+        }
+        for (k, slot) in row.iter_mut().enumerate() {
+            let mut acc = T::Acc::zero();
+            let (mut total, mut squares) = (T::Acc::zero(), T::Acc::zero());
+            for (n, entry) in entries.clone().enumerate() {
+                let value = x[s.rows[entry] as usize * width + k].to_acc();
+                if op == SegmentOp::Max {
+                    acc = if n > 0 && acc > value { acc } else { value };
+                    continue;
+                }
+                let w = weights.map_or(T::Acc::one(), |w| w[entry].to_acc());
+                acc = acc + w * value;
+                total = total + w;
+                squares = squares + w * w;
+            }
+            *slot = T::from_acc(match op {
+                SegmentOp::Mean => acc / total,
+                SegmentOp::SqrtN => acc / squares.sqrt(),
+                _ => acc,
+            });
+        }
+    });
+    Ok(())
+}
+
+/// Sums and maxima of integers, wrapping as TensorFlow's do.
+fn fold_int<T: Element + Ord + WrappingAdd + WrappingMul + Zero + One>(
+    op: SegmentOp,
+    s: &Structure<'_>,
+    data: &TensorView<'_>,
+    segments: &Segments<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let x = elements::<T>(data)?;
+    let weights = segments.weights.as_ref().map(elements::<T>).transpose()?;
+    let fill = elements::<T>(&segments.fill)?[0];
+    let target = output::<T>(out)?;
+    let width = s.width;
+    s.for_each_segment(target, |seg, row| {
+        let entries = s.entries(seg);
+        for (k, slot) in row.iter_mut().enumerate() {
+            *slot = if op == SegmentOp::Max {
+                entries
+                    .clone()
+                    .map(|entry| x[s.rows[entry] as usize * width + k])
+                    .max()
+                    .unwrap_or(fill)
+            } else {
+                entries.clone().fold(T::zero(), |acc, entry| {
+                    let w = weights.map_or(T::one(), |w| w[entry]);
+                    acc.wrapping_add(&w.wrapping_mul(&x[s.rows[entry] as usize * width + k]))
+                })
+            };
+        }
+    });
+    Ok(())
+}
+
+/// A float element and the float it is computed in.
+trait Computed: Copy + Send + Sync {
+    /// f32 for f16, bf16 and f32; f64 for f64.
+    type Acc: Float + Send + Sync;
+    /// The computed value.
+    fn to_acc(self) -> Self::Acc;
+    /// The stored value, rounded once.
+    fn from_acc(acc: Self::Acc) -> Self;
+}
+
+impl Computed for f32 {
+    type Acc = f32;
+    fn to_acc(self) -> f32 {
+        self
+    }
+    fn from_acc(acc: f32) -> Self {
+        acc
+    }
+}
+
+impl Computed for f64 {
+    type Acc = f64;
+    fn to_acc(self) -> f64 {
+        self
+    }
+    fn from_acc(acc: f64) -> Self {
+        acc
+    }
+}
+
+impl Computed for half::f16 {
+    type Acc = f32;
+    fn to_acc(self) -> f32 {
+        self.to_f32()
+    }
+    fn from_acc(acc: f32) -> Self {
+        half::f16::from_f32(acc)
+    }
+}
+
+impl Computed for half::bf16 {
+    type Acc = f32;
+    fn to_acc(self) -> f32 {
+        self.to_f32()
+    }
+    fn from_acc(acc: f32) -> Self {
+        half::bf16::from_f32(acc)
+    }
+}

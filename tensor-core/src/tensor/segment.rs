@@ -1,0 +1,54 @@
+//! [`Tensor::segment_reduce`]: the segment reduction kernel (`plan::segment`) on a tensor's
+//! rows, the device op under every sparse op's values.
+
+use crate::element::Scalar;
+use crate::error::{Error, Result};
+use crate::plan::segment::{SegmentOp, Segments};
+use crate::shape::TensorShape;
+
+use super::Tensor;
+
+impl Tensor {
+    /// Output row `s` combines, by `op`, the rows `rows[offsets[s]..offsets[s + 1]]` of this
+    /// tensor (its first dim indexes rows; a scalar is one row), each times its entry of
+    /// `weights` where given; empty segments of a gather or a maximum hold `fill`. `rows`
+    /// and `offsets` are int32 vectors on this tensor's device (offsets rising from 0 to the
+    /// number of rows read). The result is `[offsets.len() - 1, dims[1..]]`.
+    pub fn segment_reduce(
+        &self,
+        op: SegmentOp,
+        rows: &Tensor,
+        offsets: &Tensor,
+        weights: Option<&Tensor>,
+        fill: Scalar,
+    ) -> Result<Tensor> {
+        let name = op.name();
+        for other in [Some(rows), Some(offsets), weights].into_iter().flatten() {
+            self.check_same_device(other, name)?;
+        }
+        let device = self.device();
+        let segments = offsets
+            .num_elements()
+            .checked_sub(1)
+            .ok_or_else(|| Error::invalid(format!("{name} needs at least one offset")))?;
+        let mut dims = self.dims().to_vec();
+        match dims.first_mut() {
+            Some(first) => *first = segments,
+            None => dims.push(segments),
+        }
+        let shape = TensorShape::new(&dims)?;
+        let data = self.contiguous()?;
+        let (rows, offsets) = (rows.contiguous()?, offsets.contiguous()?);
+        let weights = weights.map(Tensor::contiguous).transpose()?;
+        let fill = Tensor::full([1], fill, self.dtype(), device)?;
+        Tensor::produce(shape, self.dtype(), device, |out| {
+            let segments = Segments {
+                rows: rows.view(),
+                offsets: offsets.view(),
+                weights: weights.as_ref().map(Tensor::view),
+                fill: fill.view(),
+            };
+            device.segment_reduce(op, &data.view(), &segments, out)
+        })
+    }
+}
