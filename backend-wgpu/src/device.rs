@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::{Arc, Weak};
 
+use polytensor_core::plan::segment::{SegmentOp, Segments};
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{
     Allocator, AllocatorInfo, BinaryOp, CachingAllocator, DataType, Device, DeviceKind, Epilogue,
@@ -371,6 +372,16 @@ impl Device for WgpuDevice {
         out: &mut OutView<'_>,
     ) -> Result<()> {
         self.run_window(x, None, geometry, max, out)
+    }
+
+    fn segment_reduce(
+        &self,
+        op: SegmentOp,
+        data: &TensorView<'_>,
+        segments: &Segments<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        self.run_segment(op, data, segments, out)
     }
 }
 

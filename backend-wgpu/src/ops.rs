@@ -1,9 +1,10 @@
-//! The launches of the matmul, reduction and window kernels of a [`WgpuDevice`]: operand
+//! The launches of the matmul, reduction, window and segment kernels of a [`WgpuDevice`]: operand
 //! checks, geometry and workgroup counts.
 
 use std::sync::Arc;
 
 use polytensor_core::device::checks;
+use polytensor_core::plan::segment::{SegmentGeometry, SegmentOp, Segments};
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::plan::MatmulPlan;
 use polytensor_core::plan::ReducedAxes;
@@ -13,14 +14,14 @@ use polytensor_core::{
 use polytensor_kernels_c::window::WindowKernels;
 use polytensor_kernels_c::{window as kit, Elem};
 
-use crate::buffer::{output_buffer, storage, wgpu_buffer};
+use crate::buffer::{output_buffer, storage, storage as storage_of, wgpu_buffer};
 use crate::device::WgpuDevice;
 use crate::kernels::elementwise::{self, WORKGROUP};
 use crate::kernels::key::PipelineKey;
 use crate::kernels::storage::Storage;
 use crate::kernels::ty::Ty;
 use crate::kernels::window::{self, WindowOp};
-use crate::kernels::{matmul, reduce};
+use crate::kernels::{matmul, reduce, segment};
 
 /// How matmul operands of `dtype` are stored, where this backend multiplies them (f16
 /// and bf16 accumulate in f32).
@@ -298,5 +299,59 @@ impl WgpuDevice {
         } else {
             self.through_words(out, run)
         }
+    }
+
+    /// `Device::segment_reduce`: the segment kernel of `op` (a gather for every fixed-size
+    /// dtype, folds for the dtypes this device reduces).
+    pub(crate) fn run_segment(
+        &self,
+        op: SegmentOp,
+        data: &TensorView<'_>,
+        segments: &Segments<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let dtype = data.dtype();
+        let g = SegmentGeometry::new(op, data, segments, out)?;
+        let storage = match op {
+            SegmentOp::Gather => Storage::raw(dtype),
+            _ => Storage::of(dtype).filter(|_| {
+                reduces(ReduceOp::Sum, dtype) && self.supports(Op::Reduce(ReduceOp::Sum), dtype)
+            }),
+        }
+        .ok_or_else(|| self.unsupported(op.name(), dtype))?;
+        let items = g.segments * g.width;
+        if items == 0 {
+            return Ok(());
+        }
+        let operand = |view: &TensorView<'_>| -> Result<usize> {
+            let layout = view.layout();
+            let end = layout.offset() + layout.num_elements();
+            within_i32(end, "a segment operand's extent")?;
+            Ok(layout.offset())
+        };
+        let weights = segments.weights.as_ref().unwrap_or(data);
+        let offsets = [
+            operand(data)?,
+            operand(&segments.rows)?,
+            operand(&segments.offsets)?,
+            operand(weights)?,
+            operand(&segments.fill)?,
+        ];
+        let words = segment::geometry(&g, offsets, segments.weights.is_some());
+        let pipeline = self.pipeline(PipelineKey::Segment(op, dtype), || {
+            segment::source(op, storage)
+        })?;
+        let invocations = items.div_ceil(storage.lanes());
+        let groups = self.workgroups(invocations.div_ceil(segment::WORKGROUP as usize));
+        let bindings = [
+            storage_of(data)?,
+            storage_of(&segments.rows)?,
+            storage_of(&segments.offsets)?,
+            storage_of(weights)?,
+            storage_of(&segments.fill)?,
+            output_buffer(out)?,
+        ];
+        self.dispatch(&pipeline, &words, &bindings, groups);
+        Ok(())
     }
 }

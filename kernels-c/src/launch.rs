@@ -16,6 +16,7 @@ use polytensor_core::alloc::{BlockAllocator, BlockSource};
 use polytensor_core::buffer::{BlockBuffer, BlockCache};
 use polytensor_core::device::{checks, Capabilities, DeviceKind};
 use polytensor_core::dlpack::DLDevice;
+use polytensor_core::plan::segment::{SegmentGeometry, SegmentOp, Segments};
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::plan::{Coalesced, MatmulPlan, ReducedAxes};
 use polytensor_core::{
@@ -737,9 +738,59 @@ pub fn pool2d<Q: Queue>(
     unsafe { q.launch(&program, launch) }
 }
 
+/// `Device::segment_reduce`: the kit's segment kernel of `op` for the data's dtype.
+pub fn segment_reduce<Q: Queue>(
+    q: &Q,
+    op: SegmentOp,
+    data: &TensorView<'_>,
+    segments: &Segments<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let dtype = data.dtype();
+    let g = SegmentGeometry::new(op, data, segments, out)?;
+    let key = table::segment_program(op, dtype, q.fp64())
+        .ok_or_else(|| q.unsupported(op.name(), dtype))?;
+    let target = output_mem(q, out)?;
+    let items = g.segments * g.width;
+    if items == 0 {
+        return Ok(());
+    }
+    let program = q.program(key)?;
+    let operand = |view: &TensorView<'_>| -> Result<[Arg<Q::Mem>; 2]> {
+        Ok([
+            Arg::Mem(q.mem(view.buffer())?),
+            Arg::I64(view.layout().offset() as i64),
+        ])
+    };
+    let mut args = vec![
+        Arg::I64(items as i64),
+        Arg::I64(g.width as i64),
+        Arg::I64(g.data_rows as i64),
+        Arg::I64(g.entries as i64),
+    ];
+    args.extend(operand(data)?);
+    args.extend(operand(&segments.rows)?);
+    args.extend(operand(&segments.offsets)?);
+    // Without weights the kernel never reads its weights buffer: the data stands in.
+    args.extend(operand(segments.weights.as_ref().unwrap_or(data))?);
+    args.push(Arg::I64(i64::from(segments.weights.is_some())));
+    args.extend(operand(&segments.fill)?);
+    args.extend([Arg::Mem(target), Arg::I64(out.layout().offset() as i64)]);
+    let launch = Launch {
+        kernel: op.name(),
+        args: &args,
+        grid: map_grid::<Q>(items),
+    };
+    // SAFETY: the segment kernel's parameters (`segment` documents them), every operand a
+    // contiguous view of its live buffer with the counts `SegmentGeometry::new` checked;
+    // the kernel clamps the offsets it reads to the entries and skips rows outside the
+    // data, so the rows' and offsets' values cannot send a read or write out of bounds.
+    unsafe { q.launch(&program, launch) }
+}
+
 /// The `Device` methods of a [`Queue`] backend that only delegate to it or to this
 /// module: supports, allocate_zeroed, unary, binary, select, cast, reduce, fill, copy,
-/// the window kernels, and arange (computed on the host, exactly). Invoke it inside `impl Device for ...`.
+/// the window kernels, the segment reduction, and arange (computed on the host, exactly). Invoke it inside `impl Device for ...`.
 #[macro_export]
 macro_rules! queue_device_ops {
     () => {
@@ -884,6 +935,16 @@ macro_rules! queue_device_ops {
             out: &mut polytensor_core::OutView<'_>,
         ) -> polytensor_core::Result<()> {
             $crate::launch::pool2d(self, x, geometry, max, out)
+        }
+
+        fn segment_reduce(
+            &self,
+            op: polytensor_core::plan::segment::SegmentOp,
+            data: &polytensor_core::TensorView<'_>,
+            segments: &polytensor_core::plan::segment::Segments<'_>,
+            out: &mut polytensor_core::OutView<'_>,
+        ) -> polytensor_core::Result<()> {
+            $crate::launch::segment_reduce(self, op, data, segments, out)
         }
     };
 }

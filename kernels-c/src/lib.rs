@@ -7,7 +7,8 @@
 //!
 //! This crate knows nothing of any driver: it turns (op, dtype, variant) into source text
 //! and says how to launch it ([`elementwise::MapKernel`], [`reduce::ReduceKernel`],
-//! [`matmul::MatmulKernel`], [`window::WindowKernels`]); [`launch`] goes from a `Device` call to those launches
+//! [`matmul::MatmulKernel`], [`window::WindowKernels`],
+//! [`segment::SegmentKernels`]); [`launch`] goes from a `Device` call to those launches
 //! (plans, argument lists, grids) through a backend's [`launch::Queue`], which compiles,
 //! caches and enqueues.
 //!
@@ -30,6 +31,7 @@ mod library;
 pub mod matmul;
 pub mod reduce;
 pub mod render;
+pub mod segment;
 pub mod table;
 pub mod window;
 

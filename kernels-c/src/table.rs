@@ -12,8 +12,10 @@
 use crate::elementwise::{self, Access, MapKernel, Variant};
 use crate::matmul::{MatmulKernel, Schedule};
 use crate::reduce::{self, ReduceKernel, Stage};
+use crate::segment::SegmentKernels;
 use crate::window::WindowKernels;
 use crate::{body, render, Dialect, Elem};
+use polytensor_core::plan::segment::SegmentOp;
 use polytensor_core::{BinaryOp, DataType, Op, ReduceOp, UnaryOp};
 
 /// A program: the kernels of one family and dtype.
@@ -33,6 +35,10 @@ pub enum ProgramKey {
     Matmul(DataType),
     /// The direct window kernels of the dtype (convolutions, pooling).
     Window(DataType),
+    /// The segment gather of elements moved as the raw type (shared by equal sizes).
+    SegmentGather(Elem),
+    /// The segment folds of the dtype (sum, mean, square-root mean, max).
+    Segment(DataType),
 }
 
 /// An elementwise kernel of a program: its name (without the variant) and its operands
@@ -179,7 +185,11 @@ pub fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapSpec> {
             .into_iter()
             .filter_map(|op| move_spec(op, m))
             .collect(),
-        ProgramKey::Reduce(_) | ProgramKey::Matmul(_) | ProgramKey::Window(_) => vec![],
+        ProgramKey::Reduce(_)
+        | ProgramKey::Matmul(_)
+        | ProgramKey::Window(_)
+        | ProgramKey::SegmentGather(_)
+        | ProgramKey::Segment(_) => vec![],
     };
     specs
         .into_iter()
@@ -232,6 +242,16 @@ pub fn window_kernels(dtype: DataType, fp64: bool) -> Option<WindowKernels> {
     WindowKernels::new(dtype).filter(|k| fp64 || !k.needs_fp64())
 }
 
+/// The program of the kit's segment kernel for `op` on `dtype`, on a device with or without
+/// f64, if there is one (`Device::segment_reduce`).
+pub fn segment_program(op: SegmentOp, dtype: DataType, fp64: bool) -> Option<ProgramKey> {
+    let kernels = SegmentKernels::new(op, dtype).filter(|k| fp64 || !k.needs_fp64())?;
+    Some(match kernels {
+        SegmentKernels::Gather(m) => ProgramKey::SegmentGather(m),
+        SegmentKernels::Reduce(_) => ProgramKey::Segment(dtype),
+    })
+}
+
 /// A program's text and the names of its kernels.
 #[derive(Debug, Clone)]
 pub struct ProgramSource {
@@ -268,6 +288,20 @@ pub fn program_source(
                 kernels: WindowKernels::NAMES.map(String::from).to_vec(),
             }
         }
+        ProgramKey::SegmentGather(m) => {
+            let kernels = SegmentKernels::gather(m);
+            ProgramSource {
+                text: kernels.source(dialect),
+                kernels: kernels.names().into_iter().map(String::from).collect(),
+            }
+        }
+        ProgramKey::Segment(dtype) => {
+            let kernels = SegmentKernels::reduce(dtype).filter(|k| fp64 || !k.needs_fp64())?;
+            ProgramSource {
+                text: kernels.source(dialect),
+                kernels: kernels.names().into_iter().map(String::from).collect(),
+            }
+        }
         ProgramKey::Reduce(dtype) => {
             let members = reduce_members(dtype, fp64);
             ProgramSource {
@@ -302,7 +336,11 @@ pub fn program_source(
 /// Every program of the table on a device with or without f64: what a backend can ever
 /// compile (the CUDA PTX check compiles each of them).
 pub fn all_programs(fp64: bool) -> Vec<ProgramKey> {
-    let moves = [Elem::U8, Elem::U16, Elem::U32, Elem::U64, Elem::C128].map(ProgramKey::Move);
+    let raw = [Elem::U8, Elem::U16, Elem::U32, Elem::U64, Elem::C128];
+    let moves = raw
+        .map(ProgramKey::Move)
+        .into_iter()
+        .chain(raw.map(ProgramKey::SegmentGather));
     let typed = DataType::ALL.iter().flat_map(|&dtype| {
         [
             ProgramKey::Unary(dtype),
@@ -311,15 +349,17 @@ pub fn all_programs(fp64: bool) -> Vec<ProgramKey> {
             ProgramKey::Reduce(dtype),
             ProgramKey::Matmul(dtype),
             ProgramKey::Window(dtype),
+            ProgramKey::Segment(dtype),
         ]
     });
     moves
-        .into_iter()
         .chain(typed)
         .filter(|&key| match key {
             ProgramKey::Reduce(dtype) => !reduce_members(dtype, fp64).is_empty(),
             ProgramKey::Matmul(dtype) => has_kernel(Op::Matmul, dtype, fp64),
             ProgramKey::Window(dtype) => window_kernels(dtype, fp64).is_some(),
+            ProgramKey::SegmentGather(_) => true,
+            ProgramKey::Segment(dtype) => segment_program(SegmentOp::Sum, dtype, fp64).is_some(),
             _ => !map_members(key, fp64).is_empty(),
         })
         .collect()

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use polytensor_core::plan::segment::SegmentOp;
 use polytensor_core::{DataType, Op, ReduceOp};
 
 use super::{reduce, window};
@@ -35,6 +36,8 @@ pub(crate) enum PipelineKey {
     Reduce(ReduceOp, DataType, reduce::Variant),
     /// A direct window kernel (convolution, pooling) of a dtype.
     Window(window::WindowOp, DataType),
+    /// A segment reduction of a dtype.
+    Segment(SegmentOp, DataType),
 }
 
 impl fmt::Display for MapKey {
@@ -59,6 +62,7 @@ impl fmt::Display for PipelineKey {
             PipelineKey::Matmul(dtype) => write!(f, "matmul.{dtype}"),
             PipelineKey::Reduce(op, dtype, variant) => write!(f, "reduce_{op}.{dtype}.{variant:?}"),
             PipelineKey::Window(op, dtype) => write!(f, "window_{op:?}.{dtype}"),
+            PipelineKey::Segment(op, dtype) => write!(f, "{}.{dtype}", op.name()),
         }
     }
 }
