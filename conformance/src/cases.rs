@@ -32,11 +32,13 @@ pub enum Family {
     Copy,
     /// The inference layers and shape ops built from the kernels ([`crate::layers`]).
     Layers,
+    /// `SparseTensor` ops ([`crate::sparse`]).
+    Sparse,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 11] = [
+    pub const ALL: [Family; 12] = [
         Family::Unary,
         Family::Binary,
         Family::Compare,
@@ -48,6 +50,7 @@ impl Family {
         Family::Fill,
         Family::Copy,
         Family::Layers,
+        Family::Sparse,
     ];
 
     /// The family an op belongs to.
@@ -719,7 +722,7 @@ pub fn family_cases(family: Family) -> Vec<Case> {
         Family::Fill => fill_cases(&mut out),
         Family::Copy => copy_cases(&mut out),
         // Layer cases are `LayerCase`s (`crate::layers::layer_cases`).
-        Family::Layers => {}
+        Family::Layers | Family::Sparse => {}
     }
     out
 }

@@ -5,8 +5,8 @@
 //! One catalogue of cases ([`all_cases`]: every op of the [`Device`] kernel surface x every
 //! dtype it is defined for x shapes from scalars and empty tensors to over 2^20 elements and
 //! rank 6, with broadcasting and strided, transposed, offset and stride-0 inputs; and
-//! [`layers::layer_cases`]: the inference layers and shape ops built from those kernels),
-//! checked
+//! [`layers::layer_cases`]: the inference layers and shape ops built from those kernels;
+//! [`sparse::sparse_cases`]: the `SparseTensor` ops), checked
 //! against a naive reference written here ([`mod@reference`]) with the tolerances of
 //! [`mod@tolerance`]. Inputs are seeded by case name, so every failure reproduces by name.
 //!
@@ -22,6 +22,7 @@ pub mod cases;
 pub mod data;
 pub mod layers;
 pub mod reference;
+pub mod sparse;
 pub mod tolerance;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -104,6 +105,10 @@ impl Filter {
         self.takes(Family::Layers, case.layer.name(), case.dtype)
     }
 
+    fn accepts_sparse(&self, case: &sparse::SparseCase) -> bool {
+        self.takes(Family::Sparse, case.op.name(), case.dtype)
+    }
+
     fn takes(&self, family: Family, op: &str, dtype: DataType) -> bool {
         (self.families.is_empty() || self.families.contains(&family))
             && self.op.as_ref().is_none_or(|name| op == name)
@@ -180,7 +185,7 @@ macro_rules! conformance_family_tests {
         $crate::conformance_family_tests!(@each $check;
             unary => Unary; binary => Binary; compare => Compare; logical => Logical;
             where_select => Where; cast => Cast; matmul => Matmul; reduce => Reduce;
-            fill => Fill; copy => Copy; layers => Layers;
+            fill => Fill; copy => Copy; layers => Layers; sparse => Sparse;
         );
     };
     (@each $check:path; $($name:ident => $family:ident;)*) => {$(
@@ -296,7 +301,11 @@ pub fn run_with_progress(
         .into_iter()
         .filter(|c| filter.accepts_layer(c))
         .collect();
-    let total = cases.len() + layer_cases.len();
+    let sparse_cases: Vec<sparse::SparseCase> = sparse::sparse_cases()
+        .into_iter()
+        .filter(|c| filter.accepts_sparse(c))
+        .collect();
+    let total = cases.len() + layer_cases.len() + sparse_cases.len();
     let before = device.allocator().stats().bytes_in_use;
     let mut results = overclaims(device.as_ref());
     for (i, case) in cases.iter().enumerate() {
@@ -316,6 +325,15 @@ pub fn run_with_progress(
             outcome: layers::run_layer(device, case),
         });
         progress(cases.len() + i + 1, total);
+    }
+    for (i, case) in sparse_cases.iter().enumerate() {
+        results.push(CaseResult {
+            op: case.op.name().to_string(),
+            dtype: case.dtype,
+            name: case.name.clone(),
+            outcome: sparse::run_sparse(device, case),
+        });
+        progress(cases.len() + layer_cases.len() + i + 1, total);
     }
     let _ = device.synchronize();
     Report {
