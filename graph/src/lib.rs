@@ -18,6 +18,7 @@ mod ops;
 pub mod placer;
 pub mod proto;
 mod session;
+mod sparse;
 
 pub use attr::{int_list, type_list, AttrKind, AttrValue, ListValue};
 pub use graph::{python_shape, Graph, OpBuilder, Operation, Output};
@@ -25,6 +26,7 @@ pub use graph_def::{ImportOptions, Imported};
 pub use ops::op_types;
 pub use placer::DeviceSpec;
 pub use session::{PlacedOp, Placement, Session, SessionOptions, Transfer};
+pub use sparse::{Endpoint, SessionValue, SparseOutput};
 
 /// The `VersionDef.producer` polytensor writes: the GraphDef version of TensorFlow 2.21,
 /// whose op semantics the kernels follow.

@@ -200,6 +200,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
         Kind::Nn(op) => super::nn::run(op, cx),
         Kind::FusedConv(fused) => super::nn::run_fused(fused, cx),
         Kind::Array(op) => super::array::run(op, cx),
+        Kind::Sparse(op) => super::sparse::run(op, cx),
         Kind::Generate(op) => super::generate::run(op, cx),
         Kind::Select => one(cx.tensor(0)?.where_(&*cx.tensor(1)?, &*cx.tensor(2)?)?),
         Kind::MatMul | Kind::BatchMatMul => {

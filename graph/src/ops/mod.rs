@@ -15,12 +15,14 @@ mod generate;
 pub(crate) mod infer;
 pub(crate) mod kernels;
 mod nn;
+mod sparse;
 
 pub(crate) use array::Array;
 pub(crate) use flow::{Call, Flow};
 use generate::Generate;
 pub(crate) use nn::{FusedConv, Nn};
 use polytensor_core::random::Distribution;
+use sparse::Sparse;
 
 /// What an op does; one entry per op type in [`OPS`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -77,6 +79,8 @@ pub(crate) enum Kind {
     Flow(Flow),
     /// A functional op calling functions of the graph's library ([`flow`]).
     Call(Call),
+    /// A sparse op, its sparse operands and results as their components ([`sparse`]).
+    Sparse(Sparse),
     /// A convolution run with what follows it; made by the session (`crate::fusion`),
     /// never an op type of a graph.
     FusedConv(FusedConv),
@@ -278,7 +282,10 @@ pub(crate) fn output_args(op_type: &str) -> Option<&'static [&'static str]> {
             "reserve_space_2",
             "reserve_space_3",
         ]),
-        _ => None,
+        _ => match find(op_type)? {
+            Kind::Sparse(op) => sparse::output_args(op),
+            _ => None,
+        },
     }
 }
 
@@ -287,6 +294,12 @@ pub(crate) fn find(op_type: &str) -> Option<Kind> {
     OPS.iter()
         .find(|(name, _)| *name == op_type)
         .map(|&(_, kind)| kind)
+        .or_else(|| {
+            sparse::OPS
+                .iter()
+                .find(|(name, _)| *name == op_type)
+                .map(|&(_, op)| Kind::Sparse(op))
+        })
 }
 
 /// Where the value of a type attribute comes from.
@@ -348,6 +361,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::Generate(op) => op.typed(),
         Kind::Flow(op) => op.typed(),
         Kind::Call(op) => op.typed(),
+        Kind::Sparse(op) => op.typed(),
         _ => &[],
     };
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();
@@ -453,7 +467,9 @@ pub(crate) fn check_derived(kind: Kind, cx: &InferCtx<'_>) -> Result<()> {
 
 /// Every op type polytensor's graphs know, by TensorFlow's name.
 pub fn op_types() -> impl Iterator<Item = &'static str> {
-    OPS.iter().map(|(name, _)| *name)
+    OPS.iter()
+        .map(|(name, _)| *name)
+        .chain(sparse::OPS.iter().map(|(name, _)| *name))
 }
 
 /// What static inference sees of one node being added.

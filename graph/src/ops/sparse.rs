@@ -1,0 +1,375 @@
+//! TensorFlow's sparse ops (`SparseToDense`, `SparseTensorDenseMatMul`, `SparseReduceSum`,
+//! `SparseReduceSumSparse`, `SparseReduceMax`, `SparseReduceMaxSparse`, `SparseAdd`,
+//! `SparseTensorDenseAdd`, `SparseReorder`, `SparseReshape`, `SparseSlice`,
+//! `SparseSegmentSum/Mean/SqrtN` with and without `WithNumSegments`,
+//! `SparseFillEmptyRows`): a sparse operand is its three component inputs, a sparse result
+//! its component outputs, and the kernels are `polytensor_core::sparse`'s.
+
+use polytensor_core::sparse::{segment_reduce, Combiner, SparseReduce};
+use polytensor_core::{DataType, Error, PartialTensorShape, Result, Scalar, SparseTensor, Tensor};
+
+use super::kernels::{Outputs, RunCtx};
+use super::{InferCtx, Source, Value};
+use crate::graph::Typed;
+
+/// A sparse op.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Sparse {
+    /// `SparseToDense`: indices, output shape, values, default value.
+    ToDense,
+    /// `SparseTensorDenseMatMul`: a's indices, values and shape, then b.
+    DenseMatMul,
+    /// `SparseReduceSum`/`Max` (`sparse`: the `...Sparse` form): a sparse tensor, then the
+    /// reduction axes.
+    Reduce(SparseReduce, bool),
+    /// `SparseAdd`: two sparse tensors, then the threshold.
+    Add,
+    /// `SparseTensorDenseAdd`: a sparse tensor, then a dense one.
+    DenseAdd,
+    /// `SparseReorder`: a sparse tensor.
+    Reorder,
+    /// `SparseReshape`: indices, shape, new shape.
+    Reshape,
+    /// `SparseSlice`: a sparse tensor, start, size.
+    Slice,
+    /// `SparseSegmentSum/Mean/SqrtN` (`true`: `...WithNumSegments`): data, indices,
+    /// segment ids (and the number of segments).
+    Segment(Combiner, bool),
+    /// `SparseFillEmptyRows`: a sparse tensor, then the default value.
+    FillEmptyRows,
+}
+
+impl Sparse {
+    /// The type attributes tied to the inputs.
+    pub(crate) fn typed(self) -> &'static [(&'static str, Source)] {
+        use Source::Input;
+        match self {
+            Sparse::ToDense => &[
+                ("T", Input(2)),
+                ("T", Input(3)),
+                ("Tindices", Input(0)),
+                ("Tindices", Input(1)),
+            ],
+            Sparse::DenseMatMul => &[("T", Input(1)), ("T", Input(3)), ("Tindices", Input(0))],
+            Sparse::Reduce(..) | Sparse::Reorder | Sparse::Slice => &[("T", Input(1))],
+            Sparse::Add => &[("T", Input(1)), ("T", Input(4)), ("Treal", Input(6))],
+            Sparse::DenseAdd => &[
+                ("T", Input(1)),
+                ("T", Input(3)),
+                ("Tindices", Input(0)),
+                ("Tindices", Input(2)),
+            ],
+            Sparse::Reshape => &[],
+            Sparse::Segment(_, false) => &[
+                ("T", Input(0)),
+                ("Tidx", Input(1)),
+                ("Tsegmentids", Input(2)),
+            ],
+            Sparse::Segment(_, true) => &[
+                ("T", Input(0)),
+                ("Tidx", Input(1)),
+                ("Tsegmentids", Input(2)),
+                ("Tnumsegments", Input(3)),
+            ],
+            Sparse::FillEmptyRows => &[("T", Input(1)), ("T", Input(3))],
+        }
+    }
+
+    /// The number of inputs.
+    fn arity(self) -> usize {
+        match self {
+            Sparse::ToDense | Sparse::DenseMatMul | Sparse::Reduce(..) | Sparse::DenseAdd => 4,
+            Sparse::Add => 7,
+            Sparse::Reorder | Sparse::Reshape | Sparse::Segment(_, false) => 3,
+            Sparse::Slice => 5,
+            Sparse::Segment(_, true) | Sparse::FillEmptyRows => 4,
+        }
+    }
+}
+
+/// Sparse op types by TensorFlow's name.
+pub(crate) const OPS: &[(&str, Sparse)] = &[
+    ("SparseToDense", Sparse::ToDense),
+    ("SparseTensorDenseMatMul", Sparse::DenseMatMul),
+    ("SparseReduceSum", Sparse::Reduce(SparseReduce::Sum, false)),
+    (
+        "SparseReduceSumSparse",
+        Sparse::Reduce(SparseReduce::Sum, true),
+    ),
+    ("SparseReduceMax", Sparse::Reduce(SparseReduce::Max, false)),
+    (
+        "SparseReduceMaxSparse",
+        Sparse::Reduce(SparseReduce::Max, true),
+    ),
+    ("SparseAdd", Sparse::Add),
+    ("SparseTensorDenseAdd", Sparse::DenseAdd),
+    ("SparseReorder", Sparse::Reorder),
+    ("SparseReshape", Sparse::Reshape),
+    ("SparseSlice", Sparse::Slice),
+    ("SparseSegmentSum", Sparse::Segment(Combiner::Sum, false)),
+    ("SparseSegmentMean", Sparse::Segment(Combiner::Mean, false)),
+    (
+        "SparseSegmentSqrtN",
+        Sparse::Segment(Combiner::SqrtN, false),
+    ),
+    (
+        "SparseSegmentSumWithNumSegments",
+        Sparse::Segment(Combiner::Sum, true),
+    ),
+    (
+        "SparseSegmentMeanWithNumSegments",
+        Sparse::Segment(Combiner::Mean, true),
+    ),
+    (
+        "SparseSegmentSqrtNWithNumSegments",
+        Sparse::Segment(Combiner::SqrtN, true),
+    ),
+    ("SparseFillEmptyRows", Sparse::FillEmptyRows),
+];
+
+/// The names of a sparse op's outputs, where it has more than one.
+pub(crate) fn output_args(op: Sparse) -> Option<&'static [&'static str]> {
+    match op {
+        Sparse::Reduce(_, true) | Sparse::Add | Sparse::Slice => {
+            Some(&["output_indices", "output_values", "output_shape"])
+        }
+        Sparse::Reorder => Some(&["output_indices", "output_values"]),
+        Sparse::Reshape => Some(&["output_indices", "output_shape"]),
+        Sparse::FillEmptyRows => Some(&[
+            "output_indices",
+            "output_values",
+            "empty_row_indicator",
+            "reverse_index_map",
+        ]),
+        _ => None,
+    }
+}
+
+/// The static outputs of `op`: dtypes, with the ranks that follow from the inputs.
+pub(crate) fn infer(op: Sparse, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
+    let inputs = cx.exactly(op.arity())?;
+    let unknown = PartialTensorShape::unknown_rank;
+    let vector = || PartialTensorShape::new(&[None]);
+    let matrix = || PartialTensorShape::new(&[None, None]);
+    let int64 = DataType::Int64;
+    Ok(match op {
+        Sparse::ToDense => {
+            let rank = cx.const_ints(1).map(|dims| dims.len());
+            let shape = match cx.const_ints(1) {
+                Some(dims) => PartialTensorShape::new(
+                    &dims
+                        .iter()
+                        .map(|&d| usize::try_from(d).ok())
+                        .collect::<Vec<_>>(),
+                )?,
+                None => rank.map_or_else(
+                    || Ok(unknown()),
+                    |r| PartialTensorShape::new(&vec![None; r]),
+                )?,
+            };
+            vec![(inputs[2].0, shape)]
+        }
+        Sparse::DenseMatMul => vec![(inputs[1].0, matrix()?)],
+        Sparse::Reduce(_, false) => vec![(inputs[1].0, unknown())],
+        Sparse::Reduce(_, true) | Sparse::Add | Sparse::Slice => {
+            vec![
+                (int64, matrix()?),
+                (inputs[1].0, vector()?),
+                (int64, vector()?),
+            ]
+        }
+        Sparse::DenseAdd => vec![(inputs[3].0, inputs[3].1.clone())],
+        Sparse::Reorder => vec![(int64, matrix()?), (inputs[1].0, vector()?)],
+        Sparse::Reshape => vec![(int64, matrix()?), (int64, vector()?)],
+        Sparse::Segment(..) => {
+            let shape = match inputs[0].1.dims() {
+                Some(dims) if !dims.is_empty() => {
+                    let mut out = dims.to_vec();
+                    out[0] = None;
+                    PartialTensorShape::new(&out)?
+                }
+                _ => unknown(),
+            };
+            vec![(inputs[0].0, shape)]
+        }
+        Sparse::FillEmptyRows => vec![
+            (int64, matrix()?),
+            (inputs[1].0, vector()?),
+            (DataType::Bool, vector()?),
+            (int64, vector()?),
+        ],
+    })
+}
+
+/// The sparse tensor of inputs `first..first + 3` (indices, values, shape; int32
+/// indices and shapes are widened, as `SparseToDense` allows them).
+fn sparse_input(cx: &RunCtx<'_, '_>, first: usize) -> Result<SparseTensor> {
+    let int64 = |i: usize| -> Result<Tensor> {
+        let t = cx.tensor(i)?.into_owned();
+        if t.dtype() == DataType::Int64 {
+            Ok(t)
+        } else {
+            t.cast(DataType::Int64)
+        }
+    };
+    SparseTensor::new(
+        int64(first)?,
+        cx.tensor(first + 1)?.into_owned(),
+        int64(first + 2)?,
+    )
+}
+
+/// The three outputs of a sparse result.
+fn sparse_outputs(sparse: SparseTensor) -> Outputs {
+    [
+        sparse.indices().clone(),
+        sparse.values().clone(),
+        sparse.dense_shape().clone(),
+    ]
+    .into_iter()
+    .map(Value::Tensor)
+    .collect()
+}
+
+/// A scalar input as a [`Scalar`].
+fn scalar(cx: &RunCtx<'_, '_>, i: usize) -> Result<Scalar> {
+    let t = cx.tensor(i)?;
+    if t.num_elements() != 1 {
+        return Err(Error::invalid(format!(
+            "input {i} of '{}' must be a scalar, got shape {}",
+            cx.node.name,
+            t.shape()
+        )));
+    }
+    if t.dtype() == DataType::String {
+        // String values default to the empty string, the one default they take.
+        return match t.to_strings()?[0].is_empty() {
+            true => Ok(Scalar::I64(0)),
+            false => Err(Error::invalid(format!(
+                "'{}': a string default value other than the empty string is not supported",
+                cx.node.name
+            ))),
+        };
+    }
+    Ok(t.to_scalars()?[0])
+}
+
+/// Run `op`.
+pub(crate) fn run(op: Sparse, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
+    let attrs = cx.attrs();
+    let flag = |name: &str| attrs.bool_or(name, false);
+    let one = |t: Tensor| -> Outputs { [Value::Tensor(t)].into_iter().collect() };
+    match op {
+        Sparse::ToDense => {
+            let indices = cx.tensor(0)?.cast(DataType::Int64)?;
+            let indices = match indices.rank() {
+                0 => indices.reshape([1, 1])?,
+                1 => {
+                    let n = indices.num_elements();
+                    indices.reshape([n, 1])?
+                }
+                _ => indices,
+            };
+            let shape = cx.tensor(1)?.cast(DataType::Int64)?;
+            let values = cx.tensor(2)?.into_owned();
+            let count = indices.dims()[0];
+            let values = if values.rank() == 0 {
+                values.broadcast_to([count])?.contiguous()?
+            } else {
+                values
+            };
+            let sparse = SparseTensor::new(indices, values, shape)?;
+            let default = Some(scalar(cx, 3)?).filter(|_| sparse.dtype() != DataType::String);
+            Ok(one(if attrs.bool_or("validate_indices", true)? {
+                sparse.to_dense(default)?
+            } else {
+                sparse.to_dense_unordered(default)?
+            }))
+        }
+        Sparse::DenseMatMul => {
+            let a = sparse_input(cx, 0)?;
+            Ok(one(a.sparse_dense_matmul(
+                &*cx.tensor(3)?,
+                flag("adjoint_a")?,
+                flag("adjoint_b")?,
+            )?))
+        }
+        Sparse::Reduce(reduce, sparse) => {
+            let a = sparse_input(cx, 0)?;
+            let axes = cx.ints(3)?;
+            let keep = flag("keep_dims")?;
+            Ok(if sparse {
+                sparse_outputs(a.reduce_sparse(reduce, &axes, keep)?)
+            } else {
+                one(a.reduce(reduce, &axes, keep)?)
+            })
+        }
+        Sparse::Add => {
+            let (a, b) = (sparse_input(cx, 0)?, sparse_input(cx, 3)?);
+            let thresh = scalar(cx, 6)?.to_f64();
+            Ok(sparse_outputs(a.add(&b, thresh)?))
+        }
+        Sparse::DenseAdd => Ok(one(sparse_input(cx, 0)?.add_dense(&*cx.tensor(3)?)?)),
+        Sparse::Reorder => {
+            let reordered = sparse_input(cx, 0)?.reorder()?;
+            Ok([reordered.indices().clone(), reordered.values().clone()]
+                .into_iter()
+                .map(Value::Tensor)
+                .collect())
+        }
+        Sparse::Reshape => {
+            let indices = cx.tensor(0)?.into_owned();
+            let count = indices.dims().first().copied().unwrap_or(0);
+            // The values play no part: stand-ins of the right count.
+            let values = Tensor::zeros([count], DataType::Bool, indices.device())?;
+            let sparse = SparseTensor::new(indices, values, cx.tensor(1)?.into_owned())?;
+            let reshaped = sparse.reshape(&cx.ints(2)?)?;
+            Ok([reshaped.indices().clone(), reshaped.dense_shape().clone()]
+                .into_iter()
+                .map(Value::Tensor)
+                .collect())
+        }
+        Sparse::Slice => {
+            let a = sparse_input(cx, 0)?;
+            Ok(sparse_outputs(a.slice(&cx.ints(3)?, &cx.ints(4)?)?))
+        }
+        Sparse::Segment(combiner, counted) => {
+            let num_segments = if counted {
+                Some(scalar(cx, 3)?.to_f64() as i64)
+            } else {
+                None
+            };
+            Ok(one(segment_reduce(
+                combiner,
+                &*cx.tensor(0)?,
+                &*cx.tensor(1)?,
+                &*cx.tensor(2)?,
+                num_segments,
+            )?))
+        }
+        Sparse::FillEmptyRows => {
+            let a = sparse_input(cx, 0)?;
+            let (filled, rows) = a.fill_empty_rows(scalar(cx, 3)?)?;
+            let device = filled.values().device().clone();
+            let empty = Tensor::from_slice(
+                &rows.empty_row_indicator,
+                [rows.empty_row_indicator.len()],
+                &device,
+            )?;
+            let reverse = Tensor::from_slice(
+                &rows.reverse_index_map,
+                [rows.reverse_index_map.len()],
+                &device,
+            )?;
+            Ok([
+                filled.indices().clone(),
+                filled.values().clone(),
+                empty,
+                reverse,
+            ]
+            .into_iter()
+            .map(Value::Tensor)
+            .collect())
+        }
+    }
+}
