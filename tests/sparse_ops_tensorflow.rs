@@ -3,7 +3,8 @@
 //! with dense and sparse outputs, segment reductions, embedding lookups, additions,
 //! reshape, slice, retain, fill_empty_rows; empty, repeated, unordered and out-of-range
 //! indices, ranks 1 to 5, a large matrix) on every device present gives TensorFlow's
-//! result, or an error whose message TensorFlow's contains.
+//! result, or an error whose message TensorFlow's contains; and `serialize` writes the bytes
+//! of TensorFlow's `SerializeSparse`, which `deserialize` reads back.
 //!
 //! Without TensorFlow the test says why and skips, unless `POLYTENSOR_REQUIRE_TENSORFLOW`
 //! is set (as in CI): then it fails.
@@ -282,4 +283,49 @@ fn sparse_ops_match_tensorflow() {
             }
         }
     }
+}
+
+#[test]
+fn serialized_sparse_tensors_are_tensorflows_bytes() {
+    let Some(python) = common::TENSORFLOW.python("tensorflow") else {
+        return;
+    };
+    let answers: Json =
+        serde_json::from_str(&common::run_script(&python, "tf_sparse_ops.py", &[])).unwrap();
+    let hex = |bytes: &[u8]| -> String { bytes.iter().map(|b| format!("{b:02x}")).collect() };
+    for device in golden::devices() {
+        for case in answers["serialized"].as_array().unwrap() {
+            if has_strings(case) && device.kind() != DeviceKind::CPU {
+                continue;
+            }
+            let at = format!("{} on {}", case["name"].as_str().unwrap(), device.name());
+            let sparse = sparse_tensor(&case["a"], &device);
+            let ours = sparse.serialize().unwrap();
+            let theirs: Vec<&str> = case["hex"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h.as_str().unwrap())
+                .collect();
+            let ours_hex: Vec<String> = ours.iter().map(|b| hex(b)).collect();
+            assert_eq!(ours_hex, theirs, "{at}");
+            let back = SparseTensor::deserialize(&ours, sparse.dtype(), &device).unwrap();
+            assert_eq!(back.to_string(), sparse.to_string(), "{at}");
+            assert_eq!(back.values().device().name(), device.name(), "{at}");
+        }
+    }
+    let floats = &answers["serialized"][0];
+    let cpu: Arc<dyn Device> = polytensor::CpuDevice::shared();
+    let bytes = sparse_tensor(&floats["a"], &cpu).serialize().unwrap();
+    let wrong = SparseTensor::deserialize(&bytes, DataType::Int32, &cpu)
+        .err()
+        .unwrap();
+    let message = wrong.to_string();
+    let ours = message.trim_start_matches("invalid argument: ");
+    let theirs = answers["deserialize_error"].as_str().unwrap();
+    assert!(theirs.contains(ours), "{ours:?} vs {theirs:?}");
+    assert!(SparseTensor::deserialize(&bytes[..2], DataType::Float, &cpu).is_err());
+    let mut truncated = bytes.clone();
+    truncated[1].truncate(3);
+    assert!(SparseTensor::deserialize(&truncated, DataType::Float, &cpu).is_err());
 }

@@ -235,4 +235,19 @@ strings = sparse([[1, 0], [3, 1]], ["a", "bc"], [4, 2], "string")
 case("fill_empty_rows", "strings", {"a": sparse_json(strings), "default": ""},
      lambda: fill_empty_rows(strings, ""))
 
-print(json.dumps({"cases": cases}))
+# Serialization: TensorFlow's SerializeSparse bytes of each component.
+serialized = []
+for name, sp in (("floats", r3), ("ints", ints), ("strings", strings), ("empty", empty),
+                 ("bools", sparse([[0], [3]], [True, False], [5], "bool")),
+                 ("halves", sparse([[1, 1]], [0.5], [2, 2], "float16"))):
+    parts = tf.raw_ops.SerializeSparse(sparse_indices=sp.indices, sparse_values=sp.values,
+                                       sparse_shape=sp.dense_shape).numpy()
+    serialized.append({"name": name, "a": sparse_json(sp), "hex": [p.hex() for p in parts]})
+try:
+    tf.raw_ops.DeserializeSparse(serialized_sparse=tf.constant(
+        [bytes.fromhex(h) for h in serialized[0]["hex"]]), dtype=tf.int32)
+except tf.errors.InvalidArgumentError as e:
+    deserialize_error = e.message
+
+print(json.dumps({"cases": cases, "serialized": serialized,
+                  "deserialize_error": deserialize_error}))

@@ -94,6 +94,20 @@ impl Tensor {
         options: &DecodeOptions,
     ) -> Result<Tensor> {
         let (dtype, field, shape) = proto.header()?;
+        if !proto.tensor_content.is_empty() && field == Field::String {
+            let elements = shape.num_elements();
+            options.check(
+                &shape,
+                dtype,
+                proto.tensor_content.len().checked_add(
+                    elements
+                        .checked_mul(std::mem::size_of::<Vec<u8>>())
+                        .unwrap_or(usize::MAX),
+                ),
+            )?;
+            let strings = super::strings::decode_string_list(&proto.tensor_content, elements)?;
+            return Tensor::from_strings(strings, shape, device);
+        }
         if !proto.tensor_content.is_empty() {
             let content = content_bytes(proto.tensor_content.clone(), &shape, dtype)?;
             return on_device(content, shape, dtype, device);

@@ -147,6 +147,12 @@ fn content(bytes: Bytes) -> Result<Bytes> {
 }
 
 fn content_proto(values: &Tensor, shape: &TensorShape) -> Result<TensorProto> {
+    if values.dtype() == DataType::String {
+        let mut proto = header(values.dtype(), shape)?;
+        let strings = values.to_strings()?;
+        proto.tensor_content = content(Bytes::from(super::strings::encode_string_list(&strings)))?;
+        return Ok(proto);
+    }
     if !values.dtype().is_pod() {
         return Err(Error::invalid(format!(
             "{} tensors have no tensor_content form",
@@ -182,8 +188,8 @@ impl Tensor {
         field_proto(self, self.shape())
     }
 
-    /// The values as raw `tensor_content` (TensorFlow's `Tensor::AsProtoTensorContent`); an
-    /// `Err` for string tensors.
+    /// The values as raw `tensor_content` (TensorFlow's `Tensor::AsProtoTensorContent`;
+    /// strings as its `EncodeStringList`: every length as a varint, then the bytes).
     pub fn as_proto_tensor_content(&self) -> Result<TensorProto> {
         content_proto(self, self.shape())
     }

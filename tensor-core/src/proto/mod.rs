@@ -29,6 +29,7 @@ mod encode;
 mod fields;
 mod messages;
 mod shape;
+mod strings;
 
 pub use decode::{DecodeOptions, ProtoElements, DEFAULT_MAX_DECODED_BYTES};
 pub use encode::{make_tensor_proto, make_tensor_proto_from_bytes, uses_tensor_content};

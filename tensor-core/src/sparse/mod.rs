@@ -12,7 +12,8 @@
 //! order, row-major order without repeats), with TensorFlow's messages.
 //!
 //! The ops (conversions, reorder, reshape, slice, retain, fill empty rows, add, reductions,
-//! sparse x dense matmul, segment reductions, embedding lookups) compute the structure of
+//! sparse x dense matmul, segment reductions, embedding lookups; serialization as
+//! TensorFlow's `SerializeSparse` writes it) compute the structure of
 //! their result from the indices on the host, as TensorFlow keeps sparse indices in host
 //! memory for most of its kernels, and compute the values on the device of the input with
 //! one kernel, the segment reduction of [`crate::plan::segment`]: each output value folds
@@ -38,6 +39,7 @@ mod matmul;
 mod reduce;
 mod segment_ops;
 mod segments;
+mod serialize;
 mod structure;
 
 pub use reduce::SparseReduce;
