@@ -9,6 +9,9 @@ The benchmark writes one command per line and reads one line back:
   carrying a counter and a [16] float32 vector (`x * 0.999 + 0.5`), with control flow
   VERSION (`v1`: Switch/Merge/Enter/Exit/NextIteration; `v2`: StatelessWhile and its
   functions); writes its GraphDef to PATH and answers `ready`.
+- `spmm M K N EVERY THREADS`: SparseTensorDenseMatMul of an [M, K] float32 sparse matrix
+  holding every EVERY-th element (row-major; value 1 + its position) by a seeded [K, N]
+  matrix; answers `ready`.
 - `time ITERS`: run the loaded session ITERS times; answers the seconds they took.
 Sessions run with THREADS intra-op threads and one inter-op thread, as the Rust side does.
 """
@@ -81,6 +84,22 @@ def main():
             with open(path, "wb") as f:
                 f.write(graph.as_graph_def().SerializeToString())
             s = session(graph, threads)
+            run = lambda: s.run(fetch)
+        elif words[0] == "spmm":
+            m, k, n, every, threads = map(int, words[1:6])
+            flat = np.arange(0, m * k, every)
+            indices = np.stack([flat // k, flat % k], axis=1).astype(np.int64)
+            graph = tf.Graph()
+            with graph.as_default():
+                # Variables, not constants: grappler would fold a product of constants.
+                values = tf.compat.v1.Variable((1 + flat).astype(np.float32))
+                b = tf.compat.v1.Variable(rng.standard_normal([k, n]).astype(np.float32))
+                a = tf.sparse.SparseTensor(indices, values.read_value(), [m, k])
+                y = tf.sparse.sparse_dense_matmul(a, b)
+                fetch = y[:1, :1]
+                init = tf.compat.v1.global_variables_initializer()
+            s = session(graph, threads)
+            s.run(init)
             run = lambda: s.run(fetch)
         elif words[0] == "time":
             iters = int(words[1])

@@ -85,6 +85,14 @@ impl TensorFlow {
         assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
     }
 
+    /// Load a `SparseTensorDenseMatMul` of an `[m, k]` sparse matrix holding every
+    /// `every`-th element (row-major, value `1 + position`) by a `[k, n]` matrix, run on
+    /// `threads` threads.
+    pub fn load_spmm(&mut self, [m, k, n, every]: [usize; 4], threads: usize) {
+        let answer = self.ask(&format!("spmm {m} {k} {n} {every} {threads}"));
+        assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
+    }
+
     /// The time of `iters` runs of what was loaded last.
     pub fn time(&mut self, iters: u64) -> Duration {
         let answer = self.ask(&format!("time {iters}"));

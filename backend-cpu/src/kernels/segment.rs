@@ -12,7 +12,7 @@ use polytensor_core::{Element, Error, OutView, Result, TensorView};
 use super::{by_class, unsupported};
 use crate::strided::{input, output};
 
-/// Output elements below which one thread does the whole reduction.
+/// Elements read and written below which one thread does the whole reduction.
 const PARALLEL_ABOVE: usize = 1 << 15;
 
 /// The checked structure of one reduction: each segment's entries and each entry's row.
@@ -56,10 +56,15 @@ impl<'a> Structure<'a> {
     }
 
     /// Run `each(segment, output row)` over the output's rows, on several threads when
-    /// there are many elements.
+    /// there is much work (elements read and written).
     fn for_each_segment<T: Send>(&self, out: &mut [T], each: impl Fn(usize, &mut [T]) + Sync) {
         let width = self.width.max(1);
-        if out.len() > PARALLEL_ABOVE {
+        let work = self
+            .rows
+            .len()
+            .saturating_mul(width)
+            .saturating_add(out.len());
+        if work > PARALLEL_ABOVE && out.len() > width {
             out.par_chunks_mut(width)
                 .enumerate()
                 .for_each(|(s, row)| each(s, row));
@@ -167,25 +172,34 @@ fn fold_float<T: Element + Computed>(
             row.fill(empty);
             return;
         }
-        for (k, slot) in row.iter_mut().enumerate() {
-            let mut acc = T::Acc::zero();
-            let (mut total, mut squares) = (T::Acc::zero(), T::Acc::zero());
-            for (n, entry) in entries.clone().enumerate() {
-                let value = x[s.rows[entry] as usize * width + k].to_acc();
-                if op == SegmentOp::Max {
-                    acc = if n > 0 && acc > value { acc } else { value };
-                    continue;
+        // The segment's rows folded into one row of accumulators, entry by entry (each
+        // element still folds its entries in order), so the inner loop runs along rows.
+        let mut acc = vec![T::Acc::zero(); width];
+        let (mut total, mut squares) = (T::Acc::zero(), T::Acc::zero());
+        for (n, entry) in entries.enumerate() {
+            let start = s.rows[entry] as usize * width;
+            let values = &x[start..start + width];
+            if op == SegmentOp::Max {
+                for (a, v) in acc.iter_mut().zip(values) {
+                    let v = v.to_acc();
+                    *a = if n > 0 && *a > v { *a } else { v };
                 }
-                let w = weights.map_or(T::Acc::one(), |w| w[entry].to_acc());
-                acc = acc + w * value;
-                total = total + w;
-                squares = squares + w * w;
+                continue;
             }
-            *slot = T::from_acc(match op {
-                SegmentOp::Mean => acc / total,
-                SegmentOp::SqrtN => acc / squares.sqrt(),
-                _ => acc,
-            });
+            let w = weights.map_or(T::Acc::one(), |w| w[entry].to_acc());
+            for (a, v) in acc.iter_mut().zip(values) {
+                *a = *a + w * v.to_acc();
+            }
+            total = total + w;
+            squares = squares + w * w;
+        }
+        let divisor = match op {
+            SegmentOp::Mean => Some(total),
+            SegmentOp::SqrtN => Some(squares.sqrt()),
+            _ => None,
+        };
+        for (slot, a) in row.iter_mut().zip(acc) {
+            *slot = T::from_acc(divisor.map_or(a, |d| a / d));
         }
     });
     Ok(())
@@ -206,19 +220,26 @@ fn fold_int<T: Element + Ord + WrappingAdd + WrappingMul + Zero + One>(
     let width = s.width;
     s.for_each_segment(target, |seg, row| {
         let entries = s.entries(seg);
-        for (k, slot) in row.iter_mut().enumerate() {
-            *slot = if op == SegmentOp::Max {
-                entries
-                    .clone()
-                    .map(|entry| x[s.rows[entry] as usize * width + k])
-                    .max()
-                    .unwrap_or(fill)
-            } else {
-                entries.clone().fold(T::zero(), |acc, entry| {
-                    let w = weights.map_or(T::one(), |w| w[entry]);
-                    acc.wrapping_add(&w.wrapping_mul(&x[s.rows[entry] as usize * width + k]))
-                })
-            };
+        let mut started = false;
+        row.fill(if op == SegmentOp::Max {
+            fill
+        } else {
+            T::zero()
+        });
+        for entry in entries {
+            let start = s.rows[entry] as usize * width;
+            let values = &x[start..start + width];
+            if op == SegmentOp::Max {
+                for (a, &v) in row.iter_mut().zip(values) {
+                    *a = if started { (*a).max(v) } else { v };
+                }
+                started = true;
+                continue;
+            }
+            let w = weights.map_or(T::one(), |w| w[entry]);
+            for (a, v) in row.iter_mut().zip(values) {
+                *a = a.wrapping_add(&w.wrapping_mul(v));
+            }
         }
     });
     Ok(())
