@@ -300,4 +300,14 @@ impl Device for CpuDevice {
     ) -> Result<()> {
         segment::segment_reduce(op, data, segments, out)
     }
+
+    fn scatter_rows(
+        &self,
+        data: &TensorView<'_>,
+        rows: &TensorView<'_>,
+        fill: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        segment::scatter_rows(data, rows, fill, out)
+    }
 }

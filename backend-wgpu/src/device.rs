@@ -383,6 +383,16 @@ impl Device for WgpuDevice {
     ) -> Result<()> {
         self.run_segment(op, data, segments, out)
     }
+
+    fn scatter_rows(
+        &self,
+        data: &TensorView<'_>,
+        rows: &TensorView<'_>,
+        fill: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        self.run_scatter(data, rows, fill, out)
+    }
 }
 
 /// Whether a device with (or without) `SHADER_F64` and `SHADER_INT64` has a kernel for `op`

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use polytensor_core::device::checks;
-use polytensor_core::plan::segment::{SegmentGeometry, SegmentOp, Segments};
+use polytensor_core::plan::segment::{ScatterGeometry, SegmentGeometry, SegmentOp, Segments};
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::plan::MatmulPlan;
 use polytensor_core::plan::ReducedAxes;
@@ -352,6 +352,66 @@ impl WgpuDevice {
             output_buffer(out)?,
         ];
         self.dispatch(&pipeline, &words, &bindings, groups);
+        Ok(())
+    }
+
+    /// `Device::scatter_rows`: the fill pass, then the scatter pass, over the dtype's raw
+    /// storage.
+    pub(crate) fn run_scatter(
+        &self,
+        data: &TensorView<'_>,
+        rows: &TensorView<'_>,
+        fill: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let dtype = data.dtype();
+        let g = ScatterGeometry::new(data, rows, fill, out)?;
+        let storage = Storage::raw(dtype).ok_or_else(|| self.unsupported("scatter_rows", dtype))?;
+        let outputs = out.layout().num_elements();
+        if outputs == 0 {
+            return Ok(());
+        }
+        let offset = |view: &TensorView<'_>| -> Result<u32> {
+            let layout = view.layout();
+            within_i32(
+                layout.offset() + layout.num_elements(),
+                "a scatter operand's extent",
+            )
+            .map(|_| layout.offset() as u32)
+        };
+        let target = output_buffer(out)?;
+        let fill_pass = self.pipeline(PipelineKey::Scatter(dtype, false), || {
+            segment::fill_source(storage)
+        })?;
+        let invocations = outputs.div_ceil(storage.lanes());
+        let groups = self.workgroups(invocations.div_ceil(segment::WORKGROUP as usize));
+        self.dispatch(
+            &fill_pass,
+            &[outputs as u32, offset(fill)?],
+            &[storage_of(fill)?, target],
+            groups,
+        );
+        let items = g.entries * g.width;
+        if items == 0 {
+            return Ok(());
+        }
+        let scatter_pass = self.pipeline(PipelineKey::Scatter(dtype, true), || {
+            segment::scatter_source(storage)
+        })?;
+        let words = [
+            items as u32,
+            g.width as u32,
+            g.out_rows as u32,
+            offset(data)?,
+            offset(rows)?,
+        ];
+        let groups = self.workgroups(items.div_ceil(segment::WORKGROUP as usize));
+        self.dispatch(
+            &scatter_pass,
+            &words,
+            &[storage_of(data)?, storage_of(rows)?, target],
+            groups,
+        );
         Ok(())
     }
 }

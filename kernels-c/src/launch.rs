@@ -16,7 +16,7 @@ use polytensor_core::alloc::{BlockAllocator, BlockSource};
 use polytensor_core::buffer::{BlockBuffer, BlockCache};
 use polytensor_core::device::{checks, Capabilities, DeviceKind};
 use polytensor_core::dlpack::DLDevice;
-use polytensor_core::plan::segment::{SegmentGeometry, SegmentOp, Segments};
+use polytensor_core::plan::segment::{ScatterGeometry, SegmentGeometry, SegmentOp, Segments};
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::plan::{Coalesced, MatmulPlan, ReducedAxes};
 use polytensor_core::{
@@ -788,9 +788,70 @@ pub fn segment_reduce<Q: Queue>(
     unsafe { q.launch(&program, launch) }
 }
 
+/// `Device::scatter_rows`: the kit's `segment_fill`, then `segment_scatter`, of the
+/// dtype's raw element.
+pub fn scatter_rows<Q: Queue>(
+    q: &Q,
+    data: &TensorView<'_>,
+    rows: &TensorView<'_>,
+    fill: &TensorView<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let dtype = data.dtype();
+    let g = ScatterGeometry::new(data, rows, fill, out)?;
+    let key = table::segment_program(SegmentOp::Gather, dtype, q.fp64())
+        .ok_or_else(|| q.unsupported("scatter_rows", dtype))?;
+    let target = output_mem(q, out)?;
+    let outputs = out.layout().num_elements();
+    if outputs == 0 {
+        return Ok(());
+    }
+    let program = q.program(key)?;
+    let at = |view: &TensorView<'_>| -> Result<[Arg<Q::Mem>; 2]> {
+        Ok([
+            Arg::Mem(q.mem(view.buffer())?),
+            Arg::I64(view.layout().offset() as i64),
+        ])
+    };
+    let out_at = [Arg::Mem(target), Arg::I64(out.layout().offset() as i64)];
+    let mut args = vec![Arg::I64(outputs as i64)];
+    args.extend(at(fill)?);
+    args.extend(out_at);
+    let launch = Launch {
+        kernel: "segment_fill",
+        args: &args,
+        grid: map_grid::<Q>(outputs),
+    };
+    // SAFETY: `segment_fill`'s parameters (`segment` documents them): the one-element fill
+    // and the output's `outputs` contiguous elements, checked by `ScatterGeometry::new`.
+    unsafe { q.launch(&program, launch)? };
+    let items = g.entries * g.width;
+    if items == 0 {
+        return Ok(());
+    }
+    let mut args = vec![
+        Arg::I64(items as i64),
+        Arg::I64(g.width as i64),
+        Arg::I64(g.out_rows as i64),
+    ];
+    args.extend(at(data)?);
+    args.extend(at(rows)?);
+    args.extend(out_at);
+    let launch = Launch {
+        kernel: "segment_scatter",
+        args: &args,
+        grid: map_grid::<Q>(items),
+    };
+    // SAFETY: `segment_scatter`'s parameters (`segment` documents them): the data's `items`
+    // contiguous elements, one row number per data row, and the output of `out_rows` rows
+    // of `width`, checked by `ScatterGeometry::new`; the kernel skips a row outside the
+    // output, so the rows' values cannot send a write out of bounds.
+    unsafe { q.launch(&program, launch) }
+}
+
 /// The `Device` methods of a [`Queue`] backend that only delegate to it or to this
 /// module: supports, allocate_zeroed, unary, binary, select, cast, reduce, fill, copy,
-/// the window kernels, the segment reduction, and arange (computed on the host, exactly). Invoke it inside `impl Device for ...`.
+/// the window kernels, the segment reduction and row scatter, and arange (computed on the host, exactly). Invoke it inside `impl Device for ...`.
 #[macro_export]
 macro_rules! queue_device_ops {
     () => {
@@ -945,6 +1006,16 @@ macro_rules! queue_device_ops {
             out: &mut polytensor_core::OutView<'_>,
         ) -> polytensor_core::Result<()> {
             $crate::launch::segment_reduce(self, op, data, segments, out)
+        }
+
+        fn scatter_rows(
+            &self,
+            data: &polytensor_core::TensorView<'_>,
+            rows: &polytensor_core::TensorView<'_>,
+            fill: &polytensor_core::TensorView<'_>,
+            out: &mut polytensor_core::OutView<'_>,
+        ) -> polytensor_core::Result<()> {
+            $crate::launch::scatter_rows(self, data, rows, fill, out)
         }
     };
 }

@@ -3,7 +3,10 @@
 //! order, so results are deterministic and do not depend on the grid.
 //!
 //! - `segment_gather` (program [`SegmentKernels::gather`], one per element size): the last
-//!   row of the segment, moved as raw bits, or the fill value for an empty segment.
+//!   row of the segment, moved as raw bits, or the fill value for an empty segment; and in
+//!   the same program `segment_fill` and `segment_scatter`, the two passes of
+//!   `Device::scatter_rows` (every element the fill value, then each data row at its output
+//!   row; a row outside the output is skipped).
 //! - `segment_sum`, `segment_mean`, `segment_sqrt_n`, `segment_max` (program
 //!   [`SegmentKernels::reduce`], one per dtype): `Σ w·x`, over `Σ w` or `sqrt(Σ w²)`, or the
 //!   largest `x` as TensorFlow folds it (`acc > x ? acc : x`); empty segments hold zero
@@ -14,10 +17,13 @@
 //! offset is clamped to `[0, entries]` and a row outside `[0, data_rows)` is skipped:
 //! wrong structure gives wrong values, never a read out of bounds.
 //!
-//! Arguments of every kernel: `i64 items` (output elements), `i64 width` (elements of one
-//! row), `i64 data_rows`, `i64 entries`, then each of data, rows (int32), offsets (int32),
-//! weights, fill and output as a buffer and its `i64` element offset, with `i64 weighted`
-//! after the weights (0: every weight is 1; the weights buffer is then never read).
+//! Arguments of every fold and gather: `i64 items` (output elements), `i64 width`
+//! (elements of one row), `i64 data_rows`, `i64 entries`, then each of data, rows (int32),
+//! offsets (int32), weights, fill and output as a buffer and its `i64` element offset, with
+//! `i64 weighted` after the weights (0: every weight is 1; the weights buffer is then never
+//! read). `segment_fill`: `i64 items`, the fill and the output (each a buffer and offset).
+//! `segment_scatter`: `i64 items` (data elements), `i64 width`, `i64 out_rows`, then the
+//! data, the rows and the output (each a buffer and offset).
 
 use polytensor_core::plan::segment::SegmentOp;
 use polytensor_core::DataType;
@@ -85,7 +91,9 @@ impl SegmentKernels {
     /// The kernel names of the program.
     pub fn names(&self) -> Vec<&'static str> {
         match self {
-            SegmentKernels::Gather(_) => vec![SegmentOp::Gather.name()],
+            SegmentKernels::Gather(_) => {
+                vec![SegmentOp::Gather.name(), "segment_fill", "segment_scatter"]
+            }
             SegmentKernels::Reduce(e) => SegmentOp::ALL
                 .into_iter()
                 .filter(|&op| op != SegmentOp::Gather && defined(op, *e))
@@ -146,6 +154,25 @@ KERNEL void segment_gather({parameters}) {{
             }}
         }}
         out[out_offset + item] = value;
+    }}
+}}
+
+KERNEL void segment_fill(const i64 items, GLOBAL const {raw}* fill, const i64 fill_offset,
+                         GLOBAL {raw}* out, const i64 out_offset) {{
+    for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE) {{
+        out[out_offset + item] = fill[fill_offset];
+    }}
+}}
+
+KERNEL void segment_scatter(const i64 items, const i64 width, const i64 out_rows,
+                            GLOBAL const {raw}* data, const i64 data_offset,
+                            GLOBAL const i32* rows, const i64 rows_offset,
+                            GLOBAL {raw}* out, const i64 out_offset) {{
+    for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE) {{
+        const i64 r = rows[rows_offset + item / width];
+        if (r >= 0 && r < out_rows) {{
+            out[out_offset + r * width + item % width] = data[data_offset + item];
+        }}
     }}
 }}
 "#,

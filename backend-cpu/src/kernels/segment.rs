@@ -1,12 +1,13 @@
 //! `Device::segment_reduce` (`polytensor_core::plan::segment`): each output row folds its
-//! segment's data rows in order, the rows of the output split between threads. Gathers move
+//! segment's data rows in order, the rows of the output split between threads; and
+//! `Device::scatter_rows`. Gathers move
 //! bytes (any fixed-size dtype); sums and maxima compute in the dtype itself (integers
 //! wrap), f16 and bf16 in f32, rounded once, as the GPU kernels do.
 
 use num_traits::{Float, One, WrappingAdd, WrappingMul, Zero};
 use rayon::prelude::*;
 
-use polytensor_core::plan::segment::{SegmentGeometry, SegmentOp, Segments};
+use polytensor_core::plan::segment::{ScatterGeometry, SegmentGeometry, SegmentOp, Segments};
 use polytensor_core::{Element, Error, OutView, Result, TensorView};
 
 use super::{by_class, unsupported};
@@ -14,6 +15,9 @@ use crate::strided::{input, output};
 
 /// Elements read and written below which one thread does the whole reduction.
 const PARALLEL_ABOVE: usize = 1 << 15;
+
+/// Output elements (bytes, for a gather) each parallel task writes at least.
+const TASK_ELEMENTS: usize = 1 << 14;
 
 /// The checked structure of one reduction: each segment's entries and each entry's row.
 struct Structure<'a> {
@@ -65,9 +69,15 @@ impl<'a> Structure<'a> {
             .saturating_mul(width)
             .saturating_add(out.len());
         if work > PARALLEL_ABOVE && out.len() > width {
-            out.par_chunks_mut(width)
+            // Blocks of whole segments, so a task is never as small as one narrow row.
+            let rows_per_task = (TASK_ELEMENTS / width).max(1);
+            out.par_chunks_mut(width * rows_per_task)
                 .enumerate()
-                .for_each(|(s, row)| each(s, row));
+                .for_each(|(block, rows)| {
+                    for (i, row) in rows.chunks_mut(width).enumerate() {
+                        each(block * rows_per_task + i, row);
+                    }
+                });
         } else {
             out.chunks_mut(width)
                 .enumerate()
@@ -97,6 +107,60 @@ pub(crate) fn segment_reduce(
     )
 }
 
+/// `Device::scatter_rows`: the fill everywhere (one memset where its bytes are all equal),
+/// then each data row at its output row, as bytes.
+pub(crate) fn scatter_rows(
+    data: &TensorView<'_>,
+    rows: &TensorView<'_>,
+    fill: &TensorView<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let g = ScatterGeometry::new(data, rows, fill, out)?;
+    let size = data.dtype().size();
+    let row_bytes = g.width * size;
+    let rows = &input::<i32>(rows)?[rows.layout().offset()..][..g.entries];
+    if let Some(&row) = rows.iter().find(|&&r| r < 0 || r as usize >= g.out_rows) {
+        return Err(Error::invalid(format!(
+            "scatter_rows writes row {row} of an output with {} rows",
+            g.out_rows
+        )));
+    }
+    let fill = contiguous_bytes(fill)?;
+    let source = contiguous_bytes(data)?;
+    let target = out
+        .host_bytes_mut()
+        .ok_or_else(|| Error::invalid("a CPU segment output is not in host memory"))?;
+    fill_with(target, fill);
+    if row_bytes == 0 {
+        return Ok(());
+    }
+    for (j, &row) in rows.iter().enumerate() {
+        let at = row as usize * row_bytes;
+        target[at..at + row_bytes].copy_from_slice(&source[j * row_bytes..(j + 1) * row_bytes]);
+    }
+    Ok(())
+}
+
+/// Every element of `target` set to the bytes `fill`: one memset where they are all equal.
+fn fill_with(target: &mut [u8], fill: &[u8]) {
+    match fill.first() {
+        Some(&byte) if fill.iter().all(|&b| b == byte) => target.fill(byte),
+        _ => target
+            .chunks_exact_mut(fill.len())
+            .for_each(|e| e.copy_from_slice(fill)),
+    }
+}
+
+/// The bytes of a contiguous view's elements.
+fn contiguous_bytes<'a>(view: &TensorView<'a>) -> Result<&'a [u8]> {
+    let size = view.dtype().size();
+    let host = view
+        .host_bytes()
+        .ok_or_else(|| Error::invalid("a CPU segment operand is not in host memory"))?;
+    let start = view.layout().offset() * size;
+    Ok(&host[start..start + view.layout().num_elements() * size])
+}
+
 /// The contiguous elements of `view`.
 fn elements<'a, T: Element>(view: &TensorView<'a>) -> Result<&'a [T]> {
     let layout = view.layout();
@@ -111,20 +175,8 @@ fn gather(
     out: &mut OutView<'_>,
 ) -> Result<()> {
     let size = data.dtype().size();
-    let bytes_of = |view: &TensorView<'_>| -> Result<Vec<u8>> {
-        let mut bytes = vec![0; view.layout().num_elements() * size];
-        let range = view.host_copy_range(bytes.len())?;
-        let host = view
-            .host_bytes()
-            .ok_or_else(|| Error::invalid("a CPU segment operand is not in host memory"))?;
-        bytes.copy_from_slice(&host[range]);
-        Ok(bytes)
-    };
-    let fill = bytes_of(&segments.fill)?;
-    let source = data
-        .host_bytes()
-        .ok_or_else(|| Error::invalid("a CPU segment operand is not in host memory"))?;
-    let source = &source[data.layout().offset() * size..];
+    let fill = contiguous_bytes(&segments.fill)?;
+    let source = contiguous_bytes(data)?;
     let row_bytes = s.width * size;
     let target = out
         .host_bytes_mut()
@@ -132,19 +184,25 @@ fn gather(
     if row_bytes == 0 {
         return Ok(());
     }
-    let gathered = Structure {
-        width: row_bytes,
-        ..*s
-    };
-    gathered.for_each_segment(target, |seg, row| match s.entries(seg).last() {
-        Some(entry) => {
+    // Every element the fill value first, then the rows of the segments that have one.
+    fill_with(target, fill);
+    let copy = |seg: usize, row: &mut [u8]| {
+        if let Some(entry) = s.entries(seg).last() {
             let from = s.rows[entry] as usize * row_bytes;
             row.copy_from_slice(&source[from..from + row_bytes]);
         }
-        None => row
-            .chunks_exact_mut(size)
-            .for_each(|e| e.copy_from_slice(&fill)),
-    });
+    };
+    if s.rows.len() * row_bytes > PARALLEL_ABOVE {
+        let gathered = Structure {
+            width: row_bytes,
+            ..*s
+        };
+        gathered.for_each_segment(target, copy);
+    } else {
+        for seg in (0..s.offsets.len() - 1).filter(|&seg| s.offsets[seg] < s.offsets[seg + 1]) {
+            copy(seg, &mut target[seg * row_bytes..(seg + 1) * row_bytes]);
+        }
+    }
     Ok(())
 }
 

@@ -38,6 +38,8 @@ pub(crate) enum PipelineKey {
     Window(window::WindowOp, DataType),
     /// A segment reduction of a dtype.
     Segment(SegmentOp, DataType),
+    /// A pass of a row scatter of a dtype: the fill (`false`) or the scatter (`true`).
+    Scatter(DataType, bool),
 }
 
 impl fmt::Display for MapKey {
@@ -63,6 +65,11 @@ impl fmt::Display for PipelineKey {
             PipelineKey::Reduce(op, dtype, variant) => write!(f, "reduce_{op}.{dtype}.{variant:?}"),
             PipelineKey::Window(op, dtype) => write!(f, "window_{op:?}.{dtype}"),
             PipelineKey::Segment(op, dtype) => write!(f, "{}.{dtype}", op.name()),
+            PipelineKey::Scatter(dtype, scatter) => write!(
+                f,
+                "scatter_rows.{dtype}.{}",
+                if *scatter { "scatter" } else { "fill" }
+            ),
         }
     }
 }

@@ -147,3 +147,92 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     );
     text
 }
+
+/// The WGSL of `Device::scatter_rows`' first pass: every element of the output the fill
+/// value (elements stored as `storage`, the dtype's raw storage), a whole word per
+/// invocation. Bindings: the geometry (`[elements, fill offset]`), the fill, the output.
+pub(crate) fn fill_source(storage: Storage) -> String {
+    let (t, array) = (storage.value_type(), storage.array_type());
+    format!(
+        r#"
+@group(0) @binding(0) var<storage, read> g: array<u32>;
+@group(0) @binding(1) var<storage, read> fill: array<{array}>;
+@group(0) @binding(2) var<storage, read_write> out: array<{array}>;
+
+fn element(item: u32) -> {t} {{
+    return {value};
+}}
+
+@compute @workgroup_size({WORKGROUP})
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
+    let i = id.x + id.y * groups.x * {WORKGROUP}u;
+{store}}}
+"#,
+        value = storage.load("fill", "i32(g[1])"),
+        store = storage.store_body("g[0]", "0u"),
+    )
+}
+
+/// The WGSL of `Device::scatter_rows`' second pass: data element `item` (row `j`, column
+/// `k`) moved, as raw bits, to element `rows[j] * width + k` of the output; a row outside
+/// the output is skipped. Packed elements (8 and 16 bits) are written with an atomic and
+/// and or on their word, so distinct elements sharing a word never race. Bindings: the
+/// geometry (`[data elements, width, output rows, data offset, rows offset]`), the data,
+/// the rows (`i32`), the output.
+pub(crate) fn scatter_source(storage: Storage) -> String {
+    let array = storage.array_type();
+    let (out_type, write) = match storage {
+        Storage::Packed(_) => {
+            let lanes = storage.lanes() as u32;
+            let bits = 32 / lanes;
+            let mask = if bits == 32 {
+                u32::MAX
+            } else {
+                (1u32 << bits) - 1
+            };
+            (
+                "atomic<u32>".to_string(),
+                format!(
+                    r#"    let q = g[3] + item;
+    let raw = (data[q / {lanes}u] >> ((q % {lanes}u) * {bits}u)) & {mask}u;
+    let shift = (p % {lanes}u) * {bits}u;
+    atomicAnd(&out[p / {lanes}u], ~({mask}u << shift));
+    atomicOr(&out[p / {lanes}u], raw << shift);
+"#
+                ),
+            )
+        }
+        Storage::Wide(n) => (
+            array.to_string(),
+            (0..n)
+                .map(|w| format!("    out[{n}u * p + {w}u] = data[{n}u * (g[3] + item) + {w}u];\n"))
+                .collect(),
+        ),
+        Storage::Word(_) => (
+            array.to_string(),
+            "    out[p] = data[g[3] + item];\n".to_string(),
+        ),
+    };
+    format!(
+        r#"
+@group(0) @binding(0) var<storage, read> g: array<u32>;
+@group(0) @binding(1) var<storage, read> data: array<{array}>;
+@group(0) @binding(2) var<storage, read> rows: array<i32>;
+@group(0) @binding(3) var<storage, read_write> out: array<{out_type}>;
+
+@compute @workgroup_size({WORKGROUP})
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
+    let item = id.x + id.y * groups.x * {WORKGROUP}u;
+    if (item >= g[0]) {{
+        return;
+    }}
+    let width = g[1];
+    let r = rows[g[4] + item / width];
+    if (r < 0 || u32(r) >= g[2]) {{
+        return;
+    }}
+    let p = u32(r) * width + item % width;
+{write}}}
+"#
+    )
+}

@@ -566,6 +566,25 @@ pub trait Device: Send + Sync + fmt::Debug + 'static {
         let _ = (segments, out);
         Err(Error::unsupported(op.name(), data.dtype(), self.name()))
     }
+
+    /// A row scatter (`polytensor_core::plan::segment::ScatterGeometry`): data row `j` of
+    /// the contiguous `data` into row `rows[j]` of the contiguous `out`, every other row of
+    /// `out` the one-element `fill`; the rows are distinct (callers guarantee it). Any
+    /// fixed-size dtype, moved as bits. Backends bound every row they write.
+    fn scatter_rows(
+        &self,
+        data: &TensorView<'_>,
+        rows: &TensorView<'_>,
+        fill: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let _ = (rows, fill, out);
+        Err(Error::unsupported(
+            "scatter_rows",
+            data.dtype(),
+            self.name(),
+        ))
+    }
 }
 
 impl dyn Device {

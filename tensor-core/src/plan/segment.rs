@@ -211,6 +211,84 @@ impl SegmentGeometry {
     }
 }
 
+/// The sizes of a row scatter (`Device::scatter_rows`): data row `j` is written to output
+/// row `rows[j]`, every other output row holds the fill value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScatterGeometry {
+    /// `N`: rows of the data (entries scattered).
+    pub entries: usize,
+    /// `W`: elements of one row.
+    pub width: usize,
+    /// Rows of the output.
+    pub out_rows: usize,
+}
+
+impl ScatterGeometry {
+    /// The sizes of a scatter of `data` (`[N, W...]`) into `out` (`[R, W...]`, same dtype,
+    /// any fixed-size one) by the int32 vector `rows` (`[N]`), with the one-element `fill`;
+    /// or an `Err` unless every operand is contiguous, of that dtype and size, with counts
+    /// below 2^31. The rows' values are not read here: backends skip (GPU) or refuse (CPU)
+    /// a row outside the output, and callers pass distinct rows.
+    pub fn new(
+        data: &TensorView<'_>,
+        rows: &TensorView<'_>,
+        fill: &TensorView<'_>,
+        out: &OutView<'_>,
+    ) -> Result<Self> {
+        let dtype = data.dtype();
+        let out_view = out.view();
+        let fits = |view: &TensorView<'_>, want: DataType| {
+            view.dtype() == want && view.layout().is_contiguous()
+        };
+        if !dtype.is_pod()
+            || !fits(data, dtype)
+            || !fits(&out_view, dtype)
+            || !fits(fill, dtype)
+            || !fits(rows, DataType::Int32)
+            || rows.layout().rank() != 1
+            || fill.layout().num_elements() != 1
+        {
+            return Err(Error::invalid(format!(
+                "scatter_rows needs contiguous data, output and one fill element of one \
+                 fixed-size dtype and an int32 vector of rows, got {} data, {} output, {} \
+                 rows of shape {}",
+                dtype,
+                out_view.dtype(),
+                rows.dtype(),
+                rows.layout().shape()
+            )));
+        }
+        let (data_dims, out_dims) = (
+            data.layout().shape().dims(),
+            out_view.layout().shape().dims(),
+        );
+        let entries = data_dims.first().copied().unwrap_or(1);
+        let width: usize = data_dims.iter().skip(1).product();
+        let out_rows = out_dims.first().copied().unwrap_or(1);
+        let out_width: usize = out_dims.iter().skip(1).product();
+        if rows.layout().num_elements() != entries || (entries > 0 && out_width != width) {
+            return Err(Error::invalid(format!(
+                "scatter_rows of data {} by {} rows cannot write an output of shape {}",
+                data.layout().shape(),
+                rows.layout().num_elements(),
+                out_view.layout().shape()
+            )));
+        }
+        let produced = out_view.layout().num_elements();
+        if produced > i32::MAX as usize || data.layout().num_elements() > i32::MAX as usize {
+            return Err(Error::invalid(
+                "scatter_rows of more than 2^31 - 1 elements is beyond the kernels' int32 \
+                 positions",
+            ));
+        }
+        Ok(Self {
+            entries,
+            width: out_width,
+            out_rows,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,21 +26,52 @@ impl SparseTensor {
         self.scatter(default, IndexOrder::Any)
     }
 
-    /// The dense tensor, the indices checked to `order`: a gather into every dense element
-    /// (on the values' device) of its stored value, or `default`.
+    /// The dense tensor, the indices checked to `order`: the values scattered on their
+    /// device to their elements, `default` elsewhere (of a repeated index, the last value).
     fn scatter(&self, default: Option<Scalar>, order: IndexOrder) -> Result<Tensor> {
         let indices = self.indices.to_vec::<i64>()?;
         self.check_indices(&indices, order)?;
-        if self.dtype() == DataType::String && default.is_some() {
-            return Err(Error::invalid(
-                "a string SparseTensor's default is the empty string: pass None",
-            ));
-        }
         let cells = self.flat_offsets(&indices);
-        let entries: Vec<usize> = (0..cells.len()).collect();
-        let list = SegmentList::group(&cells, &entries, self.shape.num_elements())?;
         let fill = default.unwrap_or(Scalar::I64(0));
-        list.run(SegmentOp::Gather, &self.values, None, fill)?
+        if self.dtype() == DataType::String {
+            if default.is_some() {
+                return Err(Error::invalid(
+                    "a string SparseTensor's default is the empty string: pass None",
+                ));
+            }
+            // Strings live on the host: a gather there.
+            let entries: Vec<usize> = (0..cells.len()).collect();
+            let list = SegmentList::group(&cells, &entries, self.shape.num_elements())?;
+            return list
+                .run(SegmentOp::Gather, &self.values, None, fill)?
+                .reshape(self.shape.clone());
+        }
+        // Of a repeated index the last value (validated indices have no repeats).
+        let mut last: Vec<(usize, usize)> = cells.iter().copied().zip(0..).collect();
+        if order != IndexOrder::Canonical {
+            last.sort_by_key(|&(cell, _)| cell);
+            last.reverse();
+            last.dedup_by_key(|&mut (cell, _)| cell);
+        }
+        let device = self.values.device();
+        let rows = last
+            .iter()
+            .map(|&(cell, _)| i32::try_from(cell))
+            .collect::<std::result::Result<Vec<i32>, _>>()
+            .map_err(|_| Error::invalid("to_dense of more than 2^31 - 1 elements"))?;
+        let values =
+            if last.len() == self.nnz() && last.iter().enumerate().all(|(i, &(_, e))| i == e) {
+                self.values.clone()
+            } else {
+                let picks: Vec<usize> = last.iter().map(|&(_, entry)| entry).collect();
+                gather(&self.values, &picks)?
+            };
+        values
+            .scatter_rows(
+                &Tensor::from_slice(&rows, [rows.len()], device)?,
+                self.shape.num_elements(),
+                fill,
+            )?
             .reshape(self.shape.clone())
     }
 

@@ -46,21 +46,31 @@ impl SegmentList {
             offsets[s + 1] += offsets[s];
         }
         let sorted = keys.windows(2).all(|w| w[0] <= w[1]);
+        if sorted {
+            // Already grouped: the rows as they are.
+            let grouped = rows
+                .iter()
+                .map(|&row| position(row, "a data row"))
+                .collect::<Result<Vec<i32>>>()?;
+            return Ok(Self {
+                rows: grouped,
+                offsets,
+                order: None,
+            });
+        }
         let mut grouped = vec![0i32; keys.len()];
-        let mut order = vec![0usize; if sorted { 0 } else { keys.len() }];
+        let mut order = vec![0usize; keys.len()];
         let mut next: Vec<i32> = offsets[..segments].to_vec();
         for (i, (&key, &row)) in keys.iter().zip(rows).enumerate() {
             let at = next[key] as usize;
             next[key] += 1;
             grouped[at] = position(row, "a data row")?;
-            if !sorted {
-                order[at] = i;
-            }
+            order[at] = i;
         }
         Ok(Self {
             rows: grouped,
             offsets,
-            order: (!sorted).then_some(order),
+            order: Some(order),
         })
     }
 

@@ -1,5 +1,6 @@
-//! [`Tensor::segment_reduce`]: the segment reduction kernel (`plan::segment`) on a tensor's
-//! rows, the device op under every sparse op's values.
+//! [`Tensor::segment_reduce`] and [`Tensor::scatter_rows`]: the segment reduction and the
+//! row scatter (`plan::segment`) on a tensor's rows, the device ops under every sparse op's
+//! values.
 
 use crate::element::Scalar;
 use crate::error::{Error, Result};
@@ -49,6 +50,25 @@ impl Tensor {
                 fill: fill.view(),
             };
             device.segment_reduce(op, &data.view(), &segments, out)
+        })
+    }
+
+    /// This tensor's rows (its first dim) scattered into a tensor of `out_rows` rows of the
+    /// same width: row `j` into row `rows[j]` (an int32 vector on this tensor's device, its
+    /// values distinct and below `out_rows`), every other row `fill`. Any fixed-size dtype.
+    pub fn scatter_rows(&self, rows: &Tensor, out_rows: usize, fill: Scalar) -> Result<Tensor> {
+        self.check_same_device(rows, "scatter_rows")?;
+        let device = self.device();
+        let mut dims = self.dims().to_vec();
+        match dims.first_mut() {
+            Some(first) => *first = out_rows,
+            None => dims.push(out_rows),
+        }
+        let shape = TensorShape::new(&dims)?;
+        let (data, rows) = (self.contiguous()?, rows.contiguous()?);
+        let fill = Tensor::full([1], fill, self.dtype(), device)?;
+        Tensor::produce(shape, self.dtype(), device, |out| {
+            device.scatter_rows(&data.view(), &rows.view(), &fill.view(), out)
         })
     }
 }
