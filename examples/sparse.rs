@@ -18,7 +18,7 @@ fn main() -> polytensor::Result<()> {
         .input(&weights)
         .build_output()?;
     let values = Tensor::from_slice(&[5.0f32], [1], &device)?;
-    let fed = SessionValue::Sparse(SparseTensor::from_coo(&[[1, 0]], &values, &[2, 2])?);
+    let fed = SessionValue::from(SparseTensor::from_coo(&[[1, 0]], &values, &[2, 2])?);
     let session = Session::new(&graph, device);
     let out = session.run_values(
         &[(Endpoint::Sparse(&ids), &fed)],

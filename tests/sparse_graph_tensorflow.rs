@@ -82,8 +82,8 @@ fn a_tensorflow_graph_with_sparse_placeholders_runs_on_every_device() {
             .flat_map(floats)
             .collect();
         let feeds = [
-            SessionValue::Sparse(sparse_feed(&answers["feeds"]["ids"], &device)),
-            SessionValue::Sparse(sparse_feed(&answers["feeds"]["b"], &device)),
+            SessionValue::from(sparse_feed(&answers["feeds"]["ids"], &device)),
+            SessionValue::from(sparse_feed(&answers["feeds"]["b"], &device)),
             SessionValue::Tensor(Tensor::from_slice(&dense_value, [4, 6], &device).unwrap()),
         ];
         let outputs: Vec<_> = dense_fetches
@@ -167,7 +167,7 @@ fn sparse_placeholders_built_here_feed_and_fetch_as_one_value() {
     let session = Session::new(&graph, device.clone());
     let got = session
         .run_values(
-            &[(Endpoint::Sparse(&sp), &SessionValue::Sparse(fed))],
+            &[(Endpoint::Sparse(&sp), &SessionValue::from(fed))],
             &[Endpoint::Sparse(&out)],
             &[],
         )

@@ -512,7 +512,10 @@ fn execute(device: &Arc<dyn Device>, case: &SparseCase) -> Result<Outcome> {
                 cell.remove(axis);
                 let at = ravel(&cell, &kept);
                 sums[at].add(value);
-                let larger = maxima[at].is_none_or(|m| !(m.to_f64() > value.to_f64()));
+                // TensorFlow's fold `acc > x ? acc : x`: the new value unless the kept one is larger.
+                let larger = maxima[at].is_none_or(|m| {
+                    m.to_f64().partial_cmp(&value.to_f64()) != Some(std::cmp::Ordering::Greater)
+                });
                 if larger {
                     maxima[at] = Some(value);
                 }

@@ -88,8 +88,20 @@ pub enum Endpoint<'a> {
 pub enum SessionValue {
     /// A tensor.
     Tensor(Tensor),
-    /// A sparse tensor.
-    Sparse(SparseTensor),
+    /// A sparse tensor (boxed: it is three tensors and a shape).
+    Sparse(Box<SparseTensor>),
+}
+
+impl From<Tensor> for SessionValue {
+    fn from(tensor: Tensor) -> Self {
+        SessionValue::Tensor(tensor)
+    }
+}
+
+impl From<SparseTensor> for SessionValue {
+    fn from(sparse: SparseTensor) -> Self {
+        SessionValue::Sparse(Box::new(sparse))
+    }
 }
 
 impl SessionValue {
@@ -106,7 +118,7 @@ impl SessionValue {
     /// The sparse tensor, or an `Err` for a tensor.
     pub fn into_sparse(self) -> Result<SparseTensor> {
         match self {
-            SessionValue::Sparse(s) => Ok(s),
+            SessionValue::Sparse(s) => Ok(*s),
             SessionValue::Tensor(_) => {
                 Err(Error::invalid("the value is a tensor, not a SparseTensor"))
             }
@@ -169,9 +181,7 @@ impl Session {
                 Endpoint::Tensor(_) => Ok(SessionValue::Tensor(next()?)),
                 Endpoint::Sparse(_) => {
                     let (indices, values, shape) = (next()?, next()?, next()?);
-                    Ok(SessionValue::Sparse(SparseTensor::new(
-                        indices, values, shape,
-                    )?))
+                    Ok(SparseTensor::new(indices, values, shape)?.into())
                 }
             })
             .collect()

@@ -99,11 +99,10 @@ impl Tensor {
             options.check(
                 &shape,
                 dtype,
-                proto.tensor_content.len().checked_add(
-                    elements
-                        .checked_mul(std::mem::size_of::<Vec<u8>>())
-                        .unwrap_or(usize::MAX),
-                ),
+                proto
+                    .tensor_content
+                    .len()
+                    .checked_add(elements.saturating_mul(std::mem::size_of::<Vec<u8>>())),
             )?;
             let strings = super::strings::decode_string_list(&proto.tensor_content, elements)?;
             return Tensor::from_strings(strings, shape, device);

@@ -70,7 +70,14 @@ impl SparseTensor {
             let scalars = sums.to_scalars()?;
             let dropped: Vec<usize> = pairs
                 .into_iter()
-                .filter(|&e| !(thresh <= scalars[e].to_f64().abs()))
+                .filter(|&e| {
+                    // Kept where `thresh <= |sum|`: a NaN sum compares as nothing, so it goes.
+                    let magnitude = scalars[e].to_f64().abs();
+                    !matches!(
+                        thresh.partial_cmp(&magnitude),
+                        Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
+                    )
+                })
                 .collect();
             if !dropped.is_empty() {
                 let kept: Vec<usize> = (0..entries)

@@ -171,7 +171,7 @@ mod tests {
     #[test]
     fn picks_leave_empty_segments_for_none() {
         let list = SegmentList::picks([Some(4), None, Some(1)]).unwrap();
-        assert_eq!((list.rows, list.offsets), (vec![4, 1], vec![0, 1, 1, 2]));
         assert_eq!(list.segments(), 3);
+        assert_eq!((list.rows, list.offsets), (vec![4, 1], vec![0, 1, 1, 2]));
     }
 }

@@ -35,7 +35,7 @@ impl SparseTensor {
         );
         let mut dims = shown.clone();
         if let Some(at) = inferred {
-            if known == 0 || dense % known != 0 {
+            if known == 0 || !dense.is_multiple_of(known) {
                 return Err(Error::invalid(format!(
                     "Input to reshape is a SparseTensor with {dense} dense values, but the \
                      requested shape requires a multiple of {known}. input_shape={input} \
