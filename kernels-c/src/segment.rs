@@ -70,7 +70,7 @@ impl SegmentKernels {
             return None;
         }
         if op == SegmentOp::Gather {
-            return Some(SegmentKernels::Gather(raw_elem(dtype)?));
+            return Some(SegmentKernels::Gather(crate::table::move_elem(dtype)?));
         }
         Some(SegmentKernels::Reduce(Elem::of(dtype)?))
     }
@@ -123,21 +123,6 @@ fn defined(op: SegmentOp, e: Elem) -> bool {
         SegmentOp::Sum | SegmentOp::Max => e.is_integer() || e.is_float(),
         SegmentOp::Mean | SegmentOp::SqrtN => e.is_float(),
     }
-}
-
-/// The raw element a gather of `dtype` moves (one per element size).
-fn raw_elem(dtype: DataType) -> Option<Elem> {
-    if !dtype.is_pod() {
-        return None;
-    }
-    Some(match dtype.size() {
-        1 => Elem::U8,
-        2 => Elem::U16,
-        4 => Elem::U32,
-        8 => Elem::U64,
-        16 => Elem::C128,
-        _ => return None,
-    })
 }
 
 fn gather_source(dialect: Dialect, m: Elem) -> String {

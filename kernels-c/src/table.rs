@@ -77,7 +77,7 @@ impl MapSpec {
 
 /// The element a raw move of `dtype` is done as: one per element size (any fixed-size
 /// dtype moves, whether or not kernels compute on it).
-fn move_elem(dtype: DataType) -> Option<Elem> {
+pub(crate) fn move_elem(dtype: DataType) -> Option<Elem> {
     if !dtype.is_pod() {
         return None;
     }

@@ -206,6 +206,21 @@ fn gather(
     Ok(())
 }
 
+/// The data, the weights (where given) and the fill value of a fold, as elements of `T`.
+type Operands<'a, T> = (&'a [T], Option<&'a [T]>, T);
+
+/// [`Operands`] of a fold of `data` through `segments`.
+fn operands<'a, T: Element>(
+    data: &TensorView<'a>,
+    segments: &Segments<'a>,
+) -> Result<Operands<'a, T>> {
+    Ok((
+        elements::<T>(data)?,
+        segments.weights.as_ref().map(elements::<T>).transpose()?,
+        elements::<T>(&segments.fill)?[0],
+    ))
+}
+
 /// Sums, means and maxima of floats, computed in `T::Acc` (f32 for f16 and bf16).
 fn fold_float<T: Element + Computed>(
     op: SegmentOp,
@@ -214,9 +229,7 @@ fn fold_float<T: Element + Computed>(
     segments: &Segments<'_>,
     out: &mut OutView<'_>,
 ) -> Result<()> {
-    let x = elements::<T>(data)?;
-    let weights = segments.weights.as_ref().map(elements::<T>).transpose()?;
-    let fill = elements::<T>(&segments.fill)?[0];
+    let (x, weights, fill) = operands::<T>(data, segments)?;
     let target = output::<T>(out)?;
     let width = s.width;
     s.for_each_segment(target, |seg, row| {
@@ -271,9 +284,7 @@ fn fold_int<T: Element + Ord + WrappingAdd + WrappingMul + Zero + One>(
     segments: &Segments<'_>,
     out: &mut OutView<'_>,
 ) -> Result<()> {
-    let x = elements::<T>(data)?;
-    let weights = segments.weights.as_ref().map(elements::<T>).transpose()?;
-    let fill = elements::<T>(&segments.fill)?[0];
+    let (x, weights, fill) = operands::<T>(data, segments)?;
     let target = output::<T>(out)?;
     let width = s.width;
     s.for_each_segment(target, |seg, row| {
