@@ -189,4 +189,6 @@ typedef struct DLManagedTensorVersioned {
 
 
 
+
+
 #endif  /* DLPACK_DLPACK_H_ */

@@ -35,7 +35,13 @@ impl SegmentList {
     /// Entries grouped into `segments` segments: entry `i` reads data row `rows[i]` into
     /// segment `keys[i]` (each below `segments`). Entries of one segment keep their order.
     pub(crate) fn group(keys: &[usize], rows: &[usize], segments: usize) -> Result<Self> {
-        debug_assert_eq!(keys.len(), rows.len());
+        if keys.len() != rows.len() || keys.iter().any(|&key| key >= segments) {
+            return Err(Error::invalid(format!(
+                "a segment list of {} keys, {} rows and {segments} segments is inconsistent",
+                keys.len(),
+                rows.len()
+            )));
+        }
         position(segments, "a segment count")?;
         position(keys.len(), "a segment reduction's entry count")?;
         let mut offsets = vec![0i32; segments + 1];
