@@ -59,9 +59,13 @@ fn malformed_protos_name_the_problem() {
     rejects(&proto(101, &[1]), "reference dtype");
     rejects(&proto(DataType::Resource as i32, &[1]), "resource");
 
+    // Strings in tensor_content are TensorFlow's encoded list (varint lengths, then the
+    // bytes): one that does not hold exactly the tensor's strings is refused.
     let mut p = proto(DataType::String as i32, &[1]);
-    p.tensor_content = b"\x01a".to_vec().into();
-    rejects(&p, "string values cannot come as tensor_content");
+    p.tensor_content = b"\x05a".to_vec().into();
+    rejects(&p, "is not 1 encoded strings");
+    p.tensor_content = b"\x01ab".to_vec().into();
+    rejects(&p, "is not 1 encoded strings");
 
     let mut p = proto(float, &[2]);
     p.float_val = vec![1.0, 2.0, 3.0];
@@ -210,10 +214,15 @@ fn splats_zeros_and_round_trips() {
     let tt = t.reshape([6, 4]).unwrap().t().unwrap();
     let back = Tensor::decode_proto(tt.encode_proto().unwrap(), &dev).unwrap();
     assert_eq!(back.to_vec::<f32>().unwrap(), tt.to_vec::<f32>().unwrap());
-    assert!(Tensor::from_strings([b"a".to_vec()], [1], &dev)
-        .unwrap()
-        .as_proto_tensor_content()
-        .is_err());
+    // Strings as tensor_content: TensorFlow's encoded list, which decodes back.
+    let strings = Tensor::from_strings([b"a".to_vec(), b"bc".to_vec()], [2], &dev).unwrap();
+    let content = strings.as_proto_tensor_content().unwrap();
+    assert_eq!(content.tensor_content.as_ref(), b"\x01\x02abc");
+    let back = Tensor::from_proto(&content, &dev).unwrap();
+    assert_eq!(
+        back.to_strings().unwrap(),
+        vec![b"a".to_vec(), b"bc".to_vec()]
+    );
 }
 
 /// Bool and sub-byte integer content is validated (and canonicalised) on both decode paths,

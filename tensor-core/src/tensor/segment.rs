@@ -2,8 +2,13 @@
 //! row scatter (`plan::segment`) on a tensor's rows, the device ops under every sparse op's
 //! values.
 
-use crate::element::Scalar;
+use std::sync::Arc;
+
+use crate::device::Device;
+use crate::dtype::DataType;
+use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
+use crate::ops::Op;
 use crate::plan::segment::{SegmentOp, Segments};
 use crate::shape::TensorShape;
 
@@ -41,7 +46,7 @@ impl Tensor {
         let data = self.contiguous()?;
         let (rows, offsets) = (rows.contiguous()?, offsets.contiguous()?);
         let weights = weights.map(Tensor::contiguous).transpose()?;
-        let fill = Tensor::full([1], fill, self.dtype(), device)?;
+        let fill = fill_value(fill, self.dtype(), device)?;
         Tensor::produce(shape, self.dtype(), device, |out| {
             let segments = Segments {
                 rows: rows.view(),
@@ -66,9 +71,22 @@ impl Tensor {
         }
         let shape = TensorShape::new(&dims)?;
         let (data, rows) = (self.contiguous()?, rows.contiguous()?);
-        let fill = Tensor::full([1], fill, self.dtype(), device)?;
+        let fill = fill_value(fill, self.dtype(), device)?;
         Tensor::produce(shape, self.dtype(), device, |out| {
             device.scatter_rows(&data.view(), &rows.view(), &fill.view(), out)
         })
     }
+}
+
+/// `fill` as one element of `dtype` on `device`: `full` where fill is defined for the
+/// dtype; for the storage-only dtypes (float8, quantized) zero bytes, or the value cast
+/// from f64.
+fn fill_value(fill: Scalar, dtype: DataType, device: &Arc<dyn Device>) -> Result<Tensor> {
+    if Op::Fill.is_defined_for(dtype) {
+        return Tensor::full([1], fill, dtype, device);
+    }
+    if !bool::from_scalar(fill) {
+        return Tensor::zeros([1], dtype, device);
+    }
+    Tensor::full([1], fill, DataType::Double, device)?.cast(dtype)
 }
