@@ -1,0 +1,82 @@
+//! polytensor's collectives across processes and nodes, on MPI: the engine that moves the
+//! bytes is an existing one (Open MPI, through the `mpi` crate, rsmpi), never a transport
+//! of polytensor's own.
+//!
+//! With the `mpi` feature, [`Mpi::init`] starts MPI once per process (under `mpirun`), and
+//! [`Mpi::world`] gives the [`Communicator`] of every process: its rank and size, a
+//! barrier, and the collectives on tensors of any device: [`Communicator::all_reduce`]
+//! (sum, product, minimum, maximum, mean), [`Communicator::broadcast`] and
+//! [`Communicator::all_gather`] (along the first dim, as TensorFlow's
+//! `CollectiveGatherV2`).
+//!
+//! Every collective first agrees on what it is about to move: each rank contributes its
+//! op, dtype and shape to a small all-gather, and a rank whose call differs makes the
+//! collective an `Err` on every rank (naming the ranks and what they passed) instead of a
+//! hang or a mismatched transfer. Tensors on an accelerator are staged through host memory
+//! (MPI builds here are not device-aware).
+//!
+//! ```no_run
+//! # #[cfg(feature = "mpi")]
+//! # fn main() -> polytensor_core::Result<()> {
+//! use polytensor_core::{Device, Tensor};
+//! use polytensor_distributed::{Mpi, Reduction};
+//! # let device: std::sync::Arc<dyn Device> = unimplemented!();
+//! let mpi = Mpi::init()?;
+//! let world = mpi.world();
+//! let gradient = Tensor::from_slice(&[world.rank() as f32; 4], [4], &device)?;
+//! let mean = world.all_reduce(&gradient, Reduction::Mean)?; // the same on every rank
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "mpi"))]
+//! # fn main() {}
+//! ```
+
+#[cfg(feature = "mpi")]
+mod comm;
+#[cfg(feature = "mpi")]
+mod header;
+
+#[cfg(feature = "mpi")]
+pub use comm::{Communicator, Mpi};
+
+/// How [`Communicator::all_reduce`] combines the ranks' tensors, elementwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reduction {
+    /// The sum.
+    Sum,
+    /// The product.
+    Prod,
+    /// The smallest.
+    Min,
+    /// The largest.
+    Max,
+    /// The sum divided by the number of ranks (floats only).
+    Mean,
+}
+
+impl Reduction {
+    /// Every reduction.
+    pub const ALL: [Reduction; 5] = [
+        Reduction::Sum,
+        Reduction::Prod,
+        Reduction::Min,
+        Reduction::Max,
+        Reduction::Mean,
+    ];
+
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduction::Sum => "sum",
+            Reduction::Prod => "prod",
+            Reduction::Min => "min",
+            Reduction::Max => "max",
+            Reduction::Mean => "mean",
+        }
+    }
+}
+
+/// Whether this build has MPI (the `mpi` feature).
+pub const fn has_mpi() -> bool {
+    cfg!(feature = "mpi")
+}
