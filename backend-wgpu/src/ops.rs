@@ -14,7 +14,7 @@ use polytensor_core::{
 use polytensor_kernels_c::window::WindowKernels;
 use polytensor_kernels_c::{window as kit, Elem};
 
-use crate::buffer::{output_buffer, storage, storage as storage_of, wgpu_buffer};
+use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
 use crate::kernels::elementwise::{self, WORKGROUP};
 use crate::kernels::key::PipelineKey;
@@ -85,6 +85,17 @@ fn window_operand<'a>(
         .ok_or_else(|| Error::invalid("a window operand's extent overflows"))?;
     within_i32(end, "a window operand's extent")?;
     Ok((storage(view)?, offset as u32))
+}
+
+/// The element offset of a segment or scatter operand, or `Err` unless its extent fits the
+/// `i32` positions the kernels compute.
+fn segment_offset(view: &TensorView<'_>) -> Result<u32> {
+    let layout = view.layout();
+    within_i32(
+        layout.offset() + layout.num_elements(),
+        "a segment operand's extent",
+    )?;
+    Ok(layout.offset() as u32)
 }
 
 impl WgpuDevice {
@@ -312,7 +323,7 @@ impl WgpuDevice {
     ) -> Result<()> {
         let dtype = data.dtype();
         let g = SegmentGeometry::new(op, data, segments, out)?;
-        let storage = match op {
+        let stored = match op {
             SegmentOp::Gather => Storage::raw(dtype),
             _ => Storage::of(dtype).filter(|_| {
                 reduces(ReduceOp::Sum, dtype) && self.supports(Op::Reduce(ReduceOp::Sum), dtype)
@@ -323,32 +334,26 @@ impl WgpuDevice {
         if items == 0 {
             return Ok(());
         }
-        let operand = |view: &TensorView<'_>| -> Result<usize> {
-            let layout = view.layout();
-            let end = layout.offset() + layout.num_elements();
-            within_i32(end, "a segment operand's extent")?;
-            Ok(layout.offset())
-        };
         let weights = segments.weights.as_ref().unwrap_or(data);
         let offsets = [
-            operand(data)?,
-            operand(&segments.rows)?,
-            operand(&segments.offsets)?,
-            operand(weights)?,
-            operand(&segments.fill)?,
+            segment_offset(data)?,
+            segment_offset(&segments.rows)?,
+            segment_offset(&segments.offsets)?,
+            segment_offset(weights)?,
+            segment_offset(&segments.fill)?,
         ];
         let words = segment::geometry(&g, offsets, segments.weights.is_some());
         let pipeline = self.pipeline(PipelineKey::Segment(op, dtype), || {
-            segment::source(op, storage)
+            segment::source(op, stored)
         })?;
-        let invocations = items.div_ceil(storage.lanes());
+        let invocations = items.div_ceil(stored.lanes());
         let groups = self.workgroups(invocations.div_ceil(segment::WORKGROUP as usize));
         let bindings = [
-            storage_of(data)?,
-            storage_of(&segments.rows)?,
-            storage_of(&segments.offsets)?,
-            storage_of(weights)?,
-            storage_of(&segments.fill)?,
+            storage(data)?,
+            storage(&segments.rows)?,
+            storage(&segments.offsets)?,
+            storage(weights)?,
+            storage(&segments.fill)?,
             output_buffer(out)?,
         ];
         self.dispatch(&pipeline, &words, &bindings, groups);
@@ -366,29 +371,21 @@ impl WgpuDevice {
     ) -> Result<()> {
         let dtype = data.dtype();
         let g = ScatterGeometry::new(data, rows, fill, out)?;
-        let storage = Storage::raw(dtype).ok_or_else(|| self.unsupported("scatter_rows", dtype))?;
+        let stored = Storage::raw(dtype).ok_or_else(|| self.unsupported("scatter_rows", dtype))?;
         let outputs = out.layout().num_elements();
         if outputs == 0 {
             return Ok(());
         }
-        let offset = |view: &TensorView<'_>| -> Result<u32> {
-            let layout = view.layout();
-            within_i32(
-                layout.offset() + layout.num_elements(),
-                "a scatter operand's extent",
-            )
-            .map(|_| layout.offset() as u32)
-        };
         let target = output_buffer(out)?;
         let fill_pass = self.pipeline(PipelineKey::Scatter(dtype, false), || {
-            segment::fill_source(storage)
+            segment::fill_source(stored)
         })?;
-        let invocations = outputs.div_ceil(storage.lanes());
+        let invocations = outputs.div_ceil(stored.lanes());
         let groups = self.workgroups(invocations.div_ceil(segment::WORKGROUP as usize));
         self.dispatch(
             &fill_pass,
-            &[outputs as u32, offset(fill)?],
-            &[storage_of(fill)?, target],
+            &[outputs as u32, segment_offset(fill)?],
+            &[storage(fill)?, target],
             groups,
         );
         let items = g.entries * g.width;
@@ -396,20 +393,20 @@ impl WgpuDevice {
             return Ok(());
         }
         let scatter_pass = self.pipeline(PipelineKey::Scatter(dtype, true), || {
-            segment::scatter_source(storage)
+            segment::scatter_source(stored)
         })?;
         let words = [
             items as u32,
             g.width as u32,
             g.out_rows as u32,
-            offset(data)?,
-            offset(rows)?,
+            segment_offset(data)?,
+            segment_offset(rows)?,
         ];
         let groups = self.workgroups(items.div_ceil(segment::WORKGROUP as usize));
         self.dispatch(
             &scatter_pass,
             &words,
-            &[storage_of(data)?, storage_of(rows)?, target],
+            &[storage(data)?, storage(rows)?, target],
             groups,
         );
         Ok(())

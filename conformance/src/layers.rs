@@ -550,7 +550,8 @@ fn at(x: &Values, index: &[usize]) -> Scalar {
         .fold(0, |flat, (&i, &d)| flat * d + i)]
 }
 
-fn exact(value: Scalar) -> Expected {
+/// An expected value met exactly (no magnitude to be relative to).
+pub(crate) fn exact(value: Scalar) -> Expected {
     Expected {
         value,
         scale: 0.0,

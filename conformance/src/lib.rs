@@ -769,10 +769,25 @@ fn reference_reduce(
 
 /// Compare results with the reference; the outcome names the first bad element.
 fn compare(case: &Case, out_dtype: DataType, got: &[Scalar], want: &[Expected]) -> Outcome {
+    compare_elements(
+        out_dtype,
+        tolerance::tolerance(case.op, case.dtype),
+        got,
+        want,
+    )
+}
+
+/// [`check`] of every element of `got` (of dtype `out_dtype`) against `want` under `tol`;
+/// the outcome names the first bad element.
+pub(crate) fn compare_elements(
+    out_dtype: DataType,
+    tol: Tolerance,
+    got: &[Scalar],
+    want: &[Expected],
+) -> Outcome {
     if got.len() != want.len() {
         return fail(&format!("{} elements, expected {}", got.len(), want.len()));
     }
-    let tol = tolerance::tolerance(case.op, case.dtype);
     let mut max_error = 0.0f64;
     for (i, (&g, w)) in got.iter().zip(want).enumerate() {
         let (ok, error) = check(out_dtype, tol, g, w);

@@ -14,9 +14,10 @@ use polytensor_core::sparse::{segment_reduce, Combiner, SparseReduce};
 use polytensor_core::{DataType, Device, Error, Result, Scalar, SparseTensor, Tensor};
 
 use crate::data::Rng;
+use crate::layers::exact;
 use crate::reference::Expected;
 use crate::tolerance::Tolerance;
-use crate::{check, Outcome};
+use crate::{compare_elements as compare, Outcome};
 
 /// How a case's indices are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -382,33 +383,9 @@ impl Sum {
     }
 }
 
-fn exact(value: Scalar) -> Expected {
-    Expected {
-        value,
-        scale: 0.0,
-        terms: 1,
-    }
-}
-
 /// A tensor's elements as the reference compares them.
 fn got(t: &Tensor) -> Result<Vec<Scalar>> {
     t.to_scalars()
-}
-
-/// Compare `got` with `want` elementwise under `tol`.
-fn compare(dtype: DataType, tol: Tolerance, got: &[Scalar], want: &[Expected]) -> Outcome {
-    if got.len() != want.len() {
-        return crate::fail(&format!("{} elements, expected {}", got.len(), want.len()));
-    }
-    let mut max_error = 0.0f64;
-    for (i, (&g, w)) in got.iter().zip(want).enumerate() {
-        let (ok, error) = check(dtype, tol, g, w);
-        max_error = max_error.max(error);
-        if !ok {
-            return crate::fail(&format!("element {i}: got {g:?}, expected {:?}", w.value));
-        }
-    }
-    Outcome::Pass { max_error }
 }
 
 fn execute(device: &Arc<dyn Device>, case: &SparseCase) -> Result<Outcome> {

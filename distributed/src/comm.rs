@@ -9,7 +9,7 @@ use mpi::traits::{Communicator as _, CommunicatorCollectives, Root};
 
 use polytensor_core::{DataType, Element, Error, Result, Tensor};
 
-use crate::header::{self, WORDS};
+use crate::header::{self, Kind, WORDS};
 use crate::Reduction;
 
 /// MPI, started once per process ([`Mpi::init`]) and finalized when dropped.
@@ -39,14 +39,6 @@ pub struct Communicator {
     comm: SimpleCommunicator,
 }
 
-/// The collectives, as the header rows name them.
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    AllReduce = 0,
-    Broadcast = 1,
-    AllGather = 2,
-}
-
 impl Communicator {
     /// This process's rank, `0..size`.
     pub fn rank(&self) -> usize {
@@ -65,8 +57,8 @@ impl Communicator {
 
     /// Exchange every rank's header row for this call and check that they agree: the first
     /// step of every collective, before anything a rank could refuse on its own.
-    fn agree(&self, kind: Kind, argument: i64, tensor: &Tensor, name: &str) -> Result<()> {
-        let row = header::row(kind as i64, argument, tensor);
+    fn agree(&self, kind: Kind, argument: i64, tensor: &Tensor) -> Result<()> {
+        let row = header::row(kind, argument, tensor);
         let mut rows = vec![[0i64; WORDS]; self.size()];
         let flat: Vec<i64> = row.to_vec();
         let mut gathered = vec![0i64; WORDS * self.size()];
@@ -74,7 +66,7 @@ impl Communicator {
         for (r, chunk) in rows.iter_mut().zip(gathered.chunks_exact(WORDS)) {
             r.copy_from_slice(chunk);
         }
-        header::agree(name, &rows, true)?;
+        header::agree(kind.name(), &rows, true)?;
         header::check_rank(tensor)
     }
 
@@ -83,7 +75,7 @@ impl Communicator {
     /// reduced in f32 and rounded once; `Mean` is for floats.
     pub fn all_reduce(&self, tensor: &Tensor, reduction: Reduction) -> Result<Tensor> {
         // First agree, so that a call one rank refuses is refused by every rank.
-        self.agree(Kind::AllReduce, reduction as i64, tensor, "all_reduce")?;
+        self.agree(Kind::AllReduce, reduction as i64, tensor)?;
         let dtype = tensor.dtype();
         let floats = matches!(
             dtype,
@@ -149,7 +141,7 @@ impl Communicator {
     /// and shape, which the root's replaces), on each rank's tensor's device. Any
     /// fixed-size dtype.
     pub fn broadcast(&self, tensor: &Tensor, root: usize) -> Result<Tensor> {
-        self.agree(Kind::Broadcast, root as i64, tensor, "broadcast")?;
+        self.agree(Kind::Broadcast, root as i64, tensor)?;
         if root >= self.size() {
             return Err(Error::invalid(format!(
                 "broadcast from rank {root} of a communicator of {} ranks",
@@ -175,7 +167,7 @@ impl Communicator {
     /// first dim in rank order, as TensorFlow's `CollectiveGatherV2`; a scalar gathers into
     /// a vector. Any fixed-size dtype.
     pub fn all_gather(&self, tensor: &Tensor) -> Result<Tensor> {
-        self.agree(Kind::AllGather, 0, tensor, "all_gather")?;
+        self.agree(Kind::AllGather, 0, tensor)?;
         self.check_pod(tensor, "all_gather")?;
         let local = tensor.to_bytes()?;
         let mut gathered = vec![0u8; local.len() * self.size()];

@@ -12,12 +12,38 @@ pub(crate) const MAX_RANK: usize = 16;
 /// Words of one header row: collective, argument, dtype, rank, dims.
 pub(crate) const WORDS: usize = 4 + MAX_RANK;
 
-/// The header row of a collective `kind` (a small number naming it) with `argument` on
-/// `tensor` (its rank in full, its first [`MAX_RANK`] dims).
-pub(crate) fn row(kind: i64, argument: i64, tensor: &Tensor) -> [i64; WORDS] {
+/// The collectives, as header rows number them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    AllReduce = 0,
+    Broadcast = 1,
+    AllGather = 2,
+}
+
+impl Kind {
+    /// The collective's name in messages.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::AllReduce => "all_reduce",
+            Kind::Broadcast => "broadcast",
+            Kind::AllGather => "all_gather",
+        }
+    }
+
+    /// The collective a row's first word numbers.
+    fn of(word: i64) -> Option<Kind> {
+        [Kind::AllReduce, Kind::Broadcast, Kind::AllGather]
+            .into_iter()
+            .find(|&k| k as i64 == word)
+    }
+}
+
+/// The header row of collective `kind` with `argument` on `tensor` (its rank in full, its
+/// first [`MAX_RANK`] dims).
+pub(crate) fn row(kind: Kind, argument: i64, tensor: &Tensor) -> [i64; WORDS] {
     let dims = tensor.dims();
     let mut row = [0i64; WORDS];
-    row[0] = kind;
+    row[0] = kind as i64;
     row[1] = argument;
     row[2] = i64::from(tensor.dtype().as_i32());
     row[3] = dims.len() as i64;
@@ -67,12 +93,7 @@ pub(crate) fn agree(name: &str, rows: &[[i64; WORDS]], compare_dim0: bool) -> Re
 
 /// A row as a reader would say it: `all_reduce(sum) of float32 [2,3]`.
 fn describe(row: &[i64; WORDS]) -> String {
-    let kind = match row[0] {
-        0 => "all_reduce",
-        1 => "broadcast",
-        2 => "all_gather",
-        _ => "a collective",
-    };
+    let kind = Kind::of(row[0]).map_or("a collective", Kind::name);
     let dtype = DataType::from_i32(row[2] as i32).map_or("an unknown dtype", |d| d.name());
     let rank = (row[3].max(0) as usize).min(MAX_RANK);
     let dims: Vec<String> = row[4..4 + rank].iter().map(i64::to_string).collect();

@@ -738,6 +738,14 @@ pub fn pool2d<Q: Queue>(
     unsafe { q.launch(&program, launch) }
 }
 
+/// A contiguous operand as the kit's kernels take it: its buffer and its element offset.
+fn buffer_at<Q: Queue>(q: &Q, view: &TensorView<'_>) -> Result<[Arg<Q::Mem>; 2]> {
+    Ok([
+        Arg::Mem(q.mem(view.buffer())?),
+        Arg::I64(view.layout().offset() as i64),
+    ])
+}
+
 /// `Device::segment_reduce`: the kit's segment kernel of `op` for the data's dtype.
 pub fn segment_reduce<Q: Queue>(
     q: &Q,
@@ -756,25 +764,19 @@ pub fn segment_reduce<Q: Queue>(
         return Ok(());
     }
     let program = q.program(key)?;
-    let operand = |view: &TensorView<'_>| -> Result<[Arg<Q::Mem>; 2]> {
-        Ok([
-            Arg::Mem(q.mem(view.buffer())?),
-            Arg::I64(view.layout().offset() as i64),
-        ])
-    };
     let mut args = vec![
         Arg::I64(items as i64),
         Arg::I64(g.width as i64),
         Arg::I64(g.data_rows as i64),
         Arg::I64(g.entries as i64),
     ];
-    args.extend(operand(data)?);
-    args.extend(operand(&segments.rows)?);
-    args.extend(operand(&segments.offsets)?);
+    args.extend(buffer_at(q, data)?);
+    args.extend(buffer_at(q, &segments.rows)?);
+    args.extend(buffer_at(q, &segments.offsets)?);
     // Without weights the kernel never reads its weights buffer: the data stands in.
-    args.extend(operand(segments.weights.as_ref().unwrap_or(data))?);
+    args.extend(buffer_at(q, segments.weights.as_ref().unwrap_or(data))?);
     args.push(Arg::I64(i64::from(segments.weights.is_some())));
-    args.extend(operand(&segments.fill)?);
+    args.extend(buffer_at(q, &segments.fill)?);
     args.extend([Arg::Mem(target), Arg::I64(out.layout().offset() as i64)]);
     let launch = Launch {
         kernel: op.name(),
@@ -807,15 +809,9 @@ pub fn scatter_rows<Q: Queue>(
         return Ok(());
     }
     let program = q.program(key)?;
-    let at = |view: &TensorView<'_>| -> Result<[Arg<Q::Mem>; 2]> {
-        Ok([
-            Arg::Mem(q.mem(view.buffer())?),
-            Arg::I64(view.layout().offset() as i64),
-        ])
-    };
     let out_at = [Arg::Mem(target), Arg::I64(out.layout().offset() as i64)];
     let mut args = vec![Arg::I64(outputs as i64)];
-    args.extend(at(fill)?);
+    args.extend(buffer_at(q, fill)?);
     args.extend(out_at);
     let launch = Launch {
         kernel: "segment_fill",
@@ -834,8 +830,8 @@ pub fn scatter_rows<Q: Queue>(
         Arg::I64(g.width as i64),
         Arg::I64(g.out_rows as i64),
     ];
-    args.extend(at(data)?);
-    args.extend(at(rows)?);
+    args.extend(buffer_at(q, data)?);
+    args.extend(buffer_at(q, rows)?);
     args.extend(out_at);
     let launch = Launch {
         kernel: "segment_scatter",

@@ -2,7 +2,7 @@
 //! work-item per output element `(s, k)` folds column `k` of its segment's data rows in
 //! order, so results are deterministic and do not depend on the grid.
 //!
-//! - `segment_gather` (program [`SegmentKernels::gather`], one per element size): the last
+//! - `segment_gather` (program [`SegmentKernels::Gather`], one per element size): the last
 //!   row of the segment, moved as raw bits, or the fill value for an empty segment; and in
 //!   the same program `segment_fill` and `segment_scatter`, the two passes of
 //!   `Device::scatter_rows` (every element the fill value, then each data row at its output
@@ -59,8 +59,8 @@ const SEGMENT: &str = "    for (i64 item = GLOBAL_ID; item < items; item += GLOB
 pub enum SegmentKernels {
     /// `segment_gather` of elements moved as this raw type (one program per element size).
     Gather(Elem),
-    /// The folds defined for this element type.
-    Reduce(Elem),
+    /// The folds defined for a dtype, computed on as its element type.
+    Reduce(DataType, Elem),
 }
 
 impl SegmentKernels {
@@ -72,19 +72,14 @@ impl SegmentKernels {
         if op == SegmentOp::Gather {
             return Some(SegmentKernels::Gather(crate::table::move_elem(dtype)?));
         }
-        Some(SegmentKernels::Reduce(Elem::of(dtype)?))
-    }
-
-    /// The gather program for raw elements `m`.
-    pub fn gather(m: Elem) -> Self {
-        SegmentKernels::Gather(m)
+        Self::reduce(dtype)
     }
 
     /// The fold program for `dtype`, if it has folds.
     pub fn reduce(dtype: DataType) -> Option<Self> {
         SegmentOp::Sum
             .is_defined_for(dtype)
-            .then(|| Elem::of(dtype).map(SegmentKernels::Reduce))
+            .then(|| Some(SegmentKernels::Reduce(dtype, Elem::of(dtype)?)))
             .flatten()
     }
 
@@ -94,9 +89,9 @@ impl SegmentKernels {
             SegmentKernels::Gather(_) => {
                 vec![SegmentOp::Gather.name(), "segment_fill", "segment_scatter"]
             }
-            SegmentKernels::Reduce(e) => SegmentOp::ALL
+            SegmentKernels::Reduce(dtype, _) => SegmentOp::ALL
                 .into_iter()
-                .filter(|&op| op != SegmentOp::Gather && defined(op, *e))
+                .filter(|&op| op != SegmentOp::Gather && op.is_defined_for(*dtype))
                 .map(SegmentOp::name)
                 .collect(),
         }
@@ -104,24 +99,15 @@ impl SegmentKernels {
 
     /// Whether the program computes in f64.
     pub fn needs_fp64(&self) -> bool {
-        matches!(self, SegmentKernels::Reduce(e) if e.needs_fp64())
+        matches!(self, SegmentKernels::Reduce(_, e) if e.needs_fp64())
     }
 
     /// The program's source in `dialect`.
     pub fn source(&self, dialect: Dialect) -> String {
         match *self {
             SegmentKernels::Gather(m) => gather_source(dialect, m),
-            SegmentKernels::Reduce(e) => reduce_source(dialect, e),
+            SegmentKernels::Reduce(_, e) => reduce_source(dialect, e),
         }
-    }
-}
-
-/// Whether fold `op` is defined for elements `e`.
-fn defined(op: SegmentOp, e: Elem) -> bool {
-    match op {
-        SegmentOp::Gather => true,
-        SegmentOp::Sum | SegmentOp::Max => e.is_integer() || e.is_float(),
-        SegmentOp::Mean | SegmentOp::SqrtN => e.is_float(),
     }
 }
 
@@ -273,7 +259,7 @@ mod tests {
             SegmentKernels::new(SegmentOp::Gather, DataType::Float8E4M3FN),
             Some(SegmentKernels::Gather(Elem::U8))
         );
-        for kernels in [floats, ints, SegmentKernels::gather(Elem::U16)] {
+        for kernels in [floats, ints, SegmentKernels::Gather(Elem::U16)] {
             for dialect in [Dialect::OpenCl, Dialect::Cuda] {
                 let text = kernels.source(dialect);
                 for name in kernels.names() {

@@ -248,7 +248,7 @@ pub fn segment_program(op: SegmentOp, dtype: DataType, fp64: bool) -> Option<Pro
     let kernels = SegmentKernels::new(op, dtype).filter(|k| fp64 || !k.needs_fp64())?;
     Some(match kernels {
         SegmentKernels::Gather(m) => ProgramKey::SegmentGather(m),
-        SegmentKernels::Reduce(_) => ProgramKey::Segment(dtype),
+        SegmentKernels::Reduce(..) => ProgramKey::Segment(dtype),
     })
 }
 
@@ -289,7 +289,7 @@ pub fn program_source(
             }
         }
         ProgramKey::SegmentGather(m) => {
-            let kernels = SegmentKernels::gather(m);
+            let kernels = SegmentKernels::Gather(m);
             ProgramSource {
                 text: kernels.source(dialect),
                 kernels: kernels.names().into_iter().map(String::from).collect(),

@@ -4,13 +4,14 @@
 //! bytes (any fixed-size dtype); sums and maxima compute in the dtype itself (integers
 //! wrap), f16 and bf16 in f32, rounded once, as the GPU kernels do.
 
-use num_traits::{Float, One, WrappingAdd, WrappingMul, Zero};
+use num_traits::{One, WrappingAdd, WrappingMul, Zero};
 use rayon::prelude::*;
 
 use polytensor_core::plan::segment::{ScatterGeometry, SegmentGeometry, SegmentOp, Segments};
 use polytensor_core::{Element, Error, OutView, Result, TensorView};
 
 use super::{by_class, unsupported};
+use crate::scalar::{FloatElem, Real};
 use crate::strided::{input, output};
 
 /// Elements read and written below which one thread does the whole reduction.
@@ -221,8 +222,8 @@ fn operands<'a, T: Element>(
     ))
 }
 
-/// Sums, means and maxima of floats, computed in `T::Acc` (f32 for f16 and bf16).
-fn fold_float<T: Element + Computed>(
+/// Sums, means and maxima of floats, computed in `T::Compute` (f32 for f16 and bf16).
+fn fold_float<T: FloatElem>(
     op: SegmentOp,
     s: &Structure<'_>,
     data: &TensorView<'_>,
@@ -238,28 +239,28 @@ fn fold_float<T: Element + Computed>(
             let empty = if op == SegmentOp::Max {
                 fill
             } else {
-                T::from_acc(T::Acc::zero())
+                T::narrow(T::Compute::ZERO)
             };
             row.fill(empty);
             return;
         }
         // The segment's rows folded into one row of accumulators, entry by entry (each
         // element still folds its entries in order), so the inner loop runs along rows.
-        let mut acc = vec![T::Acc::zero(); width];
-        let (mut total, mut squares) = (T::Acc::zero(), T::Acc::zero());
+        let mut acc = vec![T::Compute::ZERO; width];
+        let (mut total, mut squares) = (T::Compute::ZERO, T::Compute::ZERO);
         for (n, entry) in entries.enumerate() {
             let start = s.rows[entry] as usize * width;
             let values = &x[start..start + width];
             if op == SegmentOp::Max {
                 for (a, v) in acc.iter_mut().zip(values) {
-                    let v = v.to_acc();
+                    let v = v.widen();
                     *a = if n > 0 && *a > v { *a } else { v };
                 }
                 continue;
             }
-            let w = weights.map_or(T::Acc::one(), |w| w[entry].to_acc());
+            let w = weights.map_or(T::Compute::ONE, |w| w[entry].widen());
             for (a, v) in acc.iter_mut().zip(values) {
-                *a = *a + w * v.to_acc();
+                *a = *a + w * v.widen();
             }
             total = total + w;
             squares = squares + w * w;
@@ -270,7 +271,7 @@ fn fold_float<T: Element + Computed>(
             _ => None,
         };
         for (slot, a) in row.iter_mut().zip(acc) {
-            *slot = T::from_acc(divisor.map_or(a, |d| a / d));
+            *slot = T::narrow(divisor.map_or(a, |d| a / d));
         }
     });
     Ok(())
@@ -312,54 +313,4 @@ fn fold_int<T: Element + Ord + WrappingAdd + WrappingMul + Zero + One>(
         }
     });
     Ok(())
-}
-
-/// A float element and the float it is computed in.
-trait Computed: Copy + Send + Sync {
-    /// f32 for f16, bf16 and f32; f64 for f64.
-    type Acc: Float + Send + Sync;
-    /// The computed value.
-    fn to_acc(self) -> Self::Acc;
-    /// The stored value, rounded once.
-    fn from_acc(acc: Self::Acc) -> Self;
-}
-
-impl Computed for f32 {
-    type Acc = f32;
-    fn to_acc(self) -> f32 {
-        self
-    }
-    fn from_acc(acc: f32) -> Self {
-        acc
-    }
-}
-
-impl Computed for f64 {
-    type Acc = f64;
-    fn to_acc(self) -> f64 {
-        self
-    }
-    fn from_acc(acc: f64) -> Self {
-        acc
-    }
-}
-
-impl Computed for half::f16 {
-    type Acc = f32;
-    fn to_acc(self) -> f32 {
-        self.to_f32()
-    }
-    fn from_acc(acc: f32) -> Self {
-        half::f16::from_f32(acc)
-    }
-}
-
-impl Computed for half::bf16 {
-    type Acc = f32;
-    fn to_acc(self) -> f32 {
-        self.to_f32()
-    }
-    fn from_acc(acc: f32) -> Self {
-        half::bf16::from_f32(acc)
-    }
 }

@@ -24,8 +24,8 @@ pub(crate) const WORKGROUP: u32 = 64;
 /// The geometry words: output elements, row width, data rows, entries, then the element
 /// offsets of the data, rows, offsets, weights, whether there are weights, and the fill
 /// value's offset (callers checked that each fits an `i32`).
-pub(crate) fn geometry(g: &SegmentGeometry, offsets: [usize; 5], weighted: bool) -> Vec<u32> {
-    let [data, rows, bounds, weights, fill] = offsets.map(|o| o as u32);
+pub(crate) fn geometry(g: &SegmentGeometry, offsets: [u32; 5], weighted: bool) -> Vec<u32> {
+    let [data, rows, bounds, weights, fill] = offsets;
     vec![
         (g.segments * g.width) as u32,
         g.width as u32,

@@ -219,16 +219,18 @@ fn sparse_input(cx: &RunCtx<'_, '_>, first: usize) -> Result<SparseTensor> {
     )
 }
 
+/// Tensors as a kernel's outputs.
+fn outputs(tensors: impl IntoIterator<Item = Tensor>) -> Outputs {
+    tensors.into_iter().map(Value::Tensor).collect()
+}
+
 /// The three outputs of a sparse result.
 fn sparse_outputs(sparse: SparseTensor) -> Outputs {
-    [
+    outputs([
         sparse.indices().clone(),
         sparse.values().clone(),
         sparse.dense_shape().clone(),
-    ]
-    .into_iter()
-    .map(Value::Tensor)
-    .collect()
+    ])
 }
 
 /// A scalar input as a [`Scalar`].
@@ -258,7 +260,7 @@ fn scalar(cx: &RunCtx<'_, '_>, i: usize) -> Result<Scalar> {
 pub(crate) fn run(op: Sparse, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
     let attrs = cx.attrs();
     let flag = |name: &str| attrs.bool_or(name, false);
-    let one = |t: Tensor| -> Outputs { [Value::Tensor(t)].into_iter().collect() };
+    let one = |t: Tensor| outputs([t]);
     match op {
         Sparse::ToDense => {
             let indices = cx.tensor(0)?.cast(DataType::Int64)?;
@@ -312,10 +314,10 @@ pub(crate) fn run(op: Sparse, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
         Sparse::DenseAdd => Ok(one(sparse_input(cx, 0)?.add_dense(&*cx.tensor(3)?)?)),
         Sparse::Reorder => {
             let reordered = sparse_input(cx, 0)?.reorder()?;
-            Ok([reordered.indices().clone(), reordered.values().clone()]
-                .into_iter()
-                .map(Value::Tensor)
-                .collect())
+            Ok(outputs([
+                reordered.indices().clone(),
+                reordered.values().clone(),
+            ]))
         }
         Sparse::Reshape => {
             let indices = cx.tensor(0)?.into_owned();
@@ -324,10 +326,10 @@ pub(crate) fn run(op: Sparse, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
             let values = Tensor::zeros([count], DataType::Bool, indices.device())?;
             let sparse = SparseTensor::new(indices, values, cx.tensor(1)?.into_owned())?;
             let reshaped = sparse.reshape(&cx.ints(2)?)?;
-            Ok([reshaped.indices().clone(), reshaped.dense_shape().clone()]
-                .into_iter()
-                .map(Value::Tensor)
-                .collect())
+            Ok(outputs([
+                reshaped.indices().clone(),
+                reshaped.dense_shape().clone(),
+            ]))
         }
         Sparse::Slice => {
             let a = sparse_input(cx, 0)?;
@@ -361,15 +363,12 @@ pub(crate) fn run(op: Sparse, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
                 [rows.reverse_index_map.len()],
                 &device,
             )?;
-            Ok([
+            Ok(outputs([
                 filled.indices().clone(),
                 filled.values().clone(),
                 empty,
                 reverse,
-            ]
-            .into_iter()
-            .map(Value::Tensor)
-            .collect())
+            ]))
         }
     }
 }

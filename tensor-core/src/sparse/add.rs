@@ -90,12 +90,7 @@ impl SparseTensor {
                     .collect();
             }
         }
-        let count = sums.num_elements();
-        SparseTensor::new(
-            Tensor::from_slice(&indices, [count, rank], self.indices.device())?,
-            sums,
-            self.dense_shape.clone(),
-        )
+        self.with_entries(&indices, sums)
     }
 
     /// `self + dense` (`SparseTensorDenseAdd`) as a dense tensor: each element of `dense`

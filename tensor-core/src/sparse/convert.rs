@@ -46,26 +46,17 @@ impl SparseTensor {
                 .run(SegmentOp::Gather, &self.values, None, fill)?
                 .reshape(self.shape.clone());
         }
-        // Of a repeated index the last value (validated indices have no repeats).
-        let mut last: Vec<(usize, usize)> = cells.iter().copied().zip(0..).collect();
-        if order != IndexOrder::Canonical {
-            last.sort_by_key(|&(cell, _)| cell);
-            last.reverse();
-            last.dedup_by_key(|&mut (cell, _)| cell);
-        }
+        // Of a repeated index the last value: only unvalidated indices repeat.
+        let (cells, values) = match order {
+            IndexOrder::Canonical => (cells, self.values.clone()),
+            IndexOrder::Any => last_of_each_cell(cells, &self.values)?,
+        };
         let device = self.values.device();
-        let rows = last
+        let rows = cells
             .iter()
-            .map(|&(cell, _)| i32::try_from(cell))
+            .map(|&cell| i32::try_from(cell))
             .collect::<std::result::Result<Vec<i32>, _>>()
             .map_err(|_| Error::invalid("to_dense of more than 2^31 - 1 elements"))?;
-        let values =
-            if last.len() == self.nnz() && last.iter().enumerate().all(|(i, &(_, e))| i == e) {
-                self.values.clone()
-            } else {
-                let picks: Vec<usize> = last.iter().map(|&(_, entry)| entry).collect();
-                gather(&self.values, &picks)?
-            };
         values
             .scatter_rows(
                 &Tensor::from_slice(&rows, [rows.len()], device)?,
@@ -111,11 +102,7 @@ impl SparseTensor {
         }
         let shape: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
         let flat = dense.reshape([dense.num_elements()])?;
-        Self::new(
-            Tensor::from_slice(&indices, [kept.len(), dims.len()], device)?,
-            gather(&flat, &kept)?,
-            Tensor::from_slice(&shape, [shape.len()], device)?,
-        )
+        Self::assemble(&indices, gather(&flat, &kept)?, &shape, device)
     }
 
     /// The same tensor with its indices in canonical (row-major) order, values moved with
@@ -128,11 +115,7 @@ impl SparseTensor {
         let mut order: Vec<usize> = (0..self.nnz()).collect();
         order.sort_by(|&a, &b| row(a).cmp(row(b)));
         let sorted: Vec<i64> = order.iter().flat_map(|&i| row(i)).copied().collect();
-        Self::new(
-            Tensor::from_slice(&sorted, [self.nnz(), rank], self.indices.device())?,
-            gather(&self.values, &order)?,
-            self.dense_shape.clone(),
-        )
+        self.with_entries(&sorted, gather(&self.values, &order)?)
     }
 
     /// Each stored element's position in the row-major dense tensor, from the index rows
@@ -150,4 +133,19 @@ impl SparseTensor {
             })
             .collect()
     }
+}
+
+/// The cells of `values` (one per value) with only the last value of each repeated cell
+/// kept (gathered on the values' device); the values as they are where no cell repeats.
+fn last_of_each_cell(cells: Vec<usize>, values: &Tensor) -> Result<(Vec<usize>, Tensor)> {
+    let mut last: Vec<(usize, usize)> = cells.iter().copied().zip(0..).collect();
+    last.sort_by_key(|&(cell, _)| cell);
+    if last.windows(2).all(|w| w[0].0 != w[1].0) {
+        return Ok((cells, values.clone()));
+    }
+    last.reverse();
+    last.dedup_by_key(|&mut (cell, _)| cell);
+    let picks: Vec<usize> = last.iter().map(|&(_, entry)| entry).collect();
+    let kept = last.iter().map(|&(cell, _)| cell).collect();
+    Ok((kept, gather(values, &picks)?))
 }

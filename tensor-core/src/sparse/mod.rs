@@ -136,12 +136,37 @@ impl SparseTensor {
         values: &Tensor,
         dense_shape: &[i64],
     ) -> Result<Self> {
-        let device = values.device();
         let flat: Vec<i64> = indices.iter().flatten().copied().collect();
+        Self::assemble(&flat, values.clone(), dense_shape, values.device())
+    }
+
+    /// A sparse tensor of `values` at the host-computed index rows `indices` (one of
+    /// `dims.len()` coordinates per value) with the dense shape `dims`, the indices and the
+    /// shape made on `device`.
+    fn assemble(
+        indices: &[i64],
+        values: Tensor,
+        dims: &[i64],
+        device: &std::sync::Arc<dyn crate::device::Device>,
+    ) -> Result<Self> {
         Self::new(
-            Tensor::from_slice(&flat, [indices.len(), R], device)?,
-            values.clone(),
-            Tensor::from_slice(dense_shape, [dense_shape.len()], device)?,
+            Tensor::from_slice(indices, [values.num_elements(), dims.len()], device)?,
+            values,
+            Tensor::from_slice(dims, [dims.len()], device)?,
+        )
+    }
+
+    /// A sparse tensor of `values` at the host-computed index rows `indices` with this
+    /// tensor's dense shape, the indices made on this tensor's indices' device.
+    fn with_entries(&self, indices: &[i64], values: Tensor) -> Result<Self> {
+        Self::new(
+            Tensor::from_slice(
+                indices,
+                [values.num_elements(), self.rank()],
+                self.indices.device(),
+            )?,
+            values,
+            self.dense_shape.clone(),
         )
     }
 

@@ -92,13 +92,8 @@ impl SparseTensor {
             }
             indices[start..].reverse();
         }
-        let device = self.indices.device();
         let dims = landing.shape.dims_i64();
-        SparseTensor::new(
-            Tensor::from_slice(&indices, [occupied.len(), rank], device)?,
-            values,
-            Tensor::from_slice(&dims, [rank], device)?,
-        )
+        SparseTensor::assemble(&indices, values, &dims, self.indices.device())
     }
 
     /// The output cell of each stored value (the indices checked in bounds).

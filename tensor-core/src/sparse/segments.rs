@@ -7,8 +7,7 @@ use crate::dtype::DataType;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::plan::segment::SegmentOp;
-use crate::shape::TensorShape;
-use crate::tensor::Tensor;
+use crate::tensor::{with_rows, Tensor};
 
 /// Which data rows each segment of a reduction folds, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,12 +140,7 @@ impl SegmentList {
                 None => out.extend(std::iter::repeat_n(Vec::new(), width)),
             }
         }
-        let mut shape = dims.to_vec();
-        match shape.first_mut() {
-            Some(first) => *first = self.segments(),
-            None => shape.push(self.segments()),
-        }
-        Tensor::from_strings(out, TensorShape::new(&shape)?, data.device())
+        Tensor::from_strings(out, with_rows(&dims, self.segments())?, data.device())
     }
 }
 

@@ -8,7 +8,6 @@ use super::{bracketed, IndexOrder, SparseTensor};
 use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::plan::segment::SegmentOp;
-use crate::tensor::Tensor;
 
 /// What [`SparseTensor::fill_empty_rows`] returns beside the filled tensor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,13 +61,8 @@ impl SparseTensor {
             }
             moved[start..].reverse();
         }
-        let device = self.indices.device();
         let shape: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
-        SparseTensor::new(
-            Tensor::from_slice(&moved, [self.nnz(), rank], device)?,
-            self.values.clone(),
-            Tensor::from_slice(&shape, [rank], device)?,
-        )
+        SparseTensor::assemble(&moved, self.values.clone(), &shape, self.indices.device())
     }
 
     /// The elements inside the box `start .. start + size` (clipped to the dense shape),
@@ -104,11 +98,11 @@ impl SparseTensor {
                 moved.extend((0..rank).map(|d| row[d] - start[d]));
             }
         }
-        let device = self.indices.device();
-        SparseTensor::new(
-            Tensor::from_slice(&moved, [kept.len(), rank], device)?,
+        SparseTensor::assemble(
+            &moved,
             gather(&self.values, &kept)?,
-            Tensor::from_slice(&shape, [rank], device)?,
+            &shape,
+            self.indices.device(),
         )
     }
 
@@ -129,11 +123,7 @@ impl SparseTensor {
             .iter()
             .flat_map(|&i| indices[i * rank..(i + 1) * rank].iter().copied())
             .collect();
-        SparseTensor::new(
-            Tensor::from_slice(&rows, [kept.len(), rank], self.indices.device())?,
-            gather(&self.values, &kept)?,
-            self.dense_shape.clone(),
-        )
+        self.with_entries(&rows, gather(&self.values, &kept)?)
     }
 
     /// Every row (first index) with no stored element gets one, `default` at
@@ -182,11 +172,7 @@ impl SparseTensor {
         }
         let values =
             SegmentList::picks(picks)?.run(SegmentOp::Gather, &self.values, None, default)?;
-        let filled = SparseTensor::new(
-            Tensor::from_slice(&out_indices, [total, rank], self.indices.device())?,
-            values,
-            self.dense_shape.clone(),
-        )?;
+        let filled = self.with_entries(&out_indices, values)?;
         Ok((
             filled,
             FilledRows {

@@ -13,6 +13,7 @@ use crate::shape::{IntoShape, TensorShape};
 
 pub use host::HostView;
 pub use nn::{Conv2dOptions, ConvEpilogue, Pool2dOptions};
+pub(crate) use segment::with_rows;
 pub use shape_ops::MirrorMode;
 
 /// A tensor: a dtype, a [`Layout`] and an `Arc` of a [`TensorBuffer`] on some device.

@@ -37,12 +37,7 @@ impl Tensor {
             .num_elements()
             .checked_sub(1)
             .ok_or_else(|| Error::invalid(format!("{name} needs at least one offset")))?;
-        let mut dims = self.dims().to_vec();
-        match dims.first_mut() {
-            Some(first) => *first = segments,
-            None => dims.push(segments),
-        }
-        let shape = TensorShape::new(&dims)?;
+        let shape = with_rows(&self.dims(), segments)?;
         let data = self.contiguous()?;
         let (rows, offsets) = (rows.contiguous()?, offsets.contiguous()?);
         let weights = weights.map(Tensor::contiguous).transpose()?;
@@ -64,18 +59,24 @@ impl Tensor {
     pub fn scatter_rows(&self, rows: &Tensor, out_rows: usize, fill: Scalar) -> Result<Tensor> {
         self.check_same_device(rows, "scatter_rows")?;
         let device = self.device();
-        let mut dims = self.dims().to_vec();
-        match dims.first_mut() {
-            Some(first) => *first = out_rows,
-            None => dims.push(out_rows),
-        }
-        let shape = TensorShape::new(&dims)?;
+        let shape = with_rows(&self.dims(), out_rows)?;
         let (data, rows) = (self.contiguous()?, rows.contiguous()?);
         let fill = fill_value(fill, self.dtype(), device)?;
         Tensor::produce(shape, self.dtype(), device, |out| {
             device.scatter_rows(&data.view(), &rows.view(), &fill.view(), out)
         })
     }
+}
+
+/// The shape of `rows` rows of a tensor of `dims` (its first dim indexes rows; a scalar is
+/// one row): `[rows, dims[1..]]`.
+pub(crate) fn with_rows(dims: &[usize], rows: usize) -> Result<TensorShape> {
+    let mut out = dims.to_vec();
+    match out.first_mut() {
+        Some(first) => *first = rows,
+        None => out.push(rows),
+    }
+    TensorShape::new(&out)
 }
 
 /// `fill` as one element of `dtype` on `device`: `full` where fill is defined for the
