@@ -117,6 +117,16 @@ pub use polytensor_cuda::CudaDevice;
 #[cfg_attr(docsrs, doc(cfg(feature = "opencl")))]
 pub use polytensor_opencl::OpenClDevice;
 
+/// Collectives across processes and nodes on MPI (feature `mpi`): `Mpi::init`, the
+/// world `Communicator`, all-reduce, reduce-scatter, broadcast, all-gather, all-to-all and
+/// send/recv on tensors of any device (the `polytensor-distributed` crate).
+#[cfg(feature = "mpi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mpi")))]
+pub mod distributed {
+    #[doc(inline)]
+    pub use polytensor_distributed::*;
+}
+
 /// The names most programs need: `use polytensor::prelude::*;`.
 pub mod prelude {
     pub use crate::registry::{best_device, default_device, device, devices, DeviceByName};

@@ -22,7 +22,7 @@
 //! use polytensor_distributed::{Mpi, Reduction};
 //! # let device: std::sync::Arc<dyn Device> = unimplemented!();
 //! let mpi = Mpi::init()?;
-//! let world = mpi.world();
+//! let world = mpi.world()?;
 //! let gradient = Tensor::from_slice(&[world.rank() as f32; 4], [4], &device)?;
 //! let mean = world.all_reduce(&gradient, Reduction::Mean)?; // the same on every rank
 //! # Ok(())
@@ -37,44 +37,8 @@ mod comm;
 mod header;
 
 #[cfg(feature = "mpi")]
-pub use comm::{Communicator, Mpi};
-
-/// How [`Communicator::all_reduce`] combines the ranks' tensors, elementwise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Reduction {
-    /// The sum.
-    Sum,
-    /// The product.
-    Prod,
-    /// The smallest.
-    Min,
-    /// The largest.
-    Max,
-    /// The sum divided by the number of ranks (floats only).
-    Mean,
-}
-
-impl Reduction {
-    /// Every reduction.
-    pub const ALL: [Reduction; 5] = [
-        Reduction::Sum,
-        Reduction::Prod,
-        Reduction::Min,
-        Reduction::Max,
-        Reduction::Mean,
-    ];
-
-    /// Its name in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Reduction::Sum => "sum",
-            Reduction::Prod => "prod",
-            Reduction::Min => "min",
-            Reduction::Max => "max",
-            Reduction::Mean => "mean",
-        }
-    }
-}
+pub use comm::{Communicator, Mpi, Pending, MAX_TAG};
+pub use polytensor_core::collective::{Collectives, Reduction};
 
 /// Whether this build has MPI (the `mpi` feature).
 pub const fn has_mpi() -> bool {

@@ -18,6 +18,7 @@ pub mod tensor;
 
 pub mod alloc;
 pub mod buffer;
+pub mod collective;
 #[cfg(feature = "serde")]
 pub mod data;
 pub mod device;

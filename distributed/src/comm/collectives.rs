@@ -1,0 +1,444 @@
+//! The collectives on tensors: all-reduce, reduce-scatter, broadcast (from a rank, or from
+//! whichever rank sends), all-gather and all-to-all, each as a non-blocking `start_*`
+//! returning a [`Pending`] and a blocking form that waits for it.
+
+use std::sync::Arc;
+
+use polytensor_core::collective::Reduction;
+use polytensor_core::{BinaryOp, DataType, Device, Error, Result, Tensor, TensorShape};
+
+use super::memory::{outgoing, Incoming};
+use super::pending::Transfer;
+use super::raw::{self, Start};
+use super::{Communicator, Pending};
+use crate::header::{self, Kind, Row};
+
+/// An `Err` for dtypes without fixed-size elements (strings, variants, resources).
+fn check_pod(dtype: DataType, name: &str) -> Result<()> {
+    if dtype.is_pod() {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "{name} moves fixed-size elements, not {dtype}"
+        )))
+    }
+}
+
+/// The dtype `reduction` runs in for `dtype` (f16 and bf16 widen to f32), or an `Err`
+/// where it is not defined.
+fn reduced_dtype(dtype: DataType, reduction: Reduction, name: &str) -> Result<DataType> {
+    let undefined = || {
+        Error::invalid(format!(
+            "{name}({}) is not defined for {dtype}",
+            reduction.name()
+        ))
+    };
+    match dtype {
+        DataType::Half | DataType::BFloat16 => Ok(DataType::Float),
+        DataType::Float | DataType::Double => Ok(dtype),
+        _ if raw::element_type(dtype).is_some() && reduction != Reduction::Mean => Ok(dtype),
+        _ => Err(undefined()),
+    }
+}
+
+/// `tensor`'s first dim split over `size` ranks: the chunk's shape, or an `Err`.
+fn chunk_shape(shape: &TensorShape, size: usize, name: &str) -> Result<TensorShape> {
+    let dims = shape.dims();
+    match dims.first() {
+        Some(&d0) if d0 % size == 0 => {
+            let mut chunk = dims.to_vec();
+            chunk[0] = d0 / size;
+            TensorShape::new(&chunk)
+        }
+        _ => Err(Error::invalid(format!(
+            "{name} splits the first dim over the {size} ranks; {shape} does not split evenly"
+        ))),
+    }
+}
+
+/// A tensor's bytes as whole words: the MPI type and how many of them.
+pub(super) fn words(num_elements: usize, dtype: DataType, name: &str) -> Result<(raw::Type, i32)> {
+    let word = raw::word_type(dtype.size());
+    let count = num_elements
+        .checked_mul(dtype.size() / word.size)
+        .ok_or_else(|| Error::invalid(format!("{name}: too many elements")))?;
+    Ok((word, raw::count(count, name)?))
+}
+
+/// The received tensor, as the result of a transfer that receives one.
+pub(super) fn received(tensor: Option<Tensor>) -> Result<Tensor> {
+    tensor.ok_or_else(|| Error::invalid("the transfer received no tensor"))
+}
+
+impl Communicator {
+    /// The elementwise `reduction` of every rank's `tensor` (one dtype and shape on every
+    /// rank), on `tensor`'s device on every rank (`MPI_Allreduce`). Integers and floats;
+    /// f16 and bf16 are reduced in f32 and rounded once; `Mean` is for floats.
+    pub fn all_reduce(&self, tensor: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        self.start_all_reduce(tensor, reduction)?.wait()
+    }
+
+    /// [`all_reduce`](Self::all_reduce), with the result replacing `tensor` (its old
+    /// buffer is released once no other tensor shares it).
+    pub fn all_reduce_in_place(&self, tensor: &mut Tensor, reduction: Reduction) -> Result<()> {
+        *tensor = self.all_reduce(tensor, reduction)?;
+        Ok(())
+    }
+
+    /// [`all_reduce`](Self::all_reduce), started: the handle's
+    /// [`wait`](Pending::wait) gives the result. Every rank starts its collectives in the
+    /// same order.
+    pub fn start_all_reduce(&self, tensor: &Tensor, reduction: Reduction) -> Result<Pending<'_>> {
+        self.start_reduction(Kind::AllReduce, tensor, reduction)
+    }
+
+    /// The elementwise `reduction` of every rank's `tensor`, scattered: rank `r` gets the
+    /// `r`-th of `size` equal chunks along the first dim (`MPI_Reduce_scatter_block`,
+    /// PyTorch's `reduce_scatter_tensor`). The first dim must split evenly.
+    pub fn reduce_scatter(&self, tensor: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        self.start_reduce_scatter(tensor, reduction)?.wait()
+    }
+
+    /// [`reduce_scatter`](Self::reduce_scatter), started.
+    pub fn start_reduce_scatter(
+        &self,
+        tensor: &Tensor,
+        reduction: Reduction,
+    ) -> Result<Pending<'_>> {
+        self.start_reduction(Kind::ReduceScatter, tensor, reduction)
+    }
+
+    /// All-reduce or reduce-scatter (`kind`) of `tensor` by `reduction`.
+    fn start_reduction(
+        &self,
+        kind: Kind,
+        tensor: &Tensor,
+        reduction: Reduction,
+    ) -> Result<Pending<'_>> {
+        let (comm, size, name) = (self.handle.comm, self.size(), kind.name());
+        let tensor = tensor.clone();
+        self.collective(
+            kind,
+            reduction as i64,
+            tensor.dtype(),
+            &tensor.shape().clone(),
+            move |rows: &[Row]| {
+                header::agree(name, rows, false)?;
+                header::check_rank(tensor.shape())?;
+                let dtype = tensor.dtype();
+                let work_dtype = reduced_dtype(dtype, reduction, name)?;
+                let work = tensor.cast(work_dtype)?;
+                let out_shape = match kind {
+                    Kind::ReduceScatter => chunk_shape(work.shape(), size, name)?,
+                    _ => work.shape().clone(),
+                };
+                let device = work.device().clone();
+                let empty_shape = out_shape.clone();
+                let finish = move |out: Option<Tensor>| -> Result<Tensor> {
+                    let out = match out {
+                        Some(out) => out,
+                        None => Tensor::zeros(empty_shape, work_dtype, &device)?,
+                    };
+                    let out = if reduction == Reduction::Mean {
+                        let ranks = Tensor::full([], size as f64, work_dtype, &device)?;
+                        out.binary(BinaryOp::Div, &ranks)?
+                    } else {
+                        out
+                    };
+                    out.cast(dtype)
+                };
+                let count = out_shape.num_elements();
+                if count == 0 {
+                    return Ok(Transfer::new(Vec::new(), None, finish));
+                }
+                let element = raw::element_type(work_dtype).ok_or_else(|| {
+                    Error::invalid(format!("{name} has no MPI type for {work_dtype}"))
+                })?;
+                let send = outgoing(&work)?;
+                let incoming = Incoming::new(out_shape.clone(), work_dtype, work.device())?;
+                let start = match kind {
+                    Kind::ReduceScatter => Start::ReduceScatter {
+                        send: send.ptr,
+                        recv: incoming.ptr,
+                        count_per_rank: raw::count(count, name)?,
+                        dtype: element,
+                        reduction,
+                    },
+                    _ => Start::AllReduce {
+                        send: send.ptr,
+                        recv: incoming.ptr,
+                        count: raw::count(count, name)?,
+                        dtype: element,
+                        reduction,
+                    },
+                };
+                let transfer = Transfer::new(vec![send], Some(incoming), finish);
+                // SAFETY: the transfer holds the whole input (size times the chunk for a
+                // reduce-scatter) and room for the output.
+                unsafe { transfer.started(start, comm) }
+            },
+        )
+    }
+
+    /// Rank `root`'s `tensor` on every rank (`MPI_Bcast`): each rank passes a tensor of
+    /// the same dtype and shape, which the root's replaces (only the root's elements are
+    /// read), on each rank's tensor's device. Any fixed-size dtype.
+    pub fn broadcast(&self, tensor: &Tensor, root: usize) -> Result<Tensor> {
+        self.start_broadcast(tensor, root)?.wait()
+    }
+
+    /// [`broadcast`](Self::broadcast), started.
+    pub fn start_broadcast(&self, tensor: &Tensor, root: usize) -> Result<Pending<'_>> {
+        let size = self.size();
+        self.start_bcast(
+            Kind::Broadcast,
+            root as i64,
+            tensor.dtype(),
+            tensor.shape().clone(),
+            tensor.device().clone(),
+            (self.rank() == root).then(|| tensor.clone()),
+            move |rows: &[Row]| {
+                header::agree("broadcast", rows, false)?;
+                if root >= size {
+                    return Err(Error::invalid(format!(
+                        "broadcast from rank {root} of a communicator of {size} ranks"
+                    )));
+                }
+                Ok(root)
+            },
+        )
+    }
+
+    /// Send `tensor` to every other rank, each of which calls
+    /// [`broadcast_recv`](Self::broadcast_recv) (TensorFlow's `CollectiveBcastSendV2`: the
+    /// root is whichever rank sends). Returns `tensor`.
+    pub fn broadcast_send(&self, tensor: &Tensor) -> Result<Tensor> {
+        self.start_broadcast_by_role(
+            tensor.dtype(),
+            tensor.shape().clone(),
+            tensor.device().clone(),
+            Some(tensor.clone()),
+        )?
+        .wait()
+    }
+
+    /// The tensor of `shape` and `dtype` that the one rank calling
+    /// [`broadcast_send`](Self::broadcast_send) sends, on `device`
+    /// (`CollectiveBcastRecvV2`).
+    pub fn broadcast_recv(
+        &self,
+        shape: &TensorShape,
+        dtype: DataType,
+        device: &Arc<dyn Device>,
+    ) -> Result<Tensor> {
+        self.start_broadcast_by_role(dtype, shape.clone(), device.clone(), None)?
+            .wait()
+    }
+
+    /// A broadcast whose root is the rank that passes `sent`.
+    fn start_broadcast_by_role(
+        &self,
+        dtype: DataType,
+        shape: TensorShape,
+        device: Arc<dyn Device>,
+        sent: Option<Tensor>,
+    ) -> Result<Pending<'_>> {
+        let role = i64::from(sent.is_some());
+        self.start_bcast(
+            Kind::BroadcastByRole,
+            role,
+            dtype,
+            shape,
+            device,
+            sent,
+            |rows: &[Row]| {
+                header::agree("broadcast_send/recv", rows, true)?;
+                let senders: Vec<usize> = (0..rows.len()).filter(|&r| rows[r][1] == 1).collect();
+                match senders[..] {
+                    [root] => Ok(root),
+                    [] => Err(Error::invalid(
+                        "broadcast_recv: no rank called broadcast_send",
+                    )),
+                    _ => Err(Error::invalid(format!(
+                        "broadcast_send: ranks {senders:?} all sent; one rank sends"
+                    ))),
+                }
+            },
+        )
+    }
+
+    /// A broadcast of a tensor of `dtype` and `shape` whose root `root_of` finds in the
+    /// rows; `sent` is this rank's tensor if it is the root.
+    #[allow(clippy::too_many_arguments)]
+    fn start_bcast(
+        &self,
+        kind: Kind,
+        argument: i64,
+        dtype: DataType,
+        shape: TensorShape,
+        device: Arc<dyn Device>,
+        sent: Option<Tensor>,
+        root_of: impl FnOnce(&[Row]) -> Result<usize> + Send + 'static,
+    ) -> Result<Pending<'_>> {
+        let (comm, rank) = (self.handle.comm, self.rank());
+        let name = kind.name();
+        self.collective(
+            kind,
+            argument,
+            dtype,
+            &shape.clone(),
+            move |rows: &[Row]| {
+                let root = root_of(rows)?;
+                header::check_rank(&shape)?;
+                check_pod(dtype, name)?;
+                let (word, count) = words(shape.num_elements(), dtype, name)?;
+                match sent.filter(|_| rank == root) {
+                    Some(tensor) => {
+                        if count == 0 {
+                            return Ok(Transfer::done(Ok(tensor)));
+                        }
+                        let send = outgoing(&tensor)?;
+                        let start = Start::Broadcast {
+                            buffer: send.ptr.cast_mut(),
+                            count,
+                            dtype: word,
+                            root: root as i32,
+                        };
+                        let transfer = Transfer::new(vec![send], None, move |_| Ok(tensor));
+                        // SAFETY: the transfer holds the root's whole tensor; MPI only reads
+                        // the root's buffer.
+                        unsafe { transfer.started(start, comm) }
+                    }
+                    None => {
+                        if count == 0 {
+                            return Ok(Transfer::done(Tensor::zeros(shape, dtype, &device)));
+                        }
+                        let incoming = Incoming::new(shape, dtype, &device)?;
+                        let start = Start::Broadcast {
+                            buffer: incoming.ptr,
+                            count,
+                            dtype: word,
+                            root: root as i32,
+                        };
+                        let transfer = Transfer::new(Vec::new(), Some(incoming), received);
+                        // SAFETY: the transfer has room for the whole tensor.
+                        unsafe { transfer.started(start, comm) }
+                    }
+                }
+            },
+        )
+    }
+
+    /// Every rank's `tensor` (one dtype and shape on every rank) concatenated along the
+    /// first dim in rank order (`MPI_Allgather`, TensorFlow's `CollectiveGatherV2`); a
+    /// scalar gathers into a vector. Any fixed-size dtype.
+    pub fn all_gather(&self, tensor: &Tensor) -> Result<Tensor> {
+        self.start_all_gather(tensor)?.wait()
+    }
+
+    /// [`all_gather`](Self::all_gather), started.
+    pub fn start_all_gather(&self, tensor: &Tensor) -> Result<Pending<'_>> {
+        let mut dims = tensor.dims();
+        match dims.first_mut() {
+            Some(first) => *first *= self.size(),
+            None => dims.push(self.size()),
+        }
+        self.start_exchange(Kind::AllGather, tensor, TensorShape::new(&dims)?)
+    }
+
+    /// Rank `r`'s `j`-th chunk of `tensor` (along the first dim, split into `size` equal
+    /// chunks) sent to rank `j`, which puts it `r`-th (`MPI_Alltoall`, PyTorch's
+    /// `all_to_all_single`). The first dim must split evenly.
+    pub fn all_to_all(&self, tensor: &Tensor) -> Result<Tensor> {
+        self.start_all_to_all(tensor)?.wait()
+    }
+
+    /// [`all_to_all`](Self::all_to_all), started.
+    pub fn start_all_to_all(&self, tensor: &Tensor) -> Result<Pending<'_>> {
+        self.start_exchange(Kind::AllToAll, tensor, tensor.shape().clone())
+    }
+
+    /// All-gather or all-to-all (`kind`) of `tensor` into a tensor of `out_shape`.
+    fn start_exchange(
+        &self,
+        kind: Kind,
+        tensor: &Tensor,
+        out_shape: TensorShape,
+    ) -> Result<Pending<'_>> {
+        let (comm, size, name) = (self.handle.comm, self.size(), kind.name());
+        let tensor = tensor.clone();
+        self.collective(
+            kind,
+            0,
+            tensor.dtype(),
+            &tensor.shape().clone(),
+            move |rows: &[Row]| {
+                header::agree(name, rows, false)?;
+                header::check_rank(tensor.shape())?;
+                let dtype = tensor.dtype();
+                check_pod(dtype, name)?;
+                let per_rank = match kind {
+                    Kind::AllToAll => chunk_shape(tensor.shape(), size, name)?.num_elements(),
+                    _ => tensor.num_elements(),
+                };
+                let (word, count_per_rank) = words(per_rank, dtype, name)?;
+                let device = tensor.device().clone();
+                if out_shape.num_elements() == 0 {
+                    return Ok(Transfer::done(Tensor::zeros(out_shape, dtype, &device)));
+                }
+                let send = outgoing(&tensor)?;
+                let incoming = Incoming::new(out_shape, dtype, &device)?;
+                let (send_ptr, recv) = (send.ptr, incoming.ptr);
+                let start = match kind {
+                    Kind::AllToAll => Start::AllToAll {
+                        send: send_ptr,
+                        recv,
+                        count_per_rank,
+                        dtype: word,
+                    },
+                    _ => Start::AllGather {
+                        send: send_ptr,
+                        recv,
+                        count_per_rank,
+                        dtype: word,
+                    },
+                };
+                let transfer = Transfer::new(vec![send], Some(incoming), received);
+                // SAFETY: the transfer holds this rank's tensor (size chunks for
+                // all-to-all) and room for size of them.
+                unsafe { transfer.started(start, comm) }
+            },
+        )
+    }
+}
+
+impl polytensor_core::collective::Collectives for Communicator {
+    fn rank(&self) -> usize {
+        Communicator::rank(self)
+    }
+
+    fn size(&self) -> usize {
+        Communicator::size(self)
+    }
+
+    fn all_reduce(&self, tensor: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        Communicator::all_reduce(self, tensor, reduction)
+    }
+
+    fn all_gather(&self, tensor: &Tensor) -> Result<Tensor> {
+        Communicator::all_gather(self, tensor)
+    }
+
+    fn broadcast_send(&self, tensor: &Tensor) -> Result<Tensor> {
+        Communicator::broadcast_send(self, tensor)
+    }
+
+    fn broadcast_recv(
+        &self,
+        shape: &TensorShape,
+        dtype: DataType,
+        device: &Arc<dyn Device>,
+    ) -> Result<Tensor> {
+        Communicator::broadcast_recv(self, shape, dtype, device)
+    }
+}
