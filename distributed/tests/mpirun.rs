@@ -41,6 +41,11 @@ enum Ending {
 /// Run test `name` of this binary on `np` ranks (with `extra` mpirun arguments) and assert
 /// that its ranks passed as `ending` says.
 fn mpirun(np: usize, name: &str, extra: &[&str], ending: Ending) {
+    mpirun_with(np, name, extra, &[], ending)
+}
+
+/// [`mpirun`] with variables `env` set for the ranks.
+fn mpirun_with(np: usize, name: &str, extra: &[&str], env: &[(&str, String)], ending: Ending) {
     if Command::new("mpirun").arg("--version").output().is_err() {
         assert!(
             !required("mpi"),
@@ -61,6 +66,7 @@ fn mpirun(np: usize, name: &str, extra: &[&str], ending: Ending) {
         // Open MPI refuses root unless told (CI containers run as root).
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::piped())
         .spawn()
         .expect("mpirun starts");
@@ -504,5 +510,112 @@ fn a_data_parallel_step_keeps_the_ranks_identical() {
             &[],
             Ending::Clean,
         );
+    }
+}
+
+/// TensorFlow's Python (`POLYTENSOR_TF_PYTHON`, else the workspace's `target/tf-venv`), if
+/// it imports tensorflow; else `None` after saying why, or a panic where
+/// `POLYTENSOR_REQUIRE_TENSORFLOW` is set.
+fn tensorflow() -> Option<std::path::PathBuf> {
+    let python = std::env::var_os("POLYTENSOR_TF_PYTHON").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tf-venv/bin/python"),
+        std::path::PathBuf::from,
+    );
+    let imports = Command::new(&python)
+        .args(["-c", "import tensorflow"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !imports {
+        assert!(
+            std::env::var_os("POLYTENSOR_REQUIRE_TENSORFLOW").is_none(),
+            "POLYTENSOR_REQUIRE_TENSORFLOW is set, but {} cannot import tensorflow",
+            python.display()
+        );
+        eprintln!("skipped: {} cannot import tensorflow", python.display());
+        return None;
+    }
+    Some(python)
+}
+
+/// The GraphDef TensorFlow wrote with its collective ops (`tests/python/tf_collective_graph.py`
+/// of the workspace), run by every rank through the world communicator: the reductions and
+/// the gather span the ranks, and rank 0's `CollectiveBcastSendV2` reaches the others'
+/// `CollectiveBcastRecvV2`.
+#[test]
+fn a_tensorflow_graph_with_collective_ops_spans_the_ranks() {
+    use polytensor::graph::{Graph, Session};
+    const GRAPH: &str = "POLYTENSOR_COLLECTIVE_GRAPH";
+    if child() {
+        as_rank(|world| {
+            let path = std::env::var(GRAPH).unwrap();
+            let graph = Graph::from_graph_def_bytes(&std::fs::read(path).unwrap()).unwrap();
+            let (rank, size) = (world.rank(), world.size());
+            for device in devices() {
+                let session =
+                    Session::new(&graph, device.clone()).with_collectives(Arc::new(world.clone()));
+                let x_value = local(rank, DataType::Float, 6, &device)
+                    .reshape([2, 3])
+                    .unwrap();
+                let group_size = Tensor::scalar(size as i32, &device).unwrap();
+                let feeds = [
+                    (graph.tensor("x").unwrap(), &x_value),
+                    (graph.tensor("group_size").unwrap(), &group_size),
+                ];
+                let feeds: Vec<_> = feeds.iter().map(|(o, t)| (o, *t)).collect();
+                let run = |name: &str| {
+                    let fetch = graph.tensor(name).unwrap();
+                    let got = session.run(&feeds, &[&fetch], &[]).unwrap();
+                    assert_eq!(got[0].device().name(), device.name(), "{name}");
+                    as_f64(&got[0])
+                };
+                for (name, reduction) in [
+                    ("sum", Reduction::Sum),
+                    ("mean", Reduction::Mean),
+                    ("max", Reduction::Max),
+                ] {
+                    // float32's rounding of the exact value.
+                    let want: Vec<f64> = (0..6)
+                        .map(|i| expected(reduction, size, i) as f32 as f64)
+                        .collect();
+                    assert_eq!(run(name), want, "{name} on {}", device.name());
+                }
+                let want: Vec<f64> = (0..size)
+                    .flat_map(|r| (0..6).map(move |i| value(r, i)))
+                    .collect();
+                assert_eq!(run("gathered"), want, "gathered on {}", device.name());
+                // Rank 0 sends 2x, the others receive it.
+                let got = run(if rank == 0 { "sent" } else { "received" });
+                let want: Vec<f64> = (0..6).map(|i| 2.0 * value(0, i)).collect();
+                assert_eq!(got, want, "broadcast on {}", device.name());
+            }
+        });
+    } else {
+        let Some(python) = tensorflow() else {
+            return;
+        };
+        let dir = std::env::temp_dir().join(format!("polytensor-mpi-graph-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("collective.pb");
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/python/tf_collective_graph.py");
+        let made = Command::new(python)
+            .arg(script)
+            .arg(&path)
+            .env("TF_CPP_MIN_LOG_LEVEL", "2")
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        mpirun_with(
+            3,
+            "a_tensorflow_graph_with_collective_ops_spans_the_ranks",
+            &[],
+            &[(GRAPH, path.display().to_string())],
+            Ending::Clean,
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use polytensor_core::collective::Collectives;
 use polytensor_core::device::same_device;
 use polytensor_core::{Device, Error, Result, Tensor};
 
@@ -56,6 +57,8 @@ pub struct Session {
     /// The functions of the graph's library that `While`, `If` and `PartitionedCall` nodes
     /// have called, instantiated.
     functions: call::Functions,
+    /// The communicator collective ops run through ([`Session::with_collectives`]).
+    collectives: Option<Arc<dyn Collectives>>,
 }
 
 /// The guarded value, whether or not a thread panicked while holding it (every value a
@@ -217,15 +220,26 @@ impl Session {
     }
 
     fn open(graph: &Graph, devices: Vec<Arc<dyn Device>>, soft_placement: bool) -> Self {
-        Self::sharing(graph, devices, soft_placement, Arc::default())
+        Self::sharing(graph, devices, soft_placement, Arc::default(), None)
     }
 
-    /// A session whose variables are `variables` (a function's session shares its caller's).
+    /// The session, running its collective ops (`CollectiveReduceV2`, `CollectiveGatherV2`,
+    /// `CollectiveBcastSendV2`/`RecvV2`) through `collectives`, a communicator whose every
+    /// member runs the same graph (polytensor-distributed's MPI `Communicator`, under
+    /// `mpirun`). Without one, collective ops run only in groups of one.
+    pub fn with_collectives(mut self, collectives: Arc<dyn Collectives>) -> Self {
+        self.collectives = Some(collectives);
+        self
+    }
+
+    /// A session whose variables are `variables` and whose communicator is `collectives`
+    /// (a function's session shares its caller's).
     fn sharing(
         graph: &Graph,
         devices: Vec<Arc<dyn Device>>,
         soft_placement: bool,
         variables: Arc<Mutex<Variables>>,
+        collectives: Option<Arc<dyn Collectives>>,
     ) -> Self {
         Session {
             graph: graph.clone(),
@@ -237,6 +251,7 @@ impl Session {
             constants: (0..graph.len()).map(|_| OnceLock::new()).collect(),
             fed_copies: Mutex::new(BTreeSet::new()),
             functions: call::Functions::default(),
+            collectives,
         }
     }
 
@@ -693,6 +708,7 @@ impl Session {
         } else {
             step.chain.iter().map(|&n| &graph.nodes[n]).collect()
         };
+        let collectives = self.collectives.as_deref();
         let outputs = if step.uses_variables {
             run_step(
                 step.kind,
@@ -701,9 +717,10 @@ impl Session {
                 &mut locked(&self.variables),
                 inputs,
                 chain,
+                collectives,
             )
         } else {
-            run_step(step.kind, node, device, unused, inputs, chain)
+            run_step(step.kind, node, device, unused, inputs, chain, collectives)
         }?;
         if let (Kind::Const, [Value::Tensor(t)]) = (step.kind, outputs.as_slice()) {
             let _ = self.constants[step.node].set(t.clone());
@@ -722,6 +739,7 @@ fn run_step<'a>(
     variables: &mut Variables,
     inputs: SmallVec<[&'a Value; 4]>,
     chain: SmallVec<[&'a crate::graph::Node; 2]>,
+    collectives: Option<&'a dyn Collectives>,
 ) -> Result<Outputs> {
     let mut cx = RunCtx {
         node,
@@ -729,6 +747,7 @@ fn run_step<'a>(
         variables,
         inputs,
         chain,
+        collectives,
     };
     kernels::run(kind, &mut cx).map_err(|e| in_node(e, node))
 }

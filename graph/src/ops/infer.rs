@@ -79,6 +79,7 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         Kind::FusedConv(_) => Err(cx.error("a fused step is made by a session, not a graph")),
         Kind::Array(op) => super::array::infer(op, cx),
         Kind::Sparse(op) => super::sparse::infer(op, cx),
+        Kind::Collective(op) => super::collective::infer(op, cx),
         Kind::Generate(op) => super::generate::infer(op, cx),
         Kind::Flow(op) => super::flow::infer(op, cx),
         Kind::Call(op) => super::flow::infer_call(op, cx),

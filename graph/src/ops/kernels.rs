@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use smallvec::{smallvec, SmallVec};
 
+use polytensor_core::collective::Collectives;
 use polytensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
 use polytensor_core::{DataType, Device, Error, Result, Scalar, Tensor};
 
@@ -28,6 +29,8 @@ pub(crate) struct RunCtx<'a, 'v> {
     pub(crate) inputs: SmallVec<[&'a Value; 4]>,
     /// The nodes a fused step runs before `node` (see `crate::fusion`).
     pub(crate) chain: SmallVec<[&'a Node; 2]>,
+    /// The session's communicator, for collective ops.
+    pub(crate) collectives: Option<&'a dyn Collectives>,
 }
 
 /// A kernel's outputs (most ops have one).
@@ -201,6 +204,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
         Kind::FusedConv(fused) => super::nn::run_fused(fused, cx),
         Kind::Array(op) => super::array::run(op, cx),
         Kind::Sparse(op) => super::sparse::run(op, cx),
+        Kind::Collective(op) => super::collective::run(op, cx, cx.collectives),
         Kind::Generate(op) => super::generate::run(op, cx),
         Kind::Select => one(cx.tensor(0)?.where_(&*cx.tensor(1)?, &*cx.tensor(2)?)?),
         Kind::MatMul | Kind::BatchMatMul => {

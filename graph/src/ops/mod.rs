@@ -10,6 +10,7 @@ use crate::attr::{AttrValue, Attrs};
 use crate::graph::{Node, Typed};
 
 mod array;
+pub(crate) mod collective;
 pub(crate) mod flow;
 mod generate;
 pub(crate) mod infer;
@@ -18,6 +19,7 @@ mod nn;
 mod sparse;
 
 pub(crate) use array::Array;
+use collective::Collective;
 pub(crate) use flow::{Call, Flow};
 use generate::Generate;
 pub(crate) use nn::{FusedConv, Nn};
@@ -81,6 +83,8 @@ pub(crate) enum Kind {
     Call(Call),
     /// A sparse op, its sparse operands and results as their components ([`sparse`]).
     Sparse(Sparse),
+    /// A collective across the ranks of the session's communicator ([`collective`]).
+    Collective(Collective),
     /// A convolution run with what follows it; made by the session (`crate::fusion`),
     /// never an op type of a graph.
     FusedConv(FusedConv),
@@ -300,6 +304,12 @@ pub(crate) fn find(op_type: &str) -> Option<Kind> {
                 .find(|(name, _)| *name == op_type)
                 .map(|&(_, op)| Kind::Sparse(op))
         })
+        .or_else(|| {
+            collective::OPS
+                .iter()
+                .find(|(name, _)| *name == op_type)
+                .map(|&(_, op)| Kind::Collective(op))
+        })
 }
 
 /// Where the value of a type attribute comes from.
@@ -362,6 +372,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::Flow(op) => op.typed(),
         Kind::Call(op) => op.typed(),
         Kind::Sparse(op) => op.typed(),
+        Kind::Collective(op) => op.typed(),
         _ => &[],
     };
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();

@@ -158,7 +158,13 @@ impl Session {
         devices.swap(0, device);
         let body = Arc::new(Body {
             name,
-            session: Session::sharing(&graph, devices, self.soft_placement, self.variables.clone()),
+            session: Session::sharing(
+                &graph,
+                devices,
+                self.soft_placement,
+                self.variables.clone(),
+                self.collectives.clone(),
+            ),
             signature: Signature {
                 feeds: args,
                 fetches: rets,
