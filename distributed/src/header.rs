@@ -29,10 +29,13 @@ pub(crate) enum Kind {
     BroadcastByRole = 5,
     /// A point-to-point send, whose row precedes its tensor.
     Send = 6,
+    /// A call this rank refused before anything moved (a bad output tensor, say): the
+    /// others see the refusal and fail alike.
+    Refused = 7,
 }
 
 impl Kind {
-    const ALL: [Kind; 7] = [
+    const ALL: [Kind; 8] = [
         Kind::AllReduce,
         Kind::Broadcast,
         Kind::AllGather,
@@ -40,6 +43,7 @@ impl Kind {
         Kind::AllToAll,
         Kind::BroadcastByRole,
         Kind::Send,
+        Kind::Refused,
     ];
 
     /// The call's name in messages.
@@ -52,6 +56,7 @@ impl Kind {
             Kind::AllToAll => "all_to_all",
             Kind::BroadcastByRole => "broadcast_send/recv",
             Kind::Send => "send",
+            Kind::Refused => "a call it refused (its error says why)",
         }
     }
 

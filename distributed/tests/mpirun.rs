@@ -222,6 +222,23 @@ fn every_collective(world: &Communicator, device: &Arc<dyn Device>, dtypes: &[Da
             assert_eq!(got.dims().as_slice(), &[count]);
             check_reduced(&got, Reduction::Sum, size, rank * count, "reduce_scatter");
         }
+        // Into a tensor the caller owns, reused: MPI writes into it (or its staging).
+        let x = local(rank, dtype, 9, device);
+        let mut out = Tensor::zeros([9], dtype, device).unwrap();
+        for reduction in [Reduction::Sum, Reduction::Max, Reduction::Mean] {
+            if reduction == Reduction::Mean && !dtype.is_float() {
+                continue;
+            }
+            out = world.all_reduce_into(&x, out, reduction).unwrap();
+            assert_eq!(out.device().name(), device.name());
+            check_reduced(
+                &out,
+                reduction,
+                size,
+                0,
+                &format!("all_reduce_into of {dtype}"),
+            );
+        }
         // Broadcast from the last rank: every rank gets its tensor.
         let x = local(rank, dtype, 5, device);
         let from_last = world.broadcast(&x, size - 1).unwrap();
@@ -398,6 +415,35 @@ fn mismatched_calls_fail_on_every_rank() {
             assert!(two.unwrap_err().to_string().contains("all sent"));
             let none = world.broadcast_recv(x.shape(), x.dtype(), &device);
             assert!(none.unwrap_err().to_string().contains("no rank"));
+            // An output of the wrong shape, or shared, on one rank: every rank fails, that
+            // one with its own reason.
+            let x = local(rank, DataType::Float, 4, &device);
+            let out =
+                Tensor::zeros([if rank == 1 { 5 } else { 4 }], DataType::Float, &device).unwrap();
+            let message = world
+                .all_reduce_into(&x, out, Reduction::Sum)
+                .unwrap_err()
+                .to_string();
+            if rank == 1 {
+                assert!(message.contains("the output is float32 [5]"), "{message}");
+            } else {
+                assert!(
+                    message.contains("rank 1 passed a call it refused"),
+                    "{message}"
+                );
+            }
+            let out = Tensor::zeros([4], DataType::Float, &device).unwrap();
+            let shared = out.clone();
+            let message = world
+                .all_reduce_into(&x, out, Reduction::Sum)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                message.contains("shares") || message.contains("refused"),
+                "{message}"
+            );
+            drop(shared);
+            let x = local(rank, DataType::Float, 1, &device);
             // Bad peers and tags are refused before anything moves.
             assert!(world.send(&x, 99, 0).is_err());
             assert!(world

@@ -65,6 +65,17 @@ pub(super) fn words(num_elements: usize, dtype: DataType, name: &str) -> Result<
     Ok((word, raw::count(count, name)?))
 }
 
+/// `result`'s elements written into `target` (same dtype and shape, not shared), which is
+/// returned.
+fn copy_into(result: &Tensor, mut target: Tensor) -> Result<Tensor> {
+    let bytes = result.to_bytes()?;
+    if !bytes.is_empty() {
+        let device = target.device().clone();
+        device.copy_from_host(&bytes, &mut target.try_out_view()?)?;
+    }
+    Ok(target)
+}
+
 /// The received tensor, as the result of a transfer that receives one.
 pub(super) fn received(tensor: Option<Tensor>) -> Result<Tensor> {
     tensor.ok_or_else(|| Error::invalid("the transfer received no tensor"))
@@ -75,7 +86,7 @@ impl Communicator {
     /// rank), on `tensor`'s device on every rank (`MPI_Allreduce`). Integers and floats;
     /// f16 and bf16 are reduced in f32 and rounded once; `Mean` is for floats.
     pub fn all_reduce(&self, tensor: &Tensor, reduction: Reduction) -> Result<Tensor> {
-        self.start_all_reduce(tensor, reduction)?.wait()
+        self.start_all_reduce(tensor, reduction)?.blocking().wait()
     }
 
     /// [`all_reduce`](Self::all_reduce), with the result replacing `tensor` (its old
@@ -85,18 +96,45 @@ impl Communicator {
         Ok(())
     }
 
+    /// [`all_reduce`](Self::all_reduce) into `out` (the input's dtype and shape, shared by
+    /// no other tensor), which it returns: MPI writes straight into a host tensor's memory,
+    /// so a loop that reuses `out` allocates nothing (MPI's out-of-place form with the
+    /// caller's buffer). A bad `out` is an `Err` on every rank.
+    pub fn all_reduce_into(
+        &self,
+        tensor: &Tensor,
+        out: Tensor,
+        reduction: Reduction,
+    ) -> Result<Tensor> {
+        self.start_all_reduce_into(tensor, out, reduction)?
+            .blocking()
+            .wait()
+    }
+
+    /// [`all_reduce_into`](Self::all_reduce_into), started.
+    pub fn start_all_reduce_into(
+        &self,
+        tensor: &Tensor,
+        out: Tensor,
+        reduction: Reduction,
+    ) -> Result<Pending<'_>> {
+        self.start_reduction(Kind::AllReduce, tensor, Some(out), reduction)
+    }
+
     /// [`all_reduce`](Self::all_reduce), started: the handle's
     /// [`wait`](Pending::wait) gives the result. Every rank starts its collectives in the
     /// same order.
     pub fn start_all_reduce(&self, tensor: &Tensor, reduction: Reduction) -> Result<Pending<'_>> {
-        self.start_reduction(Kind::AllReduce, tensor, reduction)
+        self.start_reduction(Kind::AllReduce, tensor, None, reduction)
     }
 
     /// The elementwise `reduction` of every rank's `tensor`, scattered: rank `r` gets the
     /// `r`-th of `size` equal chunks along the first dim (`MPI_Reduce_scatter_block`,
     /// PyTorch's `reduce_scatter_tensor`). The first dim must split evenly.
     pub fn reduce_scatter(&self, tensor: &Tensor, reduction: Reduction) -> Result<Tensor> {
-        self.start_reduce_scatter(tensor, reduction)?.wait()
+        self.start_reduce_scatter(tensor, reduction)?
+            .blocking()
+            .wait()
     }
 
     /// [`reduce_scatter`](Self::reduce_scatter), started.
@@ -105,19 +143,39 @@ impl Communicator {
         tensor: &Tensor,
         reduction: Reduction,
     ) -> Result<Pending<'_>> {
-        self.start_reduction(Kind::ReduceScatter, tensor, reduction)
+        self.start_reduction(Kind::ReduceScatter, tensor, None, reduction)
     }
 
-    /// All-reduce or reduce-scatter (`kind`) of `tensor` by `reduction`.
+    /// All-reduce or reduce-scatter (`kind`) of `tensor` by `reduction`, into `out` if
+    /// given.
     fn start_reduction(
         &self,
         kind: Kind,
         tensor: &Tensor,
+        out: Option<Tensor>,
         reduction: Reduction,
     ) -> Result<Pending<'_>> {
-        let (comm, size, name) = (self.handle.comm, self.size(), kind.name());
+        let (size, name) = (self.size(), kind.name());
+        let refusal = out.as_ref().and_then(|out| {
+            if out.dtype() != tensor.dtype() || out.shape() != tensor.shape() {
+                Some(Error::invalid(format!(
+                    "{name}_into: the output is {} {} but the input {} {}",
+                    out.dtype(),
+                    out.shape(),
+                    tensor.dtype(),
+                    tensor.shape()
+                )))
+            } else if !out.ref_count_is_one() {
+                Some(Error::invalid(format!(
+                    "{name}_into needs an output no other tensor shares"
+                )))
+            } else {
+                None
+            }
+        });
         let tensor = tensor.clone();
-        self.collective(
+        self.collective_unless(
+            refusal,
             kind,
             reduction as i64,
             tensor.dtype(),
@@ -133,29 +191,43 @@ impl Communicator {
                     _ => work.shape().clone(),
                 };
                 let device = work.device().clone();
+                // MPI writes into `out` itself unless the result is computed after it
+                // arrives (a mean, a widened dtype); then it is copied there at the end.
+                let direct = work_dtype == dtype && reduction != Reduction::Mean;
+                let (into, target) = match out {
+                    Some(out) if direct => (Some(out), None),
+                    other => (None, other),
+                };
                 let empty_shape = out_shape.clone();
-                let finish = move |out: Option<Tensor>| -> Result<Tensor> {
-                    let out = match out {
-                        Some(out) => out,
+                let finish = move |received: Option<Tensor>| -> Result<Tensor> {
+                    let result = match received {
+                        Some(result) => result,
                         None => Tensor::zeros(empty_shape, work_dtype, &device)?,
                     };
-                    let out = if reduction == Reduction::Mean {
+                    let result = if reduction == Reduction::Mean {
                         let ranks = Tensor::full([], size as f64, work_dtype, &device)?;
-                        out.binary(BinaryOp::Div, &ranks)?
+                        result.binary(BinaryOp::Div, &ranks)?
                     } else {
-                        out
+                        result
                     };
-                    out.cast(dtype)
+                    let result = result.cast(dtype)?;
+                    match target {
+                        Some(target) => copy_into(&result, target),
+                        None => Ok(result),
+                    }
                 };
                 let count = out_shape.num_elements();
                 if count == 0 {
-                    return Ok(Transfer::new(Vec::new(), None, finish));
+                    return Ok(Transfer::new(Vec::new(), None, move |_| finish(into)));
                 }
                 let element = raw::element_type(work_dtype).ok_or_else(|| {
                     Error::invalid(format!("{name} has no MPI type for {work_dtype}"))
                 })?;
                 let send = outgoing(&work)?;
-                let incoming = Incoming::new(out_shape.clone(), work_dtype, work.device())?;
+                let incoming = match into {
+                    Some(out) => Incoming::into_existing(out)?,
+                    None => Incoming::new(out_shape.clone(), work_dtype, work.device())?,
+                };
                 let start = match kind {
                     Kind::ReduceScatter => Start::ReduceScatter {
                         send: send.ptr,
@@ -175,7 +247,7 @@ impl Communicator {
                 let transfer = Transfer::new(vec![send], Some(incoming), finish);
                 // SAFETY: the transfer holds the whole input (size times the chunk for a
                 // reduce-scatter) and room for the output.
-                unsafe { transfer.started(start, comm) }
+                Ok(unsafe { transfer.with_start(start) })
             },
         )
     }
@@ -184,7 +256,7 @@ impl Communicator {
     /// the same dtype and shape, which the root's replaces (only the root's elements are
     /// read), on each rank's tensor's device. Any fixed-size dtype.
     pub fn broadcast(&self, tensor: &Tensor, root: usize) -> Result<Tensor> {
-        self.start_broadcast(tensor, root)?.wait()
+        self.start_broadcast(tensor, root)?.blocking().wait()
     }
 
     /// [`broadcast`](Self::broadcast), started.
@@ -219,6 +291,7 @@ impl Communicator {
             tensor.device().clone(),
             Some(tensor.clone()),
         )?
+        .blocking()
         .wait()
     }
 
@@ -232,6 +305,7 @@ impl Communicator {
         device: &Arc<dyn Device>,
     ) -> Result<Tensor> {
         self.start_broadcast_by_role(dtype, shape.clone(), device.clone(), None)?
+            .blocking()
             .wait()
     }
 
@@ -280,7 +354,7 @@ impl Communicator {
         sent: Option<Tensor>,
         root_of: impl FnOnce(&[Row]) -> Result<usize> + Send + 'static,
     ) -> Result<Pending<'_>> {
-        let (comm, rank) = (self.handle.comm, self.rank());
+        let rank = self.rank();
         let name = kind.name();
         self.collective(
             kind,
@@ -307,7 +381,7 @@ impl Communicator {
                         let transfer = Transfer::new(vec![send], None, move |_| Ok(tensor));
                         // SAFETY: the transfer holds the root's whole tensor; MPI only reads
                         // the root's buffer.
-                        unsafe { transfer.started(start, comm) }
+                        Ok(unsafe { transfer.with_start(start) })
                     }
                     None => {
                         if count == 0 {
@@ -322,7 +396,7 @@ impl Communicator {
                         };
                         let transfer = Transfer::new(Vec::new(), Some(incoming), received);
                         // SAFETY: the transfer has room for the whole tensor.
-                        unsafe { transfer.started(start, comm) }
+                        Ok(unsafe { transfer.with_start(start) })
                     }
                 }
             },
@@ -333,7 +407,7 @@ impl Communicator {
     /// first dim in rank order (`MPI_Allgather`, TensorFlow's `CollectiveGatherV2`); a
     /// scalar gathers into a vector. Any fixed-size dtype.
     pub fn all_gather(&self, tensor: &Tensor) -> Result<Tensor> {
-        self.start_all_gather(tensor)?.wait()
+        self.start_all_gather(tensor)?.blocking().wait()
     }
 
     /// [`all_gather`](Self::all_gather), started.
@@ -350,7 +424,7 @@ impl Communicator {
     /// chunks) sent to rank `j`, which puts it `r`-th (`MPI_Alltoall`, PyTorch's
     /// `all_to_all_single`). The first dim must split evenly.
     pub fn all_to_all(&self, tensor: &Tensor) -> Result<Tensor> {
-        self.start_all_to_all(tensor)?.wait()
+        self.start_all_to_all(tensor)?.blocking().wait()
     }
 
     /// [`all_to_all`](Self::all_to_all), started.
@@ -365,7 +439,7 @@ impl Communicator {
         tensor: &Tensor,
         out_shape: TensorShape,
     ) -> Result<Pending<'_>> {
-        let (comm, size, name) = (self.handle.comm, self.size(), kind.name());
+        let (size, name) = (self.size(), kind.name());
         let tensor = tensor.clone();
         self.collective(
             kind,
@@ -406,7 +480,7 @@ impl Communicator {
                 let transfer = Transfer::new(vec![send], Some(incoming), received);
                 // SAFETY: the transfer holds this rank's tensor (size chunks for
                 // all-to-all) and room for size of them.
-                unsafe { transfer.started(start, comm) }
+                Ok(unsafe { transfer.with_start(start) })
             },
         )
     }

@@ -71,6 +71,8 @@ pub(crate) struct Incoming {
     shape: TensorShape,
     dtype: DataType,
     device: Arc<dyn Device>,
+    /// The caller's output tensor a staged copy is written into, if one was given.
+    out: Option<Tensor>,
 }
 
 // SAFETY: as for `Outgoing`: the pointer points into the heap memory `memory` owns.
@@ -106,6 +108,43 @@ impl Incoming {
             shape,
             dtype,
             device: device.clone(),
+            out: None,
+        })
+    }
+
+    /// Room in `out` itself where it is host-visible, contiguous and not shared (no copy),
+    /// else a staging copy written into `out` once received.
+    pub(crate) fn into_existing(mut out: Tensor) -> Result<Incoming> {
+        let (shape, dtype, device) = (out.shape().clone(), out.dtype(), out.device().clone());
+        if out.is_contiguous() && out.buffer().host_ptr().is_some() {
+            let mut held = Box::new(out);
+            let direct = held
+                .try_out_view()?
+                .host_bytes_mut()
+                .map(|bytes| bytes.as_mut_ptr() as *mut c_void);
+            if let Some(ptr) = direct {
+                return Ok(Incoming {
+                    memory: Memory::Tensor(held),
+                    ptr,
+                    shape,
+                    dtype,
+                    device,
+                    out: None,
+                });
+            }
+            out = *held;
+        }
+        // Refuse a shared output before anything moves.
+        out.try_out_view()?;
+        let mut words = vec![0u64; byte_len(&shape, dtype)?.div_ceil(8)];
+        let ptr = words.as_mut_ptr() as *mut c_void;
+        Ok(Incoming {
+            memory: Memory::Staged(words),
+            ptr,
+            shape,
+            dtype,
+            device,
+            out: Some(out),
         })
     }
 
@@ -114,12 +153,17 @@ impl Incoming {
         match self.memory {
             Memory::Staged(mut words) => {
                 let len = byte_len(&self.shape, self.dtype)?;
-                Tensor::from_bytes(
-                    &bytes_mut(&mut words)[..len],
-                    self.shape,
-                    self.dtype,
-                    &self.device,
-                )
+                let bytes = &bytes_mut(&mut words)[..len];
+                match self.out {
+                    Some(mut out) => {
+                        if len > 0 {
+                            self.device
+                                .copy_from_host(bytes, &mut out.try_out_view()?)?;
+                        }
+                        Ok(out)
+                    }
+                    None => Tensor::from_bytes(bytes, self.shape, self.dtype, &self.device),
+                }
             }
             Memory::Tensor(tensor) => Ok(*tensor),
         }

@@ -147,7 +147,7 @@ impl Communicator {
     pub fn barrier(&self) -> Result<()> {
         self.check_usable()?;
         // SAFETY: a barrier has no buffers.
-        let request = unsafe { raw::Start::Barrier.on(self.handle.comm)? };
+        let request = unsafe { raw::Start::Barrier.on(self.handle.comm, false)? };
         Pending::<()>::new(
             self,
             "barrier".into(),
@@ -199,13 +199,33 @@ impl Communicator {
         shape: &TensorShape,
         then: impl FnOnce(&[Row]) -> Result<Transfer<T>> + Send + 'static,
     ) -> Result<Pending<'_, T>> {
+        self.collective_unless(None, kind, argument, dtype, shape, then)
+    }
+
+    /// [`Communicator::collective`], refused by this rank with `refusal` if it is an
+    /// `Err`: the rank still takes part in the header phase (with a refusing row), so every
+    /// rank fails the call, this one with its own error.
+    fn collective_unless<T>(
+        &self,
+        refusal: Option<Error>,
+        kind: Kind,
+        argument: i64,
+        dtype: DataType,
+        shape: &TensorShape,
+        then: impl FnOnce(&[Row]) -> Result<Transfer<T>> + Send + 'static,
+    ) -> Result<Pending<'_, T>> {
         self.check_usable()?;
         let what = format!(
             "{}({argument}) of {dtype} {shape} on rank {}",
             kind.name(),
             self.rank()
         );
-        let mine: Box<[i64]> = header::row(kind, argument, dtype, shape).into();
+        let row_kind = if refusal.is_some() {
+            Kind::Refused
+        } else {
+            kind
+        };
+        let mine: Box<[i64]> = header::row(row_kind, argument, dtype, shape).into();
         let mut rows = vec![0i64; WORDS * self.size()].into_boxed_slice();
         let start = raw::Start::AllGather {
             send: mine.as_ptr().cast(),
@@ -216,8 +236,11 @@ impl Communicator {
         // SAFETY: `mine` holds WORDS words and `rows` WORDS per rank; both are boxed
         // (their heap memory does not move) and owned by the Pending until the request
         // completes.
-        let request = unsafe { start.on(self.handle.comm)? };
-        let then: Then<T> = Box::new(move |flat| then(&header::split_rows(flat)));
+        let request = unsafe { start.on(self.handle.comm, false)? };
+        let then: Then<T> = Box::new(move |flat| match refusal {
+            Some(error) => Err(error),
+            None => then(&header::split_rows(flat)),
+        });
         Ok(Pending::new(self, what, request, mine, rows, then))
     }
 }

@@ -66,7 +66,6 @@ impl Communicator {
         let (word, count) = words(tensor.num_elements(), tensor.dtype(), "send")?;
         let data = outgoing(tensor)?;
         let data_ptr = data.ptr;
-        let comm = self.handle.comm;
         let send_row = Start::Send {
             buffer: row.ptr,
             count: WORDS as i32,
@@ -76,7 +75,7 @@ impl Communicator {
         };
         let transfer = Transfer::new(vec![row, data], None, |_| Ok(()));
         // SAFETY: the transfer holds the row (WORDS words).
-        let mut transfer = unsafe { transfer.started(send_row, comm)? };
+        let mut transfer = unsafe { transfer.with_start(send_row) };
         if count > 0 {
             let send_data = Start::Send {
                 buffer: data_ptr,
@@ -86,10 +85,10 @@ impl Communicator {
                 tag: data_tag,
             };
             // SAFETY: the transfer holds the tensor's bytes.
-            transfer = unsafe { transfer.started(send_data, comm)? };
+            transfer = unsafe { transfer.with_start(send_data) };
         }
         let what = format!("send to rank {dest} (tag {tag}) on rank {}", self.rank());
-        Ok(Pending::moving(self, what, transfer))
+        Pending::moving(self, what, transfer)
     }
 
     /// The tensor rank `source` sends with `tag` ([`send`](Self::send)), on `device`: its
@@ -118,8 +117,8 @@ impl Communicator {
         };
         // SAFETY: `row` has room for WORDS words and is owned by the Pending until the
         // request completes.
-        let request = unsafe { start.on(self.handle.comm)? };
-        let (comm, device) = (self.handle.comm, device.clone());
+        let request = unsafe { start.on(self.handle.comm, false)? };
+        let device = device.clone();
         let what = format!(
             "recv from rank {source} (tag {tag}) on rank {}",
             self.rank()
@@ -153,7 +152,7 @@ impl Communicator {
                 // SAFETY: the transfer has room for the tensor the header describes; MPI
                 // writes at most `count` words (a longer message is an error, not an
                 // overrun).
-                unsafe { transfer.started(start, comm) }
+                Ok(unsafe { transfer.with_start(start) })
             }),
         ))
     }

@@ -15,6 +15,8 @@ use super::Communicator;
 /// The tensor bytes of a collective in flight: its MPI requests, the memory they read and
 /// write, and what makes the result once they complete.
 pub(crate) struct Transfer<T> {
+    /// The operations to start, once the transfer is owned by its [`Pending`].
+    starts: Vec<raw::Start>,
     requests: Vec<Request>,
     outgoing: Vec<Outgoing>,
     incoming: Option<Incoming>,
@@ -23,13 +25,14 @@ pub(crate) struct Transfer<T> {
 
 impl<T> Transfer<T> {
     /// A transfer over `outgoing` and `incoming` memory, whose result `finish` makes from
-    /// the received tensor; [`Transfer::started`] starts its requests.
+    /// the received tensor; [`Transfer::with_start`] adds its operations.
     pub(crate) fn new(
         outgoing: Vec<Outgoing>,
         incoming: Option<Incoming>,
         finish: impl FnOnce(Option<Tensor>) -> Result<T> + Send + 'static,
     ) -> Self {
         Transfer {
+            starts: Vec::new(),
             requests: Vec::new(),
             outgoing,
             incoming,
@@ -45,29 +48,15 @@ impl<T> Transfer<T> {
         Transfer::new(Vec::new(), None, move |_| result)
     }
 
-    /// The transfer with `start` started on `comm` as one more of its requests. If it
-    /// fails after others started, the transfer is leaked (they may still use its memory)
-    /// and MPI marked broken.
+    /// The transfer, with `start` to be started (by the [`Pending`] that owns it) as one
+    /// more of its requests.
     ///
     /// # Safety
     ///
     /// `start`'s buffers lie in this transfer's memory, as [`raw::Start::on`] requires.
-    pub(crate) unsafe fn started(mut self, start: raw::Start, comm: raw::Comm) -> Result<Self> {
-        // SAFETY: the buffers lie in `self`'s memory (the caller's promise), which the
-        // transfer holds until its requests complete.
-        match unsafe { start.on(comm) } {
-            Ok(request) => {
-                self.requests.push(request);
-                Ok(self)
-            }
-            Err(e) => {
-                if !self.requests.is_empty() {
-                    raw::mark_broken();
-                    std::mem::forget(self);
-                }
-                Err(e)
-            }
-        }
+    pub(crate) unsafe fn with_start(mut self, start: raw::Start) -> Self {
+        self.starts.push(start);
+        self
     }
 }
 
@@ -97,6 +86,8 @@ enum Phase<T> {
 #[must_use = "a collective in flight completes only when waited for"]
 pub struct Pending<'c, T = Tensor> {
     comm: &'c Communicator,
+    /// Whether the transfer runs MPI's blocking calls (the blocking forms' choice).
+    blocking: bool,
     /// The call, for messages: `all_reduce(sum) of float32 [4]`.
     what: String,
     phase: Phase<T>,
@@ -114,6 +105,7 @@ impl<'c, T> Pending<'c, T> {
     ) -> Self {
         Pending {
             comm,
+            blocking: false,
             what,
             phase: Phase::Header {
                 request,
@@ -124,13 +116,57 @@ impl<'c, T> Pending<'c, T> {
         }
     }
 
-    /// A call with no header phase, whose transfer is in flight.
-    pub(crate) fn moving(comm: &'c Communicator, what: String, transfer: Transfer<T>) -> Self {
-        Pending {
+    /// A call with no header phase: its transfer, started.
+    pub(crate) fn moving(
+        comm: &'c Communicator,
+        what: String,
+        transfer: Transfer<T>,
+    ) -> Result<Self> {
+        let mut pending = Pending {
             comm,
+            blocking: false,
             what,
-            phase: Phase::Moving(transfer),
+            phase: Phase::Finished(None),
+        };
+        pending.launch(transfer);
+        if let Phase::Finished(Some(Err(_))) = pending.phase {
+            if let Phase::Finished(Some(Err(e))) =
+                std::mem::replace(&mut pending.phase, Phase::Finished(None))
+            {
+                return Err(e);
+            }
         }
+        Ok(pending)
+    }
+
+    /// The call, with its transfer run by MPI's blocking calls (the header phase stays
+    /// non-blocking, with its deadline).
+    pub(crate) fn blocking(mut self) -> Self {
+        self.blocking = true;
+        self
+    }
+
+    /// Start `transfer`'s operations, now that the Pending owns it: the phase becomes
+    /// `Moving`, or `Finished` with the error if a start failed (the transfer leaked and
+    /// MPI marked broken if others had started, as they may still use its memory).
+    fn launch(&mut self, mut transfer: Transfer<T>) {
+        let comm = self.comm.handle.comm;
+        for start in std::mem::take(&mut transfer.starts) {
+            // SAFETY: `with_start`'s caller promised the buffers lie in the transfer's
+            // memory, which this Pending holds until the requests complete.
+            match unsafe { start.on(comm, self.blocking) } {
+                Ok(request) => transfer.requests.push(request),
+                Err(e) => {
+                    if !transfer.requests.is_empty() {
+                        raw::mark_broken();
+                        std::mem::forget(transfer);
+                    }
+                    self.phase = Phase::Finished(Some(Err(e)));
+                    return;
+                }
+            }
+        }
+        self.phase = Phase::Moving(transfer);
     }
 
     /// Advance as far as MPI allows without blocking: `Ok(true)` once the result is
@@ -148,10 +184,10 @@ impl<'c, T> Pending<'c, T> {
                     else {
                         unreachable!("the phase was Header")
                     };
-                    self.phase = match then(&rows) {
-                        Ok(transfer) => Phase::Moving(transfer),
-                        Err(e) => Phase::Finished(Some(Err(e))),
-                    };
+                    match then(&rows) {
+                        Ok(transfer) => self.launch(transfer),
+                        Err(e) => self.phase = Phase::Finished(Some(Err(e))),
+                    }
                 }
                 Phase::Moving(transfer) => {
                     for request in &mut transfer.requests {

@@ -303,8 +303,14 @@ pub(crate) enum Start {
     Barrier,
 }
 
+// SAFETY: the pointers of a `Start` point into memory owned by the transfer that carries
+// it, which moves with it (heap memory, so moving does not move the bytes).
+unsafe impl Send for Start {}
+
 impl Start {
-    /// Start the operation on `comm`.
+    /// Start the operation on `comm`: non-blocking (`MPI_I*`), or, with `blocking`, run to
+    /// completion by MPI's blocking call (whose algorithms are faster than the
+    /// non-blocking ones' for mid-sized reductions), giving a request already complete.
     ///
     /// # Safety
     ///
@@ -312,10 +318,17 @@ impl Start {
     /// (counts times element sizes, times the communicator's size where the call says per
     /// rank), and stay valid and otherwise unaccessed until [`test`] reports the returned
     /// request complete.
-    pub(crate) unsafe fn on(self, comm: Comm) -> Result<Request> {
+    pub(crate) unsafe fn on(self, comm: Comm, blocking: bool) -> Result<Request> {
         let _turn = turn();
         // SAFETY: reading MPI's predefined null request.
         let mut request = Request(unsafe { ffi::RSMPI_REQUEST_NULL });
+        if blocking {
+            // SAFETY: as for the non-blocking calls (the caller's promise), the buffers
+            // being used only until the call returns.
+            let (code, call) = unsafe { self.blocking(comm) };
+            check(code, call)?;
+            return Ok(request);
+        }
         let r = &mut request.0;
         let c = comm.0;
         // SAFETY: the caller guarantees the buffers; `comm` is live; `r` is a valid
@@ -410,5 +423,102 @@ impl Start {
         };
         check(code, call)?;
         Ok(request)
+    }
+
+    /// The blocking MPI call of the operation: its return code and name.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Start::on`]; the caller holds `TURN`.
+    unsafe fn blocking(self, comm: Comm) -> (c_int, &'static str) {
+        let c = comm.0;
+        // SAFETY: the caller guarantees the buffers; `comm` is live.
+        unsafe {
+            match self {
+                Start::AllReduce {
+                    send,
+                    recv,
+                    count,
+                    dtype,
+                    reduction,
+                } => (
+                    ffi::MPI_Allreduce(send, recv, count, dtype.handle, operation(reduction), c),
+                    "MPI_Allreduce",
+                ),
+                Start::ReduceScatter {
+                    send,
+                    recv,
+                    count_per_rank,
+                    dtype,
+                    reduction,
+                } => (
+                    ffi::MPI_Reduce_scatter_block(
+                        send,
+                        recv,
+                        count_per_rank,
+                        dtype.handle,
+                        operation(reduction),
+                        c,
+                    ),
+                    "MPI_Reduce_scatter_block",
+                ),
+                Start::AllGather {
+                    send,
+                    recv,
+                    count_per_rank: n,
+                    dtype,
+                } => (
+                    ffi::MPI_Allgather(send, n, dtype.handle, recv, n, dtype.handle, c),
+                    "MPI_Allgather",
+                ),
+                Start::AllToAll {
+                    send,
+                    recv,
+                    count_per_rank: n,
+                    dtype,
+                } => (
+                    ffi::MPI_Alltoall(send, n, dtype.handle, recv, n, dtype.handle, c),
+                    "MPI_Alltoall",
+                ),
+                Start::Broadcast {
+                    buffer,
+                    count,
+                    dtype,
+                    root,
+                } => (
+                    ffi::MPI_Bcast(buffer, count, dtype.handle, root, c),
+                    "MPI_Bcast",
+                ),
+                Start::Send {
+                    buffer,
+                    count,
+                    dtype,
+                    peer,
+                    tag,
+                } => (
+                    ffi::MPI_Send(buffer, count, dtype.handle, peer, tag, c),
+                    "MPI_Send",
+                ),
+                Start::Recv {
+                    buffer,
+                    count,
+                    dtype,
+                    peer,
+                    tag,
+                } => (
+                    ffi::MPI_Recv(
+                        buffer,
+                        count,
+                        dtype.handle,
+                        peer,
+                        tag,
+                        c,
+                        ffi::RSMPI_STATUS_IGNORE,
+                    ),
+                    "MPI_Recv",
+                ),
+                Start::Barrier => (ffi::MPI_Barrier(c), "MPI_Barrier"),
+            }
+        }
     }
 }
