@@ -174,7 +174,7 @@ impl Communicator {
             }
         });
         let tensor = tensor.clone();
-        self.collective_unless(
+        self.collective(
             refusal,
             kind,
             reduction as i64,
@@ -357,6 +357,7 @@ impl Communicator {
         let rank = self.rank();
         let name = kind.name();
         self.collective(
+            None,
             kind,
             argument,
             dtype,
@@ -442,6 +443,7 @@ impl Communicator {
         let (size, name) = (self.size(), kind.name());
         let tensor = tensor.clone();
         self.collective(
+            None,
             kind,
             0,
             tensor.dtype(),

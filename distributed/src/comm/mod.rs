@@ -190,22 +190,10 @@ impl Communicator {
 
     /// Start a collective: all-gather every rank's header row for call `kind` with
     /// `argument` on a tensor of `dtype` and `shape`, then, once they are here, run `then`
-    /// on them (which checks them and starts the transfer).
+    /// on them (which checks them and starts the transfer). With a `refusal`, this rank
+    /// refuses the call: it still takes part in the header phase (with a refusing row), so
+    /// every rank fails the call, this one with its own error.
     fn collective<T>(
-        &self,
-        kind: Kind,
-        argument: i64,
-        dtype: DataType,
-        shape: &TensorShape,
-        then: impl FnOnce(&[Row]) -> Result<Transfer<T>> + Send + 'static,
-    ) -> Result<Pending<'_, T>> {
-        self.collective_unless(None, kind, argument, dtype, shape, then)
-    }
-
-    /// [`Communicator::collective`], refused by this rank with `refusal` if it is an
-    /// `Err`: the rank still takes part in the header phase (with a refusing row), so every
-    /// rank fails the call, this one with its own error.
-    fn collective_unless<T>(
         &self,
         refusal: Option<Error>,
         kind: Kind,
