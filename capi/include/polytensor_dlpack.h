@@ -191,4 +191,6 @@ typedef struct DLManagedTensorVersioned {
 
 
 
+
+
 #endif  /* DLPACK_DLPACK_H_ */
