@@ -14,7 +14,7 @@ use super::{Communicator, Pending};
 use crate::header::{self, Kind, Row};
 
 /// An `Err` for dtypes without fixed-size elements (strings, variants, resources).
-fn check_pod(dtype: DataType, name: &str) -> Result<()> {
+pub(super) fn check_pod(dtype: DataType, name: &str) -> Result<()> {
     if dtype.is_pod() {
         Ok(())
     } else {

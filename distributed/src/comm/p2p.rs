@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use polytensor_core::{Device, Error, Result, Tensor};
 
-use super::collectives::{received, words};
+use super::collectives::{check_pod, received, words};
 use super::memory::{outgoing, Incoming, Outgoing};
 use super::pending::Transfer;
 use super::raw::{self, Start};
@@ -53,12 +53,7 @@ impl Communicator {
         let peer = self.check_peer(dest, "send")?;
         let (header_tag, data_tag) = tags(tag)?;
         header::check_rank(tensor.shape())?;
-        if !tensor.dtype().is_pod() {
-            return Err(Error::invalid(format!(
-                "send moves fixed-size elements, not {}",
-                tensor.dtype()
-            )));
-        }
+        check_pod(tensor.dtype(), "send")?;
         let row = header::row(Kind::Send, 0, tensor.dtype(), tensor.shape());
         // The row's words, bit for bit, in memory the transfer owns.
         let row = Outgoing::words(row.iter().map(|&w| w as u64).collect());

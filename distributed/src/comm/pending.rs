@@ -128,14 +128,7 @@ impl<'c, T> Pending<'c, T> {
             what,
             phase: Phase::Finished(None),
         };
-        pending.launch(transfer);
-        if let Phase::Finished(Some(Err(_))) = pending.phase {
-            if let Phase::Finished(Some(Err(e))) =
-                std::mem::replace(&mut pending.phase, Phase::Finished(None))
-            {
-                return Err(e);
-            }
-        }
+        pending.launch(transfer)?;
         Ok(pending)
     }
 
@@ -147,9 +140,9 @@ impl<'c, T> Pending<'c, T> {
     }
 
     /// Start `transfer`'s operations, now that the Pending owns it: the phase becomes
-    /// `Moving`, or `Finished` with the error if a start failed (the transfer leaked and
-    /// MPI marked broken if others had started, as they may still use its memory).
-    fn launch(&mut self, mut transfer: Transfer<T>) {
+    /// `Moving`, or the error if a start failed (the transfer leaked and MPI marked broken
+    /// if others had started, as they may still use its memory).
+    fn launch(&mut self, mut transfer: Transfer<T>) -> Result<()> {
         let comm = self.comm.handle.comm;
         for start in std::mem::take(&mut transfer.starts) {
             // SAFETY: `with_start`'s caller promised the buffers lie in the transfer's
@@ -161,12 +154,12 @@ impl<'c, T> Pending<'c, T> {
                         raw::mark_broken();
                         std::mem::forget(transfer);
                     }
-                    self.phase = Phase::Finished(Some(Err(e)));
-                    return;
+                    return Err(e);
                 }
             }
         }
         self.phase = Phase::Moving(transfer);
+        Ok(())
     }
 
     /// Advance as far as MPI allows without blocking: `Ok(true)` once the result is
@@ -184,9 +177,8 @@ impl<'c, T> Pending<'c, T> {
                     else {
                         unreachable!("the phase was Header")
                     };
-                    match then(&rows) {
-                        Ok(transfer) => self.launch(transfer),
-                        Err(e) => self.phase = Phase::Finished(Some(Err(e))),
+                    if let Err(e) = then(&rows).and_then(|transfer| self.launch(transfer)) {
+                        self.phase = Phase::Finished(Some(Err(e)));
                     }
                 }
                 Phase::Moving(transfer) => {

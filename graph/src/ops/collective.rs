@@ -186,16 +186,7 @@ pub(crate) fn run(
             }
         }
         Collective::BcastRecv => {
-            let dims = cx
-                .ints(3)?
-                .into_iter()
-                .map(|d| {
-                    usize::try_from(d).map_err(|_| {
-                        Error::invalid(format!("CollectiveBcastRecvV2: shape has dim {d}"))
-                    })
-                })
-                .collect::<Result<Vec<usize>>>()?;
-            let shape = TensorShape::new(&dims)?;
+            let shape = TensorShape::from_i64(&cx.ints(3)?)?;
             let dtype: DataType = attrs.dtype("T")?;
             match collectives {
                 Some(c) => c.broadcast_recv(&shape, dtype, cx.device)?,
