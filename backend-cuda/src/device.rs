@@ -209,6 +209,18 @@ impl CudaDevice {
         self.arch
     }
 
+    /// The device's context, for a library that calls CUDA itself (NCCL): bind it to the
+    /// thread before such calls.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.context
+    }
+
+    /// The stream every kernel and copy of this device is queued on, in order: work a
+    /// library queues here (an NCCL collective) is ordered with the device's own.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
     fn lock_modules(&self) -> std::sync::MutexGuard<'_, HashMap<ProgramKey, Arc<Module>>> {
         self.modules.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -32,10 +32,12 @@ pub(crate) enum Kind {
     /// A call this rank refused before anything moved (a bad output tensor, say): the
     /// others see the refusal and fail alike.
     Refused = 7,
+    /// Joining an NCCL communicator (the argument is 0; the row's tensor is the unique id).
+    Join = 8,
 }
 
 impl Kind {
-    const ALL: [Kind; 8] = [
+    const ALL: [Kind; 9] = [
         Kind::AllReduce,
         Kind::Broadcast,
         Kind::AllGather,
@@ -44,6 +46,7 @@ impl Kind {
         Kind::BroadcastByRole,
         Kind::Send,
         Kind::Refused,
+        Kind::Join,
     ];
 
     /// The call's name in messages.
@@ -57,6 +60,7 @@ impl Kind {
             Kind::BroadcastByRole => "broadcast_send/recv",
             Kind::Send => "send",
             Kind::Refused => "a call it refused (its error says why)",
+            Kind::Join => "joining an NCCL communicator",
         }
     }
 
@@ -131,6 +135,21 @@ pub(crate) fn agree(name: &str, rows: &[Row], by_role: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The one rank whose row of a broadcast by role says it sends (`broadcast_send`), or an
+/// `Err` on every rank.
+pub(crate) fn sender(rows: &[Row]) -> Result<usize> {
+    let senders: Vec<usize> = (0..rows.len()).filter(|&r| rows[r][1] == 1).collect();
+    match senders[..] {
+        [root] => Ok(root),
+        [] => Err(Error::invalid(
+            "broadcast_recv: no rank called broadcast_send",
+        )),
+        _ => Err(Error::invalid(format!(
+            "broadcast_send: ranks {senders:?} all sent; one rank sends"
+        ))),
+    }
 }
 
 /// The rows gathered as a flat buffer, one row per rank.

@@ -35,6 +35,10 @@
 mod comm;
 #[cfg(feature = "mpi")]
 mod header;
+#[cfg(feature = "nccl")]
+pub mod nccl;
+#[cfg(feature = "mpi")]
+mod rules;
 
 #[cfg(feature = "mpi")]
 pub use comm::{Communicator, Mpi, Pending, MAX_TAG};

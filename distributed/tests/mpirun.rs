@@ -6,116 +6,16 @@
 //! Without `mpirun` the tests say why and skip, unless `POLYTENSOR_REQUIRE` names `mpi`
 //! (as CI does): then they fail.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use polytensor_core::{BinaryOp, DataType, Device, Tensor};
 use polytensor_distributed::{Communicator, Mpi, Reduction};
 
-/// How long one `mpirun` may take before it counts as hung.
-const LIMIT: Duration = Duration::from_secs(240);
+mod support;
 
-/// Whether this process is a rank of a test's `mpirun`.
-fn child() -> bool {
-    std::env::var_os("POLYTENSOR_MPI_CHILD").is_some()
-}
-
-/// The backends `POLYTENSOR_REQUIRE` names.
-fn required(name: &str) -> bool {
-    std::env::var("POLYTENSOR_REQUIRE")
-        .unwrap_or_default()
-        .split(',')
-        .any(|b| b.trim() == name)
-}
-
-/// How a test's ranks are expected to end.
-#[derive(PartialEq)]
-enum Ending {
-    /// Every rank passes and mpirun succeeds.
-    Clean,
-    /// The ranks in `0..survivors` pass; the others die on purpose, so mpirun fails.
-    Survivors(usize),
-}
-
-/// Run test `name` of this binary on `np` ranks (with `extra` mpirun arguments) and assert
-/// that its ranks passed as `ending` says.
-fn mpirun(np: usize, name: &str, extra: &[&str], ending: Ending) {
-    mpirun_with(np, name, extra, &[], ending)
-}
-
-/// [`mpirun`] with variables `env` set for the ranks.
-fn mpirun_with(np: usize, name: &str, extra: &[&str], env: &[(&str, String)], ending: Ending) {
-    if Command::new("mpirun").arg("--version").output().is_err() {
-        assert!(
-            !required("mpi"),
-            "POLYTENSOR_REQUIRE names mpi, but there is no mpirun"
-        );
-        eprintln!("skipped: no mpirun (Debian: apt install openmpi-bin libopenmpi-dev)");
-        return;
-    }
-    let exe = std::env::current_exe().expect("the test binary");
-    let mut run = Command::new("mpirun")
-        .args(["--oversubscribe", "--mca", "btl", "self,tcp"])
-        .args(extra)
-        .arg("-np")
-        .arg(np.to_string())
-        .arg(exe)
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env("POLYTENSOR_MPI_CHILD", "1")
-        // Open MPI refuses root unless told (CI containers run as root).
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("mpirun starts");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = run.try_wait().expect("mpirun's status") {
-            break status;
-        }
-        if start.elapsed() > LIMIT {
-            let _ = run.kill();
-            panic!("{name} under mpirun -np {np} did not finish in {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut stdout = String::new();
-    std::io::Read::read_to_string(&mut run.stdout.take().expect("piped"), &mut stdout)
-        .expect("mpirun's output");
-    print!("{stdout}");
-    let passing = match ending {
-        Ending::Clean => {
-            assert!(status.success(), "{name} under mpirun -np {np}: {status}");
-            np
-        }
-        Ending::Survivors(n) => n,
-    };
-    for rank in 0..passing {
-        assert!(
-            stdout.contains(&passed(rank)),
-            "rank {rank} of {name} did not pass under mpirun -np {np}"
-        );
-    }
-}
-
-/// The line rank `rank` prints when its checks passed.
-fn passed(rank: usize) -> String {
-    format!("polytensor-mpi: rank {rank} passed")
-}
-
-/// Run `checks` as a rank and say that it passed.
-fn as_rank(checks: impl FnOnce(&Communicator)) {
-    let mpi = Mpi::init().unwrap();
-    let world = mpi.world().unwrap();
-    checks(&world);
-    println!("{}", passed(world.rank()));
-}
-
-fn cpu() -> Arc<dyn Device> {
-    polytensor::device("cpu:0").unwrap()
-}
+use support::*;
 
 /// The devices to run on: the CPU, and OpenCL and wgpu where present (required where
 /// `POLYTENSOR_REQUIRE` names them).
@@ -132,58 +32,6 @@ fn devices() -> Vec<Arc<dyn Device>> {
         .collect()
 }
 
-/// Element `i` of rank `rank`'s tensor: small integers, so every sum is exact.
-fn value(rank: usize, i: usize) -> f64 {
-    ((rank * 7 + i * 3) % 11) as f64 - 5.0
-}
-
-fn local(rank: usize, dtype: DataType, count: usize, device: &Arc<dyn Device>) -> Tensor {
-    let values: Vec<f64> = (0..count).map(|i| value(rank, i)).collect();
-    Tensor::from_slice(&values, [count], &cpu())
-        .unwrap()
-        .cast(dtype)
-        .unwrap()
-        .to_device(device)
-        .unwrap()
-}
-
-fn as_f64(t: &Tensor) -> Vec<f64> {
-    t.cast(DataType::Double).unwrap().to_vec::<f64>().unwrap()
-}
-
-/// What `reduction` gives for element `i` over every rank's values.
-fn expected(reduction: Reduction, size: usize, i: usize) -> f64 {
-    let all = (0..size).map(|r| value(r, i));
-    match reduction {
-        Reduction::Sum => all.sum(),
-        Reduction::Prod => all.product(),
-        Reduction::Min => all.fold(f64::INFINITY, f64::min),
-        Reduction::Max => all.fold(f64::NEG_INFINITY, f64::max),
-        Reduction::Mean => all.sum::<f64>() / size as f64,
-    }
-}
-
-/// Check `got` against `reduction` of the ranks' values at `offset + i`.
-fn check_reduced(got: &Tensor, reduction: Reduction, size: usize, offset: usize, at: &str) {
-    let dtype = got.dtype();
-    // Products of four small integers stay exact in every dtype but int8 (which wraps)
-    // and the 16-bit floats (which round); means divide.
-    if reduction == Reduction::Prod
-        && matches!(dtype, DataType::Int8 | DataType::Half | DataType::BFloat16)
-    {
-        return;
-    }
-    for (i, g) in as_f64(got).into_iter().enumerate() {
-        let want = expected(reduction, size, offset + i);
-        let tolerance = if dtype.is_float() {
-            1e-2 * want.abs().max(1.0)
-        } else {
-            0.0
-        };
-        assert!((g - want).abs() <= tolerance, "{at}[{i}]: {g} vs {want}");
-    }
-}
-
 const DTYPES: [DataType; 7] = [
     DataType::Float,
     DataType::Double,
@@ -194,34 +42,12 @@ const DTYPES: [DataType; 7] = [
     DataType::Int8,
 ];
 
-/// Every collective, on `device`, for every dtype and sizes 0, 1, 7 and 4096.
+/// Every collective, on `device`, for every dtype: those NCCL runs too (sizes 0, 1, 7 and
+/// 4096), then all-reduce into a caller's tensor and send/recv around a ring.
 fn every_collective(world: &Communicator, device: &Arc<dyn Device>, dtypes: &[DataType]) {
     let (rank, size) = (world.rank(), world.size());
     for &dtype in dtypes {
-        for count in [0usize, 1, 7, 1 << 12] {
-            let x = local(rank, dtype, count, device);
-            for reduction in Reduction::ALL {
-                let at = format!(
-                    "all_reduce({}) of {count} {dtype} on {}",
-                    reduction.name(),
-                    device.name()
-                );
-                let result = world.all_reduce(&x, reduction);
-                if reduction == Reduction::Mean && !dtype.is_float() {
-                    assert!(result.is_err(), "{at}");
-                    continue;
-                }
-                let got = result.unwrap();
-                assert_eq!(got.device().name(), device.name(), "{at}");
-                assert_eq!((got.dtype(), got.dims()), (dtype, x.dims()), "{at}");
-                check_reduced(&got, reduction, size, 0, &at);
-            }
-            // Reduce-scatter: rank r gets chunk r of the sum.
-            let scattered = local(rank, dtype, count * size, device);
-            let got = world.reduce_scatter(&scattered, Reduction::Sum).unwrap();
-            assert_eq!(got.dims().as_slice(), &[count]);
-            check_reduced(&got, Reduction::Sum, size, rank * count, "reduce_scatter");
-        }
+        shared_collectives(world, device, dtype);
         // Into a tensor the caller owns, reused: MPI writes into it (or its staging).
         let x = local(rank, dtype, 9, device);
         let mut out = Tensor::zeros([9], dtype, device).unwrap();
@@ -239,36 +65,6 @@ fn every_collective(world: &Communicator, device: &Arc<dyn Device>, dtypes: &[Da
                 &format!("all_reduce_into of {dtype}"),
             );
         }
-        // Broadcast from the last rank: every rank gets its tensor.
-        let x = local(rank, dtype, 5, device);
-        let from_last = world.broadcast(&x, size - 1).unwrap();
-        let want: Vec<f64> = (0..5).map(|i| value(size - 1, i)).collect();
-        assert_eq!(as_f64(&from_last), want, "broadcast of {dtype}");
-        // The same as TensorFlow's send/recv pair: rank 1 sends, the others receive.
-        let got = if rank == 1 {
-            world.broadcast_send(&x).unwrap()
-        } else {
-            world.broadcast_recv(x.shape(), dtype, device).unwrap()
-        };
-        let want: Vec<f64> = (0..5).map(|i| value(1, i)).collect();
-        assert_eq!(as_f64(&got), want, "broadcast_send/recv of {dtype}");
-        // All-gather along the first dim, in rank order.
-        let x = local(rank, dtype, 6, device).reshape([3, 2]).unwrap();
-        let gathered = world.all_gather(&x).unwrap();
-        assert_eq!(gathered.dims().as_slice(), &[3 * size, 2]);
-        let want: Vec<f64> = (0..size)
-            .flat_map(|r| (0..6).map(move |i| value(r, i)))
-            .collect();
-        assert_eq!(as_f64(&gathered), want, "all_gather of {dtype}");
-        // All-to-all: chunk j of rank r lands as chunk r on rank j.
-        let x = local(rank, dtype, 2 * size, device)
-            .reshape([size, 2])
-            .unwrap();
-        let exchanged = world.all_to_all(&x).unwrap();
-        let want: Vec<f64> = (0..size)
-            .flat_map(|r| (0..2).map(move |i| value(r, rank * 2 + i)))
-            .collect();
-        assert_eq!(as_f64(&exchanged), want, "all_to_all of {dtype}");
         // Send and receive around a ring; the receiver learns dtype and shape.
         let x = local(rank, dtype, 4, device).reshape([2, 2]).unwrap();
         let next = (rank + 1) % size;

@@ -12,17 +12,7 @@ use super::pending::Transfer;
 use super::raw::{self, Start};
 use super::{Communicator, Pending};
 use crate::header::{self, Kind, Row};
-
-/// An `Err` for dtypes without fixed-size elements (strings, variants, resources).
-pub(super) fn check_pod(dtype: DataType, name: &str) -> Result<()> {
-    if dtype.is_pod() {
-        Ok(())
-    } else {
-        Err(Error::invalid(format!(
-            "{name} moves fixed-size elements, not {dtype}"
-        )))
-    }
-}
+use crate::rules::{check_pod, chunk_shape, gathered_shape};
 
 /// The dtype `reduction` runs in for `dtype` (f16 and bf16 widen to f32), or an `Err`
 /// where it is not defined.
@@ -38,21 +28,6 @@ fn reduced_dtype(dtype: DataType, reduction: Reduction, name: &str) -> Result<Da
         DataType::Float | DataType::Double => Ok(dtype),
         _ if raw::element_type(dtype).is_some() && reduction != Reduction::Mean => Ok(dtype),
         _ => Err(undefined()),
-    }
-}
-
-/// `tensor`'s first dim split over `size` ranks: the chunk's shape, or an `Err`.
-fn chunk_shape(shape: &TensorShape, size: usize, name: &str) -> Result<TensorShape> {
-    let dims = shape.dims();
-    match dims.first() {
-        Some(&d0) if d0 % size == 0 => {
-            let mut chunk = dims.to_vec();
-            chunk[0] = d0 / size;
-            TensorShape::new(&chunk)
-        }
-        _ => Err(Error::invalid(format!(
-            "{name} splits the first dim over the {size} ranks; {shape} does not split evenly"
-        ))),
     }
 }
 
@@ -327,16 +302,7 @@ impl Communicator {
             sent,
             |rows: &[Row]| {
                 header::agree("broadcast_send/recv", rows, true)?;
-                let senders: Vec<usize> = (0..rows.len()).filter(|&r| rows[r][1] == 1).collect();
-                match senders[..] {
-                    [root] => Ok(root),
-                    [] => Err(Error::invalid(
-                        "broadcast_recv: no rank called broadcast_send",
-                    )),
-                    _ => Err(Error::invalid(format!(
-                        "broadcast_send: ranks {senders:?} all sent; one rank sends"
-                    ))),
-                }
+                header::sender(rows)
             },
         )
     }
@@ -413,12 +379,7 @@ impl Communicator {
 
     /// [`all_gather`](Self::all_gather), started.
     pub fn start_all_gather(&self, tensor: &Tensor) -> Result<Pending<'_>> {
-        let mut dims = tensor.dims();
-        match dims.first_mut() {
-            Some(first) => *first *= self.size(),
-            None => dims.push(self.size()),
-        }
-        self.start_exchange(Kind::AllGather, tensor, TensorShape::new(&dims)?)
+        self.start_exchange(Kind::AllGather, tensor)
     }
 
     /// Rank `r`'s `j`-th chunk of `tensor` (along the first dim, split into `size` equal
@@ -430,16 +391,11 @@ impl Communicator {
 
     /// [`all_to_all`](Self::all_to_all), started.
     pub fn start_all_to_all(&self, tensor: &Tensor) -> Result<Pending<'_>> {
-        self.start_exchange(Kind::AllToAll, tensor, tensor.shape().clone())
+        self.start_exchange(Kind::AllToAll, tensor)
     }
 
-    /// All-gather or all-to-all (`kind`) of `tensor` into a tensor of `out_shape`.
-    fn start_exchange(
-        &self,
-        kind: Kind,
-        tensor: &Tensor,
-        out_shape: TensorShape,
-    ) -> Result<Pending<'_>> {
+    /// All-gather or all-to-all (`kind`) of `tensor`.
+    fn start_exchange(&self, kind: Kind, tensor: &Tensor) -> Result<Pending<'_>> {
         let (size, name) = (self.size(), kind.name());
         let tensor = tensor.clone();
         self.collective(
@@ -453,9 +409,12 @@ impl Communicator {
                 header::check_rank(tensor.shape())?;
                 let dtype = tensor.dtype();
                 check_pod(dtype, name)?;
-                let per_rank = match kind {
-                    Kind::AllToAll => chunk_shape(tensor.shape(), size, name)?.num_elements(),
-                    _ => tensor.num_elements(),
+                let (per_rank, out_shape) = match kind {
+                    Kind::AllToAll => (
+                        chunk_shape(tensor.shape(), size, name)?.num_elements(),
+                        tensor.shape().clone(),
+                    ),
+                    _ => (tensor.num_elements(), gathered_shape(tensor.shape(), size)?),
                 };
                 let (word, count_per_rank) = words(per_rank, dtype, name)?;
                 let device = tensor.device().clone();

@@ -188,6 +188,36 @@ impl Communicator {
         raw::test(request).map_err(|e| Error::invalid(format!("{what}: {e}")))
     }
 
+    /// Every rank's header row for a call that moves its bytes outside MPI (NCCL's), agreed
+    /// as [`Communicator::collective`] agrees them (with `by_role`, the arguments may
+    /// differ): an `Err` on every rank if one differs or refuses. Waits, within the
+    /// deadline.
+    #[cfg(feature = "nccl")]
+    pub(crate) fn agree(
+        &self,
+        refusal: Option<Error>,
+        kind: Kind,
+        argument: i64,
+        dtype: DataType,
+        shape: &TensorShape,
+        by_role: bool,
+    ) -> Result<Vec<Row>> {
+        let checked = shape.clone();
+        self.collective(
+            refusal,
+            kind,
+            argument,
+            dtype,
+            shape,
+            move |rows: &[Row]| {
+                header::agree(kind.name(), rows, by_role)?;
+                header::check_rank(&checked)?;
+                Ok(Transfer::done(Ok(rows.to_vec())))
+            },
+        )?
+        .wait()
+    }
+
     /// Start a collective: all-gather every rank's header row for call `kind` with
     /// `argument` on a tensor of `dtype` and `shape`, then, once they are here, run `then`
     /// on them (which checks them and starts the transfer). With a `refusal`, this rank

@@ -6,12 +6,13 @@ use std::sync::Arc;
 
 use polytensor_core::{Device, Error, Result, Tensor};
 
-use super::collectives::{check_pod, received, words};
+use super::collectives::{received, words};
 use super::memory::{outgoing, Incoming, Outgoing};
 use super::pending::Transfer;
 use super::raw::{self, Start};
 use super::{Communicator, Pending};
 use crate::header::{self, Kind, WORDS};
+use crate::rules::check_pod;
 
 /// The largest tag a send takes: its two messages use MPI tags `2 tag` and `2 tag + 1`,
 /// and MPI guarantees tags up to 32767.

@@ -1,6 +1,7 @@
 //! The [`Device`] trait: memory, copies and the kernel surface every backend implements,
 //! and the operand views kernels receive.
 
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -355,8 +356,10 @@ pub fn instance_name(base: &str) -> String {
 /// strides and offset; outputs are contiguous. A kernel that meets an op or dtype it does not
 /// run returns [`Error::Unsupported`] and says so in [`Device::supports`].
 ///
-/// How a backend plugs in is described in `docs/ARCHITECTURE.md`.
-pub trait Device: Send + Sync + fmt::Debug + 'static {
+/// How a backend plugs in is described in `docs/ARCHITECTURE.md`. A device is also
+/// [`Any`]: [`Device::downcast`] gives back the backend's own type, for libraries that
+/// queue work of their own on it (NCCL on a CUDA device's stream).
+pub trait Device: Any + Send + Sync + fmt::Debug {
     /// The device name: `cpu:0`, `cuda:0`, `opencl:0`, `wgpu:0`.
     fn name(&self) -> &str;
 
@@ -588,6 +591,13 @@ pub trait Device: Send + Sync + fmt::Debug + 'static {
 }
 
 impl dyn Device {
+    /// This device as the backend's own type `D` (`polytensor_cuda::CudaDevice`), or
+    /// `None` if it is another kind of device.
+    pub fn downcast<D: Device>(self: Arc<Self>) -> Option<Arc<D>> {
+        let any: Arc<dyn Any + Send + Sync> = self;
+        any.downcast::<D>().ok()
+    }
+
     /// Every op this device supports, with the dtypes it supports it for.
     pub fn capabilities(&self) -> Vec<(Op, DTypeSet)> {
         Op::all()
