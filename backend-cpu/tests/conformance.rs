@@ -30,3 +30,16 @@ fn freed_memory_is_reused() {
     let device: std::sync::Arc<dyn Device> = CpuDevice::new();
     conformance::assert_memory_reused(&device);
 }
+
+/// A device handed around as `dyn Device` gives back its backend's own type (NCCL finds a
+/// CUDA device's stream this way; `polytensor-distributed`'s NCCL test checks that a CPU
+/// device is not taken for a CUDA one).
+#[test]
+fn a_device_downcasts_to_its_backend_type() {
+    let device: std::sync::Arc<dyn Device> = CpuDevice::new();
+    let cpu = device.clone().downcast::<CpuDevice>().expect("a CpuDevice");
+    assert!(std::ptr::addr_eq(
+        std::sync::Arc::as_ptr(&device),
+        std::sync::Arc::as_ptr(&cpu)
+    ));
+}

@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use polytensor_core::{DataType, Device, Tensor};
 use polytensor_cuda::loader::Toolkit;
@@ -28,23 +28,35 @@ mod support;
 use support::*;
 
 /// The variables the ranks need to load NCCL: none where it loads by name, else
-/// `LD_LIBRARY_PATH` with a directory linking `libnccl.so` to the wheel's library; `None`
-/// (after saying why) where there is no NCCL.
+/// `LD_LIBRARY_PATH` with a directory linking `libnccl.so` to the wheel's library (made
+/// once per process: the tests run in parallel); `None` (after saying why) where there is
+/// no NCCL.
 fn nccl_env() -> Option<Vec<(&'static str, String)>> {
     if Command::new("mpirun").arg("--version").output().is_err() {
         return Some(Vec::new()); // `mpirun_with` says why it skips.
     }
+    static ENV: OnceLock<Result<Vec<(&'static str, String)>, String>> = OnceLock::new();
+    match ENV.get_or_init(library_path) {
+        Ok(env) => Some(env.clone()),
+        Err(why) => {
+            assert!(!required("nccl"), "POLYTENSOR_REQUIRE names nccl: {why}");
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
+/// [`nccl_env`]'s variables, or why there is no NCCL.
+fn library_path() -> Result<Vec<(&'static str, String)>, String> {
     let Some(why) = nccl::unavailable() else {
-        return Some(Vec::new());
+        return Ok(Vec::new());
     };
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let wheel = Toolkit::find(&workspace.join("target/cuda-venv"))
         .map(|toolkit| toolkit.root.join("nccl/lib/libnccl.so.2"))
         .filter(|path| path.is_file());
     let Some(wheel) = wheel else {
-        assert!(!required("nccl"), "POLYTENSOR_REQUIRE names nccl: {why}");
-        eprintln!("skipped: {why}");
-        return None;
+        return Err(why);
     };
     let links = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nccl-link");
     std::fs::create_dir_all(&links).unwrap();
@@ -55,7 +67,7 @@ fn nccl_env() -> Option<Vec<(&'static str, String)>> {
     if let Ok(inherited) = std::env::var("LD_LIBRARY_PATH") {
         path = format!("{path}:{inherited}");
     }
-    Some(vec![("LD_LIBRARY_PATH", path)])
+    Ok(vec![("LD_LIBRARY_PATH", path)])
 }
 
 /// Run test `name` on `np` ranks with NCCL loadable, if there is an NCCL.

@@ -307,3 +307,30 @@ impl Collectives for NcclCommunicator {
         NcclCommunicator::broadcast_recv(self, shape, dtype, device)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nccl_reduces_what_it_defines_and_refuses_the_rest() {
+        let of = |dtype, reduction| work(dtype, reduction, "all_reduce");
+        // int16 widens to int32; complex sums are sums of float pairs.
+        let widened = of(DataType::Int16, Reduction::Prod).unwrap();
+        assert_eq!((widened.dtype, widened.per_element), (DataType::Int32, 1));
+        let pairs = of(DataType::Complex64, Reduction::Mean).unwrap();
+        assert_eq!((pairs.dtype, pairs.per_element), (DataType::Complex64, 2));
+        // No mean of integers, no order on complex numbers, no NCCL type for bool.
+        let message = of(DataType::Int32, Reduction::Mean)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            message.contains("all_reduce(mean) is not defined for int32"),
+            "{message}"
+        );
+        assert!(of(DataType::Complex64, Reduction::Max).is_err());
+        assert!(of(DataType::Bool, Reduction::Sum).is_err());
+        assert!(of(DataType::Half, Reduction::Mean).is_ok());
+    }
+}

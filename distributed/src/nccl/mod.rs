@@ -278,6 +278,13 @@ impl NcclCommunicator {
     }
 }
 
+impl Drop for NcclCommunicator {
+    fn drop(&mut self) {
+        // The NCCL handle (dropped after this) frees its memory in the device's context.
+        let _ = self.cuda.context().bind_to_thread();
+    }
+}
+
 /// The device address of `tensor`'s first element (a contiguous tensor of this
 /// communicator's device).
 fn address(tensor: &Tensor) -> Result<u64> {

@@ -349,3 +349,27 @@ impl Call {
         result.map(drop).map_err(|e| failed(what, e, Some(comm)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_read_as_nccl_numbers_them() {
+        assert_eq!(version_name(2_32_03), "2.32.3");
+        assert_eq!(version_name(MIN_VERSION), "2.10.0");
+        // Before 2.9: major * 1000 + minor * 100 + patch.
+        assert_eq!(version_name(2804), "2.8.4");
+    }
+
+    #[test]
+    fn reductions_have_nccl_types_where_nccl_has_them() {
+        assert!(element_type(DataType::BFloat16).is_some());
+        assert!(element_type(DataType::Int16).is_none());
+        assert!(element_type(DataType::Complex64).is_none());
+        assert_eq!(
+            operator(Reduction::Mean) as u32,
+            sys::ncclRedOp_t::ncclAvg as u32
+        );
+    }
+}

@@ -357,7 +357,7 @@ pub fn instance_name(base: &str) -> String {
 /// run returns [`Error::Unsupported`] and says so in [`Device::supports`].
 ///
 /// How a backend plugs in is described in `docs/ARCHITECTURE.md`. A device is also
-/// [`Any`]: [`Device::downcast`] gives back the backend's own type, for libraries that
+/// [`Any`]: `<dyn Device>::downcast` gives back the backend's own type, for libraries that
 /// queue work of their own on it (NCCL on a CUDA device's stream).
 pub trait Device: Any + Send + Sync + fmt::Debug {
     /// The device name: `cpu:0`, `cuda:0`, `opencl:0`, `wgpu:0`.
