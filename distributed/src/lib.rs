@@ -31,6 +31,55 @@
 //! # fn main() {}
 //! ```
 
+/// `Collectives` for a communicator type through its own methods of the same names.
+#[cfg(feature = "mpi")]
+macro_rules! collectives_by_own_methods {
+    ($communicator:ty) => {
+        impl polytensor_core::collective::Collectives for $communicator {
+            fn rank(&self) -> usize {
+                <$communicator>::rank(self)
+            }
+
+            fn size(&self) -> usize {
+                <$communicator>::size(self)
+            }
+
+            fn all_reduce(
+                &self,
+                tensor: &polytensor_core::Tensor,
+                reduction: polytensor_core::collective::Reduction,
+            ) -> polytensor_core::Result<polytensor_core::Tensor> {
+                <$communicator>::all_reduce(self, tensor, reduction)
+            }
+
+            fn all_gather(
+                &self,
+                tensor: &polytensor_core::Tensor,
+            ) -> polytensor_core::Result<polytensor_core::Tensor> {
+                <$communicator>::all_gather(self, tensor)
+            }
+
+            fn broadcast_send(
+                &self,
+                tensor: &polytensor_core::Tensor,
+            ) -> polytensor_core::Result<polytensor_core::Tensor> {
+                <$communicator>::broadcast_send(self, tensor)
+            }
+
+            fn broadcast_recv(
+                &self,
+                shape: &polytensor_core::TensorShape,
+                dtype: polytensor_core::DataType,
+                device: &std::sync::Arc<dyn polytensor_core::Device>,
+            ) -> polytensor_core::Result<polytensor_core::Tensor> {
+                <$communicator>::broadcast_recv(self, shape, dtype, device)
+            }
+        }
+    };
+}
+#[cfg(feature = "mpi")]
+pub(crate) use collectives_by_own_methods;
+
 #[cfg(feature = "mpi")]
 mod comm;
 #[cfg(feature = "mpi")]

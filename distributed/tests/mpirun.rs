@@ -32,16 +32,6 @@ fn devices() -> Vec<Arc<dyn Device>> {
         .collect()
 }
 
-const DTYPES: [DataType; 7] = [
-    DataType::Float,
-    DataType::Double,
-    DataType::Half,
-    DataType::BFloat16,
-    DataType::Int32,
-    DataType::Int64,
-    DataType::Int8,
-];
-
 /// Every collective, on `device`, for every dtype: those NCCL runs too (sizes 0, 1, 7 and
 /// 4096), then all-reduce into a caller's tensor and send/recv around a ring.
 fn every_collective(world: &Communicator, device: &Arc<dyn Device>, dtypes: &[DataType]) {

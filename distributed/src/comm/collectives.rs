@@ -447,33 +447,4 @@ impl Communicator {
     }
 }
 
-impl polytensor_core::collective::Collectives for Communicator {
-    fn rank(&self) -> usize {
-        Communicator::rank(self)
-    }
-
-    fn size(&self) -> usize {
-        Communicator::size(self)
-    }
-
-    fn all_reduce(&self, tensor: &Tensor, reduction: Reduction) -> Result<Tensor> {
-        Communicator::all_reduce(self, tensor, reduction)
-    }
-
-    fn all_gather(&self, tensor: &Tensor) -> Result<Tensor> {
-        Communicator::all_gather(self, tensor)
-    }
-
-    fn broadcast_send(&self, tensor: &Tensor) -> Result<Tensor> {
-        Communicator::broadcast_send(self, tensor)
-    }
-
-    fn broadcast_recv(
-        &self,
-        shape: &TensorShape,
-        dtype: DataType,
-        device: &Arc<dyn Device>,
-    ) -> Result<Tensor> {
-        Communicator::broadcast_recv(self, shape, dtype, device)
-    }
-}
+crate::collectives_by_own_methods!(Communicator);

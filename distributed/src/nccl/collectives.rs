@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use polytensor_core::collective::{Collectives, Reduction};
+use polytensor_core::collective::Reduction;
 use polytensor_core::{DataType, Device, Error, Result, Tensor, TensorShape};
 
 use super::raw::{self, Call};
@@ -277,36 +277,7 @@ impl NcclCommunicator {
     }
 }
 
-impl Collectives for NcclCommunicator {
-    fn rank(&self) -> usize {
-        NcclCommunicator::rank(self)
-    }
-
-    fn size(&self) -> usize {
-        NcclCommunicator::size(self)
-    }
-
-    fn all_reduce(&self, tensor: &Tensor, reduction: Reduction) -> Result<Tensor> {
-        NcclCommunicator::all_reduce(self, tensor, reduction)
-    }
-
-    fn all_gather(&self, tensor: &Tensor) -> Result<Tensor> {
-        NcclCommunicator::all_gather(self, tensor)
-    }
-
-    fn broadcast_send(&self, tensor: &Tensor) -> Result<Tensor> {
-        NcclCommunicator::broadcast_send(self, tensor)
-    }
-
-    fn broadcast_recv(
-        &self,
-        shape: &TensorShape,
-        dtype: DataType,
-        device: &Arc<dyn Device>,
-    ) -> Result<Tensor> {
-        NcclCommunicator::broadcast_recv(self, shape, dtype, device)
-    }
-}
+crate::collectives_by_own_methods!(NcclCommunicator);
 
 #[cfg(test)]
 mod tests {

@@ -169,6 +169,17 @@ pub fn check_reduced(got: &Tensor, reduction: Reduction, size: usize, offset: us
     }
 }
 
+/// The dtypes every collective is tested on.
+pub const DTYPES: [DataType; 7] = [
+    DataType::Float,
+    DataType::Double,
+    DataType::Half,
+    DataType::BFloat16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::Int8,
+];
+
 /// The collectives an MPI and an NCCL communicator both run, beyond [`Collectives`].
 pub trait Group: Collectives {
     /// `reduce_scatter`.
