@@ -238,12 +238,18 @@ impl NcclCommunicator {
         // SAFETY: the call's addresses are the memory of tensors of this device that the
         // caller holds until this returns, and this returns once the operation completed
         // or the communicator was aborted (which stops it); the context is current.
-        unsafe { call.enqueue(comm, stream.cu_stream())? };
-        let done = match stream.record_event(None) {
+        let queued = unsafe { call.enqueue(comm, stream.cu_stream()) };
+        // What NCCL holds after a failed (or partly queued) call is unknown: abort.
+        let done = queued.and_then(|()| {
+            stream
+                .record_event(None)
+                .map_err(|e| backend(format!("recording its end: {}", describe(e))))
+        });
+        let done = match done {
             Ok(event) => event,
-            Err(e) => {
+            Err(error) => {
                 comm.abort();
-                return Err(backend(format!("recording its end: {}", describe(e))));
+                return Err(error);
             }
         };
         let deadline = Instant::now() + self.timeout;
