@@ -113,7 +113,10 @@ pub(crate) fn failed(what: &str, e: NcclError, comm: Option<&Comm>) -> Error {
     }
 }
 
-/// One rank's handle of an NCCL communicator; destroyed on drop unless aborted.
+/// One rank's handle of an NCCL communicator; aborted on drop (`ncclCommAbort` is local,
+/// where `ncclCommDestroy` finalizes with the peers and waits forever for one that exited,
+/// which is why PyTorch and cudarc abort too; no operation is in flight then, as every
+/// call waits for its own).
 pub(crate) struct Comm(sys::ncclComm_t);
 
 // SAFETY: an NCCL communicator may be used from any thread, one call at a time; its owner
@@ -176,11 +179,7 @@ impl Comm {
 
 impl Drop for Comm {
     fn drop(&mut self) {
-        if !self.0.is_null() {
-            // SAFETY: a live communicator with no operation in flight (every call waits for
-            // its own), destroyed once.
-            let _ = unsafe { cudarc::nccl::result::comm_destroy(self.0) };
-        }
+        self.abort();
     }
 }
 
