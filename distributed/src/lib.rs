@@ -15,6 +15,9 @@
 //! hang or a mismatched transfer. Tensors on an accelerator are staged through host memory
 //! (MPI builds here are not device-aware).
 //!
+//! With the `nccl` feature, `nccl::NcclCommunicator` runs the same collectives on CUDA
+//! tensors through NVIDIA's NCCL, GPU to GPU, bootstrapped and checked over MPI.
+//!
 //! ```no_run
 //! # #[cfg(feature = "mpi")]
 //! # fn main() -> polytensor_core::Result<()> {

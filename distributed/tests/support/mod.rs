@@ -113,6 +113,7 @@ pub fn as_rank(checks: impl FnOnce(&Communicator)) {
     println!("{}", passed(world.rank()));
 }
 
+/// The CPU device.
 pub fn cpu() -> Arc<dyn Device> {
     polytensor::device("cpu:0").unwrap()
 }
@@ -122,6 +123,7 @@ pub fn value(rank: usize, i: usize) -> f64 {
     ((rank * 7 + i * 3) % 11) as f64 - 5.0
 }
 
+/// Rank `rank`'s vector of `count` values, as `dtype` on `device`.
 pub fn local(rank: usize, dtype: DataType, count: usize, device: &Arc<dyn Device>) -> Tensor {
     let values: Vec<f64> = (0..count).map(|i| value(rank, i)).collect();
     Tensor::from_slice(&values, [count], &cpu())
@@ -132,6 +134,7 @@ pub fn local(rank: usize, dtype: DataType, count: usize, device: &Arc<dyn Device
         .unwrap()
 }
 
+/// `t`'s elements as f64 (a complex number's real part).
 pub fn as_f64(t: &Tensor) -> Vec<f64> {
     t.cast(DataType::Double).unwrap().to_vec::<f64>().unwrap()
 }
