@@ -1,6 +1,6 @@
 //! What a collective's tensors must be and what it gives back, the same on MPI and NCCL:
-//! fixed-size elements, and the shapes of a split (reduce-scatter, all-to-all) and of a
-//! gather.
+//! fixed-size elements, a broadcast's root, and the shapes of a split (reduce-scatter,
+//! all-to-all) and of a gather.
 
 use polytensor_core::{DataType, Error, Result, TensorShape};
 
@@ -11,6 +11,17 @@ pub(crate) fn check_pod(dtype: DataType, name: &str) -> Result<()> {
     } else {
         Err(Error::invalid(format!(
             "{name} moves fixed-size elements, not {dtype}"
+        )))
+    }
+}
+
+/// `root` if it is a rank of a communicator of `size`, else an `Err`.
+pub(crate) fn check_root(root: usize, size: usize) -> Result<usize> {
+    if root < size {
+        Ok(root)
+    } else {
+        Err(Error::invalid(format!(
+            "broadcast from rank {root} of a communicator of {size} ranks"
         )))
     }
 }

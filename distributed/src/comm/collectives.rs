@@ -2,6 +2,7 @@
 //! whichever rank sends), all-gather and all-to-all, each as a non-blocking `start_*`
 //! returning a [`Pending`] and a blocking form that waits for it.
 
+use std::ffi::c_void;
 use std::sync::Arc;
 
 use polytensor_core::collective::Reduction;
@@ -12,7 +13,7 @@ use super::pending::Transfer;
 use super::raw::{self, Start};
 use super::{Communicator, Pending};
 use crate::header::{self, Kind, Row};
-use crate::rules::{check_pod, chunk_shape, gathered_shape};
+use crate::rules::{check_pod, check_root, chunk_shape, gathered_shape};
 
 /// The dtype `reduction` runs in for `dtype` (f16 and bf16 widen to f32), or an `Err`
 /// where it is not defined.
@@ -49,6 +50,29 @@ fn copy_into(result: &Tensor, mut target: Tensor) -> Result<Tensor> {
         device.copy_from_host(&bytes, &mut target.try_out_view()?)?;
     }
     Ok(target)
+}
+
+/// A transfer that receives a new tensor of `shape` and `dtype` on `device` by the
+/// operation `start` makes for the memory it is given (none for an empty tensor).
+///
+/// # Safety
+///
+/// That operation writes at most the tensor's bytes.
+pub(super) unsafe fn receiving(
+    shape: TensorShape,
+    dtype: DataType,
+    device: &Arc<dyn Device>,
+    start: impl FnOnce(*mut c_void) -> Start,
+) -> Result<Transfer<Tensor>> {
+    if shape.num_elements() == 0 {
+        return Ok(Transfer::done(Tensor::zeros(shape, dtype, device)));
+    }
+    let incoming = Incoming::new(shape, dtype, device)?;
+    let start = start(incoming.ptr);
+    let transfer = Transfer::new(Vec::new(), Some(incoming), received);
+    // SAFETY: the transfer has room for the whole tensor, all that `start` writes (the
+    // caller's promise).
+    Ok(unsafe { transfer.with_start(start) })
 }
 
 /// The received tensor, as the result of a transfer that receives one.
@@ -155,9 +179,7 @@ impl Communicator {
             reduction as i64,
             tensor.dtype(),
             &tensor.shape().clone(),
-            move |rows: &[Row]| {
-                header::agree(name, rows, false)?;
-                header::check_rank(tensor.shape())?;
+            move |_: &[Row]| {
                 let dtype = tensor.dtype();
                 let work_dtype = reduced_dtype(dtype, reduction, name)?;
                 let work = tensor.cast(work_dtype)?;
@@ -244,15 +266,7 @@ impl Communicator {
             tensor.shape().clone(),
             tensor.device().clone(),
             (self.rank() == root).then(|| tensor.clone()),
-            move |rows: &[Row]| {
-                header::agree("broadcast", rows, false)?;
-                if root >= size {
-                    return Err(Error::invalid(format!(
-                        "broadcast from rank {root} of a communicator of {size} ranks"
-                    )));
-                }
-                Ok(root)
-            },
+            move |_: &[Row]| check_root(root, size),
         )
     }
 
@@ -300,10 +314,7 @@ impl Communicator {
             shape,
             device,
             sent,
-            |rows: &[Row]| {
-                header::agree("broadcast_send/recv", rows, true)?;
-                header::sender(rows)
-            },
+            header::sender,
         )
     }
 
@@ -330,7 +341,6 @@ impl Communicator {
             &shape.clone(),
             move |rows: &[Row]| {
                 let root = root_of(rows)?;
-                header::check_rank(&shape)?;
                 check_pod(dtype, name)?;
                 let (word, count) = words(shape.num_elements(), dtype, name)?;
                 match sent.filter(|_| rank == root) {
@@ -350,21 +360,15 @@ impl Communicator {
                         // the root's buffer.
                         Ok(unsafe { transfer.with_start(start) })
                     }
-                    None => {
-                        if count == 0 {
-                            return Ok(Transfer::done(Tensor::zeros(shape, dtype, &device)));
-                        }
-                        let incoming = Incoming::new(shape, dtype, &device)?;
-                        let start = Start::Broadcast {
-                            buffer: incoming.ptr,
+                    // SAFETY: `count` words are the whole tensor.
+                    None => unsafe {
+                        receiving(shape, dtype, &device, |buffer| Start::Broadcast {
+                            buffer,
                             count,
                             dtype: word,
                             root: root as i32,
-                        };
-                        let transfer = Transfer::new(Vec::new(), Some(incoming), received);
-                        // SAFETY: the transfer has room for the whole tensor.
-                        Ok(unsafe { transfer.with_start(start) })
-                    }
+                        })
+                    },
                 }
             },
         )
@@ -404,9 +408,7 @@ impl Communicator {
             0,
             tensor.dtype(),
             &tensor.shape().clone(),
-            move |rows: &[Row]| {
-                header::agree(name, rows, false)?;
-                header::check_rank(tensor.shape())?;
+            move |_: &[Row]| {
                 let dtype = tensor.dtype();
                 check_pod(dtype, name)?;
                 let (per_rank, out_shape) = match kind {

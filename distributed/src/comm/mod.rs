@@ -189,9 +189,8 @@ impl Communicator {
     }
 
     /// Every rank's header row for a call that moves its bytes outside MPI (NCCL's), agreed
-    /// as [`Communicator::collective`] agrees them (with `by_role`, the arguments may
-    /// differ): an `Err` on every rank if one differs or refuses. Waits, within the
-    /// deadline.
+    /// as [`Communicator::collective`] agrees them: an `Err` on every rank if one differs or
+    /// refuses. Waits, within the deadline.
     #[cfg(feature = "nccl")]
     pub(crate) fn agree(
         &self,
@@ -200,29 +199,19 @@ impl Communicator {
         argument: i64,
         dtype: DataType,
         shape: &TensorShape,
-        by_role: bool,
     ) -> Result<Vec<Row>> {
-        let checked = shape.clone();
-        self.collective(
-            refusal,
-            kind,
-            argument,
-            dtype,
-            shape,
-            move |rows: &[Row]| {
-                header::agree(kind.name(), rows, by_role)?;
-                header::check_rank(&checked)?;
-                Ok(Transfer::done(Ok(rows.to_vec())))
-            },
-        )?
+        self.collective(refusal, kind, argument, dtype, shape, |rows: &[Row]| {
+            Ok(Transfer::done(Ok(rows.to_vec())))
+        })?
         .wait()
     }
 
     /// Start a collective: all-gather every rank's header row for call `kind` with
-    /// `argument` on a tensor of `dtype` and `shape`, then, once they are here, run `then`
-    /// on them (which checks them and starts the transfer). With a `refusal`, this rank
-    /// refuses the call: it still takes part in the header phase (with a refusing row), so
-    /// every rank fails the call, this one with its own error.
+    /// `argument` on a tensor of `dtype` and `shape`; once they are here, check that they
+    /// agree (the arguments may differ in a broadcast by role) and that the shape fits a
+    /// row, then run `then` on them (which starts the transfer). With a `refusal`, this
+    /// rank refuses the call: it still takes part in the header phase (with a refusing
+    /// row), so every rank fails the call, this one with its own error.
     fn collective<T>(
         &self,
         refusal: Option<Error>,
@@ -255,9 +244,15 @@ impl Communicator {
         // (their heap memory does not move) and owned by the Pending until the request
         // completes.
         let request = unsafe { start.on(self.handle.comm, false)? };
-        let then: Then<T> = Box::new(move |flat| match refusal {
-            Some(error) => Err(error),
-            None => then(&header::split_rows(flat)),
+        let checked = shape.clone();
+        let then: Then<T> = Box::new(move |flat| {
+            if let Some(error) = refusal {
+                return Err(error);
+            }
+            let rows = header::split_rows(flat);
+            header::agree(kind.name(), &rows, kind == Kind::BroadcastByRole)?;
+            header::check_rank(&checked)?;
+            then(&rows)
         });
         Ok(Pending::new(self, what, request, mine, rows, then))
     }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use polytensor_core::{Device, Error, Result, Tensor};
 
-use super::collectives::{received, words};
-use super::memory::{outgoing, Incoming, Outgoing};
+use super::collectives::{receiving, words};
+use super::memory::{outgoing, Outgoing};
 use super::pending::Transfer;
 use super::raw::{self, Start};
 use super::{Communicator, Pending};
@@ -133,22 +133,17 @@ impl Communicator {
                     .ok_or_else(|| Error::invalid("recv: the message is not a polytensor send"))?;
                 let (dtype, shape) = header::tensor_of(sent)?;
                 let (word, count) = words(shape.num_elements(), dtype, "recv")?;
-                if count == 0 {
-                    return Ok(Transfer::done(Tensor::zeros(shape, dtype, &device)));
+                // SAFETY: `count` words are the tensor the header describes; MPI writes at
+                // most them (a longer message is an error, not an overrun).
+                unsafe {
+                    receiving(shape, dtype, &device, |buffer| Start::Recv {
+                        buffer,
+                        count,
+                        dtype: word,
+                        peer,
+                        tag: data_tag,
+                    })
                 }
-                let incoming = Incoming::new(shape, dtype, &device)?;
-                let start = Start::Recv {
-                    buffer: incoming.ptr,
-                    count,
-                    dtype: word,
-                    peer,
-                    tag: data_tag,
-                };
-                let transfer = Transfer::new(Vec::new(), Some(incoming), received);
-                // SAFETY: the transfer has room for the tensor the header describes; MPI
-                // writes at most `count` words (a longer message is an error, not an
-                // overrun).
-                Ok(unsafe { transfer.with_start(start) })
             }),
         ))
     }

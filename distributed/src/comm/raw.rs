@@ -322,17 +322,21 @@ impl Start {
         let _turn = turn();
         // SAFETY: reading MPI's predefined null request.
         let mut request = Request(unsafe { ffi::RSMPI_REQUEST_NULL });
-        if blocking {
-            // SAFETY: as for the non-blocking calls (the caller's promise), the buffers
-            // being used only until the call returns.
-            let (code, call) = unsafe { self.blocking(comm) };
-            check(code, call)?;
-            return Ok(request);
-        }
-        let r = &mut request.0;
+        // The non-blocking call's request (none for the blocking call, which completes).
+        let r = (!blocking).then_some(&mut request.0 as *mut ffi::MPI_Request);
         let c = comm.0;
-        // SAFETY: the caller guarantees the buffers; `comm` is live; `r` is a valid
-        // out-parameter.
+        // `$blocking(args)` or `$started(args, request)`: its return code and name. (The
+        // blocking receive also takes a status, after the arguments.)
+        macro_rules! call {
+            ($blocking:ident / $started:ident ($($arg:expr),*) $(, status $status:expr)?) => {
+                match r {
+                    None => (ffi::$blocking($($arg,)* $($status)?), stringify!($blocking)),
+                    Some(r) => (ffi::$started($($arg,)* r), stringify!($started)),
+                }
+            };
+        }
+        // SAFETY: the caller guarantees the buffers (used until the blocking call returns,
+        // or until the request completes); `comm` is live; `r` is a valid out-parameter.
         let (code, call) = unsafe {
             match self {
                 Start::AllReduce {
@@ -341,17 +345,9 @@ impl Start {
                     count,
                     dtype,
                     reduction,
-                } => (
-                    ffi::MPI_Iallreduce(
-                        send,
-                        recv,
-                        count,
-                        dtype.handle,
-                        operation(reduction),
-                        c,
-                        r,
-                    ),
-                    "MPI_Iallreduce",
+                } => call!(
+                    MPI_Allreduce
+                        / MPI_Iallreduce(send, recv, count, dtype.handle, operation(reduction), c)
                 ),
                 Start::ReduceScatter {
                     send,
@@ -359,166 +355,60 @@ impl Start {
                     count_per_rank,
                     dtype,
                     reduction,
-                } => (
-                    ffi::MPI_Ireduce_scatter_block(
-                        send,
-                        recv,
-                        count_per_rank,
-                        dtype.handle,
-                        operation(reduction),
-                        c,
-                        r,
-                    ),
-                    "MPI_Ireduce_scatter_block",
+                } => call!(
+                    MPI_Reduce_scatter_block
+                        / MPI_Ireduce_scatter_block(
+                            send,
+                            recv,
+                            count_per_rank,
+                            dtype.handle,
+                            operation(reduction),
+                            c
+                        )
                 ),
                 Start::AllGather {
                     send,
                     recv,
                     count_per_rank: n,
                     dtype,
-                } => (
-                    ffi::MPI_Iallgather(send, n, dtype.handle, recv, n, dtype.handle, c, r),
-                    "MPI_Iallgather",
+                } => call!(
+                    MPI_Allgather / MPI_Iallgather(send, n, dtype.handle, recv, n, dtype.handle, c)
                 ),
                 Start::AllToAll {
                     send,
                     recv,
                     count_per_rank: n,
                     dtype,
-                } => (
-                    ffi::MPI_Ialltoall(send, n, dtype.handle, recv, n, dtype.handle, c, r),
-                    "MPI_Ialltoall",
+                } => call!(
+                    MPI_Alltoall / MPI_Ialltoall(send, n, dtype.handle, recv, n, dtype.handle, c)
                 ),
                 Start::Broadcast {
                     buffer,
                     count,
                     dtype,
                     root,
-                } => (
-                    ffi::MPI_Ibcast(buffer, count, dtype.handle, root, c, r),
-                    "MPI_Ibcast",
-                ),
+                } => call!(MPI_Bcast / MPI_Ibcast(buffer, count, dtype.handle, root, c)),
                 Start::Send {
                     buffer,
                     count,
                     dtype,
                     peer,
                     tag,
-                } => (
-                    ffi::MPI_Isend(buffer, count, dtype.handle, peer, tag, c, r),
-                    "MPI_Isend",
-                ),
+                } => call!(MPI_Send / MPI_Isend(buffer, count, dtype.handle, peer, tag, c)),
                 Start::Recv {
                     buffer,
                     count,
                     dtype,
                     peer,
                     tag,
-                } => (
-                    ffi::MPI_Irecv(buffer, count, dtype.handle, peer, tag, c, r),
-                    "MPI_Irecv",
+                } => call!(
+                    MPI_Recv / MPI_Irecv(buffer, count, dtype.handle, peer, tag, c),
+                    status ffi::RSMPI_STATUS_IGNORE
                 ),
-                Start::Barrier => (ffi::MPI_Ibarrier(c, r), "MPI_Ibarrier"),
+                Start::Barrier => call!(MPI_Barrier / MPI_Ibarrier(c)),
             }
         };
         check(code, call)?;
         Ok(request)
-    }
-
-    /// The blocking MPI call of the operation: its return code and name.
-    ///
-    /// # Safety
-    ///
-    /// As for [`Start::on`]; the caller holds `TURN`.
-    unsafe fn blocking(self, comm: Comm) -> (c_int, &'static str) {
-        let c = comm.0;
-        // SAFETY: the caller guarantees the buffers; `comm` is live.
-        unsafe {
-            match self {
-                Start::AllReduce {
-                    send,
-                    recv,
-                    count,
-                    dtype,
-                    reduction,
-                } => (
-                    ffi::MPI_Allreduce(send, recv, count, dtype.handle, operation(reduction), c),
-                    "MPI_Allreduce",
-                ),
-                Start::ReduceScatter {
-                    send,
-                    recv,
-                    count_per_rank,
-                    dtype,
-                    reduction,
-                } => (
-                    ffi::MPI_Reduce_scatter_block(
-                        send,
-                        recv,
-                        count_per_rank,
-                        dtype.handle,
-                        operation(reduction),
-                        c,
-                    ),
-                    "MPI_Reduce_scatter_block",
-                ),
-                Start::AllGather {
-                    send,
-                    recv,
-                    count_per_rank: n,
-                    dtype,
-                } => (
-                    ffi::MPI_Allgather(send, n, dtype.handle, recv, n, dtype.handle, c),
-                    "MPI_Allgather",
-                ),
-                Start::AllToAll {
-                    send,
-                    recv,
-                    count_per_rank: n,
-                    dtype,
-                } => (
-                    ffi::MPI_Alltoall(send, n, dtype.handle, recv, n, dtype.handle, c),
-                    "MPI_Alltoall",
-                ),
-                Start::Broadcast {
-                    buffer,
-                    count,
-                    dtype,
-                    root,
-                } => (
-                    ffi::MPI_Bcast(buffer, count, dtype.handle, root, c),
-                    "MPI_Bcast",
-                ),
-                Start::Send {
-                    buffer,
-                    count,
-                    dtype,
-                    peer,
-                    tag,
-                } => (
-                    ffi::MPI_Send(buffer, count, dtype.handle, peer, tag, c),
-                    "MPI_Send",
-                ),
-                Start::Recv {
-                    buffer,
-                    count,
-                    dtype,
-                    peer,
-                    tag,
-                } => (
-                    ffi::MPI_Recv(
-                        buffer,
-                        count,
-                        dtype.handle,
-                        peer,
-                        tag,
-                        c,
-                        ffi::RSMPI_STATUS_IGNORE,
-                    ),
-                    "MPI_Recv",
-                ),
-                Start::Barrier => (ffi::MPI_Barrier(c), "MPI_Barrier"),
-            }
-        }
     }
 }

@@ -11,7 +11,7 @@ use polytensor_core::{DataType, Device, Error, Result, Tensor, TensorShape};
 use super::raw::{self, Call};
 use super::{address, NcclCommunicator};
 use crate::header::{sender, Kind, Row};
-use crate::rules::{check_pod, chunk_shape, gathered_shape};
+use crate::rules::{check_pod, check_root, chunk_shape, gathered_shape};
 
 /// How NCCL reduces a dtype: the dtype the tensor is cast to first (int16 and uint16 widen
 /// to 32 bits), NCCL's element type, and NCCL elements per tensor element (complex numbers
@@ -89,7 +89,7 @@ impl NcclCommunicator {
         let (mut comm, refusal) = self.begin(tensor.device(), name);
         let (dtype, shape) = (tensor.dtype(), tensor.shape());
         self.mpi
-            .agree(refusal, kind, reduction as i64, dtype, shape, false)?;
+            .agree(refusal, kind, reduction as i64, dtype, shape)?;
         let work = work(dtype, reduction, name)?;
         let out_shape = match kind {
             Kind::ReduceScatter => chunk_shape(shape, self.size(), name)?,
@@ -140,15 +140,7 @@ impl NcclCommunicator {
             shape,
             device,
             sent,
-            |_| {
-                if root < size {
-                    Ok(root)
-                } else {
-                    Err(Error::invalid(format!(
-                        "broadcast from rank {root} of a communicator of {size} ranks"
-                    )))
-                }
-            },
+            |_| check_root(root, size),
         )
     }
 
@@ -194,10 +186,7 @@ impl NcclCommunicator {
     ) -> Result<Tensor> {
         let name = kind.name();
         let (mut comm, refusal) = self.begin(device, name);
-        let by_role = kind == Kind::BroadcastByRole;
-        let rows = self
-            .mpi
-            .agree(refusal, kind, argument, dtype, shape, by_role)?;
+        let rows = self.mpi.agree(refusal, kind, argument, dtype, shape)?;
         let root = root_of(&rows)?;
         check_pod(dtype, name)?;
         let (buffer, result) = match sent.filter(|_| self.rank() == root) {
@@ -243,7 +232,7 @@ impl NcclCommunicator {
         let (size, name) = (self.size(), kind.name());
         let (mut comm, refusal) = self.begin(tensor.device(), name);
         let (dtype, shape) = (tensor.dtype(), tensor.shape());
-        self.mpi.agree(refusal, kind, 0, dtype, shape, false)?;
+        self.mpi.agree(refusal, kind, 0, dtype, shape)?;
         check_pod(dtype, name)?;
         let (per_rank, out_shape) = match kind {
             Kind::AllToAll => (

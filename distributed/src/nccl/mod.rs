@@ -99,7 +99,7 @@ fn share_id(
         }
     }
     let shape = TensorShape::new(&[raw::ID_BYTES])?;
-    mpi.agree(refusal, Kind::Join, 0, DataType::UInt8, &shape, false)?;
+    mpi.agree(refusal, Kind::Join, 0, DataType::UInt8, &shape)?;
     let shared = mpi.broadcast(&Tensor::from_slice(&id, shape, staging)?, 0)?;
     let bytes = shared.to_vec::<u8>()?;
     id.copy_from_slice(&bytes);
