@@ -15,12 +15,12 @@ use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 
 use crate::buffer::{storage, wgpu_buffer, WgpuBuffer};
 use crate::kernels::key::MapKey;
-use crate::kernels::storage::Storage;
 use crate::kernels::{elementwise, Pipelines};
 use crate::launch::Operand;
 use crate::memory::{self, BufferAllocator};
 use crate::ops;
 use crate::table::{kernel_for, Kernel};
+use polytensor_kernels_c::wgsl::Storage;
 
 /// The bytes of freed storage buffers a wgpu device keeps for reuse by default.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;

@@ -7,14 +7,18 @@ use std::sync::Arc;
 use polytensor_core::layout::contiguous_strides;
 use polytensor_core::{Device, Error, OutView, Result, TensorView};
 
+use polytensor_kernels_c::ir;
+use polytensor_kernels_c::launch::Arg;
+use polytensor_kernels_c::render;
+
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
 use crate::kernels::elementwise;
 use crate::kernels::key::{MapKey, PipelineKey};
-use crate::kernels::storage::Storage;
-use crate::kernels::ty::Ty;
 use crate::memory;
 use crate::table::Kernel;
+use polytensor_kernels_c::wgsl::Storage;
+use polytensor_kernels_c::wgsl::Ty;
 
 /// One kernel input: a buffer and the offset and strides (in elements) it is read with.
 pub(crate) struct Operand<'a> {
@@ -170,6 +174,48 @@ impl WgpuDevice {
         let limit = self.device.limits().max_compute_workgroups_per_dimension;
         let (x, y) = elementwise::workgroups(count, limit);
         [x, y, 1]
+    }
+
+    /// Launch a kit kernel ([`polytensor_kernels_c::ir`]) compiled as `pipeline` over
+    /// `invocations` ([`render::wgsl_invocations`]), with its arguments in parameter order:
+    /// each index a geometry word (which must fit the `i32` the kernel reads it as), each
+    /// buffer a binding.
+    pub(crate) fn launch_kit(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        args: &[Arg<&wgpu::Buffer>],
+        invocations: usize,
+    ) -> Result<()> {
+        let mut words = Vec::new();
+        let mut bindings = Vec::new();
+        for arg in args {
+            match *arg {
+                Arg::I64(value) => {
+                    words.push(i32::try_from(value).map(|v| v as u32).map_err(|_| {
+                        Error::invalid(format!(
+                            "a size or offset of {value} is beyond a wgpu kernel (2^31 - 1)"
+                        ))
+                    })?)
+                }
+                Arg::Mem(buffer) => bindings.push(buffer),
+            }
+        }
+        let groups = self.workgroups(invocations.div_ceil(render::WGSL_GROUP as usize));
+        self.dispatch(pipeline, &words, &bindings, groups);
+        Ok(())
+    }
+
+    /// The pipeline of a kit kernel cached as `key`, its WGSL rendered on first use.
+    pub(crate) fn kit_pipeline(
+        &self,
+        key: PipelineKey,
+        kernel: &ir::Kernel,
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
+        let source = render::wgsl_kernel(kernel).ok_or_else(|| Error::Backend {
+            device: self.name().to_string(),
+            message: format!("kernel {} has no WGSL rendering", kernel.name),
+        })?;
+        self.pipeline(key, || source)
     }
 
     /// The pipeline cached as `key`, compiled from `source()` on first use.

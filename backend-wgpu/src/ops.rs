@@ -11,17 +11,18 @@ use polytensor_core::plan::ReducedAxes;
 use polytensor_core::{
     DataType, Device, Epilogue, Error, Op, OutView, ReduceOp, Result, TensorView, UnaryOp,
 };
+use polytensor_kernels_c::segment::{self, SegmentKernels};
 use polytensor_kernels_c::window::WindowKernels;
-use polytensor_kernels_c::{window as kit, Elem};
+use polytensor_kernels_c::{render, window as kit, Elem};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
 use crate::kernels::elementwise::{self, WORKGROUP};
 use crate::kernels::key::PipelineKey;
-use crate::kernels::storage::Storage;
-use crate::kernels::ty::Ty;
 use crate::kernels::window::{self, WindowOp};
-use crate::kernels::{matmul, reduce, segment};
+use crate::kernels::{matmul, reduce};
+use polytensor_kernels_c::wgsl::Storage;
+use polytensor_kernels_c::wgsl::Ty;
 
 /// How matmul operands of `dtype` are stored, where this backend multiplies them (f16
 /// and bf16 accumulate in f32).
@@ -87,15 +88,15 @@ fn window_operand<'a>(
     Ok((storage(view)?, offset as u32))
 }
 
-/// The element offset of a segment or scatter operand, or `Err` unless its extent fits the
-/// `i32` positions the kernels compute.
-fn segment_offset(view: &TensorView<'_>) -> Result<u32> {
+/// A kit kernel's operand: its buffer and its element offset, or `Err` unless its extent
+/// fits the `i32` positions the kernels compute.
+fn operand_at<'a>(view: &TensorView<'a>) -> Result<(&'a wgpu::Buffer, i64)> {
     let layout = view.layout();
     within_i32(
         layout.offset() + layout.num_elements(),
         "a segment operand's extent",
     )?;
-    Ok(layout.offset() as u32)
+    Ok((storage(view)?, layout.offset() as i64))
 }
 
 impl WgpuDevice {
@@ -312,8 +313,8 @@ impl WgpuDevice {
         }
     }
 
-    /// `Device::segment_reduce`: the segment kernel of `op` (a gather for every fixed-size
-    /// dtype, folds for the dtypes this device reduces).
+    /// `Device::segment_reduce`: the kit's segment kernel of `op` (a gather for every
+    /// fixed-size dtype, folds for the dtypes this device reduces).
     pub(crate) fn run_segment(
         &self,
         op: SegmentOp,
@@ -323,45 +324,25 @@ impl WgpuDevice {
     ) -> Result<()> {
         let dtype = data.dtype();
         let g = SegmentGeometry::new(op, data, segments, out)?;
-        let stored = match op {
-            SegmentOp::Gather => Storage::raw(dtype),
-            _ => Storage::of(dtype).filter(|_| {
-                reduces(ReduceOp::Sum, dtype) && self.supports(Op::Reduce(ReduceOp::Sum), dtype)
-            }),
-        }
-        .ok_or_else(|| self.unsupported(op.name(), dtype))?;
+        let computes = op == SegmentOp::Gather
+            || (reduces(ReduceOp::Sum, dtype) && self.supports(Op::Reduce(ReduceOp::Sum), dtype));
+        let kernels = SegmentKernels::new(op, dtype)
+            .filter(|_| computes)
+            .ok_or_else(|| self.unsupported(op.name(), dtype))?;
         let items = g.segments * g.width;
         if items == 0 {
             return Ok(());
         }
-        let weights = segments.weights.as_ref().unwrap_or(data);
-        let offsets = [
-            segment_offset(data)?,
-            segment_offset(&segments.rows)?,
-            segment_offset(&segments.offsets)?,
-            segment_offset(weights)?,
-            segment_offset(&segments.fill)?,
-        ];
-        let words = segment::geometry(&g, offsets, segments.weights.is_some());
-        let pipeline = self.pipeline(PipelineKey::Segment(op, dtype), || {
-            segment::source(op, stored)
-        })?;
-        let invocations = items.div_ceil(stored.lanes());
-        let groups = self.workgroups(invocations.div_ceil(segment::WORKGROUP as usize));
-        let bindings = [
-            storage(data)?,
-            storage(&segments.rows)?,
-            storage(&segments.offsets)?,
-            storage(weights)?,
-            storage(&segments.fill)?,
-            output_buffer(out)?,
-        ];
-        self.dispatch(&pipeline, &words, &bindings, groups);
-        Ok(())
+        let kernel = segment::segment_kernel(op, kernels.elem());
+        let pipeline = self.kit_pipeline(PipelineKey::Segment(op, dtype), &kernel)?;
+        let out_at = operand_at(&out.view())?;
+        let args = segment::fold_args(&g, data, segments, out_at, operand_at)?;
+        let invocations = render::wgsl_invocations(&kernel, items, out_at.1 as usize);
+        self.launch_kit(&pipeline, &args, invocations)
     }
 
-    /// `Device::scatter_rows`: the fill pass, then the scatter pass, over the dtype's raw
-    /// storage.
+    /// `Device::scatter_rows`: the kit's fill pass, then its scatter pass, over the dtype's
+    /// raw elements.
     pub(crate) fn run_scatter(
         &self,
         data: &TensorView<'_>,
@@ -371,44 +352,26 @@ impl WgpuDevice {
     ) -> Result<()> {
         let dtype = data.dtype();
         let g = ScatterGeometry::new(data, rows, fill, out)?;
-        let stored = Storage::raw(dtype).ok_or_else(|| self.unsupported("scatter_rows", dtype))?;
+        let raw = SegmentKernels::new(SegmentOp::Gather, dtype)
+            .ok_or_else(|| self.unsupported("scatter_rows", dtype))?
+            .elem();
         let outputs = out.layout().num_elements();
         if outputs == 0 {
             return Ok(());
         }
-        let target = output_buffer(out)?;
-        let fill_pass = self.pipeline(PipelineKey::Scatter(dtype, false), || {
-            segment::fill_source(stored)
-        })?;
-        let invocations = outputs.div_ceil(stored.lanes());
-        let groups = self.workgroups(invocations.div_ceil(segment::WORKGROUP as usize));
-        self.dispatch(
-            &fill_pass,
-            &[outputs as u32, segment_offset(fill)?],
-            &[storage(fill)?, target],
-            groups,
-        );
+        let out_at = operand_at(&out.view())?;
+        let [fill_args, scatter_args] =
+            segment::scatter_args(&g, outputs, (data, rows, fill), out_at, operand_at)?;
+        let fill_pass = segment::fill_kernel(raw);
+        let pipeline = self.kit_pipeline(PipelineKey::Scatter(dtype, false), &fill_pass)?;
+        let invocations = render::wgsl_invocations(&fill_pass, outputs, out_at.1 as usize);
+        self.launch_kit(&pipeline, &fill_args, invocations)?;
         let items = g.entries * g.width;
         if items == 0 {
             return Ok(());
         }
-        let scatter_pass = self.pipeline(PipelineKey::Scatter(dtype, true), || {
-            segment::scatter_source(stored)
-        })?;
-        let words = [
-            items as u32,
-            g.width as u32,
-            g.out_rows as u32,
-            segment_offset(data)?,
-            segment_offset(rows)?,
-        ];
-        let groups = self.workgroups(items.div_ceil(segment::WORKGROUP as usize));
-        self.dispatch(
-            &scatter_pass,
-            &words,
-            &[storage(data)?, storage(rows)?, target],
-            groups,
-        );
-        Ok(())
+        let scatter_pass = segment::scatter_kernel(raw);
+        let pipeline = self.kit_pipeline(PipelineKey::Scatter(dtype, true), &scatter_pass)?;
+        self.launch_kit(&pipeline, &scatter_args, items)
     }
 }

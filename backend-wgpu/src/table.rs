@@ -6,7 +6,7 @@ use polytensor_core::{DataType, Op};
 use polytensor_kernels_c::{body, render, Elem};
 
 use crate::kernels::key::MapKey;
-use crate::kernels::storage::Storage;
+use polytensor_kernels_c::wgsl::Storage;
 
 /// An elementwise kernel: its pipeline's cache key, its WGSL expression over `x`, `y`,
 /// `z`, and how its operands and output are stored.

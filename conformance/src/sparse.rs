@@ -92,21 +92,26 @@ pub struct SparseCase {
     pub op: SparseOp,
 }
 
-/// Dtypes values are gathered in (moved as bits).
-const MOVED: [DataType; 6] = [
+/// Dtypes values are gathered in (moved as bits): one of each element size, and each
+/// way a GPU language stores them (packed 8- and 16-bit, words, pairs and quads of words).
+const MOVED: [DataType; 8] = [
     DataType::Float,
     DataType::Half,
+    DataType::Int16,
     DataType::Int64,
     DataType::Bool,
     DataType::UInt8,
     DataType::Complex64,
+    DataType::Complex128,
 ];
 
-/// Dtypes values are summed in.
-const SUMMED: [DataType; 5] = [
+/// Dtypes values are summed in (packed signed integers and bf16 among them).
+const SUMMED: [DataType; 7] = [
     DataType::Float,
     DataType::Double,
     DataType::Half,
+    DataType::BFloat16,
+    DataType::Int8,
     DataType::Int32,
     DataType::Int64,
 ];
@@ -372,8 +377,9 @@ impl Sum {
 
     fn expected(&self, dtype: DataType) -> Expected {
         Expected {
+            // Integer sums wrap in the dtype, as every backend's arithmetic does.
             value: if dtype.is_integer() {
-                Scalar::I64(self.int as i64)
+                crate::data::wrap(dtype, self.int)
             } else {
                 Scalar::F64(self.value)
             },

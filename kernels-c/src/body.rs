@@ -103,6 +103,8 @@ pub enum Func {
 pub enum Expr {
     /// Operand `k` (`x`, `y`, `z`).
     Arg(usize),
+    /// A local of a loop kernel ([`crate::ir::Local`]) holding a value of the element type.
+    Local(&'static str),
     /// The small integer `n` in the element type.
     Num(i32),
     /// Every bit set: -1, or an unsigned type's maximum.

@@ -95,6 +95,28 @@ impl Elem {
         })
     }
 
+    /// The dtype of this element type (the raw move types are the unsigned integers of
+    /// their size, and complex128).
+    pub fn dtype(self) -> DataType {
+        match self {
+            Elem::Bool => DataType::Bool,
+            Elem::I8 => DataType::Int8,
+            Elem::I16 => DataType::Int16,
+            Elem::I32 => DataType::Int32,
+            Elem::I64 => DataType::Int64,
+            Elem::U8 => DataType::UInt8,
+            Elem::U16 => DataType::UInt16,
+            Elem::U32 => DataType::UInt32,
+            Elem::U64 => DataType::UInt64,
+            Elem::F16 => DataType::Half,
+            Elem::BF16 => DataType::BFloat16,
+            Elem::F32 => DataType::Float,
+            Elem::F64 => DataType::Double,
+            Elem::C64 => DataType::Complex64,
+            Elem::C128 => DataType::Complex128,
+        }
+    }
+
     /// The C type elements are stored as.
     pub fn storage(self) -> &'static str {
         match self {

@@ -28,8 +28,8 @@ use crate::elementwise::{MapKernel, Variant};
 use crate::matmul::{MatmulKernel, Schedule};
 use crate::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
 use crate::table::{self, MapSpec, ProgramKey};
-use crate::window;
 use crate::Elem;
+use crate::{segment, window};
 
 /// One kernel argument: every parameter of a generated kernel is a buffer or an `i64`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -738,12 +738,9 @@ pub fn pool2d<Q: Queue>(
     unsafe { q.launch(&program, launch) }
 }
 
-/// A contiguous operand as the kit's kernels take it: its buffer and its element offset.
-fn buffer_at<Q: Queue>(q: &Q, view: &TensorView<'_>) -> Result<[Arg<Q::Mem>; 2]> {
-    Ok([
-        Arg::Mem(q.mem(view.buffer())?),
-        Arg::I64(view.layout().offset() as i64),
-    ])
+/// A contiguous operand as the kit's kernels take it: its memory and its element offset.
+fn operand_at<Q: Queue>(q: &Q, view: &TensorView<'_>) -> Result<(Q::Mem, i64)> {
+    Ok((q.mem(view.buffer())?, view.layout().offset() as i64))
 }
 
 /// `Device::segment_reduce`: the kit's segment kernel of `op` for the data's dtype.
@@ -764,20 +761,8 @@ pub fn segment_reduce<Q: Queue>(
         return Ok(());
     }
     let program = q.program(key)?;
-    let mut args = vec![
-        Arg::I64(items as i64),
-        Arg::I64(g.width as i64),
-        Arg::I64(g.data_rows as i64),
-        Arg::I64(g.entries as i64),
-    ];
-    args.extend(buffer_at(q, data)?);
-    args.extend(buffer_at(q, &segments.rows)?);
-    args.extend(buffer_at(q, &segments.offsets)?);
-    // Without weights the kernel never reads its weights buffer: the data stands in.
-    args.extend(buffer_at(q, segments.weights.as_ref().unwrap_or(data))?);
-    args.push(Arg::I64(i64::from(segments.weights.is_some())));
-    args.extend(buffer_at(q, &segments.fill)?);
-    args.extend([Arg::Mem(target), Arg::I64(out.layout().offset() as i64)]);
+    let out_at = (target, out.layout().offset() as i64);
+    let args = segment::fold_args(&g, data, segments, out_at, |view| operand_at(q, view))?;
     let launch = Launch {
         kernel: op.name(),
         args: &args,
@@ -809,13 +794,13 @@ pub fn scatter_rows<Q: Queue>(
         return Ok(());
     }
     let program = q.program(key)?;
-    let out_at = [Arg::Mem(target), Arg::I64(out.layout().offset() as i64)];
-    let mut args = vec![Arg::I64(outputs as i64)];
-    args.extend(buffer_at(q, fill)?);
-    args.extend(out_at);
+    let out_at = (target, out.layout().offset() as i64);
+    let operands = (data, rows, fill);
+    let [fill_args, scatter_args] =
+        segment::scatter_args(&g, outputs, operands, out_at, |view| operand_at(q, view))?;
     let launch = Launch {
         kernel: "segment_fill",
-        args: &args,
+        args: &fill_args,
         grid: map_grid::<Q>(outputs),
     };
     // SAFETY: `segment_fill`'s parameters (`segment` documents them): the one-element fill
@@ -825,17 +810,9 @@ pub fn scatter_rows<Q: Queue>(
     if items == 0 {
         return Ok(());
     }
-    let mut args = vec![
-        Arg::I64(items as i64),
-        Arg::I64(g.width as i64),
-        Arg::I64(g.out_rows as i64),
-    ];
-    args.extend(buffer_at(q, data)?);
-    args.extend(buffer_at(q, rows)?);
-    args.extend(out_at);
     let launch = Launch {
         kernel: "segment_scatter",
-        args: &args,
+        args: &scatter_args,
         grid: map_grid::<Q>(items),
     };
     // SAFETY: `segment_scatter`'s parameters (`segment` documents them): the data's `items`

@@ -26,6 +26,7 @@ pub mod body;
 mod dialect;
 mod elem;
 pub mod elementwise;
+pub mod ir;
 pub mod launch;
 mod library;
 pub mod matmul;
@@ -33,6 +34,7 @@ pub mod reduce;
 pub mod render;
 pub mod segment;
 pub mod table;
+pub mod wgsl;
 pub mod window;
 
 pub use dialect::Dialect;

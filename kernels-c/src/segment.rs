@@ -17,42 +17,24 @@
 //! offset is clamped to `[0, entries]` and a row outside `[0, data_rows)` is skipped:
 //! wrong structure gives wrong values, never a read out of bounds.
 //!
-//! Arguments of every fold and gather: `i64 items` (output elements), `i64 width`
-//! (elements of one row), `i64 data_rows`, `i64 entries`, then each of data, rows (int32),
-//! offsets (int32), weights, fill and output as a buffer and its `i64` element offset, with
-//! `i64 weighted` after the weights (0: every weight is 1; the weights buffer is then never
-//! read). `segment_fill`: `i64 items`, the fill and the output (each a buffer and offset).
-//! `segment_scatter`: `i64 items` (data elements), `i64 width`, `i64 out_rows`, then the
-//! data, the rows and the output (each a buffer and offset).
+//! Each kernel is one [`Kernel`] of the IR, rendered for OpenCL C and CUDA C by
+//! [`SegmentKernels::source`] and for WGSL by the wgpu backend; [`fold_args`] and
+//! [`scatter_args`] give their arguments in parameter order to every backend.
+//!
+//! Parameters of every fold and gather: `items` (output elements), `width` (elements of one
+//! row), `data_rows`, `entries`, then the data, rows (int32), offsets (int32), weights, fill
+//! and output buffers, with `weighted` after the weights (0: every weight is 1; the weights
+//! buffer is then never read). `segment_fill`: `items`, the fill and the output.
+//! `segment_scatter`: `items` (data elements), `width`, `out_rows`, then the data, the rows
+//! and the output.
 
-use polytensor_core::plan::segment::SegmentOp;
-use polytensor_core::DataType;
+use polytensor_core::plan::segment::{ScatterGeometry, SegmentGeometry, SegmentOp, Segments};
+use polytensor_core::{DataType, Result, TensorView};
 
-use crate::{Dialect, Elem, Library};
-
-/// The parameter list every segment kernel takes, for elements stored as `s`.
-fn parameters(s: &str) -> String {
-    format!(
-        "const i64 items, const i64 width, const i64 data_rows, const i64 entries,
-        GLOBAL const {s}* data, const i64 data_offset,
-        GLOBAL const i32* rows, const i64 rows_offset,
-        GLOBAL const i32* offsets, const i64 offsets_offset,
-        GLOBAL const {s}* weights, const i64 weights_offset, const i64 weighted,
-        GLOBAL const {s}* fill, const i64 fill_offset,
-        GLOBAL {s}* out, const i64 out_offset"
-    )
-}
-
-/// The loop head every kernel shares: output element `item` is column `k` of segment `s`,
-/// whose entries are `begin..end` (clamped).
-const SEGMENT: &str = "    for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE) {
-        const i64 s = item / width;
-        const i64 k = item % width;
-        i64 begin = offsets[offsets_offset + s];
-        i64 end = offsets[offsets_offset + s + 1];
-        begin = begin < 0 ? 0 : (begin > entries ? entries : begin);
-        end = end < begin ? begin : (end > entries ? entries : end);
-";
+use crate::body::{self, Cmp};
+use crate::ir::{elem, int, item, when, Buf, Declare, Ex, Kernel, Local, Stmt, Ty};
+use crate::launch::Arg;
+use crate::{render, Dialect, Elem, Library};
 
 /// A program of segment kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,18 +65,32 @@ impl SegmentKernels {
             .flatten()
     }
 
-    /// The kernel names of the program.
-    pub fn names(&self) -> Vec<&'static str> {
-        match self {
-            SegmentKernels::Gather(_) => {
-                vec![SegmentOp::Gather.name(), "segment_fill", "segment_scatter"]
-            }
-            SegmentKernels::Reduce(dtype, _) => SegmentOp::ALL
+    /// The element its kernels move (a gather) or compute on (the folds).
+    pub fn elem(&self) -> Elem {
+        match *self {
+            SegmentKernels::Gather(e) | SegmentKernels::Reduce(_, e) => e,
+        }
+    }
+
+    /// The program's kernels.
+    pub fn kernels(&self) -> Vec<Kernel> {
+        match *self {
+            SegmentKernels::Gather(m) => vec![
+                segment_kernel(SegmentOp::Gather, m),
+                fill_kernel(m),
+                scatter_kernel(m),
+            ],
+            SegmentKernels::Reduce(dtype, e) => SegmentOp::ALL
                 .into_iter()
-                .filter(|&op| op != SegmentOp::Gather && op.is_defined_for(*dtype))
-                .map(SegmentOp::name)
+                .filter(|&op| op != SegmentOp::Gather && op.is_defined_for(dtype))
+                .map(|op| segment_kernel(op, e))
                 .collect(),
         }
+    }
+
+    /// The kernel names of the program.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.kernels().iter().map(|k| k.name).collect()
     }
 
     /// Whether the program computes in f64.
@@ -104,131 +100,263 @@ impl SegmentKernels {
 
     /// The program's source in `dialect`.
     pub fn source(&self, dialect: Dialect) -> String {
-        match *self {
-            SegmentKernels::Gather(m) => gather_source(dialect, m),
-            SegmentKernels::Reduce(_, e) => reduce_source(dialect, e),
+        let computed = match *self {
+            SegmentKernels::Gather(_) => vec![],
+            SegmentKernels::Reduce(_, e) => vec![e],
+        };
+        let mut text = Library::new(dialect, &computed, false).render();
+        for kernel in self.kernels() {
+            text += &render::c_kernel(&kernel)
+                .expect("every segment kernel renders in C: its element math is + - * / sqrt");
         }
+        text
     }
 }
 
-fn gather_source(dialect: Dialect, m: Elem) -> String {
-    let raw = m.raw();
-    let mut text = Library::new(dialect, &[], false).render();
-    text += &format!(
-        r#"
-KERNEL void segment_gather({parameters}) {{
-{SEGMENT}        {raw} value = fill[fill_offset];
-        if (end > begin) {{
-            const i64 r = rows[rows_offset + end - 1];
-            if (r >= 0 && r < data_rows) {{
-                value = data[data_offset + r * width + k];
-            }}
-        }}
-        out[out_offset + item] = value;
-    }}
-}}
-
-KERNEL void segment_fill(const i64 items, GLOBAL const {raw}* fill, const i64 fill_offset,
-                         GLOBAL {raw}* out, const i64 out_offset) {{
-    for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE) {{
-        out[out_offset + item] = fill[fill_offset];
-    }}
-}}
-
-KERNEL void segment_scatter(const i64 items, const i64 width, const i64 out_rows,
-                            GLOBAL const {raw}* data, const i64 data_offset,
-                            GLOBAL const i32* rows, const i64 rows_offset,
-                            GLOBAL {raw}* out, const i64 out_offset) {{
-    for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE) {{
-        const i64 r = rows[rows_offset + item / width];
-        if (r >= 0 && r < out_rows) {{
-            out[out_offset + r * width + item % width] = data[data_offset + item];
-        }}
-    }}
-}}
-"#,
-        parameters = parameters(raw),
-    );
-    text
+/// The parameters every fold and gather takes.
+struct Operands {
+    width: Ex,
+    data_rows: Ex,
+    data: Buf,
+    rows: Buf,
+    weights: Buf,
+    weighted: Ex,
+    fill: Buf,
 }
 
-fn reduce_source(dialect: Dialect, e: Elem) -> String {
-    let (s, v) = (e.storage(), e.value());
-    let load = |stored: &str| e.load(stored);
-    let x = load("data[data_offset + r * width + k]");
-    let w = load("weights[weights_offset + j]");
-    // Integers wrap (C's signed overflow is undefined, so the arithmetic is unsigned).
-    let (mul_add, add) = if e.is_integer() {
-        let u = e.wrapping();
-        (
-            format!("({v})(({u})acc + ({u})w * ({u})x)"),
-            format!("({v})(({u})total + ({u})w)"),
-        )
-    } else {
-        ("acc + w * x".to_string(), "total + w".to_string())
+const S: Local = Local::new("s", Ty::Index);
+const K: Local = Local::new("k", Ty::Index);
+const BEGIN: Local = Local::new("begin", Ty::Index);
+const END: Local = Local::new("end", Ty::Index);
+const J: Local = Local::new("j", Ty::Index);
+const R: Local = Local::new("r", Ty::Index);
+
+/// The kernel of `op` on elements of `e` (a gather: the raw move element of the dtype's
+/// size; a fold: the dtype's element type). Output element `item` is column `k` of segment
+/// `s`, whose entries are `begin..end`, clamped to the entries.
+pub fn segment_kernel(op: SegmentOp, e: Elem) -> Kernel {
+    let moved = op == SegmentOp::Gather;
+    let mut k = Kernel::new(op.name());
+    let items = k.index("items");
+    let width = k.index("width");
+    let data_rows = k.index("data_rows");
+    let entries = k.index("entries");
+    // A gather moves the elements' bits; a fold computes on them.
+    let buffer = |k: &mut Declare, name, written| match (moved, written) {
+        (true, _) => k.moved(name, e, written),
+        (false, false) => k.input(name, e),
+        (false, true) => k.output(name, e),
     };
-    // Only the square root's fold reads `squares` (floats: no overflow to wrap).
-    let square = if e.is_float() {
-        "squares = squares + w * w;"
-    } else {
-        ""
+    let data = buffer(&mut k, "data", false);
+    let rows = k.input("rows", Elem::I32);
+    let offsets = k.input("offsets", Elem::I32);
+    let weights = buffer(&mut k, "weights", false);
+    let weighted = k.index("weighted");
+    let fill = buffer(&mut k, "fill", false);
+    let out = buffer(&mut k, "out", true);
+    let o = Operands {
+        width: width.clone(),
+        data_rows,
+        data,
+        rows,
+        weights,
+        weighted,
+        fill,
     };
-    let mut text = Library::new(dialect, &[e], false).render();
-    let fold = |name: &str, result: &str| {
-        format!(
-            r#"
-KERNEL void {name}({parameters}) {{
-{SEGMENT}        {v} acc = 0;
-        {v} total = 0;
-        {v} squares = 0;
-        for (i64 j = begin; j < end; j++) {{
-            const i64 r = rows[rows_offset + j];
-            if (r < 0 || r >= data_rows) {{
-                continue;
-            }}
-            const {v} x = {x};
-            const {v} w = weighted ? {w} : ({v})1;
-            acc = {mul_add};
-            total = {add};
-            {square}
-        }}
-        out[out_offset + item] = {stored};
-    }}
-}}
-"#,
-            parameters = parameters(s),
-            stored = e.store(&format!("(end > begin ? {result} : ({v})0)")),
-        )
+    let bound = |at: Ex| offsets.at(at).to_index();
+    let mut stmts = vec![
+        Stmt::Let(S, item() / width.clone()),
+        Stmt::Let(K, item() % width),
+        Stmt::Var(BEGIN, bound(S.get())),
+        Stmt::Assign(BEGIN, BEGIN.get().clamp(int(0), entries.clone())),
+        Stmt::Var(END, bound(S.get() + int(1))),
+        Stmt::Assign(END, END.get().clamp(BEGIN.get(), entries)),
+    ];
+    let value = match op {
+        SegmentOp::Gather => gather(&o, e, &mut stmts),
+        SegmentOp::Max => max(&o, e, &mut stmts),
+        _ => fold(op, &o, e, &mut stmts),
     };
-    text += &fold(SegmentOp::Sum.name(), "acc");
-    if e.is_float() {
-        let sqrt = format!("sqrt_{}", e.real().map_or("f32", |r| r.name()));
-        text += &fold(SegmentOp::Mean.name(), "acc / total");
-        text += &fold(SegmentOp::SqrtN.name(), &format!("acc / {sqrt}(squares)"));
-    }
-    text += &format!(
-        r#"
-KERNEL void segment_max({parameters}) {{
-{SEGMENT}        {v} acc = {fill};
-        int first = 1;
-        for (i64 j = begin; j < end; j++) {{
-            const i64 r = rows[rows_offset + j];
-            if (r < 0 || r >= data_rows) {{
-                continue;
-            }}
-            const {v} x = {x};
-            acc = (!first && acc > x) ? acc : x;
-            first = 0;
-        }}
-        out[out_offset + item] = {stored};
-    }}
-}}
-"#,
-        parameters = parameters(s),
-        fill = load("fill[fill_offset]"),
-        stored = e.store("acc"),
+    k.map(out, items, stmts, value)
+}
+
+/// The loop over the segment's entries, skipping rows outside the data; `body` sees the
+/// row `r` and the element `x` of the data there.
+fn over_entries(o: &Operands, x: Local, body: Vec<Stmt>) -> Stmt {
+    let mut stmts = vec![
+        Stmt::Let(R, o.rows.at(J.get()).to_index()),
+        when(R.get().outside(o.data_rows.clone()), vec![Stmt::Continue]),
+        Stmt::Let(x, o.data.at(R.get() * o.width.clone() + K.get())),
+    ];
+    stmts.extend(body);
+    Stmt::For(J, BEGIN.get(), END.get(), stmts)
+}
+
+/// A gather: the last row of the segment, or the fill value for an empty one.
+fn gather(o: &Operands, m: Elem, stmts: &mut Vec<Stmt>) -> Ex {
+    let value = Local::new("value", Ty::Raw(m));
+    let last = END.get() - int(1);
+    stmts.extend([
+        Stmt::Var(value, o.fill.at(int(0))),
+        when(
+            END.get().gt(BEGIN.get()),
+            vec![
+                Stmt::Let(R, o.rows.at(last).to_index()),
+                when(
+                    !R.get().outside(o.data_rows.clone()),
+                    vec![Stmt::Assign(
+                        value,
+                        o.data.at(R.get() * o.width.clone() + K.get()),
+                    )],
+                ),
+            ],
+        ),
+    ]);
+    value.get()
+}
+
+/// `Σ w·x` (integers wrap), over `Σ w` (mean) or `sqrt(Σ w²)` (square-root mean); an
+/// empty segment holds zero.
+fn fold(op: SegmentOp, o: &Operands, e: Elem, stmts: &mut Vec<Stmt>) -> Ex {
+    let v = |name| Local::new(name, Ty::Value(e));
+    let (acc, total, squares, x, w) = (v("acc"), v("total"), v("squares"), v("x"), v("w"));
+    let zero = || elem(e, body::num(0));
+    let mut each = vec![
+        Stmt::Var(w, elem(e, body::num(1))),
+        when(
+            o.weighted.clone().ne(int(0)),
+            vec![Stmt::Assign(w, o.weights.at(J.get()))],
+        ),
+        Stmt::Assign(acc, elem(e, acc.value() + w.value() * x.value())),
+    ];
+    let result = match op {
+        SegmentOp::Mean => {
+            each.push(Stmt::Assign(total, elem(e, total.value() + w.value())));
+            acc.value() / total.value()
+        }
+        SegmentOp::SqrtN => {
+            each.push(Stmt::Assign(
+                squares,
+                elem(e, squares.value() + w.value() * w.value()),
+            ));
+            acc.value() / body::call(body::Func::Sqrt, [squares.value()])
+        }
+        _ => acc.value(),
+    };
+    stmts.extend([
+        Stmt::Var(acc, zero()),
+        Stmt::Var(total, zero()),
+        Stmt::Var(squares, zero()),
+        over_entries(o, x, each),
+    ]);
+    END.get().gt(BEGIN.get()).then(elem(e, result), zero())
+}
+
+/// The largest `x` as TensorFlow folds it (`acc > x ? acc : x`); an empty segment holds the
+/// fill value.
+fn max(o: &Operands, e: Elem, stmts: &mut Vec<Stmt>) -> Ex {
+    let (acc, x) = (
+        Local::new("acc", Ty::Value(e)),
+        Local::new("x", Ty::Value(e)),
     );
-    text
+    let first = Local::new("first", Ty::Bool);
+    let keeps = elem(e, acc.value().cmp(Cmp::Gt, x.value()));
+    stmts.extend([
+        Stmt::Var(acc, o.fill.at(int(0))),
+        Stmt::Var(first, Ex::Bool(true)),
+        over_entries(
+            o,
+            x,
+            vec![
+                when(first.get().or(!keeps), vec![Stmt::Assign(acc, x.get())]),
+                Stmt::Assign(first, Ex::Bool(false)),
+            ],
+        ),
+    ]);
+    acc.get()
+}
+
+/// `segment_fill`: every element of the output the fill value (raw elements `m`).
+pub fn fill_kernel(m: Elem) -> Kernel {
+    let mut k = Kernel::new("segment_fill");
+    let items = k.index("items");
+    let fill = k.moved("fill", m, false);
+    let out = k.moved("out", m, true);
+    k.map(out, items, vec![], fill.at(int(0)))
+}
+
+/// `segment_scatter`: data element `item` (row `j`, column `k`) moved to element
+/// `rows[j] * width + k` of the output; a row outside the output is skipped.
+pub fn scatter_kernel(m: Elem) -> Kernel {
+    let mut k = Kernel::new("segment_scatter");
+    let items = k.index("items");
+    let width = k.index("width");
+    let out_rows = k.index("out_rows");
+    let data = k.moved("data", m, false);
+    let rows = k.input("rows", Elem::I32);
+    let out = k.moved("out", m, true);
+    let stmts = vec![
+        Stmt::Let(R, rows.at(item() / width.clone()).to_index()),
+        when(
+            !R.get().outside(out_rows),
+            vec![out.store(R.get() * width.clone() + item() % width, data.at(item()))],
+        ),
+    ];
+    k.each(items, stmts)
+}
+
+/// The arguments of a fold or gather ([`segment_kernel`]), in its parameter order: `at`
+/// gives an operand's memory and element offset, `out` the output's.
+pub fn fold_args<'v, M: Copy>(
+    g: &SegmentGeometry,
+    data: &TensorView<'v>,
+    segments: &Segments<'v>,
+    out: (M, i64),
+    at: impl Fn(&TensorView<'v>) -> Result<(M, i64)>,
+) -> Result<Vec<Arg<M>>> {
+    let buffer =
+        |view: &TensorView<'v>| at(view).map(|(m, offset)| [Arg::Mem(m), Arg::I64(offset)]);
+    let mut args = vec![
+        Arg::I64((g.segments * g.width) as i64),
+        Arg::I64(g.width as i64),
+        Arg::I64(g.data_rows as i64),
+        Arg::I64(g.entries as i64),
+    ];
+    args.extend(buffer(data)?);
+    args.extend(buffer(&segments.rows)?);
+    args.extend(buffer(&segments.offsets)?);
+    // Without weights the kernel never reads its weights buffer: the data stands in.
+    args.extend(buffer(segments.weights.as_ref().unwrap_or(data))?);
+    args.push(Arg::I64(i64::from(segments.weights.is_some())));
+    args.extend(buffer(&segments.fill)?);
+    args.extend([Arg::Mem(out.0), Arg::I64(out.1)]);
+    Ok(args)
+}
+
+/// The arguments of `segment_fill` ([`fill_kernel`]) and of `segment_scatter`
+/// ([`scatter_kernel`]) over `out`'s `outputs` elements, in their parameter order.
+pub fn scatter_args<'v, M: Copy>(
+    g: &ScatterGeometry,
+    outputs: usize,
+    (data, rows, fill): (&TensorView<'v>, &TensorView<'v>, &TensorView<'v>),
+    out: (M, i64),
+    at: impl Fn(&TensorView<'v>) -> Result<(M, i64)>,
+) -> Result<[Vec<Arg<M>>; 2]> {
+    let buffer =
+        |view: &TensorView<'v>| at(view).map(|(m, offset)| [Arg::Mem(m), Arg::I64(offset)]);
+    let out = [Arg::Mem(out.0), Arg::I64(out.1)];
+    let mut fill_args = vec![Arg::I64(outputs as i64)];
+    fill_args.extend(buffer(fill)?);
+    fill_args.extend(out);
+    let mut scatter = vec![
+        Arg::I64((g.entries * g.width) as i64),
+        Arg::I64(g.width as i64),
+        Arg::I64(g.out_rows as i64),
+    ];
+    scatter.extend(buffer(data)?);
+    scatter.extend(buffer(rows)?);
+    scatter.extend(out);
+    Ok([fill_args, scatter])
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! measured by these helpers (the bodies that call them are rendered by the kit,
 //! `polytensor_kernels_c::render::wgsl`).
 
-use super::template::instantiate;
-use super::ty::Scalar;
+use polytensor_kernels_c::wgsl::instantiate;
+use polytensor_kernels_c::wgsl::Scalar;
 
 /// The helpers `cmul`, `cdiv` (Smith's, which neither overflows nor underflows where the
 /// quotient does not), `cabs` (scaled, likewise) and `csqrt` on `vec2<f>`.

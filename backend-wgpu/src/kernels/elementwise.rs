@@ -13,48 +13,13 @@ use polytensor_core::DataType;
 use polytensor_kernels_c::body::Cast;
 use polytensor_kernels_c::Elem;
 
-use super::storage::{Storage, CONVERSIONS};
-use super::template::instantiate;
 use super::transcendental::{POW_F32, TRANSCENDENTALS, TRANSCENDENTALS_F64};
-use super::ty::{Scalar, Ty};
+use polytensor_kernels_c::wgsl::{float_helpers, instantiate};
+use polytensor_kernels_c::wgsl::{Scalar, Ty};
+use polytensor_kernels_c::wgsl::{Storage, CONVERSIONS};
 
 /// Invocations per workgroup.
 pub(crate) const WORKGROUP: u32 = 256;
-
-/// The float helpers every map and reduction template carries, for float type `t` (`f32`,
-/// or `f64` where the device has SHADER_F64 and SHADER_INT64, which its bit tests need):
-/// the f32 power of two `pow2`, and `is_nan`, `float_max`, `float_min`, `round_even` on `t`. WGSL lets
-/// compilers assume there are no NaNs (`x != x` folds to false on lavapipe), so NaN is
-/// tested on the bits; `max` and `min` propagate NaN and order -0 below +0, as the shared
-/// semantics require. f64 templates also get the round-to-odd narrowing that makes f64 to
-/// f16/bf16 a single rounding.
-pub(crate) fn float_helpers(t: Scalar) -> String {
-    let wide = t == Scalar::F64;
-    let (magnitude, infinity, integral) = if wide {
-        // 2^52: from there on every f64 is an integer.
-        (
-            "0x7ffffffffffffffflu",
-            "0x7ff0000000000000lu",
-            "4503599627370496.0",
-        )
-    } else {
-        ("0x7fffffffu", "0x7f800000u", "8388608.0")
-    };
-    let mut helpers = instantiate(
-        include_str!("wgsl/float.wgsl"),
-        &[
-            ("T", &t),
-            ("BITS", &t.bits()),
-            ("MAGNITUDE", &magnitude),
-            ("INFINITY", &infinity),
-            ("INTEGRAL", &integral),
-        ],
-    );
-    if wide {
-        helpers.push_str(include_str!("wgsl/f64_to_f32_odd.wgsl"));
-    }
-    helpers
-}
 
 /// The exact float remainder of C's `fmod` on float type `t` (`f32`, or `f64` in templates
 /// with 64-bit integers), as `float_rem_<t>`: WGSL's `%` is `x - y * trunc(x / y)`, which
@@ -232,7 +197,7 @@ fn element(i: u32) -> {value} {{
     } else {
         "0u".to_string()
     };
-    let body = output.store_body("geometry[0]", &base);
+    let body = output.store_body("out", "geometry[0]", &base);
     source += &format!(
         r#"
 @compute @workgroup_size({WORKGROUP})

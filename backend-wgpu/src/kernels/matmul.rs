@@ -11,7 +11,7 @@
 
 use polytensor_core::plan::MatmulPlan;
 
-use super::storage::Storage;
+use polytensor_kernels_c::wgsl::Storage;
 
 /// Output rows and columns of one workgroup's tile.
 pub(crate) const TILE: usize = 64;

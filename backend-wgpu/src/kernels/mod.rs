@@ -7,11 +7,7 @@ pub(crate) mod key;
 pub(crate) mod matmul;
 mod pipelines;
 pub(crate) mod reduce;
-pub(crate) mod segment;
-pub(crate) mod storage;
-mod template;
 mod transcendental;
-pub(crate) mod ty;
 pub(crate) mod window;
 
 pub(crate) use pipelines::Pipelines;

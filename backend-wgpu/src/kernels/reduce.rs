@@ -16,10 +16,11 @@
 
 use polytensor_core::ReduceOp;
 
-use super::elementwise::{float_helpers, WORKGROUP};
-use super::storage::Storage;
-use super::ty::{Scalar, Ty};
+use super::elementwise::WORKGROUP;
 use polytensor_core::plan::Coalesced;
+use polytensor_kernels_c::wgsl::float_helpers;
+use polytensor_kernels_c::wgsl::Storage;
+use polytensor_kernels_c::wgsl::{Scalar, Ty};
 
 /// Reductions this short run one invocation per output.
 pub(crate) const SERIAL_BELOW: usize = 64;

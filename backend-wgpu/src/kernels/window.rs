@@ -15,8 +15,8 @@ use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::UnaryOp;
 use polytensor_kernels_c::{body, render, Elem};
 
-use super::elementwise::float_helpers;
-use super::storage::Storage;
+use polytensor_kernels_c::wgsl::float_helpers;
+use polytensor_kernels_c::wgsl::Storage;
 
 /// Output pixels of one convolution invocation.
 pub(crate) const PIXELS: usize = 4;

@@ -6,18 +6,24 @@ use std::fmt;
 
 /// A WGSL scalar type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Scalar {
+pub enum Scalar {
+    /// `f32`.
     F32,
+    /// `f64` (SHADER_F64).
     F64,
+    /// `i32`.
     I32,
+    /// `u32`.
     U32,
+    /// `i64` (SHADER_INT64).
     I64,
+    /// `u64` (SHADER_INT64).
     U64,
 }
 
 impl Scalar {
     /// The WGSL spelling.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Scalar::F32 => "f32",
             Scalar::F64 => "f64",
@@ -29,22 +35,22 @@ impl Scalar {
     }
 
     /// Whether it is a float type.
-    pub(crate) fn is_float(self) -> bool {
+    pub fn is_float(self) -> bool {
         matches!(self, Scalar::F32 | Scalar::F64)
     }
 
     /// Whether it is a signed integer type.
-    pub(crate) fn is_signed_integer(self) -> bool {
+    pub fn is_signed_integer(self) -> bool {
         matches!(self, Scalar::I32 | Scalar::I64)
     }
 
     /// Whether it is 64 bits wide (needs SHADER_INT64 or SHADER_F64).
-    pub(crate) fn is_wide(self) -> bool {
+    pub fn is_wide(self) -> bool {
         matches!(self, Scalar::F64 | Scalar::I64 | Scalar::U64)
     }
 
     /// The unsigned integer type of the same width (its bits).
-    pub(crate) fn bits(self) -> Scalar {
+    pub fn bits(self) -> Scalar {
         if self.is_wide() {
             Scalar::U64
         } else {
@@ -62,15 +68,18 @@ impl fmt::Display for Scalar {
 /// A WGSL value type: a scalar, a complex number as `vec2` of its float part type, or raw
 /// words (`vec2<u32>`, `vec4<u32>`) of an element that is only moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Ty {
+pub enum Ty {
+    /// A scalar.
     Real(Scalar),
+    /// A complex number: `vec2` of its part type.
     Complex(Scalar),
+    /// Raw words of an element that is only moved (`vec2<u32>`, `vec4<u32>`).
     Words(u32),
 }
 
 impl Ty {
     /// The scalar of a real type.
-    pub(crate) fn real(self) -> Option<Scalar> {
+    pub fn real(self) -> Option<Scalar> {
         match self {
             Ty::Real(s) => Some(s),
             _ => None,
@@ -78,7 +87,7 @@ impl Ty {
     }
 
     /// The part type of a complex type.
-    pub(crate) fn part(self) -> Option<Scalar> {
+    pub fn part(self) -> Option<Scalar> {
         match self {
             Ty::Complex(p) => Some(p),
             _ => None,
@@ -86,7 +95,7 @@ impl Ty {
     }
 
     /// Whether its scalars are 64 bits wide.
-    pub(crate) fn is_wide(self) -> bool {
+    pub fn is_wide(self) -> bool {
         match self {
             Ty::Real(s) | Ty::Complex(s) => s.is_wide(),
             Ty::Words(_) => false,
@@ -94,7 +103,7 @@ impl Ty {
     }
 
     /// Whether its scalars are `f64`.
-    pub(crate) fn is_f64(self) -> bool {
+    pub fn is_f64(self) -> bool {
         matches!(self, Ty::Real(Scalar::F64) | Ty::Complex(Scalar::F64))
     }
 }

@@ -8,7 +8,7 @@ use std::fmt::Display;
 ///
 /// A parameter left without a value is a bug of this crate, which debug builds (and so the
 /// tests) catch.
-pub(crate) fn instantiate(template: &str, values: &[(&str, &dyn Display)]) -> String {
+pub fn instantiate(template: &str, values: &[(&str, &dyn Display)]) -> String {
     let mut text = template.to_string();
     for (name, value) in values {
         text = text.replace(&format!("${{{name}}}"), &value.to_string());

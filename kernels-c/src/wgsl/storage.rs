@@ -15,11 +15,13 @@
 
 use polytensor_core::DataType;
 
+use crate::Elem;
+
 use super::ty::{Scalar, Ty};
 
 /// How an operand's elements sit in its storage buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Storage {
+pub enum Storage {
     /// One WGSL scalar (or complex `vec2`) per element (`f32`, `i32`, `u32`,
     /// `vec2<f32>`; `i64`, `u64`, `f64`, `vec2<f64>` where the device has the features).
     Word(Ty),
@@ -31,19 +33,26 @@ pub(crate) enum Storage {
 
 /// A narrow element format inside `u32` words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Packing {
+pub enum Packing {
     /// bool: a byte 0 or 1.
     Bool,
+    /// int8.
     I8,
+    /// uint8.
     U8,
+    /// int16.
     I16,
+    /// uint16.
     U16,
+    /// IEEE binary16, computed in f32.
     F16,
+    /// bfloat16, computed in f32.
     BF16,
 }
 
 impl Packing {
-    fn bits(self) -> u32 {
+    /// Its width in bits.
+    pub fn bits(self) -> u32 {
         match self {
             Packing::Bool | Packing::I8 | Packing::U8 => 8,
             _ => 16,
@@ -51,7 +60,7 @@ impl Packing {
     }
 
     /// The 32-bit WGSL type the kernels compute on.
-    pub(crate) fn value_type(self) -> Scalar {
+    pub fn value_type(self) -> Scalar {
         match self {
             Packing::I8 | Packing::I16 => Scalar::I32,
             Packing::F16 | Packing::BF16 => Scalar::F32,
@@ -73,7 +82,7 @@ impl Packing {
     }
 
     /// The raw field of value `v`: integers wrap, floats round to nearest even.
-    fn encode(self, v: &str) -> String {
+    pub fn encode(self, v: &str) -> String {
         let mask = self.mask();
         match self {
             Packing::I8 | Packing::I16 => format!("(bitcast<u32>({v}) & {mask}u)"),
@@ -83,14 +92,15 @@ impl Packing {
         }
     }
 
-    fn mask(self) -> u32 {
+    /// The mask of one element's bits.
+    pub fn mask(self) -> u32 {
         (1u32 << self.bits()) - 1
     }
 }
 
 impl Storage {
     /// How `dtype` is stored for computing on it, if the kernels compute on it.
-    pub(crate) fn of(dtype: DataType) -> Option<Storage> {
+    pub fn of(dtype: DataType) -> Option<Storage> {
         Some(match dtype {
             DataType::Float => Storage::Word(Ty::Real(Scalar::F32)),
             DataType::Double => Storage::Word(Ty::Real(Scalar::F64)),
@@ -111,13 +121,28 @@ impl Storage {
         })
     }
 
+    /// How elements of kit type `e` are stored for computing on them.
+    pub fn of_elem(e: Elem) -> Option<Storage> {
+        Storage::of(e.dtype())
+    }
+
+    /// How the kit's raw move elements (`U8`, `U16`, `U32`, `U64`, `C128`) are stored.
+    pub fn raw_elem(e: Elem) -> Option<Storage> {
+        Storage::raw_bytes(e.dtype().size())
+    }
+
     /// How `dtype`'s bytes are moved when nothing is computed on them (copy, fill, where):
     /// by element size, for every fixed-size dtype.
-    pub(crate) fn raw(dtype: DataType) -> Option<Storage> {
+    pub fn raw(dtype: DataType) -> Option<Storage> {
         if !dtype.is_pod() {
             return None;
         }
-        Some(match dtype.size() {
+        Storage::raw_bytes(dtype.size())
+    }
+
+    /// How elements of `size` bytes are moved.
+    fn raw_bytes(size: usize) -> Option<Storage> {
+        Some(match size {
             1 => Storage::Packed(Packing::U8),
             2 => Storage::Packed(Packing::U16),
             4 => Storage::Word(Ty::Real(Scalar::U32)),
@@ -127,7 +152,7 @@ impl Storage {
     }
 
     /// The WGSL type of the storage array's items.
-    pub(crate) fn array_type(self) -> Ty {
+    pub fn array_type(self) -> Ty {
         match self {
             Storage::Word(t) => t,
             _ => Ty::Real(Scalar::U32),
@@ -135,7 +160,7 @@ impl Storage {
     }
 
     /// The WGSL type the kernels see an element as.
-    pub(crate) fn value_type(self) -> Ty {
+    pub fn value_type(self) -> Ty {
         match self {
             Storage::Word(t) => t,
             Storage::Packed(p) => Ty::Real(p.value_type()),
@@ -145,7 +170,7 @@ impl Storage {
     }
 
     /// The expression loading element position `p` (an `i32`) of array `array`.
-    pub(crate) fn load(self, array: &str, p: &str) -> String {
+    pub fn load(self, array: &str, p: &str) -> String {
         match self {
             Storage::Word(_) => format!("{array}[{p}]"),
             Storage::Packed(packing) => {
@@ -167,22 +192,24 @@ impl Storage {
     }
 
     /// Elements each invocation writes: a packed output writes whole words.
-    pub(crate) fn lanes(self) -> usize {
+    pub fn lanes(self) -> usize {
         match self {
             Storage::Packed(p) => 32 / p.bits() as usize,
             _ => 1,
         }
     }
 
-    /// The body of a kernel that writes the elements of invocation `i` into `out` from
+    /// The body of a kernel that writes the elements of invocation `i` into `array` from
     /// `element(index)`, with `count` (a `u32` expression) elements in all, from element
-    /// `base` (a `u32` expression) of `out` on. A packed output's invocation writes one whole
+    /// `base` (a `u32` expression) of `array` on. A packed output's invocation writes one whole
     /// word of `out`, keeping the bits of the lanes outside the range (the neighbours of a
     /// block written at an offset), so no two invocations write one word.
-    pub(crate) fn store_body(self, count: &str, base: &str) -> String {
+    pub fn store_body(self, array: &str, count: &str, base: &str) -> String {
         match self {
             Storage::Word(_) => {
-                format!("    if (i < {count}) {{\n        out[{base} + i] = element(i);\n    }}\n")
+                format!(
+                    "    if (i < {count}) {{\n        {array}[{base} + i] = element(i);\n    }}\n"
+                )
             }
             Storage::Packed(packing) => format!(
                 r#"    let lanes = {lanes}u;
@@ -203,9 +230,9 @@ impl Storage {
         }}
     }}
     if (kept != 0u) {{
-        word |= out[at] & kept;
+        word |= {array}[at] & kept;
     }}
-    out[at] = word;
+    {array}[at] = word;
 "#,
                 lanes = self.lanes(),
                 bits = packing.bits(),
@@ -214,7 +241,7 @@ impl Storage {
             ),
             Storage::Wide(n) => {
                 let words: String = (0..n)
-                    .map(|w| format!("        out[{n}u * ({base} + i) + {w}u] = v[{w}];\n"))
+                    .map(|w| format!("        {array}[{n}u * ({base} + i) + {w}u] = v[{w}];\n"))
                     .collect();
                 format!("    if (i < {count}) {{\n        let v = element(i);\n{words}    }}\n")
             }
@@ -226,4 +253,4 @@ impl Storage {
 /// even, overflow to infinity, NaN kept quiet), and integers to floats of `p` significant
 /// bits rounded once (the device's own `f32(int)` may round twice on the way to f16).
 /// They use the float helpers' `pow2`.
-pub(crate) const CONVERSIONS: &str = include_str!("wgsl/conversions.wgsl");
+pub const CONVERSIONS: &str = include_str!("lib/conversions.wgsl");

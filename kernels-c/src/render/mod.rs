@@ -10,6 +10,12 @@
 use crate::body::{part, Arith, Cast, Cmp, Expr, Func};
 use crate::Elem;
 
+mod kernel_c;
+mod kernel_wgsl;
+
+pub use kernel_c::c_kernel;
+pub use kernel_wgsl::{wgsl_invocations, wgsl_kernel, wgsl_storage, WGSL_GROUP};
+
 /// The name of operand `k`.
 fn arg(k: usize) -> Option<&'static str> {
     ["x", "y", "z"].get(k).copied()
@@ -17,7 +23,7 @@ fn arg(k: usize) -> Option<&'static str> {
 
 impl Cmp {
     /// The operator of both languages.
-    fn symbol(self) -> &'static str {
+    pub fn symbol(self) -> &'static str {
         match self {
             Cmp::Eq => "==",
             Cmp::Ne => "!=",
@@ -83,6 +89,7 @@ pub fn c(expr: &Expr, e: Elem) -> Option<String> {
     let signed = e.is_signed();
     Some(match expr {
         Expr::Arg(k) => arg(*k)?.into(),
+        Expr::Local(name) => (*name).into(),
         Expr::Num(n) if e.is_complex() => {
             let part = e.real()?;
             let make = complex_maker(e);
@@ -251,6 +258,7 @@ pub fn wgsl(expr: &Expr, e: Elem) -> Option<String> {
     let go = |x: &Expr| wgsl(x, e);
     Some(match expr {
         Expr::Arg(k) => arg(*k)?.into(),
+        Expr::Local(name) => (*name).into(),
         Expr::Num(n) if e.is_complex() => format!("{t}({n}.0, 0.0)"),
         Expr::Num(n) => format!("{t}({n})"),
         Expr::AllOnes if e.is_signed() => format!("{t}(-1)"),

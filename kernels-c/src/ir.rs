@@ -1,0 +1,612 @@
+//! The kit's kernel IR: a loop kernel is written once, as a Rust function that builds a
+//! [`Kernel`], and each GPU language prints it ([`crate::render::c_kernel`] for OpenCL C
+//! and CUDA C, [`crate::render::wgsl_kernel`] for WGSL).
+//!
+//! A kernel is a list of parameters and a [`Body`] of structured statements ([`Stmt`])
+//! over typed expressions ([`Ex`]). What differs between languages is a rule of the
+//! renderers, never of the kernel:
+//!
+//! - **Geometry.** An [`Ty::Index`] is a 64-bit signed integer in C and an `i32` in WGSL,
+//!   whose index parameters travel as `u32` words of a geometry buffer (callers check
+//!   that every word fits an `i32`).
+//! - **Buffers.** Every buffer parameter is a buffer and an element offset (C: a pointer
+//!   and an `i64`; WGSL: a binding and a geometry word). Loads and stores go through the
+//!   element-storage rule: plain elements in C (f16 and bf16 as their 16 bits), and in
+//!   WGSL 8- and 16-bit elements packed into `u32` words, computed on as 32-bit values.
+//! - **Work division.** A [`Body::Map`] computes one value per output element: C loops
+//!   over the elements with a grid-stride loop; WGSL has each invocation write one word of
+//!   the output (all the elements packed in it), so no two invocations write one word. A
+//!   [`Body::Each`] runs its statements once per item, and its [`Stmt::Store`]s land
+//!   anywhere: WGSL writes a packed element with atomic and/or on its word.
+//! - **Element arithmetic** is a [`crate::body::Expr`] (the same bodies as the
+//!   elementwise ops, with [`crate::body::Expr::Local`] naming locals), so its semantics
+//!   (wrapping integers, IEEE floats, NaN-aware comparisons) are the body's.
+//!
+//! ```
+//! use polytensor_kernels_c::ir::{Kernel, Ty};
+//! use polytensor_kernels_c::{render, Dialect, Elem};
+//!
+//! // out[i] = data[i] for i < items: a copy of f16 elements.
+//! let mut k = Kernel::new("copy");
+//! let items = k.index("items");
+//! let data = k.input("data", Elem::F16);
+//! let out = k.output("out", Elem::F16);
+//! let k = k.map(out, items, vec![], data.at(polytensor_kernels_c::ir::item()));
+//! assert!(render::c_kernel(&k).unwrap().contains("f16_to_f32(data[data_offset + item])"));
+//! assert!(render::wgsl_kernel(&k).unwrap().contains("fn element("));
+//! # let _ = (Ty::Index, Dialect::Cuda);
+//! ```
+
+use crate::body::{self, Cmp};
+use crate::Elem;
+
+/// What a value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ty {
+    /// A position, size or count: `i64` in C, `i32` in WGSL.
+    Index,
+    /// A truth value.
+    Bool,
+    /// A value of the element type, as it is computed on (f16 and bf16 as f32; WGSL's
+    /// narrow integers as 32-bit ones).
+    Value(Elem),
+    /// An element's bits, moved and never computed on (the element is the raw type of
+    /// its size: `U8`, `U16`, `U32`, `U64`, `C128`).
+    Raw(Elem),
+}
+
+/// A named local variable and its type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Local {
+    /// Its name in every language (a plain identifier, not a keyword of either).
+    pub name: &'static str,
+    /// Its type.
+    pub ty: Ty,
+}
+
+impl Local {
+    /// The local `name` of type `ty`.
+    pub const fn new(name: &'static str, ty: Ty) -> Self {
+        Self { name, ty }
+    }
+
+    /// Its value.
+    pub fn get(self) -> Ex {
+        Ex::Local(self)
+    }
+
+    /// Its value as an element operand of a [`body::Expr`].
+    pub fn value(self) -> body::Expr {
+        body::Expr::Local(self.name)
+    }
+}
+
+/// The item a [`Body`] runs for: the output element of a map, the work item of an each.
+pub const ITEM: Local = Local::new("item", Ty::Index);
+
+/// The current item ([`ITEM`]).
+pub fn item() -> Ex {
+    ITEM.get()
+}
+
+/// A buffer parameter: device memory and an element offset into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Buffer {
+    /// Its name (its offset parameter is `<name>_offset` in C).
+    pub name: &'static str,
+    /// The element type of its elements.
+    pub elem: Elem,
+    /// Whether its elements are only moved (loads give [`Ty::Raw`]).
+    pub moved: bool,
+    /// Whether the kernel writes it.
+    pub written: bool,
+}
+
+impl Buffer {
+    /// The type its loads give.
+    pub fn ty(&self) -> Ty {
+        if self.moved {
+            Ty::Raw(self.elem)
+        } else {
+            Ty::Value(self.elem)
+        }
+    }
+}
+
+/// A kernel parameter, in the order the launch passes its arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Param {
+    /// A count, size or flag ([`Ty::Index`]).
+    Index(&'static str),
+    /// A buffer and its element offset (two arguments: the memory, then the offset).
+    Buffer(Buffer),
+}
+
+/// A buffer parameter of a kernel: its position among the parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Buf(pub usize);
+
+impl Buf {
+    /// The element at position `at` (from the buffer's offset) as its load type.
+    pub fn at(self, at: Ex) -> Ex {
+        Ex::Load(self, Box::new(at))
+    }
+
+    /// Store `value` at position `at`.
+    pub fn store(self, at: Ex, value: Ex) -> Stmt {
+        Stmt::Store(self, at, value)
+    }
+}
+
+/// Arithmetic on indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IndexOp {
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `a / b`, truncating (non-negative operands in practice).
+    Div,
+    /// `a % b`.
+    Rem,
+}
+
+impl IndexOp {
+    /// The operator of every language.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            IndexOp::Add => "+",
+            IndexOp::Sub => "-",
+            IndexOp::Mul => "*",
+            IndexOp::Div => "/",
+            IndexOp::Rem => "%",
+        }
+    }
+}
+
+/// A typed expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ex {
+    /// An index literal (small: it fits an `i32`).
+    Int(i32),
+    /// A truth literal.
+    Bool(bool),
+    /// Index parameter `k` (its position among the parameters).
+    Param(usize),
+    /// A local's value.
+    Local(Local),
+    /// The element at a position of a buffer, as the buffer's load type.
+    Load(Buf, Box<Ex>),
+    /// Arithmetic on indices.
+    Index(IndexOp, Box<Ex>, Box<Ex>),
+    /// A comparison of indices.
+    Compare(Cmp, Box<Ex>, Box<Ex>),
+    /// Not.
+    Not(Box<Ex>),
+    /// Both (short-circuit in C).
+    And(Box<Ex>, Box<Ex>),
+    /// Either (short-circuit in C).
+    Or(Box<Ex>, Box<Ex>),
+    /// The first value when the condition holds, else the second (both of one type;
+    /// WGSL evaluates both, so neither may load out of bounds).
+    Select(Box<Ex>, Box<Ex>, Box<Ex>),
+    /// An integer element value (`Value(I32)`, a row number read from memory) as an index.
+    ToIndex(Box<Ex>),
+    /// Element arithmetic in the element type: a value of [`Ty::Value`], or a condition
+    /// when the expression is a [`body::Expr::Compare`].
+    Elem(Elem, body::Expr),
+}
+
+impl Ex {
+    fn index_op(self, op: IndexOp, other: Ex) -> Ex {
+        Ex::Index(op, Box::new(self), Box::new(other))
+    }
+
+    /// The comparison `self op other` of indices.
+    pub fn cmp(self, op: Cmp, other: Ex) -> Ex {
+        Ex::Compare(op, Box::new(self), Box::new(other))
+    }
+
+    /// `self < other`.
+    pub fn lt(self, other: Ex) -> Ex {
+        self.cmp(Cmp::Lt, other)
+    }
+
+    /// `self >= other`.
+    pub fn ge(self, other: Ex) -> Ex {
+        self.cmp(Cmp::Ge, other)
+    }
+
+    /// `self > other`.
+    pub fn gt(self, other: Ex) -> Ex {
+        self.cmp(Cmp::Gt, other)
+    }
+
+    /// `self != other`.
+    pub fn ne(self, other: Ex) -> Ex {
+        self.cmp(Cmp::Ne, other)
+    }
+
+    /// Both conditions.
+    pub fn and(self, other: Ex) -> Ex {
+        Ex::And(Box::new(self), Box::new(other))
+    }
+
+    /// Either condition.
+    pub fn or(self, other: Ex) -> Ex {
+        Ex::Or(Box::new(self), Box::new(other))
+    }
+
+    /// `self ? then : otherwise`, `self` a condition.
+    pub fn then(self, then: Ex, otherwise: Ex) -> Ex {
+        Ex::Select(Box::new(self), Box::new(then), Box::new(otherwise))
+    }
+
+    /// `self` clamped to `lo..=hi` (`lo` wins when they cross).
+    pub fn clamp(self, lo: Ex, hi: Ex) -> Ex {
+        self.clone()
+            .lt(lo.clone())
+            .then(lo, self.clone().gt(hi.clone()).then(hi, self))
+    }
+
+    /// An integer element value as an index.
+    pub fn to_index(self) -> Ex {
+        Ex::ToIndex(Box::new(self))
+    }
+
+    /// Whether the index `self` is outside `0..end`.
+    pub fn outside(self, end: Ex) -> Ex {
+        self.clone().lt(Ex::Int(0)).or(self.ge(end))
+    }
+}
+
+macro_rules! index_operators {
+    ($($trait:ident $method:ident => $op:ident;)*) => {$(
+        impl std::ops::$trait for Ex {
+            type Output = Ex;
+            /// Index arithmetic.
+            fn $method(self, other: Ex) -> Ex {
+                self.index_op(IndexOp::$op, other)
+            }
+        }
+    )*};
+}
+
+index_operators! {
+    Add add => Add;
+    Sub sub => Sub;
+    Mul mul => Mul;
+    Div div => Div;
+    Rem rem => Rem;
+}
+
+/// Not.
+impl std::ops::Not for Ex {
+    type Output = Ex;
+    fn not(self) -> Ex {
+        Ex::Not(Box::new(self))
+    }
+}
+
+/// The small index `n`.
+pub fn int(n: i32) -> Ex {
+    Ex::Int(n)
+}
+
+/// Element arithmetic `expr` in element `e`.
+pub fn elem(e: Elem, expr: body::Expr) -> Ex {
+    Ex::Elem(e, expr)
+}
+
+/// A statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stmt {
+    /// An immutable local, initialised.
+    Let(Local, Ex),
+    /// A mutable local, initialised.
+    Var(Local, Ex),
+    /// A new value of a mutable local.
+    Assign(Local, Ex),
+    /// The first block when the condition holds, else the second.
+    If(Ex, Vec<Stmt>, Vec<Stmt>),
+    /// The block for each index of the local from the first bound up to (not including)
+    /// the second.
+    For(Local, Ex, Ex, Vec<Stmt>),
+    /// On to the next turn of the innermost loop.
+    Continue,
+    /// Store a value (of the buffer's load type) at a position of a written buffer.
+    Store(Buf, Ex, Ex),
+}
+
+/// `if cond { then }`.
+pub fn when(cond: Ex, then: Vec<Stmt>) -> Stmt {
+    Stmt::If(cond, then, vec![])
+}
+
+/// What a kernel does for each of its items.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// `count` elements of the written buffer `out` from its offset on: element
+    /// [`ITEM`] is `value` after the statements.
+    Map {
+        /// The output.
+        out: Buf,
+        /// How many elements it writes.
+        count: Ex,
+        /// Statements that compute locals for the value.
+        stmts: Vec<Stmt>,
+        /// The element's value (the output's load type).
+        value: Ex,
+    },
+    /// The statements for each [`ITEM`] in `0..count`.
+    Each {
+        /// How many items.
+        count: Ex,
+        /// What each item does.
+        stmts: Vec<Stmt>,
+    },
+}
+
+/// A loop kernel: its name, its parameters and its body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kernel {
+    /// Its name (C's kernel name; WGSL's entry point is `main`).
+    pub name: &'static str,
+    /// Its parameters, in launch order.
+    pub params: Vec<Param>,
+    /// What it does.
+    pub body: Body,
+}
+
+/// A kernel being declared: its parameters, before its body.
+#[derive(Debug, Clone)]
+pub struct Declare {
+    name: &'static str,
+    params: Vec<Param>,
+}
+
+impl Kernel {
+    /// Declare kernel `name`: add its parameters, then give its body.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(name: &'static str) -> Declare {
+        Declare {
+            name,
+            params: Vec::new(),
+        }
+    }
+
+    /// The buffer parameter `buf`.
+    pub fn buffer(&self, buf: Buf) -> &Buffer {
+        match &self.params[buf.0] {
+            Param::Buffer(b) => b,
+            Param::Index(name) => panic!("parameter {name} is not a buffer"),
+        }
+    }
+
+    /// The buffers, in order.
+    pub fn buffers(&self) -> impl Iterator<Item = (Buf, &Buffer)> {
+        self.params.iter().enumerate().filter_map(|(k, p)| match p {
+            Param::Buffer(b) => Some((Buf(k), b)),
+            Param::Index(_) => None,
+        })
+    }
+
+    /// Every statement of the body, nested ones included, in order.
+    pub fn statements(&self) -> Vec<&Stmt> {
+        fn walk<'a>(stmts: &'a [Stmt], all: &mut Vec<&'a Stmt>) {
+            for s in stmts {
+                all.push(s);
+                match s {
+                    Stmt::If(_, a, b) => {
+                        walk(a, all);
+                        walk(b, all);
+                    }
+                    Stmt::For(_, _, _, body) => walk(body, all),
+                    _ => {}
+                }
+            }
+        }
+        let mut all = Vec::new();
+        match &self.body {
+            Body::Map { stmts, .. } | Body::Each { stmts, .. } => walk(stmts, &mut all),
+        }
+        all
+    }
+}
+
+impl Declare {
+    fn buffer(&mut self, name: &'static str, elem: Elem, moved: bool, written: bool) -> Buf {
+        self.params.push(Param::Buffer(Buffer {
+            name,
+            elem,
+            moved,
+            written,
+        }));
+        Buf(self.params.len() - 1)
+    }
+
+    /// An index parameter.
+    pub fn index(&mut self, name: &'static str) -> Ex {
+        self.params.push(Param::Index(name));
+        Ex::Param(self.params.len() - 1)
+    }
+
+    /// A buffer the kernel reads values of `elem` from.
+    pub fn input(&mut self, name: &'static str, elem: Elem) -> Buf {
+        self.buffer(name, elem, false, false)
+    }
+
+    /// A buffer the kernel writes values of `elem` to.
+    pub fn output(&mut self, name: &'static str, elem: Elem) -> Buf {
+        self.buffer(name, elem, false, true)
+    }
+
+    /// A buffer of `raw` elements (`U8`, `U16`, `U32`, `U64`, `C128`), read or
+    /// (`written`) written as bits.
+    pub fn moved(&mut self, name: &'static str, raw: Elem, written: bool) -> Buf {
+        self.buffer(name, raw, true, written)
+    }
+
+    /// The kernel that writes `count` elements of `out`, element [`ITEM`] being `value`
+    /// after `stmts`.
+    pub fn map(self, out: Buf, count: Ex, stmts: Vec<Stmt>, value: Ex) -> Kernel {
+        Kernel {
+            name: self.name,
+            params: self.params,
+            body: Body::Map {
+                out,
+                count,
+                stmts,
+                value,
+            },
+        }
+    }
+
+    /// The kernel that runs `stmts` for each [`ITEM`] in `0..count`.
+    pub fn each(self, count: Ex, stmts: Vec<Stmt>) -> Kernel {
+        Kernel {
+            name: self.name,
+            params: self.params,
+            body: Body::Each { count, stmts },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::{c_kernel, wgsl_invocations, wgsl_kernel};
+
+    /// `out[rows[i]] = data[i]` for bytes: an each with a scattered store.
+    fn scatter_bytes() -> Kernel {
+        let mut k = Kernel::new("scatter_bytes");
+        let items = k.index("items");
+        let data = k.moved("data", Elem::U8, false);
+        let rows = k.input("rows", Elem::I32);
+        let out = k.moved("out", Elem::U8, true);
+        let r = Local::new("r", Ty::Index);
+        k.each(
+            items,
+            vec![
+                Stmt::Let(r, rows.at(item()).to_index()),
+                out.store(r.get(), data.at(item())),
+            ],
+        )
+    }
+
+    #[test]
+    fn parameters_are_arguments_in_c_and_words_and_bindings_in_wgsl() {
+        let k = scatter_bytes();
+        let c = c_kernel(&k).unwrap();
+        assert!(c.contains(
+            "KERNEL void scatter_bytes(const i64 items, GLOBAL const u8* data, const i64 \
+             data_offset, GLOBAL const i32* rows, const i64 rows_offset, GLOBAL u8* out, \
+             const i64 out_offset)"
+        ));
+        assert!(c.contains("for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE)"));
+        let wgsl = wgsl_kernel(&k).unwrap();
+        // Words: items, then each buffer's offset; bindings: the buffers after `g`.
+        assert!(wgsl.contains("if (i >= u32(i32(g[0])))"));
+        assert!(wgsl.contains("@binding(2) var<storage, read> rows: array<i32>;"));
+        assert!(wgsl.contains("rows[(i32(g[2]) + item)]"));
+        assert!(wgsl.contains("(i32(g[3]) + r)"));
+    }
+
+    #[test]
+    fn packed_scattered_stores_are_atomic_in_wgsl_and_plain_in_c() {
+        let k = scatter_bytes();
+        assert!(c_kernel(&k)
+            .unwrap()
+            .contains("out[out_offset + r] = data[data_offset + item];"));
+        let wgsl = wgsl_kernel(&k).unwrap();
+        assert!(wgsl.contains("var<storage, read_write> out: array<atomic<u32>>;"));
+        assert!(wgsl.contains("atomicAnd(&out[store_at / 4u], ~(255u << store_shift));"));
+        assert!(
+            wgsl.contains("atomicOr(&out[store_at / 4u], (store_value & 255u) << store_shift);")
+        );
+        assert_eq!(wgsl_invocations(&k, 10, 3), 10);
+    }
+
+    #[test]
+    fn a_map_writes_whole_words_of_a_packed_output_in_wgsl() {
+        let mut k = Kernel::new("halve");
+        let items = k.index("items");
+        let x = k.input("x", Elem::BF16);
+        let out = k.output("out", Elem::BF16);
+        let v = Local::new("v", Ty::Value(Elem::BF16));
+        let k = k.map(
+            out,
+            items,
+            vec![Stmt::Let(v, x.at(item()))],
+            elem(Elem::BF16, v.value() / body::num(2)),
+        );
+        let c = c_kernel(&k).unwrap();
+        assert!(c.contains("const f32 v = bf16_to_f32(x[x_offset + item]);"));
+        assert!(c.contains("out[out_offset + item] = f32_to_bf16((v / 2.0f));"));
+        let wgsl = wgsl_kernel(&k).unwrap();
+        assert!(wgsl.contains("fn element(invocation_item: u32) -> f32 {"));
+        assert!(wgsl.contains("let v: f32 = bitcast<f32>("));
+        assert!(wgsl.contains("f32_to_bf16(element(position - skip))"));
+        assert!(
+            wgsl.contains("fn f32_to_bf16("),
+            "the conversions come along"
+        );
+        // Two bf16 to a word; an output from element 1 on shares its first word.
+        assert_eq!(wgsl_invocations(&k, 4, 0), 2);
+        assert_eq!(wgsl_invocations(&k, 4, 1), 3);
+    }
+
+    #[test]
+    fn control_flow_and_locals_render_in_both_languages() {
+        let mut k = Kernel::new("count_positive");
+        let items = k.index("items");
+        let n = k.index("n");
+        let x = k.input("x", Elem::I64);
+        let out = k.output("out", Elem::I64);
+        let (j, total) = (
+            Local::new("j", Ty::Index),
+            Local::new("total", Ty::Value(Elem::I64)),
+        );
+        let positive = elem(Elem::I64, body::Expr::Local("v").cmp(Cmp::Gt, body::num(0)));
+        let v = Local::new("v", Ty::Value(Elem::I64));
+        let k = k.map(
+            out,
+            items,
+            vec![
+                Stmt::Var(total, elem(Elem::I64, body::num(0))),
+                Stmt::For(
+                    j,
+                    int(0),
+                    n,
+                    vec![
+                        Stmt::Let(v, x.at(item() * Ex::Param(1) + j.get())),
+                        when(!positive, vec![Stmt::Continue]),
+                        Stmt::Assign(total, elem(Elem::I64, total.value() + body::num(1))),
+                    ],
+                ),
+            ],
+            total.get(),
+        );
+        let c = c_kernel(&k).unwrap();
+        assert!(c.contains("for (i64 j = 0; j < n; j++) {"));
+        assert!(c.contains("if ((!(v > (i64)0))) {\n                continue;"));
+        assert!(c.contains("total = (i64)((u64)total + (u64)(i64)1);"));
+        let wgsl = wgsl_kernel(&k).unwrap();
+        assert!(wgsl.contains("for (var j: i32 = 0; j < i32(g[1]); j++) {"));
+        assert!(wgsl.contains("var total: i64 = i64(0);"));
+        assert!(wgsl.contains("continue;"));
+    }
+
+    #[test]
+    fn elements_wgsl_cannot_hold_render_as_none() {
+        let mut k = Kernel::new("complex_copy");
+        let items = k.index("items");
+        let x = k.input("x", Elem::C128);
+        let out = k.output("out", Elem::C128);
+        let k = k.map(out, items, vec![], x.at(item()));
+        assert!(c_kernel(&k).is_some());
+        assert!(wgsl_kernel(&k).is_none());
+    }
+}

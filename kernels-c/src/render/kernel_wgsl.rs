@@ -1,0 +1,324 @@
+//! A loop kernel ([`crate::ir::Kernel`]) as WGSL: one compute shader whose entry point is
+//! `main`.
+//!
+//! - Binding 0 is the geometry, `g: array<u32>`: one word per index parameter and per
+//!   buffer's element offset, in parameter order; indices are `i32` (the launch checks
+//!   that every word fits one). The buffers follow at bindings 1, 2, ... in parameter
+//!   order, each with its elements as [`Storage`] lays them out.
+//! - A [`Body::Map`] is a function `element(item)`, and each invocation writes one word of
+//!   the output ([`Storage::store_body`]): all the elements packed in it, keeping the bits
+//!   of elements outside the range. A [`Body::Each`] runs once per invocation below its
+//!   count; a [`Stmt::Store`] of a packed element clears and sets its bits in its word with
+//!   `atomicAnd` and `atomicOr` (the buffer is then `atomic<u32>`), so stores of distinct
+//!   elements that share a word never race.
+//! - Invocations are numbered `id.x + id.y * groups.x * WGSL_GROUP` over a 2-D dispatch
+//!   of at most the device's per-dimension limit.
+
+use std::fmt::Write;
+
+use crate::ir::{Body, Buf, Buffer, Ex, Kernel, Param, Stmt, Ty, ITEM};
+use crate::wgsl::{float_helpers, Packing, Scalar, Storage, CONVERSIONS};
+use crate::{Elem, Real};
+
+/// Invocations per workgroup of a kernel rendered from the IR.
+pub const WGSL_GROUP: u32 = 64;
+
+/// How buffer `b`'s elements sit in its storage buffer, if WGSL can hold them.
+pub fn wgsl_storage(b: &Buffer) -> Option<Storage> {
+    if b.moved {
+        Storage::raw_elem(b.elem)
+    } else {
+        Storage::of_elem(b.elem)
+    }
+}
+
+/// The invocations a launch of `kernel` over `count` items starts: a map whose output
+/// starts at element `out_offset` writes whole words of it.
+pub fn wgsl_invocations(kernel: &Kernel, count: usize, out_offset: usize) -> usize {
+    match &kernel.body {
+        Body::Map { out, .. } => {
+            let lanes = wgsl_storage(kernel.buffer(*out)).map_or(1, Storage::lanes);
+            (out_offset % lanes + count).div_ceil(lanes)
+        }
+        Body::Each { .. } => count,
+    }
+}
+
+/// `kernel` as WGSL, or `None` where WGSL cannot hold one of its element types or render
+/// one of its element expressions.
+pub fn wgsl_kernel(kernel: &Kernel) -> Option<String> {
+    let r = Wgsl::new(kernel)?;
+    let mut text = r.prelude()?;
+    text += "\n@group(0) @binding(0) var<storage, read> g: array<u32>;\n";
+    for (buf, b) in kernel.buffers() {
+        let (binding, _) = r.bindings[buf.0]?;
+        let storage = r.storage[buf.0]?;
+        let (access, item) = match (b.written, r.atomic(buf)) {
+            (true, true) => ("read_write", "atomic<u32>".to_string()),
+            (true, false) => ("read_write", storage.array_type().to_string()),
+            _ => ("read", storage.array_type().to_string()),
+        };
+        writeln!(
+            text,
+            "@group(0) @binding({binding}) var<storage, {access}> {}: array<{item}>;",
+            b.name
+        )
+        .ok()?;
+    }
+    let item = ITEM.name;
+    if let Body::Map {
+        out, stmts, value, ..
+    } = &kernel.body
+    {
+        let t = wgsl_type(kernel.buffer(*out).ty())?;
+        writeln!(text, "\nfn element(invocation_item: u32) -> {t} {{").ok()?;
+        writeln!(text, "    let {item}: i32 = i32(invocation_item);").ok()?;
+        r.block(stmts, 1, &mut text)?;
+        writeln!(text, "    return {};\n}}", r.ex(value)?).ok()?;
+    }
+    writeln!(
+        text,
+        "\n@compute @workgroup_size({WGSL_GROUP})
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{"
+    )
+    .ok()?;
+    // Every binding is part of the layout, whether or not the kernel reads it.
+    for (_, b) in kernel.buffers() {
+        writeln!(text, "    _ = arrayLength(&{});", b.name).ok()?;
+    }
+    writeln!(text, "    let i = id.x + id.y * groups.x * {WGSL_GROUP}u;").ok()?;
+    match &kernel.body {
+        Body::Map { out, count, .. } => {
+            let b = kernel.buffer(*out);
+            let storage = r.storage[out.0]?;
+            let (_, offset) = r.bindings[out.0]?;
+            text += &storage.store_body(
+                b.name,
+                &format!("u32({})", r.ex(count)?),
+                &format!("g[{offset}]"),
+            );
+        }
+        Body::Each { count, stmts } => {
+            writeln!(
+                text,
+                "    if (i >= u32({})) {{\n        return;\n    }}",
+                r.ex(count)?
+            )
+            .ok()?;
+            writeln!(text, "    let {item}: i32 = i32(i);").ok()?;
+            r.block(stmts, 1, &mut text)?;
+        }
+    }
+    text += "}\n";
+    Some(text)
+}
+
+/// The WGSL type of a local, if WGSL has one for it.
+fn wgsl_type(ty: Ty) -> Option<String> {
+    Some(match ty {
+        Ty::Index => "i32".to_string(),
+        Ty::Bool => "bool".to_string(),
+        Ty::Value(e) => super::wgsl_type(e).to_string(),
+        Ty::Raw(e) => Storage::raw_elem(e)?.value_type().to_string(),
+    })
+}
+
+/// The WGSL renderer of one kernel: where each parameter lives.
+struct Wgsl<'a> {
+    kernel: &'a Kernel,
+    /// Per parameter: an index's geometry word (`(0, word)`), or a buffer's binding and
+    /// the word of its element offset.
+    bindings: Vec<Option<(usize, usize)>>,
+    /// Per parameter: a buffer's storage.
+    storage: Vec<Option<Storage>>,
+}
+
+impl<'a> Wgsl<'a> {
+    fn new(kernel: &'a Kernel) -> Option<Self> {
+        let (mut word, mut binding) = (0, 1);
+        let mut bindings = Vec::new();
+        let mut storage = Vec::new();
+        for p in &kernel.params {
+            match p {
+                Param::Index(_) => {
+                    bindings.push(Some((0, word)));
+                    storage.push(None);
+                }
+                Param::Buffer(b) => {
+                    bindings.push(Some((binding, word)));
+                    storage.push(Some(wgsl_storage(b)?));
+                    binding += 1;
+                }
+            }
+            word += 1;
+        }
+        Some(Self {
+            kernel,
+            bindings,
+            storage,
+        })
+    }
+
+    /// Whether `buf` is written by packed stores anywhere (so its words are atomic).
+    fn atomic(&self, buf: Buf) -> bool {
+        matches!(self.storage[buf.0], Some(Storage::Packed(_)))
+            && self
+                .kernel
+                .statements()
+                .iter()
+                .any(|s| matches!(s, Stmt::Store(b, ..) if *b == buf))
+    }
+
+    /// The helpers the kernel's element types need: the NaN-aware float helpers of its
+    /// float type, and the f16/bf16 conversions where it stores either.
+    fn prelude(&self) -> Option<String> {
+        let computed: Vec<Elem> = self
+            .kernel
+            .buffers()
+            .filter(|(_, b)| !b.moved)
+            .map(|(_, b)| b.elem)
+            .collect();
+        if computed.iter().any(|e| e.is_complex()) {
+            return None;
+        }
+        let float = if computed.iter().any(|e| e.real() == Some(Real::F64)) {
+            Scalar::F64
+        } else {
+            Scalar::F32
+        };
+        let narrow = self
+            .storage
+            .iter()
+            .flatten()
+            .any(|s| matches!(s, Storage::Packed(Packing::F16 | Packing::BF16)));
+        let mut text = String::new();
+        if narrow || computed.iter().any(|e| e.is_float()) {
+            text += &float_helpers(float);
+        }
+        if narrow {
+            text += CONVERSIONS;
+        }
+        Some(text)
+    }
+
+    /// The position of element `at` of `buf` (an `i32` expression).
+    fn position(&self, buf: Buf, at: &Ex) -> Option<String> {
+        let (_, offset) = self.bindings[buf.0]?;
+        Some(format!("(i32(g[{offset}]) + {})", self.ex(at)?))
+    }
+
+    fn block(&self, stmts: &[Stmt], depth: usize, text: &mut String) -> Option<()> {
+        let pad = "    ".repeat(depth);
+        for s in stmts {
+            match s {
+                Stmt::Let(l, init) => writeln!(
+                    text,
+                    "{pad}let {}: {} = {};",
+                    l.name,
+                    wgsl_type(l.ty)?,
+                    self.ex(init)?
+                ),
+                Stmt::Var(l, init) => writeln!(
+                    text,
+                    "{pad}var {}: {} = {};",
+                    l.name,
+                    wgsl_type(l.ty)?,
+                    self.ex(init)?
+                ),
+                Stmt::Assign(l, value) => writeln!(text, "{pad}{} = {};", l.name, self.ex(value)?),
+                Stmt::If(cond, then, otherwise) => {
+                    writeln!(text, "{pad}if ({}) {{", self.ex(cond)?).ok()?;
+                    self.block(then, depth + 1, text)?;
+                    if !otherwise.is_empty() {
+                        writeln!(text, "{pad}}} else {{").ok()?;
+                        self.block(otherwise, depth + 1, text)?;
+                    }
+                    writeln!(text, "{pad}}}")
+                }
+                Stmt::For(l, from, to, body) => {
+                    let i = l.name;
+                    writeln!(
+                        text,
+                        "{pad}for (var {i}: i32 = {}; {i} < {}; {i}++) {{",
+                        self.ex(from)?,
+                        self.ex(to)?
+                    )
+                    .ok()?;
+                    self.block(body, depth + 1, text)?;
+                    writeln!(text, "{pad}}}")
+                }
+                Stmt::Continue => writeln!(text, "{pad}continue;"),
+                Stmt::Store(buf, at, value) => {
+                    text.push_str(&self.store(*buf, at, value, &pad)?);
+                    Ok(())
+                }
+            }
+            .ok()?;
+        }
+        Some(())
+    }
+
+    /// A store of `value` at `at` of `buf`, as a block of its own.
+    fn store(&self, buf: Buf, at: &Ex, value: &Ex, pad: &str) -> Option<String> {
+        let name = self.kernel.buffer(buf).name;
+        let (value, position) = (self.ex(value)?, self.position(buf, at)?);
+        let mut text = format!("{pad}{{\n{pad}    let store_value = {value};\n");
+        match self.storage[buf.0]? {
+            Storage::Word(_) => {
+                writeln!(text, "{pad}    {name}[{position}] = store_value;").ok()?;
+            }
+            Storage::Wide(n) => {
+                writeln!(text, "{pad}    let store_at = u32({position});").ok()?;
+                for w in 0..n {
+                    writeln!(
+                        text,
+                        "{pad}    {name}[{n}u * store_at + {w}u] = store_value[{w}];"
+                    )
+                    .ok()?;
+                }
+            }
+            Storage::Packed(packing) => {
+                let (lanes, bits, mask) = (32 / packing.bits(), packing.bits(), packing.mask());
+                writeln!(
+                    text,
+                    "{pad}    let store_at = u32({position});
+{pad}    let store_shift = (store_at % {lanes}u) * {bits}u;
+{pad}    atomicAnd(&{name}[store_at / {lanes}u], ~({mask}u << store_shift));
+{pad}    atomicOr(&{name}[store_at / {lanes}u], {} << store_shift);",
+                    packing.encode("store_value")
+                )
+                .ok()?;
+            }
+        }
+        writeln!(text, "{pad}}}").ok()?;
+        Some(text)
+    }
+
+    fn ex(&self, ex: &Ex) -> Option<String> {
+        Some(match ex {
+            Ex::Int(n) => n.to_string(),
+            Ex::Bool(b) => b.to_string(),
+            Ex::Param(k) => {
+                let (_, word) = self.bindings[*k]?;
+                format!("i32(g[{word}])")
+            }
+            Ex::Local(l) => l.name.to_string(),
+            Ex::Load(buf, at) => {
+                let name = self.kernel.buffer(*buf).name;
+                self.storage[buf.0]?.load(name, &self.position(*buf, at)?)
+            }
+            Ex::Index(op, a, b) => format!("({} {} {})", self.ex(a)?, op.symbol(), self.ex(b)?),
+            Ex::Compare(op, a, b) => {
+                format!("({} {} {})", self.ex(a)?, op.symbol(), self.ex(b)?)
+            }
+            Ex::Not(a) => format!("(!{})", self.ex(a)?),
+            Ex::And(a, b) => format!("({} && {})", self.ex(a)?, self.ex(b)?),
+            Ex::Or(a, b) => format!("({} || {})", self.ex(a)?, self.ex(b)?),
+            Ex::Select(c, a, b) => {
+                format!("select({}, {}, {})", self.ex(b)?, self.ex(a)?, self.ex(c)?)
+            }
+            Ex::ToIndex(a) => format!("i32({})", self.ex(a)?),
+            Ex::Elem(e, expr) => super::wgsl(expr, *e)?,
+        })
+    }
+}
