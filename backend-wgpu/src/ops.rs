@@ -11,15 +11,15 @@ use polytensor_core::plan::ReducedAxes;
 use polytensor_core::{
     DataType, Device, Epilogue, Error, Op, OutView, ReduceOp, Result, TensorView, UnaryOp,
 };
+use polytensor_kernels_c::launch::Arg;
 use polytensor_kernels_c::segment::{self, SegmentKernels};
-use polytensor_kernels_c::window::WindowKernels;
+use polytensor_kernels_c::window::{WindowKernel, WindowKernels};
 use polytensor_kernels_c::{render, window as kit, Elem};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
 use crate::kernels::elementwise::{self, WORKGROUP};
 use crate::kernels::key::PipelineKey;
-use crate::kernels::window::{self, WindowOp};
 use crate::kernels::{matmul, reduce};
 use polytensor_kernels_c::wgsl::Storage;
 use polytensor_kernels_c::wgsl::Ty;
@@ -78,14 +78,14 @@ fn window_operand<'a>(
     dtype: DataType,
     count: usize,
     what: &str,
-) -> Result<(&'a wgpu::Buffer, u32)> {
+) -> Result<(&'a wgpu::Buffer, i64)> {
     kit::check_operand(view, dtype, count, what)?;
     let offset = view.layout().offset();
     let end = offset
         .checked_add(count)
         .ok_or_else(|| Error::invalid("a window operand's extent overflows"))?;
     within_i32(end, "a window operand's extent")?;
-    Ok((storage(view)?, offset as u32))
+    Ok((storage(view)?, offset as i64))
 }
 
 /// A kit kernel's operand: its buffer and its element offset, or `Err` unless its extent
@@ -120,8 +120,8 @@ impl WgpuDevice {
         if !self.runs_windows(dtype) {
             return Err(self.unsupported(name, dtype));
         }
-        let (input, elem) = Storage::of(dtype)
-            .zip(Elem::of(dtype))
+        let elem = Storage::of(dtype)
+            .and(Elem::of(dtype))
             .ok_or_else(|| self.unsupported(name, dtype))?;
         let out_channels = match conv {
             Some((_, depthwise, _)) => g.conv_channels(depthwise)?,
@@ -141,62 +141,54 @@ impl WgpuDevice {
         within_i32(g.before[0].max(g.before[1]), "a window's padding")?;
         kit::check_operand(&out.view(), dtype, outputs, "output")?;
         let image = window_operand(x, dtype, inputs, "input")?;
-        let mut buffers = vec![image.0];
-        let mut offsets = [image.1, 0, 0, 0];
-        let mut fused = 0;
-        let (op, items) = match conv {
+        let target = operand_at(&out.view())?;
+        let (op, args) = match conv {
             Some((filter, depthwise, epilogue)) => {
                 let f = window_operand(filter, dtype, g.filter_elements()?, "filter")?;
-                buffers.push(f.0);
-                offsets[1] = f.1;
-                for (k, part) in [&epilogue.scale, &epilogue.shift].into_iter().enumerate() {
-                    let (buffer, offset) = match part {
-                        Some(v) => window_operand(v, dtype, out_channels, "epilogue part")?,
-                        // Absent: the input, never read.
-                        None => image,
-                    };
-                    buffers.push(buffer);
-                    offsets[2 + k] = offset;
+                // Absent parts: the input, never read.
+                let mut parts = [image; 2];
+                for (part, view) in parts.iter_mut().zip([&epilogue.scale, &epilogue.shift]) {
+                    if let Some(v) = view {
+                        *part = window_operand(v, dtype, out_channels, "epilogue part")?;
+                    }
                 }
-                let parts = kit::Epilogue {
+                let word = kit::Epilogue {
                     scale: epilogue.scale.is_some(),
                     shift: epilogue.shift.is_some(),
                     activation: epilogue.activation,
-                };
-                fused = parts.word().ok_or_else(|| {
+                }
+                .word()
+                .ok_or_else(|| {
                     Error::invalid("a window kernel applies only Relu or Relu6 after a convolution")
-                })? as u32;
-                if depthwise {
-                    (WindowOp::Depthwise, outputs)
+                })?;
+                let (op, items) = if depthwise {
+                    (WindowKernel::Depthwise, outputs)
                 } else {
                     let pixels = outputs / out_channels.max(1);
-                    (WindowOp::Conv, kit::conv_items(pixels, g.filters))
-                }
+                    (WindowKernel::Conv, kit::conv_items(pixels, g.filters))
+                };
+                (op, kit::conv_args(items, g, image, f, parts, word, target))
             }
-            None if max => (WindowOp::MaxPool, outputs),
-            None => (WindowOp::AvgPool, outputs),
+            None if max => (
+                WindowKernel::MaxPool,
+                kit::pool_args(outputs, g, image, target),
+            ),
+            None => (
+                WindowKernel::AvgPool,
+                kit::pool_args(outputs, g, image, target),
+            ),
         };
         if outputs == 0 {
             return Ok(());
         }
-        let geometry = window::Geometry {
-            items: items as u32,
-            window: *g,
-            offsets,
-            fused,
+        let kernel = op.kernel(elem);
+        let pipeline = self.kit_pipeline(PipelineKey::Window(op, dtype), &kernel)?;
+        let items = match args.first() {
+            Some(Arg::I64(items)) => *items as usize,
+            _ => 0,
         };
-        // Every float the device computes on has a source (`runs_windows`); an empty one
-        // would fail to compile with the pipeline's label.
-        let pipeline = self.pipeline(PipelineKey::Window(op, dtype), || {
-            window::source(op, input, elem).unwrap_or_default()
-        })?;
-        let groups = self.workgroups(items.div_ceil(window::WORKGROUP as usize));
-        self.through_words(out, |target| {
-            let mut bindings = buffers.clone();
-            bindings.push(target);
-            self.dispatch(&pipeline, &geometry.words(), &bindings, groups);
-            Ok(())
-        })
+        let invocations = render::wgsl_invocations(&kernel, items, target.1 as usize);
+        self.launch_kit(&pipeline, &args, invocations)
     }
 
     /// `out = a x b`, batched over the leading dims, with any strides.

@@ -109,6 +109,8 @@ pub enum Expr {
     Num(i32),
     /// Every bit set: -1, or an unsigned type's maximum.
     AllOnes,
+    /// The lowest value of a float type: -inf.
+    Lowest,
     /// Negation (IEEE, or wrapping).
     Neg(Box<Expr>),
     /// Arithmetic of two values.

@@ -151,6 +151,10 @@ pub enum IndexOp {
     Div,
     /// `a % b`.
     Rem,
+    /// Bitwise and (of non-negative flags).
+    BitAnd,
+    /// Shift right (of non-negative flags).
+    Shr,
 }
 
 impl IndexOp {
@@ -162,6 +166,8 @@ impl IndexOp {
             IndexOp::Mul => "*",
             IndexOp::Div => "/",
             IndexOp::Rem => "%",
+            IndexOp::BitAnd => "&",
+            IndexOp::Shr => ">>",
         }
     }
 }
@@ -177,6 +183,8 @@ pub enum Ex {
     Param(usize),
     /// A local's value.
     Local(Local),
+    /// An element of a local array ([`Stmt::Array`]).
+    Element(Local, Box<Ex>),
     /// The element at a position of a buffer, as the buffer's load type.
     Load(Buf, Box<Ex>),
     /// Arithmetic on indices.
@@ -195,8 +203,10 @@ pub enum Ex {
     /// An integer element value (`Value(I32)`, a row number read from memory) as an index.
     ToIndex(Box<Ex>),
     /// Element arithmetic in the element type: a value of [`Ty::Value`], or a condition
-    /// when the expression is a [`body::Expr::Compare`].
-    Elem(Elem, body::Expr),
+    /// when the expression is a [`body::Expr::Compare`]. The body's operand `k`
+    /// ([`body::Expr::Arg`]) is the `k`-th expression of the list; its
+    /// [`body::Expr::Local`]s are locals.
+    Elem(Elem, body::Expr, Vec<Ex>),
 }
 
 impl Ex {
@@ -256,6 +266,11 @@ impl Ex {
         Ex::ToIndex(Box::new(self))
     }
 
+    /// The smaller of two indices.
+    pub fn min(self, other: Ex) -> Ex {
+        self.clone().lt(other.clone()).then(self, other)
+    }
+
     /// Whether the index `self` is outside `0..end`.
     pub fn outside(self, end: Ex) -> Ex {
         self.clone().lt(Ex::Int(0)).or(self.ge(end))
@@ -280,6 +295,8 @@ index_operators! {
     Mul mul => Mul;
     Div div => Div;
     Rem rem => Rem;
+    BitAnd bitand => BitAnd;
+    Shr shr => Shr;
 }
 
 /// Not.
@@ -295,9 +312,14 @@ pub fn int(n: i32) -> Ex {
     Ex::Int(n)
 }
 
-/// Element arithmetic `expr` in element `e`.
+/// Element arithmetic `expr` in element `e` (over locals).
 pub fn elem(e: Elem, expr: body::Expr) -> Ex {
-    Ex::Elem(e, expr)
+    Ex::Elem(e, expr, vec![])
+}
+
+/// Element arithmetic `expr` in element `e`, its operand `k` being `operands[k]`.
+pub fn elem_of(e: Elem, expr: body::Expr, operands: impl IntoIterator<Item = Ex>) -> Ex {
+    Ex::Elem(e, expr, operands.into_iter().collect())
 }
 
 /// A statement.
@@ -314,6 +336,14 @@ pub enum Stmt {
     /// The block for each index of the local from the first bound up to (not including)
     /// the second.
     For(Local, Ex, Ex, Vec<Stmt>),
+    /// The block for each index of the local in `0..n`, a small constant the compiler is
+    /// asked to unroll.
+    Unroll(Local, usize, Vec<Stmt>),
+    /// A private array of `n` elements of the local's type (uninitialised: written before
+    /// it is read).
+    Array(Local, usize),
+    /// A new value of an element of a local array.
+    Set(Local, Ex, Ex),
     /// On to the next turn of the innermost loop.
     Continue,
     /// Store a value (of the buffer's load type) at a position of a written buffer.
@@ -403,7 +433,7 @@ impl Kernel {
                         walk(a, all);
                         walk(b, all);
                     }
-                    Stmt::For(_, _, _, body) => walk(body, all),
+                    Stmt::For(_, _, _, body) | Stmt::Unroll(_, _, body) => walk(body, all),
                     _ => {}
                 }
             }

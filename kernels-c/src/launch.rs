@@ -647,22 +647,21 @@ pub fn conv2d<Q: Queue>(
         return Ok(());
     }
     let program = q.program(ProgramKey::Window(dtype))?;
-    let out_offset = out.layout().offset() as i64;
-    let epilogue_args = [
-        Arg::Mem(scale.0),
-        Arg::I64(scale.1),
-        Arg::Mem(shift.0),
-        Arg::I64(shift.1),
-        Arg::I64(word),
-        Arg::Mem(target),
-        Arg::I64(out_offset),
-    ];
+    let out_at = (target, out.layout().offset() as i64);
     if q.library_conv2d(x, filter, g, depthwise, out)? {
         if fused.is_empty() {
             return Ok(());
         }
         let mut args = vec![Arg::I64(outputs as i64), Arg::I64(out_channels as i64)];
-        args.extend(epilogue_args);
+        args.extend([
+            Arg::Mem(scale.0),
+            Arg::I64(scale.1),
+            Arg::Mem(shift.0),
+            Arg::I64(shift.1),
+            Arg::I64(word),
+            Arg::Mem(target),
+            Arg::I64(out_at.1),
+        ]);
         let launch = Launch {
             kernel: "epilogue",
             args: &args,
@@ -679,15 +678,7 @@ pub fn conv2d<Q: Queue>(
     } else {
         ("conv2d", window::conv_items(pixels, g.filters))
     };
-    let mut args = vec![Arg::I64(items as i64)];
-    args.extend(window::geometry(g).map(Arg::I64));
-    args.extend([
-        Arg::Mem(x_at.0),
-        Arg::I64(x_at.1),
-        Arg::Mem(f_at.0),
-        Arg::I64(f_at.1),
-    ]);
-    args.extend(epilogue_args);
+    let args = window::conv_args(items, g, x_at, f_at, [scale, shift], word, out_at);
     let launch = Launch {
         kernel,
         args: &args,
@@ -719,14 +710,8 @@ pub fn pool2d<Q: Queue>(
         return Ok(());
     }
     let program = q.program(ProgramKey::Window(dtype))?;
-    let mut args = vec![Arg::I64(outputs as i64)];
-    args.extend(window::geometry(g).map(Arg::I64));
-    args.extend([
-        Arg::Mem(x_at.0),
-        Arg::I64(x_at.1),
-        Arg::Mem(target),
-        Arg::I64(out.layout().offset() as i64),
-    ]);
+    let out_at = (target, out.layout().offset() as i64);
+    let args = window::pool_args(outputs, g, x_at, out_at);
     let launch = Launch {
         kernel: if max { "max_pool2d" } else { "avg_pool2d" },
         args: &args,

@@ -15,37 +15,34 @@
 //! - `transpose`: a `[rows, cols]` matrix into `[cols, rows]` (a filter into the order a
 //!   library takes).
 //!
-//! f16 and bf16 compute in f32 and round once, at the store. Every kernel loops over its
-//! items (`GLOBAL_ID, GLOBAL_ID + GLOBAL_SIZE, ...`), so any grid covers them.
+//! f16 and bf16 compute in f32 and round once, at the store. Each kernel is one [`Kernel`]
+//! of the IR ([`WindowKernel::kernel`]), rendered for OpenCL C and CUDA C
+//! ([`WindowKernels::source`]) and for WGSL by the wgpu backend.
 //!
-//! Arguments. Every kernel starts with `i64 items` (work-items' worth of work: pixel
-//! blocks times channel blocks for `conv2d`, output elements for the others), then the
-//! geometry as [`geometry`] lists it (15 `i64`s), then:
+//! Parameters. Every kernel starts with `items` (work-items' worth of work: pixel blocks
+//! times channel blocks for `conv2d`, output elements for the others), then the geometry
+//! as [`geometry`] lists it (15 indices), then:
 //! - `conv2d`, `depthwise2d`: the input, the filter (`[k_h, k_w, channels, filters]`), the
-//!   scale and the shift (per output channel), each a buffer and its `i64` element offset,
-//!   then `i64 fused` ([`Epilogue::word`]), then the output and its offset;
-//! - the pools: the input and its offset, then the output and its offset;
-//! - `epilogue`: `i64 channels`, the scale, the shift, `i64 fused`, then the output and
-//!   its offset (read and written);
-//! - `transpose`: `i64 items` (`rows * cols`), `i64 rows`, `i64 cols`, the input and its
-//!   offset, the output and its offset.
+//!   scale and the shift (per output channel), then `fused` ([`Epilogue::word`]), then the
+//!   output ([`conv_args`]);
+//! - the pools: the input, then the output ([`pool_args`]);
+//! - `epilogue`: `channels`, the scale, the shift, `fused`, then the output (read and
+//!   written);
+//! - `transpose`: `items` (`rows * cols`), `rows`, `cols`, the input, the output.
 
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{DataType, Error, Result, TensorView, UnaryOp};
 
-use crate::{body, render, Dialect, Elem, Library};
+use crate::body::{self, Cmp, Expr, Func};
+use crate::ir::{elem, elem_of, int, item, when, Buf, Declare, Ex, Kernel, Local, Stmt, Ty};
+use crate::launch::Arg;
+use crate::{render, Dialect, Elem, Library};
 
 /// Output pixels of one `conv2d` work-item.
 pub const PIXELS: usize = 4;
 
 /// Output channels of one `conv2d` work-item.
 pub const FILTERS: usize = 4;
-
-/// The parameter list of the geometry, in the order [`geometry`] gives the values.
-const GEOMETRY: &str = "const i64 batch, const i64 in_h, const i64 in_w, const i64 channels, \
-const i64 k_h, const i64 k_w, const i64 stride_h, const i64 stride_w, const i64 dilation_h, \
-const i64 dilation_w, const i64 before_h, const i64 before_w, const i64 out_h, const i64 out_w, \
-const i64 filters";
 
 /// The geometry arguments every window kernel takes after `items`: batch, input height and
 /// width, channels, window height and width, strides, dilations, padding before, output
@@ -130,35 +127,6 @@ pub fn conv_items(pixels: usize, filters: usize) -> usize {
     pixels.div_ceil(PIXELS) * filters.div_ceil(FILTERS)
 }
 
-/// Where output pixel `p`'s windows start: its image's first input element, and the
-/// window's first row and column (before the padding).
-const ORIGIN: &str = "        const i64 image = p / (out_h * out_w);
-        const i64 rest = p % (out_h * out_w);
-        const i64 base = x_offset + image * in_h * in_w * channels;
-        const i64 top = rest / out_w * stride_h - before_h;
-        const i64 left = rest % out_w * stride_w - before_w;
-";
-
-/// A loop over the taps `(i, j)` of one window that lie inside the image (input row `ih`,
-/// column `iw`), running `body` for each.
-fn each_tap(body: &str) -> String {
-    format!(
-        r#"        for (i64 i = 0; i < k_h; i++) {{
-            const i64 ih = top + i * dilation_h;
-            if (ih < 0 || ih >= in_h) {{
-                continue;
-            }}
-            for (i64 j = 0; j < k_w; j++) {{
-                const i64 iw = left + j * dilation_w;
-                if (iw >= 0 && iw < in_w) {{
-                    {body}
-                }}
-            }}
-        }}
-"#
-    )
-}
-
 /// The window kernels of one element type; the cache key of their program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WindowKernels {
@@ -188,198 +156,549 @@ impl WindowKernels {
         self.elem.needs_fp64()
     }
 
+    /// The program's kernels.
+    pub fn kernels(&self) -> Vec<Kernel> {
+        WindowKernel::ALL.map(|k| k.kernel(self.elem)).into()
+    }
+
     /// The program's source in `dialect`.
     pub fn source(&self, dialect: Dialect) -> Option<String> {
-        let e = self.elem;
-        let (s, v) = (e.storage(), e.value());
-        let real = e.real()?.name();
-        let load = |stored: &str| e.load(stored);
-        let activation = |op| render::c(&body::unary(op, e)?, e);
-        let (relu, relu6) = (activation(UnaryOp::Relu)?, activation(UnaryOp::Relu6)?);
-        let x_at = load("x[at[q] + c]");
-        let f_at = load("f[row + c * filters + o]");
-        let dw_x = load("x[base + (ih * in_w + iw) * channels + c]");
-        let dw_f = load("f[f_offset + (i * k_w + j) * width + k]");
-        let pool_x = load("x[base + (ih * in_w + iw) * channels + c]");
-        let scale = load("scale[scale_offset + channel]");
-        let shift = load("shift[shift_offset + channel]");
-        let store = |value: &str| e.store(value);
-        let conv_store =
-            store("finish(acc[q][r], o, scale, scale_offset, shift, shift_offset, fused)");
-        let dw_store = store("finish(acc, k, scale, scale_offset, shift, shift_offset, fused)");
-        let epilogue_store = store(&format!(
-            "finish({}, item % channels, scale, scale_offset, shift, shift_offset, fused)",
-            load("out[out_offset + item]")
-        ));
-        let conv_args = format!(
-            "const i64 items, {GEOMETRY},
-                    GLOBAL const {s}* x, const i64 x_offset, GLOBAL const {s}* f, const i64 f_offset,
-                    GLOBAL const {s}* scale, const i64 scale_offset,
-                    GLOBAL const {s}* shift, const i64 shift_offset, const i64 fused,
-                    GLOBAL {s}* out, const i64 out_offset"
-        );
-        let pool_args = format!(
-            "const i64 items, {GEOMETRY},
-                    GLOBAL const {s}* x, const i64 x_offset, GLOBAL {s}* out, const i64 out_offset"
-        );
-        let lowest = match e.real()? {
-            crate::Real::F32 => "F32_FROM_BITS(0xff800000u)",
-            crate::Real::F64 => "F64_FROM_BITS((u64)0xfff0000000000000UL)",
-        };
-        // Pooling: the window of output element `item` folded by `combine` from `init`,
-        // then `result` of the fold `acc` and the taps inside the image, `count`.
-        let pool = |name: &str, init: &str, combine: &str, result: &str| {
-            format!(
-                r#"
-KERNEL void {name}({pool_args}) {{
-    for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE) {{
-        const i64 p = item / channels;
-        const i64 c = item % channels;
-{ORIGIN}        {v} acc = {init};
-        i64 count = 0;
-{pool_taps}        out[out_offset + item] = {stored};
-    }}
-}}
-"#,
-                stored = store(result),
-                pool_taps = each_tap(&format!(
-                    "const {v} value = {pool_x};\n                    acc = {combine};\n                    count++;"
-                )),
-            )
-        };
-        let pools = pool(
-            "max_pool2d",
-            lowest,
-            &format!("max_nan_{real}(acc, value)"),
-            "acc",
-        ) + &pool(
-            "avg_pool2d",
-            &format!("({v})0"),
-            "acc + value",
-            &format!("acc / ({v})count"),
-        );
-        let dw_taps = each_tap(&format!("acc = acc + {dw_x} * {dw_f};"));
-        let mut text = Library::new(dialect, &[e], false).render();
-        text += &format!(
-            r#"
-// The epilogue of a fused convolution for output channel `channel`.
-FN {v} finish({v} x, const i64 channel, GLOBAL const {s}* scale, const i64 scale_offset,
-              GLOBAL const {s}* shift, const i64 shift_offset, const i64 fused) {{
-    if (fused & 1) {{
-        x = x * {scale};
-    }}
-    if (fused & 2) {{
-        x = x + {shift};
-    }}
-    const i64 activation = fused >> 2;
-    if (activation == 1) {{
-        x = {relu};
-    }} else if (activation == 2) {{
-        x = {relu6};
-    }}
-    return x;
-}}
-
-KERNEL void conv2d({conv_args}) {{
-    const i64 pixels = batch * out_h * out_w;
-    const i64 blocks = (filters + {FILTERS} - 1) / {FILTERS};
-    for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE) {{
-        const i64 p0 = item / blocks * {PIXELS};
-        const i64 o0 = item % blocks * {FILTERS};
-        // Each pixel's image, and its window's first row and column (before padding).
-        i64 base[{PIXELS}], top[{PIXELS}], left[{PIXELS}];
-        UNROLL
-        for (i64 q = 0; q < {PIXELS}; q++) {{
-            const i64 p = p0 + q < pixels ? p0 + q : pixels - 1;
-            const i64 image = p / (out_h * out_w);
-            const i64 rest = p % (out_h * out_w);
-            base[q] = x_offset + image * in_h * in_w * channels;
-            top[q] = rest / out_w * stride_h - before_h;
-            left[q] = rest % out_w * stride_w - before_w;
-        }}
-        {v} acc[{PIXELS}][{FILTERS}];
-        UNROLL
-        for (i64 q = 0; q < {PIXELS}; q++) {{
-            UNROLL
-            for (i64 r = 0; r < {FILTERS}; r++) {{
-                acc[q][r] = 0;
-            }}
-        }}
-        for (i64 i = 0; i < k_h; i++) {{
-            for (i64 j = 0; j < k_w; j++) {{
-                // Each pixel's input at this tap, or -1 in the padding.
-                i64 at[{PIXELS}];
-                UNROLL
-                for (i64 q = 0; q < {PIXELS}; q++) {{
-                    const i64 ih = top[q] + i * dilation_h;
-                    const i64 iw = left[q] + j * dilation_w;
-                    const int inside = ih >= 0 && ih < in_h && iw >= 0 && iw < in_w;
-                    at[q] = inside ? base[q] + (ih * in_w + iw) * channels : -1;
-                }}
-                const i64 row = f_offset + (i * k_w + j) * channels * filters;
-                for (i64 c = 0; c < channels; c++) {{
-                    {v} w[{FILTERS}];
-                    UNROLL
-                    for (i64 r = 0; r < {FILTERS}; r++) {{
-                        const i64 o = o0 + r < filters ? o0 + r : filters - 1;
-                        w[r] = {f_at};
-                    }}
-                    UNROLL
-                    for (i64 q = 0; q < {PIXELS}; q++) {{
-                        const {v} value = at[q] >= 0 ? {x_at} : ({v})0;
-                        UNROLL
-                        for (i64 r = 0; r < {FILTERS}; r++) {{
-                            acc[q][r] = acc[q][r] + value * w[r];
-                        }}
-                    }}
-                }}
-            }}
-        }}
-        UNROLL
-        for (i64 q = 0; q < {PIXELS}; q++) {{
-            UNROLL
-            for (i64 r = 0; r < {FILTERS}; r++) {{
-                const i64 o = o0 + r;
-                if (p0 + q < pixels && o < filters) {{
-                    out[out_offset + (p0 + q) * filters + o] = {conv_store};
-                }}
-            }}
-        }}
-    }}
-}}
-
-KERNEL void depthwise2d({conv_args}) {{
-    const i64 width = channels * filters;
-    for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE) {{
-        const i64 p = item / width;
-        const i64 k = item % width;
-        const i64 c = k / filters;
-{ORIGIN}        {v} acc = 0;
-{dw_taps}        out[out_offset + item] = {dw_store};
-    }}
-}}
-
-{pools}
-KERNEL void epilogue(const i64 items, const i64 channels,
-                     GLOBAL const {s}* scale, const i64 scale_offset,
-                     GLOBAL const {s}* shift, const i64 shift_offset, const i64 fused,
-                     GLOBAL {s}* out, const i64 out_offset) {{
-    for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE) {{
-        out[out_offset + item] = {epilogue_store};
-    }}
-}}
-
-KERNEL void transpose(const i64 items, const i64 rows, const i64 cols,
-                      GLOBAL const {s}* in, const i64 in_offset, GLOBAL {s}* out,
-                      const i64 out_offset) {{
-    for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE) {{
-        out[out_offset + item % cols * rows + item / cols] = in[in_offset + item];
-    }}
-}}
-"#
-        );
+        let mut text = Library::new(dialect, &[self.elem], false).render();
+        for kernel in self.kernels() {
+            text += &render::c_kernel(&kernel)?;
+        }
         Some(text)
     }
+}
+
+/// One kernel of the window program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WindowKernel {
+    /// `conv2d`: a full convolution, blocks of [`PIXELS`] x [`FILTERS`] per work-item.
+    Conv,
+    /// `depthwise2d`: one output element per work-item.
+    Depthwise,
+    /// `max_pool2d`.
+    MaxPool,
+    /// `avg_pool2d` (over the taps inside the image).
+    AvgPool,
+    /// `epilogue`: a fused convolution's epilogue, in place.
+    Epilogue,
+    /// `transpose`: a `[rows, cols]` matrix into `[cols, rows]`.
+    Transpose,
+}
+
+impl WindowKernel {
+    /// Every kernel, in [`WindowKernels::NAMES`]' order.
+    pub const ALL: [WindowKernel; 6] = [
+        WindowKernel::Conv,
+        WindowKernel::Depthwise,
+        WindowKernel::MaxPool,
+        WindowKernel::AvgPool,
+        WindowKernel::Epilogue,
+        WindowKernel::Transpose,
+    ];
+
+    /// Its name in the program.
+    pub fn name(self) -> &'static str {
+        WindowKernels::NAMES[self as usize]
+    }
+
+    /// The kernel on elements `e` (a float).
+    pub fn kernel(self, e: Elem) -> Kernel {
+        let mut k = Kernel::new(self.name());
+        let items = k.index("items");
+        match self {
+            WindowKernel::Conv | WindowKernel::Depthwise => {
+                let w = Window::declare(&mut k, e, true);
+                if self == WindowKernel::Conv {
+                    conv(k, items, &w, e)
+                } else {
+                    depthwise(k, items, &w, e)
+                }
+            }
+            WindowKernel::MaxPool | WindowKernel::AvgPool => {
+                let w = Window::declare(&mut k, e, false);
+                pool(k, items, &w, e, self == WindowKernel::MaxPool)
+            }
+            WindowKernel::Epilogue => {
+                let channels = k.index("channels");
+                let (scale, shift) = (k.input("scale", e), k.input("shift", e));
+                let fused = k.index("fused");
+                let out = k.output("out", e);
+                let parts = Parts {
+                    scale,
+                    shift,
+                    fused,
+                };
+                let v = Local::new("v", Ty::Value(e));
+                let mut stmts = vec![Stmt::Var(v, out.at(item()))];
+                stmts.extend(parts.finish(e, v, item() % channels));
+                k.map(out, items, stmts, v.get())
+            }
+            WindowKernel::Transpose => {
+                let rows = k.index("rows");
+                let cols = k.index("cols");
+                let input = k.input("in", e);
+                let out = k.output("out", e);
+                // Output element `item` is column `item / rows`, row `item % rows` of the input.
+                let at = item() % rows.clone() * cols + item() / rows;
+                k.map(out, items, vec![], input.at(at))
+            }
+        }
+    }
+}
+
+/// The geometry parameters and buffers of a convolution or pool.
+struct Window {
+    g: [Ex; 15],
+    x: Buf,
+    conv: Option<(Buf, Parts)>,
+    out: Buf,
+}
+
+/// A fused convolution's epilogue parameters.
+struct Parts {
+    scale: Buf,
+    shift: Buf,
+    fused: Ex,
+}
+
+const GEOMETRY: [&str; 15] = [
+    "batch",
+    "in_h",
+    "in_w",
+    "channels",
+    "k_h",
+    "k_w",
+    "stride_h",
+    "stride_w",
+    "dilation_h",
+    "dilation_w",
+    "before_h",
+    "before_w",
+    "out_h",
+    "out_w",
+    "filters",
+];
+
+/// The geometry's names, as [`geometry`] orders them.
+#[derive(Clone, Copy)]
+enum G {
+    Batch,
+    InH,
+    InW,
+    Channels,
+    KH,
+    KW,
+    StrideH,
+    StrideW,
+    DilationH,
+    DilationW,
+    BeforeH,
+    BeforeW,
+    OutH,
+    OutW,
+    Filters,
+}
+
+impl Window {
+    fn declare(k: &mut Declare, e: Elem, convolves: bool) -> Self {
+        let g = GEOMETRY.map(|name| k.index(name));
+        let x = k.input("x", e);
+        let conv = convolves.then(|| {
+            let f = k.input("f", e);
+            let (scale, shift) = (k.input("scale", e), k.input("shift", e));
+            let fused = k.index("fused");
+            (
+                f,
+                Parts {
+                    scale,
+                    shift,
+                    fused,
+                },
+            )
+        });
+        let out = k.output("out", e);
+        Window { g, x, conv, out }
+    }
+
+    fn g(&self, name: G) -> Ex {
+        self.g[name as usize].clone()
+    }
+
+    /// Where output pixel `p`'s window starts: its image's first input element, and its
+    /// first row and column (before the padding).
+    fn origin(&self, p: Ex) -> [Ex; 3] {
+        let plane = self.g(G::OutH) * self.g(G::OutW);
+        let rest = p.clone() % plane.clone();
+        [
+            p / plane * self.g(G::InH) * self.g(G::InW) * self.g(G::Channels),
+            rest.clone() / self.g(G::OutW) * self.g(G::StrideH) - self.g(G::BeforeH),
+            rest % self.g(G::OutW) * self.g(G::StrideW) - self.g(G::BeforeW),
+        ]
+    }
+
+    /// The loop over the taps `(i, j)` of the window from `top`, `left` that lie inside the
+    /// image (input row `ih`, column `iw`), running `body` for each.
+    fn each_tap(&self, top: Ex, left: Ex, body: Vec<Stmt>) -> Stmt {
+        let inside = !IW.get().outside(self.g(G::InW));
+        Stmt::For(
+            I,
+            int(0),
+            self.g(G::KH),
+            vec![
+                Stmt::Let(IH, top + I.get() * self.g(G::DilationH)),
+                when(IH.get().outside(self.g(G::InH)), vec![Stmt::Continue]),
+                Stmt::For(
+                    J,
+                    int(0),
+                    self.g(G::KW),
+                    vec![
+                        Stmt::Let(IW, left + J.get() * self.g(G::DilationW)),
+                        when(inside, body),
+                    ],
+                ),
+            ],
+        )
+    }
+
+    /// The input position of tap `(ih, iw)` of channel `c` from `base`.
+    fn tap(&self, base: Ex, c: Ex) -> Ex {
+        base + (IH.get() * self.g(G::InW) + IW.get()) * self.g(G::Channels) + c
+    }
+}
+
+const I: Local = Local::new("i", Ty::Index);
+const J: Local = Local::new("j", Ty::Index);
+const IH: Local = Local::new("ih", Ty::Index);
+const IW: Local = Local::new("iw", Ty::Index);
+const P: Local = Local::new("p", Ty::Index);
+const C: Local = Local::new("c", Ty::Index);
+const K: Local = Local::new("k", Ty::Index);
+const Q: Local = Local::new("q", Ty::Index);
+const R: Local = Local::new("r", Ty::Index);
+const O: Local = Local::new("o", Ty::Index);
+const BASE: Local = Local::new("base", Ty::Index);
+const TOP: Local = Local::new("top", Ty::Index);
+const LEFT: Local = Local::new("left", Ty::Index);
+
+/// Declare `base`, `top` and `left` of output pixel `p`.
+fn origin_locals(w: &Window, p: Ex) -> Vec<Stmt> {
+    let [base, top, left] = w.origin(p);
+    vec![
+        Stmt::Let(BASE, base),
+        Stmt::Let(TOP, top),
+        Stmt::Let(LEFT, left),
+    ]
+}
+
+impl Parts {
+    /// `v = activation(v * scale + shift)` for output channel `channel`, each part as
+    /// `fused` asks.
+    fn finish(&self, e: Elem, v: Local, channel: Ex) -> Vec<Stmt> {
+        let activation = |op| body::unary(op, e).expect("Relu and Relu6 are defined for floats");
+        let apply = |op| Stmt::Assign(v, elem_of(e, activation(op), [v.get()]));
+        let part = |bit: i32| (self.fused.clone() & int(bit)).ne(int(0));
+        let kind = self.fused.clone() >> int(2);
+        vec![
+            when(
+                part(1),
+                vec![Stmt::Assign(
+                    v,
+                    elem_of(
+                        e,
+                        body::x() * body::y(),
+                        [v.get(), self.scale.at(channel.clone())],
+                    ),
+                )],
+            ),
+            when(
+                part(2),
+                vec![Stmt::Assign(
+                    v,
+                    elem_of(e, body::x() + body::y(), [v.get(), self.shift.at(channel)]),
+                )],
+            ),
+            Stmt::If(
+                kind.clone().cmp(Cmp::Eq, int(1)),
+                vec![apply(UnaryOp::Relu)],
+                vec![when(kind.cmp(Cmp::Eq, int(2)), vec![apply(UnaryOp::Relu6)])],
+            ),
+        ]
+    }
+}
+
+/// `conv2d`: an implicit GEMM in registers over a block of [`PIXELS`] output pixels by
+/// [`FILTERS`] output channels.
+fn conv(k: Declare, items: Ex, w: &Window, e: Elem) -> Kernel {
+    let (f, parts) = w.conv.as_ref().expect("a convolution has a filter");
+    let (pixels, blocks) = (
+        Local::new("pixels", Ty::Index),
+        Local::new("blocks", Ty::Index),
+    );
+    let (p0, o0) = (Local::new("p0", Ty::Index), Local::new("o0", Ty::Index));
+    let array = |name| Local::new(name, Ty::Index);
+    let (bases, tops, lefts, at) = (array("bases"), array("tops"), array("lefts"), array("at"));
+    let (acc, weights) = (
+        Local::new("acc", Ty::Value(e)),
+        Local::new("w", Ty::Value(e)),
+    );
+    let (value, result) = (
+        Local::new("value", Ty::Value(e)),
+        Local::new("v", Ty::Value(e)),
+    );
+    let filters = w.g(G::Filters);
+    let cell = || Q.get() * int(FILTERS as i32) + R.get();
+    let zero = || elem(e, body::num(0));
+    let [base, top, left] = w.origin(P.get());
+    let mut stmts = vec![
+        Stmt::Let(pixels, w.g(G::Batch) * w.g(G::OutH) * w.g(G::OutW)),
+        Stmt::Let(
+            blocks,
+            (filters.clone() + int(FILTERS as i32 - 1)) / int(FILTERS as i32),
+        ),
+        Stmt::Let(p0, item() / blocks.get() * int(PIXELS as i32)),
+        Stmt::Let(o0, item() % blocks.get() * int(FILTERS as i32)),
+        // Each pixel's image, and its window's first row and column (before padding).
+        Stmt::Array(bases, PIXELS),
+        Stmt::Array(tops, PIXELS),
+        Stmt::Array(lefts, PIXELS),
+        Stmt::Unroll(
+            Q,
+            PIXELS,
+            vec![
+                Stmt::Let(P, (p0.get() + Q.get()).min(pixels.get() - int(1))),
+                Stmt::Set(bases, Q.get(), base),
+                Stmt::Set(tops, Q.get(), top),
+                Stmt::Set(lefts, Q.get(), left),
+            ],
+        ),
+        Stmt::Array(acc, PIXELS * FILTERS),
+        Stmt::Unroll(R, PIXELS * FILTERS, vec![Stmt::Set(acc, R.get(), zero())]),
+    ];
+    let inside = !IH
+        .get()
+        .outside(w.g(G::InH))
+        .or(IW.get().outside(w.g(G::InW)));
+    let row = (I.get() * w.g(G::KW) + J.get()) * w.g(G::Channels) * filters.clone();
+    let per_channel = vec![
+        Stmt::Array(weights, FILTERS),
+        Stmt::Unroll(
+            R,
+            FILTERS,
+            vec![
+                Stmt::Let(O, (o0.get() + R.get()).min(filters.clone() - int(1))),
+                Stmt::Set(
+                    weights,
+                    R.get(),
+                    f.at(Ex::Local(Local::new("row", Ty::Index))
+                        + C.get() * filters.clone()
+                        + O.get()),
+                ),
+            ],
+        ),
+        Stmt::Unroll(
+            Q,
+            PIXELS,
+            vec![
+                Stmt::Var(value, zero()),
+                when(
+                    Ex::Element(at, Box::new(Q.get())).ge(int(0)),
+                    vec![Stmt::Assign(
+                        value,
+                        w.x.at(Ex::Element(at, Box::new(Q.get())) + C.get()),
+                    )],
+                ),
+                Stmt::Unroll(
+                    R,
+                    FILTERS,
+                    vec![Stmt::Set(
+                        acc,
+                        cell(),
+                        elem_of(
+                            e,
+                            body::x() + body::y() * Expr::Arg(2),
+                            [
+                                Ex::Element(acc, Box::new(cell())),
+                                value.get(),
+                                Ex::Element(weights, Box::new(R.get())),
+                            ],
+                        ),
+                    )],
+                ),
+            ],
+        ),
+    ];
+    stmts.push(Stmt::For(
+        I,
+        int(0),
+        w.g(G::KH),
+        vec![Stmt::For(
+            J,
+            int(0),
+            w.g(G::KW),
+            vec![
+                // Each pixel's input at this tap, or -1 in the padding.
+                Stmt::Array(at, PIXELS),
+                Stmt::Unroll(
+                    Q,
+                    PIXELS,
+                    vec![
+                        Stmt::Let(
+                            IH,
+                            Ex::Element(tops, Box::new(Q.get())) + I.get() * w.g(G::DilationH),
+                        ),
+                        Stmt::Let(
+                            IW,
+                            Ex::Element(lefts, Box::new(Q.get())) + J.get() * w.g(G::DilationW),
+                        ),
+                        Stmt::Set(
+                            at,
+                            Q.get(),
+                            inside.then(
+                                w.tap(Ex::Element(bases, Box::new(Q.get())), int(0)),
+                                int(-1),
+                            ),
+                        ),
+                    ],
+                ),
+                Stmt::Let(Local::new("row", Ty::Index), row),
+                Stmt::For(C, int(0), w.g(G::Channels), per_channel),
+            ],
+        )],
+    ));
+    let mut store = vec![Stmt::Var(result, Ex::Element(acc, Box::new(cell())))];
+    store.extend(parts.finish(e, result, O.get()));
+    store.push(w.out.store(
+        (p0.get() + Q.get()) * filters.clone() + O.get(),
+        result.get(),
+    ));
+    stmts.push(Stmt::Unroll(
+        Q,
+        PIXELS,
+        vec![Stmt::Unroll(
+            R,
+            FILTERS,
+            vec![
+                Stmt::Let(O, o0.get() + R.get()),
+                when(
+                    (p0.get() + Q.get())
+                        .lt(pixels.get())
+                        .and(O.get().lt(filters)),
+                    store,
+                ),
+            ],
+        )],
+    ));
+    k.each(items, stmts)
+}
+
+/// `depthwise2d`: output element `item` is channel `k` (input channel `c`) of pixel `p`.
+fn depthwise(k: Declare, items: Ex, w: &Window, e: Elem) -> Kernel {
+    let (f, parts) = w.conv.as_ref().expect("a convolution has a filter");
+    let width = w.g(G::Channels) * w.g(G::Filters);
+    let acc = Local::new("acc", Ty::Value(e));
+    let mut stmts = vec![
+        Stmt::Let(P, item() / width.clone()),
+        Stmt::Let(K, item() % width.clone()),
+        Stmt::Let(C, K.get() / w.g(G::Filters)),
+    ];
+    stmts.extend(origin_locals(w, P.get()));
+    let product = elem_of(
+        e,
+        body::x() + body::y() * Expr::Arg(2),
+        [
+            acc.get(),
+            w.x.at(w.tap(BASE.get(), C.get())),
+            f.at((I.get() * w.g(G::KW) + J.get()) * width + K.get()),
+        ],
+    );
+    stmts.push(Stmt::Var(acc, elem(e, body::num(0))));
+    stmts.push(w.each_tap(TOP.get(), LEFT.get(), vec![Stmt::Assign(acc, product)]));
+    stmts.extend(parts.finish(e, acc, K.get()));
+    k.map(w.out, items, stmts, acc.get())
+}
+
+/// The pools: output element `item` is channel `c` of pixel `p`; the maximum propagates
+/// NaN with `+0` above `-0`, the mean divides by the taps inside the image.
+fn pool(k: Declare, items: Ex, w: &Window, e: Elem, max: bool) -> Kernel {
+    let (acc, count, value) = (
+        Local::new("acc", Ty::Value(e)),
+        Local::new("count", Ty::Value(e)),
+        Local::new("value", Ty::Value(e)),
+    );
+    let mut stmts = vec![
+        Stmt::Let(P, item() / w.g(G::Channels)),
+        Stmt::Let(C, item() % w.g(G::Channels)),
+    ];
+    stmts.extend(origin_locals(w, P.get()));
+    let (init, combine) = if max {
+        (
+            body::Expr::Lowest,
+            body::call(Func::MaxNan, [acc.value(), value.value()]),
+        )
+    } else {
+        (body::num(0), acc.value() + value.value())
+    };
+    stmts.extend([
+        Stmt::Var(acc, elem(e, init)),
+        Stmt::Var(count, elem(e, body::num(0))),
+        w.each_tap(
+            TOP.get(),
+            LEFT.get(),
+            vec![
+                Stmt::Let(value, w.x.at(w.tap(BASE.get(), C.get()))),
+                Stmt::Assign(acc, elem(e, combine)),
+                Stmt::Assign(count, elem(e, count.value() + body::num(1))),
+            ],
+        ),
+    ]);
+    let result = if max {
+        acc.get()
+    } else {
+        elem(e, acc.value() / count.value())
+    };
+    k.map(w.out, items, stmts, result)
+}
+
+/// The arguments of `conv2d` or `depthwise2d` over `items`, in parameter order: the input,
+/// the filter, the epilogue's scale and shift (any memory where absent: never read), its
+/// word, and the output, each buffer as its memory and element offset.
+pub fn conv_args<M: Copy>(
+    items: usize,
+    g: &WindowGeometry,
+    x: (M, i64),
+    f: (M, i64),
+    [scale, shift]: [(M, i64); 2],
+    fused: i64,
+    out: (M, i64),
+) -> Vec<Arg<M>> {
+    let mut args = vec![Arg::I64(items as i64)];
+    args.extend(geometry(g).map(Arg::I64));
+    for (m, offset) in [x, f, scale, shift] {
+        args.extend([Arg::Mem(m), Arg::I64(offset)]);
+    }
+    args.extend([Arg::I64(fused), Arg::Mem(out.0), Arg::I64(out.1)]);
+    args
+}
+
+/// The arguments of `max_pool2d` or `avg_pool2d` over `items`, in parameter order.
+pub fn pool_args<M: Copy>(
+    items: usize,
+    g: &WindowGeometry,
+    x: (M, i64),
+    out: (M, i64),
+) -> Vec<Arg<M>> {
+    let mut args = vec![Arg::I64(items as i64)];
+    args.extend(geometry(g).map(Arg::I64));
+    args.extend([
+        Arg::Mem(x.0),
+        Arg::I64(x.1),
+        Arg::Mem(out.0),
+        Arg::I64(out.1),
+    ]);
+    args
 }
 
 #[cfg(test)]

@@ -7,7 +7,9 @@ use std::fmt;
 use polytensor_core::plan::segment::SegmentOp;
 use polytensor_core::{DataType, Op, ReduceOp};
 
-use super::{reduce, window};
+use polytensor_kernels_c::window::WindowKernel;
+
+use super::reduce;
 
 /// What an elementwise pipeline computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,7 +37,7 @@ pub(crate) enum PipelineKey {
     /// A reduction of a dtype, in one of its variants.
     Reduce(ReduceOp, DataType, reduce::Variant),
     /// A direct window kernel (convolution, pooling) of a dtype.
-    Window(window::WindowOp, DataType),
+    Window(WindowKernel, DataType),
     /// A segment reduction of a dtype.
     Segment(SegmentOp, DataType),
     /// A pass of a row scatter of a dtype: the fill (`false`) or the scatter (`true`).
@@ -63,7 +65,7 @@ impl fmt::Display for PipelineKey {
             ),
             PipelineKey::Matmul(dtype) => write!(f, "matmul.{dtype}"),
             PipelineKey::Reduce(op, dtype, variant) => write!(f, "reduce_{op}.{dtype}.{variant:?}"),
-            PipelineKey::Window(op, dtype) => write!(f, "window_{op:?}.{dtype}"),
+            PipelineKey::Window(op, dtype) => write!(f, "{}.{dtype}", op.name()),
             PipelineKey::Segment(op, dtype) => write!(f, "{}.{dtype}", op.name()),
             PipelineKey::Scatter(dtype, scatter) => write!(
                 f,

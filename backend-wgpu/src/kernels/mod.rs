@@ -8,6 +8,5 @@ pub(crate) mod matmul;
 mod pipelines;
 pub(crate) mod reduce;
 mod transcendental;
-pub(crate) mod window;
 
 pub(crate) use pipelines::Pipelines;

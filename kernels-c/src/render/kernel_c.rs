@@ -128,6 +128,26 @@ impl C<'_> {
                     self.block(body, depth + 1, text)?;
                     writeln!(text, "{pad}}}")
                 }
+                Stmt::Unroll(l, n, body) => {
+                    let i = l.name;
+                    writeln!(
+                        text,
+                        "{pad}UNROLL\n{pad}for (i64 {i} = 0; {i} < {n}; {i}++) {{"
+                    )
+                    .ok()?;
+                    self.block(body, depth + 1, text)?;
+                    writeln!(text, "{pad}}}")
+                }
+                Stmt::Array(l, n) => writeln!(text, "{pad}{} {}[{n}];", c_type(l.ty), l.name),
+                Stmt::Set(l, at, value) => {
+                    writeln!(
+                        text,
+                        "{pad}{}[{}] = {};",
+                        l.name,
+                        self.ex(at)?,
+                        self.ex(value)?
+                    )
+                }
                 Stmt::Continue => writeln!(text, "{pad}continue;"),
                 Stmt::Store(buf, at, value) => {
                     let b = self.kernel.buffer(*buf);
@@ -175,7 +195,14 @@ impl C<'_> {
                 format!("({} ? {} : {})", self.ex(c)?, self.ex(a)?, self.ex(b)?)
             }
             Ex::ToIndex(a) => format!("(i64)({})", self.ex(a)?),
-            Ex::Elem(e, expr) => super::c(expr, *e)?,
+            Ex::Element(array, at) => format!("{}[{}]", array.name, self.ex(at)?),
+            Ex::Elem(e, expr, operands) => {
+                let operands = operands
+                    .iter()
+                    .map(|x| self.ex(x))
+                    .collect::<Option<Vec<_>>>()?;
+                super::c_with(expr, *e, &operands)?
+            }
         })
     }
 }

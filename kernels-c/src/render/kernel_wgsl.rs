@@ -247,6 +247,29 @@ impl<'a> Wgsl<'a> {
                     self.block(body, depth + 1, text)?;
                     writeln!(text, "{pad}}}")
                 }
+                Stmt::Unroll(l, n, body) => {
+                    let i = l.name;
+                    writeln!(text, "{pad}for (var {i}: i32 = 0; {i} < {n}; {i}++) {{").ok()?;
+                    self.block(body, depth + 1, text)?;
+                    writeln!(text, "{pad}}}")
+                }
+                Stmt::Array(l, n) => {
+                    writeln!(
+                        text,
+                        "{pad}var {}: array<{}, {n}>;",
+                        l.name,
+                        wgsl_type(l.ty)?
+                    )
+                }
+                Stmt::Set(l, at, value) => {
+                    writeln!(
+                        text,
+                        "{pad}{}[{}] = {};",
+                        l.name,
+                        self.ex(at)?,
+                        self.ex(value)?
+                    )
+                }
                 Stmt::Continue => writeln!(text, "{pad}continue;"),
                 Stmt::Store(buf, at, value) => {
                     text.push_str(&self.store(*buf, at, value, &pad)?);
@@ -318,7 +341,14 @@ impl<'a> Wgsl<'a> {
                 format!("select({}, {}, {})", self.ex(b)?, self.ex(a)?, self.ex(c)?)
             }
             Ex::ToIndex(a) => format!("i32({})", self.ex(a)?),
-            Ex::Elem(e, expr) => super::wgsl(expr, *e)?,
+            Ex::Element(array, at) => format!("{}[{}]", array.name, self.ex(at)?),
+            Ex::Elem(e, expr, operands) => {
+                let operands = operands
+                    .iter()
+                    .map(|x| self.ex(x))
+                    .collect::<Option<Vec<_>>>()?;
+                super::wgsl_with(expr, *e, &operands)?
+            }
         })
     }
 }

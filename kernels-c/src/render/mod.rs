@@ -16,10 +16,8 @@ mod kernel_wgsl;
 pub use kernel_c::c_kernel;
 pub use kernel_wgsl::{wgsl_invocations, wgsl_kernel, wgsl_storage, WGSL_GROUP};
 
-/// The name of operand `k`.
-fn arg(k: usize) -> Option<&'static str> {
-    ["x", "y", "z"].get(k).copied()
-}
+/// The names of an elementwise kernel's operands.
+const OPERANDS: [&str; 3] = ["x", "y", "z"];
 
 impl Cmp {
     /// The operator of both languages.
@@ -83,12 +81,22 @@ impl Arith {
 
 /// `expr` over operands of element `e` in C.
 pub fn c(expr: &Expr, e: Elem) -> Option<String> {
+    c_with(expr, e, &OPERANDS.map(String::from))
+}
+
+/// `expr` in C with operand `k` spelled `operands[k]`.
+pub fn c_with(expr: &Expr, e: Elem, operands: &[String]) -> Option<String> {
     let t = e.value();
     let w = e.wrapping();
-    let go = |x: &Expr| c(x, e);
+    let go = |x: &Expr| c_with(x, e, operands);
     let signed = e.is_signed();
     Some(match expr {
-        Expr::Arg(k) => arg(*k)?.into(),
+        Expr::Arg(k) => operands.get(*k)?.clone(),
+        Expr::Lowest => match e {
+            _ if !e.is_float() => return None,
+            Elem::F64 => "F64_FROM_BITS((u64)0xfff0000000000000UL)".into(),
+            _ => "F32_FROM_BITS(0xff800000u)".into(),
+        },
         Expr::Local(name) => (*name).into(),
         Expr::Num(n) if e.is_complex() => {
             let part = e.real()?;
@@ -254,10 +262,17 @@ pub fn wgsl_type(e: Elem) -> &'static str {
 
 /// `expr` over operands of element `e` in WGSL.
 pub fn wgsl(expr: &Expr, e: Elem) -> Option<String> {
+    wgsl_with(expr, e, &OPERANDS.map(String::from))
+}
+
+/// `expr` in WGSL with operand `k` spelled `operands[k]`.
+pub fn wgsl_with(expr: &Expr, e: Elem, operands: &[String]) -> Option<String> {
     let t = wgsl_type(e);
-    let go = |x: &Expr| wgsl(x, e);
+    let go = |x: &Expr| wgsl_with(x, e, operands);
     Some(match expr {
-        Expr::Arg(k) => arg(*k)?.into(),
+        Expr::Arg(k) => operands.get(*k)?.clone(),
+        Expr::Lowest if e.is_float() => format!("{t}(-bitcast<f32>(0x7f800000u))"),
+        Expr::Lowest => return None,
         Expr::Local(name) => (*name).into(),
         Expr::Num(n) if e.is_complex() => format!("{t}({n}.0, 0.0)"),
         Expr::Num(n) => format!("{t}({n})"),

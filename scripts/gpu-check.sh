@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The GPU check, for a session lent a machine with an NVIDIA GPU (which has no Rust
+# toolchain and no network): `scripts/gpu-check.sh build` here builds every binary it runs
+# into gpu-run/ (ignored by git), with the OpenCL and Vulkan loaders and the TensorFlow
+# models; `scripts/gpu-check.sh run` there runs them and writes its logs to $OUT (or
+# gpu-run/out). What it runs: the CUDA backend's whole conformance suite, the families the
+# kit's IR renders (sparse) on NVIDIA's OpenCL and on its Vulkan driver through wgpu, the
+# frozen TensorFlow models on every device (CUDA with cuDNN), and the CUDA benchmark (with
+# the one built from BASE, if given, in the same run: `BASE=<commit> ... build`).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+RUN=gpu-run
+
+# The test or bench executable cargo builds for `$@` (with --no-run).
+executable() {
+    cargo "$@" --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["executable"])' | tail -1
+}
+
+build() {
+    export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=0
+    rm -rf "$RUN" && mkdir -p "$RUN/bin" "$RUN/lib" "$RUN/tf-golden"
+    local name spec exe
+    for spec in "cuda_conformance test -p polytensor-cuda --test conformance" \
+        "opencl_conformance test -p polytensor-opencl --test conformance" \
+        "wgpu_conformance test -p polytensor-wgpu --test conformance" \
+        "models test --features cuda,opencl,wgpu --test models" \
+        "cuda_bench bench -p benches --bench cuda"; do
+        read -r name spec <<<"$spec"
+        # shellcheck disable=SC2086
+        exe=$(executable $spec)
+        [ -n "$exe" ] || { echo "no executable for: cargo $spec" >&2; exit 1; }
+        cp "$exe" "$RUN/bin/$name" && strip "$RUN/bin/$name"
+    done
+    if [ -n "${BASE:-}" ]; then
+        # The same bench at BASE, built in a worktree that shares this target folder.
+        local tree here=$PWD
+        tree=$(mktemp -d)/base
+        git worktree add -q --detach "$tree" "$BASE"
+        exe=$(cd "$tree" && CARGO_TARGET_DIR="$here/target" executable bench -p benches --bench cuda)
+        cp "$exe" "$RUN/bin/cuda_bench_base" && strip "$RUN/bin/cuda_bench_base"
+        git worktree remove --force "$tree"
+    fi
+    cp -L /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 /usr/lib/x86_64-linux-gnu/libvulkan.so.1 "$RUN/lib/"
+    cp -r ../shared/tf-golden/models "$RUN/tf-golden/"
+    # Where the tests look for it: beside the checkout they were built in.
+    echo "$(cd .. && pwd)/shared/tf-golden" >"$RUN/golden-path"
+    du -sh "$RUN"
+}
+
+run() {
+    local out=${OUT:-$RUN/out}
+    mkdir -p "$out"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
+    # The image's CUDA 13 libraries (NVRTC, cuBLAS, cuDNN) from its PyTorch venv.
+    local libs
+    libs=$(python3 -c 'import glob, os, site
+print(":".join(sorted({os.path.dirname(p) for d in site.getsitepackages()
+                        for p in glob.glob(d + "/nvidia/**/lib*.so*", recursive=True)})))')
+    export LD_LIBRARY_PATH="$PWD/$RUN/lib:$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+    # NVIDIA's OpenCL driver through the carried ICD loader; its Vulkan driver for wgpu.
+    mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
+    export OCL_ICD_VENDORS=/tmp/icd
+    local vk=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+    [ -f "$vk" ] && export VK_DRIVER_FILES=$vk
+    # The tests find the golden data beside the checkout they were built in.
+    local golden
+    golden=$(cat "$RUN/golden-path")
+    mkdir -p "$golden" && cp -r "$RUN/tf-golden/models" "$golden/"
+    local status=0
+    step() {
+        local log=$1
+        shift
+        echo "=== $*" | tee -a "$out/summary.txt"
+        local start=$SECONDS
+        "$@" >"$out/$log" 2>&1
+        local rc=$?
+        grep -E "passed|failed|FAIL|test result" "$out/$log" | tail -20 | tee -a "$out/summary.txt"
+        echo "rc=$rc in $((SECONDS - start)) s" | tee -a "$out/summary.txt"
+        [ $rc -eq 0 ] || status=1
+    }
+    POLYTENSOR_REQUIRE=cuda step cuda.txt "$RUN/bin/cuda_conformance" --nocapture
+    POLYTENSOR_REQUIRE=opencl step opencl.txt "$RUN/bin/opencl_conformance" sparse --nocapture
+    POLYTENSOR_REQUIRE=wgpu step wgpu.txt "$RUN/bin/wgpu_conformance" sparse --nocapture
+    POLYTENSOR_REQUIRE=cuda POLYTENSOR_REQUIRE_GOLDEN=1 step models.txt \
+        "$RUN/bin/models" --nocapture --test-threads=1
+    local bench
+    for bench in cuda_bench_base cuda_bench; do
+        [ -x "$RUN/bin/$bench" ] || continue
+        step "$bench.txt" "$RUN/bin/$bench" --bench --warm-up-time 1 --measurement-time 3
+        grep -E "^[a-z_0-9/]+ +time:|^[a-z_0-9/]+$|time:" "$out/$bench.txt" >"$out/$bench.times" || true
+    done
+    return $status
+}
+
+case "${1:-}" in
+build) build ;;
+run) run ;;
+*)
+    echo "usage: $0 build|run" >&2
+    exit 2
+    ;;
+esac
