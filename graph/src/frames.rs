@@ -90,8 +90,13 @@ pub(crate) enum Item {
 /// Whether an edge from an op of type `source` into one of type `consumer` is a loop's
 /// back edge, the one edge a cycle may run through (as TensorFlow's graph constructor
 /// has it).
-pub(crate) fn is_back_edge(source: &str, consumer: &str) -> bool {
-    consumer == "Merge" && source == "NextIteration"
+pub(crate) fn is_back_edge(source: Kind, consumer: Kind) -> bool {
+    consumer == Kind::Flow(Flow::Merge) && source == Kind::Flow(Flow::NextIteration)
+}
+
+/// Whether `node` is an `Exit`.
+fn is_exit(node: &Node) -> bool {
+    node.kind == Kind::Flow(Flow::Exit)
 }
 
 /// Whether a plan of these steps needs the frame executor: it has a control-flow
@@ -153,7 +158,7 @@ impl Frames {
             for input in &step.inputs {
                 if let Source::Node { node, .. } = *input {
                     let (source, merge) = (&nodes[node], &nodes[step.node]);
-                    if is_back_edge(&source.op_type, &merge.op_type)
+                    if is_back_edge(source.kind, merge.kind)
                         && frames.of[node] != frames.of[step.node]
                     {
                         return Err(Error::invalid(format!(
@@ -180,7 +185,7 @@ impl Frames {
         for step in steps {
             let frame = self.of[step.node];
             slot[step.node] = self.frames[frame].take_slot();
-            if nodes[step.node].op_type.as_ref() == "Exit" {
+            if is_exit(&nodes[step.node]) {
                 let parent = self.frames[frame].parent;
                 exit_slot[step.node] = self.frames[parent].take_slot();
             }
@@ -195,9 +200,12 @@ impl Frames {
         }
         // The slot a consumer reads each node's value from.
         self.value_slots = (0..nodes.len())
-            .map(|node| match nodes[node].op_type.as_ref() {
-                "Exit" => exit_slot[node],
-                _ => slot[node],
+            .map(|node| {
+                if is_exit(&nodes[node]) {
+                    exit_slot[node]
+                } else {
+                    slot[node]
+                }
             })
             .collect();
         let read_slot = |node: usize| self.value_slots[node];
@@ -210,7 +218,7 @@ impl Frames {
                 .map(|input| match *input {
                     Source::Feed(i) => Ok(Read::Feed(i)),
                     Source::Node { node: from, .. }
-                        if is_back_edge(&nodes[from].op_type, &node.op_type) =>
+                        if is_back_edge(nodes[from].kind, node.kind) =>
                     {
                         let next = frame
                             .next_iterations
@@ -265,7 +273,7 @@ impl Frames {
     /// which is its parent's.
     fn value_frame(&self, nodes: &[Node], node: usize) -> usize {
         let frame = self.of[node];
-        if nodes[node].op_type.as_ref() == "Exit" {
+        if is_exit(&nodes[node]) {
             self.frames[frame].parent
         } else {
             frame
@@ -281,7 +289,7 @@ impl Frames {
     ) -> impl Iterator<Item = (usize, usize)> + 's {
         let consumer = &nodes[step.node];
         let data = step.inputs.iter().filter_map(move |input| match *input {
-            Source::Node { node, .. } if !is_back_edge(&nodes[node].op_type, &consumer.op_type) => {
+            Source::Node { node, .. } if !is_back_edge(nodes[node].kind, consumer.kind) => {
                 Some(node)
             }
             _ => None,

@@ -19,6 +19,8 @@ pub(crate) type Typed = (DataType, PartialTensorShape);
 pub(crate) struct Node {
     pub(crate) name: Arc<str>,
     pub(crate) op_type: Arc<str>,
+    /// What the op does, resolved from its type once, when the node is added.
+    pub(crate) kind: ops::Kind,
     /// Data inputs: `(node, output index)`.
     pub(crate) inputs: Vec<(usize, usize)>,
     pub(crate) control_inputs: Vec<usize>,
@@ -41,6 +43,10 @@ pub(crate) struct KeptFields {
 /// A dataflow graph, as TensorFlow's `tf.Graph`: operations added in order, each input an
 /// output of an operation added before it.
 ///
+/// A graph is copy-on-write: a clone shares its operations, names and function library
+/// with the original (a [`crate::Session`] holds such a clone), and the first operation
+/// added to either afterwards copies them once.
+///
 /// ```
 /// use polytensor_graph::Graph;
 /// let mut g = Graph::new();
@@ -52,10 +58,10 @@ pub(crate) struct KeptFields {
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Graph {
-    pub(crate) nodes: Vec<Node>,
-    by_name: HashMap<Arc<str>, usize>,
+    pub(crate) nodes: Arc<Vec<Node>>,
+    by_name: Arc<HashMap<Arc<str>, usize>>,
     /// TensorFlow's `_names_in_use`: lower-cased names and how often each was asked for.
-    names_in_use: HashMap<String, usize>,
+    names_in_use: Arc<HashMap<String, usize>>,
     /// The current name scope (`outer/inner`), empty at the top.
     name_stack: String,
     /// The device of the current device scope (`Graph::device_scope`), empty for none.
@@ -65,8 +71,8 @@ pub struct Graph {
     /// The deprecated `GraphDef.version` of the GraphDef the graph came from.
     pub(crate) version: i32,
     /// The serialized function library of the GraphDef the graph came from, written back
-    /// as read (polytensor runs no functions).
-    pub(crate) library: Option<Vec<u8>>,
+    /// as read (its functions are instantiated when a session calls them).
+    pub(crate) library: Option<Arc<Vec<u8>>>,
 }
 
 /// An operation of a [`Graph`]: a handle that names it.
@@ -333,7 +339,7 @@ impl Graph {
         let base_key = name.to_lowercase();
         let mut i = self.names_in_use.get(&base_key).copied().unwrap_or(0);
         if mark_as_used {
-            self.names_in_use.insert(base_key.clone(), i + 1);
+            Arc::make_mut(&mut self.names_in_use).insert(base_key.clone(), i + 1);
         }
         if i == 0 {
             return name;
@@ -344,7 +350,7 @@ impl Graph {
             i += 1;
         }
         if mark_as_used {
-            self.names_in_use.insert(key, 1);
+            Arc::make_mut(&mut self.names_in_use).insert(key, 1);
         }
         format!("{name}_{}", i - 1)
     }
@@ -414,14 +420,15 @@ impl Graph {
         let outputs = ops::infer::infer(kind, &ctx)?;
         let id = self.nodes.len();
         let name: Arc<str> = name.into();
-        self.names_in_use
+        Arc::make_mut(&mut self.names_in_use)
             .entry(name.to_lowercase())
             .and_modify(|n| *n = (*n).max(1))
             .or_insert(1);
-        self.by_name.insert(name.clone(), id);
-        self.nodes.push(Node {
+        Arc::make_mut(&mut self.by_name).insert(name.clone(), id);
+        Arc::make_mut(&mut self.nodes).push(Node {
             name,
             op_type: op_type.into(),
+            kind,
             inputs,
             control_inputs,
             attrs,

@@ -1,6 +1,7 @@
 //! `Graph` to and from TensorFlow's `GraphDef`.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use polytensor_core::{Error, Result};
 use prost::Message;
@@ -41,7 +42,7 @@ impl Graph {
             .collect();
         GraphDef {
             node,
-            library: self.library.clone(),
+            library: self.library.as_deref().cloned(),
             version: self.version,
             versions: Some(self.versions.clone()),
         }
@@ -200,13 +201,13 @@ impl Graph {
                     attrs,
                     node.device.clone(),
                 )?;
-                self.nodes[op.id].kept = KeptFields {
+                Arc::make_mut(&mut self.nodes)[op.id].kept = KeptFields {
                     debug_info: node.experimental_debug_info.clone(),
                     full_type: node.experimental_type.clone(),
                 };
                 if back_edges.last().is_some_and(|edge| edge.0 == i) {
                     // TensorFlow's shape refiner sees a back edge's shape as unknown.
-                    self.nodes[op.id].outputs[0].1 =
+                    Arc::make_mut(&mut self.nodes)[op.id].outputs[0].1 =
                         polytensor_core::PartialTensorShape::unknown_rank();
                 }
                 ids[i] = op.id;
@@ -225,7 +226,7 @@ impl Graph {
             }
         };
         if self.library.is_none() {
-            self.library = def.library.clone();
+            self.library = def.library.clone().map(Arc::new);
         }
         let returned = returns
             .iter()
@@ -354,7 +355,8 @@ impl Input {
 /// Whether the edge from `def` node `source` into node `consumer` is a loop's back edge
 /// ([`crate::frames::is_back_edge`]).
 fn is_back_edge(def: &GraphDef, source: usize, consumer: usize) -> bool {
-    crate::frames::is_back_edge(&def.node[source].op, &def.node[consumer].op)
+    let kind = |node: usize| crate::ops::find(&def.node[node].op);
+    matches!((kind(source), kind(consumer)), (Some(s), Some(c)) if crate::frames::is_back_edge(s, c))
 }
 
 impl Graph {
@@ -377,7 +379,7 @@ impl Graph {
                 self.nodes[merge].name, self.nodes[id].name
             )));
         }
-        let node = &mut self.nodes[merge];
+        let node = &mut Arc::make_mut(&mut self.nodes)[merge];
         let position = position.min(node.inputs.len());
         node.inputs.insert(position, source);
         let n = node.attrs.get("N").and_then(|v| match v.value {

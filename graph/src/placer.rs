@@ -28,7 +28,7 @@ use polytensor_core::{DataType, Device, Error, Op, Result};
 
 use crate::attr::{AttrKind, Attrs};
 use crate::graph::{Graph, Node};
-use crate::ops::{self, Kind};
+use crate::ops::Kind;
 
 /// A parsed device request: the device type (upper case: `CPU`, `GPU`, `WGPU`, ...) and
 /// index, each absent where the request leaves it open.
@@ -120,7 +120,7 @@ fn runs(graph: &Graph, node: &Node, device: &dyn Device) -> bool {
         return false;
     }
     let computed = inputs.clone().next().or(node.outputs.first().map(|o| o.0));
-    match (ops::find(&node.op_type).and_then(core_op), computed) {
+    match (core_op(node.kind), computed) {
         (Some(Op::Cast), _) => inputs
             .chain(node.outputs.iter().map(|o| o.0))
             .all(|d| device.supports(Op::Cast, d)),
@@ -182,7 +182,7 @@ fn colocation(graph: &Graph) -> Result<Groups> {
         }
         // Resource and reference edges colocate, as TensorFlow's: a variable op goes with
         // its variable (its first input).
-        if ops::find(&node.op_type).is_some_and(Kind::acts_on_variable) {
+        if node.kind.acts_on_variable() {
             if let Some(&(variable, _)) = node.inputs.first() {
                 groups.join(n, variable);
             }

@@ -16,7 +16,7 @@ use smallvec::{smallvec, SmallVec};
 
 use crate::frames::Frames;
 use crate::ops::kernels::{self, Outputs, RunCtx, Variables};
-use crate::ops::{self, Kind, Value};
+use crate::ops::{Kind, Value};
 
 mod call;
 mod dataflow;
@@ -265,7 +265,7 @@ impl Session {
         let grown = graph.nodes.len() >= old.len()
             && old
                 .iter()
-                .zip(&graph.nodes)
+                .zip(graph.nodes.iter())
                 .all(|(a, b)| a.name == b.name && a.op_type == b.op_type && a.inputs == b.inputs);
         if !grown {
             return Err(Error::invalid(
@@ -528,15 +528,12 @@ impl Session {
             .filter(|&node| needed[node])
             .map(|node| {
                 let n = &nodes[node];
-                let kind = ops::find(&n.op_type).ok_or_else(|| {
-                    Error::invalid(format!("Op type not registered '{}'", n.op_type))
-                })?;
                 Ok(Step {
                     node,
                     device: placed[node],
                     crosses: false,
                     uses_variables: false,
-                    kind,
+                    kind: n.kind,
                     inputs: n.inputs.iter().map(|&input| source(input)).collect(),
                     chain: Vec::new(),
                     release: Vec::new(),
@@ -575,12 +572,10 @@ impl Session {
             step.uses_variables = touches_variables(step.kind)
                 || step.inputs.iter().any(|input| match *input {
                     Source::Node { node, .. } => {
-                        ops::find(&nodes[node].op_type).is_some_and(|kind| {
-                            matches!(
-                                kind,
-                                Kind::RefVariable | Kind::RefAssign | Kind::RefAssignAdd
-                            )
-                        })
+                        matches!(
+                            nodes[node].kind,
+                            Kind::RefVariable | Kind::RefAssign | Kind::RefAssignAdd
+                        )
                     }
                     Source::Feed(_) => false,
                 });

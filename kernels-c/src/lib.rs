@@ -17,6 +17,10 @@
 //! - [`body`]: the body of every elementwise op, one typed expression for every GPU
 //!   language, `where`'s, and every cast's steps ([`body::Cast`]); and [`render`]: their
 //!   C and WGSL dialect layers (wgpu renders its kernels' bodies and casts from here too).
+//! - [`ir`]: the kernel IR. A loop kernel (the segment and window families so far) is one
+//!   Rust function building an [`ir::Kernel`], which [`render::c_kernel`] prints for
+//!   OpenCL and CUDA and [`render::wgsl_kernel`] for WGSL (over [`wgsl`]'s storage rule
+//!   and helpers), so every GPU backend runs the same kernel.
 //! - [`table`]: which kernel runs each (op, dtype), grouped into programs; the single
 //!   source of every backend's `supports`.
 //! - [`Library`]: the helper headers a kernel needs (`c/scalar.h`, `c/real.h`,

@@ -196,7 +196,7 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         Kind::ReadVariable => {
             cx.exactly(1)?;
             let shape = match cx.source(0) {
-                Some(node) if node.op_type.as_ref() == "VarHandleOp" => crate::attr::Attrs {
+                Some(node) if node.kind == Kind::VarHandle => crate::attr::Attrs {
                     node: &node.name,
                     attrs: &node.attrs,
                 }

@@ -562,7 +562,7 @@ impl<'a> InferCtx<'a> {
     /// The value of input `i` when it is output 0 of a `Const`.
     fn const_value(&self, i: usize) -> Option<&'a polytensor_core::proto::TensorProto> {
         let (node, index) = self.sources.get(i)?;
-        if node.op_type.as_ref() != "Const" || *index != 0 {
+        if node.kind != Kind::Const || *index != 0 {
             return None;
         }
         let attrs = Attrs {
@@ -582,7 +582,7 @@ impl<'a> InferCtx<'a> {
             return PartialTensorShape::new(&dims);
         }
         if let Some((node, 0)) = self.sources.get(i) {
-            if node.op_type.as_ref() == "Shape" {
+            if node.kind == Kind::Shape {
                 if let Some(&(id, index)) = node.inputs.first() {
                     if let Some((_, shape)) = self.nodes.get(id).and_then(|n| n.outputs.get(index))
                     {

@@ -102,7 +102,7 @@ impl Session {
                 Source::Node { node, index } => {
                     let name = &self.graph.nodes[node].name;
                     let frame = frames.of(node);
-                    let is_exit = self.graph.nodes[node].op_type.as_ref() == "Exit";
+                    let is_exit = self.graph.nodes[node].kind == Kind::Flow(Flow::Exit);
                     if frame != ROOT && !(is_exit && frames.frames[frame].parent == ROOT) {
                         return Err(Error::invalid(format!(
                             "Cannot fetch '{name}:{index}': it is inside the while loop \
