@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The GPU check, for a session lent a machine with an NVIDIA GPU (which has no Rust
 # toolchain and no network): `scripts/gpu-check.sh build` here builds every binary it runs
-# into gpu-run/ (ignored by git), with the OpenCL and Vulkan loaders and the TensorFlow
-# models; `scripts/gpu-check.sh run` there runs them and writes its logs to $OUT (or
-# gpu-run/out). What it runs: the CUDA backend's whole conformance suite, the families the
-# kit's IR renders (sparse) on NVIDIA's OpenCL and on its Vulkan driver through wgpu, the
-# frozen TensorFlow models on every device (CUDA with cuDNN), and the CUDA benchmark (with
-# the one built from BASE, if given, in the same run: `BASE=<commit> ... build`).
+# into gpu-run/, with the OpenCL and Vulkan loaders and the TensorFlow models, and packs it
+# as gpu-pack/gpu-run.tgz (both ignored by git); there, with gpu-pack carried,
+# `tar -xzf gpu-pack/gpu-run.tgz && scripts/gpu-check.sh run` runs them and writes its logs
+# to $OUT (or gpu-run/out). What it runs: the CUDA backend's whole conformance suite, the
+# families the kit's IR renders (sparse, layers) on NVIDIA's OpenCL and on its Vulkan
+# driver through wgpu, the frozen TensorFlow models on every device (CUDA with cuDNN), and
+# the CUDA benchmark (with the one built from BASE, if given, in the same run:
+# `BASE=<commit> scripts/gpu-check.sh build`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 RUN=gpu-run
@@ -49,7 +51,8 @@ build() {
     cp -r ../shared/tf-golden/models "$RUN/tf-golden/"
     # Where the tests look for it: beside the checkout they were built in.
     echo "$(cd .. && pwd)/shared/tf-golden" >"$RUN/golden-path"
-    du -sh "$RUN"
+    mkdir -p gpu-pack && tar -czf gpu-pack/gpu-run.tgz "$RUN"
+    du -sh "$RUN" gpu-pack/gpu-run.tgz
 }
 
 run() {
@@ -84,8 +87,9 @@ print(":".join(sorted({os.path.dirname(p) for d in site.getsitepackages()
         [ $rc -eq 0 ] || status=1
     }
     POLYTENSOR_REQUIRE=cuda step cuda.txt "$RUN/bin/cuda_conformance" --nocapture
-    POLYTENSOR_REQUIRE=opencl step opencl.txt "$RUN/bin/opencl_conformance" sparse --nocapture
-    POLYTENSOR_REQUIRE=wgpu step wgpu.txt "$RUN/bin/wgpu_conformance" sparse --nocapture
+    POLYTENSOR_REQUIRE=opencl step opencl.txt "$RUN/bin/opencl_conformance" sparse layers \
+        --nocapture
+    POLYTENSOR_REQUIRE=wgpu step wgpu.txt "$RUN/bin/wgpu_conformance" sparse layers --nocapture
     POLYTENSOR_REQUIRE=cuda POLYTENSOR_REQUIRE_GOLDEN=1 step models.txt \
         "$RUN/bin/models" --nocapture --test-threads=1
     local bench
