@@ -4,7 +4,7 @@
 # into gpu-run/, with the OpenCL and Vulkan loaders and the TensorFlow models, and packs it
 # as gpu-pack/gpu-run.tgz (both ignored by git); there, with gpu-pack carried,
 # `tar -xzf gpu-pack/gpu-run.tgz && scripts/gpu-check.sh run` runs them and writes its logs
-# to $OUT (or gpu-run/out). What it runs: the CUDA backend's whole conformance suite, the
+# to $OUT (or gpu-run/out; at most 8 files come back from a device run). What it runs: the CUDA backend's whole conformance suite, the
 # families the kit's IR renders (sparse, layers) on NVIDIA's OpenCL and on its Vulkan
 # driver through wgpu, the frozen TensorFlow models on every device (CUDA with cuDNN), and
 # the CUDA benchmark (with the one built from BASE, if given, in the same run:
@@ -47,7 +47,16 @@ build() {
         cp "$exe" "$RUN/bin/cuda_bench_base" && strip "$RUN/bin/cuda_bench_base"
         git worktree remove --force "$tree"
     fi
-    cp -L /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 /usr/lib/x86_64-linux-gnu/libvulkan.so.1 "$RUN/lib/"
+    cp -L /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 "$RUN/lib/"
+    # The Vulkan loader and glvnd, which NVIDIA's Vulkan driver (libGLX_nvidia) needs: the
+    # device's image has neither.
+    mkdir -p "$RUN/gl" /tmp/amd64/partial
+    local apt='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+    # shellcheck disable=SC2086
+    apt-get $apt update -qq >/dev/null 2>&1
+    # shellcheck disable=SC2086
+    (cd "$RUN/gl" && apt-get $apt download -qq libvulkan1 libegl1 libglvnd0 libopengl0 \
+        libgl1 libglx0 libgles2 2>/dev/null)
     cp -r ../shared/tf-golden/models "$RUN/tf-golden/"
     # Where the tests look for it: beside the checkout they were built in.
     echo "$(cd .. && pwd)/shared/tf-golden" >"$RUN/golden-path"
@@ -58,7 +67,10 @@ build() {
 run() {
     local out=${OUT:-$RUN/out}
     mkdir -p "$out"
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/summary.txt"
+    local deb
+    for deb in "$RUN"/gl/*.deb; do dpkg -x "$deb" /; done
+    ldconfig
     # The image's CUDA 13 libraries (NVRTC, cuBLAS, cuDNN) from its PyTorch venv.
     local libs
     libs=$(python3 -c 'import glob, os, site
@@ -69,7 +81,8 @@ print(":".join(sorted({os.path.dirname(p) for d in site.getsitepackages()
     mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
     export OCL_ICD_VENDORS=/tmp/icd
     local vk=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-    [ -f "$vk" ] && export VK_DRIVER_FILES=$vk
+    [ -f "$vk" ] && export VK_DRIVER_FILES=$vk \
+        __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
     # The tests find the golden data beside the checkout they were built in.
     local golden
     golden=$(cat "$RUN/golden-path")
@@ -96,7 +109,6 @@ print(":".join(sorted({os.path.dirname(p) for d in site.getsitepackages()
     for bench in cuda_bench_base cuda_bench; do
         [ -x "$RUN/bin/$bench" ] || continue
         step "$bench.txt" "$RUN/bin/$bench" --bench --warm-up-time 1 --measurement-time 3
-        grep -E "^[a-z_0-9/]+ +time:|^[a-z_0-9/]+$|time:" "$out/$bench.txt" >"$out/$bench.times" || true
     done
     return $status
 }
