@@ -6,7 +6,10 @@
 
 use std::fmt::Write;
 
-use crate::ir::{Body, Buffer, Ex, Kernel, Param, Stmt, Ty, ITEM};
+use super::kernel::{block, expression, Spelling};
+use crate::body;
+use crate::ir::{Body, Buf, Buffer, Kernel, Local, Param, Ty, ITEM};
+use crate::Elem;
 
 /// `kernel` as C, or `None` where an element expression has no C rendering.
 pub fn c_kernel(kernel: &Kernel) -> Option<String> {
@@ -33,10 +36,10 @@ pub fn c_kernel(kernel: &Kernel) -> Option<String> {
     writeln!(
         text,
         "    for (i64 {item} = GLOBAL_ID; {item} < {}; {item} += GLOBAL_SIZE) {{",
-        r.ex(count)?
+        expression(&r, count)?
     )
     .ok()?;
-    r.block(stmts, 2, &mut text)?;
+    block(&r, stmts, 2, &mut text)?;
     if let Body::Map { out, value, .. } = &kernel.body {
         let b = kernel.buffer(*out);
         writeln!(
@@ -44,7 +47,7 @@ pub fn c_kernel(kernel: &Kernel) -> Option<String> {
             "        {}[{}_offset + {item}] = {};",
             b.name,
             b.name,
-            store(b, &r.ex(value)?)
+            store(b, &expression(&r, value)?)
         )
         .ok()?;
     }
@@ -80,129 +83,73 @@ fn c_type(ty: Ty) -> &'static str {
     }
 }
 
-/// The C renderer of one kernel's statements and expressions.
+/// C's spelling of one kernel.
 struct C<'a> {
     kernel: &'a Kernel,
 }
 
-impl C<'_> {
-    fn block(&self, stmts: &[Stmt], depth: usize, text: &mut String) -> Option<()> {
-        let pad = "    ".repeat(depth);
-        for s in stmts {
-            match s {
-                Stmt::Let(l, init) => writeln!(
-                    text,
-                    "{pad}const {} {} = {};",
-                    c_type(l.ty),
-                    l.name,
-                    self.ex(init)?
-                ),
-                Stmt::Var(l, init) => {
-                    writeln!(
-                        text,
-                        "{pad}{} {} = {};",
-                        c_type(l.ty),
-                        l.name,
-                        self.ex(init)?
-                    )
-                }
-                Stmt::Assign(l, value) => writeln!(text, "{pad}{} = {};", l.name, self.ex(value)?),
-                Stmt::If(cond, then, otherwise) => {
-                    writeln!(text, "{pad}if ({}) {{", self.ex(cond)?).ok()?;
-                    self.block(then, depth + 1, text)?;
-                    if !otherwise.is_empty() {
-                        writeln!(text, "{pad}}} else {{").ok()?;
-                        self.block(otherwise, depth + 1, text)?;
-                    }
-                    writeln!(text, "{pad}}}")
-                }
-                Stmt::For(l, from, to, body) => {
-                    let i = l.name;
-                    writeln!(
-                        text,
-                        "{pad}for (i64 {i} = {}; {i} < {}; {i}++) {{",
-                        self.ex(from)?,
-                        self.ex(to)?
-                    )
-                    .ok()?;
-                    self.block(body, depth + 1, text)?;
-                    writeln!(text, "{pad}}}")
-                }
-                Stmt::Unroll(l, n, body) => {
-                    let i = l.name;
-                    writeln!(
-                        text,
-                        "{pad}UNROLL\n{pad}for (i64 {i} = 0; {i} < {n}; {i}++) {{"
-                    )
-                    .ok()?;
-                    self.block(body, depth + 1, text)?;
-                    writeln!(text, "{pad}}}")
-                }
-                Stmt::Array(l, n) => writeln!(text, "{pad}{} {}[{n}];", c_type(l.ty), l.name),
-                Stmt::Set(l, at, value) => {
-                    writeln!(
-                        text,
-                        "{pad}{}[{}] = {};",
-                        l.name,
-                        self.ex(at)?,
-                        self.ex(value)?
-                    )
-                }
-                Stmt::Continue => writeln!(text, "{pad}continue;"),
-                Stmt::Store(buf, at, value) => {
-                    let b = self.kernel.buffer(*buf);
-                    writeln!(
-                        text,
-                        "{pad}{}[{}_offset + {}] = {};",
-                        b.name,
-                        b.name,
-                        self.ex(at)?,
-                        store(b, &self.ex(value)?)
-                    )
-                }
-            }
-            .ok()?;
-        }
-        Some(())
+impl Spelling for C<'_> {
+    fn declare(&self, local: Local, mutable: bool, init: &str) -> Option<String> {
+        let constant = if mutable { "" } else { "const " };
+        Some(format!(
+            "{constant}{} {} = {init};",
+            c_type(local.ty),
+            local.name
+        ))
     }
 
-    fn ex(&self, ex: &Ex) -> Option<String> {
-        Some(match ex {
-            Ex::Int(n) => n.to_string(),
-            Ex::Bool(b) => u8::from(*b).to_string(),
-            Ex::Param(k) => match self.kernel.params[*k] {
-                Param::Index(name) => name.to_string(),
-                Param::Buffer(b) => b.name.to_string(),
-            },
-            Ex::Local(l) => l.name.to_string(),
-            Ex::Load(buf, at) => {
-                let b = self.kernel.buffer(*buf);
-                let element = format!("{}[{}_offset + {}]", b.name, b.name, self.ex(at)?);
-                if b.moved {
-                    element
-                } else {
-                    b.elem.load(&element)
-                }
-            }
-            Ex::Index(op, a, b) => format!("({} {} {})", self.ex(a)?, op.symbol(), self.ex(b)?),
-            Ex::Compare(op, a, b) => {
-                format!("({} {} {})", self.ex(a)?, op.symbol(), self.ex(b)?)
-            }
-            Ex::Not(a) => format!("(!{})", self.ex(a)?),
-            Ex::And(a, b) => format!("({} && {})", self.ex(a)?, self.ex(b)?),
-            Ex::Or(a, b) => format!("({} || {})", self.ex(a)?, self.ex(b)?),
-            Ex::Select(c, a, b) => {
-                format!("({} ? {} : {})", self.ex(c)?, self.ex(a)?, self.ex(b)?)
-            }
-            Ex::ToIndex(a) => format!("(i64)({})", self.ex(a)?),
-            Ex::Element(array, at) => format!("{}[{}]", array.name, self.ex(at)?),
-            Ex::Elem(e, expr, operands) => {
-                let operands = operands
-                    .iter()
-                    .map(|x| self.ex(x))
-                    .collect::<Option<Vec<_>>>()?;
-                super::c_with(expr, *e, &operands)?
-            }
+    fn loop_head(&self, local: Local, from: &str, to: &str, unroll: bool) -> String {
+        let (i, hint) = (local.name, if unroll { "UNROLL " } else { "" });
+        format!("{hint}for (i64 {i} = {from}; {i} < {to}; {i}++) {{")
+    }
+
+    fn array(&self, local: Local, n: usize) -> Option<String> {
+        Some(format!("{} {}[{n}];", c_type(local.ty), local.name))
+    }
+
+    fn store(&self, buf: Buf, at: &str, value: &str, pad: &str) -> Option<String> {
+        let b = self.kernel.buffer(buf);
+        let name = b.name;
+        Some(format!(
+            "{pad}{name}[{name}_offset + {at}] = {};\n",
+            store(b, value)
+        ))
+    }
+
+    fn truth(&self, value: bool) -> &'static str {
+        if value {
+            "1"
+        } else {
+            "0"
+        }
+    }
+
+    fn param(&self, k: usize) -> Option<String> {
+        match self.kernel.params.get(k)? {
+            Param::Index(name) => Some(name.to_string()),
+            Param::Buffer(_) => None,
+        }
+    }
+
+    fn load(&self, buf: Buf, at: &str) -> Option<String> {
+        let b = self.kernel.buffer(buf);
+        let element = format!("{}[{}_offset + {at}]", b.name, b.name);
+        Some(if b.moved {
+            element
+        } else {
+            b.elem.load(&element)
         })
+    }
+
+    fn select(&self, cond: &str, then: &str, otherwise: &str) -> String {
+        format!("({cond} ? {then} : {otherwise})")
+    }
+
+    fn to_index(&self, value: &str) -> String {
+        format!("(i64)({value})")
+    }
+
+    fn elem(&self, e: Elem, expr: &body::Expr, operands: &[String]) -> Option<String> {
+        super::c_with(expr, e, operands)
     }
 }

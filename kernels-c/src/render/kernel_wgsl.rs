@@ -16,7 +16,9 @@
 
 use std::fmt::Write;
 
-use crate::ir::{Body, Buf, Buffer, Ex, Kernel, Param, Stmt, Ty, ITEM};
+use super::kernel::{block, expression, Spelling};
+use crate::body;
+use crate::ir::{Body, Buf, Buffer, Kernel, Local, Param, Stmt, Ty, ITEM};
 use crate::wgsl::{float_helpers, Packing, Scalar, Storage, CONVERSIONS};
 use crate::{Elem, Real};
 
@@ -73,8 +75,8 @@ pub fn wgsl_kernel(kernel: &Kernel) -> Option<String> {
         let t = wgsl_type(kernel.buffer(*out).ty())?;
         writeln!(text, "\nfn element(invocation_item: u32) -> {t} {{").ok()?;
         writeln!(text, "    let {item}: i32 = i32(invocation_item);").ok()?;
-        r.block(stmts, 1, &mut text)?;
-        writeln!(text, "    return {};\n}}", r.ex(value)?).ok()?;
+        block(&r, stmts, 1, &mut text)?;
+        writeln!(text, "    return {};\n}}", expression(&r, value)?).ok()?;
     }
     writeln!(
         text,
@@ -94,7 +96,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
             let (_, offset) = r.bindings[out.0]?;
             text += &storage.store_body(
                 b.name,
-                &format!("u32({})", r.ex(count)?),
+                &format!("u32({})", expression(&r, count)?),
                 &format!("g[{offset}]"),
             );
         }
@@ -102,11 +104,11 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
             writeln!(
                 text,
                 "    if (i >= u32({})) {{\n        return;\n    }}",
-                r.ex(count)?
+                expression(&r, count)?
             )
             .ok()?;
             writeln!(text, "    let {item}: i32 = i32(i);").ok()?;
-            r.block(stmts, 1, &mut text)?;
+            block(&r, stmts, 1, &mut text)?;
         }
     }
     text += "}\n";
@@ -201,90 +203,40 @@ impl<'a> Wgsl<'a> {
         Some(text)
     }
 
-    /// The position of element `at` of `buf` (an `i32` expression).
-    fn position(&self, buf: Buf, at: &Ex) -> Option<String> {
+    /// The position of element `at` (an `i32` expression) of `buf`.
+    fn position(&self, buf: Buf, at: &str) -> Option<String> {
         let (_, offset) = self.bindings[buf.0]?;
-        Some(format!("(i32(g[{offset}]) + {})", self.ex(at)?))
+        Some(format!("(i32(g[{offset}]) + {at})"))
+    }
+}
+
+impl Spelling for Wgsl<'_> {
+    fn declare(&self, local: Local, mutable: bool, init: &str) -> Option<String> {
+        let keyword = if mutable { "var" } else { "let" };
+        Some(format!(
+            "{keyword} {}: {} = {init};",
+            local.name,
+            wgsl_type(local.ty)?
+        ))
     }
 
-    fn block(&self, stmts: &[Stmt], depth: usize, text: &mut String) -> Option<()> {
-        let pad = "    ".repeat(depth);
-        for s in stmts {
-            match s {
-                Stmt::Let(l, init) => writeln!(
-                    text,
-                    "{pad}let {}: {} = {};",
-                    l.name,
-                    wgsl_type(l.ty)?,
-                    self.ex(init)?
-                ),
-                Stmt::Var(l, init) => writeln!(
-                    text,
-                    "{pad}var {}: {} = {};",
-                    l.name,
-                    wgsl_type(l.ty)?,
-                    self.ex(init)?
-                ),
-                Stmt::Assign(l, value) => writeln!(text, "{pad}{} = {};", l.name, self.ex(value)?),
-                Stmt::If(cond, then, otherwise) => {
-                    writeln!(text, "{pad}if ({}) {{", self.ex(cond)?).ok()?;
-                    self.block(then, depth + 1, text)?;
-                    if !otherwise.is_empty() {
-                        writeln!(text, "{pad}}} else {{").ok()?;
-                        self.block(otherwise, depth + 1, text)?;
-                    }
-                    writeln!(text, "{pad}}}")
-                }
-                Stmt::For(l, from, to, body) => {
-                    let i = l.name;
-                    writeln!(
-                        text,
-                        "{pad}for (var {i}: i32 = {}; {i} < {}; {i}++) {{",
-                        self.ex(from)?,
-                        self.ex(to)?
-                    )
-                    .ok()?;
-                    self.block(body, depth + 1, text)?;
-                    writeln!(text, "{pad}}}")
-                }
-                Stmt::Unroll(l, n, body) => {
-                    let i = l.name;
-                    writeln!(text, "{pad}for (var {i}: i32 = 0; {i} < {n}; {i}++) {{").ok()?;
-                    self.block(body, depth + 1, text)?;
-                    writeln!(text, "{pad}}}")
-                }
-                Stmt::Array(l, n) => {
-                    writeln!(
-                        text,
-                        "{pad}var {}: array<{}, {n}>;",
-                        l.name,
-                        wgsl_type(l.ty)?
-                    )
-                }
-                Stmt::Set(l, at, value) => {
-                    writeln!(
-                        text,
-                        "{pad}{}[{}] = {};",
-                        l.name,
-                        self.ex(at)?,
-                        self.ex(value)?
-                    )
-                }
-                Stmt::Continue => writeln!(text, "{pad}continue;"),
-                Stmt::Store(buf, at, value) => {
-                    text.push_str(&self.store(*buf, at, value, &pad)?);
-                    Ok(())
-                }
-            }
-            .ok()?;
-        }
-        Some(())
+    fn loop_head(&self, local: Local, from: &str, to: &str, _unroll: bool) -> String {
+        let i = local.name;
+        format!("for (var {i}: i32 = {from}; {i} < {to}; {i}++) {{")
     }
 
-    /// A store of `value` at `at` of `buf`, as a block of its own.
-    fn store(&self, buf: Buf, at: &Ex, value: &Ex, pad: &str) -> Option<String> {
+    fn array(&self, local: Local, n: usize) -> Option<String> {
+        Some(format!(
+            "var {}: array<{}, {n}>;",
+            local.name,
+            wgsl_type(local.ty)?
+        ))
+    }
+
+    fn store(&self, buf: Buf, at: &str, value: &str, pad: &str) -> Option<String> {
+        // A block of its own, so that its locals shadow nothing outside.
         let name = self.kernel.buffer(buf).name;
-        let (value, position) = (self.ex(value)?, self.position(buf, at)?);
+        let position = self.position(buf, at)?;
         let mut text = format!("{pad}{{\n{pad}    let store_value = {value};\n");
         match self.storage[buf.0]? {
             Storage::Word(_) => {
@@ -317,38 +269,33 @@ impl<'a> Wgsl<'a> {
         Some(text)
     }
 
-    fn ex(&self, ex: &Ex) -> Option<String> {
-        Some(match ex {
-            Ex::Int(n) => n.to_string(),
-            Ex::Bool(b) => b.to_string(),
-            Ex::Param(k) => {
-                let (_, word) = self.bindings[*k]?;
-                format!("i32(g[{word}])")
-            }
-            Ex::Local(l) => l.name.to_string(),
-            Ex::Load(buf, at) => {
-                let name = self.kernel.buffer(*buf).name;
-                self.storage[buf.0]?.load(name, &self.position(*buf, at)?)
-            }
-            Ex::Index(op, a, b) => format!("({} {} {})", self.ex(a)?, op.symbol(), self.ex(b)?),
-            Ex::Compare(op, a, b) => {
-                format!("({} {} {})", self.ex(a)?, op.symbol(), self.ex(b)?)
-            }
-            Ex::Not(a) => format!("(!{})", self.ex(a)?),
-            Ex::And(a, b) => format!("({} && {})", self.ex(a)?, self.ex(b)?),
-            Ex::Or(a, b) => format!("({} || {})", self.ex(a)?, self.ex(b)?),
-            Ex::Select(c, a, b) => {
-                format!("select({}, {}, {})", self.ex(b)?, self.ex(a)?, self.ex(c)?)
-            }
-            Ex::ToIndex(a) => format!("i32({})", self.ex(a)?),
-            Ex::Element(array, at) => format!("{}[{}]", array.name, self.ex(at)?),
-            Ex::Elem(e, expr, operands) => {
-                let operands = operands
-                    .iter()
-                    .map(|x| self.ex(x))
-                    .collect::<Option<Vec<_>>>()?;
-                super::wgsl_with(expr, *e, &operands)?
-            }
-        })
+    fn truth(&self, value: bool) -> &'static str {
+        if value {
+            "true"
+        } else {
+            "false"
+        }
+    }
+
+    fn param(&self, k: usize) -> Option<String> {
+        let (_, word) = self.bindings.get(k).copied().flatten()?;
+        Some(format!("i32(g[{word}])"))
+    }
+
+    fn load(&self, buf: Buf, at: &str) -> Option<String> {
+        let name = self.kernel.buffer(buf).name;
+        Some(self.storage[buf.0]?.load(name, &self.position(buf, at)?))
+    }
+
+    fn select(&self, cond: &str, then: &str, otherwise: &str) -> String {
+        format!("select({otherwise}, {then}, {cond})")
+    }
+
+    fn to_index(&self, value: &str) -> String {
+        format!("i32({value})")
+    }
+
+    fn elem(&self, e: Elem, expr: &body::Expr, operands: &[String]) -> Option<String> {
+        super::wgsl_with(expr, e, operands)
     }
 }

@@ -10,6 +10,7 @@
 use crate::body::{part, Arith, Cast, Cmp, Expr, Func};
 use crate::Elem;
 
+mod kernel;
 mod kernel_c;
 mod kernel_wgsl;
 
