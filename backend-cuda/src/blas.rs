@@ -6,7 +6,7 @@
 //! non-unit strides in both dims) are made contiguous first by the caller.
 //!
 //! f16 and bf16 products are accumulated in f32 and rounded once, as the shared semantics
-//! say; f32 is computed in f32, not TF32, unless [`crate::CudaDevice::set_tf32`] allows it.
+//! say; f32 is computed in f32, not TF32, unless [`crate::CudaQueue::set_tf32`] allows it.
 
 use std::ffi::c_void;
 use std::sync::Mutex;

@@ -1,4 +1,5 @@
-//! [`CudaDevice`]: one CUDA GPU as a polytensor [`Device`]: a context, one stream that
+//! [`CudaDevice`]: one CUDA GPU as a polytensor `Device` (the kit's [`KitDevice`] over a
+//! [`CudaQueue`]): a context, one stream that
 //! every kernel and copy is queued on, buffers from a [`CachingAllocator`](polytensor_core::CachingAllocator), kernels from
 //! the shared C-family generator compiled by NVRTC, cuBLAS for floating-point matmul and
 //! cuDNN for convolutions.
@@ -19,7 +20,7 @@ use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::plan::MatmulPlan;
 use polytensor_core::{Device, Error, Layout, Op, OutView, Result, TensorBuffer, TensorView};
-use polytensor_kernels_c::launch::{self, Arg, DeviceBase, Grid, Identity, Launch, Queue};
+use polytensor_kernels_c::launch::{self, Arg, Grid, Identity, KitDevice, Launch, Queue};
 use polytensor_kernels_c::matmul::Schedule;
 use polytensor_kernels_c::reduce;
 use polytensor_kernels_c::table::{self, ProgramKey};
@@ -45,18 +46,23 @@ const MAX_MAP_BLOCKS: usize = 1 << 20;
 /// The most blocks along a grid's second and third dims.
 const MAX_GRID_YZ: usize = 65_535;
 
-/// A compiled program (what [`CudaDevice`] launches through the kit's `Queue`): its
+/// A compiled program (what [`CudaQueue`] launches): its
 /// module and its kernels by name.
 pub struct Module {
     _module: Arc<CudaModule>,
     functions: HashMap<String, CudaFunction>,
 }
 
-/// A CUDA device: its own context and stream, memory from a [`CachingAllocator`](polytensor_core::CachingAllocator), kernels
-/// compiled by NVRTC for its architecture, cuBLAS for floating-point matmul.
-pub struct CudaDevice {
-    /// Its identity, memory and own `Arc`.
-    base: DeviceBase<CudaMemory>,
+/// A CUDA device: its own context and stream, memory from a
+/// [`CachingAllocator`](polytensor_core::CachingAllocator), kernels compiled by NVRTC for its
+/// architecture, cuBLAS for floating-point matmul, cuDNN for convolutions.
+pub type CudaDevice = KitDevice<CudaQueue>;
+
+/// What a [`CudaDevice`] runs the kit's kernels with: its context and stream, its loaded
+/// programs, and cuBLAS and cuDNN.
+pub struct CudaQueue {
+    /// The device's name, for errors.
+    name: String,
     /// cuDNN on the device's stream, or why it is missing (convolutions then run the
     /// kit's kernels). Declared before the stream, so its handle goes first.
     dnn: std::result::Result<Dnn, String>,
@@ -76,9 +82,9 @@ pub struct CudaDevice {
     tf32: AtomicBool,
 }
 
-impl fmt::Debug for CudaDevice {
+impl fmt::Debug for CudaQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CudaDevice({:?})", self.base.identity)
+        write!(f, "CudaQueue({})", self.name)
     }
 }
 
@@ -88,115 +94,116 @@ fn dim(value: usize, what: &str) -> Result<u32> {
         .map_err(|_| Error::invalid(format!("{what} {value} is past CUDA's limits")))
 }
 
-impl CudaDevice {
-    /// Open GPU `ordinal` as `cuda:<ordinal>` (a further device opened on the same GPU is
-    /// `cuda:<ordinal>.1`, ...: each has its own stream and memory cache). An `Err` naming
-    /// the reason when the driver, the GPU or NVRTC is missing.
-    pub fn open(ordinal: usize) -> Result<Arc<CudaDevice>> {
-        let base = format!("cuda:{ordinal}");
-        let unavailable = |why: String| Error::DeviceUnavailable {
-            device: base.clone(),
-            why,
-        };
-        let count = loader::device_count().map_err(&unavailable)?;
-        if ordinal >= count {
-            return Err(unavailable(format!("the driver reports {count} GPU(s)")));
-        }
-        if let Some(why) = loader::nvrtc_unavailable() {
-            return Err(unavailable(why));
-        }
-        let driver = |what: &str, e: DriverError| unavailable(format!("{what}: {}", describe(e)));
-        let context = CudaContext::new(ordinal).map_err(|e| driver("creating a context", e))?;
-        // SAFETY: polytensor never hands cudarc a `CudaSlice`: all memory is its own
-        // and every use of it is ordered on the device's one stream.
-        unsafe { context.disable_event_tracking() };
-        let stream = context
-            .new_stream()
-            .map_err(|e| driver("creating a stream", e))?;
-        let (major, minor) = context
-            .compute_capability()
-            .map_err(|e| driver("reading the compute capability", e))?;
-        let hardware = context.name().unwrap_or_else(describe);
-        let memory = context.total_mem().unwrap_or(0);
-        let multiprocessors = context
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(|e| driver("reading the multiprocessor count", e))?;
-        let blas = match loader::cublas_unavailable() {
-            Some(why) => Err(why),
-            None => Blas::new(stream.clone()).map_err(|e| e.to_string()),
-        };
-        let cublas = blas.is_ok();
-        let dnn = match loader::cudnn_unavailable() {
-            Some(why) => Err(why),
-            None => context
-                .bind_to_thread()
-                .map_err(describe)
-                .and_then(|()| Dnn::new(stream.cu_stream())),
-        };
-        let capabilities = Capabilities::compute(|op, dtype| match op {
-            Op::Matmul if uses_cublas(dtype) => cublas,
-            _ => table::has_kernel(op, dtype, true),
-        });
-        let description = format!(
-            "{hardware} (compute capability {major}.{minor}, {} MiB{})",
-            memory >> 20,
-            match (blas.is_ok(), dnn.is_ok()) {
-                (true, true) => ", cuBLAS, cuDNN",
-                (true, false) => ", cuBLAS, no cuDNN",
-                (false, true) => ", no cuBLAS, cuDNN",
-                (false, false) => ", no cuBLAS, no cuDNN",
-            }
-        );
-        let name = polytensor_core::device::instance_name(&base);
-        let deferred = Arc::new(Deferred::default());
-        let buffers = CudaAllocator::new(
-            name.clone(),
-            CudaMemory::new(context.clone(), deferred.clone()),
-        );
-        let identity = Identity {
-            name,
-            kind: crate::KIND,
-            description,
-            accelerator: true,
-            dlpack: i32::try_from(ordinal)
-                .ok()
-                .map(|id| DLDevice::new(DLDeviceType::CUDA, id)),
-        };
-        Ok(Arc::<CudaDevice>::new_cyclic(|me| CudaDevice {
-            base: DeviceBase::new(identity, buffers, DEFAULT_CACHE_BYTES, me.clone()),
-            dnn,
-            staging: Staging::new(context.clone()),
-            context,
-            stream,
-            blas,
-            modules: Mutex::new(HashMap::new()),
-            arch: Arch::of(major, minor),
-            split_groups: reduce::split_groups(multiprocessors.max(1) as usize),
-            capabilities,
-            deferred,
-            tf32: AtomicBool::new(false),
-        }))
+/// Open GPU `ordinal` as `cuda:<ordinal>` (a further device opened on the same GPU is
+/// `cuda:<ordinal>.1`, ...: each has its own stream and memory cache). An `Err` naming the
+/// reason when the driver, the GPU or NVRTC is missing.
+pub fn open(ordinal: usize) -> Result<Arc<CudaDevice>> {
+    let base = format!("cuda:{ordinal}");
+    let unavailable = |why: String| Error::DeviceUnavailable {
+        device: base.clone(),
+        why,
+    };
+    let count = loader::device_count().map_err(&unavailable)?;
+    if ordinal >= count {
+        return Err(unavailable(format!("the driver reports {count} GPU(s)")));
     }
-
-    /// The first GPU, opened (a test's and an example's shortcut); an `Err` naming why
-    /// there is none.
-    pub fn first() -> Result<Arc<CudaDevice>> {
-        loader::preload_toolkit().map_err(|why| Error::DeviceUnavailable {
-            device: "cuda".into(),
-            why,
-        })?;
-        Self::open(0)
+    if let Some(why) = loader::nvrtc_unavailable() {
+        return Err(unavailable(why));
     }
+    let driver = |what: &str, e: DriverError| unavailable(format!("{what}: {}", describe(e)));
+    let context = CudaContext::new(ordinal).map_err(|e| driver("creating a context", e))?;
+    // SAFETY: polytensor never hands cudarc a `CudaSlice`: all memory is its own
+    // and every use of it is ordered on the device's one stream.
+    unsafe { context.disable_event_tracking() };
+    let stream = context
+        .new_stream()
+        .map_err(|e| driver("creating a stream", e))?;
+    let (major, minor) = context
+        .compute_capability()
+        .map_err(|e| driver("reading the compute capability", e))?;
+    let hardware = context.name().unwrap_or_else(describe);
+    let memory = context.total_mem().unwrap_or(0);
+    let multiprocessors = context
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .map_err(|e| driver("reading the multiprocessor count", e))?;
+    let blas = match loader::cublas_unavailable() {
+        Some(why) => Err(why),
+        None => Blas::new(stream.clone()).map_err(|e| e.to_string()),
+    };
+    let cublas = blas.is_ok();
+    let dnn = match loader::cudnn_unavailable() {
+        Some(why) => Err(why),
+        None => context
+            .bind_to_thread()
+            .map_err(describe)
+            .and_then(|()| Dnn::new(stream.cu_stream())),
+    };
+    let capabilities = Capabilities::compute(|op, dtype| match op {
+        Op::Matmul if uses_cublas(dtype) => cublas,
+        _ => table::has_kernel(op, dtype, true),
+    });
+    let description = format!(
+        "{hardware} (compute capability {major}.{minor}, {} MiB{})",
+        memory >> 20,
+        match (blas.is_ok(), dnn.is_ok()) {
+            (true, true) => ", cuBLAS, cuDNN",
+            (true, false) => ", cuBLAS, no cuDNN",
+            (false, true) => ", no cuBLAS, cuDNN",
+            (false, false) => ", no cuBLAS, no cuDNN",
+        }
+    );
+    let name = polytensor_core::device::instance_name(&base);
+    let deferred = Arc::new(Deferred::default());
+    let buffers = CudaAllocator::new(
+        name.clone(),
+        CudaMemory::new(context.clone(), deferred.clone()),
+    );
+    let identity = Identity {
+        name: name.clone(),
+        kind: crate::KIND,
+        description,
+        accelerator: true,
+        dlpack: i32::try_from(ordinal)
+            .ok()
+            .map(|id| DLDevice::new(DLDeviceType::CUDA, id)),
+    };
+    let queue = CudaQueue {
+        name,
+        dnn,
+        staging: Staging::new(context.clone()),
+        context,
+        stream,
+        blas,
+        modules: Mutex::new(HashMap::new()),
+        arch: Arch::of(major, minor),
+        split_groups: reduce::split_groups(multiprocessors.max(1) as usize),
+        capabilities,
+        deferred,
+        tf32: AtomicBool::new(false),
+    };
+    Ok(KitDevice::new(
+        identity,
+        buffers,
+        DEFAULT_CACHE_BYTES,
+        queue,
+    ))
+}
 
+/// The first GPU, opened (a test's and an example's shortcut); an `Err` naming why there
+/// is none.
+pub fn first() -> Result<Arc<CudaDevice>> {
+    loader::preload_toolkit().map_err(|why| Error::DeviceUnavailable {
+        device: "cuda".into(),
+        why,
+    })?;
+    open(0)
+}
+
+impl CudaQueue {
     /// Allow (or forbid, the default) TF32 tensor cores in f32 and complex64 matmul:
     /// faster, with 10-bit mantissas in the products, so outside the conformance bounds.
     pub fn set_tf32(&self, allowed: bool) {
         self.tf32.store(allowed, Ordering::Relaxed);
-    }
-
-    /// Return every cached free block to the driver.
-    pub fn trim(&self) {
-        self.base.memory.trim();
     }
 
     /// How many programs this device has loaded (each (op family, dtype) once).
@@ -227,7 +234,7 @@ impl CudaDevice {
 
     fn backend(&self, what: &str, e: DriverError) -> Error {
         Error::Backend {
-            device: self.base.identity.name.clone(),
+            device: self.name.clone(),
             message: format!("{what}: {}", describe(e)),
         }
     }
@@ -246,7 +253,7 @@ impl CudaDevice {
             return Ok(hit.clone());
         }
         let backend = |message: String| Error::Backend {
-            device: self.base.identity.name.clone(),
+            device: self.name.clone(),
             message,
         };
         let source = programs::source(key)
@@ -285,74 +292,74 @@ impl CudaDevice {
             .write(&self.stream, dst, src)
             .map_err(|e| self.backend("copying to the device", e))
     }
+}
 
-    /// A contiguous copy of `x` in a new buffer of this device, and its layout.
-    fn contiguous(&self, x: &TensorView<'_>) -> Result<(Arc<dyn TensorBuffer>, Layout)> {
-        let layout = Layout::contiguous(x.layout().shape().clone());
-        let buffer = self.allocate(layout.num_elements() * x.dtype().size())?;
-        let spec = table::map_spec(Op::Copy, x.dtype())
-            .ok_or_else(|| self.unsupported("copy", x.dtype()))?;
-        let dims = layout.shape().dims();
-        launch::map_into(self, spec, &[x], &dims, address_of(buffer.as_ref())?, 0)?;
-        Ok((buffer, layout))
-    }
+/// A contiguous copy of `x` in a new buffer of this device, and its layout.
+fn contiguous(device: &CudaDevice, x: &TensorView<'_>) -> Result<(Arc<dyn TensorBuffer>, Layout)> {
+    let layout = Layout::contiguous(x.layout().shape().clone());
+    let buffer = device.allocate(layout.num_elements() * x.dtype().size())?;
+    let spec = table::map_spec(Op::Copy, x.dtype())
+        .ok_or_else(|| device.unsupported("copy", x.dtype()))?;
+    let dims = layout.shape().dims();
+    launch::map_into(device, spec, &[x], &dims, address_of(buffer.as_ref())?, 0)?;
+    Ok((buffer, layout))
+}
 
-    /// Floating-point matmul through cuBLAS, operands cuBLAS cannot take as they lie made
-    /// contiguous first.
-    fn matmul_blas(
-        &self,
-        blas: &Blas,
-        a: &TensorView<'_>,
-        b: &TensorView<'_>,
-        out: &mut OutView<'_>,
-    ) -> Result<()> {
-        let dtype = a.dtype();
-        let size = dtype.size() as u64;
-        let mut plan = MatmulPlan::new(a.layout(), b.layout(), out.layout())?;
-        let mut a_at = address_of(a.buffer())? + a.layout().offset() as u64 * size;
-        let mut b_at = address_of(b.buffer())? + b.layout().offset() as u64 * size;
-        // Copies of operands cuBLAS cannot take, alive until the call is queued.
-        let mut copies = Vec::new();
-        let mut ta = Operand::of(plan.m, plan.k, plan.a_strides);
-        if ta.is_none() {
-            let (buffer, layout) = self.contiguous(a)?;
-            a_at = address_of(buffer.as_ref())?;
-            plan = MatmulPlan::new(&layout, b.layout(), out.layout())?;
-            ta = Operand::of(plan.m, plan.k, plan.a_strides);
-            copies.push((buffer, layout));
-        }
-        let mut tb = Operand::of(plan.k, plan.n, plan.b_strides);
-        if tb.is_none() {
-            let (buffer, layout) = self.contiguous(b)?;
-            b_at = address_of(buffer.as_ref())?;
-            let a_layout = copies.first().map_or(a.layout(), |(_, l)| l);
-            plan = MatmulPlan::new(a_layout, &layout, out.layout())?;
-            tb = Operand::of(plan.k, plan.n, plan.b_strides);
-            copies.push((buffer, layout));
-        }
-        let (Some(ta), Some(tb)) = (ta, tb) else {
-            return Err(Error::invalid(
-                "contiguous matmul operands that cuBLAS refuses",
-            ));
-        };
-        let at = Addresses {
-            a: a_at,
-            b: b_at,
-            out: launch::output_mem(self, out)? + out.layout().offset() as u64 * size,
-        };
-        self.bind()?;
-        blas.gemm(
-            dtype,
-            &plan,
-            (ta, tb),
-            at,
-            self.tf32.load(Ordering::Relaxed),
-        )
-        .map_err(|message| Error::Backend {
-            device: self.base.identity.name.clone(),
-            message,
-        })
+/// Floating-point matmul through cuBLAS, operands cuBLAS cannot take as they lie made
+/// contiguous first.
+fn matmul_blas(
+    device: &CudaDevice,
+    blas: &Blas,
+    a: &TensorView<'_>,
+    b: &TensorView<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let dtype = a.dtype();
+    let size = dtype.size() as u64;
+    let mut plan = MatmulPlan::new(a.layout(), b.layout(), out.layout())?;
+    let mut a_at = address_of(a.buffer())? + a.layout().offset() as u64 * size;
+    let mut b_at = address_of(b.buffer())? + b.layout().offset() as u64 * size;
+    // Copies of operands cuBLAS cannot take, alive until the call is queued.
+    let mut copies = Vec::new();
+    let mut ta = Operand::of(plan.m, plan.k, plan.a_strides);
+    if ta.is_none() {
+        let (buffer, layout) = contiguous(device, a)?;
+        a_at = address_of(buffer.as_ref())?;
+        plan = MatmulPlan::new(&layout, b.layout(), out.layout())?;
+        ta = Operand::of(plan.m, plan.k, plan.a_strides);
+        copies.push((buffer, layout));
     }
+    let mut tb = Operand::of(plan.k, plan.n, plan.b_strides);
+    if tb.is_none() {
+        let (buffer, layout) = contiguous(device, b)?;
+        b_at = address_of(buffer.as_ref())?;
+        let a_layout = copies.first().map_or(a.layout(), |(_, l)| l);
+        plan = MatmulPlan::new(a_layout, &layout, out.layout())?;
+        tb = Operand::of(plan.k, plan.n, plan.b_strides);
+        copies.push((buffer, layout));
+    }
+    let (Some(ta), Some(tb)) = (ta, tb) else {
+        return Err(Error::invalid(
+            "contiguous matmul operands that cuBLAS refuses",
+        ));
+    };
+    let at = Addresses {
+        a: a_at,
+        b: b_at,
+        out: launch::output_mem(device, out)? + out.layout().offset() as u64 * size,
+    };
+    device.bind()?;
+    blas.gemm(
+        dtype,
+        &plan,
+        (ta, tb),
+        at,
+        device.tf32.load(Ordering::Relaxed),
+    )
+    .map_err(|message| Error::Backend {
+        device: device.name().to_string(),
+        message,
+    })
 }
 
 /// The device address of a CUDA buffer, or an `Err` naming what it is instead.
@@ -366,84 +373,7 @@ fn address_of(buffer: &dyn TensorBuffer) -> Result<u64> {
         .ok_or_else(|| Error::invalid(format!("{buffer:?} is not a CUDA buffer")))
 }
 
-impl Device for CudaDevice {
-    fn adopt_memory(
-        &self,
-        address: usize,
-        len: usize,
-        read_only: bool,
-        release: Release,
-    ) -> Result<Arc<dyn TensorBuffer>> {
-        Ok(Arc::new(AdoptedBuffer::new(
-            address as u64,
-            len,
-            read_only,
-            release,
-            self.stream.clone(),
-            self.base.shared(),
-        )))
-    }
-
-    fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {
-        let range = out.host_copy_range(src.len())?;
-        self.write(address_of(out.view().buffer())? + range.start as u64, src)
-    }
-
-    fn copy_to_host(&self, src: &TensorView<'_>, dst: &mut [u8]) -> Result<()> {
-        let range = src.host_copy_range(dst.len())?;
-        if dst.is_empty() {
-            return Ok(());
-        }
-        let from = address_of(src.buffer())? + range.start as u64;
-        self.bind()?;
-        self.staging
-            .read(&self.stream, dst, from)
-            .map_err(|e| self.backend("copying from the device", e))?;
-        self.deferred.take().map_or(Ok(()), |message| {
-            Err(Error::Backend {
-                device: self.base.identity.name.clone(),
-                message,
-            })
-        })
-    }
-
-    fn synchronize(&self) -> Result<()> {
-        self.stream
-            .synchronize()
-            .map_err(|e| self.backend("waiting for the stream", e))?;
-        self.deferred.take().map_or(Ok(()), |message| {
-            Err(Error::Backend {
-                device: self.base.identity.name.clone(),
-                message,
-            })
-        })
-    }
-
-    fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        let dtype = a.dtype();
-        if !self.supports(Op::Matmul, dtype) {
-            return Err(match &self.blas {
-                Err(why) if uses_cublas(dtype) => Error::Unsupported {
-                    op: format!("matmul (cuBLAS is missing: {why})"),
-                    dtype,
-                    device: self.base.identity.name.clone(),
-                },
-                _ => self.unsupported("matmul", dtype),
-            });
-        }
-        let Some(plan) = launch::matmul_plan(self, a, b, out)? else {
-            return Ok(());
-        };
-        match &self.blas {
-            Ok(blas) if uses_cublas(dtype) => self.matmul_blas(blas, a, b, out),
-            _ => launch::matmul_kernel(self, a, b, out, &plan),
-        }
-    }
-
-    polytensor_kernels_c::queue_device_ops!();
-}
-
-impl Queue for CudaDevice {
+impl Queue for CudaQueue {
     type Mem = u64;
     type Program = Module;
     type Constants = Arc<dyn TensorBuffer>;
@@ -451,10 +381,6 @@ impl Queue for CudaDevice {
 
     const MAP_GROUP: usize = MAP_BLOCK;
     const MAX_MAP_GROUPS: usize = MAX_MAP_BLOCKS;
-
-    fn base(&self) -> &DeviceBase<CudaMemory> {
-        &self.base
-    }
 
     /// Compiled by NVRTC (or read from the disk cache) and loaded on first use. A compile
     /// error is an `Err` carrying NVRTC's log.
@@ -464,8 +390,7 @@ impl Queue for CudaDevice {
 
     unsafe fn launch(&self, module: &Module, launch: Launch<'_, u64>) -> Result<()> {
         let Launch { kernel, args, grid } = launch;
-        let function = (module.functions.get(kernel))
-            .ok_or_else(|| launch.missing(&self.base.identity.name))?;
+        let function = (module.functions.get(kernel)).ok_or_else(|| launch.missing(&self.name))?;
         let [x, y, z] = grid.groups;
         if y > MAX_GRID_YZ || z > MAX_GRID_YZ {
             return Err(Error::invalid(format!(
@@ -503,12 +428,12 @@ impl Queue for CudaDevice {
 
     /// Kept alive by the caller until the kernel is queued (the stream orders any reuse
     /// after it).
-    fn constants(&self, words: &[i64]) -> Result<(Arc<dyn TensorBuffer>, u64)> {
+    fn constants(device: &CudaDevice, words: &[i64]) -> Result<(Arc<dyn TensorBuffer>, u64)> {
         let words = if words.is_empty() { &[0][..] } else { words };
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let buffer = self.allocate(bytes.len())?;
+        let buffer = device.allocate(bytes.len())?;
         let address = address_of(buffer.as_ref())?;
-        self.write(address, &bytes)?;
+        device.write(address, &bytes)?;
         Ok((buffer, address))
     }
 
@@ -577,18 +502,18 @@ impl Queue for CudaDevice {
     }
 
     fn library_conv2d(
-        &self,
+        device: &CudaDevice,
         x: &TensorView<'_>,
         filter: &TensorView<'_>,
         geometry: &WindowGeometry,
         depthwise: bool,
         out: &mut OutView<'_>,
     ) -> Result<bool> {
-        let Ok(dnn) = &self.dnn else {
+        let Ok(dnn) = &device.dnn else {
             return Ok(false);
         };
         let dtype = x.dtype();
-        let tf32 = self.tf32.load(Ordering::Relaxed);
+        let tf32 = device.tf32.load(Ordering::Relaxed);
         let Some(conv) = Convolution::of(dtype, geometry, depthwise, tf32) else {
             return Ok(false);
         };
@@ -600,9 +525,9 @@ impl Queue for CudaDevice {
         // convolution is queued).
         let [rows, cols] = conv.filter_matrix();
         let items = rows * cols;
-        let krsc = self.allocate(items * dtype.size())?;
+        let krsc = device.allocate(items * dtype.size())?;
         let krsc_at = address_of(krsc.as_ref())?;
-        let program = self.program(ProgramKey::Window(dtype))?;
+        let program = device.program(ProgramKey::Window(dtype))?;
         let args = [
             Arg::I64(items as i64),
             Arg::I64(rows as i64),
@@ -623,30 +548,100 @@ impl Queue for CudaDevice {
         // SAFETY: the transpose kernel's parameters (the kit's `window` documents them):
         // the filter's `rows * cols` contiguous elements, which `launch::conv2d` checked
         // against its buffer, into the new buffer of as many.
-        unsafe { self.launch(&program, transpose)? };
-        self.bind()?;
+        unsafe { device.launch(&program, transpose)? };
+        device.bind()?;
         let at = cudnn::Addresses {
             image: first(x)?,
             filter: krsc_at,
             output: first(&out.view())?,
         };
         let workspace = |bytes: usize| {
-            let buffer = self.allocate(bytes).map_err(|e| e.to_string())?;
+            let buffer = device.allocate(bytes).map_err(|e| e.to_string())?;
             let at = address_of(buffer.as_ref()).map_err(|e| e.to_string())?;
             Ok((buffer, at))
         };
         dnn.forward(&conv, at, workspace)
             .map_err(|message| Error::Backend {
-                device: self.base.identity.name.clone(),
+                device: device.name().to_string(),
                 message,
             })
     }
-}
 
-impl Drop for CudaDevice {
-    fn drop(&mut self) {
-        // Finish queued work before the cache's blocks go back to the driver.
-        let _ = self.stream.synchronize();
-        self.base.memory.trim();
+    fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {
+        let range = out.host_copy_range(src.len())?;
+        self.write(address_of(out.view().buffer())? + range.start as u64, src)
+    }
+
+    fn copy_to_host(&self, src: &TensorView<'_>, dst: &mut [u8]) -> Result<()> {
+        let range = src.host_copy_range(dst.len())?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let from = address_of(src.buffer())? + range.start as u64;
+        self.bind()?;
+        self.staging
+            .read(&self.stream, dst, from)
+            .map_err(|e| self.backend("copying from the device", e))?;
+        self.deferred.take().map_or(Ok(()), |message| {
+            Err(Error::Backend {
+                device: self.name.clone(),
+                message,
+            })
+        })
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(|e| self.backend("waiting for the stream", e))?;
+        self.deferred.take().map_or(Ok(()), |message| {
+            Err(Error::Backend {
+                device: self.name.clone(),
+                message,
+            })
+        })
+    }
+
+    fn matmul(
+        device: &CudaDevice,
+        a: &TensorView<'_>,
+        b: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let dtype = a.dtype();
+        if !device.supports(Op::Matmul, dtype) {
+            return Err(match &device.blas {
+                Err(why) if uses_cublas(dtype) => Error::Unsupported {
+                    op: format!("matmul (cuBLAS is missing: {why})"),
+                    dtype,
+                    device: device.name().to_string(),
+                },
+                _ => device.unsupported("matmul", dtype),
+            });
+        }
+        let Some(plan) = launch::matmul_plan(device, a, b, out)? else {
+            return Ok(());
+        };
+        match &device.blas {
+            Ok(blas) if uses_cublas(dtype) => matmul_blas(device, blas, a, b, out),
+            _ => launch::matmul_kernel(device, a, b, out, &plan),
+        }
+    }
+
+    fn adopt_memory(
+        device: &CudaDevice,
+        address: usize,
+        len: usize,
+        read_only: bool,
+        release: Release,
+    ) -> Result<Arc<dyn TensorBuffer>> {
+        Ok(Arc::new(AdoptedBuffer::new(
+            address as u64,
+            len,
+            read_only,
+            release,
+            device.stream.clone(),
+            device.base().shared(),
+        )))
     }
 }

@@ -12,7 +12,7 @@
 //! left to the kit's kernel (`Convolution::of` says `None`), as is a dtype cuDNN does not
 //! take in NHWC, or a convolution for which it finds no algorithm.
 //!
-//! f32 convolves in f32 (`CUDNN_FMA_MATH`: no TF32 unless [`crate::CudaDevice::set_tf32`]
+//! f32 convolves in f32 (`CUDNN_FMA_MATH`: no TF32 unless [`crate::CudaQueue::set_tf32`]
 //! allows it), f16 and bf16 accumulate in f32 on tensor cores, f64 in f64.
 
 use std::ffi::{c_int, c_void};

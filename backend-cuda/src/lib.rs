@@ -24,7 +24,7 @@ mod staging;
 
 /// The kind of this backend's devices (`cuda:0`, ...).
 pub const KIND: polytensor_core::DeviceKind = polytensor_core::DeviceKind::new("cuda");
-pub use device::{CudaDevice, Module, DEFAULT_CACHE_BYTES};
+pub use device::{first, open, CudaDevice, CudaQueue, Module, DEFAULT_CACHE_BYTES};
 pub use memory::{AdoptedBuffer, CudaBuffer};
 
 use std::sync::Arc;
@@ -37,7 +37,7 @@ pub fn open_all() -> std::result::Result<Vec<Arc<dyn polytensor_core::Device>>, 
     let count = loader::device_count()?;
     let (mut opened, mut refused) = (Vec::new(), Vec::new());
     for ordinal in 0..count {
-        match CudaDevice::open(ordinal) {
+        match open(ordinal) {
             Ok(device) => opened.push(device as Arc<dyn polytensor_core::Device>),
             Err(e) => refused.push(e.to_string()),
         }

@@ -1,7 +1,7 @@
 //! Without a GPU (or without a driver) the backend says why, and nothing panics: cudarc's
 //! calls into a library it cannot load would panic, so every library is checked first.
 
-use polytensor_cuda::{loader, CudaDevice};
+use polytensor_cuda::loader;
 
 #[test]
 fn without_a_gpu_the_backend_says_why() {
@@ -21,7 +21,7 @@ fn without_a_gpu_the_backend_says_why() {
                 why.contains("libcuda") || why.contains("CUDA_ERROR") || why.contains("NVRTC"),
                 "{why}"
             );
-            let opened = CudaDevice::first().unwrap_err().to_string();
+            let opened = polytensor_cuda::first().unwrap_err().to_string();
             assert!(opened.contains("cuda"), "{opened}");
             let unavailable = loader::driver_unavailable().or_else(loader::nvrtc_unavailable);
             assert!(unavailable.is_some());
@@ -31,7 +31,7 @@ fn without_a_gpu_the_backend_says_why() {
 
 #[test]
 fn a_gpu_that_is_not_there_is_an_err() {
-    let err = CudaDevice::open(1 << 20).unwrap_err().to_string();
+    let err = polytensor_cuda::open(1 << 20).unwrap_err().to_string();
     assert!(err.contains("cuda:1048576"), "{err}");
 }
 

@@ -2,7 +2,7 @@
 use conformance::{cases::all_cases, run_case};
 use std::time::Instant;
 fn main() {
-    let opencl = polytensor_opencl::OpenClDevice::first().unwrap();
+    let opencl = polytensor_opencl::first().unwrap();
     let device: std::sync::Arc<dyn polytensor_core::Device> = opencl.clone();
     let family = std::env::args().nth(1).unwrap_or_default();
     let mut times = vec![];

@@ -1,4 +1,5 @@
-//! [`OpenClDevice`]: one OpenCL device as a polytensor [`Device`].
+//! [`OpenClDevice`]: one OpenCL device as a polytensor `Device`, the kit's [`KitDevice`] over
+//! an [`OpenClQueue`] (its context, in-order command queue and programs).
 
 use std::ffi::c_void;
 use std::fmt;
@@ -13,8 +14,8 @@ use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY};
 use opencl3::types::cl_mem;
 use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
-use polytensor_core::{Device, Error, OutView, Result, TensorBuffer, TensorView};
-use polytensor_kernels_c::launch::{self, DeviceBase, Identity, Launch, Queue};
+use polytensor_core::{Error, OutView, Result, TensorBuffer, TensorView};
+use polytensor_kernels_c::launch::{Identity, KitDevice, Launch, Queue};
 use polytensor_kernels_c::matmul::Schedule;
 use polytensor_kernels_c::reduce;
 use polytensor_kernels_c::table::{self, ProgramKey};
@@ -40,10 +41,14 @@ const MAX_MAP_ITEMS: usize = 1 << 30;
 const MAP_GROUP: usize = 64;
 
 /// An OpenCL device with its own context and in-order queue, buffers from a
-/// [`CachingAllocator`](polytensor_core::CachingAllocator) and kernels from the shared C-family generator.
-pub struct OpenClDevice {
-    /// Its identity, memory and own `Arc`.
-    base: DeviceBase<ClMemory>,
+/// [`CachingAllocator`](polytensor_core::CachingAllocator) and kernels from the kit.
+pub type OpenClDevice = KitDevice<OpenClQueue>;
+
+/// What an [`OpenClDevice`] runs the kit's kernels with: its context, its in-order command
+/// queue and its programs.
+pub struct OpenClQueue {
+    /// The device's name, for errors.
+    name: String,
     device: ClDevice,
     context: Arc<Context>,
     queue: CommandQueue,
@@ -62,105 +67,111 @@ pub struct OpenClDevice {
     capabilities: Capabilities,
 }
 
-impl fmt::Debug for OpenClDevice {
+impl fmt::Debug for OpenClQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "OpenClDevice({:?})", self.base.identity)
+        write!(f, "OpenClQueue({})", self.name)
     }
 }
 
-impl OpenClDevice {
-    /// Open `found` as `opencl:<index>` (a further device opened on the same OpenCL
-    /// device is `opencl:<index>.1`, ...: each has its own context and memory).
-    pub fn open(index: usize, found: Found) -> Result<Arc<OpenClDevice>> {
-        let base = format!("opencl:{index}");
-        let backend = |what: &str, e: ClError| Error::Backend {
-            device: base.clone(),
-            message: format!("{what}: {e}"),
-        };
-        let device = found.device;
-        let (context, queue) = {
-            let _driver = driver_lock();
-            let context =
-                Context::from_device(&device).map_err(|e| backend("creating a context", e))?;
-            #[allow(deprecated)]
-            // clCreateCommandQueue: the OpenCL 1.2 call PoCL and every ICD have.
-            let queue = CommandQueue::create_default(&context, 0)
-                .map_err(|e| backend("creating a command queue", e))?;
-            (context, queue)
-        };
-        let info = |r: std::result::Result<String, ClError>| r.unwrap_or_else(|e| e.to_string());
-        let extensions = device.extensions().unwrap_or_default();
-        let fp64 = extensions.contains("cl_khr_fp64");
-        let exact_f32 = device
-            .single_fp_config()
-            .is_ok_and(|c| c & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT != 0);
-        let options = if exact_f32 {
-            "-cl-fp32-correctly-rounded-divide-sqrt".to_string()
-        } else {
-            String::new()
-        };
-        let memory = device.global_mem_size().unwrap_or(0);
-        let largest = device.max_mem_alloc_size().unwrap_or(0);
-        let largest = usize::try_from(largest)
-            .unwrap_or(usize::MAX)
-            .min(i64::MAX as usize);
-        let description = format!(
-            "{} ({}, {}, {} MiB{})",
-            info(device.name()).trim(),
-            found.platform,
-            device_type(&device),
-            memory >> 20,
-            if fp64 { ", fp64" } else { "" }
-        );
-        let accelerator = device_type(&device) != "CPU";
-        let matmul_schedule = if accelerator {
-            Schedule::Tiled
-        } else {
-            Schedule::Blocked
-        };
-        let compute_units = device.max_compute_units().unwrap_or(1) as usize;
-        let name = polytensor_core::device::instance_name(&base);
-        let context = Arc::new(context);
-        let buffers = ClAllocator::new(name.clone(), ClMemory::new(context.clone(), largest));
-        let identity = Identity {
-            name,
-            kind: crate::KIND,
-            description,
-            accelerator,
-            dlpack: i32::try_from(index)
-                .ok()
-                .map(|id| DLDevice::new(DLDeviceType::OPENCL, id)),
-        };
-        Ok(Arc::<OpenClDevice>::new_cyclic(|me| OpenClDevice {
-            base: DeviceBase::new(identity, buffers, DEFAULT_CACHE_BYTES, me.clone()),
-            device,
-            context,
-            queue,
-            programs: Programs::default(),
-            fp64,
-            matmul_schedule,
-            options,
-            split_groups: reduce::split_groups(compute_units),
-            capabilities: Capabilities::compute(|op, dtype| table::has_kernel(op, dtype, fp64)),
-        }))
-    }
+/// Open `found` as `opencl:<index>` (a further device opened on the same OpenCL device is
+/// `opencl:<index>.1`, ...: each has its own context and memory).
+pub fn open(index: usize, found: Found) -> Result<Arc<OpenClDevice>> {
+    let base = format!("opencl:{index}");
+    let backend = |what: &str, e: ClError| Error::Backend {
+        device: base.clone(),
+        message: format!("{what}: {e}"),
+    };
+    let device = found.device;
+    let (context, queue) = {
+        let _driver = driver_lock();
+        let context =
+            Context::from_device(&device).map_err(|e| backend("creating a context", e))?;
+        #[allow(deprecated)]
+        // clCreateCommandQueue: the OpenCL 1.2 call PoCL and every ICD have.
+        let queue = CommandQueue::create_default(&context, 0)
+            .map_err(|e| backend("creating a command queue", e))?;
+        (context, queue)
+    };
+    let info = |r: std::result::Result<String, ClError>| r.unwrap_or_else(|e| e.to_string());
+    let extensions = device.extensions().unwrap_or_default();
+    let fp64 = extensions.contains("cl_khr_fp64");
+    let exact_f32 = device
+        .single_fp_config()
+        .is_ok_and(|c| c & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT != 0);
+    let options = if exact_f32 {
+        "-cl-fp32-correctly-rounded-divide-sqrt".to_string()
+    } else {
+        String::new()
+    };
+    let memory = device.global_mem_size().unwrap_or(0);
+    let largest = device.max_mem_alloc_size().unwrap_or(0);
+    let largest = usize::try_from(largest)
+        .unwrap_or(usize::MAX)
+        .min(i64::MAX as usize);
+    let description = format!(
+        "{} ({}, {}, {} MiB{})",
+        info(device.name()).trim(),
+        found.platform,
+        device_type(&device),
+        memory >> 20,
+        if fp64 { ", fp64" } else { "" }
+    );
+    let accelerator = device_type(&device) != "CPU";
+    let matmul_schedule = if accelerator {
+        Schedule::Tiled
+    } else {
+        Schedule::Blocked
+    };
+    let compute_units = device.max_compute_units().unwrap_or(1) as usize;
+    let name = polytensor_core::device::instance_name(&base);
+    let context = Arc::new(context);
+    let buffers = ClAllocator::new(name.clone(), ClMemory::new(context.clone(), largest));
+    let identity = Identity {
+        name: name.clone(),
+        kind: crate::KIND,
+        description,
+        accelerator,
+        dlpack: i32::try_from(index)
+            .ok()
+            .map(|id| DLDevice::new(DLDeviceType::OPENCL, id)),
+    };
+    let queue = OpenClQueue {
+        name,
+        device,
+        context,
+        queue,
+        programs: Programs::default(),
+        fp64,
+        matmul_schedule,
+        options,
+        split_groups: reduce::split_groups(compute_units),
+        capabilities: Capabilities::compute(|op, dtype| table::has_kernel(op, dtype, fp64)),
+    };
+    Ok(KitDevice::new(
+        identity,
+        buffers,
+        DEFAULT_CACHE_BYTES,
+        queue,
+    ))
+}
 
-    /// The first OpenCL device, opened (a test's and an example's shortcut).
-    pub fn first() -> Result<Arc<OpenClDevice>> {
-        let found = crate::platform::devices()
-            .map_err(|why| Error::DeviceUnavailable {
-                device: "opencl".into(),
-                why,
-            })?
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::DeviceUnavailable {
-                device: "opencl".into(),
-                why: "no OpenCL device found".into(),
-            })?;
-        Self::open(0, found)
-    }
+/// The first OpenCL device, opened (a test's and an example's shortcut).
+pub fn first() -> Result<Arc<OpenClDevice>> {
+    let found = crate::platform::devices()
+        .map_err(|why| Error::DeviceUnavailable {
+            device: "opencl".into(),
+            why,
+        })?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::DeviceUnavailable {
+            device: "opencl".into(),
+            why: "no OpenCL device found".into(),
+        })?;
+    open(0, found)
+}
 
+impl OpenClQueue {
     /// How many programs this device has built (each (op, dtype, variant) once).
     pub fn programs_built(&self) -> usize {
         self.programs.len()
@@ -168,7 +179,7 @@ impl OpenClDevice {
 
     fn backend(&self, what: &str, e: ClError) -> Error {
         Error::Backend {
-            device: self.base.identity.name.clone(),
+            device: self.name.clone(),
             message: format!("{what}: {e}"),
         }
     }
@@ -177,7 +188,7 @@ impl OpenClDevice {
     fn program_source(&self, key: ProgramKey) -> Result<(String, Vec<String>)> {
         let program = table::program_source(Dialect::OpenCl, key, self.fp64, self.matmul_schedule)
             .ok_or_else(|| Error::Backend {
-                device: self.base.identity.name.clone(),
+                device: self.name.clone(),
                 message: format!("no program {key:?} in the kernel table"),
             })?;
         Ok((program.text, program.kernels))
@@ -232,53 +243,7 @@ fn buffer_mem(buffer: &dyn TensorBuffer) -> Result<cl_mem> {
         .ok_or_else(|| Error::invalid(format!("{buffer:?} is not an OpenCL buffer")))
 }
 
-impl Device for OpenClDevice {
-    fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {
-        let range = out.host_copy_range(src.len())?;
-        self.write(mem_of(&out.view())?, range.start, src)
-    }
-
-    fn copy_to_host(&self, src: &TensorView<'_>, dst: &mut [u8]) -> Result<()> {
-        let range = src.host_copy_range(dst.len())?;
-        if dst.is_empty() {
-            return Ok(());
-        }
-        // SAFETY: a blocking read fills `dst.len()` bytes of `dst` before it returns; the
-        // range lies within the view's buffer (checked by `host_copy_range`).
-        let event = unsafe {
-            opencl3::command_queue::enqueue_read_buffer(
-                self.queue.get(),
-                mem_of(src)?,
-                CL_BLOCKING,
-                range.start,
-                dst.len(),
-                dst.as_mut_ptr() as *mut c_void,
-                0,
-                std::ptr::null(),
-            )
-        }
-        .map_err(|e| self.backend("reading from the device", ClError(e)))?;
-        drop(Event::new(event));
-        Ok(())
-    }
-
-    fn synchronize(&self) -> Result<()> {
-        self.queue
-            .finish()
-            .map_err(|e| self.backend("waiting for the queue", e))
-    }
-
-    fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        match launch::matmul_plan(self, a, b, out)? {
-            Some(plan) => launch::matmul_kernel(self, a, b, out, &plan),
-            None => Ok(()),
-        }
-    }
-
-    polytensor_kernels_c::queue_device_ops!();
-}
-
-impl Queue for OpenClDevice {
+impl Queue for OpenClQueue {
     type Mem = cl_mem;
     type Program = Compiled;
     type Constants = Buffer<i64>;
@@ -287,15 +252,11 @@ impl Queue for OpenClDevice {
     const MAP_GROUP: usize = MAP_GROUP;
     const MAX_MAP_GROUPS: usize = MAX_MAP_ITEMS / MAP_GROUP;
 
-    fn base(&self) -> &DeviceBase<ClMemory> {
-        &self.base
-    }
-
     fn program(&self, key: ProgramKey) -> Result<Arc<Compiled>> {
         self.programs.get(
             &self.context,
             self.device.id(),
-            &self.base.identity.name,
+            &self.name,
             &self.options,
             key,
             || self.program_source(key),
@@ -304,14 +265,13 @@ impl Queue for OpenClDevice {
 
     unsafe fn launch(&self, program: &Compiled, launch: Launch<'_, cl_mem>) -> Result<()> {
         let Launch { kernel, args, grid } = launch;
-        let handle =
-            (program.kernel(kernel)).ok_or_else(|| launch.missing(&self.base.identity.name))?;
+        let handle = (program.kernel(kernel)).ok_or_else(|| launch.missing(&self.name))?;
         enqueue(&self.queue, handle, args, &grid.global(), &grid.group)
             .map_err(|e| self.backend(&format!("launching {kernel}"), e))
     }
 
     /// Released once the kernels using it complete (OpenCL retains it while they run).
-    fn constants(&self, words: &[i64]) -> Result<(Buffer<i64>, cl_mem)> {
+    fn constants(device: &OpenClDevice, words: &[i64]) -> Result<(Buffer<i64>, cl_mem)> {
         let mut words = words.to_vec();
         if words.is_empty() {
             words.push(0);
@@ -320,13 +280,13 @@ impl Queue for OpenClDevice {
         // the call.
         let buffer = unsafe {
             Buffer::<i64>::create(
-                &self.context,
+                &device.context,
                 CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                 words.len(),
                 words.as_mut_ptr() as *mut c_void,
             )
         }
-        .map_err(|e| self.backend("creating a geometry buffer", e))?;
+        .map_err(|e| device.backend("creating a geometry buffer", e))?;
         let mem = buffer.get();
         Ok((buffer, mem))
     }
@@ -379,5 +339,40 @@ impl Queue for OpenClDevice {
 
     fn matmul_schedule(&self) -> Schedule {
         self.matmul_schedule
+    }
+
+    fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()> {
+        let range = out.host_copy_range(src.len())?;
+        self.write(mem_of(&out.view())?, range.start, src)
+    }
+
+    fn copy_to_host(&self, src: &TensorView<'_>, dst: &mut [u8]) -> Result<()> {
+        let range = src.host_copy_range(dst.len())?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: a blocking read fills `dst.len()` bytes of `dst` before it returns; the
+        // range lies within the view's buffer (checked by `host_copy_range`).
+        let event = unsafe {
+            opencl3::command_queue::enqueue_read_buffer(
+                self.queue.get(),
+                mem_of(src)?,
+                CL_BLOCKING,
+                range.start,
+                dst.len(),
+                dst.as_mut_ptr() as *mut c_void,
+                0,
+                std::ptr::null(),
+            )
+        }
+        .map_err(|e| self.backend("reading from the device", ClError(e)))?;
+        drop(Event::new(event));
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.queue
+            .finish()
+            .map_err(|e| self.backend("waiting for the queue", e))
     }
 }

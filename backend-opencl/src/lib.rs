@@ -17,7 +17,7 @@ mod programs;
 
 /// The kind of this backend's devices (`opencl:0`, ...).
 pub const KIND: polytensor_core::DeviceKind = polytensor_core::DeviceKind::new("opencl");
-pub use device::OpenClDevice;
+pub use device::{first, open, OpenClDevice, OpenClQueue};
 pub use memory::ClBuffer;
 pub use programs::Compiled;
 
@@ -32,7 +32,7 @@ pub fn open_all() -> std::result::Result<Vec<Arc<dyn polytensor_core::Device>>, 
     }
     let (mut opened, mut refused) = (Vec::new(), Vec::new());
     for (index, device) in found.into_iter().enumerate() {
-        match OpenClDevice::open(index, device) {
+        match open(index, device) {
             Ok(device) => opened.push(device as Arc<dyn polytensor_core::Device>),
             Err(e) => refused.push(e.to_string()),
         }

@@ -2,5 +2,5 @@
 //! Cases the device declares unsupported are reported, never failures; everything it runs
 //! must match the suite's reference, and `bytes_in_use` must return to its start.
 
-conformance::conformance_backend_tests!("opencl", || polytensor_opencl::OpenClDevice::first()
+conformance::conformance_backend_tests!("opencl", || polytensor_opencl::first()
     .map(|d| d as std::sync::Arc<dyn polytensor_core::Device>));

@@ -9,9 +9,9 @@ use polytensor_opencl::OpenClDevice;
 
 fn device() -> Option<Arc<OpenClDevice>> {
     conformance::device_or_skip("opencl", || {
-        OpenClDevice::first().map(|d| d as Arc<dyn Device>)
+        polytensor_opencl::first().map(|d| d as Arc<dyn Device>)
     })?;
-    OpenClDevice::first().ok()
+    polytensor_opencl::first().ok()
 }
 
 #[test]

@@ -21,9 +21,7 @@ fn without_a_platform_the_backend_says_why() {
         why.contains("no platform") || why.contains("no OpenCL loader"),
         "{why}"
     );
-    let opened = polytensor_opencl::OpenClDevice::first()
-        .unwrap_err()
-        .to_string();
+    let opened = polytensor_opencl::first().unwrap_err().to_string();
     assert!(opened.contains("opencl"), "{opened}");
     std::fs::remove_dir(&empty).ok();
 }

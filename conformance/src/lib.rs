@@ -247,7 +247,7 @@ pub fn assert_family(device: &Arc<dyn Device>, family: Family) {
 /// the reason when there is none, unless `POLYTENSOR_REQUIRE` names `$backend`.
 ///
 /// ```ignore
-/// conformance::conformance_backend_tests!("opencl", || polytensor_opencl::OpenClDevice::first()
+/// conformance::conformance_backend_tests!("opencl", || polytensor_opencl::first()
 ///     .map(|d| d as std::sync::Arc<dyn polytensor_core::Device>));
 /// ```
 #[macro_export]

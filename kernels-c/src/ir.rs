@@ -538,10 +538,13 @@ mod tests {
         assert!(c.contains("for (i64 item = GLOBAL_ID; item < items; item += GLOBAL_SIZE)"));
         let wgsl = wgsl_kernel(&k).unwrap();
         // Words: items, then each buffer's offset; bindings: the buffers after `g`.
-        assert!(wgsl.contains("if (i >= u32(i32(g[0])))"));
+        assert!(wgsl.contains("let items = i32(g[0]);"));
+        assert!(wgsl.contains("let rows_offset = i32(g[2]);"));
+        assert!(wgsl.contains("let out_offset = i32(g[3]);"));
+        assert!(wgsl.contains("if (i >= u32(items))"));
         assert!(wgsl.contains("@binding(2) var<storage, read> rows: array<i32>;"));
-        assert!(wgsl.contains("rows[(i32(g[2]) + item)]"));
-        assert!(wgsl.contains("(i32(g[3]) + r)"));
+        assert!(wgsl.contains("rows[(rows_offset + item)]"));
+        assert!(wgsl.contains("(out_offset + r)"));
     }
 
     #[test]
@@ -624,7 +627,7 @@ mod tests {
         assert!(c.contains("if ((!(v > (i64)0))) {\n                continue;"));
         assert!(c.contains("total = (i64)((u64)total + (u64)(i64)1);"));
         let wgsl = wgsl_kernel(&k).unwrap();
-        assert!(wgsl.contains("for (var j: i32 = 0; j < i32(g[1]); j++) {"));
+        assert!(wgsl.contains("for (var j: i32 = 0; j < n; j++) {"));
         assert!(wgsl.contains("var total: i64 = i64(0);"));
         assert!(wgsl.contains("continue;"));
     }

@@ -74,6 +74,7 @@ pub fn wgsl_kernel(kernel: &Kernel) -> Option<String> {
     {
         let t = wgsl_type(kernel.buffer(*out).ty())?;
         writeln!(text, "\nfn element(invocation_item: u32) -> {t} {{").ok()?;
+        text += &r.geometry();
         writeln!(text, "    let {item}: i32 = i32(invocation_item);").ok()?;
         block(&r, stmts, 1, &mut text)?;
         writeln!(text, "    return {};\n}}", expression(&r, value)?).ok()?;
@@ -89,6 +90,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         writeln!(text, "    _ = arrayLength(&{});", b.name).ok()?;
     }
     writeln!(text, "    let i = id.x + id.y * groups.x * {WGSL_GROUP}u;").ok()?;
+    text += &r.geometry();
     match &kernel.body {
         Body::Map { out, count, .. } => {
             let b = kernel.buffer(*out);
@@ -205,8 +207,23 @@ impl<'a> Wgsl<'a> {
 
     /// The position of element `at` (an `i32` expression) of `buf`.
     fn position(&self, buf: Buf, at: &str) -> Option<String> {
-        let (_, offset) = self.bindings[buf.0]?;
-        Some(format!("(i32(g[{offset}]) + {at})"))
+        Some(format!("({}_offset + {at})", self.kernel.buffer(buf).name))
+    }
+
+    /// Every geometry word as a local of the function that begins here (read once, not in
+    /// every turn of a loop): index parameters under their names, buffer offsets as
+    /// `<buffer>_offset`.
+    fn geometry(&self) -> String {
+        let mut text = String::new();
+        for (p, binding) in self.kernel.params.iter().zip(&self.bindings) {
+            let Some((_, word)) = binding else { continue };
+            let name = match p {
+                Param::Index(name) => name.to_string(),
+                Param::Buffer(b) => format!("{}_offset", b.name),
+            };
+            text += &format!("    let {name} = i32(g[{word}]);\n");
+        }
+        text
     }
 }
 
@@ -278,8 +295,10 @@ impl Spelling for Wgsl<'_> {
     }
 
     fn param(&self, k: usize) -> Option<String> {
-        let (_, word) = self.bindings.get(k).copied().flatten()?;
-        Some(format!("i32(g[{word}])"))
+        match self.kernel.params.get(k)? {
+            Param::Index(name) => Some(name.to_string()),
+            Param::Buffer(_) => None,
+        }
     }
 
     fn load(&self, buf: Buf, at: &str) -> Option<String> {
