@@ -11,7 +11,7 @@
 //! copies, compiling and launching, and the vendor libraries it prefers to the kit's
 //! kernels ([`Queue::matmul`], [`Queue::library_conv2d`]).
 //!
-//! - [`map`]: elementwise ops, casts, copies, fills;
+//! - [`map`](mod@map): elementwise ops, casts, copies, fills;
 //! - [`reduce`](mod@reduce): reductions (serial, tree, split);
 //! - [`matmul`](mod@matmul): the kit's matmul kernel;
 //! - [`window`]: convolutions and pooling;
@@ -159,7 +159,7 @@ pub trait Queue: Send + Sync + Sized + 'static {
     fn fp64(&self) -> bool;
 
     /// The work-groups a reduction over few long outputs is split into
-    /// ([`reduce::split_groups`] of the device's compute units).
+    /// ([`crate::reduce::split_groups`] of the device's compute units).
     fn split_groups(&self) -> usize;
 
     /// How matmul work is divided on this device.
