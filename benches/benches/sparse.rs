@@ -3,12 +3,15 @@
 //! sparse matrix at 1%, 10%, 25% and 50% density by a dense 512x64 one, beside the dense
 //! matmul of the same operands and TensorFlow's CPU kernel (the peer, from `target/tf-venv`)
 //! in the same run: where the dense matmul overtakes the sparse one is the crossover
-//! density PERFORMANCE.md records.
+//! density PERFORMANCE.md records. And `SparseSegmentSum` of an embedding-sized table
+//! (16384 rows of 64 f32, 65536 lookups into 4096 segments) on every device present: the
+//! segment fold kernel of each backend (the kit's IR kernel on OpenCL, CUDA and wgpu).
 
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use polytensor::{SparseTensor, Tensor};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use polytensor::sparse::{segment_reduce, Combiner};
+use polytensor::{DataType, SparseTensor, Tensor};
 
 fn conversions(c: &mut Criterion) {
     let cpu = polytensor::device("cpu:0").expect("the CPU device");
@@ -70,9 +73,38 @@ fn sparse_dense_matmul(c: &mut Criterion) {
     group.finish();
 }
 
+/// `SparseSegmentSum` of 65536 rows of a 16384 x 64 f32 table into 4096 segments of 16, on
+/// `cpu:0` and the first OpenCL, CUDA and wgpu devices where present (each waited for).
+fn segment_sum(c: &mut Criterion) {
+    let (table, lookups, width, per_segment) = (16384usize, 65536usize, 64usize, 16usize);
+    let cpu = polytensor::device("cpu:0").expect("the CPU device");
+    let rows: Vec<i32> = (0..lookups).map(|i| ((i * 7919) % table) as i32).collect();
+    let ids: Vec<i32> = (0..lookups).map(|i| (i / per_segment) as i32).collect();
+    let rows = Tensor::from_slice(&rows, [lookups], &cpu).expect("rows");
+    let ids = Tensor::from_slice(&ids, [lookups], &cpu).expect("segment ids");
+    let mut group = c.benchmark_group("segment_sum_f32_16384x64_by_65536");
+    group.throughput(Throughput::Bytes((lookups * width * 4) as u64));
+    let devices = std::iter::once(cpu).chain(
+        ["opencl:0", "cuda:0", "wgpu:0"]
+            .into_iter()
+            .filter_map(|name| polytensor::device(name).ok()),
+    );
+    for device in devices {
+        let data = benches::tensor(&[table, width], DataType::Float, 3, &device);
+        group.bench_function(device.name(), |bench| {
+            bench.iter(|| {
+                black_box(benches::finished(&device, || {
+                    segment_reduce(Combiner::Sum, &data, &rows, &ids, None).expect("segment sum")
+                }))
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = benches::criterion_config();
-    targets = conversions, sparse_dense_matmul
+    targets = conversions, sparse_dense_matmul, segment_sum
 }
 criterion_main!(benches);

@@ -23,18 +23,17 @@
 //!   (wrapping integers, IEEE floats, NaN-aware comparisons) are the body's.
 //!
 //! ```
-//! use polytensor_kernels_c::ir::{Kernel, Ty};
-//! use polytensor_kernels_c::{render, Dialect, Elem};
+//! use polytensor_kernels_c::ir::{item, Kernel};
+//! use polytensor_kernels_c::{render, Elem};
 //!
 //! // out[i] = data[i] for i < items: a copy of f16 elements.
 //! let mut k = Kernel::new("copy");
 //! let items = k.index("items");
 //! let data = k.input("data", Elem::F16);
 //! let out = k.output("out", Elem::F16);
-//! let k = k.map(out, items, vec![], data.at(polytensor_kernels_c::ir::item()));
+//! let k = k.map(out, items, vec![], data.at(item()));
 //! assert!(render::c_kernel(&k).unwrap().contains("f16_to_f32(data[data_offset + item])"));
 //! assert!(render::wgsl_kernel(&k).unwrap().contains("fn element("));
-//! # let _ = (Ty::Index, Dialect::Cuda);
 //! ```
 
 use crate::body::{self, Cmp};
