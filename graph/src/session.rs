@@ -4,7 +4,6 @@
 //! signature and variables kept in the session.
 
 use std::collections::{BTreeSet, HashMap};
-use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use polytensor_core::collective::Collectives;
@@ -14,12 +13,16 @@ use polytensor_core::{Device, Error, Result, Tensor};
 use crate::graph::{python_shape, Graph, Operation, Output};
 use smallvec::{smallvec, SmallVec};
 
-use crate::frames::Frames;
 use crate::ops::kernels::{self, Outputs, RunCtx, Variables};
 use crate::ops::{Kind, Value};
 
 mod call;
 mod dataflow;
+mod placement;
+mod plan;
+
+pub use placement::{PlacedOp, Placement, Transfer};
+pub(crate) use plan::{Plan, Source, Step};
 
 /// TensorFlow's `Session` over a snapshot of a graph and a set of devices: each operation
 /// runs on the device its `device` field asks for, with TensorFlow's soft placement and
@@ -77,43 +80,6 @@ struct Signature {
     targets: Vec<usize>,
 }
 
-/// The operations one signature runs, in an order where inputs come first, and for each
-/// input of each, where its value comes from.
-pub(crate) struct Plan {
-    steps: Vec<Step>,
-    /// Where each fetch is read from.
-    fetches: Vec<Source>,
-    /// The edges that cross devices: output `(node, index)` copied to a device, once per
-    /// run (TensorFlow's Send/Recv pairs).
-    transfers: BTreeSet<(usize, usize, usize)>,
-    /// The fed tensors, as the signature names them.
-    feeds: Vec<(usize, usize)>,
-    /// The frames of a plan with 1.x control flow, which the frame executor runs (`None`:
-    /// the steps run once, in order).
-    frames: Option<Frames>,
-}
-
-pub(crate) struct Step {
-    /// The node whose outputs the step produces (the last of a fused chain).
-    pub(crate) node: usize,
-    /// The device it runs on (an index into the session's devices).
-    pub(crate) device: usize,
-    /// Whether an input may be on another device (one from a step placed elsewhere, or a
-    /// feed): only then does a run look for copies to make.
-    pub(crate) crosses: bool,
-    /// Whether the step reads or writes the session's variables (a variable op, a
-    /// stateful random op, or a reader of a reference variable): only then does it take
-    /// the variables' lock.
-    pub(crate) uses_variables: bool,
-    pub(crate) kind: Kind,
-    pub(crate) inputs: Vec<Source>,
-    /// The other nodes a fused step runs, in order (empty for one node).
-    pub(crate) chain: Vec<usize>,
-    /// Nodes whose outputs no later step and no fetch reads: released after this step, as
-    /// TensorFlow's executor drops a tensor when its last consumer has run.
-    pub(crate) release: Vec<usize>,
-}
-
 /// How a session places operations: the parts of TensorFlow's `ConfigProto` that apply.
 #[derive(Clone, Debug)]
 pub struct SessionOptions {
@@ -134,69 +100,6 @@ impl SessionOptions {
             allow_soft_placement: true,
         }
     }
-}
-
-/// Where a session runs each operation and which tensors it copies between devices (what
-/// TensorFlow's `log_device_placement` prints).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Placement {
-    /// Each operation of the graph, in graph order.
-    pub ops: Vec<PlacedOp>,
-    /// The copies of the plans made so far, and of the feeds the runs so far copied.
-    pub copies: Vec<Transfer>,
-}
-
-/// An operation and its device.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlacedOp {
-    /// The operation's name.
-    pub name: String,
-    /// Its type.
-    pub op_type: String,
-    /// The device it runs on.
-    pub device: String,
-}
-
-/// A tensor copied from the device that produces it to one that reads it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Transfer {
-    /// The tensor (`name:index`).
-    pub tensor: String,
-    /// The producing device.
-    pub from: String,
-    /// The reading device.
-    pub to: String,
-}
-
-impl Placement {
-    /// The device operation `op` runs on, if the graph has it.
-    pub fn device_of(&self, op: &str) -> Option<&str> {
-        self.ops
-            .iter()
-            .find(|placed| placed.name == op)
-            .map(|placed| placed.device.as_str())
-    }
-}
-
-impl fmt::Display for Placement {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for op in &self.ops {
-            writeln!(f, "{}: ({}): {}", op.name, op.op_type, op.device)?;
-        }
-        for copy in &self.copies {
-            writeln!(f, "{}: copied {} -> {}", copy.tensor, copy.from, copy.to)?;
-        }
-        Ok(())
-    }
-}
-
-/// Where a value comes from while a plan runs.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Source {
-    /// Feed number `i`.
-    Feed(usize),
-    /// Output `index` of the step that runs node `node`.
-    Node { node: usize, index: usize },
 }
 
 impl Session {
@@ -291,53 +194,6 @@ impl Session {
     /// The devices operations may run on, the default first.
     pub fn devices(&self) -> &[Arc<dyn Device>] {
         &self.devices
-    }
-
-    /// The device of every operation, placed now if no run has placed them yet, and the
-    /// copies between devices of the plans run so far. `Err` where placement fails (see
-    /// [`SessionOptions::allow_soft_placement`]).
-    pub fn placement(&self) -> Result<Placement> {
-        let placed = self.placed()?;
-        let device = |d: usize| self.devices[d].name().to_string();
-        let ops = self
-            .graph
-            .nodes
-            .iter()
-            .zip(placed.iter())
-            .map(|(node, &d)| PlacedOp {
-                name: node.name.to_string(),
-                op_type: node.op_type.to_string(),
-                device: device(d),
-            })
-            .collect();
-        // The edges the plans cross, and the feeds the runs copied: by tensor, then device.
-        let mut edges: BTreeSet<(usize, usize, usize, String)> = locked(&self.plans)
-            .values()
-            .flat_map(|plan| plan.transfers.iter())
-            .map(|&(node, index, to)| (node, index, to, device(placed[node])))
-            .collect();
-        edges.extend(locked(&self.fed_copies).iter().cloned());
-        let copies = edges
-            .into_iter()
-            .map(|(node, index, to, from)| Transfer {
-                tensor: format!("{}:{index}", self.graph.nodes[node].name),
-                from,
-                to: device(to),
-            })
-            .collect();
-        Ok(Placement { ops, copies })
-    }
-
-    /// The placement, computed on first use.
-    fn placed(&self) -> Result<Arc<[usize]>> {
-        let mut placement = locked(&self.placement);
-        if let Some(placed) = placement.as_ref() {
-            return Ok(placed.clone());
-        }
-        let placed: Arc<[usize]> =
-            crate::placer::place(&self.graph, &self.devices, self.soft_placement)?.into();
-        *placement = Some(placed.clone());
-        Ok(placed)
     }
 
     /// How many execution plans the session has cached (one per distinct signature of
@@ -490,117 +346,6 @@ impl Session {
         Ok(())
     }
 
-    /// The steps a signature needs: every node reachable backwards from the fetches and
-    /// targets through data and control inputs, stopping at fed tensors.
-    fn plan(&self, signature: &Signature) -> Result<Plan> {
-        let placed = self.placed()?;
-        let nodes = &self.graph.nodes;
-        let fed =
-            |node: usize, index: usize| signature.feeds.iter().position(|&f| f == (node, index));
-        let source = |(node, index): (usize, usize)| match fed(node, index) {
-            Some(i) => Source::Feed(i),
-            None => Source::Node { node, index },
-        };
-        // Nodes are stored in an order where inputs come first (the builder and the GraphDef
-        // reader both guarantee it), so marking backwards and running forwards is enough.
-        let mut needed = vec![false; nodes.len()];
-        let mut stack: Vec<usize> = signature
-            .fetches
-            .iter()
-            .filter(|&&(n, i)| fed(n, i).is_none())
-            .map(|&(n, _)| n)
-            .chain(signature.targets.iter().copied())
-            .collect();
-        while let Some(node) = stack.pop() {
-            if std::mem::replace(&mut needed[node], true) {
-                continue;
-            }
-            let n = &nodes[node];
-            stack.extend(
-                n.inputs
-                    .iter()
-                    .filter(|&&(m, i)| fed(m, i).is_none())
-                    .map(|&(m, _)| m),
-            );
-            stack.extend(n.control_inputs.iter().copied());
-        }
-        let mut steps = (0..nodes.len())
-            .filter(|&node| needed[node])
-            .map(|node| {
-                let n = &nodes[node];
-                Ok(Step {
-                    node,
-                    device: placed[node],
-                    crosses: false,
-                    uses_variables: false,
-                    kind: n.kind,
-                    inputs: n.inputs.iter().map(|&input| source(input)).collect(),
-                    chain: Vec::new(),
-                    release: Vec::new(),
-                })
-            })
-            .collect::<Result<Vec<Step>>>()?;
-        let fetches: Vec<Source> = signature.fetches.iter().map(|&f| source(f)).collect();
-        let frames = if crate::frames::needed(&steps) {
-            Some(Frames::analyze(nodes, &steps)?)
-        } else {
-            crate::fusion::fuse(&mut steps, &fetches, nodes);
-            None
-        };
-        // The last step reading each node's outputs releases them (fetched nodes never).
-        let mut last_reader: HashMap<usize, usize> = HashMap::new();
-        for (at, step) in steps.iter().enumerate() {
-            for input in &step.inputs {
-                if let Source::Node { node, .. } = *input {
-                    last_reader.insert(node, at);
-                }
-            }
-        }
-        for source in &fetches {
-            if let Source::Node { node, .. } = *source {
-                last_reader.remove(&node);
-            }
-        }
-        for (node, at) in last_reader {
-            steps[at].release.push(node);
-        }
-        for step in &mut steps {
-            step.crosses = step.inputs.iter().any(|input| match *input {
-                Source::Feed(_) => true,
-                Source::Node { node, .. } => placed[node] != step.device,
-            });
-            step.uses_variables = touches_variables(step.kind)
-                || step.inputs.iter().any(|input| match *input {
-                    Source::Node { node, .. } => {
-                        matches!(
-                            nodes[node].kind,
-                            Kind::RefVariable | Kind::RefAssign | Kind::RefAssignAdd
-                        )
-                    }
-                    Source::Feed(_) => false,
-                });
-        }
-        let placed = &placed;
-        let transfers = steps
-            .iter()
-            .flat_map(|step| {
-                step.inputs.iter().filter_map(move |input| match *input {
-                    Source::Node { node, index } if placed[node] != step.device => {
-                        Some((node, index, step.device))
-                    }
-                    _ => None,
-                })
-            })
-            .collect();
-        Ok(Plan {
-            steps,
-            fetches,
-            transfers,
-            feeds: signature.feeds.clone(),
-            frames,
-        })
-    }
-
     fn execute(&self, plan: &Plan, fed: &[Value]) -> Result<Vec<Value>> {
         let mut values: Vec<Option<Outputs>> = vec![None; self.graph.nodes.len()];
         // Tensors copied to a device other than their producer's, by (source, device):
@@ -745,12 +490,6 @@ fn run_step<'a>(
         collectives,
     };
     kernels::run(kind, &mut cx).map_err(|e| in_node(e, node))
-}
-
-/// Whether a node of `kind` reads or writes the session's variables itself: a variable op,
-/// or a stateful random op (its stream's position is kept with the variables).
-fn touches_variables(kind: Kind) -> bool {
-    kind.acts_on_variable() || matches!(kind, Kind::Generate(_))
 }
 
 /// The value `source` names while a plan runs.

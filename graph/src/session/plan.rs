@@ -1,0 +1,176 @@
+//! A session's plans: the steps one signature (feeds, fetches, targets) runs, in an order
+//! where inputs come first, each input's source, the copies between devices, fusion and
+//! the frames of 1.x control flow.
+
+use std::collections::{BTreeSet, HashMap};
+
+use polytensor_core::Result;
+
+use super::{Session, Signature};
+use crate::frames::Frames;
+use crate::ops::Kind;
+
+/// The operations one signature runs, in an order where inputs come first, and for each
+/// input of each, where its value comes from.
+pub(crate) struct Plan {
+    pub(super) steps: Vec<Step>,
+    /// Where each fetch is read from.
+    pub(super) fetches: Vec<Source>,
+    /// The edges that cross devices: output `(node, index)` copied to a device, once per
+    /// run (TensorFlow's Send/Recv pairs).
+    pub(super) transfers: BTreeSet<(usize, usize, usize)>,
+    /// The fed tensors, as the signature names them.
+    pub(super) feeds: Vec<(usize, usize)>,
+    /// The frames of a plan with 1.x control flow, which the frame executor runs (`None`:
+    /// the steps run once, in order).
+    pub(super) frames: Option<Frames>,
+}
+
+pub(crate) struct Step {
+    /// The node whose outputs the step produces (the last of a fused chain).
+    pub(crate) node: usize,
+    /// The device it runs on (an index into the session's devices).
+    pub(crate) device: usize,
+    /// Whether an input may be on another device (one from a step placed elsewhere, or a
+    /// feed): only then does a run look for copies to make.
+    pub(crate) crosses: bool,
+    /// Whether the step reads or writes the session's variables (a variable op, a
+    /// stateful random op, or a reader of a reference variable): only then does it take
+    /// the variables' lock.
+    pub(crate) uses_variables: bool,
+    pub(crate) kind: Kind,
+    pub(crate) inputs: Vec<Source>,
+    /// The other nodes a fused step runs, in order (empty for one node).
+    pub(crate) chain: Vec<usize>,
+    /// Nodes whose outputs no later step and no fetch reads: released after this step, as
+    /// TensorFlow's executor drops a tensor when its last consumer has run.
+    pub(crate) release: Vec<usize>,
+}
+
+/// Where a value comes from while a plan runs.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Source {
+    /// Feed number `i`.
+    Feed(usize),
+    /// Output `index` of the step that runs node `node`.
+    Node { node: usize, index: usize },
+}
+
+impl Session {
+    /// The steps a signature needs: every node reachable backwards from the fetches and
+    /// targets through data and control inputs, stopping at fed tensors.
+    pub(super) fn plan(&self, signature: &Signature) -> Result<Plan> {
+        let placed = self.placed()?;
+        let nodes = &self.graph.nodes;
+        let fed =
+            |node: usize, index: usize| signature.feeds.iter().position(|&f| f == (node, index));
+        let source = |(node, index): (usize, usize)| match fed(node, index) {
+            Some(i) => Source::Feed(i),
+            None => Source::Node { node, index },
+        };
+        // Nodes are stored in an order where inputs come first (the builder and the GraphDef
+        // reader both guarantee it), so marking backwards and running forwards is enough.
+        let mut needed = vec![false; nodes.len()];
+        let mut stack: Vec<usize> = signature
+            .fetches
+            .iter()
+            .filter(|&&(n, i)| fed(n, i).is_none())
+            .map(|&(n, _)| n)
+            .chain(signature.targets.iter().copied())
+            .collect();
+        while let Some(node) = stack.pop() {
+            if std::mem::replace(&mut needed[node], true) {
+                continue;
+            }
+            let n = &nodes[node];
+            stack.extend(
+                n.inputs
+                    .iter()
+                    .filter(|&&(m, i)| fed(m, i).is_none())
+                    .map(|&(m, _)| m),
+            );
+            stack.extend(n.control_inputs.iter().copied());
+        }
+        let mut steps = (0..nodes.len())
+            .filter(|&node| needed[node])
+            .map(|node| {
+                let n = &nodes[node];
+                Ok(Step {
+                    node,
+                    device: placed[node],
+                    crosses: false,
+                    uses_variables: false,
+                    kind: n.kind,
+                    inputs: n.inputs.iter().map(|&input| source(input)).collect(),
+                    chain: Vec::new(),
+                    release: Vec::new(),
+                })
+            })
+            .collect::<Result<Vec<Step>>>()?;
+        let fetches: Vec<Source> = signature.fetches.iter().map(|&f| source(f)).collect();
+        let frames = if crate::frames::needed(&steps) {
+            Some(Frames::analyze(nodes, &steps)?)
+        } else {
+            crate::fusion::fuse(&mut steps, &fetches, nodes);
+            None
+        };
+        // The last step reading each node's outputs releases them (fetched nodes never).
+        let mut last_reader: HashMap<usize, usize> = HashMap::new();
+        for (at, step) in steps.iter().enumerate() {
+            for input in &step.inputs {
+                if let Source::Node { node, .. } = *input {
+                    last_reader.insert(node, at);
+                }
+            }
+        }
+        for source in &fetches {
+            if let Source::Node { node, .. } = *source {
+                last_reader.remove(&node);
+            }
+        }
+        for (node, at) in last_reader {
+            steps[at].release.push(node);
+        }
+        for step in &mut steps {
+            step.crosses = step.inputs.iter().any(|input| match *input {
+                Source::Feed(_) => true,
+                Source::Node { node, .. } => placed[node] != step.device,
+            });
+            step.uses_variables = touches_variables(step.kind)
+                || step.inputs.iter().any(|input| match *input {
+                    Source::Node { node, .. } => {
+                        matches!(
+                            nodes[node].kind,
+                            Kind::RefVariable | Kind::RefAssign | Kind::RefAssignAdd
+                        )
+                    }
+                    Source::Feed(_) => false,
+                });
+        }
+        let placed = &placed;
+        let transfers = steps
+            .iter()
+            .flat_map(|step| {
+                step.inputs.iter().filter_map(move |input| match *input {
+                    Source::Node { node, index } if placed[node] != step.device => {
+                        Some((node, index, step.device))
+                    }
+                    _ => None,
+                })
+            })
+            .collect();
+        Ok(Plan {
+            steps,
+            fetches,
+            transfers,
+            feeds: signature.feeds.clone(),
+            frames,
+        })
+    }
+}
+
+/// Whether a node of `kind` reads or writes the session's variables itself: a variable op,
+/// or a stateful random op (its stream's position is kept with the variables).
+fn touches_variables(kind: Kind) -> bool {
+    kind.acts_on_variable() || matches!(kind, Kind::Generate(_))
+}
