@@ -131,7 +131,9 @@ impl WgpuDevice {
             offset,
         };
         let pipeline = self.pipeline(key, || {
-            elementwise::map_source(&inputs, output, expression, flat, offset)
+            Ok(elementwise::map_source(
+                &inputs, output, expression, flat, offset,
+            ))
         })?;
         let mut buffers: Vec<&wgpu::Buffer> = operands.iter().map(|x| x.buffer).collect();
         buffers.push(target);
@@ -205,24 +207,26 @@ impl WgpuDevice {
         Ok(())
     }
 
-    /// The pipeline of a kit kernel cached as `key`, its WGSL rendered on first use.
+    /// The pipeline of a kit kernel cached as `key`, its WGSL rendered only on a cache
+    /// miss.
     pub(crate) fn kit_pipeline(
         &self,
         key: PipelineKey,
         kernel: &ir::Kernel,
     ) -> Result<Arc<wgpu::ComputePipeline>> {
-        let source = render::wgsl_kernel(kernel).ok_or_else(|| Error::Backend {
-            device: self.name().to_string(),
-            message: format!("kernel {} has no WGSL rendering", kernel.name),
-        })?;
-        self.pipeline(key, || source)
+        self.pipeline(key, || {
+            render::wgsl_kernel(kernel).ok_or_else(|| Error::Backend {
+                device: self.name().to_string(),
+                message: format!("kernel {} has no WGSL rendering", kernel.name),
+            })
+        })
     }
 
     /// The pipeline cached as `key`, compiled from `source()` on first use.
     pub(crate) fn pipeline(
         &self,
         key: PipelineKey,
-        source: impl FnOnce() -> String,
+        source: impl FnOnce() -> Result<String>,
     ) -> Result<Arc<wgpu::ComputePipeline>> {
         self.pipelines
             .get(&self.device, key, source)

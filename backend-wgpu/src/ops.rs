@@ -11,7 +11,6 @@ use polytensor_core::plan::ReducedAxes;
 use polytensor_core::{
     DataType, Device, Epilogue, Error, Op, OutView, ReduceOp, Result, TensorView, UnaryOp,
 };
-use polytensor_kernels_c::launch::Arg;
 use polytensor_kernels_c::segment::{self, SegmentKernels};
 use polytensor_kernels_c::window::{WindowKernel, WindowKernels};
 use polytensor_kernels_c::{render, window as kit, Elem};
@@ -94,7 +93,7 @@ fn operand_at<'a>(view: &TensorView<'a>) -> Result<(&'a wgpu::Buffer, i64)> {
     let layout = view.layout();
     within_i32(
         layout.offset() + layout.num_elements(),
-        "a segment operand's extent",
+        "a kernel operand's extent",
     )?;
     Ok((storage(view)?, layout.offset() as i64))
 }
@@ -142,7 +141,7 @@ impl WgpuDevice {
         kit::check_operand(&out.view(), dtype, outputs, "output")?;
         let image = window_operand(x, dtype, inputs, "input")?;
         let target = operand_at(&out.view())?;
-        let (op, args) = match conv {
+        let (op, items, args) = match conv {
             Some((filter, depthwise, epilogue)) => {
                 let f = window_operand(filter, dtype, g.filter_elements()?, "filter")?;
                 // Absent parts: the input, never read.
@@ -167,26 +166,26 @@ impl WgpuDevice {
                     let pixels = outputs / out_channels.max(1);
                     (WindowKernel::Conv, kit::conv_items(pixels, g.filters))
                 };
-                (op, kit::conv_args(items, g, image, f, parts, word, target))
+                (
+                    op,
+                    items,
+                    kit::conv_args(items, g, image, f, parts, word, target),
+                )
             }
-            None if max => (
-                WindowKernel::MaxPool,
-                kit::pool_args(outputs, g, image, target),
-            ),
-            None => (
-                WindowKernel::AvgPool,
-                kit::pool_args(outputs, g, image, target),
-            ),
+            None => {
+                let op = if max {
+                    WindowKernel::MaxPool
+                } else {
+                    WindowKernel::AvgPool
+                };
+                (op, outputs, kit::pool_args(outputs, g, image, target))
+            }
         };
         if outputs == 0 {
             return Ok(());
         }
         let kernel = op.kernel(elem);
         let pipeline = self.kit_pipeline(PipelineKey::Window(op, dtype), &kernel)?;
-        let items = match args.first() {
-            Some(Arg::I64(items)) => *items as usize,
-            _ => 0,
-        };
         let invocations = render::wgsl_invocations(&kernel, items, target.1 as usize);
         self.launch_kit(&pipeline, &args, invocations)
     }
@@ -221,7 +220,7 @@ impl WgpuDevice {
             plan,
             offsets: [la.offset(), lb.offset()],
         };
-        let pipeline = self.pipeline(PipelineKey::Matmul(dtype), || matmul::source(input))?;
+        let pipeline = self.pipeline(PipelineKey::Matmul(dtype), || Ok(matmul::source(input)))?;
         let (a, b) = (storage(a)?, storage(b)?);
         self.through_words(out, |target| {
             for first in (0..batches).step_by(limit) {
@@ -259,7 +258,7 @@ impl WgpuDevice {
         let pipeline = |variant: reduce::Variant| -> Result<Arc<wgpu::ComputePipeline>> {
             self.pipeline(PipelineKey::Reduce(op, dtype, variant), || {
                 let (lowest, highest) = bounds(dtype, input.value_type());
-                reduce::source(op, input, (&lowest, &highest), variant)
+                Ok(reduce::source(op, input, (&lowest, &highest), variant))
             })
         };
         let geometry = reduce::geometry(

@@ -380,6 +380,7 @@ const Q: Local = Local::new("q", Ty::Index);
 const R: Local = Local::new("r", Ty::Index);
 const O: Local = Local::new("o", Ty::Index);
 const BASE: Local = Local::new("base", Ty::Index);
+const ROW: Local = Local::new("row", Ty::Index);
 const TOP: Local = Local::new("top", Ty::Index);
 const LEFT: Local = Local::new("left", Ty::Index);
 
@@ -492,9 +493,7 @@ fn conv(k: Declare, items: Ex, w: &Window, e: Elem) -> Kernel {
                 Stmt::Set(
                     weights,
                     R.get(),
-                    f.at(Ex::Local(Local::new("row", Ty::Index))
-                        + C.get() * filters.clone()
-                        + O.get()),
+                    f.at(ROW.get() + C.get() * filters.clone() + O.get()),
                 ),
             ],
         ),
@@ -563,7 +562,7 @@ fn conv(k: Declare, items: Ex, w: &Window, e: Elem) -> Kernel {
                         ),
                     ],
                 ),
-                Stmt::Let(Local::new("row", Ty::Index), row),
+                Stmt::Let(ROW, row),
                 Stmt::For(C, int(0), w.g(G::Channels), per_channel),
             ],
         )],

@@ -14,13 +14,14 @@ pub(crate) struct Pipelines {
 }
 
 impl Pipelines {
-    /// The pipeline named `key`, compiling `source()` (entry point `main`) on first use; a
-    /// shader the device rejects is an `Err` naming the key and the compiler's message.
+    /// The pipeline named `key`, compiling `source()` (entry point `main`) on first use only;
+    /// a source that cannot be written, or a shader the device rejects, is an `Err` naming
+    /// the key and the reason.
     pub(crate) fn get(
         &self,
         device: &wgpu::Device,
         key: PipelineKey,
-        source: impl FnOnce() -> String,
+        source: impl FnOnce() -> Result<String>,
     ) -> Result<Arc<wgpu::ComputePipeline>> {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(pipeline) = cache.get(&key) {
@@ -30,7 +31,7 @@ impl Pipelines {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(&label),
-            source: wgpu::ShaderSource::Wgsl(source().into()),
+            source: wgpu::ShaderSource::Wgsl(source()?.into()),
         });
         let pipeline = Arc::new(
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
