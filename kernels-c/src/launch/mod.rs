@@ -280,6 +280,11 @@ fn map_grid<Q: Queue>(count: usize) -> Grid {
     )
 }
 
+/// A contiguous operand as the kit's kernels take it: its memory and its element offset.
+fn operand_at<Q: Queue>(q: &KitDevice<Q>, view: &TensorView<'_>) -> Result<(Q::Mem, i64)> {
+    Ok((q.mem(view.buffer())?, view.layout().offset() as i64))
+}
+
 /// The memory a kernel writes `out` into, contiguously from `out`'s offset.
 pub fn output_mem<Q: Queue>(q: &KitDevice<Q>, out: &OutView<'_>) -> Result<Q::Mem> {
     if !out.layout().is_contiguous() {

@@ -3,14 +3,9 @@
 use polytensor_core::plan::segment::{ScatterGeometry, SegmentGeometry, SegmentOp, Segments};
 use polytensor_core::{Device, OutView, Result, TensorView};
 
-use super::{map_grid, output_mem, KitDevice, Launch, Queue};
+use super::{map_grid, operand_at, output_mem, KitDevice, Launch, Queue};
 use crate::segment;
 use crate::table;
-
-/// A contiguous operand as the kit's kernels take it: its memory and its element offset.
-fn operand_at<Q: Queue>(q: &KitDevice<Q>, view: &TensorView<'_>) -> Result<(Q::Mem, i64)> {
-    Ok((q.mem(view.buffer())?, view.layout().offset() as i64))
-}
 
 /// `Device::segment_reduce`: the kit's segment kernel of `op` for the data's dtype.
 pub fn segment_reduce<Q: Queue>(

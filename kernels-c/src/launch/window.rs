@@ -3,7 +3,7 @@
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{DataType, Device, Epilogue, Error, OutView, Result, TensorView};
 
-use super::{map_grid, output_mem, Arg, KitDevice, Launch, Queue};
+use super::{map_grid, operand_at, output_mem, Arg, KitDevice, Launch, Queue};
 use crate::table::{self, ProgramKey};
 use crate::window;
 
@@ -22,7 +22,7 @@ fn window_operand<Q: Queue>(
     what: &str,
 ) -> Result<(Q::Mem, i64)> {
     window::check_operand(view, dtype, count, what)?;
-    Ok((q.mem(view.buffer())?, view.layout().offset() as i64))
+    operand_at(q, view)
 }
 
 /// `Device::conv2d`: the device's library where it takes the convolution (then the
