@@ -14,12 +14,11 @@ use polytensor_core::device::{checks, Capabilities};
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 
 use crate::buffer::{storage, wgpu_buffer, WgpuBuffer};
-use crate::kernels::key::MapKey;
-use crate::kernels::{elementwise, Pipelines};
+use crate::kernels::Pipelines;
 use crate::launch::Operand;
 use crate::memory::{self, BufferAllocator};
 use crate::ops;
-use crate::table::{kernel_for, Kernel};
+use crate::table::{cast_for, kernel_for};
 use polytensor_kernels_c::wgsl::Storage;
 
 /// The bytes of freed storage buffers a wgpu device keeps for reuse by default.
@@ -252,9 +251,9 @@ impl Device for WgpuDevice {
     }
 
     fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        let kernel = kernel_for(Op::Unary(op), x.dtype())
+        let (key, kernel) = kernel_for(Op::Unary(op), x.dtype())
             .ok_or_else(|| self.unsupported(op.name(), x.dtype()))?;
-        self.map(&kernel, &[x], out)
+        self.map(key, &kernel, &[x], out)
     }
 
     fn binary(
@@ -265,9 +264,9 @@ impl Device for WgpuDevice {
         out: &mut OutView<'_>,
     ) -> Result<()> {
         checks::same_dtype(op.name(), a.dtype(), &[b.dtype()])?;
-        let kernel = kernel_for(Op::Binary(op), a.dtype())
+        let (key, kernel) = kernel_for(Op::Binary(op), a.dtype())
             .ok_or_else(|| self.unsupported(op.name(), a.dtype()))?;
-        self.map(&kernel, &[a, b], out)
+        self.map(key, &kernel, &[a, b], out)
     }
 
     fn select(
@@ -278,14 +277,14 @@ impl Device for WgpuDevice {
         out: &mut OutView<'_>,
     ) -> Result<()> {
         checks::select_dtypes(cond.dtype(), a.dtype(), b.dtype())?;
-        let kernel =
+        let (key, kernel) =
             kernel_for(Op::Where, a.dtype()).ok_or_else(|| self.unsupported("where", a.dtype()))?;
-        self.map(&kernel, &[cond, a, b], out)
+        self.map(key, &kernel, &[cond, a, b], out)
     }
 
     fn cast(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
         let (from, to) = (x.dtype(), out.dtype());
-        let expression = elementwise::cast_expression(from, to).ok_or_else(|| {
+        let (key, kernel) = cast_for(from, to).ok_or_else(|| {
             self.unsupported(
                 "cast",
                 if Storage::of(from).is_some() {
@@ -295,12 +294,7 @@ impl Device for WgpuDevice {
                 },
             )
         })?;
-        let kernel = Kernel {
-            key: MapKey::Cast(from, to),
-            expression,
-            storage: Storage::of,
-        };
-        self.map(&kernel, &[x], out)
+        self.map(key, &kernel, &[x], out)
     }
 
     fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
@@ -320,21 +314,19 @@ impl Device for WgpuDevice {
     fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
         let dtype = out.dtype();
         let unsupported = || self.unsupported("fill", dtype);
-        let kernel = kernel_for(Op::Fill, dtype).ok_or_else(unsupported)?;
+        let (key, kernel) = kernel_for(Op::Fill, dtype).ok_or_else(unsupported)?;
         let bytes = polytensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
         // The value in a one-element buffer, read with all strides zero.
         let value = self.allocate(bytes.len())?;
         let value = wgpu_buffer(&value);
         memory::upload(&self.queue, value, 0, &bytes);
         let strides = vec![0isize; out.layout().rank()];
-        let storage = (kernel.storage)(dtype).ok_or_else(unsupported)?;
         let operand = Operand {
             buffer: value,
-            storage,
             offset: 0,
             strides: &strides,
         };
-        self.run_map(kernel.key, &[operand], storage, out, &kernel.expression)
+        self.run_map(key, &kernel, &[operand], out)
     }
 
     fn arange(&self, start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {
@@ -343,9 +335,9 @@ impl Device for WgpuDevice {
 
     fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
         checks::copy_dtypes(x.dtype(), out.dtype())?;
-        let kernel =
+        let (key, kernel) =
             kernel_for(Op::Copy, x.dtype()).ok_or_else(|| self.unsupported("copy", x.dtype()))?;
-        self.map(&kernel, &[x], out)
+        self.map(key, &kernel, &[x], out)
     }
 
     fn window_kernels(&self, dtype: DataType) -> bool {

@@ -1,29 +1,27 @@
-//! Launching kernels on a [`WgpuDevice`]: bind groups and dispatches, the elementwise
-//! launch (geometry from `polytensor_core::plan`), packed outputs through word-sized scratch,
-//! workgroup counts and the pipeline cache.
+//! Launching kernels on a [`WgpuDevice`]: bind groups and dispatches, the kit's kernels
+//! (the elementwise launch, its geometry from `polytensor_core::plan`), packed outputs
+//! through word-sized scratch, workgroup counts and the pipeline cache.
 
 use std::sync::Arc;
 
 use polytensor_core::layout::contiguous_strides;
+use polytensor_core::plan::Coalesced;
 use polytensor_core::{Device, Error, OutView, Result, TensorView};
 
-use polytensor_kernels_c::ir;
+use polytensor_kernels_c::elementwise::{map_args, Access, MapKernel, MapOp, Variant};
 use polytensor_kernels_c::launch::Arg;
-use polytensor_kernels_c::render;
+use polytensor_kernels_c::wgsl::{Scalar, Storage};
+use polytensor_kernels_c::{ir, render, Elem};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
-use crate::kernels::elementwise;
 use crate::kernels::key::{MapKey, PipelineKey};
+use crate::kernels::Pipeline;
 use crate::memory;
-use crate::table::Kernel;
-use polytensor_kernels_c::wgsl::Storage;
-use polytensor_kernels_c::wgsl::Ty;
 
 /// One kernel input: a buffer and the offset and strides (in elements) it is read with.
 pub(crate) struct Operand<'a> {
     pub(crate) buffer: &'a wgpu::Buffer,
-    pub(crate) storage: Storage,
     pub(crate) offset: usize,
     pub(crate) strides: &'a [isize],
 }
@@ -75,10 +73,11 @@ impl WgpuDevice {
     }
 
     /// `out[i] = kernel(inputs[..][i])` for inputs of the output's shape (already
-    /// broadcast).
+    /// broadcast), `kernel` cached as `key`.
     pub(crate) fn map(
         &self,
-        kernel: &Kernel,
+        key: MapKey,
+        kernel: &MapKernel,
         inputs: &[&TensorView<'_>],
         out: &mut OutView<'_>,
     ) -> Result<()> {
@@ -88,61 +87,68 @@ impl WgpuDevice {
             .map(|x| {
                 Ok(Operand {
                     buffer: storage(x)?,
-                    storage: (kernel.storage)(x.dtype())
-                        .ok_or_else(|| self.unsupported(kernel.key, x.dtype()))?,
                     offset: x.layout().offset(),
                     strides: x.layout().strides(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let output = (kernel.storage)(out.dtype())
-            .ok_or_else(|| self.unsupported(kernel.key, out.dtype()))?;
-        self.run_map(kernel.key, &operands, output, out, &kernel.expression)
+        self.run_map(key, kernel, &operands, out)
     }
 
     /// [`WgpuDevice::map`] on operands already checked against the output's shape.
     pub(crate) fn run_map(
         &self,
         key: MapKey,
+        kernel: &MapKernel,
         operands: &[Operand<'_>],
-        output: Storage,
         out: &mut OutView<'_>,
-        expression: &str,
     ) -> Result<()> {
         let lo = out.layout();
-        if !lo.is_contiguous() || u32::try_from(lo.offset()).is_err() {
-            return Err(Error::invalid(
-                "a wgpu kernel output must be contiguous, from an element offset below 2^32",
-            ));
+        if !lo.is_contiguous() {
+            return Err(Error::invalid("a wgpu kernel output must be contiguous"));
+        }
+        let count = lo.num_elements();
+        if count == 0 {
+            return Ok(());
         }
         // Elementwise kernels write from any element of their output's buffer on.
         let target = storage(&out.view())?;
-        let offsets: Vec<usize> = operands.iter().map(|x| x.offset).collect();
         let strides: Vec<&[isize]> = operands.iter().map(|x| x.strides).collect();
-        let (geometry, flat) =
-            elementwise::geometry(&lo.shape().dims(), &offsets, &strides, lo.offset());
-        let inputs: Vec<Storage> = operands.iter().map(|x| x.storage).collect();
-        // Outputs from their buffer's start (nearly all) store at a constant base, which
-        // lets the compiler see the stores are consecutive.
-        let offset = lo.offset() != 0;
-        let key = PipelineKey::Map {
-            map: key,
-            flat,
-            offset,
-        };
-        let pipeline = self.pipeline(key, || {
-            Ok(elementwise::map_source(
-                &inputs, output, expression, flat, offset,
-            ))
+        let plan = Coalesced::new(&lo.shape().dims(), &strides);
+        let variant = Variant::of(&plan);
+        let pipeline = self.kit_pipeline(PipelineKey::Map { map: key, variant }, || {
+            kernel.kernel(variant)
         })?;
-        let mut buffers: Vec<&wgpu::Buffer> = operands.iter().map(|x| x.buffer).collect();
-        buffers.push(target);
-        // A packed output's words, the first one shared with the elements before the offset.
-        let lanes = output.lanes();
-        let invocations = (lo.offset() % lanes + lo.num_elements()).div_ceil(lanes);
-        let groups = self.workgroups(invocations.div_ceil(elementwise::WORKGROUP as usize));
-        self.dispatch(&pipeline, &geometry, &buffers, groups);
-        Ok(())
+        let geometry = match variant {
+            Variant::Strided => Some(self.words(&MapKernel::geometry(&plan, operands.len()))?),
+            Variant::Contiguous | Variant::Flat => None,
+        };
+        let inputs: Vec<_> = operands.iter().map(|x| (x.buffer, x.offset)).collect();
+        let args = map_args(
+            &plan,
+            variant,
+            count,
+            geometry.as_ref(),
+            &inputs,
+            (target, lo.offset()),
+        );
+        self.launch_kit(&pipeline, &args, count, lo.offset())
+    }
+
+    /// A storage buffer of `words`, each as the `i32` a WGSL kernel reads it as.
+    fn words(&self, words: &[i64]) -> Result<wgpu::Buffer> {
+        use wgpu::util::DeviceExt;
+        let mut bytes = Vec::with_capacity(4 * words.len());
+        for &w in words {
+            bytes.extend(index_word(w)?.to_le_bytes());
+        }
+        Ok(self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("polytensor words"),
+                contents: &bytes,
+                usage: wgpu::BufferUsages::STORAGE,
+            }))
     }
 
     /// Run `kernel` on the buffer that receives `out`'s elements as words of their value
@@ -154,7 +160,9 @@ impl WgpuDevice {
         out: &mut OutView<'_>,
         kernel: impl FnOnce(&wgpu::Buffer) -> Result<()>,
     ) -> Result<()> {
-        let Some(packed @ Storage::Packed(packing)) = Storage::of(out.dtype()) else {
+        let (Some(Storage::Packed(packing)), Some(packed_elem)) =
+            (Storage::of(out.dtype()), Elem::of(out.dtype()))
+        else {
             return kernel(output_buffer(out)?);
         };
         let scratch = self.allocate(out.layout().num_elements() * memory::WORD as usize)?;
@@ -163,63 +171,70 @@ impl WgpuDevice {
         let strides = contiguous_strides(out.layout().shape());
         let words = Operand {
             buffer,
-            storage: Storage::Word(Ty::Real(packing.value_type())),
             offset: 0,
             strides: &strides,
         };
-        self.run_map(MapKey::Narrow(out.dtype()), &[words], packed, out, "x")
+        let narrow = MapKernel {
+            name: "narrow".into(),
+            inputs: vec![Access::Value(word_elem(packing.value_type()))],
+            output: Access::Value(packed_elem),
+            op: MapOp::Copy,
+        };
+        self.run_map(MapKey::Narrow(out.dtype()), &narrow, &[words], out)
     }
 
     /// `count` workgroups (at least one) laid out as `[x, y, 1]` within the per-dimension
     /// limit; a kernel numbers them `x + y * groups.x`.
     pub(crate) fn workgroups(&self, count: usize) -> [u32; 3] {
-        let limit = self.device.limits().max_compute_workgroups_per_dimension;
-        let (x, y) = elementwise::workgroups(count, limit);
-        [x, y, 1]
+        let limit = u64::from(self.device.limits().max_compute_workgroups_per_dimension);
+        let groups = count.max(1) as u64;
+        let x = groups.min(limit);
+        [x as u32, groups.div_ceil(x) as u32, 1]
     }
 
     /// Launch a kit kernel ([`polytensor_kernels_c::ir`]) compiled as `pipeline` over
-    /// `invocations` ([`render::wgsl_invocations`]), with its arguments in parameter order:
-    /// each index a geometry word (which must fit the `i32` the kernel reads it as), each
-    /// buffer a binding.
+    /// `count` items, its output from element `out_offset` of its buffer, with its
+    /// arguments in parameter order: each index a geometry word (which must fit the `i32`
+    /// the kernel reads it as), each buffer and array of words a binding.
     pub(crate) fn launch_kit(
         &self,
-        pipeline: &wgpu::ComputePipeline,
+        pipeline: &Pipeline,
         args: &[Arg<&wgpu::Buffer>],
-        invocations: usize,
+        count: usize,
+        out_offset: usize,
     ) -> Result<()> {
         let mut words = Vec::new();
         let mut bindings = Vec::new();
         for arg in args {
             match *arg {
-                Arg::I64(value) => {
-                    words.push(i32::try_from(value).map(|v| v as u32).map_err(|_| {
-                        Error::invalid(format!(
-                            "a size or offset of {value} is beyond a wgpu kernel (2^31 - 1)"
-                        ))
-                    })?)
-                }
+                Arg::I64(value) => words.push(index_word(value)? as u32),
                 Arg::Mem(buffer) => bindings.push(buffer),
             }
         }
+        let invocations = render::wgsl_invocations(pipeline.lanes, count, out_offset);
         let groups = self.workgroups(invocations.div_ceil(render::WGSL_GROUP as usize));
         self.dispatch(pipeline, &words, &bindings, groups);
         Ok(())
     }
 
-    /// The pipeline of a kit kernel cached as `key`, its WGSL rendered only on a cache
-    /// miss.
+    /// The pipeline of a kit kernel cached as `key`, built by `kernel()` and rendered as
+    /// WGSL only on a cache miss.
     pub(crate) fn kit_pipeline(
         &self,
         key: PipelineKey,
-        kernel: &ir::Kernel,
-    ) -> Result<Arc<wgpu::ComputePipeline>> {
-        self.pipeline(key, || {
-            render::wgsl_kernel(kernel).ok_or_else(|| Error::Backend {
+        kernel: impl FnOnce() -> ir::Kernel,
+    ) -> Result<Arc<Pipeline>> {
+        let source = || {
+            let kernel = kernel();
+            let text = render::wgsl_kernel(&kernel).ok_or_else(|| Error::Backend {
                 device: self.name().to_string(),
                 message: format!("kernel {} has no WGSL rendering", kernel.name),
-            })
-        })
+            })?;
+            Ok((text, render::wgsl_lanes(&kernel)))
+        };
+        self.pipelines
+            .get(&self.device, key, source)
+            .map_err(|e| self.relabel(e))
     }
 
     /// The pipeline cached as `key`, compiled from `source()` on first use.
@@ -227,14 +242,32 @@ impl WgpuDevice {
         &self,
         key: PipelineKey,
         source: impl FnOnce() -> Result<String>,
-    ) -> Result<Arc<wgpu::ComputePipeline>> {
+    ) -> Result<Arc<Pipeline>> {
         self.pipelines
-            .get(&self.device, key, source)
+            .get(&self.device, key, || Ok((source()?, 1)))
             .map_err(|e| self.relabel(e))
     }
 
     /// The wgpu device's limits.
     pub(crate) fn limits(&self) -> wgpu::Limits {
         self.device.limits()
+    }
+}
+
+/// `value` as the `i32` a WGSL kernel reads an index as.
+fn index_word(value: i64) -> Result<i32> {
+    i32::try_from(value).map_err(|_| {
+        Error::invalid(format!(
+            "a size, offset or stride of {value} is beyond a wgpu kernel (2^31 - 1)"
+        ))
+    })
+}
+
+/// The element a packed dtype's results are computed in as 32-bit words.
+fn word_elem(value: Scalar) -> Elem {
+    match value {
+        Scalar::F32 => Elem::F32,
+        Scalar::I32 => Elem::I32,
+        _ => Elem::U32,
     }
 }

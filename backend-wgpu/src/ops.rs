@@ -13,15 +13,14 @@ use polytensor_core::{
 };
 use polytensor_kernels_c::segment::{self, SegmentKernels};
 use polytensor_kernels_c::window::{WindowKernel, WindowKernels};
-use polytensor_kernels_c::{render, window as kit, Elem};
+use polytensor_kernels_c::{window as kit, Elem};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
-use crate::kernels::elementwise::{self, WORKGROUP};
 use crate::kernels::key::PipelineKey;
-use crate::kernels::{matmul, reduce};
-use polytensor_kernels_c::wgsl::Storage;
-use polytensor_kernels_c::wgsl::Ty;
+use crate::kernels::reduce::{self, WORKGROUP};
+use crate::kernels::{matmul, Pipeline};
+use polytensor_kernels_c::wgsl::{int_literal, Storage, Ty};
 
 /// How matmul operands of `dtype` are stored, where this backend multiplies them (f16
 /// and bf16 accumulate in f32).
@@ -39,10 +38,7 @@ pub(crate) fn reduces(op: ReduceOp, dtype: DataType) -> bool {
 fn bounds(dtype: DataType, t: Ty) -> (String, String) {
     match Elem::of(dtype).and_then(Elem::int_range) {
         Some((lo, hi)) => match t.real() {
-            Some(t) => (
-                elementwise::int_literal(lo, t),
-                elementwise::int_literal(hi, t),
-            ),
+            Some(t) => (int_literal(lo, t), int_literal(hi, t)),
             None => (String::new(), String::new()),
         },
         None => (
@@ -184,10 +180,8 @@ impl WgpuDevice {
         if outputs == 0 {
             return Ok(());
         }
-        let kernel = op.kernel(elem);
-        let pipeline = self.kit_pipeline(PipelineKey::Window(op, dtype), &kernel)?;
-        let invocations = render::wgsl_invocations(&kernel, items, target.1 as usize);
-        self.launch_kit(&pipeline, &args, invocations)
+        let pipeline = self.kit_pipeline(PipelineKey::Window(op, dtype), || op.kernel(elem))?;
+        self.launch_kit(&pipeline, &args, items, target.1 as usize)
     }
 
     /// `out = a x b`, batched over the leading dims, with any strides.
@@ -255,7 +249,7 @@ impl WgpuDevice {
             return Ok(());
         }
         let (variant, parts) = reduce::plan(outputs, count);
-        let pipeline = |variant: reduce::Variant| -> Result<Arc<wgpu::ComputePipeline>> {
+        let pipeline = |variant: reduce::Variant| -> Result<Arc<Pipeline>> {
             self.pipeline(PipelineKey::Reduce(op, dtype, variant), || {
                 let (lowest, highest) = bounds(dtype, input.value_type());
                 Ok(reduce::source(op, input, (&lowest, &highest), variant))
@@ -324,12 +318,12 @@ impl WgpuDevice {
         if items == 0 {
             return Ok(());
         }
-        let kernel = segment::segment_kernel(op, kernels.elem());
-        let pipeline = self.kit_pipeline(PipelineKey::Segment(op, dtype), &kernel)?;
+        let pipeline = self.kit_pipeline(PipelineKey::Segment(op, dtype), || {
+            segment::segment_kernel(op, kernels.elem())
+        })?;
         let out_at = operand_at(&out.view())?;
         let args = segment::fold_args(&g, data, segments, out_at, operand_at)?;
-        let invocations = render::wgsl_invocations(&kernel, items, out_at.1 as usize);
-        self.launch_kit(&pipeline, &args, invocations)
+        self.launch_kit(&pipeline, &args, items, out_at.1 as usize)
     }
 
     /// `Device::scatter_rows`: the kit's fill pass, then its scatter pass, over the dtype's
@@ -353,16 +347,17 @@ impl WgpuDevice {
         let out_at = operand_at(&out.view())?;
         let [fill_args, scatter_args] =
             segment::scatter_args(&g, outputs, (data, rows, fill), out_at, operand_at)?;
-        let fill_pass = segment::fill_kernel(raw);
-        let pipeline = self.kit_pipeline(PipelineKey::Scatter(dtype, false), &fill_pass)?;
-        let invocations = render::wgsl_invocations(&fill_pass, outputs, out_at.1 as usize);
-        self.launch_kit(&pipeline, &fill_args, invocations)?;
+        let pipeline = self.kit_pipeline(PipelineKey::Scatter(dtype, false), || {
+            segment::fill_kernel(raw)
+        })?;
+        self.launch_kit(&pipeline, &fill_args, outputs, out_at.1 as usize)?;
         let items = g.entries * g.width;
         if items == 0 {
             return Ok(());
         }
-        let scatter_pass = segment::scatter_kernel(raw);
-        let pipeline = self.kit_pipeline(PipelineKey::Scatter(dtype, true), &scatter_pass)?;
-        self.launch_kit(&pipeline, &scatter_args, items)
+        let pipeline = self.kit_pipeline(PipelineKey::Scatter(dtype, true), || {
+            segment::scatter_kernel(raw)
+        })?;
+        self.launch_kit(&pipeline, &scatter_args, items, 0)
     }
 }

@@ -308,8 +308,8 @@ pub fn select() -> Expr {
 }
 
 /// How a value becomes another element type (DESIGN.md's cast semantics), decided here
-/// once; each language spells the steps ([`crate::render::c_cast`], wgpu's
-/// `cast_expression`).
+/// once; each language spells the steps ([`crate::render::c_cast`],
+/// [`crate::render::wgsl_cast`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cast {
     /// To bool: not zero (NaN is not zero; a complex value: either part).

@@ -1,19 +1,14 @@
 //! Elementwise kernels: `out[i] = f(in0[p0(i)], in1[p1(i)], ...)` for one to three strided
-//! (broadcast, transposed, offset) inputs and a contiguous output, in one template; `f` is
-//! a C expression over `x`, `y`, `z` rendered from the kit's bodies ([`crate::render`]).
-//!
-//! The kernel is named `map`. Its arguments, in order:
-//! - `i64 count`: the number of output elements;
-//! - strided variant only: `GLOBAL const i64* geometry`: the rank `r` of the coalesced
-//!   shape ([`polytensor_core::plan::Coalesced`]), its `r` dims, then each input's `r` strides;
-//! - per input: its buffer, then `i64` offset (elements), then (flat variant only) its
-//!   `i64` stride (the contiguous variant's strides are all 1);
-//! - the output buffer and its `i64` offset (elements).
-//!
-//! Each work-item handles elements `GLOBAL_ID, GLOBAL_ID + GLOBAL_SIZE, ...`, so any
-//! launch size covers any count.
+//! (broadcast, transposed, offset) inputs and a contiguous output, one IR kernel
+//! ([`MapKernel::kernel`]) for every GPU language; `f` is an op's body, a cast or a move
+//! ([`MapOp`]). Each comes in three variants ([`Variant`]) by how positions follow the
+//! output index.
 
-use crate::{Dialect, Elem, Library};
+use polytensor_core::plan::Coalesced;
+
+use crate::ir::{self, int, item, Kernel, Local, Stmt, Ty};
+use crate::launch::Arg;
+use crate::{body, render, Dialect, Elem, Library};
 
 /// How a kernel reads or writes one operand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,36 +17,6 @@ pub enum Access {
     Value(Elem),
     /// The element's bits, moved without conversion (copy, where, fill).
     Raw(Elem),
-}
-
-impl Access {
-    fn storage(self) -> &'static str {
-        match self {
-            Access::Value(e) => e.storage(),
-            Access::Raw(e) => e.raw(),
-        }
-    }
-
-    fn value(self) -> &'static str {
-        match self {
-            Access::Value(e) => e.value(),
-            Access::Raw(e) => e.raw(),
-        }
-    }
-
-    fn load(self, stored: &str) -> String {
-        match self {
-            Access::Value(e) => e.load(stored),
-            Access::Raw(_) => stored.to_string(),
-        }
-    }
-
-    fn store(self, value: &str) -> String {
-        match self {
-            Access::Value(e) => e.store(value),
-            Access::Raw(_) => value.to_string(),
-        }
-    }
 }
 
 /// Whether positions are affine in the flat index (one coalesced dim) or unravelled
@@ -69,7 +34,7 @@ pub enum Variant {
 
 impl Variant {
     /// The variant that runs `plan`: the cheapest whose position rule covers it.
-    pub fn of(plan: &polytensor_core::plan::Coalesced) -> Self {
+    pub fn of(plan: &Coalesced) -> Self {
         if !plan.is_flat() {
             Variant::Strided
         } else if (0..plan.operands()).all(|k| plan.strides(k)[0] == 1) {
@@ -80,27 +45,44 @@ impl Variant {
     }
 }
 
-/// An elementwise kernel: its operands and the expression that combines them. Equal
-/// kernels have equal text, so a `MapKernel` is the cache key of its compiled program.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// What a map kernel computes from its inputs (`x`, `y`, `z`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum MapOp {
+    /// An op's body in element `e`, its operand `k` being input `k`.
+    Body(Elem, body::Expr),
+    /// The input converted from the first element to the second.
+    Cast(Elem, Elem),
+    /// The input unchanged (a move of raw bits, or a narrowing store).
+    Copy,
+}
+
+/// An elementwise kernel: its name in its program, its operands and what it computes.
+/// [`MapKernel::kernel`] builds it, in one of its [`Variant`]s, as a kernel of the IR
+/// that every GPU language prints.
+#[derive(Debug, Clone, PartialEq)]
 pub struct MapKernel {
-    /// The inputs, named `x`, `y`, `z` in the expression.
+    /// The name, unique in its program; each variant's kernel adds a suffix
+    /// (`<name>_contiguous`, `<name>_flat`, `<name>_strided`).
+    pub name: String,
+    /// The inputs, `x`, `y`, `z`.
     pub inputs: Vec<Access>,
     /// The output.
     pub output: Access,
-    /// The C expression of the output's value.
-    pub expression: String,
-    /// Flat or strided positions.
-    pub variant: Variant,
+    /// What the output's value is.
+    pub op: MapOp,
 }
 
-/// The names of the inputs in expressions.
-const NAMES: [&str; 3] = ["x", "y", "z"];
+/// Per input: its buffer, its stride (flat variant), its position and its value.
+const INPUTS: [(&str, &str, Local, &str); 3] = [
+    ("in0", "stride0", Local::new("p0", Ty::Index), "x"),
+    ("in1", "stride1", Local::new("p1", Ty::Index), "y"),
+    ("in2", "stride2", Local::new("p2", Ty::Index), "z"),
+];
 
 impl MapKernel {
     /// Whether the kernel computes in f64.
     pub fn needs_fp64(&self) -> bool {
-        Library::new(Dialect::OpenCl, &self.value_elems(), false).needs_fp64()
+        self.value_elems().iter().any(|e| e.needs_fp64())
     }
 
     /// The element types the kernel computes on (raw moves compute on none).
@@ -115,87 +97,93 @@ impl MapKernel {
             .collect()
     }
 
-    /// A program of just this kernel, named `map`, in `dialect`.
-    pub fn source(&self, dialect: Dialect) -> String {
-        program(dialect, &[("map", self)])
+    /// Whether C renders the kernel's op (every cast and move does; an op's body where
+    /// the helper library has its functions).
+    pub fn renders_c(&self) -> bool {
+        match &self.op {
+            MapOp::Body(e, expr) => render::c(expr, *e).is_some(),
+            MapOp::Cast(..) | MapOp::Copy => true,
+        }
     }
 
-    /// The kernel's own text, named `name` (its expression in `apply_<name>`), without
-    /// the helper library it calls.
-    fn body(&self, name: &str) -> String {
-        let params: Vec<String> = self
-            .inputs
-            .iter()
-            .zip(NAMES)
-            .map(|(a, name)| format!("{} {name}", a.value()))
-            .collect();
-        let mut text = format!(
-            "\nFN {} apply_{name}({}) {{\n    return {};\n}}\n",
-            self.output.value(),
-            params.join(", "),
-            self.expression
-        );
-        let strided = self.variant == Variant::Strided;
-        let mut args = vec!["const i64 count".to_string()];
-        if strided {
-            args.push("GLOBAL const i64* geometry".into());
-        }
-        for (k, a) in self.inputs.iter().enumerate() {
-            args.push(format!("GLOBAL const {}* in{k}", a.storage()));
-            args.push(format!("const i64 offset{k}"));
-            if self.variant == Variant::Flat {
-                args.push(format!("const i64 stride{k}"));
-            }
-        }
-        args.push(format!("GLOBAL {}* out", self.output.storage()));
-        args.push("const i64 out_offset".into());
-        let loads: Vec<String> = (0..self.inputs.len())
-            .map(|k| self.inputs[k].load(&format!("in{k}[p{k}]")))
-            .collect();
-        let store = self
-            .output
-            .store(&format!("apply_{name}({})", loads.join(", ")));
-        let positions = if strided {
-            let starts: String = (0..self.inputs.len())
-                .map(|k| format!("        i64 p{k} = offset{k};\n"))
-                .collect();
-            let steps: String = (0..self.inputs.len())
-                .map(|k| {
-                    format!(
-                        "            p{k} += index * geometry[1 + {} * rank + d];\n",
-                        k + 1
-                    )
-                })
-                .collect();
-            format!(
-                "        i64 rest = i;\n{starts}        for (i64 d = rank - 1; d >= 0; d--) {{\n            \
-                 const i64 dim = geometry[1 + d];\n            const i64 index = rest % dim;\n            \
-                 rest /= dim;\n{steps}        }}\n"
-            )
-        } else {
-            let step = |k: usize| match self.variant {
-                Variant::Flat => format!(" * stride{k}"),
-                _ => String::new(),
+    /// The kernel's name in `variant`.
+    pub fn name(&self, variant: Variant) -> String {
+        let suffix = match variant {
+            Variant::Contiguous => "contiguous",
+            Variant::Flat => "flat",
+            Variant::Strided => "strided",
+        };
+        format!("{}_{suffix}", self.name)
+    }
+
+    /// The kernel in `variant`. Its parameters, in order:
+    /// - `count`: the number of output elements;
+    /// - strided variant only: the words `geometry`: the rank `r` of the coalesced shape
+    ///   ([`polytensor_core::plan::Coalesced`]), its `r` dims, then each input's `r`
+    ///   strides ([`MapKernel::geometry`]);
+    /// - per input: its buffer (and offset), then (flat variant only) its stride (the
+    ///   contiguous variant's strides are all 1);
+    /// - the output buffer (and offset), written contiguously.
+    pub fn kernel(&self, variant: Variant) -> Kernel {
+        let mut k = Kernel::new(self.name(variant));
+        let count = k.index("count");
+        let geometry = (variant == Variant::Strided).then(|| k.words("geometry"));
+        let mut inputs = Vec::new();
+        for (access, (name, stride, ..)) in self.inputs.iter().zip(INPUTS) {
+            let buf = match *access {
+                Access::Value(e) => k.input(name, e),
+                Access::Raw(e) => k.moved(name, e, false),
             };
-            (0..self.inputs.len())
-                .map(|k| format!("        const i64 p{k} = offset{k} + i{};\n", step(k)))
-                .collect()
+            inputs.push((buf, (variant == Variant::Flat).then(|| k.index(stride))));
+        }
+        let out = match self.output {
+            Access::Value(e) => k.output("out", e),
+            Access::Raw(e) => k.moved("out", e, true),
         };
-        let rank = if strided {
-            "    const i64 rank = geometry[0];\n"
-        } else {
-            ""
+        let mut stmts = match geometry {
+            Some(geometry) => strided_positions(geometry, inputs.len()),
+            None => inputs
+                .iter()
+                .zip(INPUTS)
+                .map(|((_, stride), (.., p, _))| {
+                    let at = match stride {
+                        Some(stride) => item() * stride.clone(),
+                        None => item(),
+                    };
+                    Stmt::Let(p, at)
+                })
+                .collect(),
         };
-        text += &format!(
-            "\nKERNEL void {name}({}) {{\n{rank}    for (i64 i = GLOBAL_ID; i < count; i += GLOBAL_SIZE) {{\n\
-             {positions}        out[out_offset + i] = {store};\n    }}\n}}\n",
-            args.join(", ")
-        );
-        text
+        let mut values = Vec::new();
+        for (&(buf, _), (.., p, value)) in inputs.iter().zip(INPUTS) {
+            let local = Local::new(value, k_ty(&self.inputs, values.len()));
+            stmts.push(Stmt::Let(local, buf.at(p.get())));
+            values.push(local.get());
+        }
+        let value = match &self.op {
+            MapOp::Body(e, expr) => ir::elem_of(*e, expr.clone(), values),
+            MapOp::Cast(from, to) => values[0].clone().cast(*from, *to),
+            MapOp::Copy => values[0].clone(),
+        };
+        k.map(out, count, stmts, value)
+    }
+
+    /// Whether WGSL renders the kernel: it holds every operand ([`crate::wgsl::Storage`])
+    /// and spells the op.
+    pub fn renders_wgsl(&self) -> bool {
+        let held = self.inputs.iter().chain([&self.output]).all(|a| match *a {
+            Access::Value(e) => crate::wgsl::Storage::of_elem(e).is_some(),
+            Access::Raw(e) => crate::wgsl::Storage::raw_elem(e).is_some(),
+        });
+        held && match &self.op {
+            MapOp::Body(e, expr) => render::wgsl(expr, *e).is_some(),
+            MapOp::Cast(from, to) => render::wgsl_cast(*from, *to, "x").is_some(),
+            MapOp::Copy => true,
+        }
     }
 
     /// The geometry words of the strided variant for a coalesced plan.
-    pub fn geometry(plan: &polytensor_core::plan::Coalesced, inputs: usize) -> Vec<i64> {
+    pub fn geometry(plan: &Coalesced, inputs: usize) -> Vec<i64> {
         let mut words = vec![plan.rank() as i64];
         words.extend(plan.dims().iter().map(|&d| d as i64));
         for k in 0..inputs {
@@ -205,14 +193,75 @@ impl MapKernel {
     }
 }
 
-/// One program holding `kernels`, each under its name, with the helpers they all need:
-/// runtimes pay a large fixed cost per program build (PoCL about 0.3 s, however many
-/// kernels it holds), so backends build the kernels of one op family and dtype together.
-pub fn program(dialect: Dialect, kernels: &[(&str, &MapKernel)]) -> String {
-    let elems: Vec<Elem> = kernels.iter().flat_map(|(_, k)| k.value_elems()).collect();
-    let mut text = Library::new(dialect, &elems, false).render();
-    for (name, kernel) in kernels {
-        text += &kernel.body(name);
+/// The arguments of a [`MapKernel::kernel`] in `variant` over `plan` (`count` output
+/// elements), in its parameter order: the count, the geometry words' memory (strided
+/// variant), each input's memory and element offset (and stride, flat variant), the
+/// output's memory and element offset.
+pub fn map_args<M: Copy>(
+    plan: &Coalesced,
+    variant: Variant,
+    count: usize,
+    geometry: Option<M>,
+    inputs: &[(M, usize)],
+    out: (M, usize),
+) -> Vec<Arg<M>> {
+    let mut args = vec![Arg::I64(count as i64)];
+    args.extend(geometry.map(Arg::Mem));
+    for (k, &(mem, offset)) in inputs.iter().enumerate() {
+        args.extend([Arg::Mem(mem), Arg::I64(offset as i64)]);
+        if variant == Variant::Flat {
+            args.push(Arg::I64(plan.strides(k)[0] as i64));
+        }
     }
-    text
+    args.extend([Arg::Mem(out.0), Arg::I64(out.1 as i64)]);
+    args
+}
+
+/// The type input `k` loads as.
+fn k_ty(inputs: &[Access], k: usize) -> Ty {
+    match inputs[k] {
+        Access::Value(e) => Ty::Value(e),
+        Access::Raw(e) => Ty::Raw(e),
+    }
+}
+
+/// The positions `p0`, `p1`, ... of `inputs` inputs for output element [`ir::ITEM`],
+/// unravelled through the geometry words: the item's index along each dim (last first),
+/// times each input's stride along it.
+fn strided_positions(geometry: ir::Words, inputs: usize) -> Vec<Stmt> {
+    let [rank, rest, turn, d, dim, index] =
+        ["rank", "rest", "turn", "d", "dim", "index"].map(|name| Local::new(name, Ty::Index));
+    let mut stmts = vec![
+        Stmt::Let(rank, geometry.at(int(0))),
+        Stmt::Var(rest, item()),
+    ];
+    let mut steps = vec![
+        Stmt::Let(d, rank.get() - int(1) - turn.get()),
+        Stmt::Let(dim, geometry.at(int(1) + d.get())),
+        Stmt::Let(index, rest.get() % dim.get()),
+        Stmt::Assign(rest, rest.get() / dim.get()),
+    ];
+    for (k, (.., p, _)) in INPUTS.iter().take(inputs).enumerate() {
+        stmts.push(Stmt::Var(*p, int(0)));
+        let stride = geometry.at(int(1) + int(k as i32 + 1) * rank.get() + d.get());
+        steps.push(Stmt::Assign(*p, p.get() + index.get() * stride));
+    }
+    stmts.push(Stmt::For(turn, int(0), rank.get(), steps));
+    stmts
+}
+
+/// One program holding the `kernels` with the helpers they all need: runtimes pay a large
+/// fixed cost per program build (PoCL about 0.3 s, however many kernels it holds), so
+/// backends build the kernels of one op family and dtype together. `None` where a
+/// kernel's expression has no C rendering.
+pub fn program(dialect: Dialect, kernels: &[Kernel]) -> Option<String> {
+    let elems: Vec<Elem> = kernels
+        .iter()
+        .flat_map(|k| k.buffers().filter(|(_, b)| !b.moved).map(|(_, b)| b.elem))
+        .collect();
+    let mut text = Library::new(dialect, &elems, false).render();
+    for kernel in kernels {
+        text += &render::c_kernel(kernel)?;
+    }
+    Some(text)
 }

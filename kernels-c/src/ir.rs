@@ -119,6 +119,22 @@ pub enum Param {
     Index(&'static str),
     /// A buffer and its element offset (two arguments: the memory, then the offset).
     Buffer(Buffer),
+    /// A read-only array of index words (one argument, the memory): geometry whose
+    /// length varies with the launch, such as a strided view's dims and strides. C holds
+    /// `i64` words, WGSL `i32` words in a binding of their own.
+    Words(&'static str),
+}
+
+/// An array-of-words parameter of a kernel ([`Param::Words`]): its position among the
+/// parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Words(pub usize);
+
+impl Words {
+    /// The word at position `at`.
+    pub fn at(self, at: Ex) -> Ex {
+        Ex::Word(self, Box::new(at))
+    }
 }
 
 /// A buffer parameter of a kernel: its position among the parameters.
@@ -186,6 +202,8 @@ pub enum Ex {
     Element(Local, Box<Ex>),
     /// The element at a position of a buffer, as the buffer's load type.
     Load(Buf, Box<Ex>),
+    /// The index word at a position of a words parameter.
+    Word(Words, Box<Ex>),
     /// Arithmetic on indices.
     Index(IndexOp, Box<Ex>, Box<Ex>),
     /// A comparison of indices.
@@ -206,6 +224,9 @@ pub enum Ex {
     /// ([`body::Expr::Arg`]) is the `k`-th expression of the list; its
     /// [`body::Expr::Local`]s are locals.
     Elem(Elem, body::Expr, Vec<Ex>),
+    /// A value of the first element type converted to the second, with the shared cast
+    /// semantics ([`crate::body::Cast`]).
+    Cast(Elem, Elem, Box<Ex>),
 }
 
 impl Ex {
@@ -258,6 +279,11 @@ impl Ex {
         self.clone()
             .lt(lo.clone())
             .then(lo, self.clone().gt(hi.clone()).then(hi, self))
+    }
+
+    /// The value `self` of element `from` converted to element `to`.
+    pub fn cast(self, from: Elem, to: Elem) -> Ex {
+        Ex::Cast(from, to, Box::new(self))
     }
 
     /// An integer element value as an index.
@@ -382,7 +408,7 @@ pub enum Body {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Kernel {
     /// Its name (C's kernel name; WGSL's entry point is `main`).
-    pub name: &'static str,
+    pub name: String,
     /// Its parameters, in launch order.
     pub params: Vec<Param>,
     /// What it does.
@@ -392,16 +418,16 @@ pub struct Kernel {
 /// A kernel being declared: its parameters, before its body.
 #[derive(Debug, Clone)]
 pub struct Declare {
-    name: &'static str,
+    name: String,
     params: Vec<Param>,
 }
 
 impl Kernel {
     /// Declare kernel `name`: add its parameters, then give its body.
     #[allow(clippy::new_ret_no_self)]
-    pub fn new(name: &'static str) -> Declare {
+    pub fn new(name: impl Into<String>) -> Declare {
         Declare {
-            name,
+            name: name.into(),
             params: Vec::new(),
         }
     }
@@ -410,7 +436,18 @@ impl Kernel {
     pub fn buffer(&self, buf: Buf) -> &Buffer {
         match &self.params[buf.0] {
             Param::Buffer(b) => b,
-            Param::Index(name) => panic!("parameter {name} is not a buffer"),
+            Param::Index(name) | Param::Words(name) => {
+                panic!("parameter {name} is not a buffer")
+            }
+        }
+    }
+
+    /// The name of the words parameter `words`.
+    pub fn words_name(&self, words: Words) -> &'static str {
+        match &self.params[words.0] {
+            Param::Words(name) => name,
+            Param::Index(name) => panic!("parameter {name} is not an array of words"),
+            Param::Buffer(b) => panic!("parameter {} is not an array of words", b.name),
         }
     }
 
@@ -418,7 +455,7 @@ impl Kernel {
     pub fn buffers(&self) -> impl Iterator<Item = (Buf, &Buffer)> {
         self.params.iter().enumerate().filter_map(|(k, p)| match p {
             Param::Buffer(b) => Some((Buf(k), b)),
-            Param::Index(_) => None,
+            Param::Index(_) | Param::Words(_) => None,
         })
     }
 
@@ -460,6 +497,12 @@ impl Declare {
     pub fn index(&mut self, name: &'static str) -> Ex {
         self.params.push(Param::Index(name));
         Ex::Param(self.params.len() - 1)
+    }
+
+    /// A read-only array of index words.
+    pub fn words(&mut self, name: &'static str) -> Words {
+        self.params.push(Param::Words(name));
+        Words(self.params.len() - 1)
     }
 
     /// A buffer the kernel reads values of `elem` from.
@@ -506,7 +549,7 @@ impl Declare {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::{c_kernel, wgsl_invocations, wgsl_kernel};
+    use crate::render::{c_kernel, wgsl_invocations, wgsl_kernel, wgsl_lanes};
 
     /// `out[rows[i]] = data[i]` for bytes: an each with a scattered store.
     fn scatter_bytes() -> Kernel {
@@ -558,7 +601,7 @@ mod tests {
         assert!(
             wgsl.contains("atomicOr(&out[store_at / 4u], (store_value & 255u) << store_shift);")
         );
-        assert_eq!(wgsl_invocations(&k, 10, 3), 10);
+        assert_eq!(wgsl_invocations(wgsl_lanes(&k), 10, 3), 10);
     }
 
     #[test]
@@ -586,8 +629,8 @@ mod tests {
             "the conversions come along"
         );
         // Two bf16 to a word; an output from element 1 on shares its first word.
-        assert_eq!(wgsl_invocations(&k, 4, 0), 2);
-        assert_eq!(wgsl_invocations(&k, 4, 1), 3);
+        assert_eq!(wgsl_invocations(wgsl_lanes(&k), 4, 0), 2);
+        assert_eq!(wgsl_invocations(wgsl_lanes(&k), 4, 1), 3);
     }
 
     #[test]
@@ -632,13 +675,39 @@ mod tests {
     }
 
     #[test]
-    fn elements_wgsl_cannot_hold_render_as_none() {
-        let mut k = Kernel::new("complex_copy");
+    fn expressions_without_a_rendering_make_no_kernel() {
+        // A float `%` is no operator of either language (the libraries' `fmod` is a call).
+        let mut k = Kernel::new("remainder");
         let items = k.index("items");
-        let x = k.input("x", Elem::C128);
-        let out = k.output("out", Elem::C128);
-        let k = k.map(out, items, vec![], x.at(item()));
-        assert!(c_kernel(&k).is_some());
+        let x = k.input("x", Elem::F32);
+        let out = k.output("out", Elem::F32);
+        let rem = body::Expr::Arith(body::Arith::Rem, Box::new(body::x()), Box::new(body::x()));
+        let k = k.map(out, items, vec![], elem_of(Elem::F32, rem, [x.at(item())]));
+        assert!(c_kernel(&k).is_none());
         assert!(wgsl_kernel(&k).is_none());
+    }
+
+    #[test]
+    fn words_and_casts_render_in_both_languages() {
+        let mut k = Kernel::new("gather_cast");
+        let items = k.index("items");
+        let at = k.words("at");
+        let x = k.input("x", Elem::I64);
+        let out = k.output("out", Elem::F16);
+        let k = k.map(
+            out,
+            items,
+            vec![],
+            x.at(at.at(item())).cast(Elem::I64, Elem::F16),
+        );
+        let c = c_kernel(&k).unwrap();
+        assert!(c.contains("GLOBAL const i64* at, GLOBAL const i64* x"));
+        assert!(c.contains("i64_to_f32_bits((i64)x[x_offset + at[item]], 11)"));
+        let wgsl = wgsl_kernel(&k).unwrap();
+        assert!(wgsl.contains("@binding(1) var<storage, read> at: array<i32>;"));
+        assert!(wgsl.contains("@binding(2) var<storage, read> x: array<i64>;"));
+        // Words take no geometry word: x's offset is the second.
+        assert!(wgsl.contains("let x_offset = i32(g[1]);"));
+        assert!(wgsl.contains("int64_to_float(") && wgsl.contains("fn int64_to_float("));
     }
 }

@@ -17,7 +17,8 @@
 //! - [`body`]: the body of every elementwise op, one typed expression for every GPU
 //!   language, `where`'s, and every cast's steps ([`body::Cast`]); and [`render`]: their
 //!   C and WGSL dialect layers (wgpu renders its kernels' bodies and casts from here too).
-//! - [`ir`]: the kernel IR. A loop kernel (the segment and window families so far) is one
+//! - [`ir`]: the kernel IR. A loop kernel (the elementwise, segment and window families so
+//!   far) is one
 //!   Rust function building an [`ir::Kernel`], which [`render::c_kernel`] prints for
 //!   OpenCL and CUDA and [`render::wgsl_kernel`] for WGSL (over [`wgsl`]'s storage rule
 //!   and helpers), so every GPU backend runs the same kernel.
@@ -47,7 +48,7 @@ pub use library::Library;
 
 #[cfg(test)]
 mod tests {
-    use super::elementwise::{Access, MapKernel, Variant};
+    use super::elementwise::{Access, MapKernel, MapOp, Variant};
     use super::matmul::{MatmulKernel, Schedule};
     use super::reduce::ReduceKernel;
     use super::*;
@@ -64,15 +65,16 @@ mod tests {
     #[test]
     fn opencl_and_cuda_kernels_differ_only_by_the_dialect_header() {
         let map = MapKernel {
+            name: "pow".into(),
             inputs: vec![Access::Value(Elem::BF16), Access::Value(Elem::BF16)],
             output: Access::Value(Elem::BF16),
-            expression: render::c(
-                &body::binary(polytensor_core::BinaryOp::Pow, Elem::BF16).unwrap(),
+            op: MapOp::Body(
                 Elem::BF16,
-            )
-            .unwrap(),
-            variant: Variant::Strided,
+                body::binary(polytensor_core::BinaryOp::Pow, Elem::BF16).unwrap(),
+            ),
         };
+        let map_source =
+            |dialect| elementwise::program(dialect, &[map.kernel(Variant::Strided)]).unwrap();
         let reduce = ReduceKernel {
             op: ReduceOp::Mean,
             input: Elem::C64,
@@ -83,8 +85,8 @@ mod tests {
         let windows = window::WindowKernels::new(polytensor_core::DataType::BFloat16).unwrap();
         let sources = [
             (
-                map.source(Dialect::OpenCl),
-                map.source(Dialect::Cuda),
+                map_source(Dialect::OpenCl),
+                map_source(Dialect::Cuda),
                 false,
             ),
             (
@@ -130,21 +132,18 @@ mod tests {
 
     #[test]
     fn helpers_come_only_with_the_types_that_need_them() {
-        let ints = MapKernel {
-            inputs: vec![Access::Value(Elem::I32)],
-            output: Access::Value(Elem::I32),
-            expression: "x".into(),
-            variant: Variant::Flat,
-        }
-        .source(Dialect::OpenCl);
+        let copy = |e| {
+            let kernel = MapKernel {
+                name: "copy".into(),
+                inputs: vec![Access::Value(e)],
+                output: Access::Value(e),
+                op: MapOp::Copy,
+            };
+            elementwise::program(Dialect::OpenCl, &[kernel.kernel(Variant::Flat)]).unwrap()
+        };
+        let ints = copy(Elem::I32);
         assert!(!ints.contains("cl_khr_fp64") && !ints.contains("#define CPLX"));
-        let complex = MapKernel {
-            inputs: vec![Access::Value(Elem::C128)],
-            output: Access::Value(Elem::C128),
-            expression: "x".into(),
-            variant: Variant::Flat,
-        }
-        .source(Dialect::OpenCl);
+        let complex = copy(Elem::C128);
         assert!(complex.contains("cl_khr_fp64") && complex.contains("#define CPLX c128"));
     }
 }

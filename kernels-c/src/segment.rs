@@ -89,8 +89,8 @@ impl SegmentKernels {
     }
 
     /// The kernel names of the program.
-    pub fn names(&self) -> Vec<&'static str> {
-        self.kernels().iter().map(|k| k.name).collect()
+    pub fn names(&self) -> Vec<String> {
+        self.kernels().into_iter().map(|k| k.name).collect()
     }
 
     /// Whether the program computes in f64.

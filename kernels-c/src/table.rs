@@ -9,12 +9,12 @@
 //! (copy, where) share one per element size. Each elementwise kernel comes in a contiguous,
 //! a flat and a strided variant.
 
-use crate::elementwise::{self, Access, MapKernel, Variant};
+use crate::elementwise::{self, Access, MapKernel, MapOp, Variant};
 use crate::matmul::{MatmulKernel, Schedule};
 use crate::reduce::{self, ReduceKernel, Stage};
 use crate::segment::SegmentKernels;
 use crate::window::WindowKernels;
-use crate::{body, render, Dialect, Elem};
+use crate::{body, Dialect, Elem};
 use polytensor_core::plan::segment::SegmentOp;
 use polytensor_core::{BinaryOp, DataType, Op, ReduceOp, UnaryOp};
 
@@ -41,40 +41,6 @@ pub enum ProgramKey {
     Segment(DataType),
 }
 
-/// An elementwise kernel of a program: its name (without the variant) and its operands
-/// and expression.
-#[derive(Debug, Clone)]
-pub struct MapSpec {
-    /// The name, unique in its program; kernels are `<name>_flat` and `<name>_strided`.
-    pub name: String,
-    /// The inputs, `x`, `y`, `z`.
-    pub inputs: Vec<Access>,
-    /// The output.
-    pub output: Access,
-    /// The C expression.
-    pub expression: String,
-}
-
-impl MapSpec {
-    /// The kernel of this spec in `variant`, and its name in the program.
-    pub fn kernel(&self, variant: Variant) -> (String, MapKernel) {
-        let suffix = match variant {
-            Variant::Contiguous => "contiguous",
-            Variant::Flat => "flat",
-            Variant::Strided => "strided",
-        };
-        (
-            format!("{}_{suffix}", self.name),
-            MapKernel {
-                inputs: self.inputs.clone(),
-                output: self.output,
-                expression: self.expression.clone(),
-                variant,
-            },
-        )
-    }
-}
-
 /// The element a raw move of `dtype` is done as: one per element size (any fixed-size
 /// dtype moves, whether or not kernels compute on it).
 pub(crate) fn move_elem(dtype: DataType) -> Option<Elem> {
@@ -91,8 +57,9 @@ pub(crate) fn move_elem(dtype: DataType) -> Option<Elem> {
     })
 }
 
-/// The program holding `op` on `dtype`'s elementwise kernel, and the kernel's spec.
-pub fn map_spec(op: Op, dtype: DataType) -> Option<(ProgramKey, MapSpec)> {
+/// The program holding `op` on `dtype`'s elementwise kernel, and the kernel; whether a
+/// language renders it is [`MapKernel::renders_c`]'s or the WGSL renderer's to say.
+pub fn map_spec(op: Op, dtype: DataType) -> Option<(ProgramKey, MapKernel)> {
     if !op.is_defined_for(dtype) {
         return None;
     }
@@ -104,71 +71,65 @@ pub fn map_spec(op: Op, dtype: DataType) -> Option<(ProgramKey, MapSpec)> {
     Some(match op {
         Op::Unary(u) => (
             ProgramKey::Unary(dtype),
-            MapSpec {
+            MapKernel {
                 name: u.name().into(),
                 inputs: vec![Access::Value(e)],
                 output: value(u.output_dtype(dtype))?,
-                expression: render::c(&body::unary(u, e)?, e)?,
+                op: MapOp::Body(e, body::unary(u, e)?),
             },
         ),
         Op::Binary(b) => (
             ProgramKey::Binary(dtype),
-            MapSpec {
+            MapKernel {
                 name: b.name().into(),
                 inputs: vec![Access::Value(e), Access::Value(e)],
                 output: value(b.output_dtype(dtype))?,
-                expression: render::c(&body::binary(b, e)?, e)?,
+                op: MapOp::Body(e, body::binary(b, e)?),
             },
         ),
         _ => return None,
     })
 }
 
-/// The program and spec of a raw move (`where` or `copy`) of elements moved as `m`.
-fn move_spec(op: Op, m: Elem) -> Option<(ProgramKey, MapSpec)> {
-    let (name, inputs, expression) = match op {
+/// The program and kernel of a raw move (`where` or `copy`) of elements moved as `m`.
+fn move_spec(op: Op, m: Elem) -> Option<(ProgramKey, MapKernel)> {
+    let (name, inputs, op) = match op {
         Op::Where => (
             "where",
             vec![Access::Value(Elem::Bool), Access::Raw(m), Access::Raw(m)],
-            render::c(&body::select(), Elem::Bool)?,
+            MapOp::Body(Elem::Bool, body::select()),
         ),
-        Op::Copy => ("copy", vec![Access::Raw(m)], "x".to_string()),
+        Op::Copy => ("copy", vec![Access::Raw(m)], MapOp::Copy),
         _ => return None,
     };
     Some((
         ProgramKey::Move(m),
-        MapSpec {
+        MapKernel {
             name: name.into(),
             inputs,
             output: Access::Raw(m),
-            expression,
+            op,
         },
     ))
 }
 
-/// The program and spec of the cast from `from` to `to`.
-pub fn cast_spec(from: DataType, to: DataType) -> Option<(ProgramKey, MapSpec)> {
+/// The program and kernel of the cast from `from` to `to`.
+pub fn cast_spec(from: DataType, to: DataType) -> Option<(ProgramKey, MapKernel)> {
     let (f, t) = (Elem::of(from)?, Elem::of(to)?);
     Some((
         ProgramKey::Cast(from),
-        MapSpec {
+        MapKernel {
             name: format!("to_{to}"),
             inputs: vec![Access::Value(f)],
             output: Access::Value(t),
-            expression: render::c_cast(f, t),
+            op: MapOp::Cast(f, t),
         },
     ))
 }
 
-/// Every elementwise kernel spec of a program, on a device with or without f64.
-pub fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapSpec> {
-    let usable = |spec: &(ProgramKey, MapSpec)| {
-        fp64 || (spec.1.inputs.iter().chain([&spec.1.output])).all(|a| match a {
-            Access::Value(e) => !e.needs_fp64(),
-            Access::Raw(_) => true,
-        })
-    };
-    let specs: Vec<(ProgramKey, MapSpec)> = match key {
+/// Every elementwise kernel of a program that C renders, on a device with or without f64.
+pub fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapKernel> {
+    let specs: Vec<(ProgramKey, MapKernel)> = match key {
         ProgramKey::Unary(dtype) => UnaryOp::ALL
             .iter()
             .filter_map(|&op| map_spec(Op::Unary(op), dtype))
@@ -193,8 +154,8 @@ pub fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapSpec> {
     };
     specs
         .into_iter()
-        .filter(|s| s.0 == key && usable(s))
-        .map(|s| s.1)
+        .filter(|(k, spec)| *k == key && (fp64 || !spec.needs_fp64()) && spec.renders_c())
+        .map(|(_, spec)| spec)
         .collect()
 }
 
@@ -217,7 +178,7 @@ pub fn reduce_members(dtype: DataType, fp64: bool) -> Vec<ReduceKernel> {
 /// Whether a kernel for `op` on `dtype` exists, given whether the device computes in f64.
 pub fn has_kernel(op: Op, dtype: DataType, fp64: bool) -> bool {
     match op {
-        Op::Copy | Op::Where => return map_spec(op, dtype).is_some(),
+        Op::Copy | Op::Where => return map_spec(op, dtype).is_some_and(|(_, s)| s.renders_c()),
         Op::Fill => return op.is_defined_for(dtype) && move_elem(dtype).is_some(),
         _ => {}
     }
@@ -232,7 +193,7 @@ pub fn has_kernel(op: Op, dtype: DataType, fp64: bool) -> bool {
         Op::Cast => true,
         Op::Matmul => MatmulKernel::is_defined_for(e),
         Op::Reduce(_) => op.is_defined_for(dtype),
-        _ => map_spec(op, dtype).is_some(),
+        _ => map_spec(op, dtype).is_some_and(|(_, s)| s.renders_c()),
     }
 }
 
@@ -292,14 +253,14 @@ pub fn program_source(
             let kernels = SegmentKernels::Gather(m);
             ProgramSource {
                 text: kernels.source(dialect),
-                kernels: kernels.names().into_iter().map(String::from).collect(),
+                kernels: kernels.names(),
             }
         }
         ProgramKey::Segment(dtype) => {
             let kernels = SegmentKernels::reduce(dtype).filter(|k| fp64 || !k.needs_fp64())?;
             ProgramSource {
                 text: kernels.source(dialect),
-                kernels: kernels.names().into_iter().map(String::from).collect(),
+                kernels: kernels.names(),
             }
         }
         ProgramKey::Reduce(dtype) => {
@@ -313,7 +274,7 @@ pub fn program_source(
             }
         }
         _ => {
-            let kernels: Vec<(String, MapKernel)> = map_members(key, fp64)
+            let kernels: Vec<_> = map_members(key, fp64)
                 .iter()
                 .flat_map(|spec| {
                     [Variant::Contiguous, Variant::Flat, Variant::Strided]
@@ -323,11 +284,9 @@ pub fn program_source(
             if kernels.is_empty() {
                 return None;
             }
-            let named: Vec<(&str, &MapKernel)> =
-                kernels.iter().map(|(n, k)| (n.as_str(), k)).collect();
             ProgramSource {
-                text: elementwise::program(dialect, &named),
-                kernels: kernels.into_iter().map(|(n, _)| n).collect(),
+                text: elementwise::program(dialect, &kernels)?,
+                kernels: kernels.into_iter().map(|k| k.name).collect(),
             }
         }
     })

@@ -7,6 +7,7 @@ use std::fmt;
 use polytensor_core::plan::segment::SegmentOp;
 use polytensor_core::{DataType, Op, ReduceOp};
 
+use polytensor_kernels_c::elementwise::Variant;
 use polytensor_kernels_c::window::WindowKernel;
 
 use super::reduce;
@@ -25,13 +26,8 @@ pub(crate) enum MapKey {
 /// A compiled pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum PipelineKey {
-    /// An elementwise kernel, flat (one merged dim) or strided, writing from its output
-    /// buffer's start or (`offset`) from the element the geometry names.
-    Map {
-        map: MapKey,
-        flat: bool,
-        offset: bool,
-    },
+    /// An elementwise kernel in one of its variants.
+    Map { map: MapKey, variant: Variant },
     /// The matmul of a dtype.
     Matmul(DataType),
     /// A reduction of a dtype, in one of its variants.
@@ -57,12 +53,7 @@ impl fmt::Display for MapKey {
 impl fmt::Display for PipelineKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PipelineKey::Map { map, flat, offset } => write!(
-                f,
-                "{map}.{}{}",
-                if *flat { "flat" } else { "strided" },
-                if *offset { ".offset" } else { "" }
-            ),
+            PipelineKey::Map { map, variant } => write!(f, "{map}.{variant:?}"),
             PipelineKey::Matmul(dtype) => write!(f, "matmul.{dtype}"),
             PipelineKey::Reduce(op, dtype, variant) => write!(f, "reduce_{op}.{dtype}.{variant:?}"),
             PipelineKey::Window(op, dtype) => write!(f, "{}.{dtype}", op.name()),

@@ -68,7 +68,10 @@ pub(crate) fn source(input: Storage) -> String {
     let load_b = input.load("b", "pb + i32(br) * bk + i32(bc) * bn");
     // Complex operands multiply as complex numbers.
     let (product, helpers) = match t.part() {
-        Some(part) => ("cmul(a, b)", super::complex::helpers(part)),
+        Some(part) => (
+            "cmul(a, b)",
+            polytensor_kernels_c::wgsl::complex_helpers(part),
+        ),
         None => ("a * b", String::new()),
     };
     format!(

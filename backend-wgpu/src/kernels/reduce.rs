@@ -14,13 +14,14 @@
 //! The geometry holds: outputs, reduced count, kept rank, reduced rank, input offset,
 //! parts per output, the kept dims and strides, then the reduced dims and strides.
 
-use polytensor_core::ReduceOp;
-
-use super::elementwise::WORKGROUP;
 use polytensor_core::plan::Coalesced;
+use polytensor_core::ReduceOp;
 use polytensor_kernels_c::wgsl::float_helpers;
 use polytensor_kernels_c::wgsl::Storage;
 use polytensor_kernels_c::wgsl::{Scalar, Ty};
+
+/// Invocations per workgroup.
+pub(crate) const WORKGROUP: u32 = 256;
 
 /// Reductions this short run one invocation per output.
 pub(crate) const SERIAL_BELOW: usize = 64;
@@ -359,7 +360,8 @@ fn reduced_position(r: u32) -> i32 {{
 }}
 "#,
         helpers = float_helpers(if t.is_f64() { Scalar::F64 } else { Scalar::F32 })
-            + &t.part().map_or(String::new(), super::complex::helpers),
+            + &t.part()
+                .map_or(String::new(), polytensor_kernels_c::wgsl::complex_helpers),
     );
     if variant != Variant::Gather {
         head += &format!(

@@ -7,14 +7,14 @@ use polytensor_core::{
     BinaryOp, DataType, Device, Op, OutView, Result, Scalar, TensorView, UnaryOp,
 };
 
-use super::{map_grid, output_mem, Arg, KitDevice, Launch, Queue};
-use crate::elementwise::{MapKernel, Variant};
-use crate::table::{self, MapSpec, ProgramKey};
+use super::{map_grid, output_mem, KitDevice, Launch, Queue};
+use crate::elementwise::{map_args, MapKernel, Variant};
+use crate::table::{self, ProgramKey};
 
 /// `out[i] = spec(inputs[..][i])` for inputs of the output's shape (already broadcast).
 pub fn map<Q: Queue>(
     q: &KitDevice<Q>,
-    spec: (ProgramKey, MapSpec),
+    spec: (ProgramKey, MapKernel),
     inputs: &[&TensorView<'_>],
     out: &mut OutView<'_>,
 ) -> Result<()> {
@@ -34,7 +34,7 @@ pub fn map<Q: Queue>(
 /// [`map`] into the contiguous elements of `dims` from element `offset` of `target`.
 pub fn map_into<Q: Queue>(
     q: &KitDevice<Q>,
-    (key, spec): (ProgramKey, MapSpec),
+    (key, spec): (ProgramKey, MapKernel),
     inputs: &[&TensorView<'_>],
     dims: &[usize],
     target: Q::Mem,
@@ -47,24 +47,24 @@ pub fn map_into<Q: Queue>(
     let strides: Vec<&[isize]> = inputs.iter().map(|x| x.layout().strides()).collect();
     let plan = Coalesced::new(dims, &strides);
     let variant = Variant::of(&plan);
-    let (name, _) = spec.kernel(variant);
+    let name = spec.name(variant);
     let program = q.program(key)?;
     let geometry = match variant {
         Variant::Strided => Some(Q::constants(q, &MapKernel::geometry(&plan, inputs.len()))?),
         Variant::Contiguous | Variant::Flat => None,
     };
-    let mut args = vec![Arg::I64(count as i64)];
-    if let Some((_, g)) = &geometry {
-        args.push(Arg::Mem(*g));
-    }
-    for (k, x) in inputs.iter().enumerate() {
-        args.push(Arg::Mem(q.mem(x.buffer())?));
-        args.push(Arg::I64(x.layout().offset() as i64));
-        if variant == Variant::Flat {
-            args.push(Arg::I64(plan.strides(k)[0] as i64));
-        }
-    }
-    args.extend([Arg::Mem(target), Arg::I64(offset as i64)]);
+    let operands = inputs
+        .iter()
+        .map(|x| Ok((q.mem(x.buffer())?, x.layout().offset())))
+        .collect::<Result<Vec<_>>>()?;
+    let args = map_args(
+        &plan,
+        variant,
+        count,
+        geometry.as_ref().map(|(_, g)| *g),
+        &operands,
+        (target, offset),
+    );
     let grid = map_grid::<Q>(count);
     let launch = Launch {
         kernel: &name,

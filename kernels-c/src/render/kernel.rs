@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use crate::body;
-use crate::ir::{Buf, Ex, Local, Stmt};
+use crate::ir::{Buf, Ex, Local, Stmt, Words};
 use crate::Elem;
 
 /// The parts of a loop kernel a language writes its own way.
@@ -32,6 +32,10 @@ pub(super) trait Spelling {
     fn to_index(&self, value: &str) -> String;
     /// Element math in `e` over `operands`.
     fn elem(&self, e: Elem, expr: &body::Expr, operands: &[String]) -> Option<String>;
+    /// The word at `at` of `words`.
+    fn word(&self, words: Words, at: &str) -> Option<String>;
+    /// The value `v` of element `from` as element `to`.
+    fn cast(&self, from: Elem, to: Elem, v: &str) -> Option<String>;
 }
 
 /// `stmts` at `depth` (four spaces each), appended to `text`.
@@ -110,6 +114,8 @@ pub(super) fn expression<S: Spelling>(s: &S, ex: &Ex) -> Option<String> {
         Ex::Local(l) => l.name.to_string(),
         Ex::Element(array, at) => format!("{}[{}]", array.name, go(at)?),
         Ex::Load(buf, at) => s.load(*buf, &go(at)?)?,
+        Ex::Word(words, at) => s.word(*words, &go(at)?)?,
+        Ex::Cast(from, to, v) => s.cast(*from, *to, &go(v)?)?,
         Ex::Index(op, a, b) => format!("({} {} {})", go(a)?, op.symbol(), go(b)?),
         Ex::Compare(op, a, b) => format!("({} {} {})", go(a)?, op.symbol(), go(b)?),
         Ex::Not(a) => format!("(!{})", go(a)?),

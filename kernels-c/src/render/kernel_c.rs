@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::kernel::{block, expression, Spelling};
 use crate::body;
-use crate::ir::{Body, Buf, Buffer, Kernel, Local, Param, Ty, ITEM};
+use crate::ir::{Body, Buf, Buffer, Kernel, Local, Param, Ty, Words, ITEM};
 use crate::Elem;
 
 /// `kernel` as C, or `None` where an element expression has no C rendering.
@@ -18,6 +18,7 @@ pub fn c_kernel(kernel: &Kernel) -> Option<String> {
         .iter()
         .map(|p| match p {
             Param::Index(name) => format!("const i64 {name}"),
+            Param::Words(name) => format!("GLOBAL const i64* {name}"),
             Param::Buffer(b) => format!(
                 "GLOBAL {}{}* {}, const i64 {}_offset",
                 if b.written { "" } else { "const " },
@@ -127,7 +128,7 @@ impl Spelling for C<'_> {
     fn param(&self, k: usize) -> Option<String> {
         match self.kernel.params.get(k)? {
             Param::Index(name) => Some(name.to_string()),
-            Param::Buffer(_) => None,
+            Param::Buffer(_) | Param::Words(_) => None,
         }
     }
 
@@ -151,5 +152,13 @@ impl Spelling for C<'_> {
 
     fn elem(&self, e: Elem, expr: &body::Expr, operands: &[String]) -> Option<String> {
         super::c_with(expr, e, operands)
+    }
+
+    fn word(&self, words: Words, at: &str) -> Option<String> {
+        Some(format!("{}[{at}]", self.kernel.words_name(words)))
+    }
+
+    fn cast(&self, from: Elem, to: Elem, v: &str) -> Option<String> {
+        Some(super::c_cast(from, to, v))
     }
 }

@@ -3,8 +3,11 @@
 //!
 //! - Binding 0 is the geometry, `g: array<u32>`: one word per index parameter and per
 //!   buffer's element offset, in parameter order; indices are `i32` (the launch checks
-//!   that every word fits one). The buffers follow at bindings 1, 2, ... in parameter
-//!   order, each with its elements as [`Storage`] lays them out.
+//!   that every word fits one). The buffers and arrays of words ([`Param::Words`], as
+//!   `array<i32>`) follow at bindings 1, 2, ... in parameter order, each buffer with its
+//!   elements as [`Storage`] lays them out.
+//! - The kernel carries the helper functions its text calls, and only those
+//!   ([`helpers_for`]).
 //! - A [`Body::Map`] is a function `element(item)`, and each invocation writes one word of
 //!   the output ([`Storage::store_body`]): all the elements packed in it, keeping the bits
 //!   of elements outside the range. A [`Body::Each`] runs once per invocation below its
@@ -18,8 +21,8 @@ use std::fmt::Write;
 
 use super::kernel::{block, expression, Spelling};
 use crate::body;
-use crate::ir::{Body, Buf, Buffer, Kernel, Local, Param, Stmt, Ty, ITEM};
-use crate::wgsl::{float_helpers, Packing, Scalar, Storage, CONVERSIONS};
+use crate::ir::{Body, Buf, Buffer, Kernel, Local, Param, Stmt, Ty, Words, ITEM};
+use crate::wgsl::{helpers_for, Scalar, Storage};
 use crate::{Elem, Real};
 
 /// Invocations per workgroup of a kernel rendered from the IR.
@@ -34,36 +37,44 @@ pub fn wgsl_storage(b: &Buffer) -> Option<Storage> {
     }
 }
 
-/// The invocations a launch of `kernel` over `count` items starts: a map whose output
-/// starts at element `out_offset` writes whole words of it.
-pub fn wgsl_invocations(kernel: &Kernel, count: usize, out_offset: usize) -> usize {
+/// How many elements of its output one invocation of `kernel` writes: a map writes whole
+/// words of its output (all the elements packed in one), an each one item.
+pub fn wgsl_lanes(kernel: &Kernel) -> usize {
     match &kernel.body {
-        Body::Map { out, .. } => {
-            let lanes = wgsl_storage(kernel.buffer(*out)).map_or(1, Storage::lanes);
-            (out_offset % lanes + count).div_ceil(lanes)
-        }
-        Body::Each { .. } => count,
+        Body::Map { out, .. } => wgsl_storage(kernel.buffer(*out)).map_or(1, Storage::lanes),
+        Body::Each { .. } => 1,
     }
+}
+
+/// The invocations a launch over `count` items starts, of a kernel of `lanes`
+/// ([`wgsl_lanes`]) whose output starts at element `out_offset` (a map's first word may
+/// hold elements before it).
+pub fn wgsl_invocations(lanes: usize, count: usize, out_offset: usize) -> usize {
+    (out_offset % lanes + count).div_ceil(lanes)
 }
 
 /// `kernel` as WGSL, or `None` where WGSL cannot hold one of its element types or render
 /// one of its element expressions.
 pub fn wgsl_kernel(kernel: &Kernel) -> Option<String> {
     let r = Wgsl::new(kernel)?;
-    let mut text = r.prelude()?;
-    text += "\n@group(0) @binding(0) var<storage, read> g: array<u32>;\n";
-    for (buf, b) in kernel.buffers() {
-        let (binding, _) = r.bindings[buf.0]?;
-        let storage = r.storage[buf.0]?;
-        let (access, item) = match (b.written, r.atomic(buf)) {
-            (true, true) => ("read_write", "atomic<u32>".to_string()),
-            (true, false) => ("read_write", storage.array_type().to_string()),
-            _ => ("read", storage.array_type().to_string()),
+    let mut text = "\n@group(0) @binding(0) var<storage, read> g: array<u32>;\n".to_string();
+    for (k, p) in kernel.params.iter().enumerate() {
+        let (name, access, item) = match (p, r.places[k]) {
+            (Param::Words(name), Place::Words { .. }) => (*name, "read", "i32".to_string()),
+            (Param::Buffer(b), Place::Buffer { storage, .. }) => {
+                let item = storage.array_type().to_string();
+                match (b.written, r.atomic(Buf(k))) {
+                    (true, true) => (b.name, "read_write", "atomic<u32>".to_string()),
+                    (true, false) => (b.name, "read_write", item),
+                    _ => (b.name, "read", item),
+                }
+            }
+            _ => continue,
         };
         writeln!(
             text,
-            "@group(0) @binding({binding}) var<storage, {access}> {}: array<{item}>;",
-            b.name
+            "@group(0) @binding({}) var<storage, {access}> {name}: array<{item}>;",
+            r.places[k].binding()?
         )
         .ok()?;
     }
@@ -86,20 +97,25 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     )
     .ok()?;
     // Every binding is part of the layout, whether or not the kernel reads it.
-    for (_, b) in kernel.buffers() {
-        writeln!(text, "    _ = arrayLength(&{});", b.name).ok()?;
+    for p in &kernel.params {
+        match p {
+            Param::Buffer(b) => writeln!(text, "    _ = arrayLength(&{});", b.name).ok()?,
+            Param::Words(name) => writeln!(text, "    _ = arrayLength(&{name});").ok()?,
+            Param::Index(_) => {}
+        }
     }
     writeln!(text, "    let i = id.x + id.y * groups.x * {WGSL_GROUP}u;").ok()?;
     text += &r.geometry();
     match &kernel.body {
         Body::Map { out, count, .. } => {
             let b = kernel.buffer(*out);
-            let storage = r.storage[out.0]?;
-            let (_, offset) = r.bindings[out.0]?;
+            let Place::Buffer { storage, word, .. } = r.places[out.0] else {
+                return None;
+            };
             text += &storage.store_body(
                 b.name,
                 &format!("u32({})", expression(&r, count)?),
-                &format!("g[{offset}]"),
+                &format!("g[{word}]"),
             );
         }
         Body::Each { count, stmts } => {
@@ -114,7 +130,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         }
     }
     text += "}\n";
-    Some(text)
+    Some(helpers_for(r.float(), &text) + &text)
 }
 
 /// The WGSL type of a local, if WGSL has one for it.
@@ -127,45 +143,72 @@ fn wgsl_type(ty: Ty) -> Option<String> {
     })
 }
 
+/// Where a parameter lives in WGSL.
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    /// An index: a word of the geometry `g`.
+    Word(usize),
+    /// A buffer: its binding, its elements' storage and the `g` word of its offset.
+    Buffer {
+        binding: usize,
+        storage: Storage,
+        word: usize,
+    },
+    /// An array of words: its binding.
+    Words { binding: usize },
+}
+
+impl Place {
+    /// Its binding, if it has one.
+    fn binding(self) -> Option<usize> {
+        match self {
+            Place::Word(_) => None,
+            Place::Buffer { binding, .. } | Place::Words { binding } => Some(binding),
+        }
+    }
+}
+
 /// The WGSL renderer of one kernel: where each parameter lives.
 struct Wgsl<'a> {
     kernel: &'a Kernel,
-    /// Per parameter: an index's geometry word (`(0, word)`), or a buffer's binding and
-    /// the word of its element offset.
-    bindings: Vec<Option<(usize, usize)>>,
-    /// Per parameter: a buffer's storage.
-    storage: Vec<Option<Storage>>,
+    /// Per parameter, where it lives.
+    places: Vec<Place>,
 }
 
 impl<'a> Wgsl<'a> {
     fn new(kernel: &'a Kernel) -> Option<Self> {
         let (mut word, mut binding) = (0, 1);
-        let mut bindings = Vec::new();
-        let mut storage = Vec::new();
+        let mut places = Vec::new();
         for p in &kernel.params {
+            places.push(match p {
+                Param::Index(_) => Place::Word(word),
+                Param::Buffer(b) => Place::Buffer {
+                    binding,
+                    storage: wgsl_storage(b)?,
+                    word,
+                },
+                Param::Words(_) => Place::Words { binding },
+            });
             match p {
-                Param::Index(_) => {
-                    bindings.push(Some((0, word)));
-                    storage.push(None);
-                }
-                Param::Buffer(b) => {
-                    bindings.push(Some((binding, word)));
-                    storage.push(Some(wgsl_storage(b)?));
-                    binding += 1;
-                }
+                Param::Index(_) => word += 1,
+                Param::Buffer(_) => (word, binding) = (word + 1, binding + 1),
+                Param::Words(_) => binding += 1,
             }
-            word += 1;
         }
-        Some(Self {
-            kernel,
-            bindings,
-            storage,
-        })
+        Some(Self { kernel, places })
+    }
+
+    /// The storage of buffer `buf`.
+    fn storage(&self, buf: Buf) -> Option<Storage> {
+        match self.places[buf.0] {
+            Place::Buffer { storage, .. } => Some(storage),
+            _ => None,
+        }
     }
 
     /// Whether `buf` is written by packed stores anywhere (so its words are atomic).
     fn atomic(&self, buf: Buf) -> bool {
-        matches!(self.storage[buf.0], Some(Storage::Packed(_)))
+        matches!(self.storage(buf), Some(Storage::Packed(_)))
             && self
                 .kernel
                 .statements()
@@ -173,36 +216,17 @@ impl<'a> Wgsl<'a> {
                 .any(|s| matches!(s, Stmt::Store(b, ..) if *b == buf))
     }
 
-    /// The helpers the kernel's element types need: the NaN-aware float helpers of its
-    /// float type, and the f16/bf16 conversions where it stores either.
-    fn prelude(&self) -> Option<String> {
-        let computed: Vec<Elem> = self
+    /// The float type of the helpers: f64 where the kernel computes on f64 or complex128.
+    fn float(&self) -> Scalar {
+        let wide = self
             .kernel
             .buffers()
-            .filter(|(_, b)| !b.moved)
-            .map(|(_, b)| b.elem)
-            .collect();
-        if computed.iter().any(|e| e.is_complex()) {
-            return None;
-        }
-        let float = if computed.iter().any(|e| e.real() == Some(Real::F64)) {
+            .any(|(_, b)| !b.moved && b.elem.real() == Some(Real::F64));
+        if wide {
             Scalar::F64
         } else {
             Scalar::F32
-        };
-        let narrow = self
-            .storage
-            .iter()
-            .flatten()
-            .any(|s| matches!(s, Storage::Packed(Packing::F16 | Packing::BF16)));
-        let mut text = String::new();
-        if narrow || computed.iter().any(|e| e.is_float()) {
-            text += &float_helpers(float);
         }
-        if narrow {
-            text += CONVERSIONS;
-        }
-        Some(text)
     }
 
     /// The position of element `at` (an `i32` expression) of `buf`.
@@ -215,11 +239,13 @@ impl<'a> Wgsl<'a> {
     /// `<buffer>_offset`.
     fn geometry(&self) -> String {
         let mut text = String::new();
-        for (p, binding) in self.kernel.params.iter().zip(&self.bindings) {
-            let Some((_, word)) = binding else { continue };
-            let name = match p {
-                Param::Index(name) => name.to_string(),
-                Param::Buffer(b) => format!("{}_offset", b.name),
+        for (p, place) in self.kernel.params.iter().zip(&self.places) {
+            let (name, word) = match (p, place) {
+                (Param::Index(name), Place::Word(word)) => (name.to_string(), word),
+                (Param::Buffer(b), Place::Buffer { word, .. }) => {
+                    (format!("{}_offset", b.name), word)
+                }
+                _ => continue,
             };
             text += &format!("    let {name} = i32(g[{word}]);\n");
         }
@@ -255,7 +281,7 @@ impl Spelling for Wgsl<'_> {
         let name = self.kernel.buffer(buf).name;
         let position = self.position(buf, at)?;
         let mut text = format!("{pad}{{\n{pad}    let store_value = {value};\n");
-        match self.storage[buf.0]? {
+        match self.storage(buf)? {
             Storage::Word(_) => {
                 writeln!(text, "{pad}    {name}[{position}] = store_value;").ok()?;
             }
@@ -297,13 +323,13 @@ impl Spelling for Wgsl<'_> {
     fn param(&self, k: usize) -> Option<String> {
         match self.kernel.params.get(k)? {
             Param::Index(name) => Some(name.to_string()),
-            Param::Buffer(_) => None,
+            Param::Buffer(_) | Param::Words(_) => None,
         }
     }
 
     fn load(&self, buf: Buf, at: &str) -> Option<String> {
         let name = self.kernel.buffer(buf).name;
-        Some(self.storage[buf.0]?.load(name, &self.position(buf, at)?))
+        Some(self.storage(buf)?.load(name, &self.position(buf, at)?))
     }
 
     fn select(&self, cond: &str, then: &str, otherwise: &str) -> String {
@@ -316,5 +342,13 @@ impl Spelling for Wgsl<'_> {
 
     fn elem(&self, e: Elem, expr: &body::Expr, operands: &[String]) -> Option<String> {
         super::wgsl_with(expr, e, operands)
+    }
+
+    fn word(&self, words: Words, at: &str) -> Option<String> {
+        Some(format!("{}[{at}]", self.kernel.words_name(words)))
+    }
+
+    fn cast(&self, from: Elem, to: Elem, v: &str) -> Option<String> {
+        super::wgsl_cast(from, to, v)
     }
 }

@@ -13,9 +13,11 @@ use crate::Elem;
 mod kernel;
 mod kernel_c;
 mod kernel_wgsl;
+mod wgsl_cast;
 
 pub use kernel_c::c_kernel;
-pub use kernel_wgsl::{wgsl_invocations, wgsl_kernel, wgsl_storage, WGSL_GROUP};
+pub use kernel_wgsl::{wgsl_invocations, wgsl_kernel, wgsl_lanes, wgsl_storage, WGSL_GROUP};
+pub use wgsl_cast::wgsl_cast;
 
 /// The names of an elementwise kernel's operands.
 const OPERANDS: [&str; 3] = ["x", "y", "z"];
@@ -193,11 +195,11 @@ fn c_call(f: Func, e: Elem, args: &[String]) -> Option<String> {
     Some(format!("{name}_{suffix}({list})"))
 }
 
-/// The C expression converting `x` of element `from` into element `to` (its computed
-/// type), as [`Cast::between`] decides: C's conversions where they are exact or round
-/// once, the helper libraries' single-rounding conversions into f16 and bf16.
-pub fn c_cast(from: Elem, to: Elem) -> String {
-    c_cast_of(&Cast::between(from, to), from, to, "x")
+/// The C expression converting the value `v` of element `from` into element `to` (its
+/// computed type), as [`Cast::between`] decides: C's conversions where they are exact or
+/// round once, the helper libraries' single-rounding conversions into f16 and bf16.
+pub fn c_cast(from: Elem, to: Elem, v: &str) -> String {
+    c_cast_of(&Cast::between(from, to), from, to, v)
 }
 
 /// `cast` of the C value `v` from `from` to `to`.
@@ -387,10 +389,16 @@ mod tests {
 
     #[test]
     fn casts_name_the_single_rounding_helpers() {
-        assert_eq!(c_cast(Elem::F64, Elem::F16), "f64_to_f32_odd(x)");
-        assert_eq!(c_cast(Elem::I64, Elem::BF16), "i64_to_f32_bits((i64)x, 8)");
-        assert!(c_cast(Elem::F32, Elem::U8).contains("256.0f"));
-        assert_eq!(c_cast(Elem::C128, Elem::Bool), "(u8)(x.x != 0 || x.y != 0)");
+        assert_eq!(c_cast(Elem::F64, Elem::F16, "x"), "f64_to_f32_odd(x)");
+        assert_eq!(
+            c_cast(Elem::I64, Elem::BF16, "x"),
+            "i64_to_f32_bits((i64)x, 8)"
+        );
+        assert!(c_cast(Elem::F32, Elem::U8, "x").contains("256.0f"));
+        assert_eq!(
+            c_cast(Elem::C128, Elem::Bool, "x"),
+            "(u8)(x.x != 0 || x.y != 0)"
+        );
         assert_eq!(
             c(&body::select(), Elem::Bool).as_deref(),
             Some("((x != (u8)0) ? y : z)")

@@ -5,9 +5,12 @@
 //! renderer ([`crate::render::wgsl_kernel`]) and the wgpu backend's own templates share
 //! them.
 
+mod library;
 mod storage;
 mod template;
 mod ty;
+
+pub use library::{complex_helpers, helpers_for, int_literal};
 
 pub use storage::{Packing, Storage, CONVERSIONS};
 pub use template::instantiate;
