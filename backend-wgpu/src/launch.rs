@@ -136,7 +136,7 @@ impl WgpuDevice {
     }
 
     /// A storage buffer of `words`, each as the `i32` a WGSL kernel reads it as.
-    fn words(&self, words: &[i64]) -> Result<wgpu::Buffer> {
+    pub(crate) fn words(&self, words: &[i64]) -> Result<wgpu::Buffer> {
         use wgpu::util::DeviceExt;
         let mut bytes = Vec::with_capacity(4 * words.len());
         for &w in words {
@@ -203,6 +203,19 @@ impl WgpuDevice {
         count: usize,
         out_offset: usize,
     ) -> Result<()> {
+        let invocations = render::wgsl_invocations(pipeline.lanes, count, out_offset);
+        let groups = self.workgroups(invocations.div_ceil(render::WGSL_GROUP as usize));
+        self.launch_groups(pipeline, args, groups)
+    }
+
+    /// Launch a kit kernel of work-groups ([`ir::Body::Groups`]) compiled as `pipeline` on
+    /// `groups` work-groups, with its arguments as [`WgpuDevice::launch_kit`] takes them.
+    pub(crate) fn launch_groups(
+        &self,
+        pipeline: &Pipeline,
+        args: &[Arg<&wgpu::Buffer>],
+        groups: [u32; 3],
+    ) -> Result<()> {
         let mut words = Vec::new();
         let mut bindings = Vec::new();
         for arg in args {
@@ -211,8 +224,6 @@ impl WgpuDevice {
                 Arg::Mem(buffer) => bindings.push(buffer),
             }
         }
-        let invocations = render::wgsl_invocations(pipeline.lanes, count, out_offset);
-        let groups = self.workgroups(invocations.div_ceil(render::WGSL_GROUP as usize));
         self.dispatch(pipeline, &words, &bindings, groups);
         Ok(())
     }

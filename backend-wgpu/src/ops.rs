@@ -19,7 +19,8 @@ use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
 use crate::kernels::key::PipelineKey;
 use crate::kernels::reduce::{self, WORKGROUP};
-use crate::kernels::{matmul, Pipeline};
+use crate::kernels::Pipeline;
+use polytensor_kernels_c::matmul::{matmul_args, MatmulKernel, Schedule, TILE};
 use polytensor_kernels_c::wgsl::{int_literal, Storage, Ty};
 
 /// How matmul operands of `dtype` are stored, where this backend multiplies them (f16
@@ -193,7 +194,10 @@ impl WgpuDevice {
     ) -> Result<()> {
         let dtype = a.dtype();
         checks::same_dtype("matmul", dtype, &[b.dtype(), out.dtype()])?;
-        let input = matmul_storage(dtype).ok_or_else(|| self.unsupported("matmul", dtype))?;
+        let kernel = Elem::of(dtype)
+            .filter(|_| matmul_storage(dtype).is_some())
+            .and_then(|e| MatmulKernel::new(e, Schedule::Tiled))
+            .ok_or_else(|| self.unsupported("matmul", dtype))?;
         let (la, lb) = (a.layout(), b.layout());
         let plan = MatmulPlan::new(la, lb, out.layout())?;
         let (m, k, n, batches) = (plan.m, plan.k, plan.n, plan.batches());
@@ -201,29 +205,23 @@ impl WgpuDevice {
             return Ok(());
         }
         let limit = self.limits().max_compute_workgroups_per_dimension as usize;
-        let tiles = [n.div_ceil(matmul::TILE), m.div_ceil(matmul::TILE)];
+        let tiles = [n.div_ceil(TILE), m.div_ceil(TILE)];
         if tiles.iter().any(|&t| t > limit) {
             return Err(Error::invalid(format!(
                 "matmul of {m} x {k} x {n} needs more than {limit} workgroups along one dimension"
             )));
         }
-        for size in [m, n, k, batches] {
-            within_u32(size, "a matmul size")?;
+        let pipeline = self.kit_pipeline(PipelineKey::Matmul(dtype), || kernel.kernel())?;
+        let geometry = self.words(&MatmulKernel::geometry(&plan))?;
+        let target = (storage(&out.view())?, out.layout().offset());
+        let (a, b) = ((storage(a)?, la.offset()), (storage(b)?, lb.offset()));
+        for first in (0..batches).step_by(limit) {
+            let count = (batches - first).min(limit);
+            let args = matmul_args(&plan, first, &geometry, a, b, target);
+            let groups = [tiles[0] as u32, tiles[1] as u32, count as u32];
+            self.launch_groups(&pipeline, &args, groups)?;
         }
-        let geometry = matmul::Geometry {
-            plan,
-            offsets: [la.offset(), lb.offset()],
-        };
-        let pipeline = self.pipeline(PipelineKey::Matmul(dtype), || Ok(matmul::source(input)))?;
-        let (a, b) = (storage(a)?, storage(b)?);
-        self.through_words(out, |target| {
-            for first in (0..batches).step_by(limit) {
-                let count = (batches - first).min(limit);
-                let groups = [tiles[0] as u32, tiles[1] as u32, count as u32];
-                self.dispatch(&pipeline, &geometry.words(first), &[a, b, target], groups);
-            }
-            Ok(())
-        })
+        Ok(())
     }
 
     /// Reduce `x` over `axes` into `out` (the kept dims, row-major).

@@ -227,6 +227,13 @@ pub enum Ex {
     /// A value of the first element type converted to the second, with the shared cast
     /// semantics ([`crate::body::Cast`]).
     Cast(Elem, Elem, Box<Ex>),
+    /// The invocation's work-group along an axis (0, 1 or 2) of a [`Body::Groups`].
+    Group(u8),
+    /// The number of work-groups along an axis of a [`Body::Groups`].
+    Groups(u8),
+    /// The invocation's lane (its index in its work-group) along an axis of a
+    /// [`Body::Groups`].
+    Lane(u8),
 }
 
 impl Ex {
@@ -369,6 +376,16 @@ pub enum Stmt {
     Array(Local, usize),
     /// A new value of an element of a local array.
     Set(Local, Ex, Ex),
+    /// The block for each index of the local from the first bound below the second, the
+    /// index growing by the third (a positive index) each turn.
+    Stride(Local, Ex, Ex, Ex, Vec<Stmt>),
+    /// An array of `n` elements of the local's type shared by a work-group (uninitialised).
+    /// Only at the top level of a [`Body::Groups`]' statements.
+    Shared(Local, usize),
+    /// Wait until every invocation of the work-group reaches this point, its writes to
+    /// shared arrays then visible to all. Only where every invocation of the group gets
+    /// (uniform control flow: loop bounds and conditions the same for the whole group).
+    Barrier,
     /// On to the next turn of the innermost loop.
     Continue,
     /// Store a value (of the buffer's load type) at a position of a written buffer.
@@ -402,6 +419,26 @@ pub enum Body {
         /// What each item does.
         stmts: Vec<Stmt>,
     },
+    /// The statements, run by every invocation of every work-group of `size` lanes (the
+    /// launch gives the number of groups): work divided by [`Ex::Group`] and [`Ex::Lane`],
+    /// shared through [`Stmt::Shared`] arrays between [`Stmt::Barrier`]s.
+    Groups {
+        /// Lanes of a work-group along each axis.
+        size: [u32; 3],
+        /// What each invocation does.
+        stmts: Vec<Stmt>,
+    },
+}
+
+impl Body {
+    /// Its statements.
+    pub fn stmts(&self) -> &[Stmt] {
+        match self {
+            Body::Map { stmts, .. } | Body::Each { stmts, .. } | Body::Groups { stmts, .. } => {
+                stmts
+            }
+        }
+    }
 }
 
 /// A loop kernel: its name, its parameters and its body.
@@ -469,15 +506,15 @@ impl Kernel {
                         walk(a, all);
                         walk(b, all);
                     }
-                    Stmt::For(_, _, _, body) | Stmt::Unroll(_, _, body) => walk(body, all),
+                    Stmt::For(_, _, _, body)
+                    | Stmt::Stride(_, _, _, _, body)
+                    | Stmt::Unroll(_, _, body) => walk(body, all),
                     _ => {}
                 }
             }
         }
         let mut all = Vec::new();
-        match &self.body {
-            Body::Map { stmts, .. } | Body::Each { stmts, .. } => walk(stmts, &mut all),
-        }
+        walk(self.body.stmts(), &mut all);
         all
     }
 }
@@ -542,6 +579,15 @@ impl Declare {
             name: self.name,
             params: self.params,
             body: Body::Each { count, stmts },
+        }
+    }
+
+    /// The kernel whose every invocation, in work-groups of `size` lanes, runs `stmts`.
+    pub fn groups(self, size: [u32; 3], stmts: Vec<Stmt>) -> Kernel {
+        Kernel {
+            name: self.name,
+            params: self.params,
+            body: Body::Groups { size, stmts },
         }
     }
 }

@@ -9,8 +9,9 @@
 //!   `BLOCK_ROWS x BLOCK_COLS` block in registers, with no local memory and no barrier, so
 //!   that the compiler vectorises the block's columns; work-group `(1, 1, 1)`.
 //!
-//! The kernel is named `matmul`; [`Schedule::global`] and [`Schedule::local`] give its
-//! launch. Arguments: `i64 m, n, k`, `GLOBAL const i64* geometry` (batch rank `r`, the `r`
+//! The kernel ([`MatmulKernel::kernel`]) is one function of the IR, named `matmul`, for
+//! every GPU language; [`Schedule::global`] and [`Schedule::local`] give its launch, and
+//! [`matmul_args`] its arguments: `i64 m, n, k`, `GLOBAL const i64* geometry` (batch rank `r`, the `r`
 //! batch dims, then the `r` batch strides of `a`, of `b` and of the output), `i64
 //! first_batch` (the batch of group 0 along dim 2), then `a` with its `i64` offset, row
 //! stride and column stride, `b` likewise, and the output with its `i64` offset (written
@@ -18,7 +19,10 @@
 
 use polytensor_core::plan::MatmulPlan;
 
-use crate::{Dialect, Elem, Library};
+use crate::body::{self, Cmp};
+use crate::ir::{self, int, when, Buf, Ex, Kernel, Local, Stmt, Ty, Words};
+use crate::launch::Arg;
+use crate::{render, Dialect, Elem, Library};
 
 /// The side of the square output tile of one work-group ([`Schedule::Tiled`]).
 pub const TILE: usize = 64;
@@ -74,16 +78,6 @@ pub struct MatmulKernel {
     pub schedule: Schedule,
 }
 
-/// The element-type-specific pieces of the kernel text.
-struct Parts {
-    /// The type products accumulate in.
-    acc: &'static str,
-    /// Zero of `acc`.
-    zero: &'static str,
-    /// The stored value of the accumulator `sum` (an expression in `sum`).
-    finish: &'static str,
-}
-
 impl MatmulKernel {
     /// The kernel for `elem` in `schedule`, or `None` where matmul is not defined for it.
     pub fn new(elem: Elem, schedule: Schedule) -> Option<Self> {
@@ -110,210 +104,336 @@ impl MatmulKernel {
         self.elem.needs_fp64()
     }
 
-    fn parts(&self) -> Parts {
-        let (acc, zero, finish) = match self.elem {
-            Elem::C64 => ("c64", "MAKE_C64(0, 0)", "sum"),
-            Elem::C128 => ("c128", "MAKE_C128(0, 0)", "sum"),
-            Elem::I32 => ("u32", "0", "(i32)sum"),
-            Elem::I64 => ("u64", "0", "(i64)sum"),
-            e => (e.value(), "0", "sum"),
-        };
-        Parts { acc, zero, finish }
-    }
-
-    /// The value of a stored operand element, as the accumulator type.
-    fn load(&self, stored: &str) -> String {
-        let value = self.elem.load(stored);
-        if self.elem.is_integer() {
-            format!("({}){value}", self.parts().acc)
-        } else {
-            value
-        }
-    }
-
-    /// The program's source in `dialect`.
+    /// The program's source in `dialect`: the helpers and [`MatmulKernel::kernel`].
     pub fn source(&self, dialect: Dialect) -> String {
-        let e = self.elem;
-        let acc = self.parts().acc;
-        let mac = match e {
-            Elem::C64 => "add_c64(sum, mul_c64(x, y))",
-            Elem::C128 => "add_c128(sum, mul_c128(x, y))",
-            _ => "sum + x * y",
-        };
-        let s = e.storage();
-        let mut text = Library::new(dialect, &[e], false).render();
-        text += &format!(
-            r#"
-FN {acc} mac({acc} sum, {acc} x, {acc} y) {{
-    return {mac};
-}}
-
-KERNEL void matmul(const i64 m, const i64 n, const i64 k, GLOBAL const i64* geometry,
-                   const i64 first_batch,
-                   GLOBAL const {s}* a, const i64 a_offset, const i64 a_rows, const i64 a_cols,
-                   GLOBAL const {s}* b, const i64 b_offset, const i64 b_rows, const i64 b_cols,
-                   GLOBAL {s}* out, const i64 out_offset) {{
-    // This group's matrices: the batch index unravelled over the batch dims.
-    const i64 rank = geometry[0];
-    i64 rest = first_batch + GROUP_ID(2);
-    i64 pa = a_offset, pb = b_offset, po = out_offset;
-    for (i64 d = rank - 1; d >= 0; d--) {{
-        const i64 index = rest % geometry[1 + d];
-        rest /= geometry[1 + d];
-        pa += index * geometry[1 + rank + d];
-        pb += index * geometry[1 + 2 * rank + d];
-        po += index * geometry[1 + 3 * rank + d];
-    }}
-{body}}}
-"#,
-            body = match self.schedule {
-                Schedule::Tiled => self.tiled(),
-                Schedule::Blocked => self.blocked(),
-            }
-        );
+        let mut text = Library::new(dialect, &[self.elem], false).render();
+        // Every matmul element renders in C.
+        text += &render::c_kernel(&self.kernel()).unwrap_or_default();
         text
     }
 
-    /// The tiled schedule's kernel body: 16 x 16 work-items compute a TILE x TILE block of
-    /// one output matrix, 4 x 4 each (rows ly + 16 i, columns lx + 16 j), stepping k by KT
-    /// with both operand tiles in local memory.
-    fn tiled(&self) -> String {
-        let Parts { acc, zero, finish } = self.parts();
-        let store = self.elem.store(&finish.replace("sum", "sum[i][j]"));
-        let a_load = self.load("a[pa + row * a_rows + ak * a_cols]");
-        let b_load = self.load("b[pb + bk * b_rows + col * b_cols]");
-        format!(
-            r#"    const i64 TILE = {TILE}, KT = 16;
-    LOCAL {acc} a_tile[{TILE}][16];
-    LOCAL {acc} b_tile[16][{TILE}];
-    const i64 lx = LOCAL_ID2(0);
-    const i64 ly = LOCAL_ID2(1);
-    const i64 flat = ly * 16 + lx;
-    const i64 col0 = GROUP_ID(0) * TILE;
-    const i64 row0 = GROUP_ID(1) * TILE;
-    {acc} sum[4][4];
-    for (i64 i = 0; i < 4; i++) {{
-        for (i64 j = 0; j < 4; j++) {{
-            sum[i][j] = {zero};
-        }}
-    }}
-    for (i64 t = 0; t < k; t += KT) {{
-        for (i64 q = 0; q < 4; q++) {{
-            const i64 e = flat + q * 256;
-            const i64 ar = e / KT, ac = e % KT;
-            const i64 row = row0 + ar, ak = t + ac;
-            a_tile[ar][ac] = (row < m && ak < k) ? {a_load} : ({acc}){zero};
-            const i64 br = e / TILE, bc = e % TILE;
-            const i64 bk = t + br, col = col0 + bc;
-            b_tile[br][bc] = (bk < k && col < n) ? {b_load} : ({acc}){zero};
-        }}
-        BARRIER();
-        for (i64 q = 0; q < KT; q++) {{
-            {acc} x[4], y[4];
-            for (i64 i = 0; i < 4; i++) {{
-                x[i] = a_tile[ly + 16 * i][q];
-                y[i] = b_tile[q][lx + 16 * i];
-            }}
-            for (i64 i = 0; i < 4; i++) {{
-                for (i64 j = 0; j < 4; j++) {{
-                    sum[i][j] = mac(sum[i][j], x[i], y[j]);
-                }}
-            }}
-        }}
-        BARRIER();
-    }}
-    for (i64 i = 0; i < 4; i++) {{
-        for (i64 j = 0; j < 4; j++) {{
-            const i64 row = row0 + ly + 16 * i, col = col0 + lx + 16 * j;
-            if (row < m && col < n) {{
-                out[po + row * n + col] = {store};
-            }}
-        }}
-    }}
-"#
-        )
+    /// The kernel, `matmul`, in its schedule, a kernel of the IR for every GPU language.
+    pub fn kernel(&self) -> Kernel {
+        let e = self.elem;
+        let mut k = Kernel::new("matmul");
+        let m = k.index("m");
+        let n = k.index("n");
+        let depth = k.index("k");
+        let geometry = k.words("geometry");
+        let first = k.index("first_batch");
+        let a = Operand {
+            buf: k.input("a", e),
+            rows: k.index("a_rows"),
+            cols: k.index("a_cols"),
+            base: BATCH_OFFSETS[0],
+        };
+        let b = Operand {
+            buf: k.input("b", e),
+            rows: k.index("b_rows"),
+            cols: k.index("b_cols"),
+            base: BATCH_OFFSETS[1],
+        };
+        let out = k.output("out", e);
+        let shape = Shape { m, n, k: depth };
+        let mut stmts = batch_offsets(geometry, first);
+        match self.schedule {
+            Schedule::Tiled => {
+                stmts.extend(self.tiled(&shape, &a, &b, out));
+                let t = THREADS as u32;
+                k.groups([t, t, 1], stmts)
+            }
+            Schedule::Blocked => {
+                stmts.extend(self.blocked(&shape, &a, &b, out));
+                k.groups([1, 1, 1], stmts)
+            }
+        }
     }
 
-    /// The blocked schedule's kernel body: one work-item computes rows `row0..row0 + R` and
-    /// columns `col0..col0 + C` in registers. Whole blocks take a path without bounds
-    /// checks, whose column loop the compiler turns into vector arithmetic (and vector loads
-    /// where `b`'s rows are contiguous, a path of its own); blocks on the matrix's edge take
-    /// the same loop with every access checked.
-    fn blocked(&self) -> String {
-        format!(
-            r#"    const i64 R = {BLOCK_ROWS}, C = {BLOCK_COLS};
-    const i64 col0 = GROUP_ID(0) * C;
-    const i64 row0 = GROUP_ID(1) * R;
-    if (row0 + R <= m && col0 + C <= n && b_cols == 1) {{
-{contiguous}    }} else if (row0 + R <= m && col0 + C <= n) {{
-{whole}    }} else {{
-{edge}    }}
-"#,
-            contiguous = self.block(false, true),
-            whole = self.block(false, false),
-            edge = self.block(true, false),
-        )
+    /// Zero, as the value products accumulate in (the element's value type: f16 and bf16
+    /// in f32, integers wrapping).
+    fn zero(&self) -> Ex {
+        ir::elem(self.elem, body::num(0))
+    }
+
+    /// `sum + x * y` in the element's arithmetic.
+    fn mac(&self, sum: Ex, x: Ex, y: Ex) -> Ex {
+        let (s, x_, y_) = (body::x(), body::y(), body::Expr::Arg(2));
+        ir::elem_of(self.elem, s + x_ * y_, [sum, x, y])
+    }
+
+    /// The tiled schedule: 16 x 16 lanes compute a TILE x TILE block of one output matrix,
+    /// 4 x 4 each (rows ly + 16 i, columns lx + 16 j), stepping k by 16 with both operand
+    /// tiles in shared arrays.
+    fn tiled(&self, shape: &Shape, a: &Operand, b: &Operand, out: Buf) -> Vec<Stmt> {
+        const KT: i32 = 16;
+        let (tile, threads) = (TILE as i32, THREADS as i32);
+        let per = tile / threads;
+        let value = Ty::Value(self.elem);
+        let [a_tile, b_tile, sum, x, y, av, bv] =
+            ["a_tile", "b_tile", "sum", "x", "y", "av", "bv"].map(|n| Local::new(n, value));
+        let [lx, ly, flat, col0, row0, t, q, i, j, e, row, col, kk] = [
+            "lx", "ly", "flat", "col0", "row0", "t", "q", "i", "j", "e", "row", "col", "kk",
+        ]
+        .map(|n| Local::new(n, Ty::Index));
+        // Element `e` of a tile: the operand's element where `inside` the matrix, else
+        // zero (a branch, not a select, so that nothing outside is read).
+        let fill = |tile_: Local, inside: Ex, load: Ex, v: Local| {
+            vec![
+                Stmt::Var(v, self.zero()),
+                when(inside, vec![Stmt::Assign(v, load)]),
+                Stmt::Set(tile_, e.get(), v.get()),
+            ]
+        };
+        let mut load_tiles = vec![
+            Stmt::Let(e, flat.get() + q.get() * int(threads * threads)),
+            // a's tile is TILE rows by KT, b's KT rows by TILE; outside the matrices, zeros.
+            Stmt::Let(row, row0.get() + e.get() / int(KT)),
+            Stmt::Let(kk, t.get() + e.get() % int(KT)),
+        ];
+        load_tiles.extend(fill(
+            a_tile,
+            row.get()
+                .lt(shape.m.clone())
+                .and(kk.get().lt(shape.k.clone())),
+            a.at(row.get(), kk.get()),
+            av,
+        ));
+        let (bk, bc) = (Local::new("bk", Ty::Index), Local::new("bc", Ty::Index));
+        load_tiles.extend([
+            Stmt::Let(bk, t.get() + e.get() / int(tile)),
+            Stmt::Let(bc, col0.get() + e.get() % int(tile)),
+        ]);
+        load_tiles.extend(fill(
+            b_tile,
+            bk.get()
+                .lt(shape.k.clone())
+                .and(bc.get().lt(shape.n.clone())),
+            b.at(bk.get(), bc.get()),
+            bv,
+        ));
+        let multiply = vec![
+            Stmt::Array(x, per as usize),
+            Stmt::Array(y, per as usize),
+            Stmt::For(
+                i,
+                int(0),
+                int(per),
+                vec![
+                    Stmt::Set(
+                        x,
+                        i.get(),
+                        Ex::Element(
+                            a_tile,
+                            Box::new((ly.get() + int(threads) * i.get()) * int(KT) + q.get()),
+                        ),
+                    ),
+                    Stmt::Set(
+                        y,
+                        i.get(),
+                        Ex::Element(
+                            b_tile,
+                            Box::new(q.get() * int(tile) + lx.get() + int(threads) * i.get()),
+                        ),
+                    ),
+                ],
+            ),
+            Stmt::For(
+                i,
+                int(0),
+                int(per),
+                vec![Stmt::For(
+                    j,
+                    int(0),
+                    int(per),
+                    vec![Stmt::Set(
+                        sum,
+                        i.get() * int(per) + j.get(),
+                        self.mac(
+                            Ex::Element(sum, Box::new(i.get() * int(per) + j.get())),
+                            Ex::Element(x, Box::new(i.get())),
+                            Ex::Element(y, Box::new(j.get())),
+                        ),
+                    )],
+                )],
+            ),
+        ];
+        vec![
+            Stmt::Shared(a_tile, (tile * KT) as usize),
+            Stmt::Shared(b_tile, (KT * tile) as usize),
+            Stmt::Let(lx, Ex::Lane(0)),
+            Stmt::Let(ly, Ex::Lane(1)),
+            Stmt::Let(flat, ly.get() * int(threads) + lx.get()),
+            Stmt::Let(col0, Ex::Group(0) * int(tile)),
+            Stmt::Let(row0, Ex::Group(1) * int(tile)),
+            Stmt::Array(sum, (per * per) as usize),
+            Stmt::For(
+                i,
+                int(0),
+                int(per * per),
+                vec![Stmt::Set(sum, i.get(), self.zero())],
+            ),
+            Stmt::Stride(
+                t,
+                int(0),
+                shape.k.clone(),
+                int(KT),
+                vec![
+                    Stmt::For(q, int(0), int(tile * KT / (threads * threads)), load_tiles),
+                    Stmt::Barrier,
+                    Stmt::For(q, int(0), int(KT), multiply),
+                    Stmt::Barrier,
+                ],
+            ),
+            Stmt::For(
+                i,
+                int(0),
+                int(per),
+                vec![Stmt::For(
+                    j,
+                    int(0),
+                    int(per),
+                    vec![
+                        Stmt::Let(row, row0.get() + ly.get() + int(threads) * i.get()),
+                        Stmt::Let(col, col0.get() + lx.get() + int(threads) * j.get()),
+                        when(
+                            row.get()
+                                .lt(shape.m.clone())
+                                .and(col.get().lt(shape.n.clone())),
+                            vec![out.store(
+                                out_at(shape, row.get(), col.get()),
+                                Ex::Element(sum, Box::new(i.get() * int(per) + j.get())),
+                            )],
+                        ),
+                    ],
+                )],
+            ),
+        ]
+    }
+
+    /// The blocked schedule: one invocation computes rows `row0..row0 + R` and columns
+    /// `col0..col0 + C` in registers. Whole blocks take a path without bounds checks,
+    /// whose column loop the compiler turns into vector arithmetic (and vector loads where
+    /// `b`'s rows are contiguous, a path of its own); blocks on the matrix's edge take the
+    /// same loop with every access checked.
+    fn blocked(&self, shape: &Shape, a: &Operand, b: &Operand, out: Buf) -> Vec<Stmt> {
+        let (r, c) = (BLOCK_ROWS as i32, BLOCK_COLS as i32);
+        let [col0, row0] = ["col0", "row0"].map(|n| Local::new(n, Ty::Index));
+        let whole = (row0.get() + int(r))
+            .cmp(Cmp::Le, shape.m.clone())
+            .and((col0.get() + int(c)).cmp(Cmp::Le, shape.n.clone()));
+        let unit = b.cols.clone().cmp(Cmp::Eq, int(1));
+        let block =
+            |edge, unit_b_cols| self.block(shape, a, b, out, (row0, col0), edge, unit_b_cols);
+        vec![
+            Stmt::Let(col0, Ex::Group(0) * int(c)),
+            Stmt::Let(row0, Ex::Group(1) * int(r)),
+            Stmt::If(
+                whole.clone().and(unit),
+                block(false, true),
+                vec![Stmt::If(whole, block(false, false), block(true, false))],
+            ),
+        ]
     }
 
     /// One block's loop, with bounds checks on every access if `edge`, for a `b` whose
     /// column stride is 1 if `unit_b_cols`. The loops over the block are unrolled, so the
     /// accumulators stay in registers (PoCL keeps them on the stack otherwise: 1.5x slower).
-    fn block(&self, edge: bool, unit_b_cols: bool) -> String {
-        let Parts { acc, zero, finish } = self.parts();
-        let guard = |condition: &str, load: String| {
+    #[allow(clippy::too_many_arguments)]
+    fn block(
+        &self,
+        shape: &Shape,
+        a: &Operand,
+        b: &Operand,
+        out: Buf,
+        (row0, col0): (Local, Local),
+        edge: bool,
+        unit_b_cols: bool,
+    ) -> Vec<Stmt> {
+        let (r, c) = (BLOCK_ROWS, BLOCK_COLS);
+        let value = Ty::Value(self.elem);
+        let [sum, x, y] = ["sum", "x", "y"].map(|n| Local::new(n, value));
+        let [i, j, t] = ["i", "j", "t"].map(|n| Local::new(n, Ty::Index));
+        let element = |i: Ex, j: Ex| Ex::Element(sum, Box::new(i * int(c as i32) + j));
+        // A load, or zero outside the matrix on the edge (a branch, not a select, so that
+        // nothing outside is read).
+        let guarded = |local: Local, inside: Ex, load: Ex| {
             if edge {
-                format!("({condition}) ? {load} : ({acc}){zero}")
+                vec![
+                    Stmt::Var(local, self.zero()),
+                    when(inside, vec![Stmt::Assign(local, load)]),
+                ]
             } else {
-                load
+                vec![Stmt::Let(local, load)]
             }
         };
-        let b_load = guard(
-            "col0 + j < n",
-            self.load(if unit_b_cols {
-                "b[pb + t * b_rows + col0 + j]"
-            } else {
-                "b[pb + t * b_rows + (col0 + j) * b_cols]"
-            }),
+        let col = col0.get() + j.get();
+        let b_load = if unit_b_cols {
+            b.buf
+                .at(b.base.get() + t.get() * b.rows.clone() + col.clone())
+        } else {
+            b.at(t.get(), col.clone())
+        };
+        let y_j = Local::new("y_j", value);
+        let mut load_y = guarded(y_j, col.clone().lt(shape.n.clone()), b_load);
+        load_y.push(Stmt::Set(y, j.get(), y_j.get()));
+        let row = row0.get() + i.get();
+        let mut multiply = guarded(
+            x,
+            row.clone().lt(shape.m.clone()),
+            a.at(row.clone(), t.get()),
         );
-        let a_load = guard(
-            "row0 + i < m",
-            self.load("a[pa + (row0 + i) * a_rows + t * a_cols]"),
-        );
-        let store = format!(
-            "out[po + (row0 + i) * n + col0 + j] = {};",
-            self.elem.store(&finish.replace("sum", "sum[i][j]"))
+        multiply.push(Stmt::Unroll(
+            j,
+            c,
+            vec![Stmt::Set(
+                sum,
+                i.get() * int(c as i32) + j.get(),
+                self.mac(
+                    element(i.get(), j.get()),
+                    x.get(),
+                    Ex::Element(y, Box::new(j.get())),
+                ),
+            )],
+        ));
+        let store = out.store(
+            out_at(shape, row.clone(), col.clone()),
+            element(i.get(), j.get()),
         );
         let store = if edge {
-            format!("if (row0 + i < m && col0 + j < n) {{\n                    {store}\n                }}")
+            when(
+                row.lt(shape.m.clone()).and(col.lt(shape.n.clone())),
+                vec![store],
+            )
         } else {
             store
         };
-        format!(
-            r#"        {acc} sum[{BLOCK_ROWS}][{BLOCK_COLS}];
-        UNROLL for (i64 i = 0; i < R; i++) {{
-            UNROLL for (i64 j = 0; j < C; j++) {{
-                sum[i][j] = {zero};
-            }}
-        }}
-        for (i64 t = 0; t < k; t++) {{
-            {acc} y[{BLOCK_COLS}];
-            UNROLL for (i64 j = 0; j < C; j++) {{
-                y[j] = {b_load};
-            }}
-            UNROLL for (i64 i = 0; i < R; i++) {{
-                const {acc} x = {a_load};
-                UNROLL for (i64 j = 0; j < C; j++) {{
-                    sum[i][j] = mac(sum[i][j], x, y[j]);
-                }}
-            }}
-        }}
-        UNROLL for (i64 i = 0; i < R; i++) {{
-            UNROLL for (i64 j = 0; j < C; j++) {{
-                {store}
-            }}
-        }}
-"#
-        )
+        vec![
+            Stmt::Array(sum, r * c),
+            Stmt::Unroll(
+                i,
+                r,
+                vec![Stmt::Unroll(
+                    j,
+                    c,
+                    vec![Stmt::Set(
+                        sum,
+                        i.get() * int(c as i32) + j.get(),
+                        self.zero(),
+                    )],
+                )],
+            ),
+            Stmt::For(
+                t,
+                int(0),
+                shape.k.clone(),
+                vec![
+                    Stmt::Array(y, c),
+                    Stmt::Unroll(j, c, load_y),
+                    Stmt::Unroll(i, r, multiply),
+                ],
+            ),
+            Stmt::Unroll(i, r, vec![Stmt::Unroll(j, c, vec![store])]),
+        ]
     }
 
     /// The geometry words of a plan's batch dims: rank, dims, then the batch strides of
@@ -327,4 +447,96 @@ KERNEL void matmul(const i64 m, const i64 n, const i64 k, GLOBAL const i64* geom
         }
         words
     }
+}
+
+/// The sizes of one product: `m x k` times `k x n`.
+struct Shape {
+    m: Ex,
+    n: Ex,
+    k: Ex,
+}
+
+/// An operand: its buffer, its row and column strides, and the local of the group's
+/// matrix's offset in it.
+struct Operand {
+    buf: Buf,
+    rows: Ex,
+    cols: Ex,
+    base: Local,
+}
+
+/// The locals holding the offsets of the group's matrices in `a`, `b` and the output
+/// (from each buffer's offset).
+const BATCH_OFFSETS: [Local; 3] = [
+    Local::new("pa", Ty::Index),
+    Local::new("pb", Ty::Index),
+    Local::new("po", Ty::Index),
+];
+
+impl Operand {
+    /// Its element at `row`, `col` of the group's matrix.
+    fn at(&self, row: Ex, col: Ex) -> Ex {
+        self.buf
+            .at(self.base.get() + row * self.rows.clone() + col * self.cols.clone())
+    }
+}
+
+/// The output position of `row`, `col` of the group's matrix (rows of `n`).
+fn out_at(shape: &Shape, row: Ex, col: Ex) -> Ex {
+    BATCH_OFFSETS[2].get() + row * shape.n.clone() + col
+}
+
+/// The group's matrices: its batch (`first` plus its group along axis 2) unravelled over
+/// the batch dims, into the offsets `pa`, `pb` and `po` ([`BATCH_OFFSETS`]).
+fn batch_offsets(geometry: Words, first: Ex) -> Vec<Stmt> {
+    let [rank, rest, turn, d, dim, index] =
+        ["rank", "rest", "turn", "d", "dim", "index"].map(|n| Local::new(n, Ty::Index));
+    let mut steps = vec![
+        Stmt::Let(d, rank.get() - int(1) - turn.get()),
+        Stmt::Let(dim, geometry.at(int(1) + d.get())),
+        Stmt::Let(index, rest.get() % dim.get()),
+        Stmt::Assign(rest, rest.get() / dim.get()),
+    ];
+    let mut stmts = vec![
+        Stmt::Let(rank, geometry.at(int(0))),
+        Stmt::Var(rest, first + Ex::Group(2)),
+    ];
+    for (k, p) in BATCH_OFFSETS.into_iter().enumerate() {
+        stmts.push(Stmt::Var(p, int(0)));
+        let stride = geometry.at(int(1) + int(k as i32 + 1) * rank.get() + d.get());
+        steps.push(Stmt::Assign(p, p.get() + index.get() * stride));
+    }
+    stmts.push(Stmt::For(turn, int(0), rank.get(), steps));
+    stmts
+}
+
+/// The arguments of [`MatmulKernel::kernel`] in its parameter order, for the batches from
+/// `first` on of `plan`: the sizes, the geometry words' memory ([`MatmulKernel::geometry`]),
+/// each operand's memory, element offset and row and column strides, the output's memory
+/// and element offset.
+pub fn matmul_args<M: Copy>(
+    plan: &MatmulPlan,
+    first: usize,
+    geometry: M,
+    a: (M, usize),
+    b: (M, usize),
+    out: (M, usize),
+) -> Vec<Arg<M>> {
+    vec![
+        Arg::I64(plan.m as i64),
+        Arg::I64(plan.n as i64),
+        Arg::I64(plan.k as i64),
+        Arg::Mem(geometry),
+        Arg::I64(first as i64),
+        Arg::Mem(a.0),
+        Arg::I64(a.1 as i64),
+        Arg::I64(plan.a_strides[0] as i64),
+        Arg::I64(plan.a_strides[1] as i64),
+        Arg::Mem(b.0),
+        Arg::I64(b.1 as i64),
+        Arg::I64(plan.b_strides[0] as i64),
+        Arg::I64(plan.b_strides[1] as i64),
+        Arg::Mem(out.0),
+        Arg::I64(out.1 as i64),
+    ]
 }

@@ -1,8 +1,8 @@
-//! WGSL kernels, generated per dtype from one template per op family, compiled once per
-//! (kernel, dtype, variant) and cached by the [`Pipelines`] cache.
+//! wgpu's pipelines: the kit's kernels (rendered as WGSL by `polytensor_kernels_c`) and
+//! the reduction template still written here, compiled once per (kernel, dtype, variant)
+//! and cached by the [`Pipelines`] cache.
 
 pub(crate) mod key;
-pub(crate) mod matmul;
 mod pipelines;
 pub(crate) mod reduce;
 

@@ -4,8 +4,8 @@ use polytensor_core::device::checks;
 use polytensor_core::plan::MatmulPlan;
 use polytensor_core::{Device, Op, OutView, Result, Scalar, TensorView};
 
-use super::{fill, output_mem, Arg, Grid, KitDevice, Launch, Queue};
-use crate::matmul::MatmulKernel;
+use super::{fill, output_mem, Grid, KitDevice, Launch, Queue};
+use crate::matmul::{matmul_args, MatmulKernel};
 use crate::table::ProgramKey;
 
 /// The checks and trivial cases every matmul shares: dtypes, support, the plan; an empty
@@ -51,23 +51,14 @@ pub fn matmul_kernel<Q: Queue>(
     let batches = plan.batches();
     for first in (0..batches).step_by(BATCH_CHUNK) {
         let chunk = (batches - first).min(BATCH_CHUNK);
-        let args = [
-            Arg::I64(plan.m as i64),
-            Arg::I64(plan.n as i64),
-            Arg::I64(plan.k as i64),
-            Arg::Mem(geometry_mem),
-            Arg::I64(first as i64),
-            Arg::Mem(a_mem),
-            Arg::I64(la.offset() as i64),
-            Arg::I64(plan.a_strides[0] as i64),
-            Arg::I64(plan.a_strides[1] as i64),
-            Arg::Mem(b_mem),
-            Arg::I64(lb.offset() as i64),
-            Arg::I64(plan.b_strides[0] as i64),
-            Arg::I64(plan.b_strides[1] as i64),
-            Arg::Mem(out_mem),
-            Arg::I64(out.layout().offset() as i64),
-        ];
+        let args = matmul_args(
+            plan,
+            first,
+            geometry_mem,
+            (a_mem, la.offset()),
+            (b_mem, lb.offset()),
+            (out_mem, out.layout().offset()),
+        );
         let (global, group) = (schedule.global(plan.m, plan.n, chunk), schedule.local());
         let grid = Grid {
             groups: [0, 1, 2].map(|d| global[d] / group[d]),

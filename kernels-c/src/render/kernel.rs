@@ -36,6 +36,24 @@ pub(super) trait Spelling {
     fn word(&self, words: Words, at: &str) -> Option<String>;
     /// The value `v` of element `from` as element `to`.
     fn cast(&self, from: Elem, to: Elem, v: &str) -> Option<String>;
+    /// A work-group builtin along `axis`: the group, the number of groups or the lane.
+    fn builtin(&self, which: Builtin, axis: u8) -> String;
+    /// The declaration of an array shared by a work-group, `None` where the language
+    /// declares it outside the kernel's function.
+    fn shared(&self, local: Local, n: usize) -> Option<Option<String>>;
+    /// A work-group barrier.
+    fn barrier(&self) -> &'static str;
+}
+
+/// The work-group builtins ([`Ex::Group`], [`Ex::Groups`], [`Ex::Lane`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Builtin {
+    /// The invocation's work-group.
+    Group,
+    /// The number of work-groups.
+    Groups,
+    /// The invocation's lane in its work-group.
+    Lane,
 }
 
 /// `stmts` at `depth` (four spaces each), appended to `text`.
@@ -77,6 +95,24 @@ pub(super) fn block<S: Spelling>(
             Stmt::Unroll(l, n, body) => {
                 nested(s.loop_head(*l, "0", &n.to_string(), true), body, text)?;
             }
+            Stmt::Stride(l, from, to, step, body) => {
+                let head = format!(
+                    "for ({}; {} < {}; {} += {}) {{",
+                    s.declare(*l, true, &expression(s, from)?)?
+                        .trim_end_matches(';'),
+                    l.name,
+                    expression(s, to)?,
+                    l.name,
+                    expression(s, step)?
+                );
+                nested(head, body, text)?;
+            }
+            Stmt::Shared(l, n) => {
+                if let Some(line) = s.shared(*l, *n)? {
+                    push(text, &pad, &line);
+                }
+            }
+            Stmt::Barrier => push(text, &pad, s.barrier()),
             Stmt::Array(l, n) => push(text, &pad, &s.array(*l, *n)?),
             Stmt::Set(l, at, value) => push(
                 text,
@@ -116,6 +152,9 @@ pub(super) fn expression<S: Spelling>(s: &S, ex: &Ex) -> Option<String> {
         Ex::Load(buf, at) => s.load(*buf, &go(at)?)?,
         Ex::Word(words, at) => s.word(*words, &go(at)?)?,
         Ex::Cast(from, to, v) => s.cast(*from, *to, &go(v)?)?,
+        Ex::Group(axis) => s.builtin(Builtin::Group, *axis),
+        Ex::Groups(axis) => s.builtin(Builtin::Groups, *axis),
+        Ex::Lane(axis) => s.builtin(Builtin::Lane, *axis),
         Ex::Index(op, a, b) => format!("({} {} {})", go(a)?, op.symbol(), go(b)?),
         Ex::Compare(op, a, b) => format!("({} {} {})", go(a)?, op.symbol(), go(b)?),
         Ex::Not(a) => format!("(!{})", go(a)?),

@@ -2,11 +2,12 @@
 //! (`KERNEL`, `GLOBAL`, `GLOBAL_ID`, `GLOBAL_SIZE`) and of the helper libraries: the same
 //! text for OpenCL C and CUDA C. Indices are `i64`; every buffer is a pointer and an
 //! `i64` element offset; a map or each loops over its items with a grid-stride loop, so
-//! any grid covers them.
+//! any grid covers them; a groups body is the kernel's body as it stands, its shared arrays
+//! `LOCAL` arrays of the function.
 
 use std::fmt::Write;
 
-use super::kernel::{block, expression, Spelling};
+use super::kernel::{block, expression, Builtin, Spelling};
 use crate::body;
 use crate::ir::{Body, Buf, Buffer, Kernel, Local, Param, Ty, Words, ITEM};
 use crate::Elem;
@@ -32,6 +33,11 @@ pub fn c_kernel(kernel: &Kernel) -> Option<String> {
     let mut text = format!("\nKERNEL void {}({}) {{\n", kernel.name, params.join(", "));
     let (count, stmts) = match &kernel.body {
         Body::Map { count, stmts, .. } | Body::Each { count, stmts } => (count, stmts),
+        Body::Groups { stmts, .. } => {
+            block(&r, stmts, 1, &mut text)?;
+            text += "}\n";
+            return Some(text);
+        }
     };
     let item = ITEM.name;
     writeln!(
@@ -160,5 +166,26 @@ impl Spelling for C<'_> {
 
     fn cast(&self, from: Elem, to: Elem, v: &str) -> Option<String> {
         Some(super::c_cast(from, to, v))
+    }
+
+    fn builtin(&self, which: Builtin, axis: u8) -> String {
+        let name = match which {
+            Builtin::Group => "GROUP_ID",
+            Builtin::Groups => "NUM_GROUPS",
+            Builtin::Lane => "LOCAL_ID2",
+        };
+        format!("{name}({axis})")
+    }
+
+    fn shared(&self, local: Local, n: usize) -> Option<Option<String>> {
+        Some(Some(format!(
+            "LOCAL {} {}[{n}];",
+            c_type(local.ty),
+            local.name
+        )))
+    }
+
+    fn barrier(&self) -> &'static str {
+        "BARRIER();"
     }
 }

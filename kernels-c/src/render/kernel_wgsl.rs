@@ -14,12 +14,14 @@
 //!   count; a [`Stmt::Store`] of a packed element clears and sets its bits in its word with
 //!   `atomicAnd` and `atomicOr` (the buffer is then `atomic<u32>`), so stores of distinct
 //!   elements that share a word never race.
-//! - Invocations are numbered `id.x + id.y * groups.x * WGSL_GROUP` over a 2-D dispatch
-//!   of at most the device's per-dimension limit.
+//! - Invocations of a map or each are numbered `id.x + id.y * groups.x * WGSL_GROUP` over
+//!   a 2-D dispatch of at most the device's per-dimension limit. A [`Body::Groups`] kernel
+//!   has its own work-group size; its shared arrays are `var<workgroup>` arrays of the
+//!   module.
 
 use std::fmt::Write;
 
-use super::kernel::{block, expression, Spelling};
+use super::kernel::{block, expression, Builtin, Spelling};
 use crate::body;
 use crate::ir::{Body, Buf, Buffer, Kernel, Local, Param, Stmt, Ty, Words, ITEM};
 use crate::wgsl::{helpers_for, Scalar, Storage};
@@ -42,7 +44,7 @@ pub fn wgsl_storage(b: &Buffer) -> Option<Storage> {
 pub fn wgsl_lanes(kernel: &Kernel) -> usize {
     match &kernel.body {
         Body::Map { out, .. } => wgsl_storage(kernel.buffer(*out)).map_or(1, Storage::lanes),
-        Body::Each { .. } => 1,
+        Body::Each { .. } | Body::Groups { .. } => 1,
     }
 }
 
@@ -90,10 +92,31 @@ pub fn wgsl_kernel(kernel: &Kernel) -> Option<String> {
         block(&r, stmts, 1, &mut text)?;
         writeln!(text, "    return {};\n}}", expression(&r, value)?).ok()?;
     }
+    for stmt in kernel.statements() {
+        if let Stmt::Shared(l, n) = stmt {
+            writeln!(
+                text,
+                "var<workgroup> {}: array<{}, {n}>;",
+                l.name,
+                wgsl_type(l.ty)?
+            )
+            .ok()?;
+        }
+    }
+    let (size, builtins) = match &kernel.body {
+        Body::Groups { size: [x, y, z], .. } => (
+            format!("{x}, {y}, {z}"),
+            "@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_id) lane: vec3<u32>",
+        ),
+        _ => (
+            WGSL_GROUP.to_string(),
+            "@builtin(global_invocation_id) id: vec3<u32>",
+        ),
+    };
     writeln!(
         text,
-        "\n@compute @workgroup_size({WGSL_GROUP})
-fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{"
+        "\n@compute @workgroup_size({size})
+fn main({builtins}, @builtin(num_workgroups) groups: vec3<u32>) {{"
     )
     .ok()?;
     // Every binding is part of the layout, whether or not the kernel reads it.
@@ -104,7 +127,9 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
             Param::Index(_) => {}
         }
     }
-    writeln!(text, "    let i = id.x + id.y * groups.x * {WGSL_GROUP}u;").ok()?;
+    if !matches!(kernel.body, Body::Groups { .. }) {
+        writeln!(text, "    let i = id.x + id.y * groups.x * {WGSL_GROUP}u;").ok()?;
+    }
     text += &r.geometry();
     match &kernel.body {
         Body::Map { out, count, .. } => {
@@ -128,6 +153,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
             writeln!(text, "    let {item}: i32 = i32(i);").ok()?;
             block(&r, stmts, 1, &mut text)?;
         }
+        Body::Groups { stmts, .. } => block(&r, stmts, 1, &mut text)?,
     }
     text += "}\n";
     Some(helpers_for(r.float(), &text) + &text)
@@ -350,5 +376,23 @@ impl Spelling for Wgsl<'_> {
 
     fn cast(&self, from: Elem, to: Elem, v: &str) -> Option<String> {
         super::wgsl_cast(from, to, v)
+    }
+
+    fn builtin(&self, which: Builtin, axis: u8) -> String {
+        let name = match which {
+            Builtin::Group => "group",
+            Builtin::Groups => "groups",
+            Builtin::Lane => "lane",
+        };
+        format!("i32({name}.{})", ["x", "y", "z"][usize::from(axis.min(2))])
+    }
+
+    fn shared(&self, _local: Local, _n: usize) -> Option<Option<String>> {
+        // Declared at module scope (`var<workgroup>`).
+        Some(None)
+    }
+
+    fn barrier(&self) -> &'static str {
+        "workgroupBarrier();"
     }
 }
