@@ -3,9 +3,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use polytensor_core::{DataType, Error, PartialTensorShape, Result};
+use polytensor_core::{DataType, Error, PartialTensorShape, Result, Tensor};
 
 use crate::attr::AttrValue;
 use crate::ops::{self, InferCtx};
@@ -29,6 +29,46 @@ pub(crate) struct Node {
     pub(crate) outputs: Vec<Typed>,
     /// `NodeDef` fields polytensor does not read, kept to be written back.
     pub(crate) kept: KeptFields,
+    /// A `Const`'s value decoded on the host, once for the graph and its copies.
+    pub(crate) decoded: DecodedConst,
+}
+
+/// A `Const`'s value decoded for the CPU, filled by the first session that runs it and
+/// shared by every session of the graph (and of its copies) since: a model's weights are
+/// decoded once per graph, and CPU sessions share their buffers. (Sessions on other
+/// devices keep their own copy on the device, per session, as TensorFlow's `Const` kernel
+/// holds its tensor; device memory is not pinned for the graph's life.) A `Const`'s value
+/// never changes once it is added, so the cache is never stale; it is not part of the
+/// node's meaning (equal nodes compare equal whether or not it is filled).
+#[derive(Clone, Default)]
+pub(crate) struct DecodedConst(Arc<OnceLock<Tensor>>);
+
+impl DecodedConst {
+    /// The decoded value, if a session decoded it.
+    pub(crate) fn get(&self) -> Option<&Tensor> {
+        self.0.get()
+    }
+
+    /// Keep `value` (the first one kept wins; they are equal).
+    pub(crate) fn keep(&self, value: &Tensor) {
+        let _ = self.0.set(value.clone());
+    }
+}
+
+impl PartialEq for DecodedConst {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for DecodedConst {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.get().is_some() {
+            "DecodedConst(decoded)"
+        } else {
+            "DecodedConst(not yet)"
+        })
+    }
 }
 
 /// The serialized `NodeDef` fields a graph keeps without reading them
@@ -435,6 +475,7 @@ impl Graph {
             device,
             outputs,
             kept: KeptFields::default(),
+            decoded: DecodedConst::default(),
         });
         Ok(self.handle(id))
     }

@@ -762,3 +762,23 @@ fn erf_runs_in_a_graph_as_eagerly_and_refuses_integers_when_run() {
         "{message}"
     );
 }
+
+#[test]
+fn a_graphs_constants_are_decoded_once_for_all_its_cpu_sessions() {
+    let mut g = Graph::new();
+    let weights: Vec<f32> = (0..4096).map(|i| i as f32).collect();
+    let c = g.constant_values(&weights, &[64, 64]).unwrap();
+    let buffer = |t: &Tensor| t.buffer() as *const dyn polytensor_core::TensorBuffer as *const u8;
+    let first = run1(&g, &c);
+    // A second session, and a session of a copy of the graph grown since, share the
+    // buffer the first decoded.
+    let second = run1(&g, &c);
+    let mut grown = g.clone();
+    let doubled = grown.add(&c, &c).unwrap();
+    let session = Session::new(&grown, cpu());
+    let outputs = session.run(&[], &[&c, &doubled], &[]).unwrap();
+    assert_eq!(buffer(&first), buffer(&second));
+    assert_eq!(buffer(&first), buffer(&outputs[0]));
+    assert_eq!(first.to_vec::<f32>().unwrap(), weights);
+    assert_eq!(outputs[1].to_vec::<f32>().unwrap()[5], 10.0);
+}

@@ -150,11 +150,28 @@ impl RunCtx<'_, '_> {
     }
 }
 
+/// A `Const`'s value on the step's device: the graph's host copy where the step runs on
+/// the CPU it was decoded for (decoded by the first CPU session, then shared), else
+/// decoded from the node's `TensorProto`.
+fn constant(cx: &RunCtx<'_, '_>) -> Result<Tensor> {
+    let decoded = &cx.node.decoded;
+    if let Some(t) = decoded.get() {
+        if polytensor_core::device::same_device(t.device(), cx.device) {
+            return Ok(t.clone());
+        }
+    }
+    let t = Tensor::from_proto(cx.attrs().tensor("value")?, cx.device)?;
+    if cx.device.kind() == polytensor_core::DeviceKind::CPU && decoded.get().is_none() {
+        decoded.keep(&t);
+    }
+    Ok(t)
+}
+
 /// Run a node of `kind`.
 pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
     let one = |t: Tensor| Ok(smallvec![Value::Tensor(t)]);
     match kind {
-        Kind::Const => one(Tensor::from_proto(cx.attrs().tensor("value")?, cx.device)?),
+        Kind::Const => one(constant(cx)?),
         Kind::Placeholder => {
             let attrs = cx.attrs();
             Err(Error::invalid(format!(
