@@ -1,0 +1,506 @@
+//! The layer ops of inference graphs, checked on every device against naive references:
+//! convolutions, pooling, bias, batch normalisation, softmax, and the shape ops that move
+//! data (pad, mirror pad, concat, stack, strided slice, tile, split). These are `Tensor`
+//! methods built from the kernel surface, so each case runs through the public API, with
+//! odd sizes, padding edges, strides larger than the window, dilation, empty batches,
+//! NCHW, and transposed and offset inputs.
+//!
+//! Tolerances: data movement and max pooling are exact; convolutions and average pooling
+//! are accumulations ([`Tolerance::Accumulated`] over the taps); softmax, log-softmax and
+//! batch normalisation are within 8 ulp of the magnitudes they are computed from.
+//!
+//! The catalogue is this module; [`run_layer`] (`run.rs`) runs a case through the public
+//! `Tensor` API and `reference.rs` holds the naive references it compares with.
+
+mod reference;
+mod run;
+
+pub(crate) use run::exact;
+pub use run::run_layer;
+
+use polytensor_core::plan::strided_slice::StridedSliceSpec;
+use polytensor_core::plan::window::{DataFormat, Padding};
+use polytensor_core::{Conv2dOptions, DataType, MirrorMode, Pool2dOptions, Scalar};
+
+use crate::Variant;
+
+/// What a layer case runs.
+#[derive(Debug, Clone)]
+pub enum Layer {
+    /// `Conv2D` (or `DepthwiseConv2dNative` when `depthwise`) of an image and a filter.
+    Conv {
+        /// The image dims, in `options.format`.
+        image: Vec<usize>,
+        /// `[k_h, k_w, in, out]` (depthwise: `[k_h, k_w, in, multiplier]`).
+        filter: [usize; 4],
+        /// Strides, dilations, padding and format.
+        options: Conv2dOptions,
+        /// Depthwise instead of a full convolution.
+        depthwise: bool,
+        /// Fused with a per-channel scale, shift and `Relu6` after it (TensorFlow's
+        /// `_FusedConv2D` of a convolution, a folded batch norm and the activation).
+        fused: bool,
+    },
+    /// `MaxPool` (`max`) or `AvgPool`.
+    Pool {
+        /// The image dims, in `options.format`.
+        image: Vec<usize>,
+        /// Window, strides, padding and format.
+        options: Pool2dOptions,
+        /// Max instead of average.
+        max: bool,
+    },
+    /// `BiasAdd` of a per-channel bias.
+    BiasAdd(Vec<usize>, DataFormat),
+    /// `FusedBatchNormV3` in inference.
+    BatchNorm(Vec<usize>, DataFormat),
+    /// `Softmax` (or `LogSoftmax` when `true`) over the last dim.
+    Softmax(Vec<usize>, bool),
+    /// `Pad` with a value.
+    Pad(Vec<usize>, Vec<(usize, usize)>, Scalar),
+    /// `MirrorPad`.
+    MirrorPad(Vec<usize>, Vec<(usize, usize)>, MirrorMode),
+    /// `ConcatV2` of tensors of these dims along an axis.
+    Concat(Vec<Vec<usize>>, i64),
+    /// `Pack` of `n` tensors of one shape along an axis.
+    Stack(usize, Vec<usize>, i64),
+    /// `StridedSlice`.
+    StridedSlice(Vec<usize>, StridedSliceSpec),
+    /// `Tile`.
+    Tile(Vec<usize>, Vec<usize>),
+    /// `SplitV` along an axis, the pieces joined back with `concat`.
+    Split(Vec<usize>, Vec<i64>, i64),
+    /// `GatherV2` of params of these dims by int32 indices of these dims and values, along an
+    /// axis with batch dims.
+    Gather {
+        /// The params' dims.
+        params: Vec<usize>,
+        /// The indices' dims.
+        dims: Vec<usize>,
+        /// The indices, row-major.
+        indices: Vec<i32>,
+        /// The gathered axis.
+        axis: i64,
+        /// Leading dims gathered separately.
+        batch_dims: i64,
+    },
+    /// `OneHot` of int64 indices with a depth along an axis.
+    OneHot(Vec<i64>, usize, i64),
+}
+
+impl Layer {
+    /// The op's name: the report's row.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Layer::Conv {
+                depthwise: true,
+                fused: true,
+                ..
+            } => "depthwise_conv2d_fused",
+            Layer::Conv {
+                depthwise: true, ..
+            } => "depthwise_conv2d",
+            Layer::Conv { fused: true, .. } => "conv2d_fused",
+            Layer::Conv { .. } => "conv2d",
+            Layer::Pool { max: true, .. } => "max_pool2d",
+            Layer::Pool { .. } => "avg_pool2d",
+            Layer::BiasAdd(..) => "bias_add",
+            Layer::BatchNorm(..) => "batch_norm",
+            Layer::Softmax(_, true) => "log_softmax",
+            Layer::Softmax(..) => "softmax",
+            Layer::Pad(..) => "pad",
+            Layer::MirrorPad(..) => "mirror_pad",
+            Layer::Concat(..) => "concat",
+            Layer::Stack(..) => "stack",
+            Layer::StridedSlice(..) => "strided_slice",
+            Layer::Tile(..) => "tile",
+            Layer::Split(..) => "split",
+            Layer::Gather { .. } => "gather",
+            Layer::OneHot(..) => "one_hot",
+        }
+    }
+}
+
+/// One layer case: a name (which seeds its data), the dtype, how the first input is laid
+/// out, and the layer.
+#[derive(Debug, Clone)]
+pub struct LayerCase {
+    /// Unique; seeds the inputs.
+    pub name: String,
+    /// The dtype of every input.
+    pub dtype: DataType,
+    /// The layout of the first input.
+    pub variant: Variant,
+    /// What runs.
+    pub layer: Layer,
+}
+
+const FLOATS: [DataType; 4] = [
+    DataType::Float,
+    DataType::Half,
+    DataType::BFloat16,
+    DataType::Double,
+];
+
+const MOVED: [DataType; 5] = [
+    DataType::Float,
+    DataType::Half,
+    DataType::Int8,
+    DataType::Int32,
+    DataType::Bool,
+];
+
+fn conv(image: &[usize], filter: [usize; 4], options: Conv2dOptions, depthwise: bool) -> Layer {
+    Layer::Conv {
+        image: image.to_vec(),
+        filter,
+        options,
+        depthwise,
+        fused: false,
+    }
+}
+
+fn conv_options(
+    strides: [usize; 2],
+    dilations: [usize; 2],
+    padding: Padding,
+    format: DataFormat,
+) -> Conv2dOptions {
+    Conv2dOptions {
+        strides,
+        dilations,
+        padding,
+        format,
+    }
+}
+
+fn pool_options(
+    window: [usize; 2],
+    strides: [usize; 2],
+    padding: Padding,
+    format: DataFormat,
+) -> Pool2dOptions {
+    Pool2dOptions {
+        window,
+        strides,
+        padding,
+        format,
+    }
+}
+
+/// Every layer case.
+pub fn layer_cases() -> Vec<LayerCase> {
+    use DataFormat::{Nchw, Nhwc};
+    use Padding::{Same, Valid};
+    let mut layers: Vec<(String, Layer, &[DataType])> = Vec::new();
+    let convs = [
+        (
+            "same",
+            [2, 7, 6, 3],
+            [3, 3, 3, 4],
+            conv_options([1, 1], [1, 1], Same, Nhwc),
+        ),
+        (
+            "valid_stride_2x3",
+            [1, 9, 8, 2],
+            [3, 2, 2, 3],
+            conv_options([2, 3], [1, 1], Valid, Nhwc),
+        ),
+        (
+            "dilated",
+            [1, 8, 9, 3],
+            [3, 3, 3, 2],
+            conv_options([1, 1], [2, 2], Same, Nhwc),
+        ),
+        (
+            "explicit",
+            [2, 5, 6, 2],
+            [2, 3, 2, 2],
+            conv_options(
+                [2, 1],
+                [1, 1],
+                Padding::Explicit(vec![(1, 2), (0, 1)]),
+                Nhwc,
+            ),
+        ),
+        (
+            "stride_over_kernel",
+            [1, 10, 10, 2],
+            [2, 2, 2, 2],
+            conv_options([3, 3], [1, 1], Valid, Nhwc),
+        ),
+        (
+            "empty_batch",
+            [0, 5, 5, 2],
+            [3, 3, 2, 3],
+            conv_options([1, 1], [1, 1], Same, Nhwc),
+        ),
+        (
+            "pointwise",
+            [2, 4, 5, 6],
+            [1, 1, 6, 5],
+            conv_options([1, 1], [1, 1], Valid, Nhwc),
+        ),
+        // Enough channels for a CPU's implicit GEMM (fewer run directly).
+        (
+            "wide_channels",
+            [1, 6, 5, 9],
+            [3, 3, 9, 4],
+            conv_options([1, 2], [1, 1], Same, Nhwc),
+        ),
+        (
+            "wide_pointwise",
+            [2, 3, 4, 10],
+            [1, 1, 10, 3],
+            conv_options([1, 1], [1, 1], Valid, Nhwc),
+        ),
+        (
+            "nchw_same_stride_2",
+            [2, 3, 7, 6],
+            [3, 3, 3, 4],
+            conv_options([2, 2], [1, 1], Same, Nchw),
+        ),
+    ];
+    for (name, image, filter, options) in &convs {
+        let full = conv(image, *filter, options.clone(), false);
+        layers.push((format!("conv2d_{name}"), full, &FLOATS));
+        // Two filters per channel.
+        let depthwise = conv(
+            image,
+            [filter[0], filter[1], filter[2], 2],
+            options.clone(),
+            true,
+        );
+        layers.push((format!("depthwise_{name}"), depthwise, &FLOATS));
+    }
+    // Fused epilogues, through the direct kernels' paths: few channels, the implicit GEMM,
+    // a pointwise GEMM, depthwise, and odd SAME padding.
+    for name in [
+        "same",
+        "wide_channels",
+        "wide_pointwise",
+        "nchw_same_stride_2",
+    ] {
+        let (_, image, filter, options) = convs
+            .iter()
+            .find(|c| c.0 == name)
+            .expect("the fused cases name convolutions above");
+        for depthwise in [false, true] {
+            let filter = if depthwise {
+                [filter[0], filter[1], filter[2], 2]
+            } else {
+                *filter
+            };
+            let layer = Layer::Conv {
+                image: image.to_vec(),
+                filter,
+                options: options.clone(),
+                depthwise,
+                fused: true,
+            };
+            let kind = if depthwise { "depthwise" } else { "conv2d" };
+            layers.push((format!("{kind}_fused_{name}"), layer, &FLOATS));
+        }
+    }
+    let pools = [
+        (
+            "3x3_s2_same",
+            [2, 7, 6, 3],
+            pool_options([3, 3], [2, 2], Same, Nhwc),
+        ),
+        (
+            "2x2_s2_valid",
+            [1, 9, 8, 2],
+            pool_options([2, 2], [2, 2], Valid, Nhwc),
+        ),
+        (
+            "3x2_s1_same_nchw",
+            [2, 3, 5, 4],
+            pool_options([3, 2], [1, 1], Same, Nchw),
+        ),
+        (
+            "2x2_s3_valid",
+            [1, 8, 8, 1],
+            pool_options([2, 2], [3, 3], Valid, Nhwc),
+        ),
+    ];
+    for (name, image, options) in &pools {
+        let pool = |max| Layer::Pool {
+            image: image.to_vec(),
+            options: options.clone(),
+            max,
+        };
+        let max_dtypes: &[DataType] = &[DataType::Float, DataType::Half, DataType::Int32];
+        layers.push((format!("max_pool_{name}"), pool(true), max_dtypes));
+        layers.push((format!("avg_pool_{name}"), pool(false), &FLOATS));
+    }
+    layers.push((
+        "bias_add_nhwc".into(),
+        Layer::BiasAdd(vec![2, 5, 3], Nhwc),
+        &FLOATS,
+    ));
+    layers.push((
+        "bias_add_nchw".into(),
+        Layer::BiasAdd(vec![2, 3, 4, 5], Nchw),
+        &FLOATS,
+    ));
+    layers.push((
+        "batch_norm_nhwc".into(),
+        Layer::BatchNorm(vec![2, 4, 5, 3], Nhwc),
+        &FLOATS,
+    ));
+    layers.push((
+        "batch_norm_nchw".into(),
+        Layer::BatchNorm(vec![2, 3, 4, 5], Nchw),
+        &FLOATS,
+    ));
+    for (dims, name) in [
+        (vec![3, 7], "3x7"),
+        (vec![2, 1, 5], "2x1x5"),
+        (vec![4, 1], "4x1"),
+    ] {
+        layers.push((
+            format!("softmax_{name}"),
+            Layer::Softmax(dims.clone(), false),
+            &FLOATS,
+        ));
+        layers.push((
+            format!("log_softmax_{name}"),
+            Layer::Softmax(dims, true),
+            &FLOATS,
+        ));
+    }
+    layers.push((
+        "pad_zero".into(),
+        Layer::Pad(vec![3, 4], vec![(1, 2), (0, 3)], Scalar::I64(0)),
+        &MOVED,
+    ));
+    layers.push((
+        "pad_value_odd".into(),
+        Layer::Pad(vec![2, 3, 5], vec![(0, 1), (3, 0), (1, 1)], Scalar::I64(1)),
+        &MOVED,
+    ));
+    layers.push((
+        "mirror_pad_reflect".into(),
+        Layer::MirrorPad(vec![4, 5], vec![(2, 1), (3, 1)], MirrorMode::Reflect),
+        &MOVED,
+    ));
+    layers.push((
+        "mirror_pad_symmetric".into(),
+        Layer::MirrorPad(vec![3, 4], vec![(3, 0), (1, 4)], MirrorMode::Symmetric),
+        &MOVED,
+    ));
+    layers.push((
+        "concat_axis1".into(),
+        Layer::Concat(vec![vec![2, 3], vec![2, 1], vec![2, 4]], 1),
+        &MOVED,
+    ));
+    layers.push((
+        "concat_axis0".into(),
+        Layer::Concat(vec![vec![1, 3], vec![2, 3]], 0),
+        &MOVED,
+    ));
+    layers.push((
+        "concat_last_3d".into(),
+        Layer::Concat(vec![vec![2, 3, 1], vec![2, 3, 2], vec![2, 3, 0]], -1),
+        &MOVED,
+    ));
+    layers.push(("stack_axis1".into(), Layer::Stack(3, vec![2, 3], 1), &MOVED));
+    layers.push((
+        "strided_slice_steps".into(),
+        Layer::StridedSlice(
+            vec![5, 6, 7],
+            StridedSliceSpec {
+                begin: vec![1, -1, 0],
+                end: vec![4, 0, 7],
+                strides: vec![2, -2, 3],
+                ..Default::default()
+            },
+        ),
+        &MOVED,
+    ));
+    layers.push((
+        "strided_slice_masks".into(),
+        Layer::StridedSlice(
+            vec![3, 4, 5],
+            StridedSliceSpec {
+                begin: vec![0, 0, 2, 1],
+                end: vec![0, 0, 0, 9],
+                strides: vec![1, 1, 1, -1],
+                begin_mask: 0b0001,
+                end_mask: 0b1001,
+                ellipsis_mask: 0b0010,
+                new_axis_mask: 0b0100,
+                ..Default::default()
+            },
+        ),
+        &MOVED,
+    ));
+    layers.push((
+        "strided_slice_shrink".into(),
+        Layer::StridedSlice(
+            vec![4, 5],
+            StridedSliceSpec {
+                begin: vec![-1, 1],
+                end: vec![0, 5],
+                strides: vec![1, 2],
+                shrink_axis_mask: 0b01,
+                ..Default::default()
+            },
+        ),
+        &MOVED,
+    ));
+    layers.push(("tile".into(), Layer::Tile(vec![2, 3], vec![2, 3]), &MOVED));
+    let gather =
+        |params: &[usize], dims: &[usize], indices: &[i32], axis, batch_dims| Layer::Gather {
+            params: params.to_vec(),
+            dims: dims.to_vec(),
+            indices: indices.to_vec(),
+            axis,
+            batch_dims,
+        };
+    layers.push((
+        "gather_rows".into(),
+        gather(&[5, 3], &[4], &[4, 0, 4, 2], 0, 0),
+        &MOVED,
+    ));
+    layers.push((
+        "gather_middle_2d_indices".into(),
+        gather(&[2, 4, 3], &[2, 2], &[3, 1, 0, 3], 1, 0),
+        &MOVED,
+    ));
+    layers.push((
+        "gather_batched_last".into(),
+        gather(&[2, 3, 4], &[2, 3], &[3, 0, 1, 2, 2, 0], -1, 1),
+        &MOVED,
+    ));
+    layers.push((
+        "one_hot_last".into(),
+        Layer::OneHot(vec![0, 3, -1, 5, 2], 4, -1),
+        &MOVED,
+    ));
+    layers.push((
+        "one_hot_first".into(),
+        Layer::OneHot(vec![1, 0, 2], 3, 0),
+        &MOVED,
+    ));
+    layers.push((
+        "split_sizes".into(),
+        Layer::Split(vec![6, 4], vec![2, -1, 1], 0),
+        &MOVED,
+    ));
+    let mut cases = Vec::new();
+    for (name, layer, dtypes) in layers {
+        for &dtype in dtypes {
+            for variant in [Variant::Contiguous, Variant::Transposed, Variant::Offset] {
+                cases.push(LayerCase {
+                    name: format!("{name} {dtype} {variant}"),
+                    dtype,
+                    variant,
+                    layer: layer.clone(),
+                });
+            }
+        }
+    }
+    cases
+}

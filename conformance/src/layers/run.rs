@@ -1,0 +1,451 @@
+//! Running a layer case: its inputs drawn and laid out, the layer run through the public
+//! `Tensor` API on the device, and the result compared with the naive reference.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use polytensor_core::{ConvEpilogue, Device, Error, MirrorMode, Result, Scalar, Tensor, UnaryOp};
+
+use super::reference::{concat_reference, reference_conv, reference_pool, spatial};
+use super::{Layer, LayerCase};
+use crate::data::{self, Domain, Rng};
+use crate::reference::Expected;
+use crate::tolerance::Tolerance;
+use crate::{build, check, Outcome, Values, Variant};
+
+/// Run one layer case on `device`.
+pub fn run_layer(device: &Arc<dyn Device>, case: &LayerCase) -> Outcome {
+    match catch_unwind(AssertUnwindSafe(|| execute(device, case))) {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(Error::Unsupported { .. })) => Outcome::Unsupported,
+        Ok(Err(e)) => crate::fail(&format!("returned an error: {e}")),
+        Err(_) => crate::fail("panicked"),
+    }
+}
+
+/// The inputs of a case: drawn values, and the device tensor (the first in the case's
+/// layout, the others contiguous).
+struct Inputs<'a> {
+    device: &'a Arc<dyn Device>,
+    case: &'a LayerCase,
+    count: usize,
+}
+
+impl Inputs<'_> {
+    fn next(&mut self, dims: &[usize], domain: Domain) -> Result<(Values, Tensor)> {
+        let n: usize = dims.iter().product();
+        let mut rng = Rng::for_case(&format!("{}#{}", self.case.name, self.count));
+        let values = Values {
+            dims: dims.to_vec(),
+            values: data::values(self.case.dtype, n, domain, &mut rng),
+        };
+        let variant = if self.count == 0 {
+            self.case.variant
+        } else {
+            Variant::Contiguous
+        };
+        self.count += 1;
+        let tensor = build(self.device, self.case.dtype, &values, variant)?;
+        Ok((values, tensor))
+    }
+}
+
+/// `x` at `index` of its row-major dims.
+pub(super) fn at(x: &Values, index: &[usize]) -> Scalar {
+    x.values[index
+        .iter()
+        .zip(&x.dims)
+        .fold(0, |flat, (&i, &d)| flat * d + i)]
+}
+
+/// An expected value met exactly (no magnitude to be relative to).
+pub(crate) fn exact(value: Scalar) -> Expected {
+    Expected {
+        value,
+        scale: 0.0,
+        terms: 1,
+    }
+}
+
+fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
+    let mut inputs = Inputs {
+        device,
+        case,
+        count: 0,
+    };
+    let dtype = case.dtype;
+    let (got, want, tolerance): (Tensor, Vec<Expected>, Tolerance) = match &case.layer {
+        Layer::Conv {
+            image,
+            filter,
+            options,
+            depthwise,
+            fused,
+        } => {
+            let (x, tx) = inputs.next(image, Domain::Finite)?;
+            let (f, tf) = inputs.next(filter, Domain::Finite)?;
+            let out_channels = if *depthwise {
+                filter[2] * filter[3]
+            } else {
+                filter[3]
+            };
+            let epilogue = if *fused {
+                let (scale, ts) = inputs.next(&[out_channels], Domain::Finite)?;
+                let (shift, tt) = inputs.next(&[out_channels], Domain::Finite)?;
+                Some(((scale, shift), (ts, tt)))
+            } else {
+                None
+            };
+            let got = match &epilogue {
+                Some((_, (ts, tt))) => {
+                    let parts = ConvEpilogue {
+                        scale: Some(ts.clone()),
+                        shift: Some(tt.clone()),
+                        activation: Some(UnaryOp::Relu6),
+                    };
+                    tx.conv2d_fused(&tf, options, *depthwise, &parts)?
+                }
+                None if *depthwise => tx.depthwise_conv2d(&tf, options)?,
+                None => tx.conv2d(&tf, options)?,
+            };
+            let windows = spatial(
+                options.format,
+                image,
+                [filter[0], filter[1]],
+                options.strides,
+                options.dilations,
+            );
+            let want = reference_conv(
+                dtype,
+                &x,
+                &f,
+                options.format,
+                &windows,
+                &options.padding,
+                *depthwise,
+                epilogue.as_ref().map(|((scale, shift), _)| (scale, shift)),
+            )?;
+
+            let tolerance = if *fused {
+                Tolerance::Epilogue
+            } else {
+                Tolerance::Accumulated
+            };
+            (got, want, tolerance)
+        }
+        Layer::Pool {
+            image,
+            options,
+            max,
+        } => {
+            let (x, tx) = inputs.next(image, Domain::Finite)?;
+            let got = if *max {
+                tx.max_pool2d(options)?
+            } else {
+                tx.avg_pool2d(options)?
+            };
+            let windows = spatial(
+                options.format,
+                image,
+                options.window,
+                options.strides,
+                [1, 1],
+            );
+            let want = reference_pool(dtype, &x, options.format, &windows, &options.padding, *max)?;
+            let tolerance = if *max {
+                Tolerance::Exact
+            } else {
+                Tolerance::Accumulated
+            };
+            (got, want, tolerance)
+        }
+        Layer::BiasAdd(dims, format) => {
+            let axis = format.channel_axis(dims.len());
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            let (b, tb) = inputs.next(&[dims[axis]], Domain::Finite)?;
+            let want = crate::indices(&x.dims)
+                .map(|i| {
+                    let sum = at(&x, &i).to_f64() + b.values[i[axis]].to_f64();
+                    exact(data::round_to(dtype, Scalar::F64(sum)))
+                })
+                .collect();
+            (tx.bias_add(&tb, *format)?, want, Tolerance::Exact)
+        }
+        Layer::BatchNorm(dims, format) => {
+            let axis = format.channel_axis(dims.len());
+            let c = dims[axis];
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            // The parameters are float32, as TensorFlow's `U`.
+            let param = |seed: u64, lo: f64, hi: f64| -> Result<(Vec<f64>, Tensor)> {
+                let mut rng = Rng::for_case(&format!("{}#param{seed}", case.name));
+                let v: Vec<f64> = (0..c).map(|_| rng.uniform(lo, hi) as f32 as f64).collect();
+                let values: Vec<f32> = v.iter().map(|&v| v as f32).collect();
+                Ok((v, Tensor::from_slice(&values, [c], device)?))
+            };
+            let (scale, ts) = param(0, -2.0, 2.0)?;
+            let (offset, to) = param(1, -1.0, 1.0)?;
+            let (mean, tm) = param(2, -1.0, 1.0)?;
+            let (var, tv) = param(3, 0.1, 3.0)?;
+            let eps = 1e-3;
+            let got = tx.batch_norm(&ts, &to, &tm, &tv, eps, *format)?;
+            let want = crate::indices(&x.dims)
+                .map(|i| {
+                    let k = i[axis];
+                    let factor = scale[k] / (var[k] + eps).sqrt();
+                    let xv = at(&x, &i).to_f64();
+                    let y = (xv - mean[k]) * factor + offset[k];
+                    Expected {
+                        value: data::round_to(dtype, Scalar::F64(y)),
+                        scale: (xv * factor).abs() + (mean[k] * factor).abs() + offset[k].abs(),
+                        terms: 1,
+                    }
+                })
+                .collect();
+            (got, want, Tolerance::Ulps(8.0))
+        }
+        Layer::Softmax(dims, log) => {
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            let got = if *log {
+                tx.log_softmax()?
+            } else {
+                tx.softmax()?
+            };
+            let last = *dims.last().unwrap_or(&1);
+            let mut want = Vec::new();
+            for row in x.values.chunks(last.max(1)) {
+                let row: Vec<f64> = row.iter().map(|v| v.to_f64()).collect();
+                let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let sum: f64 = row.iter().map(|v| (v - m).exp()).sum();
+                for v in &row {
+                    let (value, scale) = if *log {
+                        (v - m - sum.ln(), (v - m).abs() + sum.ln().abs())
+                    } else {
+                        ((v - m).exp() / sum, ((v - m).exp() / sum).abs())
+                    };
+                    want.push(Expected {
+                        value: data::round_to(dtype, Scalar::F64(value)),
+                        scale,
+                        terms: 1,
+                    });
+                }
+            }
+            (got, want, Tolerance::Ulps(8.0))
+        }
+        Layer::Pad(dims, paddings, value) => {
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            let got = tx.pad(paddings, *value)?;
+            let out: Vec<usize> = dims
+                .iter()
+                .zip(paddings)
+                .map(|(d, (a, b))| d + a + b)
+                .collect();
+            let fill = data::round_to(dtype, crate::reference::cast(*value, dtype).value);
+            let want = crate::indices(&out)
+                .map(|i| {
+                    let source: Option<Vec<usize>> = i
+                        .iter()
+                        .zip(paddings)
+                        .zip(dims)
+                        .map(|((&i, &(a, _)), &d)| i.checked_sub(a).filter(|&j| j < d))
+                        .collect();
+                    exact(source.map_or(fill, |s| at(&x, &s)))
+                })
+                .collect();
+            (got, want, Tolerance::Exact)
+        }
+        Layer::MirrorPad(dims, paddings, mode) => {
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            let got = tx.mirror_pad(paddings, *mode)?;
+            let out: Vec<usize> = dims
+                .iter()
+                .zip(paddings)
+                .map(|(d, (a, b))| d + a + b)
+                .collect();
+            let skip = i64::from(*mode == MirrorMode::Reflect);
+            let want = crate::indices(&out)
+                .map(|i| {
+                    let source: Vec<usize> = i
+                        .iter()
+                        .zip(paddings)
+                        .zip(dims)
+                        .map(|((&i, &(a, _)), &d)| {
+                            let (j, d) = (i as i64 - a as i64, d as i64);
+                            (if j < 0 {
+                                -j - 1 + skip
+                            } else if j >= d {
+                                2 * d - j - 1 - skip
+                            } else {
+                                j
+                            }) as usize
+                        })
+                        .collect();
+                    exact(at(&x, &source))
+                })
+                .collect();
+            (got, want, Tolerance::Exact)
+        }
+        Layer::Concat(shapes, axis) => {
+            let mut parts = Vec::new();
+            for dims in shapes {
+                parts.push(inputs.next(dims, Domain::Finite)?);
+            }
+            let refs: Vec<&Tensor> = parts.iter().map(|(_, t)| t).collect();
+            let got = Tensor::concat(&refs, *axis)?;
+            let a = axis.rem_euclid(shapes[0].len() as i64) as usize;
+            let want = concat_reference(&parts.iter().map(|(v, _)| v).collect::<Vec<_>>(), a);
+            (got, want, Tolerance::Exact)
+        }
+        Layer::Stack(n, dims, axis) => {
+            let mut parts = Vec::new();
+            for _ in 0..*n {
+                parts.push(inputs.next(dims, Domain::Finite)?);
+            }
+            let refs: Vec<&Tensor> = parts.iter().map(|(_, t)| t).collect();
+            let got = Tensor::stack(&refs, *axis)?;
+            let a = *axis as usize;
+            let mut out = dims.clone();
+            out.insert(a, *n);
+            let want = crate::indices(&out)
+                .map(|i| {
+                    let mut inner = i.clone();
+                    let k = inner.remove(a);
+                    exact(at(&parts[k].0, &inner))
+                })
+                .collect();
+            (got, want, Tolerance::Exact)
+        }
+        Layer::StridedSlice(dims, spec) => {
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            let got = tx.strided_slice(spec)?;
+            let plan = spec.resolve(dims)?;
+            let out = plan.output_dims();
+            let want = crate::indices(&out)
+                .map(|i| {
+                    let mut source: Vec<usize> = plan.dims.iter().map(|d| d.start).collect();
+                    for (o, slot) in i.iter().zip(&plan.output) {
+                        if let Some(d) = slot {
+                            let dim = plan.dims[*d];
+                            source[*d] = (dim.start as isize + *o as isize * dim.step) as usize;
+                        }
+                    }
+                    exact(at(&x, &source))
+                })
+                .collect();
+            (got, want, Tolerance::Exact)
+        }
+        Layer::Tile(dims, multiples) => {
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            let got = tx.tile(multiples)?;
+            let out: Vec<usize> = dims.iter().zip(multiples).map(|(d, m)| d * m).collect();
+            let want = crate::indices(&out)
+                .map(|i| {
+                    let source: Vec<usize> = i.iter().zip(dims).map(|(i, d)| i % d).collect();
+                    exact(at(&x, &source))
+                })
+                .collect();
+            (got, want, Tolerance::Exact)
+        }
+        Layer::Gather {
+            params,
+            dims,
+            indices,
+            axis,
+            batch_dims,
+        } => {
+            let (x, tx) = inputs.next(params, Domain::Finite)?;
+            let ti = Tensor::from_slice(indices, dims.as_slice(), device)?;
+            let got = tx.gather(&ti, *axis, *batch_dims)?;
+            let a = axis.rem_euclid(params.len() as i64) as usize;
+            let b = *batch_dims as usize;
+            let mut out = params[..a].to_vec();
+            out.extend_from_slice(&dims[b..]);
+            out.extend_from_slice(&params[a + 1..]);
+            let index_rank = dims.len() - b;
+            let want = crate::indices(&out)
+                .map(|o| {
+                    // [batch.., middle.., picked.., inner..]
+                    let mut at_index: Vec<usize> = o[..b].to_vec();
+                    at_index.extend_from_slice(&o[a..a + index_rank]);
+                    let picked = indices[at_index
+                        .iter()
+                        .zip(dims.iter())
+                        .fold(0, |flat, (&i, &d)| flat * d + i)];
+                    let mut source = o[..a].to_vec();
+                    source.push(picked as usize);
+                    source.extend_from_slice(&o[a + index_rank..]);
+                    exact(at(&x, &source))
+                })
+                .collect();
+            (got, want, Tolerance::Exact)
+        }
+        Layer::OneHot(indices, depth, axis) => {
+            let ti = Tensor::from_slice(indices, [indices.len()], device)?;
+            let (on, off) = (Scalar::I64(1), Scalar::I64(0));
+            let got = ti.one_hot(*depth, on, off, *axis, dtype)?;
+            let first = *axis == 0;
+            let out = if first {
+                vec![*depth, indices.len()]
+            } else {
+                vec![indices.len(), *depth]
+            };
+            let want = crate::indices(&out)
+                .map(|o| {
+                    let (i, d) = if first { (o[1], o[0]) } else { (o[0], o[1]) };
+                    let value = if indices[i] == d as i64 { on } else { off };
+                    exact(crate::reference::cast(value, dtype).value)
+                })
+                .collect();
+            (got, want, Tolerance::Exact)
+        }
+        Layer::Split(dims, sizes, axis) => {
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            let pieces = tx.split_sizes(sizes, *axis)?;
+            // Joined back in reverse: every piece must hold its own run.
+            let reversed: Vec<&Tensor> = pieces.iter().rev().collect();
+            let got = Tensor::concat(&reversed, *axis)?;
+            let a = axis.rem_euclid(dims.len() as i64) as usize;
+            let mut bounds = vec![0usize];
+            for p in &pieces {
+                bounds.push(bounds.last().unwrap_or(&0) + p.dims()[a]);
+            }
+            let mut runs: Vec<Values> = Vec::new();
+            for k in 0..pieces.len() {
+                let mut run_dims = dims.clone();
+                run_dims[a] = bounds[k + 1] - bounds[k];
+                let values = crate::indices(&run_dims)
+                    .map(|mut i| {
+                        i[a] += bounds[k];
+                        at(&x, &i)
+                    })
+                    .collect();
+                runs.push(Values {
+                    dims: run_dims,
+                    values,
+                });
+            }
+            let runs: Vec<&Values> = runs.iter().rev().collect();
+            (got, concat_reference(&runs, a), Tolerance::Exact)
+        }
+    };
+    let values = got.to_scalars()?;
+    if values.len() != want.len() {
+        return Ok(crate::fail(&format!(
+            "{} elements (shape {}), expected {}",
+            values.len(),
+            got.shape(),
+            want.len()
+        )));
+    }
+    let mut max_error = 0.0f64;
+    for (i, (g, w)) in values.iter().zip(&want).enumerate() {
+        let (ok, error) = check(got.dtype(), tolerance, *g, w);
+        max_error = max_error.max(error);
+        if !ok {
+            return Ok(crate::fail(&format!(
+                "element {i}: got {g:?}, expected {:?} (tolerance {tolerance:?})",
+                w.value
+            )));
+        }
+    }
+    Ok(Outcome::Pass { max_error })
+}
