@@ -1,0 +1,224 @@
+//! Sessions (TensorFlow's `TF_SessionOptions`, `TF_NewSession`, `TF_SessionRun`,
+//! `TF_CloseSession`, `TF_DeleteSession`).
+
+use std::ffi::{c_char, c_int};
+use std::ptr::null_mut;
+use std::sync::Mutex;
+
+use polytensor::graph::{Operation, Output, Session, SessionOptions};
+use polytensor::{Error, Tensor};
+
+use crate::status::{arg, array, guard, PT_Status};
+use crate::tensor::{text, PT_Tensor};
+
+use super::{locked, output_of, PT_Graph, PT_Operation, PT_Output, PT_Session, PT_SessionOptions};
+
+/// New session options: every device present (the CPU first) with soft placement.
+#[no_mangle]
+pub extern "C" fn PT_NewSessionOptions() -> *mut PT_SessionOptions {
+    Box::into_raw(Box::new(PT_SessionOptions {
+        devices: Vec::new(),
+        soft_placement: true,
+    }))
+}
+
+/// Free session options (NULL is ignored).
+///
+/// # Safety
+///
+/// `options` is NULL or from [`PT_NewSessionOptions`], not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn PT_DeleteSessionOptions(options: *mut PT_SessionOptions) {
+    if !options.is_null() {
+        // SAFETY: the caller's contract.
+        drop(unsafe { Box::from_raw(options) });
+    }
+}
+
+/// Add a device by name (`cpu:0`, `opencl:0`): the session then runs on the devices added,
+/// the first the default.
+///
+/// # Safety
+///
+/// `options` is a live handle and `device` NUL-terminated; `status` NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn PT_SessionOptionsAddDevice(
+    options: *mut PT_SessionOptions,
+    device: *const c_char,
+    status: *mut PT_Status,
+) {
+    guard(status, (), || {
+        // SAFETY: the caller's contract.
+        let options =
+            unsafe { options.as_mut() }.ok_or_else(|| Error::invalid("options is NULL"))?;
+        // SAFETY: the caller's contract.
+        options
+            .devices
+            .push(polytensor::device(unsafe { text(device, "device") }?)?);
+        Ok(())
+    })
+}
+
+/// Allow (non-zero, the default) or forbid soft placement.
+///
+/// # Safety
+///
+/// `options` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn PT_SessionOptionsSetSoftPlacement(
+    options: *mut PT_SessionOptions,
+    allow: c_int,
+) {
+    // SAFETY: the caller's contract.
+    if let Some(options) = unsafe { options.as_mut() } {
+        options.soft_placement = allow != 0;
+    }
+}
+
+/// A session on `graph` (which it keeps alive); `options` may be NULL (every device).
+/// NULL on error.
+///
+/// # Safety
+///
+/// `graph` is a live graph, `options` NULL or live; `status` NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn PT_NewSession(
+    graph: *mut PT_Graph,
+    options: *const PT_SessionOptions,
+    status: *mut PT_Status,
+) -> *mut PT_Session {
+    guard(status, null_mut(), || {
+        // SAFETY: the caller's contract.
+        let graph = unsafe { arg(graph as *const PT_Graph, "graph") }?;
+        // SAFETY: the caller's contract.
+        let options = unsafe { options.as_ref() };
+        let devices = match options.map(|o| o.devices.clone()) {
+            Some(devices) if !devices.is_empty() => devices,
+            _ => polytensor::devices()
+                .iter()
+                .filter_map(|entry| entry.device().cloned())
+                .collect(),
+        };
+        let mut session_options = SessionOptions::new(devices);
+        session_options.allow_soft_placement = options.is_none_or(|o| o.soft_placement);
+        let session = Session::with_options(&locked(&graph.state).graph, session_options)?;
+        Ok(Box::into_raw(Box::new(PT_Session {
+            state: graph.state.clone(),
+            session: Mutex::new(Some(session)),
+        })))
+    })
+}
+
+/// Run the session (TensorFlow's `TF_SessionRun`): feed `ninputs` tensors to `inputs`,
+/// run `targets`, and write new tensors of the `noutputs` fetched `outputs` into
+/// `output_values` (each freed with [`PT_DeleteTensor`](crate::tensor::PT_DeleteTensor);
+/// all NULL on error).
+///
+/// # Safety
+///
+/// `session` is a live session; the arrays hold their counts of live values (NULL for a
+/// count of 0); `output_values` is writable for `noutputs` pointers; `status` NULL or live.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn PT_SessionRun(
+    session: *mut PT_Session,
+    inputs: *const PT_Output,
+    input_values: *const *const PT_Tensor,
+    ninputs: c_int,
+    outputs: *const PT_Output,
+    output_values: *mut *mut PT_Tensor,
+    noutputs: c_int,
+    targets: *const *const PT_Operation,
+    ntargets: c_int,
+    status: *mut PT_Status,
+) {
+    if let Ok(n) = usize::try_from(noutputs) {
+        if !output_values.is_null() {
+            for i in 0..n {
+                // SAFETY: the caller's contract: `noutputs` writable pointers.
+                unsafe { *output_values.add(i) = null_mut() };
+            }
+        }
+    }
+    guard(status, (), || {
+        // SAFETY: the caller's contract.
+        let session = unsafe { arg(session as *const PT_Session, "session") }?;
+        // SAFETY: the caller's contract (each array).
+        let (inputs, values, outputs, targets) = unsafe {
+            (
+                array(inputs, ninputs, "inputs")?,
+                array(input_values, ninputs, "input_values")?,
+                array(outputs, noutputs, "outputs")?,
+                array(targets, ntargets, "targets")?,
+            )
+        };
+        if noutputs > 0 && output_values.is_null() {
+            return Err(Error::invalid("output_values is NULL"));
+        }
+        let state = locked(&session.state);
+        let mut held = locked(&session.session);
+        let running = held
+            .as_mut()
+            .ok_or_else(|| Error::invalid("Session was closed"))?;
+        if running.graph().len() != state.graph.len() {
+            running.extend(&state.graph)?;
+        }
+        let resolve = |o: &PT_Output| -> Result<Output, Error> {
+            // SAFETY: the caller's contract.
+            let (op, index) = unsafe { output_of(o) }?;
+            state.graph.output(&op, index)
+        };
+        let feeds = inputs.iter().map(resolve).collect::<Result<Vec<_>, _>>()?;
+        let fed = values
+            .iter()
+            // SAFETY: the caller's contract: live tensors.
+            .map(|&t| unsafe { arg(t, "an input value") }.map(|t| &t.tensor))
+            .collect::<Result<Vec<&Tensor>, _>>()?;
+        let fetches = outputs.iter().map(resolve).collect::<Result<Vec<_>, _>>()?;
+        let target_ops = targets
+            .iter()
+            // SAFETY: the caller's contract: operations of the session's graph.
+            .map(|&op| unsafe { arg(op, "a target") }.map(|op| &op.op))
+            .collect::<Result<Vec<&Operation>, _>>()?;
+        let feed_pairs: Vec<(&Output, &Tensor)> = feeds.iter().zip(fed).collect();
+        let fetch_refs: Vec<&Output> = fetches.iter().collect();
+        let results = running.run(&feed_pairs, &fetch_refs, &target_ops)?;
+        for (i, tensor) in results.into_iter().enumerate() {
+            // SAFETY: the caller's contract: `noutputs` writable pointers.
+            unsafe { *output_values.add(i) = PT_Tensor::boxed(tensor) };
+        }
+        Ok(())
+    })
+}
+
+/// Close a session: later runs fail; its resources (variables, plans) are released.
+///
+/// # Safety
+///
+/// `session` is NULL or a live session; `status` NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn PT_CloseSession(session: *mut PT_Session, status: *mut PT_Status) {
+    guard(status, (), || {
+        // SAFETY: the caller's contract.
+        if let Some(session) = unsafe { session.as_ref() } {
+            locked(&session.session).take();
+        }
+        Ok(())
+    })
+}
+
+/// Free a session (NULL is ignored), closing it if it is open.
+///
+/// # Safety
+///
+/// `session` is NULL or from [`PT_NewSession`], not used afterwards; `status` NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn PT_DeleteSession(session: *mut PT_Session, status: *mut PT_Status) {
+    guard(status, (), || {
+        if !session.is_null() {
+            // SAFETY: the caller's contract.
+            drop(unsafe { Box::from_raw(session) });
+        }
+        Ok(())
+    })
+}
