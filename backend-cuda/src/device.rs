@@ -20,10 +20,10 @@ use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::plan::MatmulPlan;
 use polytensor_core::{Device, Error, Layout, Op, OutView, Result, TensorBuffer, TensorView};
-use polytensor_kernels_c::launch::{self, Arg, Grid, Identity, KitDevice, Launch, Queue};
-use polytensor_kernels_c::matmul::Schedule;
-use polytensor_kernels_c::reduce;
-use polytensor_kernels_c::table::{self, ProgramKey};
+use polytensor_gpu_kit::launch::{self, Arg, Grid, Identity, KitDevice, Launch, Queue};
+use polytensor_gpu_kit::matmul::Schedule;
+use polytensor_gpu_kit::reduce;
+use polytensor_gpu_kit::table::{self, ProgramKey};
 
 use crate::blas::{Addresses, Blas, Operand};
 use crate::compile::{compile_cached, Arch};

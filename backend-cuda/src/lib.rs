@@ -5,7 +5,7 @@
 //! - [`loader`]: finding libcuda, NVRTC, cuBLAS and cuDNN (checked before any call: cudarc panics
 //!   on a missing library), and a toolkit named by `POLYTENSOR_CUDA_TOOLKIT`.
 //! - [`compile`]: NVRTC, with an on-disk PTX cache.
-//! - [`programs`]: the kernels this backend launches (the shared table of `kernels-c` in
+//! - [`programs`]: the kernels this backend launches (the shared table of `gpu-kit` in
 //!   the CUDA dialect) and the PTX check CI runs without a GPU.
 //! - [`memory`]: `cuMemAlloc` blocks behind tensor-core's caching allocator, and
 //!   [`CudaBuffer`]; `staging`: pinned staging of large host copies.

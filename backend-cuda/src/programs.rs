@@ -9,9 +9,9 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use polytensor_core::{DTypeClass, DataType, Op};
-use polytensor_kernels_c::matmul::Schedule;
-use polytensor_kernels_c::table::{self, ProgramKey, ProgramSource};
-use polytensor_kernels_c::Dialect;
+use polytensor_gpu_kit::matmul::Schedule;
+use polytensor_gpu_kit::table::{self, ProgramKey, ProgramSource};
+use polytensor_gpu_kit::Dialect;
 
 use crate::compile::{compile, Arch};
 

@@ -15,11 +15,11 @@ use opencl3::types::cl_mem;
 use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 use polytensor_core::{Error, OutView, Result, TensorBuffer, TensorView};
-use polytensor_kernels_c::launch::{Identity, KitDevice, Launch, Queue};
-use polytensor_kernels_c::matmul::Schedule;
-use polytensor_kernels_c::reduce;
-use polytensor_kernels_c::table::{self, ProgramKey};
-use polytensor_kernels_c::Dialect;
+use polytensor_gpu_kit::launch::{Identity, KitDevice, Launch, Queue};
+use polytensor_gpu_kit::matmul::Schedule;
+use polytensor_gpu_kit::reduce;
+use polytensor_gpu_kit::table::{self, ProgramKey};
+use polytensor_gpu_kit::Dialect;
 
 use crate::launch::enqueue;
 use crate::memory::{ClAllocator, ClBuffer, ClMemory};

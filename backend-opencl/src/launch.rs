@@ -7,7 +7,7 @@ use opencl3::command_queue::CommandQueue;
 use opencl3::error_codes::ClError;
 use opencl3::kernel::Kernel;
 use opencl3::types::cl_mem;
-use polytensor_kernels_c::launch::Arg;
+use polytensor_gpu_kit::launch::Arg;
 
 /// Set `args` on `kernel` and enqueue it over `global` work-items in groups of `local`,
 /// holding the kernel's lock across both.

@@ -1,5 +1,5 @@
 //! polytensor's OpenCL device: `cl_mem` buffers behind tensor-core's caching allocator, and
-//! kernels from the shared C-family generator (`kernels-c`), compiled by the OpenCL runtime
+//! kernels from the shared C-family generator (`gpu-kit`), compiled by the OpenCL runtime
 //! once per (op, dtype, variant). Runs on any OpenCL 1.2+ platform; CI runs it on PoCL.
 //!
 //! - [`platform`]: finding platforms and devices (under one process-wide lock: PoCL breaks

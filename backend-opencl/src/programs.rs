@@ -11,7 +11,7 @@ use opencl3::types::cl_device_id;
 use polytensor_core::{Error, Result};
 
 use crate::platform::driver_lock;
-use polytensor_kernels_c::table::ProgramKey;
+use polytensor_gpu_kit::table::ProgramKey;
 
 /// A compiled program's kernels by name (what [`OpenClDevice`](crate::OpenClDevice)
 /// launches through the kit's `Queue`). Setting arguments and enqueueing must not

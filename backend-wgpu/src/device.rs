@@ -19,7 +19,7 @@ use crate::launch::Operand;
 use crate::memory::{self, BufferAllocator};
 use crate::ops;
 use crate::table::{cast_for, kernel_for};
-use polytensor_kernels_c::wgsl::Storage;
+use polytensor_gpu_kit::wgsl::Storage;
 
 /// The bytes of freed storage buffers a wgpu device keeps for reuse by default.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;

@@ -8,10 +8,10 @@ use polytensor_core::layout::contiguous_strides;
 use polytensor_core::plan::Coalesced;
 use polytensor_core::{Device, Error, OutView, Result, TensorView};
 
-use polytensor_kernels_c::elementwise::{map_args, Access, MapKernel, MapOp, Variant};
-use polytensor_kernels_c::launch::Arg;
-use polytensor_kernels_c::wgsl::{Scalar, Storage};
-use polytensor_kernels_c::{ir, render, Elem};
+use polytensor_gpu_kit::elementwise::{map_args, Access, MapKernel, MapOp, Variant};
+use polytensor_gpu_kit::launch::Arg;
+use polytensor_gpu_kit::wgsl::{Scalar, Storage};
+use polytensor_gpu_kit::{ir, render, Elem};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
@@ -192,7 +192,7 @@ impl WgpuDevice {
         [x as u32, groups.div_ceil(x) as u32, 1]
     }
 
-    /// Launch a kit kernel ([`polytensor_kernels_c::ir`]) compiled as `pipeline` over
+    /// Launch a kit kernel ([`polytensor_gpu_kit::ir`]) compiled as `pipeline` over
     /// `count` items, its output from element `out_offset` of its buffer, with its
     /// arguments in parameter order: each index a geometry word (which must fit the `i32`
     /// the kernel reads it as), each buffer and array of words a binding.

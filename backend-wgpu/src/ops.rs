@@ -11,17 +11,17 @@ use polytensor_core::plan::ReducedAxes;
 use polytensor_core::{
     DataType, Device, Epilogue, Error, Op, OutView, ReduceOp, Result, TensorView, UnaryOp,
 };
-use polytensor_kernels_c::segment::{self, SegmentKernels};
-use polytensor_kernels_c::window::{WindowKernel, WindowKernels};
-use polytensor_kernels_c::{window as kit, Elem};
+use polytensor_gpu_kit::segment::{self, SegmentKernels};
+use polytensor_gpu_kit::window::{WindowKernel, WindowKernels};
+use polytensor_gpu_kit::{window as kit, Elem};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
 use crate::kernels::key::PipelineKey;
 use crate::kernels::reduce::{self, WORKGROUP};
 use crate::kernels::Pipeline;
-use polytensor_kernels_c::matmul::{matmul_args, MatmulKernel, Schedule, TILE};
-use polytensor_kernels_c::wgsl::{int_literal, Storage, Ty};
+use polytensor_gpu_kit::matmul::{matmul_args, MatmulKernel, Schedule, TILE};
+use polytensor_gpu_kit::wgsl::{int_literal, Storage, Ty};
 
 /// How matmul operands of `dtype` are stored, where this backend multiplies them (f16
 /// and bf16 accumulate in f32).
@@ -68,7 +68,7 @@ fn within_i32(value: usize, what: &str) -> Result<u32> {
 }
 
 /// A window operand's buffer and element offset, checked
-/// (`polytensor_kernels_c::window::check_operand`) and with positions that fit an `i32`.
+/// (`polytensor_gpu_kit::window::check_operand`) and with positions that fit an `i32`.
 fn window_operand<'a>(
     view: &TensorView<'a>,
     dtype: DataType,

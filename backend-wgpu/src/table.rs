@@ -1,10 +1,10 @@
 //! The kernel table: the kit's elementwise kernel that runs each (op, dtype) on this
-//! backend (the kit's table, [`polytensor_kernels_c::table`], where WGSL renders it). The
+//! backend (the kit's table, [`polytensor_gpu_kit::table`], where WGSL renders it). The
 //! single source of `supports` and of the elementwise kernels.
 
 use polytensor_core::{DataType, Op};
-use polytensor_kernels_c::elementwise::MapKernel;
-use polytensor_kernels_c::table;
+use polytensor_gpu_kit::elementwise::MapKernel;
+use polytensor_gpu_kit::table;
 
 use crate::kernels::key::MapKey;
 

@@ -7,8 +7,8 @@ use std::fmt;
 use polytensor_core::plan::segment::SegmentOp;
 use polytensor_core::{DataType, Op, ReduceOp};
 
-use polytensor_kernels_c::elementwise::Variant;
-use polytensor_kernels_c::window::WindowKernel;
+use polytensor_gpu_kit::elementwise::Variant;
+use polytensor_gpu_kit::window::WindowKernel;
 
 use super::reduce;
 

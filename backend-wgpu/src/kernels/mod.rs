@@ -1,4 +1,4 @@
-//! wgpu's pipelines: the kit's kernels (rendered as WGSL by `polytensor_kernels_c`) and
+//! wgpu's pipelines: the kit's kernels (rendered as WGSL by `polytensor_gpu_kit`) and
 //! the reduction template still written here, compiled once per (kernel, dtype, variant)
 //! and cached by the [`Pipelines`] cache.
 

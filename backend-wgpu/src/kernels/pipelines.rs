@@ -8,7 +8,7 @@ use polytensor_core::{Error, Result};
 use super::key::PipelineKey;
 
 /// A compiled pipeline and how many elements of its output each invocation of a map
-/// writes ([`polytensor_kernels_c::render::wgsl_lanes`]; 1 for other kernels).
+/// writes ([`polytensor_gpu_kit::render::wgsl_lanes`]; 1 for other kernels).
 pub(crate) struct Pipeline {
     compute: wgpu::ComputePipeline,
     pub(crate) lanes: usize,

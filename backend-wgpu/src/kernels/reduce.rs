@@ -16,9 +16,9 @@
 
 use polytensor_core::plan::Coalesced;
 use polytensor_core::ReduceOp;
-use polytensor_kernels_c::wgsl::float_helpers;
-use polytensor_kernels_c::wgsl::Storage;
-use polytensor_kernels_c::wgsl::{Scalar, Ty};
+use polytensor_gpu_kit::wgsl::float_helpers;
+use polytensor_gpu_kit::wgsl::Storage;
+use polytensor_gpu_kit::wgsl::{Scalar, Ty};
 
 /// Invocations per workgroup.
 pub(crate) const WORKGROUP: u32 = 256;
@@ -361,7 +361,7 @@ fn reduced_position(r: u32) -> i32 {{
 "#,
         helpers = float_helpers(if t.is_f64() { Scalar::F64 } else { Scalar::F32 })
             + &t.part()
-                .map_or(String::new(), polytensor_kernels_c::wgsl::complex_helpers),
+                .map_or(String::new(), polytensor_gpu_kit::wgsl::complex_helpers),
     );
     if variant != Variant::Gather {
         head += &format!(

@@ -1,9 +1,10 @@
-//! polytensor's C-family kernel generator. OpenCL C and CUDA C++ both compile kernels from
-//! source text at run time (the OpenCL runtime, NVRTC), and both are C underneath; so every
-//! kernel is written here once, over the fixed-width type names and macros of a small
-//! [`Dialect`] header (`c/opencl.h`, `c/cuda.h`), and the two backends compile the same
-//! text. The OpenCL instance of a kernel runs on PoCL in CI; the CUDA instance differs only
-//! by the header in front of it.
+//! polytensor's GPU kernel kit: every GPU kernel is written here once and printed for each
+//! GPU language. OpenCL C and CUDA C++ both compile kernels from source text at run time
+//! (the OpenCL runtime, NVRTC), and both are C underneath, so their text is one, over the
+//! fixed-width type names and macros of a small [`Dialect`] header (`c/opencl.h`,
+//! `c/cuda.h`); the OpenCL instance runs on PoCL in CI, and the CUDA instance differs only
+//! by the header in front of it. The same kernels print as WGSL for wgpu ([`render`],
+//! [`wgsl`]).
 //!
 //! This crate knows nothing of any driver: it turns (op, dtype, variant) into source text
 //! and says how to launch it ([`elementwise::MapKernel`], [`reduce::ReduceKernel`],

@@ -187,8 +187,8 @@ impl MatmulKernel {
         let mut load_tiles = vec![
             Stmt::Let(e, flat.get() + q.get() * int(threads * threads)),
             // a's tile is TILE rows by KT, b's KT rows by TILE; outside the matrices, zeros.
-            Stmt::Let(row, row0.get() + e.get() / int(KT)),
-            Stmt::Let(kk, t.get() + e.get() % int(KT)),
+            Stmt::Let(row, row0.get() + quotient(e.get(), KT)),
+            Stmt::Let(kk, t.get() + remainder(e.get(), KT)),
         ];
         load_tiles.extend(fill(
             a_tile,
@@ -200,8 +200,8 @@ impl MatmulKernel {
         ));
         let (bk, bc) = (Local::new("bk", Ty::Index), Local::new("bc", Ty::Index));
         load_tiles.extend([
-            Stmt::Let(bk, t.get() + e.get() / int(tile)),
-            Stmt::Let(bc, col0.get() + e.get() % int(tile)),
+            Stmt::Let(bk, t.get() + quotient(e.get(), tile)),
+            Stmt::Let(bc, col0.get() + remainder(e.get(), tile)),
         ]);
         load_tiles.extend(fill(
             b_tile,
@@ -479,6 +479,19 @@ impl Operand {
         self.buf
             .at(self.base.get() + row * self.rows.clone() + col * self.cols.clone())
     }
+}
+
+/// `at / n` for a non-negative `at` and a power of two `n`, as a shift (a signed division
+/// costs more, even by a constant).
+fn quotient(at: Ex, n: i32) -> Ex {
+    debug_assert!(n > 0 && n & (n - 1) == 0);
+    at >> int(n.trailing_zeros() as i32)
+}
+
+/// `at % n` for a non-negative `at` and a power of two `n`, as a mask.
+fn remainder(at: Ex, n: i32) -> Ex {
+    debug_assert!(n > 0 && n & (n - 1) == 0);
+    at & int(n - 1)
 }
 
 /// The output position of `row`, `col` of the group's matrix (rows of `n`).

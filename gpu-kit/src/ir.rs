@@ -23,8 +23,8 @@
 //!   (wrapping integers, IEEE floats, NaN-aware comparisons) are the body's.
 //!
 //! ```
-//! use polytensor_kernels_c::ir::{item, Kernel};
-//! use polytensor_kernels_c::{render, Elem};
+//! use polytensor_gpu_kit::ir::{item, Kernel};
+//! use polytensor_gpu_kit::{render, Elem};
 //!
 //! // out[i] = data[i] for i < items: a copy of f16 elements.
 //! let mut k = Kernel::new("copy");
