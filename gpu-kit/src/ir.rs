@@ -162,9 +162,9 @@ pub enum IndexOp {
     Sub,
     /// `a * b`.
     Mul,
-    /// `a / b`, truncating (non-negative operands in practice).
+    /// `a / b` of a non-negative `a` and a positive `b` (WGSL divides them unsigned).
     Div,
-    /// `a % b`.
+    /// `a % b` of a non-negative `a` and a positive `b`.
     Rem,
     /// Bitwise and (of non-negative flags).
     BitAnd,

@@ -169,8 +169,8 @@ impl MatmulKernel {
         let (tile, threads) = (TILE as i32, THREADS as i32);
         let per = tile / threads;
         let value = Ty::Value(self.elem);
-        let [a_tile, b_tile, sum, x, y, av, bv] =
-            ["a_tile", "b_tile", "sum", "x", "y", "av", "bv"].map(|n| Local::new(n, value));
+        let [a_tile, b_tile, sum, x, av, bv] =
+            ["a_tile", "b_tile", "sum", "x", "av", "bv"].map(|n| Local::new(n, value));
         let [lx, ly, flat, col0, row0, t, q, i, j, e, row, col, kk] = [
             "lx", "ly", "flat", "col0", "row0", "t", "q", "i", "j", "e", "row", "col", "kk",
         ]
@@ -211,50 +211,50 @@ impl MatmulKernel {
             b.at(bk.get(), bc.get()),
             bv,
         ));
+        // A column of a's tile in registers, then each element of b's row once, folded
+        // into its column of the block.
+        let b_q = Local::new("b_q", value);
         let multiply = vec![
-            Stmt::Array(x, per as usize),
-            Stmt::Array(y, per as usize),
             Stmt::For(
                 i,
+                int(0),
+                int(per),
+                vec![Stmt::Set(
+                    x,
+                    i.get(),
+                    Ex::Element(
+                        a_tile,
+                        Box::new((ly.get() + int(threads) * i.get()) * int(KT) + q.get()),
+                    ),
+                )],
+            ),
+            Stmt::For(
+                j,
                 int(0),
                 int(per),
                 vec![
-                    Stmt::Set(
-                        x,
-                        i.get(),
-                        Ex::Element(
-                            a_tile,
-                            Box::new((ly.get() + int(threads) * i.get()) * int(KT) + q.get()),
-                        ),
-                    ),
-                    Stmt::Set(
-                        y,
-                        i.get(),
+                    Stmt::Let(
+                        b_q,
                         Ex::Element(
                             b_tile,
-                            Box::new(q.get() * int(tile) + lx.get() + int(threads) * i.get()),
+                            Box::new(q.get() * int(tile) + lx.get() + int(threads) * j.get()),
                         ),
                     ),
+                    Stmt::For(
+                        i,
+                        int(0),
+                        int(per),
+                        vec![Stmt::Set(
+                            sum,
+                            i.get() * int(per) + j.get(),
+                            self.mac(
+                                Ex::Element(sum, Box::new(i.get() * int(per) + j.get())),
+                                Ex::Element(x, Box::new(i.get())),
+                                b_q.get(),
+                            ),
+                        )],
+                    ),
                 ],
-            ),
-            Stmt::For(
-                i,
-                int(0),
-                int(per),
-                vec![Stmt::For(
-                    j,
-                    int(0),
-                    int(per),
-                    vec![Stmt::Set(
-                        sum,
-                        i.get() * int(per) + j.get(),
-                        self.mac(
-                            Ex::Element(sum, Box::new(i.get() * int(per) + j.get())),
-                            Ex::Element(x, Box::new(i.get())),
-                            Ex::Element(y, Box::new(j.get())),
-                        ),
-                    )],
-                )],
             ),
         ];
         vec![
@@ -266,6 +266,8 @@ impl MatmulKernel {
             Stmt::Let(col0, Ex::Group(0) * int(tile)),
             Stmt::Let(row0, Ex::Group(1) * int(tile)),
             Stmt::Array(sum, (per * per) as usize),
+            // Declared once, outside the loops (WGSL zeroes a `var` where it is declared).
+            Stmt::Array(x, per as usize),
             Stmt::For(
                 i,
                 int(0),

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use crate::body;
-use crate::ir::{Buf, Ex, Local, Stmt, Words};
+use crate::ir::{Buf, Ex, IndexOp, Local, Stmt, Words};
 use crate::Elem;
 
 /// The parts of a loop kernel a language writes its own way.
@@ -43,6 +43,10 @@ pub(super) trait Spelling {
     fn shared(&self, local: Local, n: usize) -> Option<Option<String>>;
     /// A work-group barrier.
     fn barrier(&self) -> &'static str;
+    /// Index arithmetic `a op b`.
+    fn index(&self, op: IndexOp, a: &str, b: &str) -> String {
+        format!("({a} {} {b})", op.symbol())
+    }
 }
 
 /// The work-group builtins ([`Ex::Group`], [`Ex::Groups`], [`Ex::Lane`]).
@@ -155,7 +159,7 @@ pub(super) fn expression<S: Spelling>(s: &S, ex: &Ex) -> Option<String> {
         Ex::Group(axis) => s.builtin(Builtin::Group, *axis),
         Ex::Groups(axis) => s.builtin(Builtin::Groups, *axis),
         Ex::Lane(axis) => s.builtin(Builtin::Lane, *axis),
-        Ex::Index(op, a, b) => format!("({} {} {})", go(a)?, op.symbol(), go(b)?),
+        Ex::Index(op, a, b) => s.index(*op, &go(a)?, &go(b)?),
         Ex::Compare(op, a, b) => format!("({} {} {})", go(a)?, op.symbol(), go(b)?),
         Ex::Not(a) => format!("(!{})", go(a)?),
         Ex::And(a, b) => format!("({} && {})", go(a)?, go(b)?),

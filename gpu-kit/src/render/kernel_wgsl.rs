@@ -23,12 +23,12 @@ use std::fmt::Write;
 
 use super::kernel::{block, expression, Builtin, Spelling};
 use crate::body;
-use crate::ir::{Body, Buf, Buffer, Kernel, Local, Param, Stmt, Ty, Words, ITEM};
+use crate::ir::{Body, Buf, Buffer, IndexOp, Kernel, Local, Param, Stmt, Ty, Words, ITEM};
 use crate::wgsl::{helpers_for, Scalar, Storage};
 use crate::{Elem, Real};
 
 /// Invocations per workgroup of a kernel rendered from the IR.
-pub const WGSL_GROUP: u32 = 64;
+pub const WGSL_GROUP: u32 = 256;
 
 /// How buffer `b`'s elements sit in its storage buffer, if WGSL can hold them.
 pub fn wgsl_storage(b: &Buffer) -> Option<Storage> {
@@ -394,5 +394,14 @@ impl Spelling for Wgsl<'_> {
 
     fn barrier(&self) -> &'static str {
         "workgroupBarrier();"
+    }
+
+    fn index(&self, op: IndexOp, a: &str, b: &str) -> String {
+        match op {
+            // Of non-negative indices (the IR's rule): an unsigned division, which WGSL
+            // compilers make cheaper than a signed one (no `MIN / -1` case to guard).
+            IndexOp::Div | IndexOp::Rem => format!("i32(u32({a}) {} u32({b}))", op.symbol()),
+            _ => format!("({a} {} {b})", op.symbol()),
+        }
     }
 }
