@@ -177,38 +177,39 @@ impl MatmulKernel {
         .map(|n| Local::new(n, Ty::Index));
         // Element `e` of a tile: the operand's element where `inside` the matrix, else
         // zero (a branch, not a select, so that nothing outside is read).
-        let fill = |tile_: Local, inside: Ex, load: Ex, v: Local| {
+        // Element `e` of a tile: the operand's element at row `r`, column `c` where both
+        // are inside the matrix, else zero (a branch, not a select, so that nothing outside
+        // is read). a's tile is TILE rows by KT, b's KT rows by TILE.
+        let stage = |tile_: Local,
+                     op: &Operand,
+                     (r, r_at, rows): (Local, Ex, &Ex),
+                     (c, c_at, cols): (Local, Ex, &Ex),
+                     v: Local| {
             vec![
+                Stmt::Let(r, r_at),
+                Stmt::Let(c, c_at),
                 Stmt::Var(v, self.zero()),
-                when(inside, vec![Stmt::Assign(v, load)]),
+                when(
+                    r.get().lt(rows.clone()).and(c.get().lt(cols.clone())),
+                    vec![Stmt::Assign(v, op.at(r.get(), c.get()))],
+                ),
                 Stmt::Set(tile_, e.get(), v.get()),
             ]
         };
-        let mut load_tiles = vec![
-            Stmt::Let(e, flat.get() + q.get() * int(threads * threads)),
-            // a's tile is TILE rows by KT, b's KT rows by TILE; outside the matrices, zeros.
-            Stmt::Let(row, row0.get() + quotient(e.get(), KT)),
-            Stmt::Let(kk, t.get() + remainder(e.get(), KT)),
-        ];
-        load_tiles.extend(fill(
+        let (bk, bc) = (Local::new("bk", Ty::Index), Local::new("bc", Ty::Index));
+        let mut load_tiles = vec![Stmt::Let(e, flat.get() + q.get() * int(threads * threads))];
+        load_tiles.extend(stage(
             a_tile,
-            row.get()
-                .lt(shape.m.clone())
-                .and(kk.get().lt(shape.k.clone())),
-            a.at(row.get(), kk.get()),
+            a,
+            (row, row0.get() + quotient(e.get(), KT), &shape.m),
+            (kk, t.get() + remainder(e.get(), KT), &shape.k),
             av,
         ));
-        let (bk, bc) = (Local::new("bk", Ty::Index), Local::new("bc", Ty::Index));
-        load_tiles.extend([
-            Stmt::Let(bk, t.get() + quotient(e.get(), tile)),
-            Stmt::Let(bc, col0.get() + remainder(e.get(), tile)),
-        ]);
-        load_tiles.extend(fill(
+        load_tiles.extend(stage(
             b_tile,
-            bk.get()
-                .lt(shape.k.clone())
-                .and(bc.get().lt(shape.n.clone())),
-            b.at(bk.get(), bc.get()),
+            b,
+            (bk, t.get() + quotient(e.get(), tile), &shape.k),
+            (bc, col0.get() + remainder(e.get(), tile), &shape.n),
             bv,
         ));
         // A column of a's tile in registers, then each element of b's row once, folded
