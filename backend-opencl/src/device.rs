@@ -74,8 +74,21 @@ impl fmt::Debug for OpenClQueue {
 }
 
 /// Open `found` as `opencl:<index>` (a further device opened on the same OpenCL device is
-/// `opencl:<index>.1`, ...: each has its own context and memory).
+/// `opencl:<index>.1`, ...: each has its own context and memory), its matmul divided as
+/// suits its kind: tiled through local memory on accelerators, blocked in registers on CPU
+/// devices (which vectorise a work-item's loops but pay for every barrier).
 pub fn open(index: usize, found: Found) -> Result<Arc<OpenClDevice>> {
+    open_with_schedule(index, found, None)
+}
+
+/// [`open`], with the matmul divided by `schedule` whatever the device's kind (`None`:
+/// by its kind), for devices whose driver misreports it, and for running the tiled kernel
+/// on a CPU device in tests.
+pub fn open_with_schedule(
+    index: usize,
+    found: Found,
+    schedule: Option<Schedule>,
+) -> Result<Arc<OpenClDevice>> {
     let base = format!("opencl:{index}");
     let backend = |what: &str, e: ClError| Error::Backend {
         device: base.clone(),
@@ -117,11 +130,11 @@ pub fn open(index: usize, found: Found) -> Result<Arc<OpenClDevice>> {
         if fp64 { ", fp64" } else { "" }
     );
     let accelerator = device_type(&device) != "CPU";
-    let matmul_schedule = if accelerator {
+    let matmul_schedule = schedule.unwrap_or(if accelerator {
         Schedule::Tiled
     } else {
         Schedule::Blocked
-    };
+    });
     let compute_units = device.max_compute_units().unwrap_or(1) as usize;
     let name = polytensor_core::device::instance_name(&base);
     let context = Arc::new(context);

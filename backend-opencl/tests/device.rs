@@ -168,3 +168,23 @@ fn long_reductions_split_across_work_groups() {
     drop((x, arg, big, mean));
     assert_eq!(d.allocator().stats().bytes_in_use, start);
 }
+
+/// The tiled matmul (work-groups sharing tiles through local memory, for accelerators) on
+/// the CPU device too, where the device's kind would pick the blocked one: both schedules
+/// of the kit's kernel pass the suite's matmul cases here, not only on a GPU.
+#[test]
+fn the_tiled_matmul_passes_on_any_device() {
+    if device().is_none() {
+        return;
+    }
+    let found = polytensor_opencl::platform::devices()
+        .expect("a device was found above")
+        .remove(0);
+    let tiled = polytensor_opencl::open_with_schedule(
+        0,
+        found,
+        Some(polytensor_gpu_kit::matmul::Schedule::Tiled),
+    )
+    .expect("open");
+    conformance::assert_family(&(tiled as Arc<dyn Device>), conformance::Family::Matmul);
+}
