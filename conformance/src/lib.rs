@@ -2,9 +2,10 @@
 //! `cargo xtask conformance` run (kept apart from `polytensor-core`, as burn keeps
 //! `burn-backend-tests`, so the core holds only the core).
 //!
-//! One catalogue of cases ([`all_cases`]: every op of the [`Device`] kernel surface x every
-//! dtype it is defined for x shapes from scalars and empty tensors to over 2^20 elements and
-//! rank 6, with broadcasting and strided, transposed, offset and stride-0 inputs; and
+//! One catalogue of cases ([`all_cases`]: every op of the
+//! [`Device`](polytensor_core::device::Device) kernel surface x every dtype it is defined
+//! for x shapes from scalars and empty tensors to over 2^20 elements and rank 6, with
+//! broadcasting and strided, transposed, offset and stride-0 inputs; and
 //! [`layers::layer_cases`]: the inference layers and shape ops built from those kernels;
 //! [`sparse::sparse_cases`]: the `SparseTensor` ops), checked
 //! against a naive reference written here ([`mod@reference`]) with the tolerances of

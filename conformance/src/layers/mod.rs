@@ -6,7 +6,7 @@
 //! NCHW, and transposed and offset inputs.
 //!
 //! Tolerances: data movement and max pooling are exact; convolutions and average pooling
-//! are accumulations ([`Tolerance::Accumulated`] over the taps); softmax, log-softmax and
+//! are accumulations ([`Tolerance::Accumulated`](crate::tolerance::Tolerance::Accumulated) over the taps); softmax, log-softmax and
 //! batch normalisation are within 8 ulp of the magnitudes they are computed from.
 //!
 //! The catalogue is this module; [`run_layer`] (`run.rs`) runs a case through the public
