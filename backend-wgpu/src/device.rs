@@ -14,11 +14,13 @@ use polytensor_core::device::{checks, Capabilities};
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 
 use crate::buffer::{storage, wgpu_buffer, WgpuBuffer};
+use crate::kernels::key::MapKey;
 use crate::kernels::Pipelines;
 use crate::launch::Operand;
 use crate::memory::{self, BufferAllocator};
 use crate::ops;
-use crate::table::{cast_for, kernel_for};
+use crate::table::{cast_for, kernel_for, renders};
+use polytensor_gpu_kit::elementwise::MapKernel;
 use polytensor_gpu_kit::wgsl::Storage;
 
 /// The bytes of freed storage buffers a wgpu device keeps for reuse by default.
@@ -132,6 +134,15 @@ impl WgpuDevice {
             device: self.name.clone(),
             message: format!("the device reported: {}", failures.join("; ")),
         })
+    }
+
+    /// The elementwise kernel of `op` on `dtype` and its key where this device runs it
+    /// (its capabilities, decided once when it opened), else `Unsupported`.
+    fn map_kernel(&self, op: Op, dtype: DataType) -> Result<(MapKey, MapKernel)> {
+        if !self.supports(op, dtype) {
+            return Err(self.unsupported(op, dtype));
+        }
+        kernel_for(op, dtype).ok_or_else(|| self.unsupported(op, dtype))
     }
 
     /// A driver failure reported by a helper, named after this device.
@@ -251,8 +262,7 @@ impl Device for WgpuDevice {
     }
 
     fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        let (key, kernel) = kernel_for(Op::Unary(op), x.dtype())
-            .ok_or_else(|| self.unsupported(op.name(), x.dtype()))?;
+        let (key, kernel) = self.map_kernel(Op::Unary(op), x.dtype())?;
         self.map(key, &kernel, &[x], out)
     }
 
@@ -264,8 +274,7 @@ impl Device for WgpuDevice {
         out: &mut OutView<'_>,
     ) -> Result<()> {
         checks::same_dtype(op.name(), a.dtype(), &[b.dtype()])?;
-        let (key, kernel) = kernel_for(Op::Binary(op), a.dtype())
-            .ok_or_else(|| self.unsupported(op.name(), a.dtype()))?;
+        let (key, kernel) = self.map_kernel(Op::Binary(op), a.dtype())?;
         self.map(key, &kernel, &[a, b], out)
     }
 
@@ -277,23 +286,27 @@ impl Device for WgpuDevice {
         out: &mut OutView<'_>,
     ) -> Result<()> {
         checks::select_dtypes(cond.dtype(), a.dtype(), b.dtype())?;
-        let (key, kernel) =
-            kernel_for(Op::Where, a.dtype()).ok_or_else(|| self.unsupported("where", a.dtype()))?;
+        let (key, kernel) = self.map_kernel(Op::Where, a.dtype())?;
         self.map(key, &kernel, &[cond, a, b], out)
     }
 
     fn cast(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
         let (from, to) = (x.dtype(), out.dtype());
-        let (key, kernel) = cast_for(from, to).ok_or_else(|| {
+        // The dtype named is the one this device does not hold.
+        let unsupported = || {
             self.unsupported(
                 "cast",
-                if Storage::of(from).is_some() {
+                if self.supports(Op::Cast, from) {
                     to
                 } else {
                     from
                 },
             )
-        })?;
+        };
+        if !self.supports(Op::Cast, from) || !self.supports(Op::Cast, to) {
+            return Err(unsupported());
+        }
+        let (key, kernel) = cast_for(from, to).ok_or_else(unsupported)?;
         self.map(key, &kernel, &[x], out)
     }
 
@@ -314,7 +327,7 @@ impl Device for WgpuDevice {
     fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
         let dtype = out.dtype();
         let unsupported = || self.unsupported("fill", dtype);
-        let (key, kernel) = kernel_for(Op::Fill, dtype).ok_or_else(unsupported)?;
+        let (key, kernel) = self.map_kernel(Op::Fill, dtype)?;
         let bytes = polytensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
         // The value in a one-element buffer, read with all strides zero.
         let value = self.allocate(bytes.len())?;
@@ -335,8 +348,7 @@ impl Device for WgpuDevice {
 
     fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
         checks::copy_dtypes(x.dtype(), out.dtype())?;
-        let (key, kernel) =
-            kernel_for(Op::Copy, x.dtype()).ok_or_else(|| self.unsupported("copy", x.dtype()))?;
+        let (key, kernel) = self.map_kernel(Op::Copy, x.dtype())?;
         self.map(key, &kernel, &[x], out)
     }
 
@@ -409,7 +421,7 @@ fn runs(op: Op, dtype: DataType, shader_f64: bool, shader_int64: bool) -> bool {
         Op::Reduce(op) => ops::reduces(op, dtype),
         Op::Cast => Storage::of(dtype).is_some(),
         Op::Arange => op.is_defined_for(dtype) && Storage::of(dtype).is_some(),
-        _ => kernel_for(op, dtype).is_some(),
+        _ => renders(op, dtype),
     }
 }
 

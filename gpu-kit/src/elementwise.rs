@@ -6,7 +6,7 @@
 
 use polytensor_core::plan::Coalesced;
 
-use crate::ir::{self, int, item, Kernel, Local, Stmt, Ty};
+use crate::ir::{self, item, Kernel, Local, Stmt, Ty};
 use crate::launch::Arg;
 use crate::{body, render, Dialect, Elem, Library};
 
@@ -141,7 +141,10 @@ impl MapKernel {
             Access::Raw(e) => k.moved("out", e, true),
         };
         let mut stmts = match geometry {
-            Some(geometry) => strided_positions(geometry, inputs.len()),
+            Some(geometry) => {
+                let positions: Vec<Local> = INPUTS.iter().take(inputs.len()).map(|i| i.2).collect();
+                ir::unravel(geometry, item(), &positions)
+            }
             None => inputs
                 .iter()
                 .zip(INPUTS)
@@ -156,7 +159,7 @@ impl MapKernel {
         };
         let mut values = Vec::new();
         for (&(buf, _), (.., p, value)) in inputs.iter().zip(INPUTS) {
-            let local = Local::new(value, k_ty(&self.inputs, values.len()));
+            let local = Local::new(value, load_ty(self.inputs[values.len()]));
             stmts.push(Stmt::Let(local, buf.at(p.get())));
             values.push(local.get());
         }
@@ -217,37 +220,12 @@ pub fn map_args<M: Copy>(
     args
 }
 
-/// The type input `k` loads as.
-fn k_ty(inputs: &[Access], k: usize) -> Ty {
-    match inputs[k] {
+/// The type an input read as `access` loads as.
+fn load_ty(access: Access) -> Ty {
+    match access {
         Access::Value(e) => Ty::Value(e),
         Access::Raw(e) => Ty::Raw(e),
     }
-}
-
-/// The positions `p0`, `p1`, ... of `inputs` inputs for output element [`ir::ITEM`],
-/// unravelled through the geometry words: the item's index along each dim (last first),
-/// times each input's stride along it.
-fn strided_positions(geometry: ir::Words, inputs: usize) -> Vec<Stmt> {
-    let [rank, rest, turn, d, dim, index] =
-        ["rank", "rest", "turn", "d", "dim", "index"].map(|name| Local::new(name, Ty::Index));
-    let mut stmts = vec![
-        Stmt::Let(rank, geometry.at(int(0))),
-        Stmt::Var(rest, item()),
-    ];
-    let mut steps = vec![
-        Stmt::Let(d, rank.get() - int(1) - turn.get()),
-        Stmt::Let(dim, geometry.at(int(1) + d.get())),
-        Stmt::Let(index, rest.get() % dim.get()),
-        Stmt::Assign(rest, rest.get() / dim.get()),
-    ];
-    for (k, (.., p, _)) in INPUTS.iter().take(inputs).enumerate() {
-        stmts.push(Stmt::Var(*p, int(0)));
-        let stride = geometry.at(int(1) + int(k as i32 + 1) * rank.get() + d.get());
-        steps.push(Stmt::Assign(*p, p.get() + index.get() * stride));
-    }
-    stmts.push(Stmt::For(turn, int(0), rank.get(), steps));
-    stmts
 }
 
 /// One program holding the `kernels` with the helpers they all need: runtimes pay a large

@@ -397,6 +397,31 @@ pub fn when(cond: Ex, then: Vec<Stmt>) -> Stmt {
     Stmt::If(cond, then, vec![])
 }
 
+/// The statements that unravel `index` (row-major) over the dims of an array of words
+/// laid out as `[rank, dims..., then each operand's strides...]` (the layout of a strided
+/// map's geometry and of matmul's batch dims) into one position per operand: the mutable
+/// locals `positions`, from 0, each growing by the index along a dim times its operand's
+/// stride along it.
+pub fn unravel(words: Words, index: Ex, positions: &[Local]) -> Vec<Stmt> {
+    let [rank, rest, turn, d, dim, along] =
+        ["rank", "rest", "turn", "d", "dim", "along"].map(|n| Local::new(n, Ty::Index));
+    let mut stmts = vec![Stmt::Let(rank, words.at(int(0))), Stmt::Var(rest, index)];
+    // The last dim first: its index is the remainder.
+    let mut steps = vec![
+        Stmt::Let(d, rank.get() - int(1) - turn.get()),
+        Stmt::Let(dim, words.at(int(1) + d.get())),
+        Stmt::Let(along, rest.get() % dim.get()),
+        Stmt::Assign(rest, rest.get() / dim.get()),
+    ];
+    for (k, &p) in positions.iter().enumerate() {
+        stmts.push(Stmt::Var(p, int(0)));
+        let stride = words.at(int(1) + int(k as i32 + 1) * rank.get() + d.get());
+        steps.push(Stmt::Assign(p, p.get() + along.get() * stride));
+    }
+    stmts.push(Stmt::For(turn, int(0), rank.get(), steps));
+    stmts
+}
+
 /// What a kernel does for each of its items.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Body {

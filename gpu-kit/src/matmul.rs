@@ -20,7 +20,7 @@
 use polytensor_core::plan::MatmulPlan;
 
 use crate::body::{self, Cmp};
-use crate::ir::{self, int, when, Buf, Ex, Kernel, Local, Stmt, Ty, Words};
+use crate::ir::{self, int, when, Buf, Ex, Kernel, Local, Stmt, Ty};
 use crate::launch::Arg;
 use crate::{render, Dialect, Elem, Library};
 
@@ -135,7 +135,9 @@ impl MatmulKernel {
         };
         let out = k.output("out", e);
         let shape = Shape { m, n, k: depth };
-        let mut stmts = batch_offsets(geometry, first);
+        // The group's matrices: its batch (`first` plus its group along axis 2) unravelled
+        // over the batch dims.
+        let mut stmts = ir::unravel(geometry, first + Ex::Group(2), &BATCH_OFFSETS);
         match self.schedule {
             Schedule::Tiled => {
                 stmts.extend(self.tiled(&shape, &a, &b, out));
@@ -500,30 +502,6 @@ fn remainder(at: Ex, n: i32) -> Ex {
 /// The output position of `row`, `col` of the group's matrix (rows of `n`).
 fn out_at(shape: &Shape, row: Ex, col: Ex) -> Ex {
     BATCH_OFFSETS[2].get() + row * shape.n.clone() + col
-}
-
-/// The group's matrices: its batch (`first` plus its group along axis 2) unravelled over
-/// the batch dims, into the offsets `pa`, `pb` and `po` ([`BATCH_OFFSETS`]).
-fn batch_offsets(geometry: Words, first: Ex) -> Vec<Stmt> {
-    let [rank, rest, turn, d, dim, index] =
-        ["rank", "rest", "turn", "d", "dim", "index"].map(|n| Local::new(n, Ty::Index));
-    let mut steps = vec![
-        Stmt::Let(d, rank.get() - int(1) - turn.get()),
-        Stmt::Let(dim, geometry.at(int(1) + d.get())),
-        Stmt::Let(index, rest.get() % dim.get()),
-        Stmt::Assign(rest, rest.get() / dim.get()),
-    ];
-    let mut stmts = vec![
-        Stmt::Let(rank, geometry.at(int(0))),
-        Stmt::Var(rest, first + Ex::Group(2)),
-    ];
-    for (k, p) in BATCH_OFFSETS.into_iter().enumerate() {
-        stmts.push(Stmt::Var(p, int(0)));
-        let stride = geometry.at(int(1) + int(k as i32 + 1) * rank.get() + d.get());
-        steps.push(Stmt::Assign(p, p.get() + index.get() * stride));
-    }
-    stmts.push(Stmt::For(turn, int(0), rank.get(), steps));
-    stmts
 }
 
 /// The arguments of [`MatmulKernel::kernel`] in its parameter order, for the batches from
