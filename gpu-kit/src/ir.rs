@@ -781,4 +781,57 @@ mod tests {
         assert!(wgsl.contains("let x_offset = i32(g[1]);"));
         assert!(wgsl.contains("int64_to_float(") && wgsl.contains("fn int64_to_float("));
     }
+
+    #[test]
+    fn work_groups_share_arrays_between_barriers_in_both_languages() {
+        // Each group of 8 lanes reverses its 8 elements through a shared array.
+        let mut k = Kernel::new("reverse_blocks");
+        let x = k.input("x", Elem::F32);
+        let out = k.output("out", Elem::F32);
+        let (tile, lane, at) = (
+            Local::new("tile", Ty::Value(Elem::F32)),
+            Local::new("l", Ty::Index),
+            Local::new("at", Ty::Index),
+        );
+        let k = k.groups(
+            [8, 1, 1],
+            vec![
+                Stmt::Shared(tile, 8),
+                Stmt::Let(lane, Ex::Lane(0)),
+                Stmt::Let(at, Ex::Group(0) * int(8) + lane.get()),
+                Stmt::Set(tile, lane.get(), x.at(at.get())),
+                Stmt::Barrier,
+                out.store(at.get(), Ex::Element(tile, Box::new(int(7) - lane.get()))),
+                Stmt::Stride(lane, int(0), Ex::Groups(0), int(2), vec![Stmt::Continue]),
+            ],
+        );
+        let c = c_kernel(&k).unwrap();
+        assert!(c.contains("LOCAL f32 tile[8];"));
+        assert!(c.contains("const i64 l = LOCAL_ID2(0);"));
+        assert!(c.contains("BARRIER();"));
+        assert!(c.contains("for (i64 l = 0; l < NUM_GROUPS(0); l += 2) {"));
+        assert!(
+            !c.contains("GLOBAL_ID"),
+            "a groups body has no grid-stride loop"
+        );
+        let wgsl = wgsl_kernel(&k).unwrap();
+        assert!(wgsl.contains("var<workgroup> tile: array<f32, 8>;"));
+        assert!(wgsl.contains("@compute @workgroup_size(8, 1, 1)"));
+        assert!(wgsl.contains("let l: i32 = i32(lane.x);"));
+        assert!(wgsl.contains("(i32(group.x) * 8)"));
+        assert!(wgsl.contains("workgroupBarrier();"));
+        assert!(wgsl.contains("for (var l: i32 = 0; l < i32(groups.x); l += 2) {"));
+    }
+
+    #[test]
+    fn index_division_is_unsigned_in_wgsl() {
+        let mut k = Kernel::new("halves");
+        let items = k.index("items");
+        let x = k.input("x", Elem::I32);
+        let out = k.output("out", Elem::I32);
+        let k = k.map(out, items, vec![], x.at(item() / int(2) + item() % int(2)));
+        assert!(c_kernel(&k).unwrap().contains("((item / 2) + (item % 2))"));
+        let wgsl = wgsl_kernel(&k).unwrap();
+        assert!(wgsl.contains("(i32(u32(item) / u32(2)) + i32(u32(item) % u32(2)))"));
+    }
 }

@@ -323,3 +323,46 @@ pub fn all_programs(fp64: bool) -> Vec<ProgramKey> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render;
+
+    /// What `MapKernel::renders_c` and `renders_wgsl` promise (the rule behind every
+    /// backend's capabilities) is what the renderers do, for every kernel of the table in
+    /// every variant.
+    #[test]
+    fn every_map_kernel_renders_where_the_table_says_it_does() {
+        let mut checked = 0;
+        for &dtype in DataType::ALL {
+            let ops = UnaryOp::ALL
+                .iter()
+                .map(|&u| Op::Unary(u))
+                .chain(BinaryOp::ALL.iter().map(|&b| Op::Binary(b)))
+                .chain([Op::Copy, Op::Where]);
+            let specs = ops
+                .filter_map(|op| map_spec(op, dtype))
+                .chain(DataType::ALL.iter().filter_map(|&to| cast_spec(dtype, to)));
+            for (_, spec) in specs {
+                for variant in [Variant::Contiguous, Variant::Flat, Variant::Strided] {
+                    let kernel = spec.kernel(variant);
+                    assert_eq!(
+                        render::c_kernel(&kernel).is_some(),
+                        spec.renders_c(),
+                        "{} in C",
+                        kernel.name
+                    );
+                    assert_eq!(
+                        render::wgsl_kernel(&kernel).is_some(),
+                        spec.renders_wgsl(),
+                        "{} of {dtype} in WGSL",
+                        kernel.name
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1000, "{checked} kernels");
+    }
+}
