@@ -19,8 +19,7 @@ use crate::kernels::Pipelines;
 use crate::launch::Operand;
 use crate::memory::{self, BufferAllocator};
 use crate::ops;
-use crate::table::{cast_for, kernel_for, renders};
-use polytensor_gpu_kit::elementwise::MapKernel;
+use crate::table::{map_key, renders};
 use polytensor_gpu_kit::wgsl::Storage;
 
 /// The bytes of freed storage buffers a wgpu device keeps for reuse by default.
@@ -136,13 +135,12 @@ impl WgpuDevice {
         })
     }
 
-    /// The elementwise kernel of `op` on `dtype` and its key where this device runs it
-    /// (its capabilities, decided once when it opened), else `Unsupported`.
-    fn map_kernel(&self, op: Op, dtype: DataType) -> Result<(MapKey, MapKernel)> {
-        if !self.supports(op, dtype) {
-            return Err(self.unsupported(op, dtype));
-        }
-        kernel_for(op, dtype).ok_or_else(|| self.unsupported(op, dtype))
+    /// The key of the elementwise kernel of `op` on `dtype` where this device runs it (its
+    /// capabilities, decided once when it opened), else `Unsupported`.
+    fn map_key(&self, op: Op, dtype: DataType) -> Result<MapKey> {
+        map_key(op, dtype)
+            .filter(|_| self.supports(op, dtype))
+            .ok_or_else(|| self.unsupported(op, dtype))
     }
 
     /// A driver failure reported by a helper, named after this device.
@@ -262,8 +260,7 @@ impl Device for WgpuDevice {
     }
 
     fn unary(&self, op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
-        let (key, kernel) = self.map_kernel(Op::Unary(op), x.dtype())?;
-        self.map(key, &kernel, &[x], out)
+        self.map(self.map_key(Op::Unary(op), x.dtype())?, &[x], out)
     }
 
     fn binary(
@@ -274,8 +271,7 @@ impl Device for WgpuDevice {
         out: &mut OutView<'_>,
     ) -> Result<()> {
         checks::same_dtype(op.name(), a.dtype(), &[b.dtype()])?;
-        let (key, kernel) = self.map_kernel(Op::Binary(op), a.dtype())?;
-        self.map(key, &kernel, &[a, b], out)
+        self.map(self.map_key(Op::Binary(op), a.dtype())?, &[a, b], out)
     }
 
     fn select(
@@ -286,28 +282,17 @@ impl Device for WgpuDevice {
         out: &mut OutView<'_>,
     ) -> Result<()> {
         checks::select_dtypes(cond.dtype(), a.dtype(), b.dtype())?;
-        let (key, kernel) = self.map_kernel(Op::Where, a.dtype())?;
-        self.map(key, &kernel, &[cond, a, b], out)
+        self.map(self.map_key(Op::Where, a.dtype())?, &[cond, a, b], out)
     }
 
     fn cast(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
         let (from, to) = (x.dtype(), out.dtype());
-        // The dtype named is the one this device does not hold.
-        let unsupported = || {
-            self.unsupported(
-                "cast",
-                if self.supports(Op::Cast, from) {
-                    to
-                } else {
-                    from
-                },
-            )
-        };
-        if !self.supports(Op::Cast, from) || !self.supports(Op::Cast, to) {
-            return Err(unsupported());
+        for dtype in [from, to] {
+            if !self.supports(Op::Cast, dtype) {
+                return Err(self.unsupported("cast", dtype));
+            }
         }
-        let (key, kernel) = cast_for(from, to).ok_or_else(unsupported)?;
-        self.map(key, &kernel, &[x], out)
+        self.map(MapKey::Cast(from, to), &[x], out)
     }
 
     fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
@@ -327,7 +312,7 @@ impl Device for WgpuDevice {
     fn fill(&self, value: Scalar, out: &mut OutView<'_>) -> Result<()> {
         let dtype = out.dtype();
         let unsupported = || self.unsupported("fill", dtype);
-        let (key, kernel) = self.map_kernel(Op::Fill, dtype)?;
+        let key = self.map_key(Op::Fill, dtype)?;
         let bytes = polytensor_core::element::scalar_bytes(value, dtype).ok_or_else(unsupported)?;
         // The value in a one-element buffer, read with all strides zero.
         let value = self.allocate(bytes.len())?;
@@ -339,7 +324,7 @@ impl Device for WgpuDevice {
             offset: 0,
             strides: &strides,
         };
-        self.run_map(key, &kernel, &[operand], out)
+        self.run_map(key, &[operand], out)
     }
 
     fn arange(&self, start: Scalar, step: Scalar, out: &mut OutView<'_>) -> Result<()> {
@@ -348,8 +333,7 @@ impl Device for WgpuDevice {
 
     fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
         checks::copy_dtypes(x.dtype(), out.dtype())?;
-        let (key, kernel) = self.map_kernel(Op::Copy, x.dtype())?;
-        self.map(key, &kernel, &[x], out)
+        self.map(self.map_key(Op::Copy, x.dtype())?, &[x], out)
     }
 
     fn window_kernels(&self, dtype: DataType) -> bool {
@@ -421,7 +405,7 @@ fn runs(op: Op, dtype: DataType, shader_f64: bool, shader_int64: bool) -> bool {
         Op::Reduce(op) => ops::reduces(op, dtype),
         Op::Cast => Storage::of(dtype).is_some(),
         Op::Arange => op.is_defined_for(dtype) && Storage::of(dtype).is_some(),
-        _ => renders(op, dtype),
+        _ => map_key(op, dtype).is_some_and(renders),
     }
 }
 

@@ -8,16 +8,17 @@ use polytensor_core::layout::contiguous_strides;
 use polytensor_core::plan::Coalesced;
 use polytensor_core::{Device, Error, OutView, Result, TensorView};
 
-use polytensor_gpu_kit::elementwise::{map_args, Access, MapKernel, MapOp, Variant};
+use polytensor_gpu_kit::elementwise::{map_args, MapKernel, Variant};
 use polytensor_gpu_kit::launch::Arg;
-use polytensor_gpu_kit::wgsl::{Scalar, Storage};
-use polytensor_gpu_kit::{ir, render, Elem};
+use polytensor_gpu_kit::wgsl::Storage;
+use polytensor_gpu_kit::{ir, render};
 
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
 use crate::kernels::key::{MapKey, PipelineKey};
 use crate::kernels::Pipeline;
 use crate::memory;
+use crate::table;
 
 /// One kernel input: a buffer and the offset and strides (in elements) it is read with.
 pub(crate) struct Operand<'a> {
@@ -73,11 +74,10 @@ impl WgpuDevice {
     }
 
     /// `out[i] = kernel(inputs[..][i])` for inputs of the output's shape (already
-    /// broadcast), `kernel` cached as `key`.
+    /// broadcast), the kernel the one `key` names ([`table::map_kernel`]).
     pub(crate) fn map(
         &self,
         key: MapKey,
-        kernel: &MapKernel,
         inputs: &[&TensorView<'_>],
         out: &mut OutView<'_>,
     ) -> Result<()> {
@@ -92,14 +92,13 @@ impl WgpuDevice {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        self.run_map(key, kernel, &operands, out)
+        self.run_map(key, &operands, out)
     }
 
     /// [`WgpuDevice::map`] on operands already checked against the output's shape.
     pub(crate) fn run_map(
         &self,
         key: MapKey,
-        kernel: &MapKernel,
         operands: &[Operand<'_>],
         out: &mut OutView<'_>,
     ) -> Result<()> {
@@ -117,7 +116,7 @@ impl WgpuDevice {
         let plan = Coalesced::new(&lo.shape().dims(), &strides);
         let variant = Variant::of(&plan);
         let pipeline = self.kit_pipeline(PipelineKey::Map { map: key, variant }, || {
-            kernel.kernel(variant)
+            table::map_kernel(key).map(|kernel| kernel.kernel(variant))
         })?;
         let geometry = match variant {
             Variant::Strided => Some(self.words(&MapKernel::geometry(&plan, operands.len()))?),
@@ -160,9 +159,7 @@ impl WgpuDevice {
         out: &mut OutView<'_>,
         kernel: impl FnOnce(&wgpu::Buffer) -> Result<()>,
     ) -> Result<()> {
-        let (Some(Storage::Packed(packing)), Some(packed_elem)) =
-            (Storage::of(out.dtype()), Elem::of(out.dtype()))
-        else {
+        let Some(Storage::Packed(_)) = Storage::of(out.dtype()) else {
             return kernel(output_buffer(out)?);
         };
         let scratch = self.allocate(out.layout().num_elements() * memory::WORD as usize)?;
@@ -174,13 +171,7 @@ impl WgpuDevice {
             offset: 0,
             strides: &strides,
         };
-        let narrow = MapKernel {
-            name: "narrow".into(),
-            inputs: vec![Access::Value(word_elem(packing.value_type()))],
-            output: Access::Value(packed_elem),
-            op: MapOp::Copy,
-        };
-        self.run_map(MapKey::Narrow(out.dtype()), &narrow, &[words], out)
+        self.run_map(MapKey::Narrow(out.dtype()), &[words], out)
     }
 
     /// `count` workgroups (at least one) laid out as `[x, y, 1]` within the per-dimension
@@ -229,14 +220,17 @@ impl WgpuDevice {
     }
 
     /// The pipeline of a kit kernel cached as `key`, built by `kernel()` and rendered as
-    /// WGSL only on a cache miss.
+    /// WGSL only on a cache miss (`None`: the kit has no such kernel).
     pub(crate) fn kit_pipeline(
         &self,
         key: PipelineKey,
-        kernel: impl FnOnce() -> ir::Kernel,
+        kernel: impl FnOnce() -> Option<ir::Kernel>,
     ) -> Result<Arc<Pipeline>> {
         let source = || {
-            let kernel = kernel();
+            let kernel = kernel().ok_or_else(|| Error::Backend {
+                device: self.name().to_string(),
+                message: format!("the kit has no kernel {key}"),
+            })?;
             let text = render::wgsl_kernel(&kernel).ok_or_else(|| Error::Backend {
                 device: self.name().to_string(),
                 message: format!("kernel {} has no WGSL rendering", kernel.name),
@@ -272,13 +266,4 @@ fn index_word(value: i64) -> Result<i32> {
             "a size, offset or stride of {value} is beyond a wgpu kernel (2^31 - 1)"
         ))
     })
-}
-
-/// The element a packed dtype's results are computed in as 32-bit words.
-fn word_elem(value: Scalar) -> Elem {
-    match value {
-        Scalar::F32 => Elem::F32,
-        Scalar::I32 => Elem::I32,
-        _ => Elem::U32,
-    }
 }

@@ -181,7 +181,8 @@ impl WgpuDevice {
         if outputs == 0 {
             return Ok(());
         }
-        let pipeline = self.kit_pipeline(PipelineKey::Window(op, dtype), || op.kernel(elem))?;
+        let pipeline =
+            self.kit_pipeline(PipelineKey::Window(op, dtype), || Some(op.kernel(elem)))?;
         self.launch_kit(&pipeline, &args, items, target.1 as usize)
     }
 
@@ -211,7 +212,7 @@ impl WgpuDevice {
                 "matmul of {m} x {k} x {n} needs more than {limit} workgroups along one dimension"
             )));
         }
-        let pipeline = self.kit_pipeline(PipelineKey::Matmul(dtype), || kernel.kernel())?;
+        let pipeline = self.kit_pipeline(PipelineKey::Matmul(dtype), || Some(kernel.kernel()))?;
         let geometry = self.words(&MatmulKernel::geometry(&plan))?;
         let target = (storage(&out.view())?, out.layout().offset());
         let (a, b) = ((storage(a)?, la.offset()), (storage(b)?, lb.offset()));
@@ -317,7 +318,7 @@ impl WgpuDevice {
             return Ok(());
         }
         let pipeline = self.kit_pipeline(PipelineKey::Segment(op, dtype), || {
-            segment::segment_kernel(op, kernels.elem())
+            Some(segment::segment_kernel(op, kernels.elem()))
         })?;
         let out_at = operand_at(&out.view())?;
         let args = segment::fold_args(&g, data, segments, out_at, operand_at)?;
@@ -346,7 +347,7 @@ impl WgpuDevice {
         let [fill_args, scatter_args] =
             segment::scatter_args(&g, outputs, (data, rows, fill), out_at, operand_at)?;
         let pipeline = self.kit_pipeline(PipelineKey::Scatter(dtype, false), || {
-            segment::fill_kernel(raw)
+            Some(segment::fill_kernel(raw))
         })?;
         self.launch_kit(&pipeline, &fill_args, outputs, out_at.1 as usize)?;
         let items = g.entries * g.width;
@@ -354,7 +355,7 @@ impl WgpuDevice {
             return Ok(());
         }
         let pipeline = self.kit_pipeline(PipelineKey::Scatter(dtype, true), || {
-            segment::scatter_kernel(raw)
+            Some(segment::scatter_kernel(raw))
         })?;
         self.launch_kit(&pipeline, &scatter_args, items, 0)
     }

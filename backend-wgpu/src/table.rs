@@ -1,33 +1,80 @@
-//! The kernel table: the kit's elementwise kernel that runs each (op, dtype) on this
-//! backend (the kit's table, [`polytensor_gpu_kit::table`]), and whether WGSL renders it
-//! ([`renders`]): the rule behind `supports`, asked once when a device opens, so that a
-//! launch builds its kernel without rendering anything.
+//! The kernel table: the kit's elementwise kernel each pipeline key names
+//! ([`map_kernel`], from the kit's table, [`polytensor_gpu_kit::table`]), and whether WGSL
+//! renders it ([`renders`]): the rule behind `supports`, asked once when a device opens, so
+//! that a launch needs only the key and builds the kernel on a pipeline-cache miss.
 
 use polytensor_core::{DataType, Op};
-use polytensor_gpu_kit::elementwise::MapKernel;
+use polytensor_gpu_kit::elementwise::{Access, MapKernel, MapOp};
 use polytensor_gpu_kit::table;
+use polytensor_gpu_kit::wgsl::{Scalar, Storage};
+use polytensor_gpu_kit::Elem;
 
 use crate::kernels::key::MapKey;
 
-/// The kernel that runs `op` on `dtype` and its pipeline's key, or `None` where the kit's
-/// table has none (fill is the copy of a one-element buffer read with zero strides).
-pub(crate) fn kernel_for(op: Op, dtype: DataType) -> Option<(MapKey, MapKernel)> {
-    if !op.is_defined_for(dtype) {
-        return None;
-    }
-    let op = if op == Op::Fill { Op::Copy } else { op };
-    let (_, kernel) = table::map_spec(op, dtype)?;
-    Some((MapKey::Op(op, dtype), kernel))
+/// The key of the kernel that runs `op` on `dtype`, or `None` where the op is not defined
+/// for it (fill is the copy of a one-element buffer read with zero strides).
+pub(crate) fn map_key(op: Op, dtype: DataType) -> Option<MapKey> {
+    let op = match op {
+        _ if !op.is_defined_for(dtype) => return None,
+        Op::Fill => Op::Copy,
+        _ => op,
+    };
+    Some(MapKey::Op(op, dtype))
 }
 
-/// Whether WGSL renders the kernel of `op` on `dtype` (every operand has a storage and the
+/// The kit's kernel `key` names, or `None` where the kit's table has none.
+pub(crate) fn map_kernel(key: MapKey) -> Option<MapKernel> {
+    Some(match key {
+        MapKey::Op(op, dtype) => table::map_spec(op, dtype)?.1,
+        MapKey::Cast(from, to) => table::cast_spec(from, to)?.1,
+        // The words a reduction computed, in the value type of the dtype's packing,
+        // stored packed.
+        MapKey::Narrow(dtype) => {
+            let Some(Storage::Packed(packing)) = Storage::of(dtype) else {
+                return None;
+            };
+            MapKernel {
+                name: "narrow".into(),
+                inputs: vec![Access::Value(word_elem(packing.value_type()))],
+                output: Access::Value(Elem::of(dtype)?),
+                op: MapOp::Copy,
+            }
+        }
+    })
+}
+
+/// Whether WGSL renders the kernel `key` names (every operand has a storage and the
 /// helper library has the op's functions).
-pub(crate) fn renders(op: Op, dtype: DataType) -> bool {
-    kernel_for(op, dtype).is_some_and(|(_, kernel)| kernel.renders_wgsl())
+pub(crate) fn renders(key: MapKey) -> bool {
+    map_kernel(key).is_some_and(|kernel| kernel.renders_wgsl())
 }
 
-/// The cast from `from` to `to` and its pipeline's key.
-pub(crate) fn cast_for(from: DataType, to: DataType) -> Option<(MapKey, MapKernel)> {
-    let (_, kernel) = table::cast_spec(from, to)?;
-    Some((MapKey::Cast(from, to), kernel))
+/// The element a packed dtype's results are computed in as 32-bit words.
+fn word_elem(value: Scalar) -> Elem {
+    match value {
+        Scalar::F32 => Elem::F32,
+        Scalar::I32 => Elem::I32,
+        _ => Elem::U32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cast's launch asks only whether the device holds both dtypes (the capability of
+    /// `Op::Cast` is per dtype): every cast between dtypes with a storage must render.
+    #[test]
+    fn every_cast_between_held_dtypes_renders() {
+        let held: Vec<DataType> = DataType::ALL
+            .iter()
+            .copied()
+            .filter(|&d| Storage::of(d).is_some())
+            .collect();
+        for &from in &held {
+            for &to in &held {
+                assert!(renders(MapKey::Cast(from, to)), "cast {from} to {to}");
+            }
+        }
+    }
 }
