@@ -78,17 +78,24 @@ impl fmt::Debug for OpenClQueue {
 /// suits its kind: tiled through local memory on accelerators, blocked in registers on CPU
 /// devices (which vectorise a work-item's loops but pay for every barrier).
 pub fn open(index: usize, found: Found) -> Result<Arc<OpenClDevice>> {
-    open_with_schedule(index, found, None)
+    open_with(index, found, OpenOptions::default())
 }
 
-/// [`open`], with the matmul divided by `schedule` whatever the device's kind (`None`:
-/// by its kind), for devices whose driver misreports it, and for running the tiled kernel
-/// on a CPU device in tests.
-pub fn open_with_schedule(
-    index: usize,
-    found: Found,
-    schedule: Option<Schedule>,
-) -> Result<Arc<OpenClDevice>> {
+/// What [`open_with`] may decide otherwise than the device reports: for devices whose
+/// driver misreports them, and for running the kernels of other devices on a CPU device
+/// in tests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenOptions {
+    /// How matmul divides its work (`None`: by the device's kind).
+    pub schedule: Option<Schedule>,
+    /// Compute as a device without `cl_khr_fp64` does, whether or not this one has it
+    /// (no f64 dtypes; f32 sums accumulate in f32 and products as scaled significands).
+    pub without_fp64: bool,
+}
+
+/// [`open`], with what `options` decide.
+pub fn open_with(index: usize, found: Found, options: OpenOptions) -> Result<Arc<OpenClDevice>> {
+    let schedule = options.schedule;
     let base = format!("opencl:{index}");
     let backend = |what: &str, e: ClError| Error::Backend {
         device: base.clone(),
@@ -107,7 +114,7 @@ pub fn open_with_schedule(
     };
     let info = |r: std::result::Result<String, ClError>| r.unwrap_or_else(|e| e.to_string());
     let extensions = device.extensions().unwrap_or_default();
-    let fp64 = extensions.contains("cl_khr_fp64");
+    let fp64 = extensions.contains("cl_khr_fp64") && !options.without_fp64;
     let exact_f32 = device
         .single_fp_config()
         .is_ok_and(|c| c & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT != 0);

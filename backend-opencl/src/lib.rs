@@ -17,7 +17,7 @@ mod programs;
 
 /// The kind of this backend's devices (`opencl:0`, ...).
 pub const KIND: polytensor_core::DeviceKind = polytensor_core::DeviceKind::new("opencl");
-pub use device::{first, open, open_with_schedule, OpenClDevice, OpenClQueue};
+pub use device::{first, open, open_with, OpenClDevice, OpenClQueue, OpenOptions};
 pub use memory::ClBuffer;
 pub use programs::Compiled;
 

@@ -180,11 +180,33 @@ fn the_tiled_matmul_passes_on_any_device() {
     let found = polytensor_opencl::platform::devices()
         .expect("a device was found above")
         .remove(0);
-    let tiled = polytensor_opencl::open_with_schedule(
-        0,
-        found,
-        Some(polytensor_gpu_kit::matmul::Schedule::Tiled),
-    )
-    .expect("open");
+    let options = polytensor_opencl::OpenOptions {
+        schedule: Some(polytensor_gpu_kit::matmul::Schedule::Tiled),
+        ..Default::default()
+    };
+    let tiled = polytensor_opencl::open_with(0, found, options).expect("open");
     conformance::assert_family(&(tiled as Arc<dyn Device>), conformance::Family::Matmul);
+}
+
+/// The reductions of a device without f64 (f32 accumulators, scaled products, integer
+/// means in 32-bit words) are what WGSL runs; on OpenCL they run on any device opened
+/// without it.
+#[test]
+fn reductions_without_f64_pass_on_any_device() {
+    if device().is_none() {
+        return;
+    }
+    let found = polytensor_opencl::platform::devices()
+        .expect("a device was found above")
+        .remove(0);
+    let options = polytensor_opencl::OpenOptions {
+        without_fp64: true,
+        ..Default::default()
+    };
+    let narrow = polytensor_opencl::open_with(0, found, options).expect("open");
+    assert!(!narrow.supports(
+        polytensor_core::Op::Reduce(polytensor_core::ReduceOp::Sum),
+        polytensor_core::DataType::Double
+    ));
+    conformance::assert_family(&(narrow as Arc<dyn Device>), conformance::Family::Reduce);
 }

@@ -4,20 +4,17 @@
 
 use std::sync::Arc;
 
-use polytensor_core::layout::contiguous_strides;
 use polytensor_core::plan::Coalesced;
 use polytensor_core::{Device, Error, OutView, Result, TensorView};
 
 use polytensor_gpu_kit::elementwise::{map_args, MapKernel, Variant};
 use polytensor_gpu_kit::launch::Arg;
-use polytensor_gpu_kit::wgsl::Storage;
 use polytensor_gpu_kit::{ir, render};
 
-use crate::buffer::{output_buffer, storage, wgpu_buffer};
+use crate::buffer::storage;
 use crate::device::WgpuDevice;
 use crate::kernels::key::{MapKey, PipelineKey};
 use crate::kernels::Pipeline;
-use crate::memory;
 use crate::table;
 
 /// One kernel input: a buffer and the offset and strides (in elements) it is read with.
@@ -150,30 +147,6 @@ impl WgpuDevice {
             }))
     }
 
-    /// Run `kernel` on the buffer that receives `out`'s elements as words of their value
-    /// type: `out`'s own buffer for word dtypes; for packed ones (f16, bf16, 8- and 16-bit
-    /// ints) a scratch buffer, narrowed into `out` afterwards, so that no two invocations
-    /// write one word.
-    pub(crate) fn through_words(
-        &self,
-        out: &mut OutView<'_>,
-        kernel: impl FnOnce(&wgpu::Buffer) -> Result<()>,
-    ) -> Result<()> {
-        let Some(Storage::Packed(_)) = Storage::of(out.dtype()) else {
-            return kernel(output_buffer(out)?);
-        };
-        let scratch = self.allocate(out.layout().num_elements() * memory::WORD as usize)?;
-        let buffer = wgpu_buffer(&scratch);
-        kernel(buffer)?;
-        let strides = contiguous_strides(out.layout().shape());
-        let words = Operand {
-            buffer,
-            offset: 0,
-            strides: &strides,
-        };
-        self.run_map(MapKey::Narrow(out.dtype()), &[words], out)
-    }
-
     /// `count` workgroups (at least one) laid out as `[x, y, 1]` within the per-dimension
     /// limit; a kernel numbers them `x + y * groups.x`.
     pub(crate) fn workgroups(&self, count: usize) -> [u32; 3] {
@@ -239,17 +212,6 @@ impl WgpuDevice {
         };
         self.pipelines
             .get(&self.device, key, source)
-            .map_err(|e| self.relabel(e))
-    }
-
-    /// The pipeline cached as `key`, compiled from `source()` on first use.
-    pub(crate) fn pipeline(
-        &self,
-        key: PipelineKey,
-        source: impl FnOnce() -> Result<String>,
-    ) -> Result<Arc<Pipeline>> {
-        self.pipelines
-            .get(&self.device, key, || Ok((source()?, 1)))
             .map_err(|e| self.relabel(e))
     }
 

@@ -1,8 +1,6 @@
 //! The launches of the matmul, reduction, window and segment kernels of a [`WgpuDevice`]: operand
 //! checks, geometry and workgroup counts.
 
-use std::sync::Arc;
-
 use polytensor_core::device::checks;
 use polytensor_core::plan::segment::{ScatterGeometry, SegmentGeometry, SegmentOp, Segments};
 use polytensor_core::plan::window::WindowGeometry;
@@ -11,6 +9,7 @@ use polytensor_core::plan::ReducedAxes;
 use polytensor_core::{
     DataType, Device, Epilogue, Error, Op, OutView, ReduceOp, Result, TensorView, UnaryOp,
 };
+use polytensor_gpu_kit::reduce::{self, ReduceArgs, ReduceKernel, Stage};
 use polytensor_gpu_kit::segment::{self, SegmentKernels};
 use polytensor_gpu_kit::window::{WindowKernel, WindowKernels};
 use polytensor_gpu_kit::{window as kit, Elem};
@@ -18,10 +17,8 @@ use polytensor_gpu_kit::{window as kit, Elem};
 use crate::buffer::{output_buffer, storage, wgpu_buffer};
 use crate::device::WgpuDevice;
 use crate::kernels::key::PipelineKey;
-use crate::kernels::reduce::{self, WORKGROUP};
-use crate::kernels::Pipeline;
 use polytensor_gpu_kit::matmul::{matmul_args, MatmulKernel, Schedule, TILE};
-use polytensor_gpu_kit::wgsl::{int_literal, Storage, Ty};
+use polytensor_gpu_kit::wgsl::Storage;
 
 /// How matmul operands of `dtype` are stored, where this backend multiplies them (f16
 /// and bf16 accumulate in f32).
@@ -29,40 +26,19 @@ pub(crate) fn matmul_storage(dtype: DataType) -> Option<Storage> {
     Storage::of(dtype).filter(|_| Op::Matmul.is_defined_for(dtype))
 }
 
+/// Work-groups a split reduction aims to keep busy ([`reduce::plan`]).
+const BUSY_GROUPS: usize = 1024;
+
 /// Whether this backend has a reduction kernel of `op` on `dtype`.
 pub(crate) fn reduces(op: ReduceOp, dtype: DataType) -> bool {
     Op::Reduce(op).is_defined_for(dtype) && Storage::of(dtype).is_some()
 }
 
-/// The lowest and highest values of `dtype` as WGSL expressions of its value type: the
-/// identities of max and min.
-fn bounds(dtype: DataType, t: Ty) -> (String, String) {
-    match Elem::of(dtype).and_then(Elem::int_range) {
-        Some((lo, hi)) => match t.real() {
-            Some(t) => (int_literal(lo, t), int_literal(hi, t)),
-            None => (String::new(), String::new()),
-        },
-        None => (
-            format!("{t}(bitcast<f32>(0xff800000u))"),
-            format!("{t}(bitcast<f32>(0x7f800000u))"),
-        ),
-    }
-}
-
-/// `value`, or `Err` unless it fits the `u32` words kernels index with.
-fn within_u32(value: usize, what: &str) -> Result<usize> {
-    u32::try_from(value).map(|_| value).map_err(|_| {
-        Error::invalid(format!(
-            "{what} of {value} is beyond one wgpu dispatch (2^32 - 1)"
-        ))
-    })
-}
-
-/// `value`, or `Err` unless it fits the `i32` positions the window kernels compute.
+/// `value`, or `Err` unless it fits the `i32` positions the kit's WGSL kernels compute.
 fn within_i32(value: usize, what: &str) -> Result<u32> {
     i32::try_from(value).map(|v| v as u32).map_err(|_| {
         Error::invalid(format!(
-            "{what} of {value} is beyond a wgpu window kernel (2^31 - 1)"
+            "{what} of {value} is beyond a wgpu kernel's positions (2^31 - 1)"
         ))
     })
 }
@@ -225,7 +201,9 @@ impl WgpuDevice {
         Ok(())
     }
 
-    /// Reduce `x` over `axes` into `out` (the kept dims, row-major).
+    /// Reduce `x` over `axes` into `out` (the kept dims, row-major): the kit's reduction
+    /// kernel of the stage [`reduce::plan`] picks, a split's partials gathered by a second
+    /// dispatch.
     pub(crate) fn run_reduce(
         &self,
         op: ReduceOp,
@@ -234,66 +212,68 @@ impl WgpuDevice {
         out: &mut OutView<'_>,
     ) -> Result<()> {
         let dtype = x.dtype();
-        let expected = op.output_dtype(dtype);
         checks::reduce_output(op, dtype, out.dtype())?;
         let unsupported = || self.unsupported(op.name(), dtype);
-        let input = Storage::of(dtype)
+        let kernel = Elem::of(dtype)
             .filter(|_| reduces(op, dtype))
+            .map(|input| ReduceKernel {
+                op,
+                input,
+                wide: false,
+                lanes: reduce::WGSL_WORKGROUP,
+            })
             .ok_or_else(unsupported)?;
+        let partial_elems = kernel.partials().ok_or_else(unsupported)?;
         let layout = x.layout();
         let split = ReducedAxes::split(layout, axes, out.layout().num_elements())?;
-        let outputs = within_u32(split.kept.iter().product(), "a reduction's output")?;
-        let count = within_u32(split.reduced.iter().product(), "a reduction")?;
+        let outputs = within_i32(split.kept.iter().product(), "a reduction's output")? as usize;
+        let count = within_i32(split.reduced.iter().product(), "a reduction")? as usize;
         if outputs == 0 {
             return Ok(());
         }
-        let (variant, parts) = reduce::plan(outputs, count);
-        let pipeline = |variant: reduce::Variant| -> Result<Arc<Pipeline>> {
-            self.pipeline(PipelineKey::Reduce(op, dtype, variant), || {
-                let (lowest, highest) = bounds(dtype, input.value_type());
-                Ok(reduce::source(op, input, (&lowest, &highest), variant))
+        let (stage, parts) = reduce::plan(outputs, count, BUSY_GROUPS);
+        let pipeline = |stage: Stage| {
+            self.kit_pipeline(PipelineKey::Reduce(op, dtype, stage), || {
+                kernel.kernel(stage)
             })
         };
-        let geometry = reduce::geometry(
-            &split.kept,
-            &split.kept_strides,
-            &split.reduced,
-            &split.reduced_strides,
-            layout.offset(),
-            parts,
-        );
-        let per_invocation = self.workgroups(outputs.div_ceil(WORKGROUP as usize));
-        let x = storage(x)?;
-        let run = |target: &wgpu::Buffer| -> Result<()> {
-            match variant {
-                reduce::Variant::Serial => self.dispatch(
-                    pipeline(variant)?.as_ref(),
-                    &geometry,
-                    &[x, target],
-                    per_invocation,
-                ),
-                reduce::Variant::Tree => {
-                    let groups = self.workgroups(outputs);
-                    self.dispatch(pipeline(variant)?.as_ref(), &geometry, &[x, target], groups)
-                }
-                reduce::Variant::Split | reduce::Variant::Gather => {
-                    let partials = self.allocate(outputs * parts * reduce::PARTIAL_BYTES)?;
-                    let partials = wgpu_buffer(&partials);
-                    let (first, second) = (
-                        pipeline(reduce::Variant::Split)?,
-                        pipeline(reduce::Variant::Gather)?,
-                    );
-                    let groups = self.workgroups(outputs * parts);
-                    self.dispatch(&first, &geometry, &[x, partials], groups);
-                    self.dispatch(&second, &geometry, &[partials, target], per_invocation);
-                }
+        let kept = self.words(&reduce::geometry(&split.kept, &split.kept_strides))?;
+        let reduced = self.words(&reduce::geometry(&split.reduced, &split.reduced_strides))?;
+        let mut partial_buffers = Vec::new();
+        if stage == Stage::Split {
+            for e in &partial_elems {
+                partial_buffers.push(self.allocate(outputs * parts * e.dtype().size())?);
             }
-            Ok(())
+        }
+        let (input, input_offset) = operand_at(x)?;
+        let args = ReduceArgs {
+            outputs,
+            count,
+            parts,
+            kept: &kept,
+            reduced: &reduced,
+            input: (input, input_offset as usize),
+            partials: partial_buffers.iter().map(wgpu_buffer).collect(),
+            out: (output_buffer(out)?, out.layout().offset()),
         };
-        if expected == DataType::Int64 {
-            run(output_buffer(out)?)
-        } else {
-            self.through_words(out, run)
+        let groups = |n: usize| {
+            let limit = self.limits().max_compute_workgroups_per_dimension as usize;
+            [n.min(limit) as u32, 1, 1]
+        };
+        match stage {
+            Stage::Serial => {
+                let pipeline = pipeline(Stage::Serial)?;
+                self.launch_kit(&pipeline, &args.of(stage), outputs, args.out.1)
+            }
+            Stage::Tree => {
+                let pipeline = pipeline(Stage::Tree)?;
+                self.launch_groups(&pipeline, &args.of(stage), groups(outputs))
+            }
+            Stage::Split | Stage::Gather => {
+                let (split, gather) = (pipeline(Stage::Split)?, pipeline(Stage::Gather)?);
+                self.launch_groups(&split, &args.of(Stage::Split), groups(outputs * parts))?;
+                self.launch_groups(&gather, &args.of(Stage::Gather), groups(outputs))
+            }
         }
     }
 

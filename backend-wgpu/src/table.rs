@@ -4,10 +4,8 @@
 //! that a launch needs only the key and builds the kernel on a pipeline-cache miss.
 
 use polytensor_core::{DataType, Op};
-use polytensor_gpu_kit::elementwise::{Access, MapKernel, MapOp};
+use polytensor_gpu_kit::elementwise::MapKernel;
 use polytensor_gpu_kit::table;
-use polytensor_gpu_kit::wgsl::{Scalar, Storage};
-use polytensor_gpu_kit::Elem;
 
 use crate::kernels::key::MapKey;
 
@@ -27,19 +25,6 @@ pub(crate) fn map_kernel(key: MapKey) -> Option<MapKernel> {
     Some(match key {
         MapKey::Op(op, dtype) => table::map_spec(op, dtype)?.1,
         MapKey::Cast(from, to) => table::cast_spec(from, to)?.1,
-        // The words a reduction computed, in the value type of the dtype's packing,
-        // stored packed.
-        MapKey::Narrow(dtype) => {
-            let Some(Storage::Packed(packing)) = Storage::of(dtype) else {
-                return None;
-            };
-            MapKernel {
-                name: "narrow".into(),
-                inputs: vec![Access::Value(word_elem(packing.value_type()))],
-                output: Access::Value(Elem::of(dtype)?),
-                op: MapOp::Copy,
-            }
-        }
     })
 }
 
@@ -49,18 +34,10 @@ pub(crate) fn renders(key: MapKey) -> bool {
     map_kernel(key).is_some_and(|kernel| kernel.renders_wgsl())
 }
 
-/// The element a packed dtype's results are computed in as 32-bit words.
-fn word_elem(value: Scalar) -> Elem {
-    match value {
-        Scalar::F32 => Elem::F32,
-        Scalar::I32 => Elem::I32,
-        _ => Elem::U32,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use polytensor_gpu_kit::wgsl::Storage;
 
     /// A cast's launch asks only whether the device holds both dtypes (the capability of
     /// `Op::Cast` is per dtype): every cast between dtypes with a storage must render.

@@ -109,8 +109,10 @@ pub enum Expr {
     Num(i32),
     /// Every bit set: -1, or an unsigned type's maximum.
     AllOnes,
-    /// The lowest value of a float type: -inf.
+    /// The lowest value of the type: -inf, or the smallest integer.
     Lowest,
+    /// The highest value of the type: +inf, or the largest integer.
+    Highest,
     /// Negation (IEEE, or wrapping).
     Neg(Box<Expr>),
     /// Arithmetic of two values.

@@ -234,6 +234,22 @@ pub enum Ex {
     /// The invocation's lane (its index in its work-group) along an axis of a
     /// [`Body::Groups`].
     Lane(u8),
+    /// A non-negative index as a value of an integer or real element.
+    FromIndex(Elem, Box<Ex>),
+    /// An index as the bits of a 64-bit integer ([`Ty::Raw`] of `U64`), sign-extended.
+    IndexBits(Box<Ex>),
+    /// The index held in the bits of a 64-bit integer ([`Ex::IndexBits`] undone).
+    BitsIndex(Box<Ex>),
+    /// The power of two `k` (an index) with `|x| 2^-k` in `[1, 2)`, of a finite non-zero
+    /// f32 value `x` (subnormals too); 0 for zeros, infinities and NaN.
+    Exponent(Box<Ex>),
+    /// The f32 value `x` times `2^k`, of an index `k` in `-126..=127` (exact unless the
+    /// product is subnormal).
+    Scale(Box<Ex>, Box<Ex>),
+    /// The real (0) or imaginary (1) part of a complex value.
+    Part(u8, Box<Ex>),
+    /// The complex value of an element from its real and imaginary parts.
+    Complex(Elem, Box<Ex>, Box<Ex>),
 }
 
 impl Ex {
@@ -296,6 +312,26 @@ impl Ex {
     /// An integer element value as an index.
     pub fn to_index(self) -> Ex {
         Ex::ToIndex(Box::new(self))
+    }
+
+    /// A non-negative index as a value of element `e`.
+    pub fn of_index(self, e: Elem) -> Ex {
+        Ex::FromIndex(e, Box::new(self))
+    }
+
+    /// An index as the bits of a 64-bit integer.
+    pub fn bits(self) -> Ex {
+        Ex::IndexBits(Box::new(self))
+    }
+
+    /// The index the bits of a 64-bit integer hold.
+    pub fn from_bits(self) -> Ex {
+        Ex::BitsIndex(Box::new(self))
+    }
+
+    /// The real (0) or imaginary (1) part of a complex value.
+    pub fn part(self, which: u8) -> Ex {
+        Ex::Part(which, Box::new(self))
     }
 
     /// The smaller of two indices.

@@ -79,7 +79,8 @@ mod tests {
         let reduce = ReduceKernel {
             op: ReduceOp::Mean,
             input: Elem::C64,
-            wide_floats: true,
+            wide: true,
+            lanes: reduce::WORKGROUP,
         };
         let tiled = MatmulKernel::new(Elem::F16, Schedule::Tiled).unwrap();
         let blocked = MatmulKernel::new(Elem::C64, Schedule::Blocked).unwrap();

@@ -170,7 +170,8 @@ pub fn reduce_members(dtype: DataType, fp64: bool) -> Vec<ReduceKernel> {
         .map(|&op| ReduceKernel {
             op,
             input,
-            wide_floats: fp64,
+            wide: fp64,
+            lanes: reduce::WORKGROUP,
         })
         .collect()
 }

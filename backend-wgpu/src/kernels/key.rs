@@ -8,9 +8,8 @@ use polytensor_core::plan::segment::SegmentOp;
 use polytensor_core::{DataType, Op, ReduceOp};
 
 use polytensor_gpu_kit::elementwise::Variant;
+use polytensor_gpu_kit::reduce::Stage;
 use polytensor_gpu_kit::window::WindowKernel;
-
-use super::reduce;
 
 /// What an elementwise pipeline computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -19,8 +18,6 @@ pub(crate) enum MapKey {
     Op(Op, DataType),
     /// A cast from one dtype to another.
     Cast(DataType, DataType),
-    /// 32-bit words narrowed into the packed elements of a dtype.
-    Narrow(DataType),
 }
 
 /// A compiled pipeline.
@@ -30,8 +27,8 @@ pub(crate) enum PipelineKey {
     Map { map: MapKey, variant: Variant },
     /// The matmul of a dtype.
     Matmul(DataType),
-    /// A reduction of a dtype, in one of its variants.
-    Reduce(ReduceOp, DataType, reduce::Variant),
+    /// A reduction of a dtype, in one of its stages.
+    Reduce(ReduceOp, DataType, Stage),
     /// A direct window kernel (convolution, pooling) of a dtype.
     Window(WindowKernel, DataType),
     /// A segment reduction of a dtype.
@@ -45,7 +42,6 @@ impl fmt::Display for MapKey {
         match self {
             MapKey::Op(op, dtype) => write!(f, "{op}.{dtype}"),
             MapKey::Cast(from, to) => write!(f, "cast.{from}.{to}"),
-            MapKey::Narrow(dtype) => write!(f, "narrow.{dtype}"),
         }
     }
 }
@@ -55,7 +51,7 @@ impl fmt::Display for PipelineKey {
         match self {
             PipelineKey::Map { map, variant } => write!(f, "{map}.{variant:?}"),
             PipelineKey::Matmul(dtype) => write!(f, "matmul.{dtype}"),
-            PipelineKey::Reduce(op, dtype, variant) => write!(f, "reduce_{op}.{dtype}.{variant:?}"),
+            PipelineKey::Reduce(op, dtype, stage) => write!(f, "reduce_{op}.{dtype}.{stage:?}"),
             PipelineKey::Window(op, dtype) => write!(f, "{}.{dtype}", op.name()),
             PipelineKey::Segment(op, dtype) => write!(f, "{}.{dtype}", op.name()),
             PipelineKey::Scatter(dtype, scatter) => write!(

@@ -1,6 +1,7 @@
 // Helpers that every kernel may call, in the C subset that OpenCL C and CUDA C++ share
 // (the dialect header comes first): f16 and bf16 as their 16 bits with exact conversions,
-// integer powers, ints rounded once to a narrow float, and the 128-bit sums of integer means.
+// integer powers, ints rounded once to a narrow float, and the powers of two of scaled
+// products.
 
 #ifndef NATIVE_F16
 // f16 bits to f32, exactly. (A dialect with hardware conversions defines NATIVE_F16 and
@@ -117,69 +118,20 @@ FN u64 pow_i64(i64 base, i64 e) {
     return pow_u64((u64)base, (u64)e);
 }
 
-// A 128-bit two's complement integer: the exact sum behind an integer mean.
-typedef struct {
-    u64 lo;
-    u64 hi;
-} wide;
-
-FN wide wide_from_i64(i64 v) {
-    wide r;
-    r.lo = (u64)v;
-    r.hi = v < 0 ? ~(u64)0 : (u64)0;
-    return r;
+// 2^k for k in [-126, 127], built from its bits.
+FN f32 pow2_f32(i64 k) {
+    return F32_FROM_BITS((u32)(k + 127) << 23);
 }
 
-FN wide wide_from_u64(u64 v) {
-    wide r;
-    r.lo = v;
-    r.hi = 0;
-    return r;
-}
-
-FN wide wide_add(wide a, wide b) {
-    wide r;
-    r.lo = a.lo + b.lo;
-    r.hi = a.hi + b.hi + (r.lo < a.lo ? (u64)1 : (u64)0);
-    return r;
-}
-
-FN wide wide_neg(wide a) {
-    wide r;
-    r.lo = ~a.lo + (u64)1;
-    r.hi = ~a.hi + (r.lo == (u64)0 ? (u64)1 : (u64)0);
-    return r;
-}
-
-// The low 64 bits of a / d for a >= 0 and d > 0 (a mean fits them), by long division.
-FN u64 wide_div(wide a, u64 d) {
-    u64 q = 0;
-    u64 rem = 0;
-    for (i32 bit = 127; bit >= 0; bit--) {
-        u64 top = rem >> 63;
-        u64 next = bit >= 64 ? (a.hi >> (bit - 64)) : (a.lo >> bit);
-        rem = (rem << 1) | (next & (u64)1);
-        if (top != (u64)0 || rem >= d) {
-            rem -= d;
-            if (bit < 64) {
-                q |= (u64)1 << bit;
-            }
-        }
-    }
-    return q;
-}
-
-// sum / n truncated toward zero, for a signed sum (0 when n is 0).
-FN i64 wide_mean_signed(wide sum, u64 n) {
-    if (n == (u64)0) {
+// The power of two k with |x| 2^-k in [1, 2), of a finite non-zero x (subnormals too,
+// through x 2^64); 0 for zeros, infinities and NaN.
+FN i64 exponent_f32(f32 x) {
+    u32 big = F32_BITS(x) & 0x7fffffffu;
+    if (big == 0u || big >= 0x7f800000u) {
         return 0;
     }
-    bool negative = (i64)sum.hi < 0;
-    u64 q = wide_div(negative ? wide_neg(sum) : sum, n);
-    return negative ? (i64)((u64)0 - q) : (i64)q;
-}
-
-// sum / n truncated, for an unsigned sum (0 when n is 0).
-FN u64 wide_mean_unsigned(wide sum, u64 n) {
-    return n == (u64)0 ? (u64)0 : wide_div(sum, n);
+    if (big < 0x00800000u) {
+        return (i64)((F32_BITS(F32_FROM_BITS(big) * 18446744073709551616.0f) >> 23)) - 127 - 64;
+    }
+    return (i64)(big >> 23) - 127;
 }

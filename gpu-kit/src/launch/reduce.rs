@@ -1,18 +1,18 @@
 //! Reduction launches: one work-item per output when the reduced extent is short, a
-//! work-group tree per output otherwise, and split reductions for few long outputs.
+//! work-group tree per output otherwise, and split reductions for few long outputs
+//! ([`crate::reduce::plan`]).
 
 use polytensor_core::device::checks;
 use polytensor_core::plan::ReducedAxes;
 use polytensor_core::{Device, Op, OutView, ReduceOp, Result, TensorView};
 
-use super::{map_grid, output_mem, Arg, Grid, KitDevice, Launch, Queue};
-use crate::reduce::{self, ReduceKernel, Stage, PARTIAL_BYTES, WORKGROUP};
+use super::{map_grid, output_mem, Grid, KitDevice, Launch, Queue};
+use crate::reduce::{self, ReduceArgs, ReduceKernel, Stage, WORKGROUP};
 use crate::table::ProgramKey;
 use crate::Elem;
 
-/// `Device::reduce`: one work-item per output when the reduced extent is short, a
-/// work-group tree per output otherwise, and few long outputs split across work-groups
-/// whose partials a second launch gathers.
+/// `Device::reduce`: the stage [`reduce::plan`] picks; a split's partials are gathered by
+/// a second launch.
 pub fn reduce<Q: Queue>(
     q: &KitDevice<Q>,
     op: ReduceOp,
@@ -37,65 +37,63 @@ pub fn reduce<Q: Queue>(
     let kernel = ReduceKernel {
         op,
         input,
-        wide_floats: q.fp64(),
+        wide: q.fp64(),
+        lanes: WORKGROUP,
     };
+    let partial_elems = kernel
+        .partials()
+        .ok_or_else(|| q.unsupported(op.name(), dtype))?;
     let program = q.program(ProgramKey::Reduce(dtype))?;
-    let (_geometry, geometry_mem) = Q::constants(
-        q,
-        &ReduceKernel::geometry(
-            &split.kept,
-            &split.kept_strides,
-            &split.reduced,
-            &split.reduced_strides,
-        ),
-    )?;
-    let out_offset = Arg::I64(out.layout().offset() as i64);
-    let args = [
-        Arg::I64(outputs as i64),
-        Arg::I64(count as i64),
-        Arg::Mem(geometry_mem),
-        Arg::Mem(q.mem(x.buffer())?),
-        Arg::I64(layout.offset() as i64),
-        Arg::Mem(target),
-        out_offset,
-    ];
-    let parts = reduce::split_parts(outputs, count, q.split_groups());
-    let launch = |stage: Stage, args: &[Arg<Q::Mem>], grid: Grid| {
+    let (_kept, kept) = Q::constants(q, &reduce::geometry(&split.kept, &split.kept_strides))?;
+    let (_reduced, reduced) =
+        Q::constants(q, &reduce::geometry(&split.reduced, &split.reduced_strides))?;
+    let (stage, parts) = reduce::plan(outputs, count, q.split_groups());
+    // Kept alive (and so their memory valid) until every launch is queued.
+    let mut partial_buffers = Vec::new();
+    if stage == Stage::Split {
+        for e in &partial_elems {
+            let bytes = outputs
+                .checked_mul(parts)
+                .and_then(|n| n.checked_mul(e.dtype().size()))
+                .ok_or_else(|| polytensor_core::Error::invalid("a split reduction overflows"))?;
+            partial_buffers.push(q.allocate(bytes)?);
+        }
+    }
+    let partials = partial_buffers
+        .iter()
+        .map(|b| q.mem(b.as_ref()))
+        .collect::<Result<Vec<_>>>()?;
+    let args = ReduceArgs {
+        outputs,
+        count,
+        parts,
+        kept,
+        reduced,
+        input: (q.mem(x.buffer())?, layout.offset()),
+        partials,
+        out: (target, out.layout().offset()),
+    };
+    let launch = |stage: Stage, grid: Grid| {
         let name = kernel.kernel_name(stage);
+        let args = args.of(stage);
         let stage_launch = Launch {
             kernel: &name,
-            args,
+            args: &args,
             grid,
         };
-        // SAFETY: each stage gets the reduction kernel's parameters (`ReduceKernel`
-        // documents them) over live buffers: the input view, the geometry and partials
-        // held to the end of this function, and the output, whose `outputs` contiguous
-        // elements lie within its buffer.
+        // SAFETY: each stage gets its kernel's parameters (`ReduceArgs::of`) over live
+        // buffers: the input view, the geometry words and the partials held to the end of
+        // this function, and the output, whose `outputs` contiguous elements lie within
+        // its buffer.
         unsafe { q.launch(&program, stage_launch) }
     };
-    if count < WORKGROUP {
-        launch(Stage::Serial, &args, map_grid::<Q>(outputs))
-    } else if parts > 1 {
-        // Few outputs, each long: split each across `parts` work-groups, then gather.
-        // Kept alive (and so its memory valid) until both launches are queued.
-        let partial_buffer = q.allocate(outputs * parts * PARTIAL_BYTES)?;
-        let partials = Arg::Mem(q.mem(partial_buffer.as_ref())?);
-        let mut split = args[..5].to_vec();
-        split.extend([partials, Arg::I64(parts as i64)]);
-        let groups = (outputs * parts).min(1 << 16);
-        launch(Stage::Split, &split, Grid::linear(groups, WORKGROUP))?;
-        let gather = [
-            Arg::I64(outputs as i64),
-            Arg::I64(count as i64),
-            partials,
-            Arg::I64(parts as i64),
-            Arg::Mem(target),
-            out_offset,
-        ];
-        let groups = outputs.min(1 << 16);
-        launch(Stage::Gather, &gather, Grid::linear(groups, WORKGROUP))
-    } else {
-        let groups = outputs.min(1 << 16);
-        launch(Stage::Tree, &args, Grid::linear(groups, WORKGROUP))
+    let groups = |n: usize| Grid::linear(n.min(1 << 16), WORKGROUP as usize);
+    match stage {
+        Stage::Serial => launch(Stage::Serial, map_grid::<Q>(outputs)),
+        Stage::Tree => launch(Stage::Tree, groups(outputs)),
+        Stage::Split | Stage::Gather => {
+            launch(Stage::Split, groups(outputs * parts))?;
+            launch(Stage::Gather, groups(outputs))
+        }
     }
 }

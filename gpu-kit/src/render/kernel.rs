@@ -43,6 +43,16 @@ pub(super) trait Spelling {
     fn shared(&self, local: Local, n: usize) -> Option<Option<String>>;
     /// A work-group barrier.
     fn barrier(&self) -> &'static str;
+    /// The non-negative index `v` as a value of element `e`.
+    fn of_index(&self, e: Elem, v: &str) -> String;
+    /// The index `v` as the bits of a 64-bit integer.
+    fn index_bits(&self, v: &str) -> String;
+    /// The index held in the 64-bit integer bits `v`.
+    fn bits_index(&self, v: &str) -> String;
+    /// The f32 value `v` times 2 to the index `k`.
+    fn scale(&self, v: &str, k: &str) -> String;
+    /// The complex value of element `e` with parts `re` and `im`.
+    fn complex(&self, e: Elem, re: &str, im: &str) -> String;
     /// Index arithmetic `a op b`.
     fn index(&self, op: IndexOp, a: &str, b: &str) -> String {
         format!("({a} {} {b})", op.symbol())
@@ -166,6 +176,13 @@ pub(super) fn expression<S: Spelling>(s: &S, ex: &Ex) -> Option<String> {
         Ex::Or(a, b) => format!("({} || {})", go(a)?, go(b)?),
         Ex::Select(c, a, b) => s.select(&go(c)?, &go(a)?, &go(b)?),
         Ex::ToIndex(a) => s.to_index(&go(a)?),
+        Ex::FromIndex(e, a) => s.of_index(*e, &go(a)?),
+        Ex::IndexBits(a) => s.index_bits(&go(a)?),
+        Ex::BitsIndex(a) => s.bits_index(&go(a)?),
+        Ex::Exponent(a) => format!("exponent_f32({})", go(a)?),
+        Ex::Scale(a, k) => s.scale(&go(a)?, &go(k)?),
+        Ex::Part(which, a) => format!("{}.{}", go(a)?, if *which == 0 { "x" } else { "y" }),
+        Ex::Complex(e, re, im) => s.complex(*e, &go(re)?, &go(im)?),
         Ex::Elem(e, expr, operands) => {
             let operands = operands.iter().map(go).collect::<Option<Vec<_>>>()?;
             s.elem(*e, expr, &operands)?

@@ -188,4 +188,24 @@ impl Spelling for C<'_> {
     fn barrier(&self) -> &'static str {
         "BARRIER();"
     }
+
+    fn of_index(&self, e: Elem, v: &str) -> String {
+        format!("({})({v})", e.value())
+    }
+
+    fn index_bits(&self, v: &str) -> String {
+        format!("(u64)({v})")
+    }
+
+    fn bits_index(&self, v: &str) -> String {
+        format!("(i64)({v})")
+    }
+
+    fn scale(&self, v: &str, k: &str) -> String {
+        format!("({v} * pow2_f32({k}))")
+    }
+
+    fn complex(&self, e: Elem, re: &str, im: &str) -> String {
+        format!("{}({re}, {im})", super::complex_maker(e))
+    }
 }

@@ -396,6 +396,26 @@ impl Spelling for Wgsl<'_> {
         "workgroupBarrier();"
     }
 
+    fn of_index(&self, e: Elem, v: &str) -> String {
+        format!("{}({v})", super::wgsl_type(e))
+    }
+
+    fn index_bits(&self, v: &str) -> String {
+        format!("vec2<u32>(bitcast<u32>({v}), select(0u, ~0u, {v} < 0))")
+    }
+
+    fn bits_index(&self, v: &str) -> String {
+        format!("bitcast<i32>(({v}).x)")
+    }
+
+    fn scale(&self, v: &str, k: &str) -> String {
+        format!("({v} * pow2({k}))")
+    }
+
+    fn complex(&self, e: Elem, re: &str, im: &str) -> String {
+        format!("{}({re}, {im})", super::wgsl_type(e))
+    }
+
     fn index(&self, op: IndexOp, a: &str, b: &str) -> String {
         match op {
             // Of non-negative indices (the IR's rule): an unsigned division, which WGSL

@@ -95,10 +95,21 @@ pub fn c_with(expr: &Expr, e: Elem, operands: &[String]) -> Option<String> {
     let signed = e.is_signed();
     Some(match expr {
         Expr::Arg(k) => operands.get(*k)?.clone(),
+        Expr::Lowest | Expr::Highest if !e.is_float() => {
+            let (lo, hi) = e.int_bounds()?;
+            if *expr == Expr::Lowest {
+                lo
+            } else {
+                hi
+            }
+        }
         Expr::Lowest => match e {
-            _ if !e.is_float() => return None,
             Elem::F64 => "F64_FROM_BITS((u64)0xfff0000000000000UL)".into(),
             _ => "F32_FROM_BITS(0xff800000u)".into(),
+        },
+        Expr::Highest => match e {
+            Elem::F64 => "F64_FROM_BITS((u64)0x7ff0000000000000UL)".into(),
+            _ => "F32_FROM_BITS(0x7f800000u)".into(),
         },
         Expr::Local(name) => (*name).into(),
         Expr::Num(n) if e.is_complex() => {
@@ -275,7 +286,11 @@ pub fn wgsl_with(expr: &Expr, e: Elem, operands: &[String]) -> Option<String> {
     Some(match expr {
         Expr::Arg(k) => operands.get(*k)?.clone(),
         Expr::Lowest if e.is_float() => format!("{t}(-bitcast<f32>(0x7f800000u))"),
-        Expr::Lowest => return None,
+        Expr::Highest if e.is_float() => format!("{t}(bitcast<f32>(0x7f800000u))"),
+        Expr::Lowest | Expr::Highest => {
+            let (lo, hi) = e.int_range()?;
+            crate::wgsl::int_literal(if *expr == Expr::Lowest { lo } else { hi }, t)
+        }
         Expr::Local(name) => (*name).into(),
         Expr::Num(n) if e.is_complex() => format!("{t}({n}.0, 0.0)"),
         Expr::Num(n) => format!("{t}({n})"),

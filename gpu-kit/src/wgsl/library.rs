@@ -30,6 +30,7 @@ const GROUPS: &[Group] = &[
     Group {
         calls: &[
             "pow2(",
+            "exponent_f32(",
             "is_nan(",
             "float_max(",
             "float_min(",
@@ -180,7 +181,7 @@ pub fn complex_helpers(f: Scalar) -> String {
 
 /// `value` as a WGSL expression of integer type `t` (WGSL's abstract integers are 64-bit
 /// signed, so the extremes of i64 and u64 are built from smaller literals).
-pub fn int_literal(value: i128, t: Scalar) -> String {
+pub fn int_literal(value: i128, t: impl std::fmt::Display) -> String {
     if value < -i128::from(i64::MAX) {
         format!("{t}({} - 1)", -i128::from(i64::MAX))
     } else if value > i128::from(i64::MAX) {

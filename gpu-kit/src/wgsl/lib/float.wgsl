@@ -3,6 +3,20 @@ fn pow2(n: i32) -> f32 {
     return bitcast<f32>(u32(n + 127) << 23u);
 }
 
+// The power of two k with |x| 2^-k in [1, 2), of a finite non-zero f32 (subnormals too);
+// 0 for zeros, infinities and NaN.
+fn exponent_f32(x: f32) -> i32 {
+    let big = bitcast<u32>(x) & 0x7fffffffu;
+    if (big == 0u || big >= 0x7f800000u) {
+        return 0;
+    }
+    if (big < 0x00800000u) {
+        // A subnormal: its top bit, 31 - clz, stands for 2^(31 - clz - 149).
+        return -118 - i32(countLeadingZeros(big));
+    }
+    return i32(big >> 23u) - 127;
+}
+
 fn is_nan(v: ${T}) -> bool {
     return (bitcast<${BITS}>(v) & ${MAGNITUDE}) > ${INFINITY};
 }
