@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use opencl3::memory::ClMem;
-use polytensor_core::{DataType, Device, Error, ReduceOp, Tensor};
+use polytensor_core::{DataType, Device, Error, Op, ReduceOp, Tensor};
 use polytensor_opencl::OpenClDevice;
 
 fn device() -> Option<Arc<OpenClDevice>> {
@@ -169,23 +169,27 @@ fn long_reductions_split_across_work_groups() {
     assert_eq!(d.allocator().stats().bytes_in_use, start);
 }
 
+/// The first device opened again with `options`, or `None` (printed) without one.
+fn reopened(options: polytensor_opencl::OpenOptions) -> Option<Arc<dyn Device>> {
+    device()?;
+    let found = polytensor_opencl::platform::devices()
+        .expect("a device was found above")
+        .remove(0);
+    Some(polytensor_opencl::open_with(0, found, options).expect("open") as Arc<dyn Device>)
+}
+
 /// The tiled matmul (work-groups sharing tiles through local memory, for accelerators) on
 /// the CPU device too, where the device's kind would pick the blocked one: both schedules
 /// of the kit's kernel pass the suite's matmul cases here, not only on a GPU.
 #[test]
 fn the_tiled_matmul_passes_on_any_device() {
-    if device().is_none() {
-        return;
-    }
-    let found = polytensor_opencl::platform::devices()
-        .expect("a device was found above")
-        .remove(0);
-    let options = polytensor_opencl::OpenOptions {
+    let Some(tiled) = reopened(polytensor_opencl::OpenOptions {
         schedule: Some(polytensor_gpu_kit::matmul::Schedule::Tiled),
         ..Default::default()
+    }) else {
+        return;
     };
-    let tiled = polytensor_opencl::open_with(0, found, options).expect("open");
-    conformance::assert_family(&(tiled as Arc<dyn Device>), conformance::Family::Matmul);
+    conformance::assert_family(&tiled, conformance::Family::Matmul);
 }
 
 /// The reductions of a device without f64 (f32 accumulators, scaled products, integer
@@ -193,20 +197,12 @@ fn the_tiled_matmul_passes_on_any_device() {
 /// without it.
 #[test]
 fn reductions_without_f64_pass_on_any_device() {
-    if device().is_none() {
-        return;
-    }
-    let found = polytensor_opencl::platform::devices()
-        .expect("a device was found above")
-        .remove(0);
-    let options = polytensor_opencl::OpenOptions {
+    let Some(narrow) = reopened(polytensor_opencl::OpenOptions {
         without_fp64: true,
         ..Default::default()
+    }) else {
+        return;
     };
-    let narrow = polytensor_opencl::open_with(0, found, options).expect("open");
-    assert!(!narrow.supports(
-        polytensor_core::Op::Reduce(polytensor_core::ReduceOp::Sum),
-        polytensor_core::DataType::Double
-    ));
-    conformance::assert_family(&(narrow as Arc<dyn Device>), conformance::Family::Reduce);
+    assert!(!narrow.supports(Op::Reduce(ReduceOp::Sum), DataType::Double));
+    conformance::assert_family(&narrow, conformance::Family::Reduce);
 }
