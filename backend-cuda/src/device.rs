@@ -20,6 +20,7 @@ use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::plan::MatmulPlan;
 use polytensor_core::{Device, Error, Layout, Op, OutView, Result, TensorBuffer, TensorView};
+use polytensor_gpu_kit::ir::KernelName;
 use polytensor_gpu_kit::launch::{self, Arg, Grid, Identity, KitDevice, Launch, Queue};
 use polytensor_gpu_kit::matmul::Schedule;
 use polytensor_gpu_kit::reduce;
@@ -50,7 +51,7 @@ const MAX_GRID_YZ: usize = 65_535;
 /// module and its kernels by name.
 pub struct Module {
     _module: Arc<CudaModule>,
-    functions: HashMap<String, CudaFunction>,
+    functions: HashMap<KernelName, CudaFunction>,
 }
 
 /// A CUDA device: its own context and stream, memory from a
@@ -269,8 +270,8 @@ impl CudaQueue {
             .iter()
             .map(|name| {
                 module
-                    .load_function(name)
-                    .map(|f| (name.clone(), f))
+                    .load_function(&name.to_string())
+                    .map(|f| (*name, f))
                     .map_err(|e| backend(format!("kernel {name} of {key:?}: {}", describe(e))))
             })
             .collect::<Result<HashMap<_, _>>>()?;
@@ -298,7 +299,7 @@ impl CudaQueue {
 fn contiguous(device: &CudaDevice, x: &TensorView<'_>) -> Result<(Arc<dyn TensorBuffer>, Layout)> {
     let layout = Layout::contiguous(x.layout().shape().clone());
     let buffer = device.allocate(layout.num_elements() * x.dtype().size())?;
-    let spec = table::map_spec(Op::Copy, x.dtype())
+    let spec = table::map_name(Op::Copy, x.dtype())
         .ok_or_else(|| device.unsupported("copy", x.dtype()))?;
     let dims = layout.shape().dims();
     launch::map_into(device, spec, &[x], &dims, address_of(buffer.as_ref())?, 0)?;
@@ -390,7 +391,7 @@ impl Queue for CudaQueue {
 
     unsafe fn launch(&self, module: &Module, launch: Launch<'_, u64>) -> Result<()> {
         let Launch { kernel, args, grid } = launch;
-        let function = (module.functions.get(kernel)).ok_or_else(|| launch.missing(&self.name))?;
+        let function = (module.functions.get(&kernel)).ok_or_else(|| launch.missing(&self.name))?;
         let [x, y, z] = grid.groups;
         if y > MAX_GRID_YZ || z > MAX_GRID_YZ {
             return Err(Error::invalid(format!(
@@ -538,7 +539,7 @@ impl Queue for CudaQueue {
             Arg::I64(0),
         ];
         let transpose = Launch {
-            kernel: "transpose",
+            kernel: "transpose".into(),
             args: &args,
             grid: Grid::linear(
                 items.div_ceil(MAP_BLOCK).clamp(1, MAX_MAP_BLOCKS),

@@ -15,6 +15,7 @@ use opencl3::types::cl_mem;
 use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
 use polytensor_core::{Error, OutView, Result, TensorBuffer, TensorView};
+use polytensor_gpu_kit::ir::KernelName;
 use polytensor_gpu_kit::launch::{Identity, KitDevice, Launch, Queue};
 use polytensor_gpu_kit::matmul::Schedule;
 use polytensor_gpu_kit::reduce;
@@ -205,7 +206,7 @@ impl OpenClQueue {
     }
 
     /// The text and kernel names of the program of `key`.
-    fn program_source(&self, key: ProgramKey) -> Result<(String, Vec<String>)> {
+    fn program_source(&self, key: ProgramKey) -> Result<(String, Vec<KernelName>)> {
         let program = table::program_source(Dialect::OpenCl, key, self.fp64, self.matmul_schedule)
             .ok_or_else(|| Error::Backend {
                 device: self.name.clone(),

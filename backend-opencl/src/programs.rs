@@ -11,19 +11,23 @@ use opencl3::types::cl_device_id;
 use polytensor_core::{Error, Result};
 
 use crate::platform::driver_lock;
+use polytensor_gpu_kit::ir::KernelName;
 use polytensor_gpu_kit::table::ProgramKey;
 
 /// A compiled program's kernels by name (what [`OpenClDevice`](crate::OpenClDevice)
 /// launches through the kit's `Queue`). Setting arguments and enqueueing must not
 /// interleave between threads, so each kernel sits behind a lock held across both.
 pub struct Compiled {
-    kernels: Vec<(String, Mutex<Kernel>)>,
+    kernels: Vec<(KernelName, Mutex<Kernel>)>,
 }
 
 impl Compiled {
     /// The kernel named `name`.
-    pub(crate) fn kernel(&self, name: &str) -> Option<&Mutex<Kernel>> {
-        self.kernels.iter().find(|(n, _)| n == name).map(|(_, k)| k)
+    pub(crate) fn kernel(&self, name: KernelName) -> Option<&Mutex<Kernel>> {
+        self.kernels
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, k)| k)
     }
 }
 
@@ -43,7 +47,7 @@ impl Programs {
         device_name: &str,
         options: &str,
         key: ProgramKey,
-        source: impl FnOnce() -> Result<(String, Vec<String>)>,
+        source: impl FnOnce() -> Result<(String, Vec<KernelName>)>,
     ) -> Result<Arc<Compiled>> {
         if let Some(hit) = self.lock().get(&key) {
             return Ok(hit.clone());
@@ -66,8 +70,8 @@ impl Programs {
             let kernels = names
                 .into_iter()
                 .map(|name| {
-                    Kernel::create(&program, &name)
-                        .map(|k| (name.clone(), Mutex::new(k)))
+                    Kernel::create(&program, &name.to_string())
+                        .map(|k| (name, Mutex::new(k)))
                         .map_err(|e| backend(format!("kernel {name} of {key:?}: {e}")))
                 })
                 .collect::<Result<Vec<_>>>()?;

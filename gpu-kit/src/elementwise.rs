@@ -6,7 +6,7 @@
 
 use polytensor_core::plan::Coalesced;
 
-use crate::ir::{self, item, Kernel, Local, Stmt, Ty};
+use crate::ir::{self, item, Kernel, KernelName, Local, Stmt, Ty};
 use crate::launch::Arg;
 use crate::{body, render, Dialect, Elem, Library};
 
@@ -43,6 +43,15 @@ impl Variant {
             Variant::Flat
         }
     }
+
+    /// The suffix of a kernel's name in this variant.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Variant::Contiguous => "contiguous",
+            Variant::Flat => "flat",
+            Variant::Strided => "strided",
+        }
+    }
 }
 
 /// What a map kernel computes from its inputs (`x`, `y`, `z`).
@@ -52,7 +61,7 @@ pub enum MapOp {
     Body(Elem, body::Expr),
     /// The input converted from the first element to the second.
     Cast(Elem, Elem),
-    /// The input unchanged (a move of raw bits, or a narrowing store).
+    /// The input unchanged (a move of raw bits).
     Copy,
 }
 
@@ -63,7 +72,7 @@ pub enum MapOp {
 pub struct MapKernel {
     /// The name, unique in its program; each variant's kernel adds a suffix
     /// (`<name>_contiguous`, `<name>_flat`, `<name>_strided`).
-    pub name: String,
+    pub name: KernelName,
     /// The inputs, `x`, `y`, `z`.
     pub inputs: Vec<Access>,
     /// The output.
@@ -107,13 +116,8 @@ impl MapKernel {
     }
 
     /// The kernel's name in `variant`.
-    pub fn name(&self, variant: Variant) -> String {
-        let suffix = match variant {
-            Variant::Contiguous => "contiguous",
-            Variant::Flat => "flat",
-            Variant::Strided => "strided",
-        };
-        format!("{}_{suffix}", self.name)
+    pub fn name(&self, variant: Variant) -> KernelName {
+        self.name.with(variant.suffix())
     }
 
     /// The kernel in `variant`. Its parameters, in order:

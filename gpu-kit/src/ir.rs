@@ -502,11 +502,54 @@ impl Body {
     }
 }
 
+/// A kernel's name: up to three static parts joined by `_` (`add_strided`,
+/// `to_float_flat`, `sum_tree`). It is `Copy`, so that a launch names its kernel (and a
+/// backend finds it in its compiled program) without building a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelName([&'static str; 3]);
+
+impl KernelName {
+    /// The name `base`.
+    pub const fn new(base: &'static str) -> Self {
+        Self([base, "", ""])
+    }
+
+    /// This name with `part` appended (`add` with `strided`: `add_strided`); at most three
+    /// parts.
+    pub fn with(self, part: &'static str) -> Self {
+        let mut parts = self.0;
+        match parts.iter().position(|p| p.is_empty()) {
+            Some(free) => parts[free] = part,
+            None => panic!("a kernel name has at most three parts: {self}_{part}"),
+        }
+        Self(parts)
+    }
+}
+
+impl From<&'static str> for KernelName {
+    fn from(base: &'static str) -> Self {
+        Self::new(base)
+    }
+}
+
+impl std::fmt::Display for KernelName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = self.0.iter().filter(|p| !p.is_empty());
+        if let Some(first) = parts.next() {
+            f.write_str(first)?;
+        }
+        for part in parts {
+            write!(f, "_{part}")?;
+        }
+        Ok(())
+    }
+}
+
 /// A loop kernel: its name, its parameters and its body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Kernel {
     /// Its name (C's kernel name; WGSL's entry point is `main`).
-    pub name: String,
+    pub name: KernelName,
     /// Its parameters, in launch order.
     pub params: Vec<Param>,
     /// What it does.
@@ -516,14 +559,14 @@ pub struct Kernel {
 /// A kernel being declared: its parameters, before its body.
 #[derive(Debug, Clone)]
 pub struct Declare {
-    name: String,
+    name: KernelName,
     params: Vec<Param>,
 }
 
 impl Kernel {
     /// Declare kernel `name`: add its parameters, then give its body.
     #[allow(clippy::new_ret_no_self)]
-    pub fn new(name: impl Into<String>) -> Declare {
+    pub fn new(name: impl Into<KernelName>) -> Declare {
         Declare {
             name: name.into(),
             params: Vec::new(),

@@ -25,7 +25,9 @@ use polytensor_core::plan::Coalesced;
 use polytensor_core::ReduceOp;
 
 use crate::body::{self, call, num, x, y, Cmp, Expr, Func};
-use crate::ir::{elem, elem_of, int, item, unravel, when, Buf, Ex, Kernel, Local, Stmt, Ty, Words};
+use crate::ir::{
+    elem, elem_of, int, item, unravel, when, Buf, Ex, Kernel, KernelName, Local, Stmt, Ty, Words,
+};
 use crate::launch::Arg;
 use crate::{render, Dialect, Elem, Library, Real};
 
@@ -276,8 +278,8 @@ impl ReduceKernel {
 
     /// The name of one of this reduction's kernels: `<op>_serial`, `<op>_tree`,
     /// `<op>_split` or `<op>_gather`.
-    pub fn kernel_name(&self, stage: Stage) -> String {
-        format!("{}_{}", self.op.name(), stage.name())
+    pub fn kernel_name(&self, stage: Stage) -> KernelName {
+        KernelName::new(self.op.name()).with(stage.name())
     }
 
     /// The accumulator's starting value.
@@ -456,26 +458,11 @@ impl ReduceKernel {
         }
     }
 
-    /// The input value's statements of a fold: the reduced element `j` of the output
-    /// whose first input is at `base`, lifted and combined into `acc`.
-    fn fold_element(&self, acc: Acc, base: Ex, j: Local, reduced: Words, input: Buf) -> Vec<Stmt> {
-        let (p, q, v) = (
-            Local::new("p", Ty::Index),
-            Local::new("q", Ty::Index),
-            Local::new("v", Ty::Value(self.input)),
-        );
-        // One reduced dim (the common case) without the unravelling loop.
-        let mut unravelled = unravel(reduced, j.get(), &[q]);
-        unravelled.push(Stmt::Assign(p, p.get() + q.get()));
-        let mut stmts = vec![
-            Stmt::Var(p, base),
-            Stmt::If(
-                Ex::Local(REDUCED_RANK).cmp(Cmp::Eq, int(1)),
-                vec![Stmt::Assign(p, p.get() + j.get() * reduced.at(int(2)))],
-                unravelled,
-            ),
-            Stmt::Let(v, input.at(p.get())),
-        ];
+    /// The statements of one element of a fold: the input at `position`, the reduced
+    /// element `j`, lifted and combined into [`ACC`].
+    fn fold_element(&self, acc: Acc, position: Ex, j: Local, input: Buf) -> Vec<Stmt> {
+        let v = Local::new("v", Ty::Value(self.input));
+        let mut stmts = vec![Stmt::Let(v, input.at(position))];
         stmts.extend(self.lift(acc, v, j.get()));
         let next: Vec<Ex> = locals(NEXT, acc).into_iter().map(Local::get).collect();
         stmts.extend(self.combine(acc, &locals(ACC, acc), &next));
@@ -483,9 +470,17 @@ impl ReduceKernel {
     }
 
     /// Statements that declare the accumulator [`ACC`] of output `o` folded over its
-    /// reduced elements `from, from + step, ...` below `to`.
+    /// reduced elements `from, from + step, ...` below `to`. One reduced dim (the common
+    /// case) gets a loop of its own, without the unravelling: the test is outside the
+    /// loop, where it is the same for every lane.
     fn fold(&self, acc: Acc, io: &Io, o: Ex, from: Ex, to: Ex, step: Ex) -> Vec<Stmt> {
-        let (base, j) = (Local::new("base", Ty::Index), Local::new("j", Ty::Index));
+        let (base, j, q, end, stride) = (
+            Local::new("base", Ty::Index),
+            Local::new("j", Ty::Index),
+            Local::new("q", Ty::Index),
+            Local::new("end", Ty::Index),
+            Local::new("stride", Ty::Index),
+        );
         let mut stmts = unravel(io.kept, o, &[base]);
         stmts.extend(
             locals(ACC, acc)
@@ -493,8 +488,26 @@ impl ReduceKernel {
                 .zip(self.identity(acc))
                 .map(|(l, init)| Stmt::Var(l, init)),
         );
-        let body = self.fold_element(acc, base.get(), j, io.reduced, io.input);
-        stmts.push(Stmt::Stride(j, from, to, step, body));
+        stmts.push(Stmt::Let(end, to));
+        let element = |position: Ex| self.fold_element(acc, position, j, io.input);
+        let one_dim = vec![
+            Stmt::Let(stride, io.reduced.at(int(2))),
+            Stmt::Stride(
+                j,
+                from.clone(),
+                end.get(),
+                step.clone(),
+                element(base.get() + j.get() * stride.get()),
+            ),
+        ];
+        let mut unravelled = unravel(io.reduced, j.get(), &[q]);
+        unravelled.extend(element(base.get() + q.get()));
+        let any_dims = vec![Stmt::Stride(j, from, end.get(), step, unravelled)];
+        stmts.push(Stmt::If(
+            Ex::Local(REDUCED_RANK).cmp(Cmp::Eq, int(1)),
+            one_dim,
+            any_dims,
+        ));
         stmts
     }
 

@@ -10,6 +10,7 @@
 //! a flat and a strided variant.
 
 use crate::elementwise::{self, Access, MapKernel, MapOp, Variant};
+use crate::ir::KernelName;
 use crate::matmul::{MatmulKernel, Schedule};
 use crate::reduce::{self, ReduceKernel, Stage};
 use crate::segment::SegmentKernels;
@@ -57,69 +58,89 @@ pub(crate) fn move_elem(dtype: DataType) -> Option<Elem> {
     })
 }
 
-/// The program holding `op` on `dtype`'s elementwise kernel, and the kernel; whether a
-/// language renders it is [`MapKernel::renders_c`]'s or the WGSL renderer's to say.
-pub fn map_spec(op: Op, dtype: DataType) -> Option<(ProgramKey, MapKernel)> {
+/// The program holding `op` on `dtype`'s elementwise kernel and the kernel's name (before
+/// its variant's suffix), without building the kernel: what a launch needs.
+pub fn map_name(op: Op, dtype: DataType) -> Option<(ProgramKey, KernelName)> {
     if !op.is_defined_for(dtype) {
         return None;
     }
-    if matches!(op, Op::Where | Op::Copy) {
-        return move_spec(op, move_elem(dtype)?);
-    }
-    let e = Elem::of(dtype)?;
-    let value = |out: DataType| Some(Access::Value(Elem::of(out)?));
     Some(match op {
-        Op::Unary(u) => (
-            ProgramKey::Unary(dtype),
-            MapKernel {
-                name: u.name().into(),
-                inputs: vec![Access::Value(e)],
-                output: value(u.output_dtype(dtype))?,
-                op: MapOp::Body(e, body::unary(u, e)?),
-            },
-        ),
-        Op::Binary(b) => (
-            ProgramKey::Binary(dtype),
-            MapKernel {
-                name: b.name().into(),
-                inputs: vec![Access::Value(e), Access::Value(e)],
-                output: value(b.output_dtype(dtype))?,
-                op: MapOp::Body(e, body::binary(b, e)?),
-            },
-        ),
+        Op::Where => (ProgramKey::Move(move_elem(dtype)?), "where".into()),
+        Op::Copy => (ProgramKey::Move(move_elem(dtype)?), "copy".into()),
+        Op::Unary(u) => (ProgramKey::Unary(dtype), u.name().into()),
+        Op::Binary(b) => (ProgramKey::Binary(dtype), b.name().into()),
         _ => return None,
     })
 }
 
-/// The program and kernel of a raw move (`where` or `copy`) of elements moved as `m`.
-fn move_spec(op: Op, m: Elem) -> Option<(ProgramKey, MapKernel)> {
-    let (name, inputs, op) = match op {
-        Op::Where => (
-            "where",
-            vec![Access::Value(Elem::Bool), Access::Raw(m), Access::Raw(m)],
-            MapOp::Body(Elem::Bool, body::select()),
+/// The program holding the cast from `from` to `to` and the kernel's name (before its
+/// variant's suffix).
+pub fn cast_name(from: DataType, to: DataType) -> (ProgramKey, KernelName) {
+    (
+        ProgramKey::Cast(from),
+        KernelName::new("to").with(to.name()),
+    )
+}
+
+/// The program holding `op` on `dtype`'s elementwise kernel, and the kernel; whether a
+/// language renders it is [`MapKernel::renders_c`]'s or the WGSL renderer's to say.
+pub fn map_spec(op: Op, dtype: DataType) -> Option<(ProgramKey, MapKernel)> {
+    let (key, name) = map_name(op, dtype)?;
+    if let ProgramKey::Move(m) = key {
+        return Some((key, move_kernel(op, name, m)?));
+    }
+    let e = Elem::of(dtype)?;
+    let value = |out: DataType| Some(Access::Value(Elem::of(out)?));
+    let (inputs, output, op) = match op {
+        Op::Unary(u) => (
+            vec![Access::Value(e)],
+            value(u.output_dtype(dtype))?,
+            MapOp::Body(e, body::unary(u, e)?),
         ),
-        Op::Copy => ("copy", vec![Access::Raw(m)], MapOp::Copy),
+        Op::Binary(b) => (
+            vec![Access::Value(e), Access::Value(e)],
+            value(b.output_dtype(dtype))?,
+            MapOp::Body(e, body::binary(b, e)?),
+        ),
         _ => return None,
     };
     Some((
-        ProgramKey::Move(m),
+        key,
         MapKernel {
-            name: name.into(),
+            name,
             inputs,
-            output: Access::Raw(m),
+            output,
             op,
         },
     ))
 }
 
+/// The kernel `name` of a raw move (`where` or `copy`) of elements moved as `m`.
+fn move_kernel(op: Op, name: KernelName, m: Elem) -> Option<MapKernel> {
+    let (inputs, op) = match op {
+        Op::Where => (
+            vec![Access::Value(Elem::Bool), Access::Raw(m), Access::Raw(m)],
+            MapOp::Body(Elem::Bool, body::select()),
+        ),
+        Op::Copy => (vec![Access::Raw(m)], MapOp::Copy),
+        _ => return None,
+    };
+    Some(MapKernel {
+        name,
+        inputs,
+        output: Access::Raw(m),
+        op,
+    })
+}
+
 /// The program and kernel of the cast from `from` to `to`.
 pub fn cast_spec(from: DataType, to: DataType) -> Option<(ProgramKey, MapKernel)> {
     let (f, t) = (Elem::of(from)?, Elem::of(to)?);
+    let (key, name) = cast_name(from, to);
     Some((
-        ProgramKey::Cast(from),
+        key,
         MapKernel {
-            name: format!("to_{to}"),
+            name,
             inputs: vec![Access::Value(f)],
             output: Access::Value(t),
             op: MapOp::Cast(f, t),
@@ -142,9 +163,9 @@ pub fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapKernel> {
             .iter()
             .filter_map(|&to| cast_spec(from, to))
             .collect(),
-        ProgramKey::Move(m) => [Op::Copy, Op::Where]
+        ProgramKey::Move(m) => [(Op::Copy, "copy"), (Op::Where, "where")]
             .into_iter()
-            .filter_map(|op| move_spec(op, m))
+            .filter_map(|(op, name)| Some((key, move_kernel(op, name.into(), m)?)))
             .collect(),
         ProgramKey::Reduce(_)
         | ProgramKey::Matmul(_)
@@ -220,7 +241,7 @@ pub struct ProgramSource {
     /// The source text, dialect header first.
     pub text: String,
     /// The kernels it defines.
-    pub kernels: Vec<String>,
+    pub kernels: Vec<KernelName>,
 }
 
 /// The text and kernel names of the program of `key` in `dialect`, on a device with or
@@ -240,14 +261,14 @@ pub fn program_source(
             }
             ProgramSource {
                 text: kernel.source(dialect),
-                kernels: vec!["matmul".into()],
+                kernels: vec![KernelName::new("matmul")],
             }
         }
         ProgramKey::Window(dtype) => {
             let kernels = window_kernels(dtype, fp64)?;
             ProgramSource {
                 text: kernels.source(dialect)?,
-                kernels: WindowKernels::NAMES.map(String::from).to_vec(),
+                kernels: WindowKernels::NAMES.map(KernelName::new).to_vec(),
             }
         }
         ProgramKey::SegmentGather(m) => {
@@ -365,5 +386,35 @@ mod tests {
             }
         }
         assert!(checked > 1000, "{checked} kernels");
+    }
+
+    /// A launch names its kernel by a `KernelName` built without the kernel
+    /// ([`map_name`], [`cast_name`], [`ReduceKernel::kernel_name`]): every program
+    /// defines each name it lists exactly once, and the launch names are among them.
+    #[test]
+    fn programs_define_the_kernels_launches_name() {
+        for fp64 in [false, true] {
+            for key in all_programs(fp64) {
+                let program = program_source(Dialect::OpenCl, key, fp64, Schedule::Tiled).unwrap();
+                let mut names: Vec<String> =
+                    program.kernels.iter().map(ToString::to_string).collect();
+                for name in &names {
+                    let head = format!("KERNEL void {name}(");
+                    assert_eq!(program.text.matches(&head).count(), 1, "{name} in {key:?}");
+                }
+                names.sort();
+                names.dedup();
+                assert_eq!(names.len(), program.kernels.len(), "{key:?}");
+            }
+        }
+        let (key, name) = map_name(Op::Binary(BinaryOp::Add), DataType::Half).unwrap();
+        let program = program_source(Dialect::Cuda, key, true, Schedule::Tiled).unwrap();
+        assert!(program
+            .kernels
+            .contains(&name.with(Variant::Strided.suffix())));
+        let (key, name) = cast_name(DataType::Int8, DataType::BFloat16);
+        let program = program_source(Dialect::Cuda, key, true, Schedule::Tiled).unwrap();
+        assert_eq!(name.with("flat").to_string(), "to_bfloat16_flat");
+        assert!(program.kernels.contains(&name.with(Variant::Flat.suffix())));
     }
 }

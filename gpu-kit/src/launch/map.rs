@@ -9,12 +9,15 @@ use polytensor_core::{
 
 use super::{map_grid, output_mem, KitDevice, Launch, Queue};
 use crate::elementwise::{map_args, MapKernel, Variant};
+use crate::ir::KernelName;
 use crate::table::{self, ProgramKey};
 
-/// `out[i] = spec(inputs[..][i])` for inputs of the output's shape (already broadcast).
+/// `out[i] = kernel(inputs[..][i])` for inputs of the output's shape (already broadcast),
+/// the kernel named by its program and name (before the variant's suffix:
+/// [`table::map_name`], [`table::cast_name`]).
 pub fn map<Q: Queue>(
     q: &KitDevice<Q>,
-    spec: (ProgramKey, MapKernel),
+    spec: (ProgramKey, KernelName),
     inputs: &[&TensorView<'_>],
     out: &mut OutView<'_>,
 ) -> Result<()> {
@@ -34,7 +37,7 @@ pub fn map<Q: Queue>(
 /// [`map`] into the contiguous elements of `dims` from element `offset` of `target`.
 pub fn map_into<Q: Queue>(
     q: &KitDevice<Q>,
-    (key, spec): (ProgramKey, MapKernel),
+    (key, name): (ProgramKey, KernelName),
     inputs: &[&TensorView<'_>],
     dims: &[usize],
     target: Q::Mem,
@@ -47,7 +50,6 @@ pub fn map_into<Q: Queue>(
     let strides: Vec<&[isize]> = inputs.iter().map(|x| x.layout().strides()).collect();
     let plan = Coalesced::new(dims, &strides);
     let variant = Variant::of(&plan);
-    let name = spec.name(variant);
     let program = q.program(key)?;
     let geometry = match variant {
         Variant::Strided => Some(Q::constants(q, &MapKernel::geometry(&plan, inputs.len()))?),
@@ -67,7 +69,7 @@ pub fn map_into<Q: Queue>(
     );
     let grid = map_grid::<Q>(count);
     let launch = Launch {
-        kernel: &name,
+        kernel: name.with(variant.suffix()),
         args: &args,
         grid,
     };
@@ -89,8 +91,8 @@ fn map_op<Q: Queue>(
     if !q.supports(op, dtype) {
         return Err(q.unsupported(op, dtype));
     }
-    let spec = table::map_spec(op, dtype).ok_or_else(|| q.unsupported(op, dtype))?;
-    map(q, spec, inputs, out)
+    let name = table::map_name(op, dtype).ok_or_else(|| q.unsupported(op, dtype))?;
+    map(q, name, inputs, out)
 }
 
 /// `Device::unary`.
@@ -141,8 +143,7 @@ pub fn cast<Q: Queue>(q: &KitDevice<Q>, x: &TensorView<'_>, out: &mut OutView<'_
             return Err(q.unsupported("cast", dtype));
         }
     }
-    let spec = table::cast_spec(from, to).ok_or_else(|| q.unsupported("cast", from))?;
-    map(q, spec, &[x], out)
+    map(q, table::cast_name(from, to), &[x], out)
 }
 
 /// `Device::fill`: the value's bytes repeated over the output.

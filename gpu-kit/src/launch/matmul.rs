@@ -65,7 +65,7 @@ pub fn matmul_kernel<Q: Queue>(
             group,
         };
         let launch = Launch {
-            kernel: "matmul",
+            kernel: "matmul".into(),
             args: &args,
             grid,
         };

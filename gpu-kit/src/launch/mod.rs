@@ -26,6 +26,7 @@ use polytensor_core::dlpack::DLDevice;
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{CachingAllocator, Device, Error, OutView, Result, TensorBuffer, TensorView};
 
+use crate::ir::KernelName;
 use crate::matmul::Schedule;
 use crate::table::ProgramKey;
 
@@ -56,7 +57,7 @@ pub enum Arg<M> {
 #[derive(Debug, Clone, Copy)]
 pub struct Launch<'a, M> {
     /// The kernel's name in its program.
-    pub kernel: &'a str,
+    pub kernel: KernelName,
     /// The arguments, in the order of the kernel's parameter list.
     pub args: &'a [Arg<M>],
     /// The grid.

@@ -74,10 +74,9 @@ pub fn reduce<Q: Queue>(
         out: (target, out.layout().offset()),
     };
     let launch = |stage: Stage, grid: Grid| {
-        let name = kernel.kernel_name(stage);
         let args = args.of(stage);
         let stage_launch = Launch {
-            kernel: &name,
+            kernel: kernel.kernel_name(stage),
             args: &args,
             grid,
         };

@@ -28,7 +28,7 @@ pub fn segment_reduce<Q: Queue>(
     let out_at = (target, out.layout().offset() as i64);
     let args = segment::fold_args(&g, data, segments, out_at, |view| operand_at(q, view))?;
     let launch = Launch {
-        kernel: op.name(),
+        kernel: op.name().into(),
         args: &args,
         grid: map_grid::<Q>(items),
     };
@@ -63,7 +63,7 @@ pub fn scatter_rows<Q: Queue>(
     let [fill_args, scatter_args] =
         segment::scatter_args(&g, outputs, operands, out_at, |view| operand_at(q, view))?;
     let launch = Launch {
-        kernel: "segment_fill",
+        kernel: "segment_fill".into(),
         args: &fill_args,
         grid: map_grid::<Q>(outputs),
     };
@@ -75,7 +75,7 @@ pub fn scatter_rows<Q: Queue>(
         return Ok(());
     }
     let launch = Launch {
-        kernel: "segment_scatter",
+        kernel: "segment_scatter".into(),
         args: &scatter_args,
         grid: map_grid::<Q>(items),
     };

@@ -86,7 +86,7 @@ pub fn conv2d<Q: Queue>(
             Arg::I64(out_at.1),
         ]);
         let launch = Launch {
-            kernel: "epilogue",
+            kernel: "epilogue".into(),
             args: &args,
             grid: map_grid::<Q>(outputs),
         };
@@ -103,7 +103,7 @@ pub fn conv2d<Q: Queue>(
     };
     let args = window::conv_args(items, g, x_at, f_at, [scale, shift], word, out_at);
     let launch = Launch {
-        kernel,
+        kernel: kernel.into(),
         args: &args,
         grid: map_grid::<Q>(items),
     };
@@ -136,7 +136,7 @@ pub fn pool2d<Q: Queue>(
     let out_at = (target, out.layout().offset() as i64);
     let args = window::pool_args(outputs, g, x_at, out_at);
     let launch = Launch {
-        kernel: if max { "max_pool2d" } else { "avg_pool2d" },
+        kernel: if max { "max_pool2d" } else { "avg_pool2d" }.into(),
         args: &args,
         grid: map_grid::<Q>(outputs),
     };
