@@ -1,35 +1,44 @@
-//! Device memory: storage buffers from a [`BufferAllocator`] (put behind tensor-core's
-//! `CachingAllocator` by the device), and host copies through staging buffers.
+//! Device memory: storage buffers as the blocks of a [`BufferSource`] (behind the kit's
+//! block allocator and tensor-core's cache), and host copies through staging buffers.
 
-use polytensor_core::alloc::StatsTracker;
-use polytensor_core::{Allocator, AllocatorInfo, AllocatorStats, Error, Result};
+use polytensor_core::alloc::{BlockAllocator, BlockSource};
+use polytensor_core::buffer::BlockBuffer;
+use polytensor_core::{Error, Result};
 
 /// wgpu copies and bindings move whole 4-byte words.
 pub const WORD: u64 = 4;
 
-/// Storage buffers on one wgpu device, sized in whole words, usable as kernel bindings and
-/// as copy sources and targets. A request larger than one storage binding (the smallest of
-/// the device's `max_buffer_size`, its `max_storage_buffer_binding_size` and the kernels'
-/// i32 byte indexing: kernels bind whole buffers, and chunking larger tensors is not
-/// implemented) is `Err(ExceedsDeviceLimit)` naming the limit and its value; out-of-memory
-/// reports from the driver are `Err(OutOfMemory)`.
-pub struct BufferAllocator {
-    name: String,
+/// The granule of block sizes: whole words.
+pub const GRANULE: usize = WORD as usize;
+
+/// Storage buffers on one wgpu device (`STORAGE | COPY_SRC | COPY_DST`), sized in whole
+/// words, usable as kernel bindings and as copy sources and targets. A request larger than
+/// one storage binding (the smallest of the device's `max_buffer_size`, its
+/// `max_storage_buffer_binding_size` and the kernels' i32 byte indexing: kernels bind whole
+/// buffers, and chunking larger tensors is not implemented) is `Err(ExceedsDeviceLimit)`
+/// naming the limit and its value; out-of-memory reports from the driver are
+/// `Err(OutOfMemory)`.
+pub struct BufferSource {
     device: wgpu::Device,
     largest: Limit,
-    tracker: StatsTracker,
 }
 
-/// The largest buffer the allocator makes, and which limit sets it.
+/// The storage buffers of a wgpu device, tracked.
+pub type BufferAllocator = BlockAllocator<BufferSource>;
+
+/// A buffer of a wgpu device: a cached storage buffer, returned to its cache on drop.
+pub type WgpuBuffer = BlockBuffer<BufferSource>;
+
+/// The largest buffer the source makes, and which limit sets it.
 #[derive(Clone, Copy, Debug)]
 struct Limit {
     bytes: u64,
     what: &'static str,
 }
 
-impl BufferAllocator {
-    /// An allocator for `device`, named `name` in errors and stats.
-    pub fn new(name: String, device: wgpu::Device) -> Self {
+impl BufferSource {
+    /// The storage buffers of `device`.
+    pub fn new(device: wgpu::Device) -> Self {
         let limits = device.limits();
         // Kernels index elements with `i32` positions, so no buffer holds more than
         // i32::MAX bytes (the smallest element is a byte).
@@ -53,24 +62,30 @@ impl BufferAllocator {
             bytes: 0,
             what: "no limit",
         });
-        Self {
-            name,
-            device,
-            largest,
-            tracker: StatsTracker::new(None),
-        }
+        Self { device, largest }
     }
 }
 
-impl BufferAllocator {
-    /// A storage buffer of `size` bytes from the driver (for a request of `bytes`), not yet
-    /// accounted for; the driver's out-of-memory report, caught in an error scope, is
-    /// `Err(OutOfMemory)`.
-    fn create(&self, size: u64, bytes: usize) -> Result<wgpu::Buffer> {
+impl BlockSource for BufferSource {
+    type Handle = wgpu::Buffer;
+    const GRANULE: usize = GRANULE;
+
+    fn largest(&self) -> usize {
+        // Whole words: the granule divides it.
+        usize::try_from(self.largest.bytes - self.largest.bytes % WORD).unwrap_or(usize::MAX)
+    }
+
+    fn largest_limit(&self) -> Option<&'static str> {
+        Some(self.largest.what)
+    }
+
+    /// A storage buffer from the driver; its out-of-memory report, caught in an error
+    /// scope, is `None` (the allocator's `Err(OutOfMemory)`).
+    fn create(&self, size: usize) -> Option<wgpu::Buffer> {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("polytensor storage"),
-            size,
+            size: size as u64,
             usage: wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
@@ -78,47 +93,18 @@ impl BufferAllocator {
         });
         if pollster::block_on(scope.pop()).is_some() {
             buffer.destroy();
-            return Err(self.tracker.out_of_memory(bytes, &self.name));
+            return None;
         }
-        Ok(buffer)
-    }
-}
-
-impl AllocatorInfo for BufferAllocator {
-    fn name(&self) -> &str {
-        &self.name
+        Some(buffer)
     }
 
-    fn stats(&self) -> AllocatorStats {
-        self.tracker.snapshot()
-    }
-}
-
-impl Allocator for BufferAllocator {
-    type Block = wgpu::Buffer;
-
-    fn allocate(&self, bytes: usize, _alignment: usize) -> Result<wgpu::Buffer> {
-        let size = (bytes as u64).max(WORD).next_multiple_of(WORD);
-        if size > self.largest.bytes {
-            self.tracker.record_failure();
-            return Err(Error::ExceedsDeviceLimit {
-                requested: bytes,
-                device: self.name.clone(),
-                limit: self.largest.what.into(),
-                value: self.largest.bytes,
-            });
-        }
-        self.tracker.obtain(
-            size as usize,
-            &self.name,
-            || self.create(size, bytes),
-            |b| b.destroy(),
-        )
-    }
-
-    fn deallocate(&self, buffer: wgpu::Buffer) {
-        self.tracker.release(buffer.size() as usize);
+    fn free(&self, buffer: wgpu::Buffer, _size: usize) {
         buffer.destroy();
+    }
+
+    /// wgpu gives no address to share memory by: DLPack exports copy to the host.
+    fn address(_buffer: &wgpu::Buffer) -> usize {
+        0
     }
 }
 
@@ -196,6 +182,7 @@ pub fn download(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use polytensor_core::{Allocator, AllocatorInfo};
 
     fn device() -> Option<(wgpu::Device, wgpu::Queue)> {
         let adapter = crate::adapters::adapters().into_iter().next()?;
@@ -213,20 +200,21 @@ mod tests {
             eprintln!("skipped: {}", crate::adapters::absence_reason());
             return;
         };
-        let allocator = BufferAllocator::new("wgpu:test".into(), device.clone());
+        let allocator = BufferAllocator::new("wgpu:test".into(), BufferSource::new(device.clone()));
         for len in [1usize, 3, 4, 1000, 1 << 20] {
             let bytes: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
-            let buffer = allocator.allocate(len, 4).unwrap();
-            upload(&queue, &buffer, 0, &bytes);
+            let block = allocator.allocate(len, 4).unwrap();
+            let buffer = block.handle();
+            upload(&queue, buffer, 0, &bytes);
             let mut back = vec![0u8; len];
-            download(&device, &queue, &buffer, 0, &mut back).unwrap();
+            download(&device, &queue, buffer, 0, &mut back).unwrap();
             assert_eq!(back, bytes, "{len} bytes");
             if len > 3 {
                 let mut middle = vec![0u8; len - 3];
-                download(&device, &queue, &buffer, 1, &mut middle).unwrap();
+                download(&device, &queue, buffer, 1, &mut middle).unwrap();
                 assert_eq!(middle, bytes[1..len - 2], "{len} bytes from byte 1");
             }
-            allocator.deallocate(buffer);
+            allocator.deallocate(block);
         }
         assert_eq!(allocator.stats().bytes_in_use, 0);
         let huge = allocator.allocate(usize::MAX / 2, 4).unwrap_err();

@@ -16,8 +16,6 @@ fn without_a_driver_the_backend_says_why() {
     };
     assert!(why.contains("no wgpu adapter"), "{why}");
     assert!(why.contains("mesa-vulkan-drivers"), "{why}");
-    let opened = polytensor_wgpu::WgpuDevice::open(0)
-        .unwrap_err()
-        .to_string();
+    let opened = polytensor_wgpu::open(0).unwrap_err().to_string();
     assert!(opened.contains("no wgpu adapter 0"), "{opened}");
 }

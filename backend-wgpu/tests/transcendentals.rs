@@ -10,7 +10,7 @@ use polytensor_core::{BinaryOp, DataType, Device, Op, Tensor, UnaryOp};
 
 /// The first wgpu device if it computes `op` on `dtype`, or `None` after saying why not.
 fn device_for(op: Op, dtype: DataType) -> Option<Arc<dyn Device>> {
-    let device: Arc<dyn Device> = match polytensor_wgpu::WgpuDevice::open(0) {
+    let device: Arc<dyn Device> = match polytensor_wgpu::open(0) {
         Ok(device) => device,
         Err(e) => {
             eprintln!("skipped: {e}");

@@ -44,6 +44,9 @@ impl Variant {
         }
     }
 
+    /// Every variant.
+    pub const ALL: [Variant; 3] = [Variant::Contiguous, Variant::Flat, Variant::Strided];
+
     /// The suffix of a kernel's name in this variant.
     pub fn suffix(self) -> &'static str {
         match self {

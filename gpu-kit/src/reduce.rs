@@ -190,6 +190,18 @@ pub struct ReduceKernel {
 }
 
 impl ReduceKernel {
+    /// The reduction `op` of `input` as the C devices run it: floats accumulated in f64
+    /// and integer means in 64-bit words where the device computes in f64 (`fp64`),
+    /// [`WORKGROUP`] lanes a work-group.
+    pub fn new(op: ReduceOp, input: Elem, fp64: bool) -> Self {
+        Self {
+            op,
+            input,
+            wide: fp64,
+            lanes: WORKGROUP,
+        }
+    }
+
     /// The output's element type.
     pub fn output(&self) -> Elem {
         match self.op {

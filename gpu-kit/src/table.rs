@@ -10,7 +10,7 @@
 //! a flat and a strided variant.
 
 use crate::elementwise::{self, Access, MapKernel, MapOp, Variant};
-use crate::ir::KernelName;
+use crate::ir::{Kernel, KernelName};
 use crate::matmul::{MatmulKernel, Schedule};
 use crate::reduce::{self, ReduceKernel, Stage};
 use crate::segment::SegmentKernels;
@@ -148,8 +148,8 @@ pub fn cast_spec(from: DataType, to: DataType) -> Option<(ProgramKey, MapKernel)
     ))
 }
 
-/// Every elementwise kernel of a program that C renders, on a device with or without f64.
-pub fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapKernel> {
+/// Every elementwise kernel of a program, whatever renders it.
+fn map_specs(key: ProgramKey) -> Vec<MapKernel> {
     let specs: Vec<(ProgramKey, MapKernel)> = match key {
         ProgramKey::Unary(dtype) => UnaryOp::ALL
             .iter()
@@ -175,26 +175,60 @@ pub fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapKernel> {
     };
     specs
         .into_iter()
-        .filter(|(k, spec)| *k == key && (fp64 || !spec.needs_fp64()) && spec.renders_c())
+        .filter(|(k, _)| *k == key)
         .map(|(_, spec)| spec)
         .collect()
 }
 
-/// Every reduction of a dtype's program.
-pub fn reduce_members(dtype: DataType, fp64: bool) -> Vec<ReduceKernel> {
+/// Every elementwise kernel of a program that C renders, on a device with or without f64.
+pub fn map_members(key: ProgramKey, fp64: bool) -> Vec<MapKernel> {
+    map_specs(key)
+        .into_iter()
+        .filter(|spec| (fp64 || !spec.needs_fp64()) && spec.renders_c())
+        .collect()
+}
+
+/// Every reduction of a dtype's program, each as `kernel` builds it for the device (the
+/// C programs: [`ReduceKernel::new`], floats accumulated in f64 where the device has it).
+pub fn reduce_members(
+    dtype: DataType,
+    kernel: impl Fn(ReduceOp, Elem) -> ReduceKernel,
+) -> Vec<ReduceKernel> {
     let Some(input) = Elem::of(dtype) else {
         return vec![];
     };
     ReduceOp::ALL
         .iter()
         .filter(|&&op| Op::Reduce(op).is_defined_for(dtype))
-        .map(|&op| ReduceKernel {
-            op,
-            input,
-            wide: fp64,
-            lanes: reduce::WORKGROUP,
-        })
+        .map(|&op| kernel(op, input))
         .collect()
+}
+
+/// The IR kernels of the program of `key`, on a device with or without f64, with matmul
+/// work divided by `schedule` and reductions as `reduce` builds them; `None` if the table
+/// has no such program. Unlike [`program_source`], kernels a language may not render are
+/// listed too (a backend that compiles kernel by kernel, as wgpu does, picks one by name,
+/// and its capabilities decide what is launched).
+pub fn program_kernels(
+    key: ProgramKey,
+    fp64: bool,
+    schedule: Schedule,
+    reduce: impl Fn(ReduceOp, Elem) -> ReduceKernel,
+) -> Option<Vec<Kernel>> {
+    Some(match key {
+        ProgramKey::Matmul(dtype) => vec![MatmulKernel::new(Elem::of(dtype)?, schedule)?.kernel()],
+        ProgramKey::Window(dtype) => window_kernels(dtype, fp64)?.kernels(),
+        ProgramKey::SegmentGather(m) => SegmentKernels::Gather(m).kernels(),
+        ProgramKey::Segment(dtype) => SegmentKernels::reduce(dtype)?.kernels(),
+        ProgramKey::Reduce(dtype) => reduce_members(dtype, reduce)
+            .iter()
+            .flat_map(|k| Stage::ALL.map(|stage| k.kernel(stage)))
+            .collect::<Option<Vec<_>>>()?,
+        _ => map_specs(key)
+            .iter()
+            .flat_map(|spec| Variant::ALL.map(|variant| spec.kernel(variant)))
+            .collect(),
+    })
 }
 
 /// Whether a kernel for `op` on `dtype` exists, given whether the device computes in f64.
@@ -286,7 +320,7 @@ pub fn program_source(
             }
         }
         ProgramKey::Reduce(dtype) => {
-            let members = reduce_members(dtype, fp64);
+            let members = reduce_members(dtype, |op, e| ReduceKernel::new(op, e, fp64));
             ProgramSource {
                 text: reduce::program(dialect, &members)?,
                 kernels: members
@@ -336,7 +370,9 @@ pub fn all_programs(fp64: bool) -> Vec<ProgramKey> {
     moves
         .chain(typed)
         .filter(|&key| match key {
-            ProgramKey::Reduce(dtype) => !reduce_members(dtype, fp64).is_empty(),
+            ProgramKey::Reduce(dtype) => {
+                !reduce_members(dtype, |op, e| ReduceKernel::new(op, e, fp64)).is_empty()
+            }
             ProgramKey::Matmul(dtype) => has_kernel(Op::Matmul, dtype, fp64),
             ProgramKey::Window(dtype) => window_kernels(dtype, fp64).is_some(),
             ProgramKey::SegmentGather(_) => true,

@@ -24,11 +24,15 @@ use polytensor_core::buffer::{BlockCache, Release};
 use polytensor_core::device::{Capabilities, DeviceKind};
 use polytensor_core::dlpack::DLDevice;
 use polytensor_core::plan::window::WindowGeometry;
-use polytensor_core::{CachingAllocator, Device, Error, OutView, Result, TensorBuffer, TensorView};
+use polytensor_core::{
+    CachingAllocator, Device, Error, OutView, ReduceOp, Result, TensorBuffer, TensorView,
+};
 
 use crate::ir::KernelName;
 use crate::matmul::Schedule;
+use crate::reduce::ReduceKernel;
 use crate::table::ProgramKey;
+use crate::Elem;
 
 mod device;
 pub mod map;
@@ -166,6 +170,12 @@ pub trait Queue: Send + Sync + Sized + 'static {
     /// How matmul work is divided on this device.
     fn matmul_schedule(&self) -> Schedule;
 
+    /// The reduction `op` of `input` as this device runs it; by default the C devices'
+    /// ([`ReduceKernel::new`]: f64 accumulators where the device computes in f64).
+    fn reduce_kernel(&self, op: ReduceOp, input: Elem) -> ReduceKernel {
+        ReduceKernel::new(op, input, self.fp64())
+    }
+
     /// `Device::copy_from_host`: `src` into `out`'s bytes.
     fn copy_from_host(&self, src: &[u8], out: &mut OutView<'_>) -> Result<()>;
 
@@ -274,7 +284,7 @@ impl<S: BlockSource> DeviceBase<S> {
 }
 
 /// The grid of an elementwise launch over `count` items.
-fn map_grid<Q: Queue>(count: usize) -> Grid {
+pub fn map_grid<Q: Queue>(count: usize) -> Grid {
     Grid::linear(
         count.div_ceil(Q::MAP_GROUP).clamp(1, Q::MAX_MAP_GROUPS),
         Q::MAP_GROUP,

@@ -7,9 +7,13 @@ use polytensor_core::plan::ReducedAxes;
 use polytensor_core::{Device, Op, OutView, ReduceOp, Result, TensorView};
 
 use super::{map_grid, output_mem, Grid, KitDevice, Launch, Queue};
-use crate::reduce::{self, ReduceArgs, ReduceKernel, Stage, WORKGROUP};
+use crate::reduce::{self, ReduceArgs, Stage};
 use crate::table::ProgramKey;
 use crate::Elem;
+
+/// The most work-groups a reduction launches (every device's limit on a grid's first
+/// dim holds it); the kernels loop over the rest.
+const MAX_GROUPS: usize = 65_535;
 
 /// `Device::reduce`: the stage [`reduce::plan`] picks; a split's partials are gathered by
 /// a second launch.
@@ -34,12 +38,7 @@ pub fn reduce<Q: Queue>(
     if outputs == 0 {
         return Ok(());
     }
-    let kernel = ReduceKernel {
-        op,
-        input,
-        wide: q.fp64(),
-        lanes: WORKGROUP,
-    };
+    let kernel = q.reduce_kernel(op, input);
     let partial_elems = kernel
         .partials()
         .ok_or_else(|| q.unsupported(op.name(), dtype))?;
@@ -86,7 +85,7 @@ pub fn reduce<Q: Queue>(
         // its buffer.
         unsafe { q.launch(&program, stage_launch) }
     };
-    let groups = |n: usize| Grid::linear(n.min(1 << 16), WORKGROUP as usize);
+    let groups = |n: usize| Grid::linear(n.min(MAX_GROUPS), kernel.lanes as usize);
     match stage {
         Stage::Serial => launch(Stage::Serial, map_grid::<Q>(outputs)),
         Stage::Tree => launch(Stage::Tree, groups(outputs)),

@@ -14,10 +14,10 @@
 //!   count; a [`Stmt::Store`] of a packed element clears and sets its bits in its word with
 //!   `atomicAnd` and `atomicOr` (the buffer is then `atomic<u32>`), so stores of distinct
 //!   elements that share a word never race.
-//! - Invocations of a map or each are numbered `id.x + id.y * groups.x * WGSL_GROUP` over
-//!   a 2-D dispatch of at most the device's per-dimension limit. A [`Body::Groups`] kernel
-//!   has its own work-group size; its shared arrays are `var<workgroup>` arrays of the
-//!   module.
+//! - A map or each loops over its invocations (a map's: [`Storage::invocations`]) from
+//!   `id.x` with the grid's stride (`groups.x * WGSL_GROUP`), as C's grid-stride loop
+//!   does, so that any one-dimensional grid covers them. A [`Body::Groups`] kernel has its
+//!   own work-group size; its shared arrays are `var<workgroup>` arrays of the module.
 
 use std::fmt::Write;
 
@@ -37,22 +37,6 @@ pub fn wgsl_storage(b: &Buffer) -> Option<Storage> {
     } else {
         Storage::of_elem(b.elem)
     }
-}
-
-/// How many elements of its output one invocation of `kernel` writes: a map writes whole
-/// words of its output (all the elements packed in one), an each one item.
-pub fn wgsl_lanes(kernel: &Kernel) -> usize {
-    match &kernel.body {
-        Body::Map { out, .. } => wgsl_storage(kernel.buffer(*out)).map_or(1, Storage::lanes),
-        Body::Each { .. } | Body::Groups { .. } => 1,
-    }
-}
-
-/// The invocations a launch over `count` items starts, of a kernel of `lanes`
-/// ([`wgsl_lanes`]) whose output starts at element `out_offset` (a map's first word may
-/// hold elements before it).
-pub fn wgsl_invocations(lanes: usize, count: usize, out_offset: usize) -> usize {
-    (out_offset % lanes + count).div_ceil(lanes)
 }
 
 /// `kernel` as WGSL, or `None` where WGSL cannot hold one of its element types or render
@@ -127,31 +111,39 @@ fn main({builtins}, @builtin(num_workgroups) groups: vec3<u32>) {{"
             Param::Index(_) => {}
         }
     }
-    if !matches!(kernel.body, Body::Groups { .. }) {
-        writeln!(text, "    let i = id.x + id.y * groups.x * {WGSL_GROUP}u;").ok()?;
-    }
     text += &r.geometry();
+    // Maps and eaches loop over their invocations with the grid's stride, as C does, so
+    // that any grid covers them.
+    let stride = format!("groups.x * {WGSL_GROUP}u");
     match &kernel.body {
         Body::Map { out, count, .. } => {
             let b = kernel.buffer(*out);
             let Place::Buffer { storage, word, .. } = r.places[out.0] else {
                 return None;
             };
-            text += &storage.store_body(
-                b.name,
-                &format!("u32({})", expression(&r, count)?),
-                &format!("g[{word}]"),
+            let (count, base) = (
+                format!("u32({})", expression(&r, count)?),
+                format!("g[{word}]"),
             );
+            writeln!(
+                text,
+                "    let invocations = {};\n    for (var i = id.x; i < invocations; i += {stride}) {{",
+                storage.invocations(&count, &base)
+            )
+            .ok()?;
+            text += &storage.store_body(b.name, &count, &base);
+            text += "    }\n";
         }
         Body::Each { count, stmts } => {
             writeln!(
                 text,
-                "    if (i >= u32({})) {{\n        return;\n    }}",
+                "    for (var i = id.x; i < u32({}); i += {stride}) {{",
                 expression(&r, count)?
             )
             .ok()?;
-            writeln!(text, "    let {item}: i32 = i32(i);").ok()?;
-            block(&r, stmts, 1, &mut text)?;
+            writeln!(text, "        let {item}: i32 = i32(i);").ok()?;
+            block(&r, stmts, 2, &mut text)?;
+            text += "    }\n";
         }
         Body::Groups { stmts, .. } => block(&r, stmts, 1, &mut text)?,
     }

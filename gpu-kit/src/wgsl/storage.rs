@@ -199,40 +199,50 @@ impl Storage {
         }
     }
 
-    /// The body of a kernel that writes the elements of invocation `i` into `array` from
-    /// `element(index)`, with `count` (a `u32` expression) elements in all, from element
-    /// `base` (a `u32` expression) of `array` on. A packed output's invocation writes one whole
-    /// word of `out`, keeping the bits of the lanes outside the range (the neighbours of a
-    /// block written at an offset), so no two invocations write one word.
-    pub fn store_body(self, array: &str, count: &str, base: &str) -> String {
+    /// How many invocations write `count` (a `u32` expression) elements from element `base`
+    /// (a `u32` expression) on: one per element, or for a packed output one per word (the
+    /// first word may hold elements before `base`).
+    pub fn invocations(self, count: &str, base: &str) -> String {
         match self {
-            Storage::Word(_) => {
+            Storage::Packed(_) => {
+                let lanes = self.lanes();
                 format!(
-                    "    if (i < {count}) {{\n        {array}[{base} + i] = element(i);\n    }}\n"
+                    "(({base} % {lanes}u) + {count} + {}u) / {lanes}u",
+                    lanes - 1
                 )
             }
+            Storage::Word(_) | Storage::Wide(_) => count.to_string(),
+        }
+    }
+
+    /// The statements (for the body of a loop over invocations `i`, each below
+    /// [`Storage::invocations`]) that write invocation `i`'s elements into `array` from
+    /// `element(index)`, with `count` (a `u32` expression) elements in all, from element
+    /// `base` (a `u32` expression) of `array` on. A packed output's invocation writes one
+    /// whole word of `out`, keeping the bits of the lanes outside the range (the neighbours
+    /// of a block written at an offset), so no two invocations write one word.
+    pub fn store_body(self, array: &str, count: &str, base: &str) -> String {
+        match self {
+            Storage::Word(_) => format!("        {array}[{base} + i] = element(i);\n"),
             Storage::Packed(packing) => format!(
-                r#"    let lanes = {lanes}u;
-    let skip = {base} % lanes;
-    let first = i * lanes;
-    if (first >= {count} + skip) {{
-        return;
-    }}
-    let at = {base} / lanes + i;
-    var word = 0u;
-    var kept = 0u;
-    for (var lane = 0u; lane < lanes; lane++) {{
-        let position = first + lane;
-        if (position >= skip && position - skip < {count}) {{
-            word |= {field} << (lane * {bits}u);
-        }} else {{
-            kept |= {mask}u << (lane * {bits}u);
+                r#"        let lanes = {lanes}u;
+        let skip = {base} % lanes;
+        let first = i * lanes;
+        let at = {base} / lanes + i;
+        var word = 0u;
+        var kept = 0u;
+        for (var lane = 0u; lane < lanes; lane++) {{
+            let position = first + lane;
+            if (position >= skip && position - skip < {count}) {{
+                word |= {field} << (lane * {bits}u);
+            }} else {{
+                kept |= {mask}u << (lane * {bits}u);
+            }}
         }}
-    }}
-    if (kept != 0u) {{
-        word |= {array}[at] & kept;
-    }}
-    {array}[at] = word;
+        if (kept != 0u) {{
+            word |= {array}[at] & kept;
+        }}
+        {array}[at] = word;
 "#,
                 lanes = self.lanes(),
                 bits = packing.bits(),
@@ -243,7 +253,7 @@ impl Storage {
                 let words: String = (0..n)
                     .map(|w| format!("        {array}[{n}u * ({base} + i) + {w}u] = v[{w}];\n"))
                     .collect();
-                format!("    if (i < {count}) {{\n        let v = element(i);\n{words}    }}\n")
+                format!("        let v = element(i);\n{words}")
             }
         }
     }

@@ -19,6 +19,13 @@ pub trait BlockSource: Send + Sync + 'static {
         usize::MAX
     }
 
+    /// The limit that sets [`BlockSource::largest`], where the device names one (`the
+    /// adapter's max storage binding size`): a larger request is then
+    /// `Err(ExceedsDeviceLimit)` naming it, not `Err(OutOfMemory)`.
+    fn largest_limit(&self) -> Option<&'static str> {
+        None
+    }
+
     /// A block of `size` bytes (a nonzero multiple of the granule, at most
     /// [`BlockSource::largest`]), or `None` where the driver refuses: the allocator reports
     /// that as out of memory. A failure that is not a lack of memory is the source's to keep
@@ -96,7 +103,15 @@ impl<S: BlockSource> Allocator for BlockAllocator<S> {
             .filter(|&size| size <= self.source.largest());
         let Some(size) = size else {
             self.tracker.record_failure();
-            return Err(self.tracker.out_of_memory(bytes, &self.name));
+            return Err(match self.source.largest_limit() {
+                Some(limit) => crate::error::Error::ExceedsDeviceLimit {
+                    requested: bytes,
+                    device: self.name.clone(),
+                    limit: limit.into(),
+                    value: self.source.largest() as u64,
+                },
+                None => self.tracker.out_of_memory(bytes, &self.name),
+            });
         };
         let create = || match self.source.create(size) {
             Some(handle) => Ok(Block { handle, size }),
