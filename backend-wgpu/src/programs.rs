@@ -28,6 +28,11 @@ impl WgslProgram {
         }
     }
 
+    /// The kernel `name`, if the program has it.
+    pub(crate) fn kernel(&self, name: KernelName) -> Option<&Kernel> {
+        self.kernels.get(&name)
+    }
+
     /// The pipeline of kernel `name`, compiled on first use; a kernel the program lacks,
     /// one WGSL cannot hold, or a shader the device rejects is an `Err` naming it.
     pub(crate) fn pipeline(

@@ -14,7 +14,7 @@ use polytensor_gpu_kit::elementwise::{map_args, Variant};
 use polytensor_gpu_kit::launch::{map_grid, Arg, KitDevice, Launch, Queue};
 use polytensor_gpu_kit::matmul::Schedule;
 use polytensor_gpu_kit::reduce::{ReduceKernel, WGSL_WORKGROUP};
-use polytensor_gpu_kit::render::WGSL_GROUP;
+use polytensor_gpu_kit::render::{self, WGSL_GROUP};
 use polytensor_gpu_kit::table::{self, ProgramKey};
 use polytensor_gpu_kit::Elem;
 
@@ -149,8 +149,10 @@ impl Queue for WgpuQueue {
     type Memory = BufferSource;
 
     const MAP_GROUP: usize = WGSL_GROUP as usize;
-    /// Every adapter takes 65535 work-groups along a dim; kernels loop over the rest.
-    const MAX_MAP_GROUPS: usize = 65_535;
+    /// Enough for every item of any tensor (positions are `i32`). The grid of a map or
+    /// each is not used: [`WgpuQueue::launch`] starts one invocation per item
+    /// ([`render::wgsl_invocations`]), as rows of work-groups.
+    const MAX_MAP_GROUPS: usize = (1 << 31) / WGSL_GROUP as usize;
 
     fn program(&self, key: ProgramKey) -> Result<Arc<WgslProgram>> {
         self.programs
@@ -168,9 +170,22 @@ impl Queue for WgpuQueue {
     unsafe fn launch(&self, program: &WgslProgram, launch: Launch<'_, WgpuMem>) -> Result<()> {
         let Launch { kernel, args, grid } = launch;
         let limit = self.device.limits().max_compute_workgroups_per_dimension as usize;
-        if let Some(&groups) = grid.groups.iter().find(|&&g| g > limit) {
+        // A map or each runs one invocation per item (a map's: per output word), numbered
+        // over rows of `x` work-groups; a groups kernel runs on the launch's grid.
+        let invocations = program
+            .kernel(kernel)
+            .and_then(|k| render::wgsl_invocations(k, args));
+        let groups = match invocations {
+            Some(invocations) => {
+                let count = invocations.div_ceil(WGSL_GROUP as usize);
+                let x = count.clamp(1, limit);
+                [x, count.div_ceil(x), 1]
+            }
+            None => grid.groups,
+        };
+        if let Some(&many) = groups.iter().find(|&&g| g > limit) {
             return Err(Error::invalid(format!(
-                "kernel {kernel} needs {groups} workgroups along one dimension, more than \
+                "kernel {kernel} needs {many} workgroups along one dimension, more than \
                  {}'s {limit}",
                 self.name
             )));
@@ -207,7 +222,7 @@ impl Queue for WgpuQueue {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
             pass.set_pipeline(&pipeline);
             pass.set_bind_group(0, &group, &[]);
-            let [x, y, z] = grid.groups.map(|g| g as u32);
+            let [x, y, z] = groups.map(|g| g as u32);
             pass.dispatch_workgroups(x, y, z);
         }
         self.queue.submit([encoder.finish()]);

@@ -699,7 +699,8 @@ impl Declare {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::{c_kernel, wgsl_kernel};
+    use crate::launch::Arg;
+    use crate::render::{c_kernel, wgsl_invocations, wgsl_kernel};
 
     /// `out[rows[i]] = data[i]` for bytes: an each with a scattered store.
     fn scatter_bytes() -> Kernel {
@@ -733,7 +734,7 @@ mod tests {
         assert!(wgsl.contains("let items = i32(g[0]);"));
         assert!(wgsl.contains("let rows_offset = i32(g[2]);"));
         assert!(wgsl.contains("let out_offset = i32(g[3]);"));
-        assert!(wgsl.contains("for (var i = id.x; i < u32(items); i += groups.x * 256u) {"));
+        assert!(wgsl.contains("if (i >= u32(items))"));
         assert!(wgsl.contains("@binding(2) var<storage, read> rows: array<i32>;"));
         assert!(wgsl.contains("rows[(rows_offset + item)]"));
         assert!(wgsl.contains("(out_offset + r)"));
@@ -751,8 +752,16 @@ mod tests {
         assert!(
             wgsl.contains("atomicOr(&out[store_at / 4u], (store_value & 255u) << store_shift);")
         );
-        // Every item once, whatever the grid: a loop with the grid's stride.
-        assert!(wgsl.contains("for (var i = id.x; i < u32(items); i += groups.x * 256u) {"));
+        // One invocation an item.
+        assert!(wgsl.contains("let i = id.x + id.y * groups.x * 256u;"));
+        let args = [
+            Arg::I64(10),
+            Arg::Mem(0u8),
+            Arg::I64(0),
+            Arg::Mem(1),
+            Arg::I64(0),
+        ];
+        assert_eq!(wgsl_invocations(&k, &args), Some(10));
     }
 
     #[test]
@@ -780,8 +789,19 @@ mod tests {
             "the conversions come along"
         );
         // Two bf16 to a word; an output from an odd element on shares its first word.
-        assert!(wgsl.contains("let invocations = ((g[2] % 2u) + u32(items) + 1u) / 2u;"));
-        assert!(wgsl.contains("for (var i = id.x; i < invocations; i += groups.x * 256u) {"));
+        assert!(wgsl.contains("if (i >= ((g[2] % 2u) + u32(items) + 1u) / 2u) {"));
+        // The launch starts as many: 4 elements from element 1 span 3 words.
+        let args = |offset| {
+            [
+                Arg::I64(4),
+                Arg::Mem(0u8),
+                Arg::I64(0),
+                Arg::Mem(1),
+                Arg::I64(offset),
+            ]
+        };
+        assert_eq!(wgsl_invocations(&k, &args(1)), Some(3));
+        assert_eq!(wgsl_invocations(&k, &args(0)), Some(2));
     }
 
     #[test]

@@ -14,16 +14,19 @@
 //!   count; a [`Stmt::Store`] of a packed element clears and sets its bits in its word with
 //!   `atomicAnd` and `atomicOr` (the buffer is then `atomic<u32>`), so stores of distinct
 //!   elements that share a word never race.
-//! - A map or each loops over its invocations (a map's: [`Storage::invocations`]) from
-//!   `id.x` with the grid's stride (`groups.x * WGSL_GROUP`), as C's grid-stride loop
-//!   does, so that any one-dimensional grid covers them. A [`Body::Groups`] kernel has its
-//!   own work-group size; its shared arrays are `var<workgroup>` arrays of the module.
+//! - A map or each runs one invocation per item (a map's: per word of its output,
+//!   [`Storage::invocations`]), numbered `id.x + id.y * groups.x * WGSL_GROUP`: the
+//!   launch gives at least as many invocations, laid out as whole rows of work-groups
+//!   within the device's per-dimension limit (unlike C's grid-stride loop, no grid that
+//!   is too small is covered). A [`Body::Groups`] kernel has its own work-group size; its
+//!   shared arrays are `var<workgroup>` arrays of the module.
 
 use std::fmt::Write;
 
 use super::kernel::{block, expression, Builtin, Spelling};
 use crate::body;
-use crate::ir::{Body, Buf, Buffer, IndexOp, Kernel, Local, Param, Stmt, Ty, Words, ITEM};
+use crate::ir::{Body, Buf, Buffer, Ex, IndexOp, Kernel, Local, Param, Stmt, Ty, Words, ITEM};
+use crate::launch::Arg;
 use crate::wgsl::{helpers_for, Scalar, Storage};
 use crate::{Elem, Real};
 
@@ -37,6 +40,40 @@ pub fn wgsl_storage(b: &Buffer) -> Option<Storage> {
     } else {
         Storage::of_elem(b.elem)
     }
+}
+
+/// The invocations a launch of the map or each `kernel` with arguments `args` (in
+/// parameter order, as the kit's launches give them) needs: one per item of an each, one
+/// per output word of a map (its first word may hold elements before the output's
+/// offset); `None` for a groups kernel (its grid is the launch's), or where the count is
+/// not an index parameter.
+pub fn wgsl_invocations<M>(kernel: &Kernel, args: &[Arg<M>]) -> Option<usize> {
+    // The argument of parameter `k`: a buffer takes two (memory, offset), the others one.
+    let first_arg = |k: usize| -> usize {
+        kernel.params[..k]
+            .iter()
+            .map(|p| if matches!(p, Param::Buffer(_)) { 2 } else { 1 })
+            .sum()
+    };
+    let index = |at: usize| match args.get(at)? {
+        Arg::I64(v) => usize::try_from(*v).ok(),
+        Arg::Mem(_) => None,
+    };
+    let (count, out) = match &kernel.body {
+        Body::Map { out, count, .. } => (count, Some(*out)),
+        Body::Each { count, .. } => (count, None),
+        Body::Groups { .. } => return None,
+    };
+    let Ex::Param(k) = count else {
+        return None;
+    };
+    let count = index(first_arg(*k))?;
+    let Some(out) = out else {
+        return Some(count);
+    };
+    let lanes = wgsl_storage(kernel.buffer(out)).map_or(1, Storage::lanes);
+    let offset = index(first_arg(out.0) + 1)?;
+    Some((offset % lanes + count).div_ceil(lanes))
 }
 
 /// `kernel` as WGSL, or `None` where WGSL cannot hold one of its element types or render
@@ -112,9 +149,12 @@ fn main({builtins}, @builtin(num_workgroups) groups: vec3<u32>) {{"
         }
     }
     text += &r.geometry();
-    // Maps and eaches loop over their invocations with the grid's stride, as C does, so
-    // that any grid covers them.
-    let stride = format!("groups.x * {WGSL_GROUP}u");
+    // One invocation per item (a map's: per word of its output), numbered over a 2-D grid
+    // of whole rows of work-groups: no loop, which lavapipe's compiler turns a packed
+    // store's lanes into a slower shader for.
+    if !matches!(kernel.body, Body::Groups { .. }) {
+        writeln!(text, "    let i = id.x + id.y * groups.x * {WGSL_GROUP}u;").ok()?;
+    }
     match &kernel.body {
         Body::Map { out, count, .. } => {
             let b = kernel.buffer(*out);
@@ -127,23 +167,21 @@ fn main({builtins}, @builtin(num_workgroups) groups: vec3<u32>) {{"
             );
             writeln!(
                 text,
-                "    let invocations = {};\n    for (var i = id.x; i < invocations; i += {stride}) {{",
+                "    if (i >= {}) {{\n        return;\n    }}",
                 storage.invocations(&count, &base)
             )
             .ok()?;
             text += &storage.store_body(b.name, &count, &base);
-            text += "    }\n";
         }
         Body::Each { count, stmts } => {
             writeln!(
                 text,
-                "    for (var i = id.x; i < u32({}); i += {stride}) {{",
+                "    if (i >= u32({})) {{\n        return;\n    }}",
                 expression(&r, count)?
             )
             .ok()?;
-            writeln!(text, "        let {item}: i32 = i32(i);").ok()?;
-            block(&r, stmts, 2, &mut text)?;
-            text += "    }\n";
+            writeln!(text, "    let {item}: i32 = i32(i);").ok()?;
+            block(&r, stmts, 1, &mut text)?;
         }
         Body::Groups { stmts, .. } => block(&r, stmts, 1, &mut text)?,
     }

@@ -16,7 +16,7 @@ mod kernel_wgsl;
 mod wgsl_cast;
 
 pub use kernel_c::c_kernel;
-pub use kernel_wgsl::{wgsl_kernel, wgsl_storage, WGSL_GROUP};
+pub use kernel_wgsl::{wgsl_invocations, wgsl_kernel, wgsl_storage, WGSL_GROUP};
 pub use wgsl_cast::wgsl_cast;
 
 /// The names of an elementwise kernel's operands.

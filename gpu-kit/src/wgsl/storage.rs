@@ -215,34 +215,34 @@ impl Storage {
         }
     }
 
-    /// The statements (for the body of a loop over invocations `i`, each below
-    /// [`Storage::invocations`]) that write invocation `i`'s elements into `array` from
+    /// The statements (of invocation `i`, below [`Storage::invocations`]) that write its
+    /// elements into `array` from
     /// `element(index)`, with `count` (a `u32` expression) elements in all, from element
     /// `base` (a `u32` expression) of `array` on. A packed output's invocation writes one
     /// whole word of `out`, keeping the bits of the lanes outside the range (the neighbours
     /// of a block written at an offset), so no two invocations write one word.
     pub fn store_body(self, array: &str, count: &str, base: &str) -> String {
         match self {
-            Storage::Word(_) => format!("        {array}[{base} + i] = element(i);\n"),
+            Storage::Word(_) => format!("    {array}[{base} + i] = element(i);\n"),
             Storage::Packed(packing) => format!(
-                r#"        let lanes = {lanes}u;
-        let skip = {base} % lanes;
-        let first = i * lanes;
-        let at = {base} / lanes + i;
-        var word = 0u;
-        var kept = 0u;
-        for (var lane = 0u; lane < lanes; lane++) {{
-            let position = first + lane;
-            if (position >= skip && position - skip < {count}) {{
-                word |= {field} << (lane * {bits}u);
-            }} else {{
-                kept |= {mask}u << (lane * {bits}u);
-            }}
+                r#"    let lanes = {lanes}u;
+    let skip = {base} % lanes;
+    let first = i * lanes;
+    let at = {base} / lanes + i;
+    var word = 0u;
+    var kept = 0u;
+    for (var lane = 0u; lane < lanes; lane++) {{
+        let position = first + lane;
+        if (position >= skip && position - skip < {count}) {{
+            word |= {field} << (lane * {bits}u);
+        }} else {{
+            kept |= {mask}u << (lane * {bits}u);
         }}
-        if (kept != 0u) {{
-            word |= {array}[at] & kept;
-        }}
-        {array}[at] = word;
+    }}
+    if (kept != 0u) {{
+        word |= {array}[at] & kept;
+    }}
+    {array}[at] = word;
 "#,
                 lanes = self.lanes(),
                 bits = packing.bits(),
@@ -251,9 +251,9 @@ impl Storage {
             ),
             Storage::Wide(n) => {
                 let words: String = (0..n)
-                    .map(|w| format!("        {array}[{n}u * ({base} + i) + {w}u] = v[{w}];\n"))
+                    .map(|w| format!("    {array}[{n}u * ({base} + i) + {w}u] = v[{w}];\n"))
                     .collect();
-                format!("        let v = element(i);\n{words}")
+                format!("    let v = element(i);\n{words}")
             }
         }
     }
