@@ -130,18 +130,6 @@ fn index_word(value: i64) -> Result<i32> {
     })
 }
 
-/// The raw element a fill of `pattern` moves.
-fn raw_elem(pattern: &[u8]) -> Option<Elem> {
-    Some(match pattern.len() {
-        1 => Elem::U8,
-        2 => Elem::U16,
-        4 => Elem::U32,
-        8 => Elem::U64,
-        16 => Elem::C128,
-        _ => return None,
-    })
-}
-
 impl Queue for WgpuQueue {
     type Mem = WgpuMem;
     type Program = WgslProgram;
@@ -271,7 +259,7 @@ impl Queue for WgpuQueue {
             // SAFETY: the rest of the caller's range.
             return unsafe { self.fill_bytes(mem, offset + whole, &[0], len - whole) };
         }
-        let raw = raw_elem(pattern)
+        let raw = table::raw_elem(pattern.len())
             .ok_or_else(|| Error::invalid(format!("a fill pattern of {} bytes", pattern.len())))?;
         let size = pattern.len();
         let value = Box::new(self.buffer_of("polytensor fill", pattern));

@@ -48,7 +48,13 @@ pub(crate) fn move_elem(dtype: DataType) -> Option<Elem> {
     if !dtype.is_pod() {
         return None;
     }
-    Some(match dtype.size() {
+    raw_elem(dtype.size())
+}
+
+/// The raw element type of elements of `size` bytes (`U8`, `U16`, `U32`, `U64`, `C128`),
+/// as moves and fills move them.
+pub fn raw_elem(size: usize) -> Option<Elem> {
+    Some(match size {
         1 => Elem::U8,
         2 => Elem::U16,
         4 => Elem::U32,
