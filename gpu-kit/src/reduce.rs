@@ -8,7 +8,7 @@
 //! neither overflow nor underflow), max/min propagate NaN, and arg-reductions return the
 //! first extreme (the first NaN, if any).
 //!
-//! An accumulator ([`Acc`]) is one or two typed components with `identity`, `lift`,
+//! An accumulator (`Acc`) is one or two typed components with `identity`, `lift`,
 //! `combine` and `finish`; every stage is built from them:
 //! - `<op>_serial`: one work-item per output (short reductions);
 //! - `<op>_tree`: one work-group of [`ReduceKernel::lanes`] work-items per output, each
