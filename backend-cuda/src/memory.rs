@@ -87,8 +87,8 @@ impl BlockSource for CudaMemory {
         }
     }
 
-    fn address(address: &sys::CUdeviceptr) -> usize {
-        *address as usize
+    fn address(address: &sys::CUdeviceptr) -> Option<usize> {
+        Some(*address as usize)
     }
 }
 

@@ -54,8 +54,8 @@ impl BlockSource for ClMemory {
         drop(handle);
     }
 
-    fn address(handle: &Buffer<u8>) -> usize {
-        handle.get() as usize
+    fn address(handle: &Buffer<u8>) -> Option<usize> {
+        Some(handle.get() as usize)
     }
 }
 

@@ -103,8 +103,8 @@ impl BlockSource for BufferSource {
     }
 
     /// wgpu gives no address to share memory by: DLPack exports copy to the host.
-    fn address(_buffer: &wgpu::Buffer) -> usize {
-        0
+    fn address(_buffer: &wgpu::Buffer) -> Option<usize> {
+        None
     }
 }
 

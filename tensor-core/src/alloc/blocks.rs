@@ -35,8 +35,10 @@ pub trait BlockSource: Send + Sync + 'static {
     /// Free a block this source made that nothing uses any more.
     fn free(&self, handle: Self::Handle, size: usize);
 
-    /// The block's device address, as DLPack carries it (`cl_mem` for OpenCL).
-    fn address(handle: &Self::Handle) -> usize;
+    /// The block's device address, as DLPack carries it (`cl_mem` for OpenCL), or `None`
+    /// where the device gives no address to share its memory by (wgpu: DLPack exports
+    /// copy to the host).
+    fn address(handle: &Self::Handle) -> Option<usize>;
 }
 
 /// One block of a [`BlockAllocator`]: the driver's handle and the block's size in bytes.
@@ -163,8 +165,8 @@ mod tests {
         fn free(&self, _handle: usize, size: usize) {
             self.live.fetch_sub(size, Ordering::Relaxed);
         }
-        fn address(handle: &usize) -> usize {
-            *handle
+        fn address(handle: &usize) -> Option<usize> {
+            Some(*handle)
         }
     }
 

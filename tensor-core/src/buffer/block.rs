@@ -65,7 +65,7 @@ unsafe impl<S: BlockSource> TensorBuffer for BlockBuffer<S> {
         &self.device
     }
     fn device_address(&self) -> Option<usize> {
-        Some(S::address(self.handle()))
+        S::address(self.handle())
     }
     fn as_any(&self) -> &dyn Any {
         self
