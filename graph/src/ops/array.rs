@@ -105,6 +105,22 @@ fn pairs(values: &[i64]) -> Result<Vec<(usize, usize)>> {
         .collect()
 }
 
+/// `d` padded by `before` and `after`, or TensorFlow's error where the size overflows
+/// (a dimension holds at most `i64::MAX`).
+fn padded_dim(d: usize, before: usize, after: usize) -> Result<usize> {
+    let overflow = |x: usize, y: usize| {
+        Error::invalid(format!("Dimension size overflow from adding {x} and {y}"))
+    };
+    let first = d
+        .checked_add(before)
+        .filter(|&s| s <= i64::MAX as usize)
+        .ok_or_else(|| overflow(d, before))?;
+    first
+        .checked_add(after)
+        .filter(|&s| s <= i64::MAX as usize)
+        .ok_or_else(|| overflow(first, after))
+}
+
 /// A signed axis against `rank`, or `None` when it is out of range (the kernel reports it).
 fn axis_in(axis: i64, rank: usize) -> Option<usize> {
     let r = rank as i64;
@@ -240,11 +256,13 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             let shape = match (shape.dims(), cx.const_ints(1)) {
                 (Some(dims), Some(values)) if values.len() == 2 * dims.len() => {
                     let pairs = pairs(&values).map_err(|e| cx.error(e))?;
-                    known(
-                        dims.iter()
-                            .zip(pairs)
-                            .map(|(d, (a, b))| d.map(|d| d + a + b)),
-                    )?
+                    let padded = dims
+                        .iter()
+                        .zip(pairs)
+                        .map(|(d, (a, b))| d.map(|d| padded_dim(d, a, b)).transpose())
+                        .collect::<Result<Vec<_>>>()
+                        .map_err(|e| cx.error(e))?;
+                    known(padded)?
                 }
                 (Some(dims), _) => known(vec![None; dims.len()])?,
                 _ => unknown,

@@ -454,8 +454,15 @@ impl Tensor {
         epsilon: f64,
         format: DataFormat,
     ) -> Result<Tensor> {
+        // TensorFlow's kernel takes 4-D (and NDHWC/NCDHW 5-D) images only.
+        if !matches!(self.rank(), 4 | 5) {
+            return Err(Error::invalid(format!(
+                "input must be 4 or 5-dimensional{}",
+                self.shape()
+            )));
+        }
         let axis = format.channel_axis(self.rank());
-        let depth = self.dims().get(axis).copied().unwrap_or(0);
+        let depth = self.dims()[axis];
         for (name, p) in [
             ("scale", scale),
             ("offset", offset),
