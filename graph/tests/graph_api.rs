@@ -308,6 +308,29 @@ fn division_follows_tensorflow() {
 }
 
 #[test]
+fn paddings_that_overflow_a_dimension_are_refused_when_added() {
+    let mut g = Graph::new();
+    let x = g.constant_values(&[1.0f32, 2.0], &[2]).unwrap();
+    for (pad, at) in [
+        ([i64::MAX, 1], "2 and 9223372036854775807"),
+        ([i64::MAX - 2, 5], "9223372036854775807 and 5"),
+    ] {
+        let paddings = g.constant_values(&pad, &[1, 2]).unwrap();
+        let error = g
+            .op("Pad")
+            .input(&x)
+            .input(&paddings)
+            .build_output()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(&format!("Dimension size overflow from adding {at}")),
+            "{error}"
+        );
+    }
+}
+
+#[test]
 fn array_ops_infer_and_run() {
     let mut g = Graph::new();
     let x = ints(&[1, 2, 3, 4, 5, 6], &[2, 3], &mut g);

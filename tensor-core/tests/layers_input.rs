@@ -53,6 +53,52 @@ fn convolutions_refuse_what_tensorflow_refuses() {
 }
 
 #[test]
+fn batch_norm_takes_4_or_5_dimensional_images_only() {
+    let empty = zeros(&[0]);
+    for dims in [&[][..], &[3], &[2, 3]] {
+        let error = message(zeros(dims).batch_norm(
+            &empty,
+            &empty,
+            &empty,
+            &empty,
+            1e-3,
+            polytensor_core::DataFormat::Nhwc,
+        ));
+        assert!(
+            error.contains("input must be 4 or 5-dimensional"),
+            "{error}"
+        );
+    }
+    let params = zeros(&[3]);
+    let y = zeros(&[1, 2, 2, 3])
+        .batch_norm(
+            &params,
+            &params,
+            &params,
+            &params,
+            1e-3,
+            polytensor_core::DataFormat::Nhwc,
+        )
+        .unwrap();
+    assert_eq!(y.dims(), [1, 2, 2, 3]);
+}
+
+#[test]
+fn an_identity_whose_size_overflows_is_refused_before_its_indices() {
+    // The shape's own error, before any index tensor is made (2^32 x 2^32 built 16 GiB of
+    // indices before).
+    for (rows, cols) in [(1usize << 32, 1usize << 32), (usize::MAX, 2), (1 << 62, 4)] {
+        let error = Tensor::eye(rows, cols, DataType::Float, &cpu()).unwrap_err();
+        assert!(
+            matches!(error, polytensor_core::Error::InvalidShape(_)),
+            "{rows} x {cols}: {error}"
+        );
+    }
+    let eye = Tensor::eye(2, 3, DataType::Float, &cpu()).unwrap();
+    assert_eq!(eye.to_vec::<f32>().unwrap(), [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
+}
+
+#[test]
 fn slices_with_extreme_values_are_errors_or_views() {
     let x = Tensor::arange(0i64, 20, 1, DataType::Float, &cpu())
         .unwrap()

@@ -50,7 +50,14 @@ impl Tensor {
         dtype: DataType,
         device: &Arc<dyn Device>,
     ) -> Result<Tensor> {
-        let index = |n: usize| Tensor::arange(0i64, n as i64, 1i64, DataType::Int32, device);
+        // A result whose size overflows is refused before any index is made.
+        super::byte_len(&crate::shape::TensorShape::new(&[rows, cols])?, dtype)?;
+        let indices = if rows.max(cols) > i32::MAX as usize {
+            DataType::Int64
+        } else {
+            DataType::Int32
+        };
+        let index = |n: usize| Tensor::arange(0i64, n as i64, 1i64, indices, device);
         let r = index(rows)?.reshape([rows, 1])?;
         let c = index(cols)?.reshape([1, cols])?;
         r.binary(BinaryOp::Eq, &c)?.cast(dtype)
