@@ -99,6 +99,25 @@ fn an_identity_whose_size_overflows_is_refused_before_its_indices() {
 }
 
 #[test]
+fn pooling_windows_far_larger_than_the_image_pool_the_whole_image() {
+    let values: Vec<f32> = (0..25).map(|i| (i * 7 % 25) as f32).collect();
+    let x = Tensor::from_slice(&values, [1, 5, 5, 1], &cpu()).unwrap();
+    for window in [1usize << 40, 1 << 62] {
+        let options = polytensor_core::Pool2dOptions {
+            window: [window, window],
+            strides: [1, 1],
+            padding: Padding::Same,
+            format: polytensor_core::DataFormat::Nhwc,
+        };
+        // Every output's window covers the whole image (and padding, which pooling skips).
+        let max = x.max_pool2d(&options).unwrap();
+        assert_eq!(max.to_vec::<f32>().unwrap(), vec![24.0; 25]);
+        let mean = x.avg_pool2d(&options).unwrap();
+        assert_eq!(mean.to_vec::<f32>().unwrap(), vec![12.0; 25]);
+    }
+}
+
+#[test]
 fn slices_with_extreme_values_are_errors_or_views() {
     let x = Tensor::arange(0i64, 20, 1, DataType::Float, &cpu())
         .unwrap()

@@ -201,6 +201,29 @@ impl WindowGeometry {
         }
     }
 
+    /// This pooling geometry with each window cut to the taps that reach the image for
+    /// some output: a tap that lies in the padding for every output changes no result
+    /// (pooling skips padding), so a window far larger than the image (2^40 taps) costs
+    /// what one covering the image does. Every backend's kernel gets the same geometry.
+    pub fn pooling_taps(mut self) -> Self {
+        for dim in 0..2 {
+            let (w, before, input) = (self.windows[dim], self.before[dim], self.input[dim]);
+            let last_start = self.output[dim].saturating_sub(1).saturating_mul(w.stride);
+            // Tap k of output o is at o * stride + k * dilation - before: it reaches the
+            // image only for k * dilation in [before - last_start, before + input).
+            let first = before.saturating_sub(last_start) / w.dilation;
+            let end = before
+                .saturating_add(input)
+                .div_ceil(w.dilation)
+                .min(w.size);
+            if first < end && (first > 0 || end < w.size) {
+                self.windows[dim].size = end - first;
+                self.before[dim] = before - first * w.dilation;
+            }
+        }
+        self
+    }
+
     /// The input position of tap `tap` of output position `out` along spatial dim `dim`,
     /// or `None` where it falls in the padding.
     #[inline]
@@ -286,5 +309,65 @@ mod tests {
         );
         assert!(window(5, 1, 1).resolve(4, &Padding::Valid, 0).is_err());
         assert!(window(3, 0, 1).resolve(4, &Padding::Same, 0).is_err());
+    }
+
+    /// Cutting a pooling window to the taps that reach the image changes no tap that
+    /// does: every (output, tap) pair in the image before is one after, at the same input
+    /// position.
+    #[test]
+    fn pooling_windows_keep_exactly_the_taps_in_the_image() {
+        let cases = [
+            (5, window(1 << 12, 1, 1), Padding::Same),
+            (7, window(9, 2, 1), Padding::Same),
+            (6, window(4, 1, 3), Padding::Same),
+            (9, window(3, 2, 2), Padding::Valid),
+            (4, window(6, 1, 1), Padding::Explicit(vec![(5, 4)])),
+        ];
+        for (input, w, padding) in cases {
+            let d = w.resolve(input, &padding, 0).unwrap();
+            let geometry = WindowGeometry {
+                batch: 1,
+                input: [input, 1],
+                channels: 1,
+                windows: [w, window(1, 1, 1)],
+                before: [d.before, 0],
+                output: [d.output, 1],
+                filters: 1,
+            };
+            let cut = geometry.pooling_taps();
+            // At most the taps that reach the image from the first or the last window.
+            let reach = (input + (d.output - 1) * w.stride) / w.dilation + 1;
+            assert!(cut.windows[0].size <= reach, "{w:?}: {:?}", cut.windows[0]);
+            let taps = |g: &WindowGeometry, o: usize| -> Vec<usize> {
+                (0..g.windows[0].size)
+                    .filter_map(|k| g.tap(0, o, k))
+                    .collect()
+            };
+            for o in 0..d.output {
+                assert_eq!(
+                    taps(&geometry, o),
+                    taps(&cut, o),
+                    "{w:?} {padding:?} output {o}"
+                );
+            }
+        }
+        // 2^40 taps over 5 elements: the 9 that reach the image from one of 5 outputs.
+        let w = window(1 << 40, 1, 1);
+        let d = w.resolve(5, &Padding::Same, 0).unwrap();
+        let huge = WindowGeometry {
+            batch: 1,
+            input: [5, 1],
+            channels: 1,
+            windows: [w, window(1, 1, 1)],
+            before: [d.before, 0],
+            output: [d.output, 1],
+            filters: 1,
+        }
+        .pooling_taps();
+        assert_eq!(huge.windows[0].size, 9);
+        for o in 0..5 {
+            let taps: Vec<usize> = (0..9).filter_map(|k| huge.tap(0, o, k)).collect();
+            assert_eq!(taps, [0, 1, 2, 3, 4], "output {o}");
+        }
     }
 }

@@ -196,6 +196,12 @@ impl Tensor {
             output: [resolved[0].output, resolved[1].output],
             filters,
         };
+        // Pooling reads no filter: its windows shrink to the taps that can reach the image.
+        let geometry = if filter.is_none() {
+            geometry.pooling_taps()
+        } else {
+            geometry
+        };
         let out_channels = match filter {
             Some((_, true, _)) => dims[3] * filters,
             Some((_, false, _)) => filters,
