@@ -79,6 +79,7 @@ pub fn open(index: usize) -> Result<Arc<WgpuDevice>> {
             .map(|id| DLDevice::new(DLDeviceType::WEBGPU, id)),
     };
     let memory = BufferAllocator::new(name.clone(), BufferSource::new(device.clone()));
+    let max_groups = device.limits().max_compute_workgroups_per_dimension as usize;
     let queue = WgpuQueue {
         name,
         info,
@@ -88,6 +89,7 @@ pub fn open(index: usize) -> Result<Arc<WgpuDevice>> {
         capabilities: Capabilities::compute(|op, dtype| runs(op, dtype, shader_f64, shader_int64)),
         fp64: shader_f64 && shader_int64,
         failures,
+        max_groups,
     };
     Ok(KitDevice::new(identity, memory, DEFAULT_CACHE_BYTES, queue))
 }

@@ -58,6 +58,8 @@ pub struct WgpuQueue {
     pub(crate) fp64: bool,
     /// Asynchronous errors the driver reported since the last synchronising call.
     pub(crate) failures: Arc<Mutex<Vec<String>>>,
+    /// The most work-groups a dispatch takes along one dim (read once, when it opened).
+    pub(crate) max_groups: usize,
 }
 
 impl WgpuQueue {
@@ -157,7 +159,7 @@ impl Queue for WgpuQueue {
 
     unsafe fn launch(&self, program: &WgslProgram, launch: Launch<'_, WgpuMem>) -> Result<()> {
         let Launch { kernel, args, grid } = launch;
-        let limit = self.device.limits().max_compute_workgroups_per_dimension as usize;
+        let limit = self.max_groups;
         // A map or each runs one invocation per item (a map's: per output word), numbered
         // over rows of `x` work-groups; a groups kernel runs on the launch's grid.
         let invocations = program

@@ -147,8 +147,7 @@ impl Acc {
     /// The element types it computes in.
     fn elems(self) -> Vec<Elem> {
         match self {
-            Acc::Scaled(e) if e.is_complex() => vec![e, body::part(e)],
-            Acc::Plain(e) if e.is_complex() => vec![e, body::part(e)],
+            Acc::Plain(e) | Acc::Scaled(e) if e.is_complex() => vec![e, body::part(e)],
             Acc::Plain(e) | Acc::Scaled(e) | Acc::Arg(e) | Acc::Wide(e) => vec![e],
         }
     }
@@ -494,12 +493,7 @@ impl ReduceKernel {
             Local::new("stride", Ty::Index),
         );
         let mut stmts = unravel(io.kept, o, &[base]);
-        stmts.extend(
-            locals(ACC, acc)
-                .into_iter()
-                .zip(self.identity(acc))
-                .map(|(l, init)| Stmt::Var(l, init)),
-        );
+        stmts.extend(self.declare_acc(acc));
         stmts.push(Stmt::Let(end, to));
         let element = |position: Ex| self.fold_element(acc, position, j, io.input);
         let one_dim = vec![
@@ -521,6 +515,15 @@ impl ReduceKernel {
             any_dims,
         ));
         stmts
+    }
+
+    /// The statements that declare the accumulator [`ACC`] at its identity.
+    fn declare_acc(&self, acc: Acc) -> Vec<Stmt> {
+        locals(ACC, acc)
+            .into_iter()
+            .zip(self.identity(acc))
+            .map(|(l, init)| Stmt::Var(l, init))
+            .collect()
     }
 
     /// The IR kernel of one stage, or `None` where the op is not defined for the element
@@ -548,51 +551,51 @@ impl ReduceKernel {
                 })
                 .collect()
         };
-        if stage == Stage::Gather {
-            let parts = parts?;
-            let inputs = partials(&mut k, false);
-            let out = output(&mut k);
-            let q = Local::new("q", Ty::Index);
-            let o = Local::new("o", Ty::Index);
-            let at = o.get() * parts.clone() + q.get();
-            let other: Vec<Ex> = acc
-                .types()
-                .iter()
-                .zip(&inputs)
-                .map(|(ty, b)| match ty {
-                    Ty::Index => b.at(at.clone()).from_bits(),
-                    _ => b.at(at.clone()),
-                })
-                .collect();
-            let mut fill: Vec<Stmt> = locals(ACC, acc)
-                .into_iter()
-                .zip(self.identity(acc))
-                .map(|(l, init)| Stmt::Var(l, init))
-                .collect();
-            fill.push(Stmt::Stride(
-                q,
-                Ex::Lane(0),
-                parts,
-                int(lanes),
-                self.combine(acc, &locals(ACC, acc), &other),
-            ));
-            let write = self.write_output(acc, out, o.get(), count);
-            return Some(k.groups(
-                [self.lanes, 1, 1],
-                self.tree_body(acc, (o, outputs), vec![], fill, write),
-            ));
-        }
-        let kept = k.words("kept");
-        let reduced = k.words("reduced");
-        let input = k.input("input", self.input);
-        let io = Io {
-            kept,
-            reduced,
-            input,
+        // The input and its geometry, for the stages that fold it (gather reads partials).
+        let declare_io = |k: &mut crate::ir::Declare| {
+            let (kept, reduced) = (k.words("kept"), k.words("reduced"));
+            let input = k.input("input", self.input);
+            Io {
+                kept,
+                reduced,
+                input,
+            }
         };
-        let rank = Stmt::Let(REDUCED_RANK, reduced.at(int(0)));
+        let rank = |io: &Io| Stmt::Let(REDUCED_RANK, io.reduced.at(int(0)));
         match stage {
+            Stage::Gather => {
+                let parts = parts?;
+                let inputs = partials(&mut k, false);
+                let out = output(&mut k);
+                let q = Local::new("q", Ty::Index);
+                let o = Local::new("o", Ty::Index);
+                let at = o.get() * parts.clone() + q.get();
+                let other: Vec<Ex> = acc
+                    .types()
+                    .iter()
+                    .zip(&inputs)
+                    .map(|(ty, b)| match ty {
+                        Ty::Index => b.at(at.clone()).from_bits(),
+                        _ => b.at(at.clone()),
+                    })
+                    .collect();
+                let mut fill = self.declare_acc(acc);
+                fill.push(Stmt::Stride(
+                    q,
+                    Ex::Lane(0),
+                    parts,
+                    int(lanes),
+                    self.combine(acc, &locals(ACC, acc), &other),
+                ));
+                let write = self.write_output(acc, out, o.get(), count);
+                Some(k.groups(
+                    [self.lanes, 1, 1],
+                    self.tree_body(acc, (o, outputs), vec![], fill, write),
+                ))
+            }
             Stage::Serial => {
+                let io = declare_io(&mut k);
+                let rank = rank(&io);
                 let out = output(&mut k);
                 let mut stmts = vec![rank];
                 stmts.extend(self.fold(acc, &io, item(), int(0), count.clone(), int(1)));
@@ -601,6 +604,8 @@ impl ReduceKernel {
                 Some(k.map(out, outputs, stmts, value))
             }
             Stage::Tree => {
+                let io = declare_io(&mut k);
+                let rank = rank(&io);
                 let out = output(&mut k);
                 let o = Local::new("o", Ty::Index);
                 let fill = self.fold(acc, &io, o.get(), Ex::Lane(0), count.clone(), int(lanes));
@@ -610,6 +615,8 @@ impl ReduceKernel {
             }
             Stage::Split => {
                 let parts = parts?;
+                let io = declare_io(&mut k);
+                let rank = rank(&io);
                 let outs = partials(&mut k, true);
                 let (g, o, chunk, start) = (
                     Local::new("slot", Ty::Index),
@@ -647,7 +654,6 @@ impl ReduceKernel {
                 let stmts = self.tree_body(acc, (g, outputs * parts), head, range, write);
                 Some(k.groups([self.lanes, 1, 1], stmts))
             }
-            Stage::Gather => None,
         }
     }
 
