@@ -11,10 +11,14 @@ pub type PT_Code = i32;
 
 /// Success.
 pub const PT_OK: PT_Code = 0;
+/// A run was cancelled ([`crate::graph::PT_CancellationManagerStartCancel`]).
+pub const PT_CANCELLED: PT_Code = 1;
 /// An unknown error (an error kind newer than this API).
 pub const PT_UNKNOWN: PT_Code = 2;
 /// A bad argument: shapes, dtypes, NULL pointers, malformed protos or slices.
 pub const PT_INVALID_ARGUMENT: PT_Code = 3;
+/// A run went past its deadline ([`crate::graph::PT_RunOptionsSetTimeout`]).
+pub const PT_DEADLINE_EXCEEDED: PT_Code = 4;
 /// An allocation failed.
 pub const PT_RESOURCE_EXHAUSTED: PT_Code = 8;
 /// The device does not run this op for this dtype.
@@ -53,6 +57,8 @@ fn code_of(error: &Error) -> PT_Code {
         Error::OutOfMemory { .. } | Error::ExceedsDeviceLimit { .. } => PT_RESOURCE_EXHAUSTED,
         Error::DeviceUnavailable { .. } => PT_UNAVAILABLE,
         Error::Backend { .. } => PT_INTERNAL,
+        Error::Cancelled(_) => PT_CANCELLED,
+        Error::DeadlineExceeded(_) => PT_DEADLINE_EXCEEDED,
         _ => PT_UNKNOWN,
     }
 }

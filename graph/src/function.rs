@@ -5,12 +5,16 @@
 //! results located in it. The graph keeps the library, so functions it calls in turn
 //! (a `While` in a loop body) are found the same way.
 
+use std::sync::Arc;
+
 use polytensor_core::{DataType, Error, Result};
 
 use crate::attr::AttrValue;
 use crate::graph::Graph;
+use crate::graph_def::ImportOptions;
+use crate::library::Library;
 use crate::ops;
-use crate::proto::{ArgDef, FunctionDef, FunctionDefLibrary, GraphDef, NodeDef};
+use crate::proto::{ArgDef, FunctionDef, GraphDef, NodeDef};
 
 /// A function made into a graph.
 pub(crate) struct Instance {
@@ -25,21 +29,13 @@ pub(crate) struct Instance {
     pub(crate) control_rets: Vec<usize>,
 }
 
-/// Instantiate function `name` of `library` (whose serialized form is `bytes`).
-pub(crate) fn instantiate(
-    bytes: &[u8],
-    library: &FunctionDefLibrary,
-    name: &str,
-) -> Result<Instance> {
-    let function = library
-        .function
-        .iter()
-        .find(|f| f.signature.as_ref().is_some_and(|s| s.name == name))
-        .ok_or_else(|| {
-            Error::invalid(format!(
-                "Function '{name}' is not in the graph's function library"
-            ))
-        })?;
+/// Instantiate function `name` of `library` (the instance's graph shares it).
+pub(crate) fn instantiate(library: &Arc<Library>, name: &str) -> Result<Instance> {
+    let function = library.function(name).ok_or_else(|| {
+        Error::invalid(format!(
+            "Function '{name}' is not in the graph's function library"
+        ))
+    })?;
     let signature = function.signature.clone().unwrap_or_default();
     let mut node: Vec<NodeDef> = signature
         .input_arg
@@ -64,10 +60,12 @@ pub(crate) fn instantiate(
     }
     let def = GraphDef {
         node,
-        library: Some(bytes.to_vec()),
         ..Default::default()
     };
-    let graph = Graph::from_graph_def(&def)
+    let mut graph = Graph::new();
+    graph.library = Some(library.clone());
+    graph
+        .import_graph_def(&def, &ImportOptions::default())
         .map_err(|e| Error::invalid(format!("in function '{name}': {e}")))?;
     let find = |tensor: &str| -> Result<(usize, usize)> {
         let output = graph.tensor(tensor)?;

@@ -110,9 +110,9 @@ pub struct Graph {
     pub(crate) versions: VersionDef,
     /// The deprecated `GraphDef.version` of the GraphDef the graph came from.
     pub(crate) version: i32,
-    /// The serialized function library of the GraphDef the graph came from, written back
-    /// as read (its functions are instantiated when a session calls them).
-    pub(crate) library: Option<Arc<Vec<u8>>>,
+    /// The function library of the GraphDef the graph came from, written back as read
+    /// (its functions are instantiated when a session calls them).
+    pub(crate) library: Option<Arc<crate::library::Library>>,
 }
 
 /// An operation of a [`Graph`]: a handle that names it.

@@ -8,6 +8,7 @@ use prost::Message;
 
 use crate::attr::{AttrKind, AttrValue};
 use crate::graph::{validate_name, Graph, KeptFields, Operation, Output};
+use crate::library::Library;
 use crate::proto::{GraphDef, NodeDef};
 
 impl Graph {
@@ -42,7 +43,7 @@ impl Graph {
             .collect();
         GraphDef {
             node,
-            library: self.library.as_deref().cloned(),
+            library: self.library.as_ref().map(|library| library.bytes.clone()),
             version: self.version,
             versions: Some(self.versions.clone()),
         }
@@ -85,12 +86,12 @@ impl Graph {
         def: &GraphDef,
         options: &ImportOptions,
     ) -> Result<Vec<Imported>> {
-        let names = def.function_names()?;
-        let functions: BTreeSet<&str> = names.iter().map(String::as_str).collect();
+        let library = def.library.clone().map(Library::decode).transpose()?;
+        let functions = library.as_ref().or(self.library.as_deref());
         let mut index: HashMap<&str, usize> = HashMap::new();
         for (i, node) in def.node.iter().enumerate() {
             validate_name(&node.name)?;
-            if functions.contains(node.op.as_str()) {
+            if functions.is_some_and(|f| f.function(&node.op).is_some()) {
                 return Err(Error::invalid(format!(
                     "node '{}' calls function '{}': function libraries are not supported",
                     node.name, node.op
@@ -226,7 +227,7 @@ impl Graph {
             }
         };
         if self.library.is_none() {
-            self.library = def.library.clone().map(Arc::new);
+            self.library = library.map(Arc::new);
         }
         let returned = returns
             .iter()

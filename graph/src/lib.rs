@@ -14,6 +14,7 @@ mod function;
 mod fusion;
 mod graph;
 mod graph_def;
+mod library;
 mod ops;
 pub mod placer;
 pub mod proto;
@@ -25,7 +26,9 @@ pub use graph::{python_shape, Graph, OpBuilder, Operation, Output};
 pub use graph_def::{ImportOptions, Imported};
 pub use ops::op_types;
 pub use placer::DeviceSpec;
-pub use session::{PlacedOp, Placement, Session, SessionOptions, Transfer};
+pub use session::{
+    CancellationManager, PlacedOp, Placement, RunOptions, Session, SessionOptions, Transfer,
+};
 pub use sparse::{Endpoint, SessionValue, SparseOutput};
 
 /// The `VersionDef.producer` polytensor writes: the GraphDef version of TensorFlow 2.21,

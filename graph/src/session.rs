@@ -1,10 +1,12 @@
 //! `Session`: runs the part of a graph that fetches and targets need, each operation on the
 //! device the placer ([`crate::placer`]) gives it, with tensors copied between devices
 //! where an edge crosses them, the execution plan cached per (feeds, fetches, targets)
-//! signature and variables kept in the session.
+//! signature and variables kept in the session. A run may be given a deadline and a
+//! cancellation handle ([`RunOptions`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
 use polytensor_core::collective::Collectives;
 use polytensor_core::device::same_device;
@@ -20,9 +22,12 @@ mod call;
 mod dataflow;
 mod placement;
 mod plan;
+mod stop;
 
 pub use placement::{PlacedOp, Placement, Transfer};
 pub(crate) use plan::{Plan, Source, Step};
+use stop::Stop;
+pub use stop::{CancellationManager, RunOptions};
 
 /// TensorFlow's `Session` over a snapshot of a graph and a set of devices: each operation
 /// runs on the device its `device` field asks for, with TensorFlow's soft placement and
@@ -45,6 +50,8 @@ pub struct Session {
     /// The devices operations may run on; the first is the default.
     devices: Vec<Arc<dyn Device>>,
     soft_placement: bool,
+    /// The deadline of a run whose [`RunOptions`] give none.
+    operation_timeout: Option<Duration>,
     /// The device of each node (an index into `devices`), placed on first use.
     placement: Mutex<Option<Arc<[usize]>>>,
     /// Variable values, by name; each step that runs holds the lock while it runs, so
@@ -90,6 +97,9 @@ pub struct SessionOptions {
     /// one that cannot run the operation, falls back to the default device (true, the
     /// default here as in TensorFlow 2) or is an `Err` (false).
     pub allow_soft_placement: bool,
+    /// TensorFlow's `operation_timeout_in_ms`: how long a run may take where its
+    /// [`RunOptions`] give no timeout (`None`, the default: without end).
+    pub operation_timeout: Option<Duration>,
 }
 
 impl SessionOptions {
@@ -98,6 +108,7 @@ impl SessionOptions {
         SessionOptions {
             devices,
             allow_soft_placement: true,
+            operation_timeout: None,
         }
     }
 }
@@ -115,11 +126,9 @@ impl Session {
         if options.devices.is_empty() {
             return Err(Error::invalid("a session needs at least one device"));
         }
-        Ok(Self::open(
-            graph,
-            options.devices,
-            options.allow_soft_placement,
-        ))
+        let mut session = Self::open(graph, options.devices, options.allow_soft_placement);
+        session.operation_timeout = options.operation_timeout;
+        Ok(session)
     }
 
     fn open(graph: &Graph, devices: Vec<Arc<dyn Device>>, soft_placement: bool) -> Self {
@@ -148,6 +157,7 @@ impl Session {
             graph: graph.clone(),
             devices,
             soft_placement,
+            operation_timeout: None,
             placement: Mutex::new(None),
             variables,
             plans: Mutex::new(HashMap::new()),
@@ -218,6 +228,22 @@ impl Session {
         fetches: &[&Output],
         targets: &[&Operation],
     ) -> Result<Vec<Tensor>> {
+        self.run_with(&RunOptions::default(), feeds, fetches, targets)
+    }
+
+    /// [`run`](Self::run) that stops early as `options` say: past its timeout (or the
+    /// session's [`operation_timeout`](SessionOptions::operation_timeout)) it is an
+    /// [`Error::DeadlineExceeded`], once its handle is cancelled an [`Error::Cancelled`],
+    /// with TensorFlow's messages. A run that stops frees what it made; the session takes
+    /// the next run as before.
+    pub fn run_with(
+        &self,
+        options: &RunOptions,
+        feeds: &[(&Output, &Tensor)],
+        fetches: &[&Output],
+        targets: &[&Operation],
+    ) -> Result<Vec<Tensor>> {
+        let stop = Stop::starting(options, self.operation_timeout);
         let signature = self.signature(feeds, fetches, targets)?;
         for (i, fed) in signature.feeds.iter().enumerate() {
             if let Some(first) = signature.feeds[..i].iter().position(|f| f == fed) {
@@ -235,7 +261,7 @@ impl Session {
             .iter()
             .map(|(_, t)| Value::Tensor((*t).clone()))
             .collect();
-        self.run_signature(signature, &fed)?
+        self.run_signature(signature, &fed, &stop)?
             .into_iter()
             .map(|value| match value {
                 Value::Tensor(t) => Ok(t),
@@ -250,8 +276,13 @@ impl Session {
     }
 
     /// Run the plan of `signature` (made on first use) with `fed` values, giving the
-    /// fetched values as they are (a handle stays a handle).
-    fn run_signature(&self, signature: Signature, fed: &[Value]) -> Result<Vec<Value>> {
+    /// fetched values as they are (a handle stays a handle), stopping where `stop` says.
+    fn run_signature(
+        &self,
+        signature: Signature,
+        fed: &[Value],
+        stop: &Stop,
+    ) -> Result<Vec<Value>> {
         let cached = locked(&self.plans).get(&signature).cloned();
         let plan = match cached {
             Some(plan) => plan,
@@ -263,8 +294,8 @@ impl Session {
             }
         };
         match &plan.frames {
-            Some(frames) => self.execute_frames(&plan, frames, fed),
-            None => self.execute(&plan, fed),
+            Some(frames) => self.execute_frames(&plan, frames, fed, stop),
+            None => self.execute(&plan, fed, stop),
         }
     }
 
@@ -272,6 +303,18 @@ impl Session {
     /// (`"x:0"`, `"init"`).
     pub fn run_by_name(
         &self,
+        feeds: &[(&str, &Tensor)],
+        fetches: &[&str],
+        targets: &[&str],
+    ) -> Result<Vec<Tensor>> {
+        self.run_by_name_with(&RunOptions::default(), feeds, fetches, targets)
+    }
+
+    /// [`run_with`](Self::run_with) with tensors and operations named as TensorFlow names
+    /// them.
+    pub fn run_by_name_with(
+        &self,
+        options: &RunOptions,
         feeds: &[(&str, &Tensor)],
         fetches: &[&str],
         targets: &[&str],
@@ -300,7 +343,7 @@ impl Session {
             .collect();
         let fetches: Vec<&Output> = fetch_outputs.iter().collect();
         let targets: Vec<&Operation> = target_ops.iter().collect();
-        self.run(&feeds, &fetches, &targets)
+        self.run_with(options, &feeds, &fetches, &targets)
     }
 
     fn signature(
@@ -346,7 +389,7 @@ impl Session {
         Ok(())
     }
 
-    fn execute(&self, plan: &Plan, fed: &[Value]) -> Result<Vec<Value>> {
+    fn execute(&self, plan: &Plan, fed: &[Value], stop: &Stop) -> Result<Vec<Value>> {
         let mut values: Vec<Option<Outputs>> = vec![None; self.graph.nodes.len()];
         // Tensors copied to a device other than their producer's, by (source, device):
         // made once per run for every step on that device that reads them.
@@ -355,6 +398,7 @@ impl Session {
         let mut unused = Variables::new();
         let graph = &self.graph;
         for step in &plan.steps {
+            stop.check()?;
             if let Some(constant) = self.constants[step.node].get() {
                 values[step.node] = Some(smallvec![Value::Tensor(constant.clone())]);
                 continue;
@@ -381,7 +425,7 @@ impl Session {
                     None => read_value(&values, fed, graph, source)?,
                 });
             }
-            let outputs = self.run_kernel(step, inputs, &mut unused)?;
+            let outputs = self.run_kernel(step, inputs, &mut unused, stop)?;
             values[step.node] = Some(outputs);
             for &done in &step.release {
                 values[done] = None;
@@ -427,20 +471,22 @@ impl Session {
 
     /// Run one step's kernel (a call of the library's functions for a functional op)
     /// on inputs already on its device, with the variables' lock where it uses them
-    /// (`unused` stands in for them otherwise), and keep a `Const`'s value.
+    /// (`unused` stands in for them otherwise), and keep a `Const`'s value. A call stops
+    /// where `stop` says.
     #[inline(always)]
     fn run_kernel<'a>(
         &'a self,
         step: &Step,
         inputs: SmallVec<[&'a Value; 4]>,
         unused: &mut Variables,
+        stop: &Stop,
     ) -> Result<Outputs> {
         let graph = &self.graph;
         let node = &graph.nodes[step.node];
         let device = &self.devices[step.device];
         if let Kind::Call(call) = step.kind {
             return self
-                .call(call, node, step.device, &inputs)
+                .call(call, node, step.device, &inputs, stop)
                 .map_err(|e| in_node(e, node));
         }
         let chain = if step.chain.is_empty() {

@@ -302,3 +302,188 @@ fn functions_are_called_and_their_errors_are_clear() {
         .to_string();
     assert!(message.contains("nest more than 64"), "{message}");
 }
+
+/// `while True: i += 1`, as a 1.x frame (`functional: false`) or a functional `While`.
+fn forever(functional: bool) -> GraphDef {
+    let t = || ("T", AttrValue::from(DataType::Int32));
+    let yes = Tensor::scalar(true, &cpu()).unwrap().to_proto().unwrap();
+    let yes = |name: &str, inputs: &[&str]| {
+        node(
+            name,
+            "Const",
+            inputs,
+            &[
+                ("dtype", DataType::Bool.into()),
+                ("value", yes.clone().into()),
+            ],
+        )
+    };
+    if !functional {
+        let mut def = counter(0);
+        def.node.push(yes("always", &[]));
+        def.node.push(node(
+            "loop/always",
+            "Enter",
+            &["always"],
+            &[
+                ("T", DataType::Bool.into()),
+                ("frame_name", "loop".into()),
+                ("is_constant", true.into()),
+            ],
+        ));
+        let cond = def.node.iter_mut().find(|n| n.name == "loop/LoopCond");
+        cond.unwrap().input = vec!["loop/always".into()];
+        return def;
+    }
+    let signature = |name: &str, output: ArgDef| OpSignature {
+        name: name.into(),
+        input_arg: vec![int_arg("i")],
+        output_arg: vec![output],
+    };
+    let cond = FunctionDef {
+        signature: Some(signature(
+            "cond",
+            ArgDef {
+                name: "ok".into(),
+                r#type: DataType::Bool.as_i32(),
+                ..Default::default()
+            },
+        )),
+        node_def: vec![yes("yes", &[])],
+        ret: [("ok".to_string(), "yes:output:0".to_string())].into(),
+        ..Default::default()
+    };
+    let body = FunctionDef {
+        signature: Some(signature("body", int_arg("next"))),
+        node_def: vec![
+            int_const("one", 1, &[]),
+            node("add", "AddV2", &["i", "one:output:0"], &[t()]),
+        ],
+        ret: [("next".to_string(), "add:z:0".to_string())].into(),
+        ..Default::default()
+    };
+    let types = type_list(&[DataType::Int32]);
+    GraphDef {
+        node: vec![
+            int_const("start", 0, &[]),
+            node(
+                "loop/Exit",
+                "While",
+                &["start"],
+                &[("cond", func("cond")), ("body", func("body")), ("T", types)],
+            ),
+        ],
+        library: Some(
+            FunctionDefLibrary {
+                function: vec![cond, body],
+            }
+            .encode_to_vec(),
+        ),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn runs_stop_at_their_deadline_or_when_cancelled() {
+    use polytensor_core::Error;
+    use polytensor_graph::{CancellationManager, RunOptions, SessionOptions};
+    use std::time::{Duration, Instant};
+    for functional in [false, true] {
+        let graph = Graph::from_graph_def(&forever(functional)).unwrap();
+        // The session's default deadline.
+        let mut options = SessionOptions::new(vec![cpu()]);
+        options.operation_timeout = Some(Duration::from_millis(50));
+        let session = Session::with_options(&graph, options).unwrap();
+        let started = Instant::now();
+        let error = session.run_by_name(&[], &["loop/Exit:0"], &[]).unwrap_err();
+        assert!(matches!(error, Error::DeadlineExceeded(_)), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "deadline exceeded: Timed out waiting for notification"
+        );
+        assert!(started.elapsed() < Duration::from_secs(30));
+        // The session still runs what ends.
+        let start = session.run_by_name(&[], &["start:0"], &[]).unwrap();
+        assert_eq!(start[0].item::<i32>().unwrap(), 0);
+
+        // A run's own timeout, and a handle cancelled from another thread.
+        let session = Session::new(&graph, cpu());
+        let timed = RunOptions {
+            timeout: Some(Duration::from_millis(20)),
+            ..RunOptions::default()
+        };
+        let error = session
+            .run_by_name_with(&timed, &[], &["loop/Exit:0"], &[])
+            .unwrap_err();
+        assert!(matches!(error, Error::DeadlineExceeded(_)), "{error}");
+        let cancel = CancellationManager::new();
+        let cancelled = RunOptions {
+            cancellation: Some(cancel.clone()),
+            ..RunOptions::default()
+        };
+        let canceller = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            cancel.start_cancel();
+        });
+        let error = session
+            .run_by_name_with(&cancelled, &[], &["loop/Exit:0"], &[])
+            .unwrap_err();
+        canceller.join().unwrap();
+        assert_eq!(error, Error::Cancelled("Run call was cancelled".into()));
+        // A handle cancelled before the run stops it at its first step.
+        let error = session
+            .run_by_name_with(&cancelled, &[], &["start:0"], &[])
+            .unwrap_err();
+        assert!(matches!(error, Error::Cancelled(_)), "{error}");
+        let start = session.run_by_name(&[], &["start:0"], &[]).unwrap();
+        assert_eq!(start[0].item::<i32>().unwrap(), 0);
+    }
+}
+
+#[test]
+fn a_deep_call_chain_fails_at_the_depth_limit() {
+    // f0 calls f1 calls ... f9999: the run stops at the depth limit, instantiating only the
+    // functions it reaches.
+    let types = type_list(&[DataType::Int32]);
+    let library: Vec<FunctionDef> = (0..10_000)
+        .map(|i| {
+            let mut f = function(
+                vec![node(
+                    "next",
+                    "PartitionedCall",
+                    &["x"],
+                    &[
+                        ("f", func(&format!("f{}", i + 1))),
+                        ("Tin", types.clone()),
+                        ("Tout", types.clone()),
+                    ],
+                )],
+                "next:output:0",
+            );
+            f.signature.as_mut().unwrap().name = format!("f{i}");
+            f
+        })
+        .collect();
+    let mut def = calling(library);
+    def.node[1].attr.insert("f".into(), func("f0"));
+    let message = run(&def, "call:0").unwrap_err().to_string();
+    assert!(message.contains("nest more than 64"), "{message}");
+}
+
+#[test]
+fn two_different_functions_of_one_name_are_refused_at_import() {
+    let t = || ("T", AttrValue::from(DataType::Int32));
+    let square = function(vec![node("sq", "Mul", &["x", "x"], &[t()])], "sq:z:0");
+    let negate = function(vec![node("n", "Neg", &["x"], &[t()])], "n:y:0");
+    let message = Graph::from_graph_def(&calling(vec![square.clone(), negate]))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        message,
+        "invalid argument: Cannot add function 'f' because a different function with the same \
+         name already exists."
+    );
+    // The same function twice is one function.
+    let twice = calling(vec![square.clone(), square]);
+    assert_eq!(run(&twice, "call:0").unwrap().item::<i32>().unwrap(), 16);
+}

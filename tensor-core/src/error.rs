@@ -101,6 +101,12 @@ pub enum Error {
         /// Why it is unavailable.
         why: String,
     },
+    /// A run was cancelled through its cancellation handle (TensorFlow's `CANCELLED`).
+    #[error("cancelled: {0}")]
+    Cancelled(String),
+    /// A run went past its deadline (TensorFlow's `DEADLINE_EXCEEDED`).
+    #[error("deadline exceeded: {0}")]
+    DeadlineExceeded(String),
     /// A backend (driver, runtime, compiler) reported an error.
     #[error("backend error on {device}: {message}")]
     Backend {

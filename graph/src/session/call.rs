@@ -10,13 +10,12 @@ use std::sync::{Arc, Mutex};
 
 use polytensor_core::{DataType, Error, Result, Scalar, Tensor};
 
-use super::{locked, Session, Signature};
+use super::{locked, Session, Signature, Stop};
 use crate::attr::Attrs;
 use crate::function::{self, Instance};
 use crate::graph::Node;
 use crate::ops::kernels::Outputs;
 use crate::ops::{Call, Value};
-use crate::proto::FunctionDefLibrary;
 
 /// How deep calls may nest (a function that calls itself without end is an `Err`, not a
 /// stack overflow).
@@ -27,11 +26,9 @@ thread_local! {
     static DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
-/// A session's functions: the library, decoded on first use, and the functions
-/// instantiated so far, by name and device.
+/// A session's functions: those instantiated so far, by name and device.
 #[derive(Default)]
 pub(super) struct Functions {
-    library: Mutex<Option<Arc<FunctionDefLibrary>>>,
     bodies: Mutex<HashMap<(String, usize), Arc<Body>>>,
 }
 
@@ -43,8 +40,9 @@ struct Body {
 }
 
 impl Body {
-    /// Run the function on `args`.
-    fn call(&self, args: Vec<Value>) -> Result<Vec<Value>> {
+    /// Run the function on `args`, stopping where the caller's `stop` says.
+    fn call(&self, args: Vec<Value>, stop: &Stop) -> Result<Vec<Value>> {
+        stop.check()?;
         if args.len() != self.signature.feeds.len() {
             return Err(Error::invalid(format!(
                 "Function '{}' takes {} arguments, but {} were given",
@@ -62,20 +60,24 @@ impl Body {
             )));
         }
         DEPTH.with(|d| d.set(depth + 1));
-        let result = self.session.run_signature(self.signature.clone(), &args);
+        let result = self
+            .session
+            .run_signature(self.signature.clone(), &args, stop);
         DEPTH.with(|d| d.set(depth));
         result
     }
 }
 
 impl Session {
-    /// Run functional op `call` of `node` on device `device` with `inputs`.
+    /// Run functional op `call` of `node` on device `device` with `inputs`, stopping where
+    /// `stop` says (a `While` checks before each iteration).
     pub(super) fn call(
         &self,
         call: Call,
         node: &Node,
         device: usize,
         inputs: &[&Value],
+        stop: &Stop,
     ) -> Result<Outputs> {
         let attrs = Attrs {
             node: &node.name,
@@ -87,8 +89,8 @@ impl Session {
                 let cond = self.function(attrs.function("cond")?, device)?;
                 let body = self.function(attrs.function("body")?, device)?;
                 let mut vars = values;
-                while truth(&cond.call(vars.clone())?, &cond.name)? {
-                    let next = body.call(vars)?;
+                while truth(&cond.call(vars.clone(), stop)?, &cond.name)? {
+                    let next = body.call(vars, stop)?;
                     if next.len() != node.outputs.len() {
                         return Err(Error::invalid(format!(
                             "While body '{}' returns {} values for {} loop variables",
@@ -111,9 +113,11 @@ impl Session {
                     "else_branch"
                 };
                 self.function(attrs.function(branch)?, device)?
-                    .call(args.to_vec())?
+                    .call(args.to_vec(), stop)?
             }
-            Call::Function => self.function(attrs.function("f")?, device)?.call(values)?,
+            Call::Function => self
+                .function(attrs.function("f")?, device)?
+                .call(values, stop)?,
         };
         if outputs.len() != node.outputs.len() {
             return Err(Error::invalid(format!(
@@ -132,27 +136,18 @@ impl Session {
         if let Some(body) = locked(&self.functions.bodies).get(&key) {
             return Ok(body.clone());
         }
-        let bytes = self.graph.library.as_deref().ok_or_else(|| {
+        let library = self.graph.library.as_ref().ok_or_else(|| {
             Error::invalid(format!(
                 "Function '{name}' is called, but the graph has no function library"
             ))
         })?;
-        let library = {
-            let mut library = locked(&self.functions.library);
-            match library.as_ref() {
-                Some(library) => library.clone(),
-                None => library
-                    .insert(Arc::new(FunctionDefLibrary::decode_bytes(bytes)?))
-                    .clone(),
-            }
-        };
         let Instance {
             name,
             graph,
             args,
             rets,
             control_rets,
-        } = function::instantiate(bytes, &library, name)?;
+        } = function::instantiate(library, name)?;
         // The call's device first: the function's nodes that ask for none run there.
         let mut devices = self.devices.clone();
         devices.swap(0, device);

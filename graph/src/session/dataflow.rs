@@ -21,7 +21,7 @@ use smallvec::{smallvec, SmallVec};
 use polytensor_core::{DataType, Error, Result, Tensor};
 
 use super::call::to_bool;
-use super::{in_node, Plan, Session, Source, Step};
+use super::{in_node, Plan, Session, Source, Step, Stop};
 use crate::frames::{Frames, Item, Read, ROOT};
 use crate::ops::kernels::Variables;
 use crate::ops::{Flow, Kind, Value};
@@ -73,6 +73,8 @@ struct Run<'r> {
     plan: &'r Plan,
     frames: &'r Frames,
     fed: &'r [Value],
+    /// When the run stops early.
+    stop: &'r Stop,
     /// `Merge`'s `value_index` scalars, by (device, index), made once per run.
     indices: RefCell<HashMap<(usize, usize), Tensor>>,
 }
@@ -84,12 +86,14 @@ impl Session {
         plan: &Plan,
         frames: &Frames,
         fed: &[Value],
+        stop: &Stop,
     ) -> Result<Vec<Value>> {
         let run = Run {
             session: self,
             plan,
             frames,
             fed,
+            stop,
             indices: RefCell::default(),
         };
         let mut env = Env::new(frames.frames[ROOT].slots, None);
@@ -192,6 +196,7 @@ impl Run<'_> {
         iteration: usize,
         back: &[Option<Value>],
     ) -> Result<Produced> {
+        self.stop.check()?;
         let (step, wiring) = (&self.plan.steps[i], &self.frames.steps[i]);
         let session = self.session;
         let node = &session.graph.nodes[step.node];
@@ -309,6 +314,6 @@ impl Run<'_> {
             .map(|(&value, copy)| copy.as_ref().unwrap_or(value))
             .collect();
         let mut unused = Variables::new();
-        session.run_kernel(step, here, &mut unused)
+        session.run_kernel(step, here, &mut unused, self.stop)
     }
 }
