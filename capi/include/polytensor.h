@@ -17,6 +17,10 @@
 // Bytes made by polytensor (an encoded proto), freed with [`PT_DeleteBuffer`].
 typedef struct PT_Buffer PT_Buffer;
 
+// A handle that cancels the runs given it, from any thread (TensorFlow's
+// `TFE_CancellationManager`).
+typedef struct PT_CancellationManager PT_CancellationManager;
+
 // The devices found (`cpu:0`, `opencl:0`, ...), with their descriptions.
 typedef struct PT_DeviceList PT_DeviceList;
 
@@ -32,6 +36,9 @@ typedef struct PT_Operation PT_Operation;
 // An operation being built (TensorFlow's `TF_OperationDescription`), consumed by
 // [`PT_FinishOperation`].
 typedef struct PT_OperationDescription PT_OperationDescription;
+
+// Options of one run (TensorFlow's `RunOptions`): a timeout and a cancellation handle.
+typedef struct PT_RunOptions PT_RunOptions;
 
 // A session (TensorFlow's `TF_Session`).
 typedef struct PT_Session PT_Session;
@@ -66,11 +73,17 @@ typedef void (*PT_Deallocator)(void *data, size_t len, void *arg);
 // Success.
 #define PT_OK 0
 
+// A run was cancelled ([`crate::graph::PT_CancellationManagerStartCancel`]).
+#define PT_CANCELLED 1
+
 // An unknown error (an error kind newer than this API).
 #define PT_UNKNOWN 2
 
 // A bad argument: shapes, dtypes, NULL pointers, malformed protos or slices.
 #define PT_INVALID_ARGUMENT 3
+
+// A run went past its deadline ([`crate::graph::PT_RunOptionsSetTimeout`]).
+#define PT_DEADLINE_EXCEEDED 4
 
 // An allocation failed.
 #define PT_RESOURCE_EXHAUSTED 8
@@ -505,6 +518,58 @@ void PT_SetAttrTensor(struct PT_OperationDescription *desc,
 struct PT_Operation *PT_FinishOperation(struct PT_OperationDescription *desc,
                                         struct PT_Status *status);
 
+// New run options: no timeout of their own (the session's applies) and no cancellation.
+struct PT_RunOptions *PT_NewRunOptions(void);
+
+// Free run options (NULL is ignored).
+//
+// # Safety
+//
+// `options` is NULL or from [`PT_NewRunOptions`], not used afterwards.
+void PT_DeleteRunOptions(struct PT_RunOptions *options);
+
+// Give runs with `options` a deadline `timeout_in_ms` after they start (0 or less: none of
+// their own); past it a run fails with `PT_DEADLINE_EXCEEDED`.
+//
+// # Safety
+//
+// `options` is NULL (ignored) or a live handle.
+void PT_RunOptionsSetTimeout(struct PT_RunOptions *options, int64_t timeout_in_ms);
+
+// Let `manager` cancel runs with `options` (NULL: none may); a cancelled run fails with
+// `PT_CANCELLED`. The options keep their own reference: `manager` may be freed first.
+//
+// # Safety
+//
+// `options` is NULL (ignored) or a live handle; `manager` NULL or live.
+void PT_RunOptionsSetCancellationManager(struct PT_RunOptions *options,
+                                         const struct PT_CancellationManager *manager);
+
+// A new cancellation handle, not cancelled.
+struct PT_CancellationManager *PT_NewCancellationManager(void);
+
+// Cancel every run given `manager`, from any thread: those running stop before their next
+// step and those started later at their first.
+//
+// # Safety
+//
+// `manager` is NULL (ignored) or a live handle.
+void PT_CancellationManagerStartCancel(const struct PT_CancellationManager *manager);
+
+// Whether `manager` was cancelled (1) or not (0; also for NULL).
+//
+// # Safety
+//
+// `manager` is NULL or a live handle.
+int PT_CancellationManagerIsCancelled(const struct PT_CancellationManager *manager);
+
+// Free a cancellation handle (NULL is ignored); run options given it keep theirs.
+//
+// # Safety
+//
+// `manager` is NULL or from [`PT_NewCancellationManager`], not used afterwards.
+void PT_DeleteCancellationManager(struct PT_CancellationManager *manager);
+
 // New session options: every device present (the CPU first) with soft placement.
 struct PT_SessionOptions *PT_NewSessionOptions(void);
 
@@ -531,6 +596,14 @@ void PT_SessionOptionsAddDevice(struct PT_SessionOptions *options,
 //
 // `options` is NULL or a live handle.
 void PT_SessionOptionsSetSoftPlacement(struct PT_SessionOptions *options, int allow);
+
+// Give runs whose options name no timeout a deadline `timeout_in_ms` after they start
+// (TensorFlow's `operation_timeout_in_ms`; 0 or less: none, the default).
+//
+// # Safety
+//
+// `options` is NULL (ignored) or a live handle.
+void PT_SessionOptionsSetOperationTimeout(struct PT_SessionOptions *options, int64_t timeout_in_ms);
 
 // A session on `graph` (which it keeps alive); `options` may be NULL (every device).
 // NULL on error.
@@ -561,6 +634,25 @@ void PT_SessionRun(struct PT_Session *session,
                    const struct PT_Operation *const *targets,
                    int ntargets,
                    struct PT_Status *status);
+
+// [`PT_SessionRun`] with `run_options` (NULL: the defaults): a run past its timeout fails
+// with `PT_DEADLINE_EXCEEDED`, one whose cancellation manager is cancelled with
+// `PT_CANCELLED`; either frees what it made and leaves the session usable.
+//
+// # Safety
+//
+// As [`PT_SessionRun`]; `run_options` NULL or live.
+void PT_SessionRunWithOptions(struct PT_Session *session,
+                              const struct PT_RunOptions *run_options,
+                              const struct PT_Output *inputs,
+                              const struct PT_Tensor *const *input_values,
+                              int ninputs,
+                              const struct PT_Output *outputs,
+                              struct PT_Tensor **output_values,
+                              int noutputs,
+                              const struct PT_Operation *const *targets,
+                              int ntargets,
+                              struct PT_Status *status);
 
 // Close a session: later runs fail; its resources (variables, plans) are released.
 //

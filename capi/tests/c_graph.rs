@@ -2,12 +2,82 @@
 //! this build's library: the seed's `a + b` built through the operation builder (7), and
 //! TensorFlow's `mlp_placeholder` GraphDef from the golden data beside the repository
 //! imported, fed and run with `PT_SessionRun`, its `y:0` compared with what TensorFlow
-//! computed. Without the golden data the second part skips, unless
-//! `POLYTENSOR_REQUIRE_GOLDEN` is set (as in CI).
+//! computed (without the golden data that part skips, unless `POLYTENSOR_REQUIRE_GOLDEN`
+//! is set, as in CI); and a loop that never ends, stopped by deadlines and cancellation.
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use polytensor::graph::proto::{GraphDef, NodeDef};
+use polytensor::graph::{AttrValue, Graph};
+use polytensor::{DataType, Tensor};
+
+/// `i = 0; while True: i += 1` as `tf.compat.v1.while_loop` writes it, in a file.
+fn forever_graph() -> PathBuf {
+    let cpu = polytensor::device("cpu:0").unwrap();
+    let node = |name: &str, op: &str, inputs: &[&str], attrs: Vec<(&str, AttrValue)>| NodeDef {
+        name: name.into(),
+        op: op.into(),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        attr: attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        ..Default::default()
+    };
+    let constant = |name: &str, value: Tensor, inputs: &[&str]| {
+        let dtype = value.dtype();
+        let value = value.to_proto().unwrap();
+        node(
+            name,
+            "Const",
+            inputs,
+            vec![("dtype", dtype.into()), ("value", value.into())],
+        )
+    };
+    let enter = |name: &str, input: &str, dtype: DataType, constant: bool| {
+        let attrs = vec![
+            ("T", dtype.into()),
+            ("frame_name", "loop".into()),
+            ("is_constant", constant.into()),
+        ];
+        node(name, "Enter", &[input], attrs)
+    };
+    let t = || vec![("T", AttrValue::from(DataType::Int32))];
+    let def = GraphDef {
+        node: vec![
+            constant("start", Tensor::scalar(0i32, &cpu).unwrap(), &[]),
+            constant("always", Tensor::scalar(true, &cpu).unwrap(), &[]),
+            enter("loop/Enter", "start", DataType::Int32, false),
+            enter("loop/always", "always", DataType::Bool, true),
+            node(
+                "loop/Merge",
+                "Merge",
+                &["loop/Enter", "loop/NextIteration"],
+                t(),
+            ),
+            node("loop/LoopCond", "LoopCond", &["loop/always"], vec![]),
+            node(
+                "loop/Switch",
+                "Switch",
+                &["loop/Merge", "loop/LoopCond"],
+                t(),
+            ),
+            node("loop/Identity", "Identity", &["loop/Switch:1"], t()),
+            constant(
+                "loop/one",
+                Tensor::scalar(1i32, &cpu).unwrap(),
+                &["^loop/Identity"],
+            ),
+            node("loop/add", "AddV2", &["loop/Identity", "loop/one"], t()),
+            node("loop/NextIteration", "NextIteration", &["loop/add"], t()),
+            node("loop/Exit", "Exit", &["loop/Switch"], t()),
+        ],
+        ..Default::default()
+    };
+    let bytes = Graph::from_graph_def(&def).unwrap().to_graph_def_bytes();
+    let path = common::tempdir("forever").join("forever.pb");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
 
 #[test]
 fn a_c_program_builds_imports_and_runs_graphs() {
@@ -15,6 +85,7 @@ fn a_c_program_builds_imports_and_runs_graphs() {
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tf-golden/graph");
     let case = golden.join("mlp_placeholder.json");
     let mut program = common::c_program(&exe);
+    program.env("POLYTENSOR_FOREVER_GRAPH", forever_graph());
     let expected = if case.is_file() {
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&case).unwrap()).unwrap();
@@ -41,6 +112,18 @@ fn a_c_program_builds_imports_and_runs_graphs() {
     let output = common::run(&mut program, "running the C graph program");
     assert!(output.contains("all checks passed"), "{output}");
     assert!(output.lines().next() == Some("7"), "{output}");
+    let stopped: Vec<&str> = output
+        .lines()
+        .filter_map(|l| l.strip_prefix("stopped: "))
+        .collect();
+    assert_eq!(
+        stopped,
+        [
+            "deadline exceeded: Timed out waiting for notification",
+            "cancelled: Run call was cancelled"
+        ],
+        "{output}"
+    );
     if let Some(want) = expected {
         let got: Vec<f64> = output
             .lines()

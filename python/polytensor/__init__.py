@@ -14,8 +14,12 @@ from ._drivers import isolate_llvm_drivers
 isolate_llvm_drivers()
 
 from ._native import (  # noqa: E402
+    CancellationManager,
+    CancelledError,
+    DeadlineExceededError,
     Device,
     Graph,
+    RunOptions,
     Session,
     Tensor,
     arange,
@@ -43,8 +47,12 @@ for _name in dtype_names():
 del _name
 
 __all__ = [
+    "CancellationManager",
+    "CancelledError",
+    "DeadlineExceededError",
     "Device",
     "Graph",
+    "RunOptions",
     "Session",
     "Tensor",
     "arange",

@@ -1,13 +1,27 @@
 //! polytensor's errors as the Python exceptions NumPy raises for the same mistakes, each
-//! with the Rust message.
+//! with the Rust message; a run stopped early raises TensorFlow's exception names.
 
 use polytensor::Error;
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTimeoutError, PyTypeError, PyValueError};
 use pyo3::PyErr;
+
+pyo3::create_exception!(
+    polytensor,
+    DeadlineExceededError,
+    PyTimeoutError,
+    "A run went past its timeout (TensorFlow's `DeadlineExceededError`)."
+);
+pyo3::create_exception!(
+    polytensor,
+    CancelledError,
+    PyRuntimeError,
+    "A run was cancelled through its `CancellationManager` (TensorFlow's `CancelledError`)."
+);
 
 /// The Python exception for a polytensor error: `ValueError` for bad shapes, axes, slices,
 /// protos and arguments; `TypeError` for dtypes an op does not take; `MemoryError` when a
-/// device is out of memory; `RuntimeError` for devices and drivers.
+/// device is out of memory; `RuntimeError` for devices and drivers; `DeadlineExceededError`
+/// (a `TimeoutError`) and `CancelledError` (a `RuntimeError`) for runs stopped early.
 pub fn to_py(error: Error) -> PyErr {
     let message = error.to_string();
     match error {
@@ -18,6 +32,8 @@ pub fn to_py(error: Error) -> PyErr {
         Error::DeviceMismatch { .. } | Error::DeviceUnavailable { .. } | Error::Backend { .. } => {
             PyRuntimeError::new_err(message)
         }
+        Error::DeadlineExceeded(_) => DeadlineExceededError::new_err(message),
+        Error::Cancelled(_) => CancelledError::new_err(message),
         _ => PyValueError::new_err(message),
     }
 }

@@ -1,7 +1,10 @@
 //! `polytensor.Graph` and `polytensor.Session`: TensorFlow `GraphDef`s (frozen models) run
-//! from Python, with NumPy arrays in and out, as `tf.compat.v1.Session.run`.
+//! from Python, with NumPy arrays in and out, as `tf.compat.v1.Session.run`, with
+//! `polytensor.RunOptions` and `polytensor.CancellationManager` to stop a run.
 
-use polytensor::graph::{Graph, Session};
+use std::time::Duration;
+
+use polytensor::graph::{CancellationManager, Graph, RunOptions, Session};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
@@ -54,21 +57,95 @@ impl PyGraph {
 
 /// A session that runs a graph: on `device` (a `Device` or a name), or over every device
 /// present with TensorFlow's placement when `device` is `None`.
+/// `operation_timeout_in_ms` (TensorFlow's `ConfigProto` field) bounds every run whose
+/// options give no timeout.
 #[pyclass(name = "Session", module = "polytensor", frozen)]
 pub struct PySession {
     session: Session,
+    operation_timeout: Option<Duration>,
+}
+
+/// A timeout in milliseconds as TensorFlow reads one: none where it is 0 or less.
+fn timeout_of(milliseconds: Option<i64>) -> Option<Duration> {
+    milliseconds
+        .and_then(|ms| u64::try_from(ms).ok())
+        .filter(|&ms| ms > 0)
+        .map(Duration::from_millis)
+}
+
+/// What stops a run (TensorFlow's `RunOptions`): `timeout_in_ms` (0 or less: the session's),
+/// and a `CancellationManager` whose `start_cancel()` stops it from another thread. A run
+/// past its timeout raises `DeadlineExceededError`, a cancelled one `CancelledError`.
+#[pyclass(name = "RunOptions", module = "polytensor", frozen)]
+pub struct PyRunOptions {
+    options: RunOptions,
+}
+
+#[pymethods]
+impl PyRunOptions {
+    #[new]
+    #[pyo3(signature = (timeout_in_ms=0, cancellation=None))]
+    fn new(timeout_in_ms: i64, cancellation: Option<&PyCancellationManager>) -> Self {
+        PyRunOptions {
+            options: RunOptions {
+                timeout: timeout_of(Some(timeout_in_ms)),
+                cancellation: cancellation.map(|c| c.manager.clone()),
+            },
+        }
+    }
+
+    /// The timeout in milliseconds (0: none of the run's own).
+    #[getter]
+    fn timeout_in_ms(&self) -> u128 {
+        self.options.timeout.map_or(0, |t| t.as_millis())
+    }
+}
+
+/// A handle that cancels the runs given it (in their `RunOptions`), from any thread:
+/// TensorFlow's `CancellationManager`. Once cancelled it stays cancelled.
+#[pyclass(name = "CancellationManager", module = "polytensor", frozen)]
+pub struct PyCancellationManager {
+    manager: CancellationManager,
+}
+
+#[pymethods]
+impl PyCancellationManager {
+    #[new]
+    fn new() -> Self {
+        PyCancellationManager {
+            manager: CancellationManager::new(),
+        }
+    }
+
+    /// Cancel every run given this handle: those running stop before their next step.
+    fn start_cancel(&self) {
+        self.manager.start_cancel();
+    }
+
+    /// Whether `start_cancel()` was called.
+    #[getter]
+    fn is_cancelled(&self) -> bool {
+        self.manager.is_cancelled()
+    }
 }
 
 #[pymethods]
 impl PySession {
     #[new]
-    #[pyo3(signature = (graph, device=None))]
-    fn new(graph: &PyGraph, device: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (graph, device=None, operation_timeout_in_ms=None))]
+    fn new(
+        graph: &PyGraph,
+        device: Option<&Bound<'_, PyAny>>,
+        operation_timeout_in_ms: Option<i64>,
+    ) -> PyResult<Self> {
         let session = match device {
             Some(d) if !d.is_none() => Session::new(&graph.graph, device::resolve(Some(d))?),
             _ => polytensor::session(&graph.graph).py()?,
         };
-        Ok(PySession { session })
+        Ok(PySession {
+            session,
+            operation_timeout: timeout_of(operation_timeout_in_ms),
+        })
     }
 
     /// The default device.
@@ -82,14 +159,19 @@ impl PySession {
     /// Run the graph: `fetches` is a tensor name (`"y:0"`) or a list of them, whose values
     /// come back as NumPy arrays in the same structure; a name with no `:index` is an
     /// operation to run, which gives `None`. `feed_dict` maps tensor names to values
-    /// (arrays, lists, numbers or tensors), converted to each tensor's dtype.
-    #[pyo3(signature = (fetches, feed_dict=None))]
+    /// (arrays, lists, numbers or tensors), converted to each tensor's dtype. `options`
+    /// (`RunOptions`) give the run a timeout and a cancellation handle; the run releases
+    /// the GIL, so another thread may cancel it.
+    #[pyo3(signature = (fetches, feed_dict=None, options=None))]
     fn run<'py>(
         &self,
         py: Python<'py>,
         fetches: &Bound<'py, PyAny>,
         feed_dict: Option<&Bound<'py, PyDict>>,
+        options: Option<&PyRunOptions>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let mut run_options = options.map(|o| o.options.clone()).unwrap_or_default();
+        run_options.timeout = run_options.timeout.or(self.operation_timeout);
         let single = fetches.is_instance_of::<PyString>();
         let names: Vec<String> = if single {
             vec![fetches.extract()?]
@@ -115,7 +197,7 @@ impl PySession {
             .detach(|| {
                 let feeds: Vec<(&str, &polytensor::Tensor)> =
                     feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
-                session.run_by_name(&feeds, &tensors, &targets)
+                session.run_by_name_with(&run_options, &feeds, &tensors, &targets)
             })
             .py()?;
         let mut values = values.into_iter();

@@ -250,6 +250,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<device::PyDevice>()?;
     m.add_class::<graph::PyGraph>()?;
     m.add_class::<graph::PySession>()?;
+    m.add_class::<graph::PyRunOptions>()?;
+    m.add_class::<graph::PyCancellationManager>()?;
+    let py = m.py();
+    m.add(
+        "DeadlineExceededError",
+        py.get_type::<errors::DeadlineExceededError>(),
+    )?;
+    m.add("CancelledError", py.get_type::<errors::CancelledError>())?;
     m.add_function(wrap_pyfunction!(device::devices, m)?)?;
     m.add_function(wrap_pyfunction!(device::device, m)?)?;
     m.add_function(wrap_pyfunction!(device::unavailable, m)?)?;

@@ -57,3 +57,38 @@ def test_graph_errors(dense_graph):
         session.run("probs:0", {"x:0": np.ones((4, 3), np.float32)})
     with pytest.raises(ValueError):
         session.run("probs:0")  # x is not fed
+
+
+@pytest.fixture(scope="module")
+def endless_loop(tf):
+    """`while True: i += 1` as TensorFlow 2 writes it (a functional `StatelessWhile`), and a
+    constant beside it."""
+    graph = tf.Graph()
+    with graph.as_default():
+        start = tf.constant(0, name="start")
+        tf.compat.v1.while_loop(lambda i: tf.constant(True), lambda i: i + 1, [start], name="loop")
+    return graph.as_graph_def().SerializeToString()
+
+
+def test_runs_stop_at_their_deadline_or_when_cancelled(endless_loop):
+    import threading
+
+    graph = pt.Graph.from_graph_def(endless_loop)
+    exit_name = "loop/Identity_2:0"  # the loop's `i`
+    session = pt.Session(graph, device="cpu:0", operation_timeout_in_ms=50)
+    with pytest.raises(pt.DeadlineExceededError, match="Timed out waiting for notification"):
+        session.run(exit_name)
+    assert issubclass(pt.DeadlineExceededError, TimeoutError)
+    # A run's own timeout, and a handle cancelled from another thread while it runs.
+    session = pt.Session(graph, device="cpu:0")
+    with pytest.raises(TimeoutError):
+        session.run(exit_name, options=pt.RunOptions(timeout_in_ms=20))
+    cancel = pt.CancellationManager()
+    timer = threading.Timer(0.05, cancel.start_cancel)
+    timer.start()
+    with pytest.raises(pt.CancelledError, match="Run call was cancelled"):
+        session.run(exit_name, options=pt.RunOptions(cancellation=cancel))
+    timer.join()
+    assert cancel.is_cancelled
+    # The session runs on.
+    assert session.run("start:0") == 0

@@ -12,9 +12,11 @@
 //! (`PT_NewOperation` to `PT_FinishOperation`) and `session.rs` runs them.
 
 mod build;
+mod run_options;
 mod session;
 
 pub use build::*;
+pub use run_options::*;
 pub use session::*;
 
 use std::collections::HashMap;
@@ -105,6 +107,7 @@ pub struct PT_OperationDescription {
 pub struct PT_SessionOptions {
     devices: Vec<Arc<dyn Device>>,
     soft_placement: bool,
+    operation_timeout: Option<std::time::Duration>,
 }
 
 /// A session (TensorFlow's `TF_Session`).

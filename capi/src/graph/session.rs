@@ -1,16 +1,17 @@
-//! Sessions (TensorFlow's `TF_SessionOptions`, `TF_NewSession`, `TF_SessionRun`,
-//! `TF_CloseSession`, `TF_DeleteSession`).
+//! Sessions (TensorFlow's `TF_SessionOptions`, `TF_NewSession`, `TF_SessionRun` with its
+//! run options, `TF_CloseSession`, `TF_DeleteSession`).
 
 use std::ffi::{c_char, c_int};
-use std::ptr::null_mut;
+use std::ptr::{null, null_mut};
 use std::sync::Mutex;
 
-use polytensor::graph::{Operation, Output, Session, SessionOptions};
+use polytensor::graph::{Operation, Output, RunOptions, Session, SessionOptions};
 use polytensor::{Error, Tensor};
 
 use crate::status::{arg, array, guard, PT_Status};
 use crate::tensor::{text, PT_Tensor};
 
+use super::run_options::{timeout_of, PT_RunOptions};
 use super::{locked, output_of, PT_Graph, PT_Operation, PT_Output, PT_Session, PT_SessionOptions};
 
 /// New session options: every device present (the CPU first) with soft placement.
@@ -19,6 +20,7 @@ pub extern "C" fn PT_NewSessionOptions() -> *mut PT_SessionOptions {
     Box::into_raw(Box::new(PT_SessionOptions {
         devices: Vec::new(),
         soft_placement: true,
+        operation_timeout: None,
     }))
 }
 
@@ -75,6 +77,23 @@ pub unsafe extern "C" fn PT_SessionOptionsSetSoftPlacement(
     }
 }
 
+/// Give runs whose options name no timeout a deadline `timeout_in_ms` after they start
+/// (TensorFlow's `operation_timeout_in_ms`; 0 or less: none, the default).
+///
+/// # Safety
+///
+/// `options` is NULL (ignored) or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn PT_SessionOptionsSetOperationTimeout(
+    options: *mut PT_SessionOptions,
+    timeout_in_ms: i64,
+) {
+    // SAFETY: the caller's contract.
+    if let Some(options) = unsafe { options.as_mut() } {
+        options.operation_timeout = timeout_of(timeout_in_ms);
+    }
+}
+
 /// A session on `graph` (which it keeps alive); `options` may be NULL (every device).
 /// NULL on error.
 ///
@@ -101,6 +120,7 @@ pub unsafe extern "C" fn PT_NewSession(
         };
         let mut session_options = SessionOptions::new(devices);
         session_options.allow_soft_placement = options.is_none_or(|o| o.soft_placement);
+        session_options.operation_timeout = options.and_then(|o| o.operation_timeout);
         let session = Session::with_options(&locked(&graph.state).graph, session_options)?;
         Ok(Box::into_raw(Box::new(PT_Session {
             state: graph.state.clone(),
@@ -122,6 +142,46 @@ pub unsafe extern "C" fn PT_NewSession(
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn PT_SessionRun(
     session: *mut PT_Session,
+    inputs: *const PT_Output,
+    input_values: *const *const PT_Tensor,
+    ninputs: c_int,
+    outputs: *const PT_Output,
+    output_values: *mut *mut PT_Tensor,
+    noutputs: c_int,
+    targets: *const *const PT_Operation,
+    ntargets: c_int,
+    status: *mut PT_Status,
+) {
+    // SAFETY: the caller's contract, with no run options.
+    unsafe {
+        PT_SessionRunWithOptions(
+            session,
+            null(),
+            inputs,
+            input_values,
+            ninputs,
+            outputs,
+            output_values,
+            noutputs,
+            targets,
+            ntargets,
+            status,
+        )
+    }
+}
+
+/// [`PT_SessionRun`] with `run_options` (NULL: the defaults): a run past its timeout fails
+/// with `PT_DEADLINE_EXCEEDED`, one whose cancellation manager is cancelled with
+/// `PT_CANCELLED`; either frees what it made and leaves the session usable.
+///
+/// # Safety
+///
+/// As [`PT_SessionRun`]; `run_options` NULL or live.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn PT_SessionRunWithOptions(
+    session: *mut PT_Session,
+    run_options: *const PT_RunOptions,
     inputs: *const PT_Output,
     input_values: *const *const PT_Tensor,
     ninputs: c_int,
@@ -182,7 +242,10 @@ pub unsafe extern "C" fn PT_SessionRun(
             .collect::<Result<Vec<&Operation>, _>>()?;
         let feed_pairs: Vec<(&Output, &Tensor)> = feeds.iter().zip(fed).collect();
         let fetch_refs: Vec<&Output> = fetches.iter().collect();
-        let results = running.run(&feed_pairs, &fetch_refs, &target_ops)?;
+        let defaults = RunOptions::default();
+        // SAFETY: the caller's contract.
+        let options = unsafe { run_options.as_ref() }.map_or(&defaults, |o| &o.options);
+        let results = running.run_with(options, &feed_pairs, &fetch_refs, &target_ops)?;
         for (i, tensor) in results.into_iter().enumerate() {
             // SAFETY: the caller's contract: `noutputs` writable pointers.
             unsafe { *output_values.add(i) = PT_Tensor::boxed(tensor) };

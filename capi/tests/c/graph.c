@@ -2,7 +2,9 @@
  * 1. the seed's `a + b` built with the operation builder and run (prints 7);
  * 2. a GraphDef TensorFlow wrote (argv[1]) imported under a prefix, its placeholder fed
  *    with the 3x4 values of argv[2..14], and `y:0` printed one value a line, for the Rust
- *    test to compare with what TensorFlow computed. */
+ *    test to compare with what TensorFlow computed;
+ * 3. a loop that never ends (the GraphDef $POLYTENSOR_FOREVER_GRAPH names), stopped by a
+ *    deadline and by a cancellation manager. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,20 +80,28 @@ static void seed_add(PT_Status* s) {
   PT_DeleteGraph(g);
 }
 
-static void imported(const char* path, char** values, PT_Status* s) {
+/* The bytes of file `path` (free them), their count in `len`; NULL where it cannot be read. */
+static char* read_file(const char* path, size_t* len) {
   FILE* f = fopen(path, "rb");
   CHECK(f != NULL);
-  if (f == NULL) return;
+  if (f == NULL) return NULL;
   fseek(f, 0, SEEK_END);
-  long len = ftell(f);
+  *len = (size_t)ftell(f);
   fseek(f, 0, SEEK_SET);
-  char* bytes = malloc((size_t)len);
-  CHECK(fread(bytes, 1, (size_t)len, f) == (size_t)len);
+  char* bytes = malloc(*len);
+  CHECK(fread(bytes, 1, *len, f) == *len);
   fclose(f);
+  return bytes;
+}
+
+static void imported(const char* path, char** values, PT_Status* s) {
+  size_t len = 0;
+  char* bytes = read_file(path, &len);
+  if (bytes == NULL) return;
   PT_Graph* g = PT_NewGraph();
   PT_ImportGraphDefOptions* options = PT_NewImportGraphDefOptions();
   PT_ImportGraphDefOptionsSetPrefix(options, "mlp", s);
-  PT_GraphImportGraphDef(g, bytes, (size_t)len, options, s);
+  PT_GraphImportGraphDef(g, bytes, len, options, s);
   OK(s);
   PT_DeleteImportGraphDefOptions(options);
   free(bytes);
@@ -132,6 +142,54 @@ static void imported(const char* path, char** values, PT_Status* s) {
   PT_DeleteGraph(g);
 }
 
+/* A GraphDef whose loop `loop/Exit:0` never ends (`path`): its runs stop at the session's
+ * deadline, at a run's own, or when their cancellation manager is cancelled, and the session
+ * runs on. */
+static void stops(const char* path, PT_Status* s) {
+  size_t len = 0;
+  char* bytes = read_file(path, &len);
+  if (bytes == NULL) return;
+  PT_Graph* g = PT_NewGraph();
+  PT_GraphImportGraphDef(g, bytes, len, NULL, s);
+  OK(s);
+  free(bytes);
+  PT_Output exit = {PT_GraphOperationByName(g, "loop/Exit"), 0};
+  PT_Output start = {PT_GraphOperationByName(g, "start"), 0};
+  CHECK(exit.oper != NULL && start.oper != NULL);
+  PT_SessionOptions* options = PT_NewSessionOptions();
+  PT_SessionOptionsSetOperationTimeout(options, 50);
+  PT_Session* session = PT_NewSession(g, options, s);
+  OK(s);
+  PT_DeleteSessionOptions(options);
+  PT_Tensor* value = NULL;
+  PT_SessionRun(session, NULL, NULL, 0, &exit, &value, 1, NULL, 0, s);
+  CHECK(PT_GetCode(s) == PT_DEADLINE_EXCEEDED && value == NULL);
+  printf("stopped: %s\n", PT_Message(s));
+  /* A run's own timeout replaces the session's; a cancelled manager stops it. */
+  PT_RunOptions* run = PT_NewRunOptions();
+  PT_RunOptionsSetTimeout(run, 20);
+  PT_SessionRunWithOptions(session, run, NULL, NULL, 0, &exit, &value, 1, NULL, 0, s);
+  CHECK(PT_GetCode(s) == PT_DEADLINE_EXCEEDED && value == NULL);
+  PT_RunOptionsSetTimeout(run, 0);
+  PT_CancellationManager* cancel = PT_NewCancellationManager();
+  CHECK(PT_CancellationManagerIsCancelled(cancel) == 0);
+  PT_CancellationManagerStartCancel(cancel);
+  CHECK(PT_CancellationManagerIsCancelled(cancel) == 1);
+  PT_RunOptionsSetCancellationManager(run, cancel);
+  PT_DeleteCancellationManager(cancel);
+  PT_SessionRunWithOptions(session, run, NULL, NULL, 0, &start, &value, 1, NULL, 0, s);
+  CHECK(PT_GetCode(s) == PT_CANCELLED && value == NULL);
+  printf("stopped: %s\n", PT_Message(s));
+  PT_DeleteRunOptions(run);
+  /* The session runs on. */
+  PT_SessionRun(session, NULL, NULL, 0, &start, &value, 1, NULL, 0, s);
+  OK(s);
+  CHECK(value != NULL && *(const int32_t*)PT_TensorData(value) == 0);
+  PT_DeleteTensor(value);
+  PT_DeleteSession(session, s);
+  PT_DeleteGraph(g);
+}
+
 int main(int argc, char** argv) {
   PT_Status* s = PT_NewStatus();
   CHECK(PT_DataTypeSize(PT_FLOAT) == 4 && PT_DataTypeSize(PT_COMPLEX128) == 16);
@@ -139,6 +197,8 @@ int main(int argc, char** argv) {
   CHECK(strlen(PT_Version()) > 0);
   seed_add(s);
   if (argc >= 14) imported(argv[1], argv + 2, s);
+  const char* forever = getenv("POLYTENSOR_FOREVER_GRAPH");
+  if (forever != NULL) stops(forever, s);
   PT_DeleteStatus(s);
   if (failures == 0) printf("all checks passed\n");
   return failures == 0 ? 0 : 1;

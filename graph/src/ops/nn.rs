@@ -72,78 +72,167 @@ struct WindowAttrs {
     dilations: [usize; 2],
 }
 
-/// A 4-vector attribute's spatial pair, with TensorFlow's checks on the other entries.
-fn spatial(attrs: &Attrs<'_>, name: &str, format: DataFormat, default: i64) -> Result<[usize; 2]> {
-    let mut values = attrs.ints(name)?;
-    if values.is_empty() {
-        values = vec![default; 4];
+/// What TensorFlow's op definition of a window op allows: its name, the data formats, the
+/// paddings, and whether it has a window (`ksize`).
+struct WindowOpDef {
+    name: &'static str,
+    formats: &'static [&'static str],
+    paddings: &'static [&'static str],
+    pooling: bool,
+}
+
+impl WindowOpDef {
+    fn of(op: Nn) -> Self {
+        const PLAIN: &[&str] = &["NHWC", "NCHW"];
+        const ANY_PADDING: &[&str] = &["SAME", "VALID", "EXPLICIT"];
+        let (name, formats, paddings, pooling) = match op {
+            Nn::Depthwise => ("DepthwiseConv2dNative", PLAIN, ANY_PADDING, false),
+            Nn::MaxPool => (
+                "MaxPool",
+                &["NHWC", "NCHW", "NCHW_VECT_C"][..],
+                ANY_PADDING,
+                true,
+            ),
+            Nn::AvgPool => ("AvgPool", PLAIN, &["SAME", "VALID"][..], true),
+            _ => ("Conv2D", PLAIN, ANY_PADDING, false),
+        };
+        WindowOpDef {
+            name,
+            formats,
+            paddings,
+            pooling,
+        }
     }
-    if values.len() != 4 {
-        return Err(Error::invalid(format!(
-            "{name} field must specify 4 dimensions"
-        )));
+
+    /// String attribute `name` (or `default` where absent), which must be one of `allowed`,
+    /// with TensorFlow's message.
+    fn choice(
+        &self,
+        attrs: &Attrs<'_>,
+        name: &str,
+        default: Option<&str>,
+        allowed: &[&str],
+    ) -> Result<String> {
+        let value = match default {
+            Some(default) => attrs.string_or(name, default)?,
+            None if attrs.has(name) => attrs.string_or(name, "")?,
+            None => return Err(self.missing(name)),
+        };
+        if !allowed.contains(&value.as_str()) {
+            let list: Vec<String> = allowed.iter().map(|a| format!("\"{a}\"")).collect();
+            return Err(Error::invalid(format!(
+                "Value for attr '{name}' of \"{value}\" is not in the list of allowed values: {}",
+                list.join(", ")
+            )));
+        }
+        Ok(value)
     }
-    let (n, c, h, w) = match format {
-        DataFormat::Nhwc => (values[0], values[3], values[1], values[2]),
-        DataFormat::Nchw => (values[0], values[1], values[2], values[3]),
-    };
-    if n != 1 || c != 1 {
-        return Err(Error::invalid(format!(
-            "Current implementation does not yet support {name} in the batch and depth \
-             dimensions."
-        )));
+
+    /// TensorFlow's message for a required attribute that is absent.
+    fn missing(&self, name: &str) -> Error {
+        Error::invalid(format!(
+            "NodeDef missing attr '{name}' from Op<name={}; ...>",
+            self.name
+        ))
     }
-    let positive = |v: i64| {
-        usize::try_from(v)
-            .ok()
-            .filter(|&v| v > 0)
-            .ok_or_else(|| Error::invalid(format!("{name} must be positive, got {v}")))
-    };
-    Ok([positive(h)?, positive(w)?])
+
+    /// A 4-vector attribute's spatial pair (`default` in each entry where it is absent and
+    /// optional), with TensorFlow's checks on the other entries.
+    fn spatial(
+        &self,
+        attrs: &Attrs<'_>,
+        name: &str,
+        format: DataFormat,
+        default: Option<i64>,
+    ) -> Result<[usize; 2]> {
+        let values = match default {
+            Some(default) if !attrs.has(name) => vec![default; 4],
+            None if !attrs.has(name) => return Err(self.missing(name)),
+            _ => attrs.ints(name)?,
+        };
+        if values.len() != 4 {
+            return Err(Error::invalid(format!(
+                "{name} field must specify 4 dimensions"
+            )));
+        }
+        let (n, c, h, w) = match format {
+            DataFormat::Nhwc => (values[0], values[3], values[1], values[2]),
+            DataFormat::Nchw => (values[0], values[1], values[2], values[3]),
+        };
+        if n != 1 || c != 1 {
+            return Err(Error::invalid(format!(
+                "Current implementation does not yet support {name} in the batch and depth \
+                 dimensions."
+            )));
+        }
+        let positive = |v: i64| {
+            usize::try_from(v)
+                .ok()
+                .filter(|&v| v > 0)
+                .ok_or_else(|| Error::invalid(format!("{name} must be positive, got {v}")))
+        };
+        Ok([positive(h)?, positive(w)?])
+    }
 }
 
 impl WindowAttrs {
+    /// The attributes of window op `op`, refused as TensorFlow's op definition and shape
+    /// function refuse them.
     fn read(attrs: &Attrs<'_>, op: Nn) -> Result<Self> {
-        let format = DataFormat::from_name(&attrs.string_or("data_format", "NHWC")?)?;
+        let def = WindowOpDef::of(op);
+        let format = def.choice(attrs, "data_format", Some("NHWC"), def.formats)?;
+        let format = DataFormat::from_name(&format)?;
+        let padding = def.choice(attrs, "padding", None, def.paddings)?;
         let explicit = attrs.ints("explicit_paddings")?;
         let mut pairs = Vec::new();
-        if !explicit.is_empty() {
+        if padding != "EXPLICIT" && !explicit.is_empty() {
+            return Err(Error::invalid(
+                "explicit_paddings attribute must be empty if the padding attribute is not \
+                 EXPLICIT",
+            ));
+        }
+        if padding == "EXPLICIT" {
             if explicit.len() != 8 {
                 return Err(Error::invalid(format!(
                     "explicit_paddings attribute must contain 8 values, but got: {}",
                     explicit.len()
                 )));
             }
-            let pair = |d: usize| -> Result<(usize, usize)> {
-                let (a, b) = (explicit[2 * d], explicit[2 * d + 1]);
-                match (usize::try_from(a), usize::try_from(b)) {
-                    (Ok(a), Ok(b)) => Ok((a, b)),
-                    _ => Err(Error::invalid(format!(
-                        "All elements of explicit_paddings must be nonnegative, got {a} and {b}"
-                    ))),
-                }
+            if let Some(&negative) = explicit.iter().find(|&&p| p < 0) {
+                return Err(Error::invalid(format!(
+                    "All elements of explicit_paddings must be nonnegative, got {negative}"
+                )));
+            }
+            let pair = |d: usize| -> (usize, usize) {
+                // Non-negative, checked above.
+                let side = |v: i64| usize::try_from(v).unwrap_or(0);
+                (side(explicit[2 * d]), side(explicit[2 * d + 1]))
             };
-            let (h, w) = match format {
-                DataFormat::Nhwc => (1, 2),
-                DataFormat::Nchw => (2, 3),
+            let (n, h, w, c) = match format {
+                DataFormat::Nhwc => (0, 1, 2, 3),
+                DataFormat::Nchw => (0, 2, 3, 1),
             };
-            pairs = vec![pair(h)?, pair(w)?];
+            if pair(n) != (0, 0) || pair(c) != (0, 0) {
+                return Err(Error::invalid(
+                    "Nonzero explicit padding in the batch or depth dimensions is not supported",
+                ));
+            }
+            pairs = vec![pair(h), pair(w)];
         }
-        let padding = Padding::from_name(&attrs.string_or("padding", "")?, pairs)?;
-        let pooling = matches!(op, Nn::MaxPool | Nn::AvgPool);
+        let padding = Padding::from_name(&padding, pairs)?;
         Ok(Self {
             format,
             padding,
-            strides: spatial(attrs, "strides", format, 1)?,
-            ksize: if pooling {
-                spatial(attrs, "ksize", format, 1)?
+            strides: def.spatial(attrs, "strides", format, None)?,
+            ksize: if def.pooling {
+                def.spatial(attrs, "ksize", format, None)?
             } else {
                 [1, 1]
             },
-            dilations: if pooling {
+            dilations: if def.pooling {
                 [1, 1]
             } else {
-                spatial(attrs, "dilations", format, 1)?
+                def.spatial(attrs, "dilations", format, Some(1))?
             },
         })
     }
