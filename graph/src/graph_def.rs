@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use polytensor_core::{Error, Result};
+use polytensor_core::{DataType, Error, Result};
 use prost::Message;
 
 use crate::attr::{AttrKind, AttrValue};
@@ -97,6 +97,7 @@ impl Graph {
                     node.name, node.op
                 )));
             }
+            check_merge_count(node)?;
             if index.insert(&node.name, i).is_some() {
                 return Err(Error::invalid(format!(
                     "Duplicate node name in graph: '{}'",
@@ -437,4 +438,38 @@ fn topological_order(def: &GraphDef, parsed: &[Vec<Input>]) -> Result<Vec<usize>
             def.node[i].name
         ))),
     }
+}
+
+/// A `Merge`'s `N` counts its data inputs, back edges included (checked on the `NodeDef`,
+/// before its back edges are connected), with TensorFlow's message.
+fn check_merge_count(node: &NodeDef) -> Result<()> {
+    if node.op != "Merge" && node.op != "RefMerge" {
+        return Ok(());
+    }
+    let Some(AttrKind::I(n)) = node.attr.get("N").and_then(|v| v.value.as_ref()) else {
+        return Ok(());
+    };
+    let given = node.input.iter().filter(|i| !i.starts_with('^')).count();
+    if usize::try_from(*n).ok() != Some(given) {
+        let dtype = node
+            .attr
+            .get("T")
+            .and_then(|v| match v.value {
+                Some(AttrKind::Type(t)) => DataType::from_i32(t).ok(),
+                _ => None,
+            })
+            .map_or_else(
+                || "T".to_string(),
+                |t| crate::ops::cpp_dtype_name(t).to_string(),
+            );
+        let expected = vec![dtype; usize::try_from(*n).unwrap_or(0).min(16)];
+        return Err(Error::invalid(format!(
+            "NodeDef expected inputs '{}' do not match {given} inputs specified; Op<name=Merge; \
+             signature=inputs:N*T -> output:T, value_index:int32; attr=T:type; \
+             attr=N:int,min=1>; NodeDef: {{{{node {}}}}}",
+            expected.join(", "),
+            node.name
+        )));
+    }
+    Ok(())
 }

@@ -190,7 +190,10 @@ fn cycles_that_are_not_loops_and_mixed_frames_are_errors() {
         .attr
         .insert("N".into(), AttrValue::from(1i64));
     let message = Graph::from_graph_def(&wrong_n).unwrap_err().to_string();
-    assert!(message.contains("attr 'N' = 1"), "{message}");
+    assert!(
+        message.contains("NodeDef expected inputs 'int32' do not match 2 inputs specified"),
+        "{message}"
+    );
 }
 
 fn func(name: &str) -> AttrValue {
@@ -384,6 +387,25 @@ fn forever(functional: bool) -> GraphDef {
 }
 
 #[test]
+fn a_while_whose_body_disagrees_with_its_loop_variables_is_refused() {
+    let mut def = forever(true);
+    let types = type_list(&[DataType::Int64]);
+    def.node[1].attr.insert("T".into(), types);
+    let message = Graph::from_graph_def(&def)
+        .and_then(|g| {
+            Session::new(&g, cpu())
+                .run_by_name(&[], &["loop/Exit:0"], &[])
+                .map(drop)
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("int32") && message.contains("int64"),
+        "{message}"
+    );
+}
+
+#[test]
 fn runs_stop_at_their_deadline_or_when_cancelled() {
     use polytensor_core::Error;
     use polytensor_graph::{CancellationManager, RunOptions, SessionOptions};
@@ -482,6 +504,15 @@ fn two_different_functions_of_one_name_are_refused_at_import() {
         message,
         "invalid argument: Cannot add function 'f' because a different function with the same \
          name already exists."
+    );
+    // A call whose declared types are not the function's.
+    let mut declared_float = calling(vec![square.clone()]);
+    let floats = type_list(&[DataType::Float]);
+    declared_float.node[1].attr.insert("Tout".into(), floats);
+    let message = run(&declared_float, "call:0").unwrap_err().to_string();
+    assert!(
+        message.contains("Function 'f' returns [int32], but 'call' declares [float]"),
+        "{message}"
     );
     // The same function twice is one function.
     let twice = calling(vec![square.clone(), square]);

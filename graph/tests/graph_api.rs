@@ -706,12 +706,25 @@ fn shapes_that_need_build_time_values_are_inferred() {
         ((0.0, 1.0, 0.25), "[4]"),
         ((0.0, 1.0, 0.3), "[4]"),
         ((1.0, 0.0, -0.5), "[2]"),
-        ((0.0, 1.0, -1.0), "[0]"),
+        ((1.0, 1.0, 0.5), "[0]"),
     ] {
         let r = range(&mut g, s, l, d);
         assert_eq!(r.shape().to_string(), n, "range({s}, {l}, {d})");
         assert_eq!(run1(&g, &r).num_elements().to_string(), n[1..n.len() - 1]);
     }
+    // A delta pointing away from the limit is TensorFlow's error, not an empty range.
+    let (s, l, d) = (
+        g.constant(0.0).unwrap(),
+        g.constant(1.0).unwrap(),
+        g.constant(-1.0).unwrap(),
+    );
+    let message = g.op("Range").inputs(&[s, l, d]).build_output().unwrap_err();
+    assert!(
+        message
+            .to_string()
+            .contains("Requires start >= limit when delta < 0: 0/1"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -804,4 +817,155 @@ fn a_graphs_constants_are_decoded_once_for_all_its_cpu_sessions() {
     assert_eq!(buffer(&first), buffer(&outputs[0]));
     assert_eq!(first.to_vec::<f32>().unwrap(), weights);
     assert_eq!(outputs[1].to_vec::<f32>().unwrap()[5], 10.0);
+}
+
+/// A GraphDef of an image `x` (float `[1, 5, 5, 2]`), a filter `w` (`[3, 3, 2, 4]`),
+/// int32 constants `v2` (`[[2, 3]]`), `v` (`[2, 3]`), `s5`, `s0`, `s1`, `neg` (5, 0, 1,
+/// -1) and float `one` (`[1.0]`), and node `n`.
+fn refusal_graph(op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> Result<Graph> {
+    let mut g = Graph::new();
+    let cpu = cpu();
+    let constants = [
+        ("x", Tensor::zeros([1, 5, 5, 2], DataType::Float, &cpu)?),
+        ("w", Tensor::zeros([3, 3, 2, 4], DataType::Float, &cpu)?),
+        ("v2", Tensor::from_slice(&[2i32, 3], [1, 2], &cpu)?),
+        ("v", Tensor::from_slice(&[2i32, 3], [2], &cpu)?),
+        ("s5", Tensor::scalar(5i32, &cpu)?),
+        ("s0", Tensor::scalar(0i32, &cpu)?),
+        ("s1", Tensor::scalar(1i32, &cpu)?),
+        ("neg", Tensor::scalar(-1i32, &cpu)?),
+        ("one", Tensor::from_slice(&[1.0f32], [1], &cpu)?),
+        ("f", Tensor::scalar(1.0f32, &cpu)?),
+    ];
+    for (name, value) in constants {
+        g.op("Const")
+            .name(name)
+            .attr("dtype", value.dtype())
+            .attr("value", value.to_proto()?)
+            .build()?;
+    }
+    let mut def = g.to_graph_def();
+    def.node.push(NodeDef {
+        name: "n".into(),
+        op: op.into(),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        attr: attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+        ..Default::default()
+    });
+    Graph::from_graph_def(&def)
+}
+
+/// The attributes and inputs TensorFlow refuses when it imports a graph, refused with its
+/// messages: window ops' formats, paddings and required attributes, shape inputs that are
+/// not vectors, bounds that are not scalars, `Range`s that never reach their limit, and a
+/// `Merge` whose `N` does not count its inputs.
+#[test]
+fn inputs_tensorflow_refuses_are_refused_at_import() {
+    let s = |v: &str| AttrValue::from(v);
+    let float = || ("T", AttrValue::from(DataType::Float));
+    let int32 = || AttrValue::from(DataType::Int32);
+    let four = || int_list(&[1, 1, 1, 1]);
+    let explicit = |p: &[i64]| ("explicit_paddings", int_list(p));
+    let conv = |extra: Vec<(&'static str, AttrValue)>| {
+        let mut attrs = vec![float(), ("strides", four()), ("padding", s("EXPLICIT"))];
+        attrs.extend(extra);
+        attrs
+    };
+    let pool = |op: &'static str, extra: Vec<(&'static str, AttrValue)>| {
+        let mut attrs = vec![
+            float(),
+            ("ksize", int_list(&[1, 2, 2, 1])),
+            ("strides", four()),
+        ];
+        attrs.extend(extra);
+        (op, attrs)
+    };
+    #[rustfmt::skip]
+    let cases: Vec<(&str, Vec<&str>, Vec<(&str, AttrValue)>, &str)> = vec![
+        ("Conv2D", vec!["x", "w"], conv(vec![explicit(&[1, 1, 1, 1, 1, 1, 0, 0])]),
+            "Nonzero explicit padding in the batch or depth dimensions is not supported"),
+        ("Conv2D", vec!["x", "w"], conv(vec![explicit(&[0, 0, 1, 1, 1, 1, 1, 0])]),
+            "Nonzero explicit padding in the batch or depth dimensions is not supported"),
+        ("Conv2D", vec!["x", "w"],
+            vec![float(), ("strides", four()), ("padding", s("SAME")),
+                 explicit(&[0, 0, 1, 1, 1, 1, 0, 0])],
+            "explicit_paddings attribute must be empty if the padding attribute is not EXPLICIT"),
+        ("Conv2D", vec!["x", "w"], conv(vec![explicit(&[0, 0, 1, 1])]),
+            "explicit_paddings attribute must contain 8 values, but got: 4"),
+        ("Conv2D", vec!["x", "w"],
+            conv(vec![explicit(&[0, 0, 1, 1, 1, 1, 0, 0]), ("data_format", s("NDHWC"))]),
+            "Value for attr 'data_format' of \"NDHWC\" is not in the list of allowed values: \
+             \"NHWC\", \"NCHW\""),
+        ("Conv2D", vec!["x", "w"], vec![float(), ("padding", s("VALID"))],
+            "NodeDef missing attr 'strides' from Op<name=Conv2D"),
+        ("DepthwiseConv2dNative", vec!["x", "w"], vec![float(), ("strides", four())],
+            "NodeDef missing attr 'padding' from Op<name=DepthwiseConv2dNative"),
+    ];
+    let pools = vec![
+        (pool("MaxPool", vec![("padding", s("VALID"))]), "ksize", "NodeDef missing attr 'ksize' from Op<name=MaxPool"),
+        (pool("MaxPool", vec![("padding", s("VALID"))]), "strides", "NodeDef missing attr 'strides' from Op<name=MaxPool"),
+        (pool("AvgPool", vec![("padding", s("VALID"))]), "ksize", "NodeDef missing attr 'ksize' from Op<name=AvgPool"),
+        (pool("AvgPool", vec![("padding", s("EXPLICIT")), explicit(&[0, 0, 1, 1, 1, 1, 0, 0])]), "",
+            "Value for attr 'padding' of \"EXPLICIT\" is not in the list of allowed values: \"SAME\", \"VALID\""),
+        (pool("MaxPool", vec![("padding", s("VALID")), ("data_format", s("NDHWC"))]), "",
+            "Value for attr 'data_format' of \"NDHWC\" is not in the list of allowed values: \"NHWC\", \"NCHW\", \"NCHW_VECT_C\""),
+        (pool("AvgPool", vec![("padding", s("SAME")), ("data_format", s("NDHWC"))]), "",
+            "Value for attr 'data_format' of \"NDHWC\" is not in the list of allowed values: \"NHWC\", \"NCHW\""),
+        (pool("MaxPool", vec![("padding", s("EXPLICIT")), explicit(&[1, 1, 0, 0, 0, 0, 0, 0])]), "",
+            "Nonzero explicit padding in the batch or depth dimensions is not supported"),
+        (pool("MaxPool", vec![("padding", s("VALID")), explicit(&[0, 0, 1, 1, 1, 1, 0, 0])]), "",
+            "explicit_paddings attribute must be empty if the padding attribute is not EXPLICIT"),
+    ];
+    let index = || ("Tidx", int32());
+    #[rustfmt::skip]
+    let shapes: Vec<(&str, Vec<&str>, Vec<(&str, AttrValue)>, &str)> = vec![
+        ("Reshape", vec!["x", "v2"], vec![float(), ("Tshape", int32())],
+            "Shape must be rank 1 but is rank 2"),
+        ("Fill", vec!["v2", "f"], vec![float(), ("index_type", int32())],
+            "Shape must be rank 1 but is rank 2"),
+        ("Fill", vec!["v", "one"], vec![float(), ("index_type", int32())],
+            "Shape must be rank 0 but is rank 1"),
+        ("RandomUniform", vec!["v2"], vec![("dtype", DataType::Float.into()), ("T", int32())],
+            "Shape must be rank 1 but is rank 2"),
+        ("RandomStandardNormal", vec!["v2"],
+            vec![("dtype", DataType::Float.into()), ("T", int32())],
+            "Shape must be rank 1 but is rank 2"),
+        ("Range", vec!["v", "s5", "s1"], vec![index()], "Shape must be rank 0 but is rank 1"),
+        ("Range", vec!["s0", "v", "s1"], vec![index()], "Shape must be rank 0 but is rank 1"),
+        ("Range", vec!["s5", "s0", "s1"], vec![index()],
+            "Requires start <= limit when delta > 0: 5/0"),
+        ("Range", vec!["s0", "s5", "neg"], vec![index()],
+            "Requires start >= limit when delta < 0: 0/5"),
+        ("Range", vec!["s0", "s5", "s0"], vec![index()], "Requires delta != 0"),
+        ("Merge", vec!["s0", "s1"], vec![("T", int32()), ("N", AttrValue::from(3i64))],
+            "NodeDef expected inputs 'int32, int32, int32' do not match 2 inputs specified"),
+    ];
+    let mut all = cases;
+    for ((op, mut attrs), drop, needle) in pools {
+        attrs.retain(|(name, _)| *name != drop);
+        all.push((op, vec!["x"], attrs, needle));
+    }
+    all.extend(shapes);
+    for (op, inputs, attrs, needle) in all {
+        let message = refusal_graph(op, &inputs, &attrs).unwrap_err().to_string();
+        assert!(message.contains(needle), "{op}: {message}");
+    }
+    // What TensorFlow takes still imports: explicit spatial padding on a convolution and a
+    // max pool, a range that ends, a float range counted down.
+    let graph = refusal_graph(
+        "Conv2D",
+        &["x", "w"],
+        &conv(vec![explicit(&[0, 0, 1, 1, 1, 1, 0, 0])]),
+    )
+    .unwrap();
+    assert_eq!(
+        graph.tensor("n:0").unwrap().shape().to_string(),
+        "[1,5,5,4]"
+    );
+    let graph = refusal_graph("Range", &["s5", "s0", "neg"], &[index()]).unwrap();
+    let counted = run1(&graph, &graph.tensor("n:0").unwrap());
+    assert_eq!(counted.to_vec::<i32>().unwrap(), [5, 4, 3, 2, 1]);
 }

@@ -118,6 +118,37 @@ fn pooling_windows_far_larger_than_the_image_pool_the_whole_image() {
 }
 
 #[test]
+fn explicit_pooling_padding_must_be_smaller_than_the_window() {
+    // A window that lies entirely in the padding has no maximum or mean: TensorFlow's
+    // pooling kernels refuse padding as large as the window, and so do both pools here.
+    let x = Tensor::ones([1, 1, 1, 1], DataType::Float, &cpu()).unwrap();
+    let pool = |pairs: Vec<(usize, usize)>| polytensor_core::Pool2dOptions {
+        window: [2, 2],
+        strides: [1, 1],
+        padding: Padding::Explicit(pairs),
+        format: polytensor_core::DataFormat::Nhwc,
+    };
+    for (pairs, side) in [
+        (vec![(3, 3), (3, 3)], "Top padding 3"),
+        (vec![(0, 2), (0, 0)], "Bottom padding 2"),
+        (vec![(1, 1), (2, 0)], "Left padding 2"),
+        (vec![(1, 1), (1, 5)], "Right padding 5"),
+    ] {
+        let needle = format!("{side} needs to be smaller than the window size 2");
+        for result in [
+            x.max_pool2d(&pool(pairs.clone())),
+            x.avg_pool2d(&pool(pairs.clone())),
+        ] {
+            let message = message(result);
+            assert!(message.contains(&needle), "{message}");
+        }
+    }
+    // Padding smaller than the window pools what each window covers.
+    let mean = x.avg_pool2d(&pool(vec![(1, 1), (1, 1)])).unwrap();
+    assert_eq!(mean.to_vec::<f32>().unwrap(), vec![1.0; 4]);
+}
+
+#[test]
 fn slices_with_extreme_values_are_errors_or_views() {
     let x = Tensor::arange(0i64, 20, 1, DataType::Float, &cpu())
         .unwrap()

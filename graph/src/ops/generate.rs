@@ -48,6 +48,7 @@ pub(crate) fn infer(op: Generate, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                     "random values of {dtype}: the op takes half, bfloat16, float and double"
                 )));
             }
+            cx.with_rank(0, 1)?;
             Ok(vec![(dtype, cx.shape_value(0)?)])
         }
     }
@@ -86,6 +87,9 @@ pub(crate) fn run(op: Generate, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
                 seed = fresh.hash_one(&cx.node.name) as i64;
                 seed2 = fresh.hash_one(seed) as i64;
             }
+            cx.require_rank(0, 1, |s| {
+                format!("shape must be a vector of {{int32,int64}}, got shape {s}")
+            })?;
             let dims: Vec<usize> = cx
                 .ints(0)?
                 .iter()

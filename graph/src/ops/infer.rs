@@ -4,7 +4,7 @@
 use polytensor_core::ops::{BinaryOp, ReduceOp};
 use polytensor_core::partial_shape::Dim;
 use polytensor_core::proto::{DecodeOptions, TensorProto};
-use polytensor_core::{DataType, PartialTensorShape, Result};
+use polytensor_core::{DataType, PartialTensorShape, Result, Scalar};
 
 use super::{InferCtx, Kind};
 use crate::attr::proto_shape;
@@ -158,27 +158,32 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             let [_, (dtype, _)] = cx.exactly(2)? else {
                 unreachable!()
             };
+            cx.with_rank(0, 1)?;
+            cx.with_rank(1, 0)?;
             one(*dtype, cx.shape_value(0)?)
         }
         Kind::Range => {
             let inputs = cx.exactly(3)?;
+            for bound in 0..3 {
+                cx.with_rank(bound, 0)?;
+            }
             let dtype = attrs.dtype_or("Tidx", inputs[0].0)?;
             let count = if dtype.is_integer() {
                 match (cx.const_ints(0), cx.const_ints(1), cx.const_ints(2)) {
                     (Some(s), Some(l), Some(d)) => match (&s[..], &l[..], &d[..]) {
-                        ([s], [l], [d]) if *d != 0 => {
+                        ([s], [l], [d]) => {
+                            range_direction([*s, *l, *d].map(Scalar::I64))
+                                .map_err(|e| cx.error(e))?;
                             // ceil((limit - start) / delta), in i128 so that no i64 overflows.
                             let (span, d) = (i128::from(*l) - i128::from(*s), i128::from(*d));
-                            usize::try_from((span + d - d.signum()) / d)
-                                .ok()
-                                .or(Some(0))
+                            usize::try_from((span + d - d.signum()) / d).ok()
                         }
                         _ => None,
                     },
                     _ => None,
                 }
             } else {
-                float_range_count(cx, dtype)
+                float_range_count(cx, dtype)?
             };
             one(dtype, known([count])?)
         }
@@ -249,22 +254,58 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
 /// The length of a float `Range` whose start, limit and delta are `Const` scalars, as
 /// TensorFlow's shape function computes it in the dtype itself:
 /// `ceil(|(limit - start) / delta|)` (0 where delta points away from the limit).
-fn float_range_count(cx: &InferCtx<'_>, dtype: DataType) -> Option<usize> {
+fn float_range_count(cx: &InferCtx<'_>, dtype: DataType) -> Result<Option<usize>> {
     let scalar = |i: usize| match cx.const_floats(i)?[..] {
         [v] => Some(v),
         _ => None,
     };
-    let (start, limit, delta) = (scalar(0)?, scalar(1)?, scalar(2)?);
+    let (Some(start), Some(limit), Some(delta)) = (scalar(0), scalar(1), scalar(2)) else {
+        return Ok(None);
+    };
+    let bounds = [start, limit, delta].map(Scalar::F64);
+    range_direction(bounds).map_err(|e| cx.error(e))?;
     let steps = match dtype {
         DataType::Float => f64::from((limit as f32 - start as f32) / delta as f32),
         _ => (limit - start) / delta,
     };
     if !steps.is_finite() {
-        return None;
+        return Ok(None);
     }
     // Float to integer `as` saturates: a count past usize::MAX stays unknown below.
     let count = steps.max(0.0).ceil();
-    (count < usize::MAX as f64).then_some(count as usize)
+    Ok((count < usize::MAX as f64).then_some(count as usize))
+}
+
+/// TensorFlow's `Range` rule, at import for constant bounds and when it runs: `delta` is
+/// not zero and points from `start` towards `limit` (`Err` is TensorFlow's message).
+pub(crate) fn range_direction([start, limit, delta]: [Scalar; 3]) -> Result<(), String> {
+    let show = |s: Scalar| match s {
+        Scalar::I64(v) => v.to_string(),
+        Scalar::U64(v) => v.to_string(),
+        other => other.to_f64().to_string(),
+    };
+    // Integers compare exactly, floats as f64 (a delta's sign is exact either way).
+    let at_most = |a: Scalar, b: Scalar| match (a, b) {
+        (Scalar::I64(a), Scalar::I64(b)) => a <= b,
+        _ => a.to_f64() <= b.to_f64(),
+    };
+    let step = delta.to_f64();
+    if step == 0.0 {
+        return Err("Requires delta != 0".into());
+    }
+    let (relation, ok) = if step > 0.0 {
+        ("start <= limit when delta > 0", at_most(start, limit))
+    } else {
+        ("start >= limit when delta < 0", at_most(limit, start))
+    };
+    if !ok {
+        return Err(format!(
+            "Requires {relation}: {}/{}",
+            show(start),
+            show(limit)
+        ));
+    }
+    Ok(())
 }
 
 /// A shape of known rank from its dims.
@@ -427,6 +468,7 @@ fn reshape(cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
     let [(dtype, input), _] = cx.exactly(2)? else {
         unreachable!()
     };
+    cx.with_rank(1, 1)?;
     let Some(target) = cx.const_ints(1) else {
         return Ok(vec![(*dtype, PartialTensorShape::unknown_rank())]);
     };

@@ -97,6 +97,21 @@ impl RunCtx<'_, '_> {
             .collect()
     }
 
+    /// `Err` with `message` (given input `i`'s shape, `[1,2]`) where input `i` is not of
+    /// rank `rank`: TensorFlow's kernels' check on shape inputs and scalar operands.
+    pub(crate) fn require_rank(
+        &self,
+        i: usize,
+        rank: usize,
+        message: impl FnOnce(String) -> String,
+    ) -> Result<()> {
+        let t = self.tensor(i)?;
+        if t.rank() != rank {
+            return Err(Error::invalid(message(t.shape().to_string())));
+        }
+        Ok(())
+    }
+
     fn zero(&self, dtype: DataType) -> Result<Tensor> {
         Tensor::zeros([0usize; 0], dtype, self.device)
     }
@@ -267,6 +282,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
             one(cx.tensor(0)?.reduce(op, &[axis], false)?.cast(out)?)
         }
         Kind::Reshape => {
+            cx.require_rank(1, 1, |s| format!("sizes input must be 1-D, not {s}"))?;
             let x = cx.tensor(0)?;
             one(x.reshape_infer(&cx.ints(1)?)?)
         }
@@ -308,6 +324,12 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
             one(Tensor::from_vec(dims, cx.device)?.cast(out)?)
         }
         Kind::Fill => {
+            cx.require_rank(0, 1, |s| {
+                format!("dims must represent a vector, got shape {s}")
+            })?;
+            cx.require_rank(1, 0, |s| {
+                format!("value must represent a scalar, got shape {s}")
+            })?;
             let dims: Vec<usize> = cx
                 .ints(0)?
                 .iter()
@@ -316,6 +338,9 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
             one(cx.tensor(1)?.broadcast_to(dims)?.contiguous()?)
         }
         Kind::Range => {
+            for (i, bound) in ["start", "limit", "delta"].into_iter().enumerate() {
+                cx.require_rank(i, 0, |s| format!("{bound} must be a scalar, not shape {s}"))?;
+            }
             let scalar = |i: usize| -> Result<Scalar> {
                 let values = cx.tensor(i)?.to_scalars()?;
                 values
@@ -325,13 +350,10 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
             };
             let dtype = cx.tensor(0)?.dtype();
             let out = cx.attrs().dtype_or("Tidx", dtype)?;
-            one(Tensor::arange(
-                scalar(0)?,
-                scalar(1)?,
-                scalar(2)?,
-                out,
-                cx.device,
-            )?)
+            let bounds = [scalar(0)?, scalar(1)?, scalar(2)?];
+            super::infer::range_direction(bounds).map_err(Error::invalid)?;
+            let [start, limit, delta] = bounds;
+            one(Tensor::arange(start, limit, delta, out, cx.device)?)
         }
         Kind::AddN => {
             let mut sum = cx.tensor(0)?.into_owned();

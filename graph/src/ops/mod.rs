@@ -517,6 +517,17 @@ impl<'a> InferCtx<'a> {
         }
     }
 
+    /// `Err` with TensorFlow's message where input `i`'s rank is known and not `rank` (a
+    /// shape input must be a vector, a bound a scalar).
+    pub(crate) fn with_rank(&self, i: usize, rank: usize) -> Result<()> {
+        match self.inputs.get(i).and_then(|(_, shape)| shape.rank()) {
+            Some(r) if r != rank => {
+                Err(self.error(format!("Shape must be rank {rank} but is rank {r}")))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// An error naming this node and its inputs.
     pub(crate) fn error(&self, what: impl std::fmt::Display) -> Error {
         let inputs: Vec<String> = self

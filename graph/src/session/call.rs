@@ -40,6 +40,30 @@ struct Body {
 }
 
 impl Body {
+    /// `Err` unless the function takes `args` and returns `rets` (where given), the dtypes
+    /// node `node` gives and declares (`T`, `Tin`, `Tout`).
+    fn check_types(&self, node: &str, args: &[DataType], rets: Option<&[DataType]>) -> Result<()> {
+        let graph = &self.session.graph;
+        let dtype = |&(node, index): &(usize, usize)| graph.nodes[node].outputs[index].0;
+        let given: Vec<DataType> = self.signature.feeds.iter().map(dtype).collect();
+        let returned: Vec<DataType> = self.signature.fetches.iter().map(dtype).collect();
+        let mut checks = vec![("takes", &given, args)];
+        if let Some(rets) = rets {
+            checks.push(("returns", &returned, rets));
+        }
+        for (what, function, declared) in checks {
+            if function[..] != declared[..] {
+                return Err(Error::invalid(format!(
+                    "Function '{}' {what} {}, but '{node}' declares {}",
+                    self.name,
+                    type_names(function),
+                    type_names(declared)
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Run the function on `args`, stopping where the caller's `stop` says.
     fn call(&self, args: Vec<Value>, stop: &Stop) -> Result<Vec<Value>> {
         stop.check()?;
@@ -84,10 +108,19 @@ impl Session {
             attrs: &node.attrs,
         };
         let values: Vec<Value> = inputs.iter().map(|&v| v.clone()).collect();
+        let input_types: Vec<DataType> = node
+            .inputs
+            .iter()
+            .map(|&(id, index)| self.graph.nodes[id].outputs[index].0)
+            .collect();
+        let output_types: Vec<DataType> = node.outputs.iter().map(|(dtype, _)| *dtype).collect();
         let outputs = match call {
             Call::While => {
                 let cond = self.function(attrs.function("cond")?, device)?;
                 let body = self.function(attrs.function("body")?, device)?;
+                // A condition returns one tensor of any dtype (read as TensorFlow's truth).
+                cond.check_types(&node.name, &input_types, None)?;
+                body.check_types(&node.name, &input_types, Some(&output_types))?;
                 let mut vars = values;
                 while truth(&cond.call(vars.clone(), stop)?, &cond.name)? {
                     let next = body.call(vars, stop)?;
@@ -112,12 +145,15 @@ impl Session {
                 } else {
                     "else_branch"
                 };
-                self.function(attrs.function(branch)?, device)?
-                    .call(args.to_vec(), stop)?
+                let function = self.function(attrs.function(branch)?, device)?;
+                function.check_types(&node.name, &input_types[1..], Some(&output_types))?;
+                function.call(args.to_vec(), stop)?
             }
-            Call::Function => self
-                .function(attrs.function("f")?, device)?
-                .call(values, stop)?,
+            Call::Function => {
+                let function = self.function(attrs.function("f")?, device)?;
+                function.check_types(&node.name, &input_types, Some(&output_types))?;
+                function.call(values, stop)?
+            }
         };
         if outputs.len() != node.outputs.len() {
             return Err(Error::invalid(format!(
@@ -198,4 +234,13 @@ pub(super) fn to_bool(t: &Tensor) -> Result<bool> {
         Scalar::F64(v) => v != 0.0,
         Scalar::C64(v) => v.re != 0.0 || v.im != 0.0,
     })
+}
+
+/// Dtypes as TensorFlow lists them: `[int32, float]`.
+fn type_names(types: &[DataType]) -> String {
+    let names: Vec<&str> = types
+        .iter()
+        .map(|&t| crate::ops::cpp_dtype_name(t))
+        .collect();
+    format!("[{}]", names.join(", "))
 }

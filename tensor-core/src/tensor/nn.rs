@@ -368,6 +368,7 @@ impl Tensor {
 
     /// TensorFlow's `MaxPool`: the largest element of each window (padding never wins).
     pub fn max_pool2d(&self, options: &Pool2dOptions) -> Result<Tensor> {
+        check_pool_padding(options)?;
         let x = self.to_nhwc(options.format, "MaxPool")?;
         if let Some(y) = x.direct_window(None, pool_windows(options), &options.padding, true)? {
             return y.into_format(options.format);
@@ -388,6 +389,7 @@ impl Tensor {
                 self.dtype
             )));
         }
+        check_pool_padding(options)?;
         let x = self.to_nhwc(options.format, "AvgPool")?;
         let spans = pool_windows(options);
         if let Some(y) = x.direct_window(None, spans, &options.padding, false)? {
@@ -587,4 +589,25 @@ fn spatial_windows(size: [usize; 2], strides: [usize; 2], dilations: [usize; 2])
 /// The two spatial windows of a pooling op.
 fn pool_windows(options: &Pool2dOptions) -> [Window; 2] {
     spatial_windows(options.window, options.strides, [1, 1])
+}
+
+/// TensorFlow's pooling kernels' rule for explicit padding: each side's padding is smaller
+/// than the window, so that no window lies entirely in the padding (whose maximum or mean
+/// would be of nothing).
+fn check_pool_padding(options: &Pool2dOptions) -> Result<()> {
+    let Padding::Explicit(pairs) = &options.padding else {
+        return Ok(());
+    };
+    let sides = [("Top", "Bottom"), ("Left", "Right")];
+    for ((&(before, after), (first, second)), &size) in pairs.iter().zip(sides).zip(&options.window)
+    {
+        for (side, pad) in [(first, before), (second, after)] {
+            if pad >= size {
+                return Err(Error::invalid(format!(
+                    "{side} padding {pad} needs to be smaller than the window size {size}"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
