@@ -183,13 +183,12 @@ impl Output {
 
 impl fmt::Display for Output {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Tensor(\"{}\", shape={}, dtype={}",
-            self.name(),
-            python_shape(&self.shape),
-            self.dtype.name()
-        )?;
+        // TensorFlow leaves the shape out where even the rank is unknown.
+        write!(f, "Tensor(\"{}\", ", self.name())?;
+        if self.shape.rank().is_some() {
+            write!(f, "shape={}, ", python_shape(&self.shape))?;
+        }
+        write!(f, "dtype={}", self.dtype.name())?;
         if !self.device.is_empty() {
             write!(f, ", device={}", self.device)?;
         }

@@ -28,6 +28,7 @@ pub use ops::op_types;
 pub use placer::DeviceSpec;
 pub use session::{
     CancellationManager, PlacedOp, Placement, RunOptions, Session, SessionOptions, Transfer,
+    PLAN_CACHE_CAPACITY,
 };
 pub use sparse::{Endpoint, SessionValue, SparseOutput};
 

@@ -22,12 +22,15 @@ mod call;
 mod dataflow;
 mod placement;
 mod plan;
+mod plan_cache;
 mod stop;
 
 pub use placement::{PlacedOp, Placement, Transfer};
 pub(crate) use plan::{Plan, Source, Step};
 use stop::Stop;
+pub use plan_cache::PLAN_CACHE_CAPACITY;
 pub use stop::{CancellationManager, RunOptions};
+use plan_cache::PlanCache;
 
 /// TensorFlow's `Session` over a snapshot of a graph and a set of devices: each operation
 /// runs on the device its `device` field asks for, with TensorFlow's soft placement and
@@ -58,7 +61,9 @@ pub struct Session {
     /// concurrent runs see each assignment whole. The sessions of the functions it calls
     /// share them.
     variables: Arc<Mutex<Variables>>,
-    plans: Mutex<HashMap<Signature, Arc<Plan>>>,
+    /// The plans of the signatures run, the least recently used dropped past
+    /// [`PLAN_CACHE_CAPACITY`].
+    plans: Mutex<PlanCache>,
     /// `Const` values already on their device, by node: decoded once, as TensorFlow's
     /// `Const` kernel holds its tensor.
     constants: Vec<OnceLock<Tensor>>,
@@ -160,7 +165,7 @@ impl Session {
             operation_timeout: None,
             placement: Mutex::new(None),
             variables,
-            plans: Mutex::new(HashMap::new()),
+            plans: Mutex::new(PlanCache::new(PLAN_CACHE_CAPACITY)),
             constants: (0..graph.len()).map(|_| OnceLock::new()).collect(),
             fed_copies: Mutex::new(BTreeSet::new()),
             functions: call::Functions::default(),
@@ -207,7 +212,8 @@ impl Session {
     }
 
     /// How many execution plans the session has cached (one per distinct signature of
-    /// feeds, fetches and targets).
+    /// feeds, fetches and targets run, at most [`PLAN_CACHE_CAPACITY`]: past it the plan
+    /// used least recently is dropped).
     pub fn cached_plans(&self) -> usize {
         locked(&self.plans).len()
     }
@@ -283,7 +289,7 @@ impl Session {
         fed: &[Value],
         stop: &Stop,
     ) -> Result<Vec<Value>> {
-        let cached = locked(&self.plans).get(&signature).cloned();
+        let cached = locked(&self.plans).get(&signature);
         let plan = match cached {
             Some(plan) => plan,
             None => {

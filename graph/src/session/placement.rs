@@ -83,7 +83,7 @@ impl Session {
             .collect();
         // The edges the plans cross, and the feeds the runs copied: by tensor, then device.
         let mut edges: BTreeSet<(usize, usize, usize, String)> = locked(&self.plans)
-            .values()
+            .plans()
             .flat_map(|plan| plan.transfers.iter())
             .map(|&(node, index, to)| (node, index, to, device(placed[node])))
             .collect();
