@@ -2,8 +2,8 @@
 //! in `target/tf-venv`): `tf.compat.v1.sparse_placeholder`s feeding
 //! `SparseTensorDenseMatMul` (plain, with `adjoint_b`, and under a `Relu`),
 //! `SparseReduceSum` and `SparseReduceSumSparse`, `SparseReorder` into `SparseToDense`,
-//! `SparseTensorDenseAdd`, `SparseAdd` and `SparseSegmentSum`. It is imported and run on
-//! every device present, each sparse placeholder fed one `SparseTensor` and each sparse
+//! `SparseTensorDenseAdd`, `SparseAdd` and `SparseSegmentSum`. It is imported (every sparse
+//! op's outputs with the static shapes TensorFlow gives them) and run on every device present, each sparse placeholder fed one `SparseTensor` and each sparse
 //! result fetched as one, and every value must be TensorFlow's.
 //!
 //! Without TensorFlow the test says why and skips, unless `POLYTENSOR_REQUIRE_TENSORFLOW`
@@ -63,6 +63,13 @@ fn a_tensorflow_graph_with_sparse_placeholders_runs_on_every_device() {
         .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
         .collect();
     let graph = Graph::from_graph_def_bytes(&bytes).unwrap();
+    // Every sparse op's outputs have the static shapes TensorFlow gives them.
+    for (name, want) in answers["static_shapes"].as_object().unwrap() {
+        let tensor = graph.tensor(name).unwrap();
+        let got = tensor.shape().dims().map(|dims| dims.to_vec());
+        let want: Option<Vec<Option<usize>>> = serde_json::from_value(want.clone()).unwrap();
+        assert_eq!(got, want, "the static shape of {name}");
+    }
     let ids = endpoint(&graph, &answers["placeholders"]["ids"]);
     let b = endpoint(&graph, &answers["placeholders"]["b"]);
     assert_eq!(ids.dtype(), DataType::Float);

@@ -2,8 +2,10 @@
 `tf.compat.v1.sparse_placeholder` feeding SparseTensorDenseMatMul (plain and with
 adjoints), SparseReduceSum(Sparse), SparseToDense, SparseReorder, SparseAdd and
 SparseSegmentSum, written by TensorFlow as a GraphDef and run by TensorFlow in a
-`tf.compat.v1.Session` on the feeds below. Prints one JSON document: the GraphDef (hex), the
-placeholders' names, the feeds, and each fetch's name and TensorFlow's value."""
+`tf.compat.v1.Session` on the feeds below, with more sparse ops built for their static shapes.
+Prints one JSON document: the GraphDef (hex), the static shape TensorFlow gives each sparse
+op's outputs, the placeholders' names, the feeds, and each fetch's name and TensorFlow's
+value."""
 
 import json
 
@@ -31,6 +33,37 @@ with graph.as_default():
     }
     reduced = tf.sparse.reduce_sum(sp, axis=0, output_is_sparse=True)
     added = tf.sparse.add(tf.sparse.reorder(sp), tf.sparse.reorder(sp_b))
+    # Built for their static shapes only (compared, not run): index matrices of known
+    # rank, counts from constants.
+    known_i = tf.compat.v1.placeholder(tf.int64, (3, 2), name="known_indices")
+    known_v = tf.compat.v1.placeholder(tf.float32, (3,), name="known_values")
+    shape_ph = tf.compat.v1.placeholder(tf.int64, (2,), name="shape_vector")
+    shape_c = tf.constant([4, 6], tf.int64, name="shape_constant")
+    raw = tf.raw_ops
+    for i, v in [(known_i, known_v), (sp.indices, sp.values)]:
+        raw.SparseAdd(a_indices=i, a_values=v, a_shape=shape_ph, b_indices=i, b_values=v,
+                      b_shape=shape_ph, thresh=0.0)
+        raw.SparseReorder(input_indices=i, input_values=v, input_shape=shape_ph)
+        raw.SparseReshape(input_indices=i, input_shape=shape_ph,
+                          new_shape=tf.constant([24, 1, 1], tf.int64))
+        raw.SparseSlice(indices=i, values=v, shape=shape_ph, start=tf.constant([0, 0], tf.int64),
+                        size=tf.constant([2, 2], tf.int64))
+        for dense_shape in (shape_c, shape_ph):
+            raw.SparseFillEmptyRows(indices=i, values=v, dense_shape=dense_shape,
+                                    default_value=0.0)
+            raw.SparseTensorDenseMatMul(a_indices=i, a_values=v, a_shape=dense_shape,
+                                        b=weights)
+        raw.SparseTensorDenseMatMul(a_indices=i, a_values=v, a_shape=shape_c,
+                                    b=tf.zeros((5, 4)), adjoint_a=True, adjoint_b=True)
+        raw.SparseReduceSumSparse(input_indices=i, input_values=v, input_shape=shape_ph,
+                                  reduction_axes=[0])
+    raw.SparseSegmentSumWithNumSegments(data=weights, indices=[0, 1], segment_ids=[0, 0],
+                                        num_segments=5)
+    raw.SparseSegmentMean(data=weights, indices=[0, 1], segment_ids=[0, 0])
+    raw.SparseToDense(sparse_indices=known_i, output_shape=shape_c, sparse_values=known_v,
+                      default_value=0.0)
+    raw.SparseToDense(sparse_indices=known_i, output_shape=shape_ph, sparse_values=known_v,
+                      default_value=0.0)
 
 indices = [[3, 1], [0, 0], [0, 5], [2, 2], [3, 4]]
 values = [1.5, -2.0, 0.5, 4.0, 3.0]
@@ -57,7 +90,13 @@ def sparse_value(v):
             "values": np.asarray(v.values).tolist(), "shape": np.asarray(v.dense_shape).tolist()}
 
 
+def static_shape(t):
+    return None if t.shape.rank is None else t.shape.as_list()
+
+
 print(json.dumps({
+    "static_shapes": {t.name: static_shape(t) for op in graph.get_operations()
+                      for t in op.outputs if op.type.startswith("Sparse")},
     "graph_def": graph.as_graph_def().SerializeToString().hex(),
     "placeholders": {"ids": sparse_names(sp), "b": sparse_names(sp_b), "dense": dense.name},
     "feeds": feeds_json,

@@ -145,58 +145,86 @@ pub(crate) fn output_args(op: Sparse) -> Option<&'static [&'static str]> {
     }
 }
 
-/// The static outputs of `op`: dtypes, with the ranks that follow from the inputs.
+/// The static outputs of `op` as TensorFlow's shape functions give them: dtypes, and the
+/// dims that follow from the inputs' static shapes and constant values (an index matrix is
+/// `(None, rank)` where the rank is known).
 pub(crate) fn infer(op: Sparse, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
     let inputs = cx.exactly(op.arity())?;
     let unknown = PartialTensorShape::unknown_rank;
-    let vector = || PartialTensorShape::new(&[None]);
-    let matrix = || PartialTensorShape::new(&[None, None]);
+    let shape = |dims: &[Option<usize>]| PartialTensorShape::new(dims);
+    // Dim `d` of input `i`'s static shape, where known.
+    let dim = |i: usize, d: usize| -> Option<usize> {
+        inputs[i].1.dims().and_then(|dims| dims.get(d).copied().flatten())
+    };
+    // Entry `k` of constant input `i`, where it is a non-negative constant.
+    let entry = |i: usize, k: usize| -> Option<usize> {
+        cx.const_ints(i)
+            .and_then(|v| v.get(k).copied())
+            .and_then(|v| usize::try_from(v).ok())
+    };
     let int64 = DataType::Int64;
     Ok(match op {
         Sparse::ToDense => {
-            let rank = cx.const_ints(1).map(|dims| dims.len());
-            let shape = match cx.const_ints(1) {
-                Some(dims) => PartialTensorShape::new(
-                    &dims
-                        .iter()
-                        .map(|&d| usize::try_from(d).ok())
-                        .collect::<Vec<_>>(),
-                )?,
-                None => rank.map_or_else(
-                    || Ok(unknown()),
-                    |r| PartialTensorShape::new(&vec![None; r]),
-                )?,
+            let out = match cx.const_ints(1) {
+                Some(dims) => {
+                    shape(&dims.iter().map(|&d| usize::try_from(d).ok()).collect::<Vec<_>>())?
+                }
+                None => dim(1, 0).map_or_else(|| Ok(unknown()), |r| shape(&vec![None; r]))?,
             };
-            vec![(inputs[2].0, shape)]
+            vec![(inputs[2].0, out)]
         }
-        Sparse::DenseMatMul => vec![(inputs[1].0, matrix()?)],
+        Sparse::DenseMatMul => {
+            let attrs = cx.attrs();
+            let (adjoint_a, adjoint_b) = (
+                attrs.bool_or("adjoint_a", false)?,
+                attrs.bool_or("adjoint_b", false)?,
+            );
+            let rows = entry(2, usize::from(adjoint_a));
+            let columns = dim(3, usize::from(!adjoint_b));
+            vec![(inputs[1].0, shape(&[rows, columns])?)]
+        }
         Sparse::Reduce(_, false) => vec![(inputs[1].0, unknown())],
-        Sparse::Reduce(_, true) | Sparse::Add | Sparse::Slice => {
+        Sparse::Reduce(_, true) => vec![
+            (int64, unknown()),
+            (inputs[1].0, unknown()),
+            (int64, unknown()),
+        ],
+        Sparse::Add | Sparse::Slice => {
+            let rank = dim(2, 0);
             vec![
-                (int64, matrix()?),
-                (inputs[1].0, vector()?),
-                (int64, vector()?),
+                (int64, shape(&[None, rank])?),
+                (inputs[1].0, shape(&[None])?),
+                (int64, shape(&[rank])?),
             ]
         }
         Sparse::DenseAdd => vec![(inputs[3].0, inputs[3].1.clone())],
-        Sparse::Reorder => vec![(int64, matrix()?), (inputs[1].0, vector()?)],
-        Sparse::Reshape => vec![(int64, matrix()?), (int64, vector()?)],
-        Sparse::Segment(..) => {
-            let shape = match inputs[0].1.dims() {
+        Sparse::Reorder => vec![
+            (int64, shape(&[dim(0, 0).or(dim(1, 0)), dim(0, 1)])?),
+            (inputs[1].0, shape(&[dim(1, 0).or(dim(0, 0))])?),
+        ],
+        Sparse::Reshape => {
+            let rank = dim(2, 0);
+            vec![
+                (int64, shape(&[dim(0, 0), rank])?),
+                (int64, shape(&[rank])?),
+            ]
+        }
+        Sparse::Segment(_, counted) => {
+            let out = match inputs[0].1.dims() {
                 Some(dims) if !dims.is_empty() => {
                     let mut out = dims.to_vec();
-                    out[0] = None;
-                    PartialTensorShape::new(&out)?
+                    out[0] = if counted { entry(3, 0) } else { None };
+                    shape(&out)?
                 }
                 _ => unknown(),
             };
-            vec![(inputs[0].0, shape)]
+            vec![(inputs[0].0, out)]
         }
         Sparse::FillEmptyRows => vec![
-            (int64, matrix()?),
-            (inputs[1].0, vector()?),
-            (DataType::Bool, vector()?),
-            (int64, vector()?),
+            (int64, shape(&[None, dim(0, 1).or(dim(2, 0))])?),
+            (inputs[1].0, shape(&[None])?),
+            (DataType::Bool, shape(&[entry(2, 0)])?),
+            (int64, shape(&[dim(0, 0).or(dim(1, 0))])?),
         ],
     })
 }
