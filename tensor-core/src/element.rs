@@ -43,6 +43,77 @@ impl Scalar {
     }
 }
 
+impl Scalar {
+    /// `Err` unless `dtype` holds this value (rounding a float to a float dtype is fine):
+    /// a fraction, a NaN or infinity, or a value out of range is refused for an integer
+    /// dtype, anything but 0 and 1 for bool, an imaginary part for a real dtype. TensorFlow
+    /// refuses these where a constant operand (`Pad`'s value, `SparseToDense`'s default) is
+    /// converted to the tensor's dtype; polytensor does not silently truncate them.
+    ///
+    /// ```
+    /// use polytensor_core::{DataType, Scalar};
+    /// assert!(Scalar::F64(2.0).check_representable(DataType::Int32).is_ok());
+    /// let error = Scalar::F64(1.5).check_representable(DataType::Int32).unwrap_err();
+    /// assert!(error.to_string().contains("Expected int32, but got 1.5"));
+    /// ```
+    pub fn check_representable(self, dtype: DataType) -> crate::error::Result<()> {
+        let (value, imaginary) = match self {
+            Scalar::Bool(b) => (f64::from(u8::from(b)), 0.0),
+            Scalar::C64(c) => (c.re, c.im),
+            _ => (self.to_f64(), 0.0),
+        };
+        let integer_range = |dtype: DataType| -> Option<(i128, i128)> {
+            use DataType::*;
+            Some(match dtype {
+                Bool => (0, 1),
+                Int8 | QInt8 => (i8::MIN.into(), i8::MAX.into()),
+                Int16 | QInt16 => (i16::MIN.into(), i16::MAX.into()),
+                Int32 | QInt32 => (i32::MIN.into(), i32::MAX.into()),
+                Int64 => (i64::MIN.into(), i64::MAX.into()),
+                UInt8 | QUInt8 => (0, u8::MAX.into()),
+                UInt16 | QUInt16 => (0, u16::MAX.into()),
+                UInt32 => (0, u32::MAX.into()),
+                UInt64 => (0, u64::MAX.into()),
+                other => {
+                    let (low, high) = other.byte_range()?;
+                    (low.into(), high.into())
+                }
+            })
+        };
+        let exact = |v: Scalar| -> Option<i128> {
+            match v {
+                Scalar::Bool(b) => Some(i128::from(b)),
+                Scalar::I64(v) => Some(v.into()),
+                Scalar::U64(v) => Some(v.into()),
+                _ if value.is_finite() && value.fract() == 0.0 && imaginary == 0.0 => {
+                    // Integral and finite; beyond i128 it is out of every range below.
+                    (value.abs() < 1e38).then_some(value as i128)
+                }
+                _ => None,
+            }
+        };
+        let fits = match integer_range(dtype) {
+            Some((low, high)) => exact(self).is_some_and(|v| (low..=high).contains(&v)),
+            None => dtype.is_complex() || imaginary == 0.0,
+        };
+        if fits {
+            return Ok(());
+        }
+        let shown = match self {
+            Scalar::C64(c) => format!("({}+{}j)", c.re, c.im),
+            Scalar::Bool(b) => b.to_string(),
+            Scalar::I64(v) => v.to_string(),
+            Scalar::U64(v) => v.to_string(),
+            Scalar::F64(v) => v.to_string(),
+        };
+        Err(crate::error::Error::invalid(format!(
+            "Expected {}, but got {shown}, which {} cannot hold",
+            dtype.name(),
+            dtype.name()
+        )))
+    }
+}
+
 impl From<f64> for Scalar {
     fn from(v: f64) -> Self {
         Scalar::F64(v)

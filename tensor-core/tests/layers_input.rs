@@ -198,6 +198,19 @@ fn joins_pads_and_gathers_check_their_operands() {
     assert!(message(Tensor::stack(&[&a, &zeros(&[3, 2])], 0)).contains("must match"));
     assert!(a.pad(&[(1, 1)], 0.0f32).is_err());
     assert!(a.pad(&[(usize::MAX, 1), (0, 0)], 0.0f32).is_err());
+    // A pad value the dtype cannot hold is refused, not truncated (1.5 became 1).
+    let ints = Tensor::from_slice(&[1i32, 2], [2], &cpu()).unwrap();
+    assert!(message(ints.pad(&[(1, 1)], 1.5f32)).contains("Expected int32, but got 1.5"));
+    assert!(message(ints.pad(&[(1, 1)], 1i64 << 33)).contains("Expected int32"));
+    let bytes = Tensor::from_slice(&[1u8], [1], &cpu()).unwrap();
+    assert!(message(bytes.pad(&[(1, 0)], -1i64)).contains("Expected uint8"));
+    assert_eq!(
+        ints.pad(&[(1, 1)], 7.0f32)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap(),
+        [7, 1, 2, 7]
+    );
     assert!(a
         .mirror_pad(&[(2, 0), (0, 0)], polytensor_core::MirrorMode::Reflect)
         .is_err());

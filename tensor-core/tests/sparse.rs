@@ -74,6 +74,29 @@ fn indices_are_validated_with_tensorflows_messages() {
     );
     assert_eq!(sorted.values().to_vec::<i32>().unwrap(), vec![2, 1, 3]);
     assert!(message(outside.reorder()).contains("out of bounds"));
+    // Sparse + sparse refuses an index outside the shape on either side (TensorFlow's
+    // kernel would merge it into the sum).
+    let inside = make(&[0, 0, 1, 0, 2, 0]);
+    for sum in [outside.add(&inside, 0.0), inside.add(&outside, 0.0)] {
+        assert!(message(sum).contains("indices[1] = [1,4] is out of bounds"));
+    }
+    // A default the values' dtype cannot hold is refused, not truncated.
+    for default in [
+        Scalar::F64(0.5),
+        Scalar::I64(1 << 40),
+        Scalar::F64(f64::NAN),
+    ] {
+        let refused = message(inside.to_dense(Some(default)));
+        assert!(refused.contains("Expected int32, but got"), "{refused}");
+        assert!(message(
+            inside
+                .fill_empty_rows(default)
+                .map(|(s, _)| s.values().clone())
+        )
+        .contains("Expected int32"));
+    }
+    let dense = inside.to_dense(Some(Scalar::F64(-2.0))).unwrap();
+    assert_eq!(dense.to_vec::<i32>().unwrap()[1], -2);
 }
 
 #[test]

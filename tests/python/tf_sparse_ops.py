@@ -125,7 +125,10 @@ case("matmul", "m_out_of_bounds", {"a": sparse_json(bad), "b": dense_json(tf.one
 r3 = sparse([[1, 2, 0], [0, 0, 1], [1, 2, 0], [0, 3, 1], [1, 0, 1]], [1.0, -2.0, 4.0, 0.5, -3.0], [2, 4, 2])
 nan = sparse([[0, 0], [0, 1], [1, 0], [1, 1]], [float("nan"), 1.0, 1.0, float("nan")], [2, 2])
 ints = sparse([[0, 1], [2, 0], [2, 2]], [5, -7, 3], [3, 3], "int32")
-for label, sp in (("rank3", r3), ("nan", nan), ("ints", ints), ("empty", empty)):
+# Negative values and an empty row: TensorFlow gives an empty row 0, not the lowest value.
+negative = sparse([[0, 0], [0, 1]], [-1.0, -4.0], [2, 2])
+for label, sp in (("rank3", r3), ("nan", nan), ("ints", ints), ("empty", empty),
+                  ("negative", negative)):
     for axes in ([0], [1], [-1], [0, 1], [1, 1]):
         for keep in (False, True):
             for reduce in ("sum", "max"):

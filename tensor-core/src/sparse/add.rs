@@ -3,7 +3,7 @@
 //! indices; the values are summed on their device, in TensorFlow's order.
 
 use super::segments::{gather, SegmentList};
-use super::SparseTensor;
+use super::{IndexOrder, SparseTensor};
 use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::plan::segment::SegmentOp;
@@ -13,7 +13,8 @@ impl SparseTensor {
     /// `self + other` (`SparseAdd`), both in canonical order with the same dense shape: an
     /// index in both holds the sum of their values, kept only where `thresh <= |sum|`
     /// (TensorFlow's rule, which drops a NaN sum, and with `thresh = 0` nothing else); an
-    /// index in one holds its value. The result is in canonical order.
+    /// index in one holds its value. The result is in canonical order. An index outside the
+    /// dense shape is an `Err` (`indices[i] = [..] is out of bounds: ...`).
     pub fn add(&self, other: &SparseTensor, thresh: f64) -> Result<SparseTensor> {
         self.check_same_shape(other)?;
         if self.dtype() != other.dtype() {
@@ -28,6 +29,10 @@ impl SparseTensor {
             self.indices.to_vec::<i64>()?,
             other.indices.to_vec::<i64>()?,
         );
+        // TensorFlow's kernel merges indices outside the shape into the result; here they
+        // are refused, as every other sparse kernel refuses them (ARCHITECTURE.md).
+        self.check_indices(&a, IndexOrder::Any)?;
+        other.check_indices(&b, IndexOrder::Any)?;
         let (na, nb) = (self.nnz(), other.nnz());
         let a_row = |i: usize| &a[i * rank..(i + 1) * rank];
         let b_row = |j: usize| &b[j * rank..(j + 1) * rank];

@@ -14,7 +14,8 @@ impl SparseTensor {
     /// The dense tensor: each stored value at its index, `default` elsewhere (`None`:
     /// TensorFlow's default, zero or the empty string). The indices must be canonical (in
     /// row-major order, none repeated), as `tf.sparse.to_dense` with `validate_indices`
-    /// requires; [`reorder`](Self::reorder) first where they are not.
+    /// requires; [`reorder`](Self::reorder) first where they are not. A default the dtype
+    /// cannot hold (0.5 for int32) is an `Err`.
     pub fn to_dense(&self, default: Option<Scalar>) -> Result<Tensor> {
         self.scatter(default, IndexOrder::Canonical)
     }
@@ -33,6 +34,9 @@ impl SparseTensor {
         self.check_indices(&indices, order)?;
         let cells = self.flat_offsets(&indices);
         let fill = default.unwrap_or(Scalar::I64(0));
+        if self.dtype() != DataType::String {
+            fill.check_representable(self.dtype())?;
+        }
         if self.dtype() == DataType::String {
             if default.is_some() {
                 return Err(Error::invalid(

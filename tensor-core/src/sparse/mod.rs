@@ -214,7 +214,7 @@ impl SparseTensor {
     }
 
     /// [`validate`](Self::validate) of `indices`, the index rows read on the host.
-    fn check_indices(&self, indices: &[i64], order: IndexOrder) -> Result<()> {
+    pub(crate) fn check_indices(&self, indices: &[i64], order: IndexOrder) -> Result<()> {
         let rank = self.rank();
         let dims: Vec<i64> = self.shape.iter().map(|d| d as i64).collect();
         let rows = |i: usize| &indices[i * rank..(i + 1) * rank];

@@ -137,6 +137,9 @@ impl SparseTensor {
                 "SparseFillEmptyRows needs a SparseTensor of rank 1 or more",
             ));
         }
+        if self.dtype() != crate::dtype::DataType::String {
+            default.check_representable(self.dtype())?;
+        }
         let indices = self.indices.to_vec::<i64>()?;
         self.check_indices(&indices, IndexOrder::Any)?;
         let rows = self.shape.dim_size(0);

@@ -366,11 +366,13 @@ impl Tensor {
     }
 
     /// Pad each dim by `paddings[i] = (before, after)` elements of `value` (TensorFlow's
-    /// `Pad` and `PadV2`).
+    /// `Pad` and `PadV2`). A value the dtype cannot hold (1.5 for int32) is an `Err`
+    /// ([`Scalar::check_representable`]).
     pub fn pad(&self, paddings: &[(usize, usize)], value: impl Into<Scalar>) -> Result<Tensor> {
         self.check_padding("pad", paddings)?;
         self.device().check_supports(Op::Fill, self.dtype)?;
         let value = value.into();
+        value.check_representable(self.dtype)?;
         let mut padded = self.clone();
         for (axis, &(before, after)) in paddings.iter().enumerate() {
             if before == 0 && after == 0 {
