@@ -105,6 +105,11 @@ impl Graph {
                 )));
             }
         }
+        for node in &def.node {
+            check_colocations(node, |name| {
+                index.contains_key(name) || self.node_index(name).is_some()
+            })?;
+        }
         let parsed: Vec<Vec<Input>> = def
             .node
             .iter()
@@ -470,6 +475,26 @@ fn check_merge_count(node: &NodeDef) -> Result<()> {
             expected.join(", "),
             node.name
         )));
+    }
+    Ok(())
+}
+
+/// Every `loc:@name` of a node's `_class` names a node (`known`), as TensorFlow's importer
+/// requires, with its message.
+fn check_colocations(node: &NodeDef, known: impl Fn(&str) -> bool) -> Result<()> {
+    let Some(AttrKind::List(list)) = node.attr.get("_class").and_then(|v| v.value.as_ref()) else {
+        return Ok(());
+    };
+    for class in &list.s {
+        if let Some(name) = class.strip_prefix(b"loc:@") {
+            let name = String::from_utf8_lossy(name);
+            if !known(&name) {
+                return Err(Error::invalid(format!(
+                    "Node '{}' expects to be colocated with unknown node '{name}'",
+                    node.name
+                )));
+            }
+        }
     }
     Ok(())
 }

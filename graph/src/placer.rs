@@ -147,6 +147,19 @@ impl Groups {
             self.0[a.max(b)] = a.min(b);
         }
     }
+
+    /// The groups' members, each group in node order, groups of several nodes and single
+    /// nodes alike.
+    fn members(mut self) -> Vec<Vec<usize>> {
+        let count = self.0.len();
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); count];
+        for n in 0..count {
+            let root = self.root(n);
+            members[root].push(n);
+        }
+        members.retain(|m| !m.is_empty());
+        members
+    }
 }
 
 /// A node's `_class` attribute: TensorFlow writes a list of strings; a single string is
@@ -163,8 +176,8 @@ fn classes(node: &Node) -> Result<Vec<String>> {
 }
 
 /// The colocation groups of `graph`: `_class` attributes (`loc:@name` of a node the graph
-/// has) and variable edges.
-fn colocation(graph: &Graph) -> Result<Groups> {
+/// has) and, with `variables`, variable edges.
+fn colocation(graph: &Graph, variables: bool) -> Result<Groups> {
     let mut groups = Groups((0..graph.nodes.len()).collect());
     for (n, node) in graph.nodes.iter().enumerate() {
         for class in classes(node)? {
@@ -172,8 +185,9 @@ fn colocation(graph: &Graph) -> Result<Groups> {
                 let Some(other) = class.strip_prefix("loc:@") else {
                     continue;
                 };
-                // A colocation with a node the graph lacks is not honoured (it is kept and
-                // written back; TensorFlow's Python importer refuses it).
+                // A colocation with a node the graph lacks is refused when a GraphDef is
+                // imported, as TensorFlow's importer refuses it; one a builder made is not
+                // honoured (it is kept and written back).
                 let Some(target) = graph.node_index(other) else {
                     continue;
                 };
@@ -182,7 +196,7 @@ fn colocation(graph: &Graph) -> Result<Groups> {
         }
         // Resource and reference edges colocate, as TensorFlow's: a variable op goes with
         // its variable (its first input).
-        if node.kind.acts_on_variable() {
+        if variables && node.kind.acts_on_variable() {
             if let Some(&(variable, _)) = node.inputs.first() {
                 groups.join(n, variable);
             }
@@ -196,15 +210,17 @@ fn colocation(graph: &Graph) -> Result<Groups> {
 /// placement. A node no device can run goes to the
 /// default device, whose kernel reports the error when it runs.
 pub(crate) fn place(graph: &Graph, devices: &[Arc<dyn Device>], soft: bool) -> Result<Vec<usize>> {
-    let mut groups = colocation(graph)?;
     let count = graph.nodes.len();
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); count];
-    for n in 0..count {
-        let root = groups.root(n);
-        members[root].push(n);
+    if !soft {
+        // The groups `_class` makes must not pin two devices (a variable's ops follow it,
+        // whatever they ask for).
+        for group in colocation(graph, false)?.members() {
+            check_group_requests(graph, &group)?;
+        }
     }
+    let members = colocation(graph, true)?.members();
     let mut placement = vec![0; count];
-    for group in members.iter().filter(|m| !m.is_empty()) {
+    for group in &members {
         let fits = |d: usize| {
             group
                 .iter()
@@ -233,6 +249,41 @@ pub(crate) fn place(graph: &Graph, devices: &[Arc<dyn Device>], soft: bool) -> R
         }
     }
     Ok(placement)
+}
+
+/// Without soft placement, the device requests of a colocation group must agree (one may
+/// leave open what another names): TensorFlow's error for two that cannot merge.
+fn check_group_requests(graph: &Graph, group: &[usize]) -> Result<()> {
+    let mut merged: Option<(&Node, DeviceSpec)> = None;
+    for &n in group {
+        let node = &graph.nodes[n];
+        if node.device.is_empty() {
+            continue;
+        }
+        let spec = DeviceSpec::parse(&node.device).map_err(|e| in_node(e, node))?;
+        let Some((first, so_far)) = merged.take() else {
+            merged = Some((node, spec));
+            continue;
+        };
+        let clash = match (&so_far.kind, &spec.kind, so_far.index, spec.index) {
+            (Some(a), Some(b), _, _) if a != b => Some("types"),
+            (_, _, Some(a), Some(b)) if a != b => Some("ids"),
+            _ => None,
+        };
+        if let Some(what) = clash {
+            return Err(Error::invalid(format!(
+                "Cannot colocate nodes {{{{colocation_node {}}}}} and {{{{colocation_node {}}}}}: \
+                 Cannot merge devices with incompatible {what}: '{}' and '{}'",
+                first.name, node.name, first.device, node.device
+            )));
+        }
+        let spec = DeviceSpec {
+            kind: so_far.kind.or(spec.kind),
+            index: so_far.index.or(spec.index),
+        };
+        merged = Some((first, spec));
+    }
+    Ok(())
 }
 
 /// The session's device names, comma-separated.

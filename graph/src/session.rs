@@ -27,10 +27,10 @@ mod stop;
 
 pub use placement::{PlacedOp, Placement, Transfer};
 pub(crate) use plan::{Plan, Source, Step};
-use stop::Stop;
-pub use plan_cache::PLAN_CACHE_CAPACITY;
-pub use stop::{CancellationManager, RunOptions};
 use plan_cache::PlanCache;
+pub use plan_cache::PLAN_CACHE_CAPACITY;
+use stop::Stop;
+pub use stop::{CancellationManager, RunOptions};
 
 /// TensorFlow's `Session` over a snapshot of a graph and a set of devices: each operation
 /// runs on the device its `device` field asks for, with TensorFlow's soft placement and

@@ -80,10 +80,7 @@ fn symbolic_tensors_print_as_tensorflow_prints_them() {
     let any = g
         .placeholder(DataType::Int64, &PartialTensorShape::unknown_rank())
         .unwrap();
-    assert_eq!(
-        any.to_string(),
-        r#"Tensor("Placeholder_1:0", dtype=int64)"#
-    );
+    assert_eq!(any.to_string(), r#"Tensor("Placeholder_1:0", dtype=int64)"#);
     let v = ints(&[1, 2, 3], &[3], &mut g);
     assert_eq!(
         v.to_string(),
@@ -200,11 +197,19 @@ fn the_plan_cache_keeps_the_plans_used_most_recently() {
             assert_eq!(values.len(), 2);
         }
     }
-    assert_eq!(session.cached_plans(), polytensor_graph::PLAN_CACHE_CAPACITY);
+    assert_eq!(
+        session.cached_plans(),
+        polytensor_graph::PLAN_CACHE_CAPACITY
+    );
     // A signature dropped long ago is planned again, and runs as before.
-    let again = session.run(&[], &[&constants[0], &constants[1]], &[]).unwrap();
+    let again = session
+        .run(&[], &[&constants[0], &constants[1]], &[])
+        .unwrap();
     assert_eq!(again[1].item::<f32>().unwrap(), 1.0);
-    assert_eq!(session.cached_plans(), polytensor_graph::PLAN_CACHE_CAPACITY);
+    assert_eq!(
+        session.cached_plans(),
+        polytensor_graph::PLAN_CACHE_CAPACITY
+    );
 }
 
 #[test]

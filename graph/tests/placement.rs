@@ -129,7 +129,7 @@ fn soft_placement_falls_back_and_strict_placement_says_why() {
 }
 
 #[test]
-fn malformed_requests_are_errors_and_missing_colocations_are_not_honoured() {
+fn malformed_requests_and_missing_colocations_are_errors() {
     let mut g = Graph::new();
     g.op("NoOp")
         .name("bad")
@@ -154,6 +154,60 @@ fn malformed_requests_are_errors_and_missing_colocations_are_not_honoured() {
         .unwrap();
     let placement = Session::new(&g, CpuDevice::shared()).placement().unwrap();
     assert_eq!(placement.ops[0].device, "cpu:0");
+    // An imported GraphDef is refused, as TensorFlow's importer refuses it.
+    let error = Graph::from_graph_def(&g.to_graph_def())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("Node 'lonely' expects to be colocated with unknown node 'nowhere'"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_colocation_group_pinned_to_two_devices_needs_soft_placement() {
+    let devices = two_devices();
+    let mut g = Graph::new();
+    let a = g
+        .op("Const")
+        .name("a")
+        .attr("dtype", DataType::Float)
+        .attr(
+            "value",
+            polytensor_core::Tensor::scalar(1.0f32, &devices[0])
+                .unwrap()
+                .to_proto()
+                .unwrap(),
+        )
+        .device("/device:CPU:0")
+        .build_output()
+        .unwrap();
+    let classes = ListValue {
+        s: vec![b"loc:@a".to_vec()],
+        ..Default::default()
+    };
+    let b = g
+        .op("Identity")
+        .name("b")
+        .input(&a)
+        .attr("_class", AttrValue::from(classes))
+        .device("/device:CPU:1")
+        .build_output()
+        .unwrap();
+    let error = session(&g, &devices, false)
+        .run(&[], &[&b], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "Cannot colocate nodes {{colocation_node a}} and {{colocation_node b}}: Cannot \
+             merge devices with incompatible ids: '/device:CPU:0' and '/device:CPU:1'"
+        ),
+        "{error}"
+    );
+    // With soft placement the group runs on one device.
+    let value = session(&g, &devices, true).run(&[], &[&b], &[]).unwrap();
+    assert_eq!(value[0].item::<f32>().unwrap(), 1.0);
 }
 
 #[test]

@@ -154,7 +154,10 @@ pub(crate) fn infer(op: Sparse, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
     let shape = |dims: &[Option<usize>]| PartialTensorShape::new(dims);
     // Dim `d` of input `i`'s static shape, where known.
     let dim = |i: usize, d: usize| -> Option<usize> {
-        inputs[i].1.dims().and_then(|dims| dims.get(d).copied().flatten())
+        inputs[i]
+            .1
+            .dims()
+            .and_then(|dims| dims.get(d).copied().flatten())
     };
     // Entry `k` of constant input `i`, where it is a non-negative constant.
     let entry = |i: usize, k: usize| -> Option<usize> {
@@ -166,9 +169,12 @@ pub(crate) fn infer(op: Sparse, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
     Ok(match op {
         Sparse::ToDense => {
             let out = match cx.const_ints(1) {
-                Some(dims) => {
-                    shape(&dims.iter().map(|&d| usize::try_from(d).ok()).collect::<Vec<_>>())?
-                }
+                Some(dims) => shape(
+                    &dims
+                        .iter()
+                        .map(|&d| usize::try_from(d).ok())
+                        .collect::<Vec<_>>(),
+                )?,
                 None => dim(1, 0).map_or_else(|| Ok(unknown()), |r| shape(&vec![None; r]))?,
             };
             vec![(inputs[2].0, out)]
