@@ -162,6 +162,13 @@ impl Graph {
         let order = topological_order(def, &parsed)?;
         // On an `Err`, the graph is put back as it was.
         let saved = self.clone();
+        // TensorFlow's importer: the prefix, without a trailing '/', must be a node name.
+        let bare = options.prefix.strip_suffix('/').unwrap_or(&options.prefix);
+        if !options.prefix.is_empty() && validate_name(bare).is_err() {
+            return Err(Error::invalid(format!(
+                "Imported node name prefix '{bare}' would lead to invalid node names"
+            )));
+        }
         let prefix = if options.prefix.is_empty() {
             String::new()
         } else {

@@ -10,7 +10,9 @@ use polytensor::{DataType, Error};
 use crate::status::{arg, array, guard, PT_Status};
 use crate::tensor::{text, PT_DataType, PT_Tensor};
 
-use super::{locked, output_of, PT_Graph, PT_Operation, PT_OperationDescription, PT_Output};
+use super::{
+    locked, output_of, same_graph, PT_Graph, PT_Operation, PT_OperationDescription, PT_Output,
+};
 
 /// Start building an operation of type `op_type` named `name` in `graph`, finished (and
 /// freed) by [`PT_FinishOperation`]. NULL on error.
@@ -29,6 +31,7 @@ pub unsafe extern "C" fn PT_NewOperation(
         let graph = unsafe { arg(graph as *const PT_Graph, "graph") }?;
         Ok(Box::into_raw(Box::new(PT_OperationDescription {
             state: graph.state.clone(),
+            graph: locked(&graph.state).id,
             // SAFETY: the caller's contract.
             op_type: unsafe { text(op_type, "op_type") }?.to_string(),
             // SAFETY: the caller's contract.
@@ -71,7 +74,7 @@ unsafe fn describe(
 pub unsafe extern "C" fn PT_AddInput(desc: *mut PT_OperationDescription, input: PT_Output) {
     let change = |d: &mut PT_OperationDescription| {
         // SAFETY: the caller's contract: an operation of the description's graph.
-        d.inputs.push(unsafe { output_of(&input) }?);
+        d.inputs.push(unsafe { output_of(&input, d.graph) }?);
         Ok(())
     };
     // SAFETY: the caller's contract.
@@ -94,7 +97,7 @@ pub unsafe extern "C" fn PT_AddInputList(
         // SAFETY: the caller's contract.
         for input in unsafe { array(inputs, num_inputs, "inputs") }? {
             // SAFETY: the caller's contract: operations of the description's graph.
-            d.inputs.push(unsafe { output_of(input) }?);
+            d.inputs.push(unsafe { output_of(input, d.graph) }?);
         }
         Ok(())
     };
@@ -115,6 +118,7 @@ pub unsafe extern "C" fn PT_AddControlInput(
     let change = |d: &mut PT_OperationDescription| {
         // SAFETY: the caller's contract.
         let op = unsafe { arg(input as *const PT_Operation, "input") }?;
+        same_graph(&op.op, op.graph, d.graph)?;
         d.control_inputs.push(op.op.clone());
         Ok(())
     };
@@ -255,6 +259,12 @@ pub unsafe extern "C" fn PT_FinishOperation(
             )));
         }
         let mut state = locked(&desc.state);
+        if state.graph.operation(&desc.name).is_some() {
+            return Err(Error::invalid(format!(
+                "Duplicate node name in graph: '{}'",
+                desc.name
+            )));
+        }
         let inputs = desc
             .inputs
             .iter()

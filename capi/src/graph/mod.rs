@@ -5,8 +5,8 @@
 //! As in TensorFlow, a `PT_Operation*` belongs to its graph and stays valid while the graph
 //! lives; a `PT_Output` is an operation and an output index. A session keeps the graph it
 //! was made on alive, and takes in operations added to it since before each run
-//! (TensorFlow's session extension). Unlike TensorFlow's `TF_NewOperation`, a name that is
-//! taken is made unique (`name_1`), as the Rust builder does.
+//! (TensorFlow's session extension). As TensorFlow's, a name that is taken is refused, and
+//! an operation of one graph is refused as an input of another.
 //!
 //! This module holds the handles and the graph's own calls; `build.rs` builds operations
 //! (`PT_NewOperation` to `PT_FinishOperation`) and `session.rs` runs them.
@@ -34,6 +34,9 @@ use crate::tensor::{text, PT_DataType};
 /// A graph's state: the graph, and the handles of its operations given out so far.
 struct GraphState {
     graph: Graph,
+    /// Which graph this is (its handles carry it, so that one graph's operation is refused
+    /// where another's is needed).
+    id: GraphId,
     /// Handles by operation name, boxed so that their addresses stay put.
     handles: HashMap<String, Box<PT_Operation>>,
 }
@@ -41,12 +44,14 @@ struct GraphState {
 impl GraphState {
     /// The handle of `op` (made on first use; valid while the graph lives).
     fn handle(&mut self, op: Operation) -> Result<*mut PT_Operation, Error> {
+        let graph = self.id;
         if let Some(handle) = self.handles.get_mut(op.name()) {
             return Ok(handle.as_mut() as *mut PT_Operation);
         }
         let outputs = self.graph.outputs(&op)?.iter().map(Output::dtype).collect();
         let c_string = |s: &str| CString::new(s).unwrap_or_default();
         let handle = Box::new(PT_Operation {
+            graph,
             name: c_string(op.name()),
             op_type: c_string(op.op_type()),
             outputs,
@@ -63,9 +68,19 @@ pub struct PT_Graph {
     state: Arc<Mutex<GraphState>>,
 }
 
+/// Which graph a handle belongs to: a number given each graph when it is made.
+type GraphId = u64;
+
+/// A new graph's id.
+fn next_graph_id() -> GraphId {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// An operation of a graph (TensorFlow's `TF_Operation`), owned by the graph.
 pub struct PT_Operation {
     op: Operation,
+    graph: GraphId,
     name: CString,
     op_type: CString,
     outputs: Vec<DataType>,
@@ -85,13 +100,15 @@ pub struct PT_Output {
 #[derive(Default)]
 pub struct PT_ImportGraphDefOptions {
     prefix: String,
-    input_map: Vec<(String, (Operation, usize))>,
+    input_map: Vec<(String, (Operation, usize, GraphId))>,
 }
 
 /// An operation being built (TensorFlow's `TF_OperationDescription`), consumed by
 /// [`PT_FinishOperation`].
 pub struct PT_OperationDescription {
     state: Arc<Mutex<GraphState>>,
+    /// The graph's id (inputs must be its operations).
+    graph: GraphId,
     op_type: String,
     name: String,
     inputs: Vec<(Operation, usize)>,
@@ -128,12 +145,36 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// # Safety
 ///
 /// `output.oper` is NULL or an operation handle of a live graph.
-unsafe fn output_of(output: &PT_Output) -> Result<(Operation, usize), Error> {
+unsafe fn output_of(output: &PT_Output, graph: GraphId) -> Result<(Operation, usize), Error> {
+    // SAFETY: the caller's contract.
+    let (op, index, owner) = unsafe { output_of_any(output) }?;
+    same_graph(&op, owner, graph)?;
+    Ok((op, index))
+}
+
+/// `Err` where operation `op` (of graph `owner`) is used in graph `graph`.
+fn same_graph(op: &Operation, owner: GraphId, graph: GraphId) -> Result<(), Error> {
+    if owner != graph {
+        return Err(Error::invalid(format!(
+            "Operation '{}' belongs to another graph: an input must be an operation of the \
+             graph it is used in",
+            op.name()
+        )));
+    }
+    Ok(())
+}
+
+/// The operation, output index and graph `output` names, of whatever graph.
+///
+/// # Safety
+///
+/// `output.oper` is NULL or a live operation.
+unsafe fn output_of_any(output: &PT_Output) -> Result<(Operation, usize, GraphId), Error> {
     // SAFETY: the caller's contract.
     let op = unsafe { arg(output.oper as *const PT_Operation, "PT_Output.oper") }?;
     let index = usize::try_from(output.index)
         .map_err(|_| Error::invalid(format!("output index {} is negative", output.index)))?;
-    Ok((op.op.clone(), index))
+    Ok((op.op.clone(), index, op.graph))
 }
 
 /// A new, empty graph. Free it with [`PT_DeleteGraph`].
@@ -142,6 +183,7 @@ pub extern "C" fn PT_NewGraph() -> *mut PT_Graph {
     Box::into_raw(Box::new(PT_Graph {
         state: Arc::new(Mutex::new(GraphState {
             graph: Graph::new(),
+            id: next_graph_id(),
             handles: HashMap::new(),
         })),
     }))
@@ -224,7 +266,7 @@ pub unsafe extern "C" fn PT_ImportGraphDefOptionsAddInputMapping(
         // SAFETY: the caller's contract.
         let name = unsafe { text(src_name, "src_name") }?;
         // SAFETY: the caller's contract.
-        let target = unsafe { output_of(&dst) }?;
+        let target = unsafe { output_of_any(&dst) }?;
         options
             .input_map
             .push((format!("{name}:{src_index}"), target));
@@ -261,7 +303,10 @@ pub unsafe extern "C" fn PT_GraphImportGraphDef(
             .map(|o| {
                 o.input_map
                     .iter()
-                    .map(|(name, (op, index))| Ok((name.clone(), state.graph.output(op, *index)?)))
+                    .map(|(name, (op, index, owner))| {
+                        same_graph(op, *owner, state.id)?;
+                        Ok((name.clone(), state.graph.output(op, *index)?))
+                    })
                     .collect::<Result<Vec<_>, Error>>()
             })
             .transpose()?
@@ -382,9 +427,9 @@ pub unsafe extern "C" fn PT_GraphGetTensorNumDims(
     guard(status, -1, || {
         // SAFETY: the caller's contract.
         let graph = unsafe { arg(graph as *const PT_Graph, "graph") }?;
-        // SAFETY: the caller's contract.
-        let (op, index) = unsafe { output_of(&output) }?;
         let state = locked(&graph.state);
+        // SAFETY: the caller's contract.
+        let (op, index) = unsafe { output_of(&output, state.id) }?;
         let out = state.graph.output(&op, index)?;
         Ok(out.shape().dims().map_or(-1, |d| d.len() as c_int))
     })
@@ -408,9 +453,9 @@ pub unsafe extern "C" fn PT_GraphGetTensorShape(
     guard(status, (), || {
         // SAFETY: the caller's contract.
         let graph = unsafe { arg(graph as *const PT_Graph, "graph") }?;
-        // SAFETY: the caller's contract.
-        let (op, index) = unsafe { output_of(&output) }?;
         let state = locked(&graph.state);
+        // SAFETY: the caller's contract.
+        let (op, index) = unsafe { output_of(&output, state.id) }?;
         let out = state.graph.output(&op, index)?;
         let known = out
             .shape()

@@ -12,7 +12,9 @@ use crate::status::{arg, array, guard, PT_Status};
 use crate::tensor::{text, PT_Tensor};
 
 use super::run_options::{timeout_of, PT_RunOptions};
-use super::{locked, output_of, PT_Graph, PT_Operation, PT_Output, PT_Session, PT_SessionOptions};
+use super::{
+    locked, output_of, same_graph, PT_Graph, PT_Operation, PT_Output, PT_Session, PT_SessionOptions,
+};
 
 /// New session options: every device present (the CPU first) with soft placement.
 #[no_mangle]
@@ -225,7 +227,7 @@ pub unsafe extern "C" fn PT_SessionRunWithOptions(
         }
         let resolve = |o: &PT_Output| -> Result<Output, Error> {
             // SAFETY: the caller's contract.
-            let (op, index) = unsafe { output_of(o) }?;
+            let (op, index) = unsafe { output_of(o, state.id) }?;
             state.graph.output(&op, index)
         };
         let feeds = inputs.iter().map(resolve).collect::<Result<Vec<_>, _>>()?;
@@ -238,7 +240,11 @@ pub unsafe extern "C" fn PT_SessionRunWithOptions(
         let target_ops = targets
             .iter()
             // SAFETY: the caller's contract: operations of the session's graph.
-            .map(|&op| unsafe { arg(op, "a target") }.map(|op| &op.op))
+            .map(|&op| {
+                // SAFETY: the caller's contract: a live operation.
+                let op = unsafe { arg(op, "a target") }?;
+                same_graph(&op.op, op.graph, state.id).map(|()| &op.op)
+            })
             .collect::<Result<Vec<&Operation>, _>>()?;
         let feed_pairs: Vec<(&Output, &Tensor)> = feeds.iter().zip(fed).collect();
         let fetch_refs: Vec<&Output> = fetches.iter().collect();

@@ -72,6 +72,31 @@ static void seed_add(PT_Status* s) {
   PT_AddInput(broken, ib);
   CHECK(PT_FinishOperation(broken, s) == NULL && PT_GetCode(s) == PT_INVALID_ARGUMENT);
   CHECK(strstr(PT_Message(s), "PT_Output.oper is NULL") != NULL);
+  /* As TensorFlow's: a name already taken is refused, not renamed; an operation of another
+   * graph is refused as an input; an import prefix that makes invalid names is refused. */
+  PT_OperationDescription* again = PT_NewOperation(g, "AddV2", "total");
+  PT_AddInput(again, ia);
+  PT_AddInput(again, ib);
+  CHECK(PT_FinishOperation(again, s) == NULL && PT_GetCode(s) == PT_INVALID_ARGUMENT);
+  CHECK(strstr(PT_Message(s), "Duplicate node name in graph: 'total'") != NULL);
+  PT_Graph* other = PT_NewGraph();
+  PT_OperationDescription* foreign = PT_NewOperation(other, "Identity", "foreign");
+  PT_AddInput(foreign, ia);
+  CHECK(PT_FinishOperation(foreign, s) == NULL && PT_GetCode(s) == PT_INVALID_ARGUMENT);
+  CHECK(strstr(PT_Message(s), "'a' belongs to another graph") != NULL);
+  PT_Buffer* def = PT_GraphToGraphDef(g, s);
+  OK(s);
+  PT_ImportGraphDefOptions* bad_prefix = PT_NewImportGraphDefOptions();
+  PT_ImportGraphDefOptionsSetPrefix(bad_prefix, "no spaces!", s);
+  OK(s);
+  PT_GraphImportGraphDef(other, PT_BufferData(def), PT_BufferLength(def), bad_prefix, s);
+  CHECK(PT_GetCode(s) == PT_INVALID_ARGUMENT);
+  CHECK(strstr(PT_Message(s), "Imported node name prefix 'no spaces!' would lead to invalid "
+                              "node names") != NULL);
+  CHECK(PT_GraphOperationByName(other, "no spaces!/a") == NULL);
+  PT_DeleteImportGraphDefOptions(bad_prefix);
+  PT_DeleteBuffer(def);
+  PT_DeleteGraph(other);
   PT_CloseSession(session, s);
   OK(s);
   PT_SessionRun(session, NULL, NULL, 0, &out, &value, 1, NULL, 0, s);
