@@ -4,8 +4,9 @@
 //! `LoopCond`) and with control flow v2 (`StatelessWhile` and `StatelessIf` calling the
 //! GraphDef's function library), runs it in TensorFlow, and writes the GraphDef with
 //! TensorFlow's values: a counter loop, a loop carrying a tensor whose shape changes,
-//! nested loops, a conditional inside a loop, a conditional at the top (both branches)
-//! and a recurrent cell.
+//! nested loops, a conditional inside a loop, a conditional at the top (both branches),
+//! a recurrent cell, and a loop with an assert, a print and `check_numerics` (runs that
+//! fail must fail with TensorFlow's message).
 //!
 //! The Python is `POLYTENSOR_TF_PYTHON`, else the venv `.ci/run` makes in `target/tf-venv`.
 //! Without TensorFlow the test says why and skips, unless `POLYTENSOR_REQUIRE_TENSORFLOW`
@@ -91,9 +92,18 @@ fn tensorflow_loops_and_conditionals_run_on_every_device() {
             .collect();
         for device in &devices {
             let session = Session::new(&graph, device.clone());
-            let got = session
-                .run_by_name(&feeds, &fetches, &[])
-                .unwrap_or_else(|e| panic!("{name} on {}: {e}", device.name()));
+            let result = session.run_by_name(&feeds, &fetches, &[]);
+            if let Some(error) = spec["error"].as_str() {
+                // A check TensorFlow failed fails here, with its message.
+                let message = result.err().map(|e| e.to_string()).unwrap_or_default();
+                assert!(
+                    message.contains(error),
+                    "{name} on {}: {message:?} lacks {error:?}",
+                    device.name()
+                );
+                continue;
+            }
+            let got = result.unwrap_or_else(|e| panic!("{name} on {}: {e}", device.name()));
             for (got, want) in got.iter().zip(spec["expected"].as_array().unwrap()) {
                 assert_matches(name, device, got, &golden::tensor(want, &cpu));
             }
@@ -110,12 +120,16 @@ fn tensorflow_loops_and_conditionals_run_on_every_device() {
         "LoopCond",
         "StatelessWhile",
         "StatelessIf",
+        "Assert",
+        "PrintV2",
+        "StringFormat",
+        "CheckNumerics",
     ] {
         assert!(ops.contains(op), "no case has {op}: {ops:?}");
     }
     assert_eq!(
         cases.len(),
-        16,
+        22,
         "{:?}",
         cases.iter().map(|c| &c.0).collect::<Vec<_>>()
     );

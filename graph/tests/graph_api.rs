@@ -993,3 +993,83 @@ fn inputs_tensorflow_refuses_are_refused_at_import() {
     let counted = run1(&graph, &graph.tensor("n:0").unwrap());
     assert_eq!(counted.to_vec::<i32>().unwrap(), [5, 4, 3, 2, 1]);
 }
+
+/// A `Const` of `value` in `g`.
+fn const_of(g: &mut Graph, value: Tensor) -> Output {
+    g.op("Const")
+        .attr("dtype", value.dtype())
+        .attr("value", value.to_proto().unwrap())
+        .build_output()
+        .unwrap()
+}
+
+/// `Assert` and `StringFormat` summarise tensors as TensorFlow 2.21 does (the expected
+/// strings are what TensorFlow's own kernels printed for the same tensors and attributes).
+#[test]
+fn asserts_and_string_formats_summarise_as_tensorflow() {
+    let cpu = cpu();
+    let mut g = Graph::new();
+    let matrix = Tensor::from_slice(&[1.5f32, 2.0, 3.0, 4.25], [2, 2], &cpu).unwrap();
+    let matrix = const_of(&mut g, matrix);
+    let seven = g.constant(7i32).unwrap();
+    let format = |g: &mut Graph, template: &str, inputs: &[Output], summarize: i64| {
+        g.op("StringFormat")
+            .inputs(inputs)
+            .attr("template", template)
+            .attr("placeholder", "{}")
+            .attr("summarize", AttrValue::from(summarize))
+            .build_output()
+            .unwrap()
+    };
+    let both = format(&mut g, "{} and {}", &[matrix.clone(), seven], 3);
+    let range = const_of(
+        &mut g,
+        Tensor::from_slice(&(0..20).collect::<Vec<i32>>(), [20], &cpu).unwrap(),
+    );
+    let ranged = format(&mut g, "{}", &[range.clone()], 3);
+    let words = const_of(&mut g, Tensor::from_strings(["a", "b"], [2], &cpu).unwrap());
+    let quoted = format(&mut g, "{}", &[words], 3);
+    let tiny = Tensor::from_slice(&[1e-7f32, 1.0 / 3.0, 1e10], [3], &cpu).unwrap();
+    let tiny = const_of(&mut g, tiny);
+    let other = Tensor::from_slice(&[1.0f32, 2.5, 3.0, 4.0], [2, 2], &cpu).unwrap();
+    let matrix = const_of(&mut g, other);
+    let ends = format(&mut g, "v={} w={}", &[matrix.clone(), tiny.clone()], 1);
+    let session = Session::new(&g, cpu.clone());
+    let texts = session
+        .run(&[], &[&both, &ranged, &quoted, &ends], &[])
+        .unwrap();
+    let text = |t: &Tensor| String::from_utf8(t.to_strings().unwrap()[0].clone()).unwrap();
+    assert_eq!(text(&texts[0]), "[[1.5 2]\n [3 4.25]] and 7");
+    assert_eq!(text(&texts[1]), "[0 1 2 ... 17 18 19]");
+    assert_eq!(text(&texts[2]), "[\"a\" \"b\"]");
+    assert_eq!(text(&texts[3]), "v=[[1 2.5]\n [3 4]] w=[1e-07 ... 1e+10]");
+    // A failed assert lists its data in TensorFlow's 1.x summaries.
+    let no = g.constant(false).unwrap();
+    let message = const_of(&mut g, Tensor::from_strings(["msg"], [], &cpu).unwrap());
+    let third = g.constant(1.0f64 / 3.0).unwrap();
+    let negative_zero = g.constant(-0.0f32).unwrap();
+    let assert = g
+        .op("Assert")
+        .inputs(&[no, message, matrix, range, tiny, third, negative_zero])
+        .attr("summarize", AttrValue::from(3i64))
+        .build()
+        .unwrap();
+    let error = Session::new(&g, cpu.clone())
+        .run(&[], &[], &[&assert])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "assertion failed: [msg] [[1 2.5][3...]...] [0 1 2...] [1e-07 0.333333343 \
+             1e+10] [0.33333333333333331] [-0]"
+        ),
+        "{error}"
+    );
+    let yes = const_of(&mut g, Tensor::from_slice(&[true], [1], &cpu).unwrap());
+    let not_scalar = g.op("Assert").inputs(&[yes]).build().unwrap();
+    let error = Session::new(&g, cpu)
+        .run(&[], &[], &[&not_scalar])
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("In[0] should be a scalar: [1]"), "{error}");
+}

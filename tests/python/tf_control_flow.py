@@ -2,7 +2,7 @@
 case is built twice, with TensorFlow 1.x control flow (`Switch`, `Merge`, `Enter`,
 `Exit`, `NextIteration`, `LoopCond`) and with control flow v2 (`While`/`StatelessWhile`,
 `If`/`StatelessIf` calling functions of the GraphDef's library), and run in a
-`tf.compat.v1.Session`. Into the directory given as the only argument go `NAME.pb` (the
+`tf.compat.v1.Session` (a run whose check fails keeps TensorFlow's message). Into the directory given as the only argument go `NAME.pb` (the
 GraphDef) and `NAME.json` (feeds and fetches by name, TensorFlow's values, the op types
 the graph holds), for every case and run."""
 
@@ -100,7 +100,28 @@ def recurrent():
     return [({"h0:0": rng.standard_normal((4, 1)).astype(np.float32)}, ["out:0"])]
 
 
-CASES = [counter, growing, nested, cond_in_while, conditional, recurrent]
+def checked():
+    """Checks and prints in a loop: an assert on the counter, a `tf.print`, and
+    `check_numerics` on what the loop carries; runs that pass, and runs whose assert or
+    check fails (TensorFlow's message is what they must give)."""
+    x = v1.placeholder(tf.float32, [2], name="x")
+    limit = v1.placeholder(tf.int32, [], name="limit")
+
+    def body(i, x):
+        checks = [tf.debugging.assert_less(i, limit, message="too many"),
+                  tf.print("step", i, x, [[1.5, 2.0], [3.0, 4.25]], summarize=1)]
+        with tf.control_dependencies(checks):
+            y = tf.debugging.check_numerics(x * 2.0, "doubled")
+        return i + 1, y
+    _, y = v1.while_loop(lambda i, x: i < 4, body, [tf.constant(0), x], name="loop")
+    tf.identity(y, name="out")
+    x_value = np.array([1.0, -2.5], np.float32)
+    return [({"x:0": x_value, "limit:0": np.int32(10)}, ["out:0"]),
+            ({"x:0": x_value, "limit:0": np.int32(2)}, ["out:0"]),
+            ({"x:0": np.array([1.0, 3e38], np.float32), "limit:0": np.int32(10)}, ["out:0"])]
+
+
+CASES = [counter, growing, nested, cond_in_while, conditional, recurrent, checked]
 
 
 def main():
@@ -119,13 +140,20 @@ def main():
             assert control_flow_util.ENABLE_CONTROL_FLOW_V2 == (version == "v2")
             with v1.Session(graph=graph) as session:
                 for k, (feeds, fetches) in enumerate(runs):
-                    values = session.run(fetches, feed_dict=feeds)
+                    try:
+                        values, error = session.run(fetches, feed_dict=feeds), None
+                    except tf.errors.InvalidArgumentError as e:
+                        # The line that says what failed (TensorFlow adds where it was).
+                        values = []
+                        error = next(line for line in e.message.splitlines()
+                                     if "assertion failed" in line or "Tensor had" in line)
                     name = f"{case.__name__}_{version}_{k}"
                     (folder / f"{name}.pb").write_bytes(graph_def.SerializeToString())
                     (folder / f"{name}.json").write_text(json.dumps({
                         "feeds": {key: spec(value) for key, value in feeds.items()},
                         "fetches": fetches,
                         "expected": [spec(value) for value in values],
+                        "error": error,
                         "ops": ops,
                     }))
     print(f"TensorFlow {tf.__version__} wrote {2 * len(CASES)} control-flow graphs")

@@ -80,10 +80,17 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         Kind::Array(op) => super::array::infer(op, cx),
         Kind::Sparse(op) => super::sparse::infer(op, cx),
         Kind::Collective(op) => super::collective::infer(op, cx),
+        Kind::Debug(op) => super::debug::infer(op, cx),
         Kind::Generate(op) => super::generate::infer(op, cx),
         Kind::Flow(op) => super::flow::infer(op, cx),
         Kind::Call(op) => super::flow::infer_call(op, cx),
         Kind::Reduce(_) | Kind::Arg(_) => reduction(cx, kind),
+        Kind::Logical { .. } => {
+            if cx.exactly(2)?[0].0 != DataType::Bool {
+                return Err(cx.type_mismatch(0, DataType::Bool));
+            }
+            reduction(cx, kind)
+        }
         Kind::Reshape => reshape(cx),
         Kind::Transpose => {
             let [(dtype, shape), _] = cx.exactly(2)? else {

@@ -237,6 +237,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
         Kind::Array(op) => super::array::run(op, cx),
         Kind::Sparse(op) => super::sparse::run(op, cx),
         Kind::Collective(op) => super::collective::run(op, cx, cx.collectives),
+        Kind::Debug(op) => super::debug::run(op, cx),
         Kind::Generate(op) => super::generate::run(op, cx),
         Kind::Select => one(cx.tensor(0)?.where_(&*cx.tensor(1)?, &*cx.tensor(2)?)?),
         Kind::MatMul | Kind::BatchMatMul => {
@@ -268,6 +269,22 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
                 return one(x.into_owned());
             }
             one(x.reduce(op, &axes, cx.attrs().bool_or("keep_dims", false)?)?)
+        }
+        Kind::Logical { any } => {
+            let x = cx.tensor(0)?.into_owned();
+            let axes: Vec<isize> = cx.ints(1)?.iter().map(|&a| a as isize).collect();
+            if axes.is_empty() {
+                return one(x);
+            }
+            // `All` is the minimum of the values as int32 (true over no elements); `Any` is
+            // not `All` of not (false over no elements).
+            let flip = |t: Tensor| if any { t.unary(UnaryOp::Not) } else { Ok(t) };
+            let keep = cx.attrs().bool_or("keep_dims", false)?;
+            let all = flip(x)?
+                .cast(DataType::Int32)?
+                .reduce(ReduceOp::Min, &axes, keep)?
+                .cast(DataType::Bool)?;
+            one(flip(all)?)
         }
         Kind::Arg(op) => {
             let axis = match cx.ints(1)?[..] {

@@ -11,6 +11,7 @@ use crate::graph::{Node, Typed};
 
 mod array;
 pub(crate) mod collective;
+mod debug;
 pub(crate) mod flow;
 mod generate;
 pub(crate) mod infer;
@@ -20,6 +21,7 @@ mod sparse;
 
 pub(crate) use array::Array;
 use collective::Collective;
+use debug::Debug;
 pub(crate) use flow::{Call, Flow};
 use generate::Generate;
 pub(crate) use nn::{FusedConv, Nn};
@@ -85,6 +87,12 @@ pub(crate) enum Kind {
     Sparse(Sparse),
     /// A collective across the ranks of the session's communicator ([`collective`]).
     Collective(Collective),
+    /// A check or a print: `Assert`, `CheckNumerics`, `Print`, `StringFormat` ([`debug`]).
+    Debug(Debug),
+    /// `All` (`any: false`) and `Any`: a reduction of bools over the axes input.
+    Logical {
+        any: bool,
+    },
     /// A convolution run with what follows it; made by the session (`crate::fusion`),
     /// never an op type of a graph.
     FusedConv(FusedConv),
@@ -195,6 +203,8 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("Mean", Kind::Reduce(ReduceOp::Mean)),
     ("Max", Kind::Reduce(ReduceOp::Max)),
     ("Min", Kind::Reduce(ReduceOp::Min)),
+    ("All", Kind::Logical { any: false }),
+    ("Any", Kind::Logical { any: true }),
     ("ArgMax", Kind::Arg(ReduceOp::ArgMax)),
     ("ArgMin", Kind::Arg(ReduceOp::ArgMin)),
     ("Reshape", Kind::Reshape),
@@ -310,6 +320,12 @@ pub(crate) fn find(op_type: &str) -> Option<Kind> {
                 .find(|(name, _)| *name == op_type)
                 .map(|&(_, op)| Kind::Collective(op))
         })
+        .or_else(|| {
+            debug::OPS
+                .iter()
+                .find(|(name, _)| *name == op_type)
+                .map(|&(_, op)| Kind::Debug(op))
+        })
 }
 
 /// Where the value of a type attribute comes from.
@@ -355,6 +371,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         | Kind::RefAssignAdd => &[("T", Input(0)), ("T", Input(1))],
         Kind::Select => &[("T", Input(1)), ("T", Input(2))],
         Kind::Reduce(_) | Kind::Arg(_) => &[("T", Input(0)), ("Tidx", Input(1))],
+        Kind::Logical { .. } => &[("Tidx", Input(1))],
         Kind::Reshape => &[("T", Input(0)), ("Tshape", Input(1))],
         Kind::Transpose => &[("T", Input(0)), ("Tperm", Input(1))],
         Kind::ExpandDims => &[("T", Input(0)), ("Tdim", Input(1))],
@@ -373,6 +390,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::Call(op) => op.typed(),
         Kind::Sparse(op) => op.typed(),
         Kind::Collective(op) => op.typed(),
+        Kind::Debug(op) => op.typed(),
         _ => &[],
     };
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();
