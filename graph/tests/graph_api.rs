@@ -882,6 +882,14 @@ fn refusal_graph(op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> Resu
     Graph::from_graph_def(&def)
 }
 
+/// A node to import: op, inputs, attributes, and what its refusal says.
+type ImportCase = (
+    &'static str,
+    Vec<&'static str>,
+    Vec<(&'static str, AttrValue)>,
+    &'static str,
+);
+
 /// The attributes and inputs TensorFlow refuses when it imports a graph, refused with its
 /// messages: window ops' formats, paddings and required attributes, shape inputs that are
 /// not vectors, bounds that are not scalars, `Range`s that never reach their limit, and a
@@ -908,7 +916,7 @@ fn inputs_tensorflow_refuses_are_refused_at_import() {
         (op, attrs)
     };
     #[rustfmt::skip]
-    let cases: Vec<(&str, Vec<&str>, Vec<(&str, AttrValue)>, &str)> = vec![
+    let cases: Vec<ImportCase> = vec![
         ("Conv2D", vec!["x", "w"], conv(vec![explicit(&[1, 1, 1, 1, 1, 1, 0, 0])]),
             "Nonzero explicit padding in the batch or depth dimensions is not supported"),
         ("Conv2D", vec!["x", "w"], conv(vec![explicit(&[0, 0, 1, 1, 1, 1, 1, 0])]),
@@ -945,7 +953,7 @@ fn inputs_tensorflow_refuses_are_refused_at_import() {
     ];
     let index = || ("Tidx", int32());
     #[rustfmt::skip]
-    let shapes: Vec<(&str, Vec<&str>, Vec<(&str, AttrValue)>, &str)> = vec![
+    let shapes: Vec<ImportCase> = vec![
         ("Reshape", vec!["x", "v2"], vec![float(), ("Tshape", int32())],
             "Shape must be rank 1 but is rank 2"),
         ("Fill", vec!["v2", "f"], vec![float(), ("index_type", int32())],
@@ -1026,7 +1034,7 @@ fn asserts_and_string_formats_summarise_as_tensorflow() {
         &mut g,
         Tensor::from_slice(&(0..20).collect::<Vec<i32>>(), [20], &cpu).unwrap(),
     );
-    let ranged = format(&mut g, "{}", &[range.clone()], 3);
+    let ranged = format(&mut g, "{}", std::slice::from_ref(&range), 3);
     let words = const_of(&mut g, Tensor::from_strings(["a", "b"], [2], &cpu).unwrap());
     let quoted = format(&mut g, "{}", &[words], 3);
     let tiny = Tensor::from_slice(&[1e-7f32, 1.0 / 3.0, 1e10], [3], &cpu).unwrap();
