@@ -14,11 +14,16 @@
 //! library's functions); polytensor runs each GraphDef on cpu:0 and TensorFlow runs it in
 //! the same run, next to the same 2000 ops called eagerly. Without TensorFlow
 //! (`target/tf-venv`) the group is skipped: TensorFlow writes its graphs.
+//!
+//! `import_graph_def_50k_nodes`: importing a GraphDef of 50,000 nodes (a chain of
+//! `AddV2`s), in nodes per second, next to TensorFlow's `import_graph_def` of the same bytes
+//! (issue 47: import is linear in the nodes).
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use polytensor::graph::{Graph, Session, SessionOptions};
+use polytensor::graph::proto::{GraphDef, NodeDef};
+use polytensor::graph::{AttrValue, Graph, Session, SessionOptions};
 use polytensor::ops::BinaryOp;
 use polytensor::{DataType, PartialTensorShape, Tensor};
 
@@ -164,9 +169,73 @@ fn while_loop(c: &mut Criterion) {
     group.finish();
 }
 
+/// A GraphDef of a `Const` and a chain of `nodes` `AddV2`s, each adding the constant to
+/// the one before: one `T` attribute and two inputs a node, as most of a model's nodes.
+fn chain_graph_def(nodes: usize) -> GraphDef {
+    let cpu = polytensor::default_device().expect("the CPU device");
+    let value = Tensor::scalar(1.0f32, &cpu).unwrap().to_proto().unwrap();
+    let attr = |pairs: Vec<(&str, AttrValue)>| {
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    };
+    let mut node = vec![NodeDef {
+        name: "c".into(),
+        op: "Const".into(),
+        attr: attr(vec![
+            ("dtype", DataType::Float.into()),
+            ("value", value.into()),
+        ]),
+        ..Default::default()
+    }];
+    for i in 0..nodes {
+        let previous = if i == 0 {
+            "c".to_string()
+        } else {
+            format!("add_{}", i - 1)
+        };
+        node.push(NodeDef {
+            name: format!("add_{i}"),
+            op: "AddV2".into(),
+            input: vec![previous, "c".into()],
+            attr: attr(vec![("T", DataType::Float.into())]),
+            ..Default::default()
+        });
+    }
+    GraphDef {
+        node,
+        ..Default::default()
+    }
+}
+
+/// `import_graph_def_50k_nodes`: a GraphDef of 50,000 nodes decoded and imported
+/// (`Graph::from_graph_def_bytes`), next to TensorFlow's `tf.graph_util.import_graph_def`
+/// of the same bytes in the same run; throughput in nodes per second.
+fn import(c: &mut Criterion) {
+    const NODES: usize = 50_000;
+    let bytes = Graph::from_graph_def(&chain_graph_def(NODES))
+        .unwrap()
+        .to_graph_def_bytes();
+    let mut group = c.benchmark_group("import_graph_def_50k_nodes");
+    group.throughput(criterion::Throughput::Elements(NODES as u64 + 1));
+    group.bench_function("polytensor", |b| {
+        b.iter(|| black_box(Graph::from_graph_def_bytes(&bytes).unwrap()))
+    });
+    match benches::tensorflow::TensorFlow::start() {
+        Some(mut tf) => {
+            let path = std::env::temp_dir()
+                .join(format!("polytensor-bench-import-{}.pb", std::process::id()));
+            std::fs::write(&path, &bytes).unwrap();
+            tf.load_import(&path);
+            std::fs::remove_file(&path).unwrap();
+            group.bench_function("tensorflow", |b| b.iter_custom(|iters| tf.time(iters)));
+        }
+        None => eprintln!("import_graph_def_50k_nodes: no TensorFlow peer"),
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = graph_benches;
     config = benches::criterion_config();
-    targets = graph_overhead, placement, while_loop
+    targets = graph_overhead, placement, while_loop, import
 }
 criterion_main!(graph_benches);

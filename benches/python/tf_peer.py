@@ -12,6 +12,8 @@ The benchmark writes one command per line and reads one line back:
 - `spmm M K N EVERY THREADS`: SparseTensorDenseMatMul of an [M, K] float32 sparse matrix
   holding every EVERY-th element (row-major; value 1 + its position) by a seeded [K, N]
   matrix; answers `ready`.
+- `import PATH`: `tf.graph_util.import_graph_def` of the GraphDef at PATH into a new
+  graph, as what `time` runs; answers `ready`.
 - `time ITERS`: run the loaded session ITERS times; answers the seconds they took.
 Sessions run with THREADS intra-op threads and one inter-op thread, as the Rust side does.
 """
@@ -101,6 +103,14 @@ def main():
             s = session(graph, threads)
             s.run(init)
             run = lambda: s.run(fetch)
+        elif words[0] == "import":
+            graph_def = tf.compat.v1.GraphDef()
+            with open(words[1], "rb") as f:
+                graph_def.ParseFromString(f.read())
+
+            def run(graph_def=graph_def):
+                with tf.Graph().as_default():
+                    tf.graph_util.import_graph_def(graph_def, name="")
         elif words[0] == "time":
             iters = int(words[1])
             run()

@@ -93,6 +93,13 @@ impl TensorFlow {
         assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
     }
 
+    /// Load an import of the GraphDef at `path` (`tf.graph_util.import_graph_def` into a
+    /// new graph) as what [`time`](Self::time) runs.
+    pub fn load_import(&mut self, path: &Path) {
+        let answer = self.ask(&format!("import {}", path.display()));
+        assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
+    }
+
     /// The time of `iters` runs of what was loaded last.
     pub fn time(&mut self, iters: u64) -> Duration {
         let answer = self.ask(&format!("time {iters}"));

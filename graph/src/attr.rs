@@ -50,13 +50,13 @@ impl From<&PartialTensorShape> for AttrValue {
 
 impl From<TensorProto> for AttrValue {
     fn from(tensor: TensorProto) -> Self {
-        value(AttrKind::Tensor(tensor))
+        value(AttrKind::Tensor(Box::new(tensor)))
     }
 }
 
 impl From<ListValue> for AttrValue {
     fn from(list: ListValue) -> Self {
-        value(AttrKind::List(list))
+        value(AttrKind::List(Box::new(list)))
     }
 }
 

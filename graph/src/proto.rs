@@ -67,9 +67,10 @@ pub struct AttrValue {
 /// The kinds of an [`AttrValue`] (its `value` oneof).
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub enum AttrKind {
-    /// A list of values of one kind.
-    #[prost(message, tag = "1")]
-    List(ListValue),
+    /// A list of values of one kind (boxed, as the tensor: a map of attributes holds
+    /// small values, so that a node's attributes cost what they hold).
+    #[prost(message, boxed, tag = "1")]
+    List(Box<ListValue>),
     /// Bytes (a string).
     #[prost(bytes = "vec", tag = "2")]
     S(Vec<u8>),
@@ -89,8 +90,8 @@ pub enum AttrKind {
     #[prost(message, tag = "7")]
     Shape(TensorShapeProto),
     /// A tensor.
-    #[prost(message, tag = "8")]
-    Tensor(TensorProto),
+    #[prost(message, boxed, tag = "8")]
+    Tensor(Box<TensorProto>),
     /// A placeholder for a function attribute (only inside function bodies).
     #[prost(string, tag = "9")]
     Placeholder(String),
