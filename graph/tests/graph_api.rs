@@ -1081,3 +1081,89 @@ fn asserts_and_string_formats_summarise_as_tensorflow() {
         .to_string();
     assert!(error.contains("In[0] should be a scalar: [1]"), "{error}");
 }
+
+/// Static shapes near `i64::MAX` and output counts near `2^40`: every shape function checks
+/// its arithmetic (an `Err`, never an overflow or an allocation of the count).
+#[test]
+fn shape_functions_check_their_arithmetic() {
+    let huge = 1usize << 62;
+    let mut g = Graph::new();
+    let big = g
+        .placeholder(
+            DataType::Float,
+            &PartialTensorShape::new(&[Some(huge)]).unwrap(),
+        )
+        .unwrap();
+    let zero = g.constant(0i32).unwrap();
+    let concat = g
+        .op("ConcatV2")
+        .inputs(&[
+            big.clone(),
+            big.clone(),
+            big.clone(),
+            big.clone(),
+            zero.clone(),
+        ])
+        .build_output();
+    let message = concat.unwrap_err().to_string();
+    assert!(message.contains("Dimension size overflow"), "{message}");
+    let multiples = g.constant_values(&[4i64], &[1]).unwrap();
+    let tiled = g
+        .op("Tile")
+        .inputs(&[big.clone(), multiples])
+        .build_output();
+    let message = tiled.unwrap_err().to_string();
+    assert!(
+        message.contains("Negative dimension size caused by overflow when multiplying"),
+        "{message}"
+    );
+    // A slice from i64::MIN to the end: no subtraction overflows.
+    let begin = g.constant_values(&[i64::MIN], &[1]).unwrap();
+    let size = g.constant_values(&[-1i64], &[1]).unwrap();
+    let sliced = g
+        .op("Slice")
+        .inputs(&[big.clone(), begin, size])
+        .build_output();
+    if let Ok(sliced) = sliced {
+        assert_eq!(sliced.shape().to_string(), "[?]");
+    }
+    // SplitV whose sizes overflow when added.
+    let sizes = g.constant_values(&[i64::MAX, i64::MAX, -1], &[3]).unwrap();
+    let split = g
+        .op("SplitV")
+        .inputs(&[big.clone(), sizes, zero.clone()])
+        .attr("num_split", AttrValue::from(3i64))
+        .build();
+    if let Ok(split) = split {
+        assert_eq!(g.outputs(&split).unwrap().len(), 3);
+    }
+    // Output counts: 2^40 outputs are refused before any is made; a split that does not
+    // divide its dimension is TensorFlow's error.
+    for (op, attr) in [("Split", "num_split"), ("Unpack", "num")] {
+        let inputs = match op {
+            "Split" => vec![zero.clone(), big.clone()],
+            _ => vec![big.clone()],
+        };
+        let built = g
+            .op(op)
+            .inputs(&inputs)
+            .attr(attr, AttrValue::from(1i64 << 40))
+            .build();
+        let message = built.unwrap_err().to_string();
+        assert!(
+            message.contains("at most 1048576 outputs"),
+            "{op}: {message}"
+        );
+    }
+    let six = g.constant_values(&[0.0f32; 6], &[6]).unwrap();
+    let uneven = g
+        .op("Split")
+        .inputs(&[zero, six])
+        .attr("num_split", AttrValue::from(4i64))
+        .build();
+    let message = uneven.unwrap_err().to_string();
+    assert!(
+        message.contains("should evenly divide the split dimension, but got split_dim 0 (size = 6) and num_split 4"),
+        "{message}"
+    );
+}

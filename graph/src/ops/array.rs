@@ -121,6 +121,25 @@ fn padded_dim(d: usize, before: usize, after: usize) -> Result<usize> {
         .ok_or_else(|| overflow(first, after))
 }
 
+/// Most outputs one node may have (`Unpack`'s `num`, `Split`'s `num_split`): each is a
+/// static shape made at import, so a count of 2^40 must be refused before any is made.
+const MAX_OUTPUTS: usize = 1 << 20;
+
+/// The output count attribute `name` of an op, at least `least` and at most
+/// [`MAX_OUTPUTS`].
+fn output_count(cx: &InferCtx<'_>, name: &str, least: usize) -> Result<usize> {
+    let n = cx.attrs().int(name)?;
+    match usize::try_from(n) {
+        Ok(n) if n >= least && n <= MAX_OUTPUTS => Ok(n),
+        Ok(n) if n >= least => Err(cx.error(format!(
+            "{name} = {n}: one node gives at most {MAX_OUTPUTS} outputs"
+        ))),
+        _ => Err(cx.error(format!(
+            "Value for attr '{name}' of {n} must be at least minimum {least}"
+        ))),
+    }
+}
+
 /// A signed axis against `rank`, or `None` when it is out of range (the kernel reports it).
 fn axis_in(axis: i64, rank: usize) -> Option<usize> {
     let r = rank as i64;
@@ -159,9 +178,14 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                                 .iter()
                                 .map(|s| s.as_ref().map(|s| s.get(d).copied().flatten()));
                             *slot = if d == axis {
-                                along
-                                    .map(Option::flatten)
-                                    .try_fold(0usize, |sum, v| v.map(|v| sum + v))
+                                let mut total = Some(0usize);
+                                for v in along.map(Option::flatten) {
+                                    total = match (total, v) {
+                                        (Some(sum), Some(v)) => Some(padded_dim(sum, v, 0)?),
+                                        _ => None,
+                                    };
+                                }
+                                total
                             } else {
                                 along.flatten().flatten().next()
                             };
@@ -193,8 +217,7 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         }
         Array::Unpack => {
             let (dtype, shape) = input(0)?.clone();
-            let num = usize::try_from(attrs.int("num")?)
-                .map_err(|_| cx.error("num must be non-negative"))?;
+            let num = output_count(cx, "num", 0)?;
             let axis = attrs.int_or("axis", 0)?;
             let shape = match shape.dims() {
                 Some(dims) => match axis_in(axis, dims.len()) {
@@ -218,14 +241,25 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         Array::Split | Array::SplitV => {
             let (value, axis_input) = if op == Array::Split { (1, 0) } else { (0, 2) };
             let (dtype, shape) = input(value)?.clone();
-            let num = usize::try_from(attrs.int("num_split")?)
-                .map_err(|_| cx.error("num_split must be positive"))?;
+            let num = output_count(cx, "num_split", 1)?;
             let axis = cx.const_ints(axis_input).and_then(|a| a.first().copied());
             let sizes = if op == Array::SplitV {
                 cx.const_ints(1)
             } else {
                 None
             };
+            let split_dim = shape.dims().zip(axis).and_then(|(dims, axis)| {
+                let at = axis_in(axis, dims.len())?;
+                Some((at, dims[at]?))
+            });
+            if let (Array::Split, Some((at, d))) = (op, split_dim) {
+                if d % num != 0 {
+                    return Err(cx.error(format!(
+                        "Number of ways to split should evenly divide the split dimension, \
+                         but got split_dim {at} (size = {d}) and num_split {num}"
+                    )));
+                }
+            }
             let outputs = match (shape.dims(), axis) {
                 (Some(dims), Some(axis)) => match axis_in(axis, dims.len()) {
                     Some(at) => (0..num)
@@ -234,11 +268,17 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                             d[at] = match &sizes {
                                 // A -1 is what the others leave of a known dim.
                                 Some(sizes) if sizes.get(k) == Some(&-1) => {
-                                    let rest: i64 = sizes.iter().filter(|&&s| s >= 0).sum();
-                                    dims[at].and_then(|d| usize::try_from(d as i64 - rest).ok())
+                                    let rest = sizes
+                                        .iter()
+                                        .filter(|&&s| s >= 0)
+                                        .try_fold(0i64, |sum, &s| sum.checked_add(s));
+                                    dims[at]
+                                        .zip(rest)
+                                        .and_then(|(d, rest)| (d as i64).checked_sub(rest))
+                                        .and_then(|left| usize::try_from(left).ok())
                                 }
                                 Some(sizes) => sizes.get(k).and_then(|&s| usize::try_from(s).ok()),
-                                None if op == Array::Split => dims[at].map(|d| d / num.max(1)),
+                                None if op == Array::Split => dims[at].map(|d| d / num),
                                 None => None,
                             };
                             known(d)
@@ -280,7 +320,8 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                             .zip(begin.iter().zip(&size))
                             .map(|(d, (&b, &s))| {
                                 if s == -1 {
-                                    d.and_then(|d| usize::try_from(d as i64 - b).ok())
+                                    d.and_then(|d| (d as i64).checked_sub(b))
+                                        .and_then(|left| usize::try_from(left).ok())
                                 } else {
                                     usize::try_from(s).ok()
                                 }
@@ -319,7 +360,20 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                 (Some(dims), Some(m)) if m.len() == dims.len() => known(
                     dims.iter()
                         .zip(&m)
-                        .map(|(d, &m)| d.zip(usize::try_from(m).ok()).map(|(d, m)| d * m)),
+                        .map(|(d, &m)| match (d, usize::try_from(m)) {
+                            (Some(d), Ok(m)) => d
+                                .checked_mul(m)
+                                .filter(|&p| p <= i64::MAX as usize)
+                                .map(Some)
+                                .ok_or_else(|| {
+                                    Error::invalid(format!(
+                                        "Negative dimension size caused by overflow when \
+                                         multiplying {d} and {m}"
+                                    ))
+                                }),
+                            _ => Ok(None),
+                        })
+                        .collect::<Result<Vec<Dim>>>()?,
                 )?,
                 (Some(dims), _) => known(vec![None; dims.len()])?,
                 _ => unknown,

@@ -340,7 +340,15 @@ fn window_shape(
     }
     out[c] = match (op, filter.as_deref()) {
         (Nn::Conv2D, Some([_, _, _, o])) => *o,
-        (Nn::Depthwise, Some([_, _, Some(i), Some(m)])) => Some(i * m),
+        (Nn::Depthwise, Some([_, _, Some(i), Some(m)])) => Some(
+            i.checked_mul(*m)
+                .filter(|&c| c <= i64::MAX as usize)
+                .ok_or_else(|| {
+                    Error::invalid(format!(
+                        "Negative dimension size caused by overflow when multiplying {i} and {m}"
+                    ))
+                })?,
+        ),
         (Nn::Depthwise, _) => None,
         _ => dims[c],
     };
