@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use polytensor_core::device::Capabilities;
 use polytensor_core::dlpack::{DLDevice, DLDeviceType};
-use polytensor_core::{BinaryOp, DataType, Error, Op, Result};
+use polytensor_core::{BinaryOp, DataType, Device, Error, Op, Result};
 use polytensor_gpu_kit::launch::{Identity, KitDevice};
 use polytensor_gpu_kit::table;
 use polytensor_gpu_kit::wgsl::Storage;
@@ -90,8 +90,12 @@ pub fn open(index: usize) -> Result<Arc<WgpuDevice>> {
         fp64: shader_f64 && shader_int64,
         failures,
         max_groups,
+        semantics: std::sync::OnceLock::new(),
     };
-    Ok(KitDevice::new(identity, memory, DEFAULT_CACHE_BYTES, queue))
+    let device = KitDevice::new(identity, memory, DEFAULT_CACHE_BYTES, queue);
+    let semantics = crate::semantics::probe(&(device.clone() as Arc<dyn Device>))?;
+    let _ = device.semantics.set(semantics);
+    Ok(device)
 }
 
 /// Whether a device with (or without) `SHADER_F64` and `SHADER_INT64` has a kernel for `op`
@@ -158,6 +162,26 @@ mod tests {
         let z = Tensor::from_slice(&[2i32, 2, 0], [3], &device).unwrap();
         assert_eq!(q.div(&z).unwrap().to_vec::<i32>().unwrap(), vec![3, -3, -1]);
         assert_eq!(q.rem(&z).unwrap().to_vec::<i32>().unwrap(), vec![1, -1, 5]);
+    }
+
+    #[test]
+    fn the_float_semantics_probe_finds_what_the_driver_does() {
+        let Some(device) = first_device() else {
+            return;
+        };
+        let semantics = device.float_semantics();
+        let software = device.description().contains("llvmpipe");
+        // lavapipe keeps subnormals and rounds division correctly; a GPU driver may not,
+        // and the device says which (its conformance is judged by it).
+        if software {
+            assert_eq!(
+                semantics,
+                polytensor_core::device::FloatSemantics::default()
+            );
+        }
+        let tiny = Tensor::from_slice(&[f32::from_bits(1)], [1], &device).unwrap();
+        let kept = tiny.neg().unwrap().to_vec::<f32>().unwrap()[0];
+        assert_eq!(kept == 0.0, semantics.flushes_subnormals, "{semantics:?}");
     }
 
     #[test]

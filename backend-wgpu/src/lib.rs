@@ -18,6 +18,7 @@ pub mod memory;
 mod programs;
 mod queue;
 mod quiet;
+mod semantics;
 
 /// The kind of this backend's devices (`wgpu:0`, ...).
 pub const KIND: polytensor_core::DeviceKind = polytensor_core::DeviceKind::new("wgpu");

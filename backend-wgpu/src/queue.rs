@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use polytensor_core::device::Capabilities;
+use polytensor_core::device::{Capabilities, FloatSemantics};
 use polytensor_core::plan::Coalesced;
 use polytensor_core::{Error, OutView, ReduceOp, Result, TensorBuffer, TensorView};
 use polytensor_gpu_kit::elementwise::{map_args, Variant};
@@ -60,6 +60,9 @@ pub struct WgpuQueue {
     pub(crate) failures: Arc<Mutex<Vec<String>>>,
     /// The most work-groups a dispatch takes along one dim (read once, when it opened).
     pub(crate) max_groups: usize,
+    /// How its float arithmetic departs from IEEE 754, probed once it opened
+    /// (`crate::semantics`).
+    pub(crate) semantics: std::sync::OnceLock<FloatSemantics>,
 }
 
 impl WgpuQueue {
@@ -292,6 +295,10 @@ impl Queue for WgpuQueue {
 
     fn capabilities(&self) -> &Capabilities {
         &self.capabilities
+    }
+
+    fn float_semantics(&self) -> FloatSemantics {
+        self.semantics.get().copied().unwrap_or_default()
     }
 
     fn fp64(&self) -> bool {

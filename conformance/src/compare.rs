@@ -1,6 +1,7 @@
 //! Comparing a device's results with the reference, element by element, within each op's
 //! tolerance ([`crate::tolerance`]).
 
+use polytensor_core::device::FloatSemantics;
 use polytensor_core::dtype::DataType;
 use polytensor_core::element::Scalar;
 
@@ -11,16 +12,18 @@ use crate::report::fail;
 use crate::report::Outcome;
 use crate::tolerance::{self, Tolerance};
 
-/// Compare results with the reference; the outcome names the first bad element.
+/// Compare results with the reference, within the tolerance of the case's op on a device
+/// of `semantics`; the outcome names the first bad element.
 pub(crate) fn compare(
     case: &Case,
     out_dtype: DataType,
     got: &[Scalar],
     want: &[Expected],
+    semantics: FloatSemantics,
 ) -> Outcome {
     compare_elements(
         out_dtype,
-        tolerance::tolerance(case.op, case.dtype),
+        tolerance::declared(case.op, case.dtype, semantics),
         got,
         want,
     )

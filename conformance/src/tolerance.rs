@@ -13,7 +13,12 @@
 //! precision); `u_acc` is the unit roundoff of the accumulator a backend must use at least
 //! (f32 for f16, bf16 and f32; f64 for f64); `n` the number of terms. The accumulation
 //! bound holds for any summation order.
+//!
+//! A device may declare float arithmetic WGSL allows ([`FloatSemantics`]): division, `sqrt`
+//! and `1/x` within 2.5 ulp ([`declared`]), and f32 subnormals flushed to zero (judged
+//! against the reference of the flushed inputs, flushed: `crate::execute`).
 
+use polytensor_core::device::FloatSemantics;
 use polytensor_core::dtype::DataType;
 use polytensor_core::ops::{BinaryOp, Op, ReduceOp, UnaryOp};
 
@@ -70,6 +75,19 @@ pub fn tolerance(op: Op, dtype: DataType) -> Tolerance {
     }
 }
 
+/// [`tolerance`] on a device whose float arithmetic is `semantics`: where it declares
+/// division, `sqrt` and `1/x` within WGSL's bound, 2.5 ulp for them (real floats).
+pub fn declared(op: Op, dtype: DataType, semantics: FloatSemantics) -> Tolerance {
+    let divides = matches!(
+        op,
+        Op::Binary(BinaryOp::Div) | Op::Unary(UnaryOp::Sqrt | UnaryOp::Recip)
+    );
+    if semantics.inexact_division && divides && dtype.is_float() {
+        return Tolerance::Ulps(2.5);
+    }
+    tolerance(op, dtype)
+}
+
 /// `(mantissa bits, minimum normal exponent)` of a float dtype (or a complex one's parts).
 fn float_format(dtype: DataType) -> (i32, i32) {
     match dtype.real_dtype() {
@@ -96,5 +114,31 @@ pub fn accumulator_roundoff(dtype: DataType) -> f64 {
     match dtype.real_dtype() {
         DataType::Double => 2f64.powi(-53),
         _ => 2f64.powi(-24),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_semantics_widen_only_division_and_roots() {
+        let gpu = FloatSemantics {
+            flushes_subnormals: true,
+            inexact_division: true,
+        };
+        let ieee = FloatSemantics::default();
+        let div = Op::Binary(BinaryOp::Div);
+        assert_eq!(declared(div, DataType::Float, ieee), Tolerance::Exact);
+        assert_eq!(declared(div, DataType::Float, gpu), Tolerance::Ulps(2.5));
+        let sqrt = Op::Unary(UnaryOp::Sqrt);
+        assert_eq!(
+            declared(sqrt, DataType::BFloat16, gpu),
+            Tolerance::Ulps(2.5)
+        );
+        // Integer division stays exact; other ops keep their tolerance.
+        assert_eq!(declared(div, DataType::Int32, gpu), Tolerance::Exact);
+        let add = Op::Binary(BinaryOp::Add);
+        assert_eq!(declared(add, DataType::Float, gpu), Tolerance::Exact);
     }
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Weak};
 
 use polytensor_core::alloc::BlockAllocator;
 use polytensor_core::buffer::{BlockBuffer, Release};
+use polytensor_core::device::FloatSemantics;
 use polytensor_core::dlpack::DLDevice;
 use polytensor_core::plan::segment::{SegmentOp, Segments};
 use polytensor_core::plan::window::WindowGeometry;
@@ -108,6 +109,10 @@ impl<Q: Queue> Device for KitDevice<Q> {
 
     fn supports(&self, op: Op, dtype: DataType) -> bool {
         self.queue.capabilities().supports(op, dtype)
+    }
+
+    fn float_semantics(&self) -> FloatSemantics {
+        self.queue.float_semantics()
     }
 
     fn allocator(&self) -> &dyn AllocatorInfo {

@@ -21,7 +21,7 @@ use std::sync::{Arc, Weak};
 
 use polytensor_core::alloc::{BlockAllocator, BlockSource};
 use polytensor_core::buffer::{BlockCache, Release};
-use polytensor_core::device::{Capabilities, DeviceKind};
+use polytensor_core::device::{Capabilities, DeviceKind, FloatSemantics};
 use polytensor_core::dlpack::DLDevice;
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{
@@ -159,6 +159,11 @@ pub trait Queue: Send + Sync + Sized + 'static {
 
     /// What the device runs (computed once when it opens).
     fn capabilities(&self) -> &Capabilities;
+
+    /// How the device's float arithmetic departs from IEEE 754 (IEEE 754 by default).
+    fn float_semantics(&self) -> FloatSemantics {
+        FloatSemantics::default()
+    }
 
     /// Whether kernels may compute in f64.
     fn fp64(&self) -> bool;

@@ -41,6 +41,18 @@ impl Capabilities {
     }
 }
 
+/// How a device's float arithmetic departs from IEEE 754's (correctly rounded, with
+/// gradual underflow), as WGSL and GPU drivers are allowed to: found when the device opens,
+/// so that results are judged by what the device declares. The default is IEEE 754.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct FloatSemantics {
+    /// f32 arithmetic (and bf16's, computed in f32) flushes subnormal operands and results
+    /// to zero (NVIDIA's Vulkan driver); moves keep them.
+    pub flushes_subnormals: bool,
+    /// Division, `sqrt` and `1/x` are within WGSL's 2.5 ulp, not correctly rounded.
+    pub inexact_division: bool,
+}
+
 impl fmt::Debug for Capabilities {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map()

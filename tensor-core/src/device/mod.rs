@@ -21,7 +21,7 @@ mod buffer;
 mod capabilities;
 
 pub use buffer::TensorBuffer;
-pub use capabilities::Capabilities;
+pub use capabilities::{Capabilities, FloatSemantics};
 
 /// The family of a device, by the name its devices carry (`cpu` in `cpu:0`). Kinds are
 /// open: a backend names its own (`DeviceKind::new("opencl")`, kept as a constant of the
@@ -410,6 +410,12 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
     /// where `op.is_defined_for(dtype)` is false: ops ask only this before running a kernel,
     /// and the conformance suite fails a device that claims more.
     fn supports(&self, op: Op, dtype: DataType) -> bool;
+
+    /// How the device's float arithmetic departs from IEEE 754 (flushed subnormals,
+    /// division within WGSL's bounds), as found when it opened; IEEE 754 by default.
+    fn float_semantics(&self) -> FloatSemantics {
+        FloatSemantics::default()
+    }
 
     /// `Err(Unsupported)`'s error naming this device: what a backend returns for an op
     /// and dtype it does not run (see [`Capabilities`]).
