@@ -95,6 +95,18 @@ fn indices_are_validated_with_tensorflows_messages() {
         )
         .contains("Expected int32"));
     }
+    // Rows beyond what the host can count are an `Err`, not an abort.
+    let huge = SparseTensor::new(
+        ints(&[0, 0], &[1, 2]),
+        Tensor::from_slice(&[1i32], [1], &cpu()).unwrap(),
+        ints(&[1 << 61, 2], &[2]),
+    )
+    .unwrap();
+    let refused = message(
+        huge.fill_empty_rows(Scalar::I64(0))
+            .map(|(s, _)| s.values().clone()),
+    );
+    assert!(refused.contains("out of memory"), "{refused}");
     let dense = inside.to_dense(Some(Scalar::F64(-2.0))).unwrap();
     assert_eq!(dense.to_vec::<i32>().unwrap()[1], -2);
 }

@@ -5,6 +5,7 @@
 
 use super::segments::{gather, SegmentList};
 use super::{bracketed, IndexOrder, SparseTensor};
+use crate::alloc::host_vec;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::plan::segment::SegmentOp;
@@ -146,19 +147,22 @@ impl SparseTensor {
         let row_of: Vec<usize> = (0..self.nnz())
             .map(|i| indices[i * rank] as usize)
             .collect();
-        let mut counts = vec![0usize; rows];
+        let mut counts = host_vec(rows, 0usize, "SparseFillEmptyRows' rows")?;
         for &r in &row_of {
             counts[r] += 1;
         }
         // Each row's first output position: its elements, or its one default.
-        let mut first = Vec::with_capacity(rows + 1);
+        let mut first = host_vec(rows, 0usize, "SparseFillEmptyRows' rows")?;
         let mut total = 0;
-        for &count in &counts {
-            first.push(total);
+        for (start, &count) in first.iter_mut().zip(&counts) {
+            *start = total;
             total += count.max(1);
         }
-        let mut picks: Vec<Option<usize>> = vec![None; total];
-        let mut out_indices = vec![0i64; total * rank];
+        let mut picks: Vec<Option<usize>> = host_vec(total, None, "SparseFillEmptyRows' output")?;
+        let entries = total
+            .checked_mul(rank)
+            .ok_or_else(|| Error::invalid("SparseFillEmptyRows' output overflows"))?;
+        let mut out_indices = host_vec(entries, 0i64, "SparseFillEmptyRows' output")?;
         let mut next = first.clone();
         let mut reverse = Vec::with_capacity(self.nnz());
         for (i, &r) in row_of.iter().enumerate() {
