@@ -175,7 +175,14 @@ pub(crate) fn infer(op: Sparse, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                         .map(|&d| usize::try_from(d).ok())
                         .collect::<Vec<_>>(),
                 )?,
-                None => dim(1, 0).map_or_else(|| Ok(unknown()), |r| shape(&vec![None; r]))?,
+                // A shape vector longer than any rank is the shape's own error.
+                None => match dim(1, 0) {
+                    Some(r) if r > polytensor_core::shape::MAX_RANK => {
+                        return Err(cx.error(format!("a shape of {r} dims is past the rank limit")))
+                    }
+                    Some(r) => shape(&vec![None; r])?,
+                    None => unknown(),
+                },
             };
             vec![(inputs[2].0, out)]
         }

@@ -29,7 +29,7 @@ impl Tensor {
             )));
         }
         let dense = self.contiguous()?;
-        let mut bytes = vec![0u8; dense.total_bytes()];
+        let mut bytes = crate::alloc::host_vec(dense.total_bytes(), 0u8, "to_bytes")?;
         if !bytes.is_empty() {
             dense.device().copy_to_host(&dense.view(), &mut bytes)?;
         }
@@ -40,7 +40,7 @@ impl Tensor {
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_dtype::<T>("to_vec")?;
         let dense = self.contiguous()?;
-        let mut values = vec![T::default(); dense.num_elements()];
+        let mut values = crate::alloc::host_vec(dense.num_elements(), T::default(), "to_vec")?;
         // SAFETY: `T: Element` has no padding, so the Vec's memory is exactly its byte length;
         // the device writes element bytes of dtype `T::DTYPE`, which are valid `T` values
         // (bool storage is kept at 0/1).

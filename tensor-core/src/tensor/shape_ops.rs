@@ -266,7 +266,8 @@ impl Tensor {
                  split_dim {axis_index} (size = {dim}) and num_split {parts}"
             )));
         }
-        self.split_sizes(&vec![(dim / parts) as i64; parts], axis)
+        let sizes = crate::alloc::host_vec(parts, (dim / parts) as i64, "Split's sizes")?;
+        self.split_sizes(&sizes, axis)
     }
 
     /// `size[i]` elements from `begin[i]` along each dim, a view (TensorFlow's `Slice`; a
