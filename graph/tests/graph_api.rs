@@ -591,6 +591,12 @@ fn imported_with(op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> Resu
         )
         .build()
         .unwrap();
+    let def = with_node(&g, op, inputs, attrs);
+    Graph::from_graph_def_bytes(&def.encode_to_vec())
+}
+
+/// The GraphDef of `g` and a node `n` of `op` over `inputs` with `attrs`.
+fn with_node(g: &Graph, op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> GraphDef {
     let mut def = g.to_graph_def();
     def.node.push(NodeDef {
         name: "n".into(),
@@ -602,7 +608,7 @@ fn imported_with(op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> Resu
             .collect(),
         ..Default::default()
     });
-    Graph::from_graph_def_bytes(&def.encode_to_vec())
+    def
 }
 
 /// A node the importer must refuse: op, inputs, attributes, and what the error says.
@@ -868,18 +874,7 @@ fn refusal_graph(op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> Resu
             .attr("value", value.to_proto()?)
             .build()?;
     }
-    let mut def = g.to_graph_def();
-    def.node.push(NodeDef {
-        name: "n".into(),
-        op: op.into(),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        attr: attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect(),
-        ..Default::default()
-    });
-    Graph::from_graph_def(&def)
+    Graph::from_graph_def(&with_node(&g, op, inputs, attrs))
 }
 
 /// A node to import: op, inputs, attributes, and what its refusal says.
