@@ -93,13 +93,7 @@ fn tensorflow_loops_and_conditionals_run_on_every_device() {
         // Strings live on host devices only: a graph with asserts and prints runs its
         // string ops on cpu:0 beside the device, as TensorFlow's GPU sessions run them on
         // their CPU.
-        let strings = graph.operations().any(|op| {
-            graph
-                .outputs(&op)
-                .unwrap()
-                .iter()
-                .any(|o| o.dtype() == DataType::String)
-        });
+        let strings = spec["strings"].as_bool().unwrap_or(false);
         for device in &devices {
             let mut placed = vec![device.clone()];
             if strings && !same_device(device, &cpu) {

@@ -157,6 +157,8 @@ def main():
                         "expected": [spec(value) for value in values],
                         "error": error,
                         "ops": ops,
+                        # String tensors anywhere, functions included (host devices hold them).
+                        "strings": case is checked,
                     }))
     print(f"TensorFlow {tf.__version__} wrote {2 * len(CASES)} control-flow graphs")
 
