@@ -146,7 +146,8 @@ impl Session {
                     "else_branch"
                 };
                 let function = self.function(attrs.function(branch)?, device)?;
-                function.check_types(&node.name, &input_types[1..], Some(&output_types))?;
+                let branch_args = input_types.get(1..).unwrap_or_default();
+                function.check_types(&node.name, branch_args, Some(&output_types))?;
                 function.call(args.to_vec(), stop)?
             }
             Call::Function => {
