@@ -844,6 +844,50 @@ fn array_ops() -> Case {
     }
 }
 
+/// `ReverseV2` (one axis, several, negative) and `BroadcastTo` (new leading dims, size-1
+/// dims spread), as Keras's `Bidirectional` and attention layers write them, placed on
+/// the first two devices that are not the CPU (TensorFlow, with no GPU, soft-places them).
+fn reverse_and_broadcast() -> Case {
+    let mut g = Graph::new();
+    let shape = PartialTensorShape::new(&[Some(2), Some(3), Some(4)]).unwrap();
+    let x = g.placeholder(DataType::Float, &shape).unwrap();
+    let reverse = |g: &mut Graph, axes: &[i32]| {
+        let axes = g.constant_values(axes, &[axes.len()]).unwrap();
+        g.op("ReverseV2")
+            .inputs(&[x.clone(), axes])
+            .build_output()
+            .unwrap()
+    };
+    // On the first two devices that are not the CPU (opencl:0 and wgpu:0 in CI).
+    let (time, both, none) = g.device_scope("/device:GPU:0", |g| {
+        (reverse(g, &[1]), reverse(g, &[0, -1]), reverse(g, &[]))
+    });
+    let column = weights(&mut g, &[3, 1], 4);
+    let broadcast = |g: &mut Graph, input: &Output, dims: &[i32]| {
+        let dims = g.constant_values(dims, &[dims.len()]).unwrap();
+        g.op("BroadcastTo")
+            .inputs(&[input.clone(), dims])
+            .build_output()
+            .unwrap()
+    };
+    let (spread, lead) = g.device_scope("/device:GPU:1", |g| {
+        (
+            broadcast(g, &column, &[2, 3, 4]),
+            broadcast(g, &x, &[2, 2, 3, 4]),
+        )
+    });
+    let feed = Tensor::from_slice(&eighths(24, 5), [2, 3, 4], &cpu()).unwrap();
+    Case {
+        name: "reverse_and_broadcast",
+        graph: g,
+        feeds: vec![(x, feed)],
+        fetches: vec![time, both, none, spread, lead],
+        target_runs: Vec::new(),
+        atol: 0.0,
+        every_device: true,
+    }
+}
+
 /// A matmul on `/device:GPU:0`, a reduction on `/device:GPU:1`: polytensor runs them on the
 /// first two devices that are not the CPU (opencl:0 and wgpu:0 in CI), TensorFlow (with
 /// soft placement, and no GPU) on its CPU.
@@ -880,6 +924,7 @@ fn graphs_built_here_run_in_tensorflow() {
         generators(),
         fused_layers(),
         placed_across_devices(),
+        reverse_and_broadcast(),
     ];
     for case in cases {
         case.write(&dir);
@@ -887,7 +932,7 @@ fn graphs_built_here_run_in_tensorflow() {
     let stdout = common::run_script(&python, "tf_import_graph.py", &[dir.as_os_str()]);
     std::fs::remove_dir_all(&dir).ok();
     println!("{stdout}");
-    assert!(stdout.contains("ran 11 polytensor graphs"), "{stdout}");
+    assert!(stdout.contains("ran 12 polytensor graphs"), "{stdout}");
 }
 
 /// A GraphDef TensorFlow wrote with the fields polytensor keeps without reading them (a

@@ -866,6 +866,8 @@ fn refusal_graph(op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> Resu
         ("neg", Tensor::scalar(-1i32, &cpu)?),
         ("one", Tensor::from_slice(&[1.0f32], [1], &cpu)?),
         ("f", Tensor::scalar(1.0f32, &cpu)?),
+        ("dup", Tensor::from_slice(&[1i32, -3], [2], &cpu)?),
+        ("far", Tensor::from_slice(&[7i32], [1], &cpu)?),
     ];
     for (name, value) in constants {
         g.op("Const")
@@ -967,6 +969,14 @@ fn inputs_tensorflow_refuses_are_refused_at_import() {
         ("Range", vec!["s0", "s5", "neg"], vec![index()],
             "Requires start >= limit when delta < 0: 0/5"),
         ("Range", vec!["s0", "s5", "s0"], vec![index()], "Requires delta != 0"),
+        ("ReverseV2", vec!["x", "dup"], vec![float(), index()],
+            "axis 1 specified more than once."),
+        ("ReverseV2", vec!["x", "far"], vec![float(), index()],
+            "'axis'[0] = 7 is out of valid range [0, 3"),
+        ("ReverseV2", vec!["x", "s1"], vec![float(), index()],
+            "Shape must be rank 1 but is rank 0"),
+        ("BroadcastTo", vec!["x", "v"], vec![float(), index()],
+            "Shape must be at most rank 2 but is rank 4"),
         ("Merge", vec!["s0", "s1"], vec![("T", int32()), ("N", AttrValue::from(3i64))],
             "NodeDef expected inputs 'int32, int32, int32' do not match 2 inputs specified"),
     ];

@@ -220,6 +220,17 @@ fn joins_pads_and_gathers_check_their_operands() {
     assert!(params.gather(&indices, 0, 1).is_err());
     assert!(params.gather(&zeros(&[2]), 0, 0).is_err());
     assert!(a.tile(&[2]).is_err());
+    // Reversal is a view; its axes are checked as TensorFlow's ReverseV2 checks them.
+    let counted = Tensor::from_slice(&[0i32, 1, 2, 3, 4, 5], [2, 3], &cpu()).unwrap();
+    let flipped = counted.reverse(&[0, 1]).unwrap();
+    assert_eq!(flipped.to_vec::<i32>().unwrap(), [5, 4, 3, 2, 1, 0]);
+    assert_eq!(
+        flipped.reverse(&[-2]).unwrap().to_vec::<i32>().unwrap(),
+        [2, 1, 0, 5, 4, 3]
+    );
+    assert!(message(counted.reverse(&[1, -1])).contains("axis 1 specified more than once."));
+    assert!(message(counted.reverse(&[2])).contains("'axis'[0] = 2 is out of valid range [0, 1"));
+    assert!(message(counted.reverse(&[i64::MIN])).contains("out of valid range"));
     assert!(a.tile(&[usize::MAX, 2]).is_err());
 }
 

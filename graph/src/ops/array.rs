@@ -1,6 +1,6 @@
 //! TensorFlow's array ops of inference graphs (`ConcatV2`, `Pack`, `Unpack`, `Split`,
 //! `SplitV`, `Pad`, `PadV2`, `MirrorPad`, `Slice`, `StridedSlice`, `Tile`,
-//! `PlaceholderWithDefault`): static shapes where the shape-giving inputs are `Const`, and
+//! `PlaceholderWithDefault`, `GatherV2`, `OneHot`, `ReverseV2`, `BroadcastTo`): static shapes where the shape-giving inputs are `Const`, and
 //! kernels on the eager API.
 
 use smallvec::SmallVec;
@@ -38,6 +38,10 @@ pub(crate) enum Array {
     Gather,
     /// `OneHot`: indices, depth, on value, off value.
     OneHot,
+    /// `ReverseV2`: the tensor, then the axes to reverse.
+    Reverse,
+    /// `BroadcastTo`: the tensor, then the shape.
+    BroadcastTo,
 }
 
 impl Array {
@@ -67,6 +71,8 @@ impl Array {
                 ("Taxis", Input(2)),
             ],
             Array::OneHot => &[("TI", Input(0)), ("T", Input(2)), ("T", Input(3))],
+            Array::Reverse => &[("T", Input(0)), ("Tidx", Input(1))],
+            Array::BroadcastTo => &[("T", Input(0)), ("Tidx", Input(1))],
         }
     }
 }
@@ -354,6 +360,39 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             };
             Ok(vec![(dtype, shape)])
         }
+        Array::Reverse => {
+            let (dtype, shape) = input(0)?.clone();
+            cx.with_rank(1, 1)?;
+            if let (Some(rank), Some(axes)) = (shape.rank(), cx.const_ints(1)) {
+                reversed_axes(&axes, rank).map_err(|e| cx.error(e))?;
+            }
+            Ok(vec![(dtype, shape)])
+        }
+        Array::BroadcastTo => {
+            let (dtype, shape) = input(0)?.clone();
+            cx.with_rank(1, 1)?;
+            let target = cx.shape_value(1)?;
+            if let (Some(from), Some(to)) = (shape.dims(), target.dims()) {
+                if from.len() > to.len() {
+                    return Err(cx.error(format!(
+                        "Shape must be at most rank {} but is rank {}",
+                        to.len(),
+                        from.len()
+                    )));
+                }
+                let lead = to.len() - from.len();
+                for (&f, &t) in from.iter().zip(&to[lead..]) {
+                    if let (Some(f), Some(t)) = (f, t) {
+                        if f != t && f != 1 {
+                            return Err(
+                                cx.error(format!("Incompatible shapes: {} vs. {}", shape, target))
+                            );
+                        }
+                    }
+                }
+            }
+            Ok(vec![(dtype, target)])
+        }
         Array::Tile => {
             let (dtype, shape) = input(0)?.clone();
             let shape = match (shape.dims(), cx.const_ints(1)) {
@@ -527,6 +566,42 @@ pub(crate) fn run(op: Array, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
             let spec = strided_spec(&attrs, cx.ints(1)?, cx.ints(2)?, cx.ints(3)?)?;
             one(cx.tensor(0)?.strided_slice(&spec)?)
         }
+        Array::Reverse => {
+            let x = cx.tensor(0)?;
+            cx.require_rank(1, 1, |s| format!("'dims' must be 1-dimension, not {s}"))?;
+            one(x.reverse(&cx.ints(1)?)?)
+        }
+        Array::BroadcastTo => {
+            let x = cx.tensor(0)?;
+            let dims = cx.ints(1)?;
+            let to = dims
+                .iter()
+                .map(|&d| {
+                    usize::try_from(d)
+                        .map_err(|_| Error::invalid(format!("Dimension {d} must be >= 0")))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            if x.rank() > to.len() {
+                return Err(Error::invalid(format!(
+                    "Rank of input ({}) must be no greater than rank of output shape ({}).",
+                    x.rank(),
+                    to.len()
+                )));
+            }
+            let lead = to.len() - x.rank();
+            if x.dims()
+                .iter()
+                .zip(&to[lead..])
+                .any(|(&f, &t)| f != t && f != 1)
+            {
+                return Err(Error::invalid(format!(
+                    "Incompatible shapes: {} vs. {}",
+                    x.shape(),
+                    polytensor_core::TensorShape::new(&to)?
+                )));
+            }
+            one(x.broadcast_to(to)?)
+        }
         Array::Tile => {
             let multiples = cx
                 .ints(1)?
@@ -606,4 +681,22 @@ pub(crate) fn per_value(inputs: usize, concat: bool) -> SmallVec<[(&'static str,
         typed.push(("Tidx", Source::Input(inputs - 1)));
     }
     typed
+}
+
+/// `ReverseV2`'s axes against `rank`, with TensorFlow's messages for one out of range or
+/// given twice.
+fn reversed_axes(axes: &[i64], rank: usize) -> std::result::Result<(), String> {
+    let mut seen = vec![false; rank];
+    for (i, &axis) in axes.iter().enumerate() {
+        let at = axis_in(axis, rank).ok_or_else(|| {
+            format!(
+                "'axis'[{i}] = {axis} is out of valid range [0, {}",
+                rank.saturating_sub(1)
+            )
+        })?;
+        if std::mem::replace(&mut seen[at], true) {
+            return Err(format!("axis {at} specified more than once."));
+        }
+    }
+    Ok(())
 }

@@ -248,6 +248,8 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("Slice", Kind::Array(Array::Slice)),
     ("StridedSlice", Kind::Array(Array::StridedSlice)),
     ("Tile", Kind::Array(Array::Tile)),
+    ("ReverseV2", Kind::Array(Array::Reverse)),
+    ("BroadcastTo", Kind::Array(Array::BroadcastTo)),
     (
         "PlaceholderWithDefault",
         Kind::Array(Array::PlaceholderWithDefault),

@@ -116,6 +116,50 @@ impl Tensor {
         Ok(self.with_layout(self.layout.permute(perm)?))
     }
 
+    /// The elements in reverse order along each of `axes` (negative counts from the end),
+    /// sharing the buffer (TensorFlow's `ReverseV2`, `tf.reverse`): a view with those
+    /// strides negated. An axis out of range or given twice is an `Err` with TensorFlow's
+    /// message.
+    ///
+    /// ```
+    /// # use polytensor_core::Tensor;
+    /// # let cpu = polytensor_cpu::CpuDevice::shared();
+    /// let t = Tensor::from_slice(&[0i32, 1, 2, 3, 4, 5], [2, 3], &cpu)?;
+    /// assert_eq!(t.reverse(&[-1])?.to_vec::<i32>()?, [2, 1, 0, 5, 4, 3]);
+    /// # Ok::<(), polytensor_core::Error>(())
+    /// ```
+    pub fn reverse(&self, axes: &[i64]) -> Result<Tensor> {
+        let rank = self.rank();
+        let mut reversed = vec![false; rank];
+        for (i, &axis) in axes.iter().enumerate() {
+            let at = normalize_axis(axis as isize, rank).ok().ok_or_else(|| {
+                Error::invalid(format!(
+                    "'axis'[{i}] = {axis} is out of valid range [0, {}",
+                    rank.saturating_sub(1)
+                ))
+            })?;
+            if std::mem::replace(&mut reversed[at], true) {
+                return Err(Error::invalid(format!(
+                    "axis {at} specified more than once."
+                )));
+            }
+        }
+        let mut strides = self.layout.strides().to_vec();
+        let mut offset = self.layout.offset() as isize;
+        for (d, &flip) in reversed.iter().enumerate() {
+            let size = self.dims()[d];
+            if flip && size > 1 {
+                // The last element along `d` comes first; both lie in the buffer already.
+                offset += (size as isize - 1) * strides[d];
+                strides[d] = -strides[d];
+            }
+        }
+        let offset = usize::try_from(offset)
+            .map_err(|_| Error::invalid("a reversed view starts before its buffer"))?;
+        let layout = Layout::new(self.shape().clone(), &strides, offset)?;
+        Ok(self.with_layout(layout))
+    }
+
     /// Broadcast to `shape` by NumPy rules (stride 0), sharing the buffer.
     pub fn broadcast_to(&self, shape: impl IntoShape) -> Result<Tensor> {
         Ok(self.with_layout(self.layout.broadcast_to(&shape.into_shape()?)?))
