@@ -888,6 +888,74 @@ fn reverse_and_broadcast() -> Case {
     }
 }
 
+/// A dilated convolution as TensorFlow writes it (`SpaceToBatchND`, a `Conv2D`,
+/// `BatchToSpaceND`, with paddings and crops), and a 1-D round trip on odd sizes, on the
+/// first device that is not the CPU.
+fn space_and_batch() -> Case {
+    let mut g = Graph::new();
+    let image = PartialTensorShape::new(&[Some(1), Some(9), Some(7), Some(2)]).unwrap();
+    let x = g.placeholder(DataType::Float, &image).unwrap();
+    let sequence = PartialTensorShape::new(&[Some(2), Some(11), Some(3)]).unwrap();
+    let s = g.placeholder(DataType::Float, &sequence).unwrap();
+    let filter = weights(&mut g, &[3, 3, 2, 4], 6);
+    let ints =
+        |g: &mut Graph, values: &[i32], dims: &[usize]| g.constant_values(values, dims).unwrap();
+    let block2 = ints(&mut g, &[2, 2], &[2]);
+    let paddings = ints(&mut g, &[1, 2, 0, 1], &[2, 2]);
+    let crops = ints(&mut g, &[0, 1, 0, 0], &[2, 2]);
+    let block3 = ints(&mut g, &[3], &[1]);
+    let pad1 = ints(&mut g, &[1, 0], &[1, 2]);
+    let (batched, dilated, there, back) = g.device_scope("/device:GPU:0", |g| {
+        let batched = g
+            .op("SpaceToBatchND")
+            .inputs(&[x.clone(), block2.clone(), paddings])
+            .build_output()
+            .unwrap();
+        let conv = g
+            .op("Conv2D")
+            .inputs(&[batched.clone(), filter])
+            .attr("strides", int_list(&[1, 1, 1, 1]))
+            .attr("padding", "VALID")
+            .build_output()
+            .unwrap();
+        let dilated = g
+            .op("BatchToSpaceND")
+            .inputs(&[conv, block2, crops])
+            .build_output()
+            .unwrap();
+        let there = g
+            .op("SpaceToBatchND")
+            .inputs(&[s.clone(), block3.clone(), pad1.clone()])
+            .build_output()
+            .unwrap();
+        let back = g
+            .op("BatchToSpaceND")
+            .inputs(&[there.clone(), block3, pad1])
+            .build_output()
+            .unwrap();
+        (batched, dilated, there, back)
+    });
+    let feeds = vec![
+        (
+            x,
+            Tensor::from_slice(&eighths(126, 7), [1, 9, 7, 2], &cpu()).unwrap(),
+        ),
+        (
+            s,
+            Tensor::from_slice(&eighths(66, 8), [2, 11, 3], &cpu()).unwrap(),
+        ),
+    ];
+    Case {
+        name: "space_and_batch",
+        graph: g,
+        feeds,
+        fetches: vec![batched, dilated, there, back],
+        target_runs: Vec::new(),
+        atol: 1e-5,
+        every_device: true,
+    }
+}
+
 /// A matmul on `/device:GPU:0`, a reduction on `/device:GPU:1`: polytensor runs them on the
 /// first two devices that are not the CPU (opencl:0 and wgpu:0 in CI), TensorFlow (with
 /// soft placement, and no GPU) on its CPU.
@@ -925,6 +993,7 @@ fn graphs_built_here_run_in_tensorflow() {
         fused_layers(),
         placed_across_devices(),
         reverse_and_broadcast(),
+        space_and_batch(),
     ];
     for case in cases {
         case.write(&dir);
@@ -932,7 +1001,7 @@ fn graphs_built_here_run_in_tensorflow() {
     let stdout = common::run_script(&python, "tf_import_graph.py", &[dir.as_os_str()]);
     std::fs::remove_dir_all(&dir).ok();
     println!("{stdout}");
-    assert!(stdout.contains("ran 12 polytensor graphs"), "{stdout}");
+    assert!(stdout.contains("ran 13 polytensor graphs"), "{stdout}");
 }
 
 /// A GraphDef TensorFlow wrote with the fields polytensor keeps without reading them (a

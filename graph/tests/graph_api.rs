@@ -868,6 +868,8 @@ fn refusal_graph(op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> Resu
         ("f", Tensor::scalar(1.0f32, &cpu)?),
         ("dup", Tensor::from_slice(&[1i32, -3], [2], &cpu)?),
         ("far", Tensor::from_slice(&[7i32], [1], &cpu)?),
+        ("pads", Tensor::from_slice(&[0i32, 0, 0, 0], [2, 2], &cpu)?),
+        ("cut", Tensor::from_slice(&[-1i32, 0, 0, 0], [2, 2], &cpu)?),
     ];
     for (name, value) in constants {
         g.op("Const")
@@ -977,6 +979,12 @@ fn inputs_tensorflow_refuses_are_refused_at_import() {
             "Shape must be rank 1 but is rank 0"),
         ("BroadcastTo", vec!["x", "v"], vec![float(), index()],
             "Shape must be at most rank 2 but is rank 4"),
+        ("SpaceToBatchND", vec!["x", "v", "pads"], vec![float()],
+            "Dimension size must be evenly divisible by 2 but is 5"),
+        ("BatchToSpaceND", vec!["x", "v", "cut"], vec![float()],
+            "crops cannot be negative"),
+        ("SpaceToBatchND", vec!["x", "v", "v"], vec![float()],
+            "Shape must be rank 2 but is rank 1"),
         ("Merge", vec!["s0", "s1"], vec![("T", int32()), ("N", AttrValue::from(3i64))],
             "NodeDef expected inputs 'int32, int32, int32' do not match 2 inputs specified"),
     ];

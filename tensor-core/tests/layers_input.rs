@@ -231,6 +231,30 @@ fn joins_pads_and_gathers_check_their_operands() {
     assert!(message(counted.reverse(&[1, -1])).contains("axis 1 specified more than once."));
     assert!(message(counted.reverse(&[2])).contains("'axis'[0] = 2 is out of valid range [0, 1"));
     assert!(message(counted.reverse(&[i64::MIN])).contains("out of valid range"));
+    // Space to batch and back, with TensorFlow's checks.
+    let image = Tensor::from_slice(&(0..30).collect::<Vec<i32>>(), [1, 5, 3, 2], &cpu()).unwrap();
+    let batched = image.space_to_batch_nd(&[2, 3], &[(1, 0), (0, 0)]).unwrap();
+    assert_eq!(batched.dims(), &[6, 3, 1, 2]);
+    let back = batched
+        .batch_to_space_nd(&[2, 3], &[(1, 0), (0, 0)])
+        .unwrap();
+    assert_eq!(
+        back.to_vec::<i32>().unwrap(),
+        image.to_vec::<i32>().unwrap()
+    );
+    assert!(message(image.space_to_batch_nd(&[2, 3], &[(0, 0), (0, 0)]))
+        .contains("padded_shape[0]=5 is not divisible by block_shape[0]=2"));
+    assert!(message(image.space_to_batch_nd(&[0], &[(0, 0)])).contains("must be positive"));
+    assert!(message(image.batch_to_space_nd(&[2], &[(0, 0)]))
+        .contains("Input batch dimension (1) is not divisible by product of block sizes (2)"));
+    assert!(
+        message(batched.batch_to_space_nd(&[2, 3], &[(9, 0), (0, 0)]))
+            .contains("cropped_shape[0]=-3 must be non-negative")
+    );
+    assert!(
+        message(image.space_to_batch_nd(&[1, 1, 1, 1], &[(0, 0); 4]))
+            .contains("input rank should be >= 5 instead of 4")
+    );
     assert!(a.tile(&[usize::MAX, 2]).is_err());
 }
 

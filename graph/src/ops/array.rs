@@ -1,6 +1,7 @@
 //! TensorFlow's array ops of inference graphs (`ConcatV2`, `Pack`, `Unpack`, `Split`,
 //! `SplitV`, `Pad`, `PadV2`, `MirrorPad`, `Slice`, `StridedSlice`, `Tile`,
-//! `PlaceholderWithDefault`, `GatherV2`, `OneHot`, `ReverseV2`, `BroadcastTo`): static shapes where the shape-giving inputs are `Const`, and
+//! `PlaceholderWithDefault`, `GatherV2`, `OneHot`, `ReverseV2`, `BroadcastTo`,
+//! `SpaceToBatchND`, `BatchToSpaceND`): static shapes where the shape-giving inputs are `Const`, and
 //! kernels on the eager API.
 
 use smallvec::SmallVec;
@@ -42,6 +43,11 @@ pub(crate) enum Array {
     Reverse,
     /// `BroadcastTo`: the tensor, then the shape.
     BroadcastTo,
+    /// `SpaceToBatchND` (`to_batch`) and `BatchToSpaceND`: the tensor, the block shape,
+    /// then the paddings or the crops.
+    SpaceBatch {
+        to_batch: bool,
+    },
 }
 
 impl Array {
@@ -73,6 +79,16 @@ impl Array {
             Array::OneHot => &[("TI", Input(0)), ("T", Input(2)), ("T", Input(3))],
             Array::Reverse => &[("T", Input(0)), ("Tidx", Input(1))],
             Array::BroadcastTo => &[("T", Input(0)), ("Tidx", Input(1))],
+            Array::SpaceBatch { to_batch: true } => &[
+                ("T", Input(0)),
+                ("Tblock_shape", Input(1)),
+                ("Tpaddings", Input(2)),
+            ],
+            Array::SpaceBatch { to_batch: false } => &[
+                ("T", Input(0)),
+                ("Tblock_shape", Input(1)),
+                ("Tcrops", Input(2)),
+            ],
         }
     }
 }
@@ -360,6 +376,19 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             };
             Ok(vec![(dtype, shape)])
         }
+        Array::SpaceBatch { to_batch } => {
+            let (dtype, shape) = input(0)?.clone();
+            cx.with_rank(1, 1)?;
+            cx.with_rank(2, 2)?;
+            let out = match (shape.dims(), cx.const_ints(1), cx.const_ints(2)) {
+                (Some(dims), Some(block), Some(edges)) => {
+                    space_batch_shape(dims, &block, &edges, to_batch).map_err(|e| cx.error(e))?
+                }
+                (Some(dims), _, _) => known(vec![None; dims.len()])?,
+                _ => unknown,
+            };
+            Ok(vec![(dtype, out)])
+        }
         Array::Reverse => {
             let (dtype, shape) = input(0)?.clone();
             cx.with_rank(1, 1)?;
@@ -566,6 +595,47 @@ pub(crate) fn run(op: Array, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
             let spec = strided_spec(&attrs, cx.ints(1)?, cx.ints(2)?, cx.ints(3)?)?;
             one(cx.tensor(0)?.strided_slice(&spec)?)
         }
+        Array::SpaceBatch { to_batch } => {
+            cx.require_rank(1, 1, |s| {
+                format!("block_shape rank should be 1 instead of {s}")
+            })?;
+            let block = cx
+                .ints(1)?
+                .iter()
+                .enumerate()
+                .map(|(at, &b)| {
+                    usize::try_from(b).ok().filter(|&b| b > 0).ok_or_else(|| {
+                        Error::invalid(format!(
+                            "All values in block_shape must be positive, got value, {b} at \
+                             index {at}."
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let what = if to_batch { "Paddings" } else { "Crops" };
+            let edges = cx.ints(2)?;
+            if edges.len() != 2 * block.len() {
+                return Err(Error::invalid(format!(
+                    "{} should have shape [{}, 2] instead of {}",
+                    what.to_lowercase(),
+                    block.len(),
+                    cx.tensor(2)?.shape()
+                )));
+            }
+            let pairs = edges
+                .chunks(2)
+                .map(|p| match (usize::try_from(p[0]), usize::try_from(p[1])) {
+                    (Ok(a), Ok(b)) => Ok((a, b)),
+                    _ => Err(Error::invalid(format!("{what} must be non-negative"))),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let x = cx.tensor(0)?;
+            one(if to_batch {
+                x.space_to_batch_nd(&block, &pairs)?
+            } else {
+                x.batch_to_space_nd(&block, &pairs)?
+            })
+        }
         Array::Reverse => {
             let x = cx.tensor(0)?;
             cx.require_rank(1, 1, |s| format!("'dims' must be 1-dimension, not {s}"))?;
@@ -699,4 +769,72 @@ fn reversed_axes(axes: &[i64], rank: usize) -> std::result::Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The static shape `SpaceToBatchND` (`to_batch`) or `BatchToSpaceND` gives `dims` with a
+/// constant block shape and paddings or crops, with the messages of TensorFlow's shape
+/// functions.
+fn space_batch_shape(
+    dims: &[Dim],
+    block: &[i64],
+    edges: &[i64],
+    to_batch: bool,
+) -> std::result::Result<PartialTensorShape, String> {
+    let m = block.len();
+    if dims.len() < m + 1 || edges.len() != 2 * m {
+        return known(vec![None; dims.len()]).map_err(|e| e.to_string());
+    }
+    if edges.iter().any(|&e| e < 0) {
+        let what = if to_batch { "paddings" } else { "crops" };
+        return Err(format!("{what} cannot be negative"));
+    }
+    let block: Vec<usize> = block
+        .iter()
+        .map(|&b| usize::try_from(b).ok().filter(|&b| b > 0))
+        .collect::<Option<_>>()
+        .ok_or_else(|| "block_shape must be positive".to_string())?;
+    let divisible = |d: usize, b: usize| {
+        if d % b == 0 {
+            Ok(d / b)
+        } else {
+            Err(format!(
+                "Dimension size must be evenly divisible by {b} but is {d}"
+            ))
+        }
+    };
+    let overflow = || "Dimension size overflow".to_string();
+    let mut out = dims.to_vec();
+    for (k, &b) in block.iter().enumerate() {
+        let (before, after) = (edges[2 * k] as usize, edges[2 * k + 1] as usize);
+        out[k + 1] = match dims[k + 1] {
+            Some(d) if to_batch => {
+                let padded = d.checked_add(before).and_then(|p| p.checked_add(after));
+                Some(divisible(padded.ok_or_else(overflow)?, b)?)
+            }
+            Some(d) => {
+                let joined = d.checked_mul(b).ok_or_else(overflow)?;
+                Some(
+                    joined
+                        .checked_sub(before)
+                        .and_then(|j| j.checked_sub(after))
+                        .ok_or_else(|| format!("cropped_shape[{k}] must be non-negative"))?,
+                )
+            }
+            None => None,
+        };
+    }
+    out[0] = match dims[0] {
+        Some(mut batch) => {
+            for &b in &block {
+                batch = if to_batch {
+                    batch.checked_mul(b).ok_or_else(overflow)?
+                } else {
+                    divisible(batch, b)?
+                };
+            }
+            Some(batch)
+        }
+        None => None,
+    };
+    known(out).map_err(|e| e.to_string())
 }

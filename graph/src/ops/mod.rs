@@ -251,6 +251,14 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("ReverseV2", Kind::Array(Array::Reverse)),
     ("BroadcastTo", Kind::Array(Array::BroadcastTo)),
     (
+        "SpaceToBatchND",
+        Kind::Array(Array::SpaceBatch { to_batch: true }),
+    ),
+    (
+        "BatchToSpaceND",
+        Kind::Array(Array::SpaceBatch { to_batch: false }),
+    ),
+    (
         "PlaceholderWithDefault",
         Kind::Array(Array::PlaceholderWithDefault),
     ),

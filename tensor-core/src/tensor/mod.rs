@@ -181,6 +181,8 @@ mod views;
 
 mod shape_ops;
 
+mod space_batch;
+
 mod nn;
 
 mod segment;
