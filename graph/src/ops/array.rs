@@ -794,7 +794,7 @@ fn space_batch_shape(
         .collect::<Option<_>>()
         .ok_or_else(|| "block_shape must be positive".to_string())?;
     let divisible = |d: usize, b: usize| {
-        if d % b == 0 {
+        if d.is_multiple_of(b) {
             Ok(d / b)
         } else {
             Err(format!(

@@ -48,7 +48,7 @@ impl Tensor {
         let mut split = vec![dims[0]];
         for (k, &b) in block.iter().enumerate() {
             let d = dims[k + 1];
-            if d % b != 0 {
+            if !d.is_multiple_of(b) {
                 return Err(Error::invalid(format!(
                     "padded_shape[{k}]={d} is not divisible by block_shape[{k}]={b}"
                 )));
@@ -91,7 +91,7 @@ impl Tensor {
             .iter()
             .try_fold(1usize, |p, &b| p.checked_mul(b))
             .unwrap_or(usize::MAX);
-        if dims[0] % blocks != 0 {
+        if !dims[0].is_multiple_of(blocks) {
             return Err(Error::invalid(format!(
                 "Input batch dimension ({}) is not divisible by product of block sizes ({blocks})",
                 dims[0]
