@@ -956,6 +956,53 @@ fn space_and_batch() -> Case {
     }
 }
 
+/// `Einsum` with the equations Keras's `MultiHeadAttention` and `EinsumDense` write
+/// (projections, scores, the weighted sum, the output projection), broadcasting `...`,
+/// a single-operand sum and transpose, and an outer product, on the
+/// first device that is not the CPU.
+fn einsum() -> Case {
+    let mut g = Graph::new();
+    let query = PartialTensorShape::new(&[Some(2), Some(5), Some(6)]).unwrap();
+    let q = g.placeholder(DataType::Float, &query).unwrap();
+    let kernel = weights(&mut g, &[6, 3, 4], 9);
+    let out_kernel = weights(&mut g, &[3, 4, 6], 10);
+    let matrix = weights(&mut g, &[6, 7], 11);
+    let batched = weights(&mut g, &[3, 1, 6, 2], 12);
+    let vector = weights(&mut g, &[5], 13);
+    let fetches = g.device_scope("/device:GPU:0", |g| {
+        let einsum = |g: &mut Graph, equation: &str, inputs: &[Output]| {
+            g.op("Einsum")
+                .inputs(inputs)
+                .attr("equation", equation)
+                .build_output()
+                .unwrap()
+        };
+        let heads = einsum(g, "abc,cde->abde", &[q.clone(), kernel]);
+        let scores = einsum(g, "aecd,abcd->acbe", &[heads.clone(), heads.clone()]);
+        let mixed = einsum(g, "acbe,aecd->abcd", &[scores.clone(), heads.clone()]);
+        let projected = einsum(g, "abcd,cde->abe", &[mixed.clone(), out_kernel]);
+        let broadcast = einsum(g, "...ij,...jk->...ik", &[q.clone(), matrix.clone()]);
+        let wide = einsum(g, "bij,...jk->...bik", &[q.clone(), batched]);
+        let right = weights(g, &[7, 2], 14);
+        let implicit = einsum(g, "ij,jk->ik", &[matrix.clone(), right]);
+        let sums = einsum(g, "abc->cb", std::slice::from_ref(&q));
+        let outer = einsum(g, "i,j->ij", &[vector.clone(), vector]);
+        vec![
+            heads, scores, mixed, projected, broadcast, wide, implicit, sums, outer,
+        ]
+    });
+    let feed = Tensor::from_slice(&eighths(60, 15), [2, 5, 6], &cpu()).unwrap();
+    Case {
+        name: "einsum",
+        graph: g,
+        feeds: vec![(q, feed)],
+        fetches,
+        target_runs: Vec::new(),
+        atol: 1e-5,
+        every_device: true,
+    }
+}
+
 /// A matmul on `/device:GPU:0`, a reduction on `/device:GPU:1`: polytensor runs them on the
 /// first two devices that are not the CPU (opencl:0 and wgpu:0 in CI), TensorFlow (with
 /// soft placement, and no GPU) on its CPU.
@@ -994,6 +1041,7 @@ fn graphs_built_here_run_in_tensorflow() {
         placed_across_devices(),
         reverse_and_broadcast(),
         space_and_batch(),
+        einsum(),
     ];
     for case in cases {
         case.write(&dir);
@@ -1001,7 +1049,7 @@ fn graphs_built_here_run_in_tensorflow() {
     let stdout = common::run_script(&python, "tf_import_graph.py", &[dir.as_os_str()]);
     std::fs::remove_dir_all(&dir).ok();
     println!("{stdout}");
-    assert!(stdout.contains("ran 13 polytensor graphs"), "{stdout}");
+    assert!(stdout.contains("ran 14 polytensor graphs"), "{stdout}");
 }
 
 /// A GraphDef TensorFlow wrote with the fields polytensor keeps without reading them (a

@@ -93,7 +93,7 @@ fn core_op(kind: Kind) -> Option<Op> {
     Some(match kind {
         Kind::Binary(op) | Kind::Compare(op) => Op::Binary(op),
         Kind::Unary(op) => Op::Unary(op),
-        Kind::MatMul | Kind::BatchMatMul => Op::Matmul,
+        Kind::MatMul | Kind::BatchMatMul | Kind::Einsum => Op::Matmul,
         Kind::Reduce(op) => Op::Reduce(op),
         Kind::Cast => Op::Cast,
         _ => return None,

@@ -985,6 +985,10 @@ fn inputs_tensorflow_refuses_are_refused_at_import() {
             "crops cannot be negative"),
         ("SpaceToBatchND", vec!["x", "v", "v"], vec![float()],
             "Shape must be rank 2 but is rank 1"),
+        ("Einsum", vec!["x", "x"], vec![float(), ("equation", s("abcd,abcd"))],
+            "Expecting exactly one '->' in einsum equation: abcd,abcd"),
+        ("Einsum", vec!["x"], vec![float(), ("equation", s("abc->a"))],
+            "has 3 labels for a tensor of rank 4"),
         ("Merge", vec!["s0", "s1"], vec![("T", int32()), ("N", AttrValue::from(3i64))],
             "NodeDef expected inputs 'int32, int32, int32' do not match 2 inputs specified"),
     ];

@@ -255,6 +255,23 @@ fn joins_pads_and_gathers_check_their_operands() {
         message(image.space_to_batch_nd(&[1, 1, 1, 1], &[(0, 0); 4]))
             .contains("input rank should be >= 5 instead of 4")
     );
+    // Einsum's equations are checked against the operands.
+    let m = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], &cpu()).unwrap();
+    let implicit = Tensor::einsum("ij,kj", &[&m, &m]).unwrap();
+    assert_eq!(implicit.to_vec::<f32>().unwrap(), [14.0, 32.0, 32.0, 77.0]);
+    for (equation, needle) in [
+        ("ii->i", "a label repeated in one operand"),
+        ("i1->i", "Invalid character '1'"),
+        ("ij,ij->i", "Expecting 2 inputs"),
+        ("ijk->i", "has 3 labels for a tensor of rank 2"),
+        ("ij->k", "Output label k"),
+    ] {
+        let refused = message(Tensor::einsum(equation, &[&m]));
+        assert!(refused.contains(needle), "{equation}: {refused}");
+    }
+    let other = Tensor::ones([4, 2], DataType::Float, &cpu()).unwrap();
+    assert!(message(Tensor::einsum("ij,jk->ik", &[&m, &other]))
+        .contains("Expected dimension 3 at label j"));
     assert!(a.tile(&[usize::MAX, 2]).is_err());
 }
 

@@ -85,6 +85,28 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         Kind::Flow(op) => super::flow::infer(op, cx),
         Kind::Call(op) => super::flow::infer_call(op, cx),
         Kind::Reduce(_) | Kind::Arg(_) => reduction(cx, kind),
+        Kind::Einsum => {
+            let dtype = same_dtype(cx, cx.inputs.len())?;
+            let equation = attrs.string_or("equation", "")?;
+            // TensorFlow's op (unlike `tf.einsum` and `Tensor::einsum`) names its output.
+            if equation.matches("->").count() != 1 {
+                return Err(cx.error(format!(
+                    "Expecting exactly one '->' in einsum equation: {equation}"
+                )));
+            }
+            let dims: Vec<Option<Vec<Dim>>> = cx
+                .inputs
+                .iter()
+                .map(|(_, shape)| shape.dims().map(<[Dim]>::to_vec))
+                .collect();
+            let shape = match polytensor_core::Tensor::einsum_shape(&equation, &dims)
+                .map_err(|e| cx.error(e))?
+            {
+                Some(dims) => known(dims)?,
+                None => PartialTensorShape::unknown_rank(),
+            };
+            one(dtype, shape)
+        }
         Kind::Logical { .. } => {
             if cx.exactly(2)?[0].0 != DataType::Bool {
                 return Err(cx.type_mismatch(0, DataType::Bool));

@@ -270,6 +270,14 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
             }
             one(x.reduce(op, &axes, cx.attrs().bool_or("keep_dims", false)?)?)
         }
+        Kind::Einsum => {
+            let operands = (0..cx.inputs.len())
+                .map(|i| cx.tensor(i))
+                .collect::<Result<Vec<_>>>()?;
+            let operands: Vec<&Tensor> = operands.iter().map(|t| &**t).collect();
+            let equation = cx.attrs().string_or("equation", "")?;
+            one(Tensor::einsum(&equation, &operands)?)
+        }
         Kind::Logical { any } => {
             let x = cx.tensor(0)?.into_owned();
             let axes: Vec<isize> = cx.ints(1)?.iter().map(|&a| a as isize).collect();

@@ -93,6 +93,8 @@ pub(crate) enum Kind {
     Logical {
         any: bool,
     },
+    /// `Einsum`: `N` operands and an `equation`.
+    Einsum,
     /// A convolution run with what follows it; made by the session (`crate::fusion`),
     /// never an op type of a graph.
     FusedConv(FusedConv),
@@ -198,6 +200,7 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("SelectV2", Kind::Select),
     ("MatMul", Kind::MatMul),
     ("BatchMatMulV2", Kind::BatchMatMul),
+    ("Einsum", Kind::Einsum),
     ("Sum", Kind::Reduce(ReduceOp::Sum)),
     ("Prod", Kind::Reduce(ReduceOp::Prod)),
     ("Mean", Kind::Reduce(ReduceOp::Mean)),
@@ -388,7 +391,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::Fill => &[("T", Input(1)), ("index_type", Input(0))],
         Kind::Range => &[("Tidx", Input(0)), ("Tidx", Input(1)), ("Tidx", Input(2))],
         Kind::Cast => &[("SrcT", Input(0))],
-        Kind::AddN => &[("N", Count)],
+        Kind::AddN | Kind::Einsum => &[("N", Count)],
         Kind::IdentityN => &[("T", InputTypes)],
         Kind::AssignVariable | Kind::AssignAddVariable => &[("dtype", Input(1))],
         Kind::MakeComplex => &[("T", Input(0)), ("T", Input(1)), ("Tout", Result)],
@@ -405,7 +408,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
     };
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();
     match kind {
-        Kind::AddN => derived.extend((0..inputs.len()).map(|i| ("T", Input(i)))),
+        Kind::AddN | Kind::Einsum => derived.extend((0..inputs.len()).map(|i| ("T", Input(i)))),
         Kind::Array(op @ (Array::Concat | Array::Pack)) => {
             derived.extend(array::per_value(inputs.len(), op == Array::Concat))
         }

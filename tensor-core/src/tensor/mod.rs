@@ -183,6 +183,8 @@ mod shape_ops;
 
 mod space_batch;
 
+mod einsum;
+
 mod nn;
 
 mod segment;
