@@ -956,6 +956,47 @@ fn space_and_batch() -> Case {
     }
 }
 
+/// Grouped convolutions (a filter whose depth divides the input's, as ConvNeXt and
+/// `Conv2D(groups=g)` write them), plain and followed by a bias and a `Relu` (which the
+/// session fuses), on the first device that is not the CPU.
+fn grouped_convolution() -> Case {
+    let mut g = Graph::new();
+    let image = PartialTensorShape::new(&[Some(2), Some(6), Some(5), Some(4)]).unwrap();
+    let x = g.placeholder(DataType::Float, &image).unwrap();
+    let two_groups = weights(&mut g, &[3, 3, 2, 6], 16);
+    let four_groups = weights(&mut g, &[1, 2, 1, 8], 17);
+    let bias = weights(&mut g, &[8], 18);
+    let fetches = g.device_scope("/device:GPU:0", |g| {
+        let conv = |g: &mut Graph, filter: &Output, padding: &str, strides: &[i64]| {
+            g.op("Conv2D")
+                .inputs(&[x.clone(), filter.clone()])
+                .attr("strides", int_list(strides))
+                .attr("padding", padding)
+                .build_output()
+                .unwrap()
+        };
+        let same = conv(g, &two_groups, "SAME", &[1, 1, 1, 1]);
+        let strided = conv(g, &four_groups, "VALID", &[1, 2, 1, 1]);
+        let biased = g
+            .op("BiasAdd")
+            .inputs(&[strided.clone(), bias])
+            .build_output()
+            .unwrap();
+        let relu = g.op("Relu").input(&biased).build_output().unwrap();
+        vec![same, strided, relu]
+    });
+    let feed = Tensor::from_slice(&eighths(240, 19), [2, 6, 5, 4], &cpu()).unwrap();
+    Case {
+        name: "grouped_convolution",
+        graph: g,
+        feeds: vec![(x, feed)],
+        fetches,
+        target_runs: Vec::new(),
+        atol: 1e-5,
+        every_device: true,
+    }
+}
+
 /// `Einsum` with the equations Keras's `MultiHeadAttention` and `EinsumDense` write
 /// (projections, scores, the weighted sum, the output projection), broadcasting `...`,
 /// a single-operand sum and transpose, and an outer product, on the
@@ -1042,6 +1083,7 @@ fn graphs_built_here_run_in_tensorflow() {
         reverse_and_broadcast(),
         space_and_batch(),
         einsum(),
+        grouped_convolution(),
     ];
     for case in cases {
         case.write(&dir);
@@ -1049,7 +1091,7 @@ fn graphs_built_here_run_in_tensorflow() {
     let stdout = common::run_script(&python, "tf_import_graph.py", &[dir.as_os_str()]);
     std::fs::remove_dir_all(&dir).ok();
     println!("{stdout}");
-    assert!(stdout.contains("ran 14 polytensor graphs"), "{stdout}");
+    assert!(stdout.contains("ran 15 polytensor graphs"), "{stdout}");
 }
 
 /// A GraphDef TensorFlow wrote with the fields polytensor keeps without reading them (a

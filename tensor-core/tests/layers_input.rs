@@ -50,6 +50,24 @@ fn convolutions_refuse_what_tensorflow_refuses() {
     assert_eq!(y.dims(), [1, 1, 1, 2]);
     let y = x.depthwise_conv2d(&zeros(&[1, 2, 3, 1]), &huge).unwrap();
     assert_eq!(y.dims(), [1, 1, 1, 3]);
+    // A filter whose depth divides the input's is a grouped convolution: each group of
+    // channels with its share of the filters; the filters must split into the groups.
+    let values: Vec<f32> = (0..64).map(|i| (i % 7) as f32 - 3.0).collect();
+    let image = Tensor::from_slice(&values, [1, 4, 4, 4], &cpu()).unwrap();
+    let weights: Vec<f32> = (0..24).map(|i| (i % 5) as f32 * 0.5 - 1.0).collect();
+    let filter = Tensor::from_slice(&weights, [1, 3, 2, 4], &cpu()).unwrap();
+    let grouped = image.conv2d(&filter, &options).unwrap();
+    for g in 0..2 {
+        let part = image
+            .narrow(3, 2 * g, 2)
+            .unwrap()
+            .conv2d(&filter.narrow(3, 2 * g, 2).unwrap(), &options)
+            .unwrap();
+        let ours = grouped.narrow(3, 2 * g, 2).unwrap();
+        assert_eq!(ours.to_vec::<f32>().unwrap(), part.to_vec::<f32>().unwrap());
+    }
+    assert!(message(image.conv2d(&zeros(&[1, 1, 2, 3]), &options))
+        .contains("output depth must be evenly divisible by number of groups: 3 vs 2"));
 }
 
 #[test]

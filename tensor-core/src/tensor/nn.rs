@@ -288,6 +288,43 @@ impl Tensor {
         self.conv2d_fused(filter, options, false, &ConvEpilogue::default())
     }
 
+    /// A grouped convolution (TensorFlow's `Conv2D` whose filter's depth divides the
+    /// input's: ConvNeXt's and ResNeXt's layers, Keras's `Conv2D(groups=g)`) of an NHWC
+    /// input: each of `groups` slices of the channels convolved with its share of the
+    /// filters, the results side by side, then `epilogue`.
+    fn grouped_conv2d(
+        &self,
+        filter: &Tensor,
+        options: &Conv2dOptions,
+        groups: usize,
+        epilogue: &ConvEpilogue,
+    ) -> Result<Tensor> {
+        let [_, _, in_depth, filters] = filter_dims(filter, "Conv2D")?;
+        if filters % groups != 0 {
+            return Err(Error::invalid(format!(
+                "Conv2D: output depth must be evenly divisible by number of groups: {filters} vs \
+                 {groups}"
+            )));
+        }
+        epilogue.check(filters, self)?;
+        let per_group = filters / groups;
+        let nhwc = Conv2dOptions {
+            format: DataFormat::Nhwc,
+            ..options.clone()
+        };
+        let outputs = (0..groups)
+            .map(|g| {
+                let x = self.narrow(3, g * in_depth, in_depth)?;
+                let f = filter.narrow(3, g * per_group, per_group)?;
+                x.conv2d(&f, &nhwc)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let parts: Vec<&Tensor> = outputs.iter().collect();
+        epilogue
+            .apply(Tensor::concat(&parts, 3)?)?
+            .into_format(options.format)
+    }
+
     /// TensorFlow's `DepthwiseConv2dNative`: each input channel convolved with its own
     /// `channel_multiplier` filters of a `[k_h, k_w, in, multiplier]` filter; output channel
     /// `c * multiplier + m`.
@@ -314,6 +351,10 @@ impl Tensor {
         let x = self.to_nhwc(options.format, op)?;
         let [kh, kw, in_depth, filters] = filter_dims(filter, op)?;
         let depth = x.dims()[3];
+        let grouped = !depthwise && in_depth > 0 && depth != in_depth && depth % in_depth == 0;
+        if grouped {
+            return x.grouped_conv2d(filter, options, depth / in_depth, epilogue);
+        }
         if depth != in_depth {
             return Err(Error::invalid(if depthwise {
                 format!("{op}: input and filter must have the same depth: {depth} vs {in_depth}")
