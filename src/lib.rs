@@ -64,7 +64,8 @@ pub fn session(graph: &graph::Graph) -> Result<graph::Session> {
 pub use polytensor_core::{
     same_device, BinaryOp, Conv2dOptions, DataFormat, DataType, Device, DeviceKind, Element, Error,
     HostView, IntoShape, MirrorMode, Op, Padding, PartialTensorShape, Pool2dOptions, ReduceOp,
-    Result, Scalar, SparseTensor, StridedSliceSpec, Tensor, TensorShape, TensorSlice, UnaryOp,
+    ResizeOptions, Result, Scalar, SparseTensor, StridedSliceSpec, Tensor, TensorShape,
+    TensorSlice, UnaryOp,
 };
 pub use registry::{
     best_device, default_device, device, devices, DeviceByName, DeviceEntry, DeviceStatus,

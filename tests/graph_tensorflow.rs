@@ -997,6 +997,44 @@ fn grouped_convolution() -> Case {
     }
 }
 
+/// `ResizeBilinear` and `ResizeNearestNeighbor` up and down, with each of
+/// `align_corners` and `half_pixel_centers` (Keras's `UpSampling2D` writes the latter), on
+/// the first device that is not the CPU.
+fn resizing() -> Case {
+    let mut g = Graph::new();
+    let image = PartialTensorShape::new(&[Some(2), Some(5), Some(4), Some(3)]).unwrap();
+    let x = g.placeholder(DataType::Float, &image).unwrap();
+    let fetches = g.device_scope("/device:GPU:0", |g| {
+        let mut fetches = Vec::new();
+        for op in ["ResizeBilinear", "ResizeNearestNeighbor"] {
+            for size in [[10, 8], [3, 7], [1, 1]] {
+                for (align, half) in [(false, false), (true, false), (false, true)] {
+                    let size = g.constant_values(&size, &[2]).unwrap();
+                    fetches.push(
+                        g.op(op)
+                            .inputs(&[x.clone(), size])
+                            .attr("align_corners", align)
+                            .attr("half_pixel_centers", half)
+                            .build_output()
+                            .unwrap(),
+                    );
+                }
+            }
+        }
+        fetches
+    });
+    let feed = Tensor::from_slice(&eighths(120, 20), [2, 5, 4, 3], &cpu()).unwrap();
+    Case {
+        name: "resizing",
+        graph: g,
+        feeds: vec![(x, feed)],
+        fetches,
+        target_runs: Vec::new(),
+        atol: 1e-5,
+        every_device: true,
+    }
+}
+
 /// `Einsum` with the equations Keras's `MultiHeadAttention` and `EinsumDense` write
 /// (projections, scores, the weighted sum, the output projection), broadcasting `...`,
 /// a single-operand sum and transpose, and an outer product, on the
@@ -1084,6 +1122,7 @@ fn graphs_built_here_run_in_tensorflow() {
         space_and_batch(),
         einsum(),
         grouped_convolution(),
+        resizing(),
     ];
     for case in cases {
         case.write(&dir);
@@ -1091,7 +1130,7 @@ fn graphs_built_here_run_in_tensorflow() {
     let stdout = common::run_script(&python, "tf_import_graph.py", &[dir.as_os_str()]);
     std::fs::remove_dir_all(&dir).ok();
     println!("{stdout}");
-    assert!(stdout.contains("ran 15 polytensor graphs"), "{stdout}");
+    assert!(stdout.contains("ran 16 polytensor graphs"), "{stdout}");
 }
 
 /// A GraphDef TensorFlow wrote with the fields polytensor keeps without reading them (a

@@ -287,6 +287,22 @@ fn joins_pads_and_gathers_check_their_operands() {
         let refused = message(Tensor::einsum(equation, &[&m]));
         assert!(refused.contains(needle), "{equation}: {refused}");
     }
+    // Resizing checks its image and options as TensorFlow does.
+    let both = polytensor_core::ResizeOptions {
+        align_corners: true,
+        half_pixel_centers: true,
+    };
+    let picture = zeros(&[1, 3, 3, 1]);
+    assert!(message(picture.resize_bilinear([6, 6], both))
+        .contains("If half_pixel_centers is True, align_corners must be False."));
+    assert!(
+        message(zeros(&[3, 3, 1]).resize_nearest([2, 2], Default::default()))
+            .contains("input must be 4-dimensional")
+    );
+    assert!(message(picture.resize_nearest([0, 2], Default::default()))
+        .contains("output dimensions must be positive"));
+    let doubled = picture.resize_nearest([6, 6], Default::default()).unwrap();
+    assert_eq!(doubled.dims(), [1, 6, 6, 1]);
     let other = Tensor::ones([4, 2], DataType::Float, &cpu()).unwrap();
     assert!(message(Tensor::einsum("ij,jk->ik", &[&m, &other]))
         .contains("Expected dimension 3 at label j"));

@@ -1,7 +1,7 @@
 //! TensorFlow's array ops of inference graphs (`ConcatV2`, `Pack`, `Unpack`, `Split`,
 //! `SplitV`, `Pad`, `PadV2`, `MirrorPad`, `Slice`, `StridedSlice`, `Tile`,
 //! `PlaceholderWithDefault`, `GatherV2`, `OneHot`, `ReverseV2`, `BroadcastTo`,
-//! `SpaceToBatchND`, `BatchToSpaceND`): static shapes where the shape-giving inputs are `Const`, and
+//! `SpaceToBatchND`, `BatchToSpaceND`, `ResizeBilinear`, `ResizeNearestNeighbor`): static shapes where the shape-giving inputs are `Const`, and
 //! kernels on the eager API.
 
 use smallvec::SmallVec;
@@ -48,6 +48,11 @@ pub(crate) enum Array {
     SpaceBatch {
         to_batch: bool,
     },
+    /// `ResizeBilinear` (`bilinear`) and `ResizeNearestNeighbor`: NHWC images, then the
+    /// output `[height, width]`.
+    Resize {
+        bilinear: bool,
+    },
 }
 
 impl Array {
@@ -79,6 +84,7 @@ impl Array {
             Array::OneHot => &[("TI", Input(0)), ("T", Input(2)), ("T", Input(3))],
             Array::Reverse => &[("T", Input(0)), ("Tidx", Input(1))],
             Array::BroadcastTo => &[("T", Input(0)), ("Tidx", Input(1))],
+            Array::Resize { .. } => &[("T", Input(0))],
             Array::SpaceBatch { to_batch: true } => &[
                 ("T", Input(0)),
                 ("Tblock_shape", Input(1)),
@@ -376,6 +382,25 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             };
             Ok(vec![(dtype, shape)])
         }
+        Array::Resize { bilinear } => {
+            let (dtype, shape) = input(0)?.clone();
+            cx.with_rank(0, 4)?;
+            cx.with_rank(1, 1)?;
+            let size = cx.const_ints(1).filter(|s| s.len() == 2);
+            let out = match shape.dims() {
+                Some(dims) => {
+                    let side = |k: usize| size.as_ref().and_then(|s| usize::try_from(s[k]).ok());
+                    known([dims[0], side(0), side(1), dims[3]])?
+                }
+                None => known([None; 4])?,
+            };
+            let dtype = if bilinear {
+                polytensor_core::DataType::Float
+            } else {
+                dtype
+            };
+            Ok(vec![(dtype, out)])
+        }
         Array::SpaceBatch { to_batch } => {
             let (dtype, shape) = input(0)?.clone();
             cx.with_rank(1, 1)?;
@@ -594,6 +619,22 @@ pub(crate) fn run(op: Array, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
         Array::StridedSlice => {
             let spec = strided_spec(&attrs, cx.ints(1)?, cx.ints(2)?, cx.ints(3)?)?;
             one(cx.tensor(0)?.strided_slice(&spec)?)
+        }
+        Array::Resize { bilinear } => {
+            let size = match cx.ints(1)?[..] {
+                [h, w] => [h, w].map(|d| usize::try_from(d).unwrap_or(0)),
+                _ => return Err(Error::invalid("shape_t must be 1-D with 2 elements")),
+            };
+            let options = polytensor_core::ResizeOptions {
+                align_corners: attrs.bool_or("align_corners", false)?,
+                half_pixel_centers: attrs.bool_or("half_pixel_centers", false)?,
+            };
+            let x = cx.tensor(0)?;
+            one(if bilinear {
+                x.resize_bilinear(size, options)?
+            } else {
+                x.resize_nearest(size, options)?
+            })
         }
         Array::SpaceBatch { to_batch } => {
             cx.require_rank(1, 1, |s| {

@@ -254,6 +254,14 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("ReverseV2", Kind::Array(Array::Reverse)),
     ("BroadcastTo", Kind::Array(Array::BroadcastTo)),
     (
+        "ResizeBilinear",
+        Kind::Array(Array::Resize { bilinear: true }),
+    ),
+    (
+        "ResizeNearestNeighbor",
+        Kind::Array(Array::Resize { bilinear: false }),
+    ),
+    (
         "SpaceToBatchND",
         Kind::Array(Array::SpaceBatch { to_batch: true }),
     ),

@@ -185,6 +185,9 @@ mod space_batch;
 
 mod einsum;
 
+mod resize;
+pub use resize::ResizeOptions;
+
 mod nn;
 
 mod segment;
