@@ -27,8 +27,8 @@ pub use graph_def::{ImportOptions, Imported};
 pub use ops::op_types;
 pub use placer::DeviceSpec;
 pub use session::{
-    CancellationManager, PlacedOp, Placement, RunOptions, Session, SessionOptions, Transfer,
-    PLAN_CACHE_CAPACITY,
+    timeout_from_millis, CancellationManager, PlacedOp, Placement, RunOptions, Session,
+    SessionOptions, Transfer, PLAN_CACHE_CAPACITY,
 };
 pub use sparse::{Endpoint, SessionValue, SparseOutput};
 

@@ -30,7 +30,7 @@ pub(crate) use plan::{Plan, Source, Step};
 use plan_cache::PlanCache;
 pub use plan_cache::PLAN_CACHE_CAPACITY;
 use stop::Stop;
-pub use stop::{CancellationManager, RunOptions};
+pub use stop::{timeout_from_millis, CancellationManager, RunOptions};
 
 /// TensorFlow's `Session` over a snapshot of a graph and a set of devices: each operation
 /// runs on the device its `device` field asks for, with TensorFlow's soft placement and

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use polytensor::graph::{CancellationManager, Graph, RunOptions, Session};
+use polytensor::graph::{timeout_from_millis, CancellationManager, Graph, RunOptions, Session};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
@@ -65,14 +65,6 @@ pub struct PySession {
     operation_timeout: Option<Duration>,
 }
 
-/// A timeout in milliseconds as TensorFlow reads one: none where it is 0 or less.
-fn timeout_of(milliseconds: Option<i64>) -> Option<Duration> {
-    milliseconds
-        .and_then(|ms| u64::try_from(ms).ok())
-        .filter(|&ms| ms > 0)
-        .map(Duration::from_millis)
-}
-
 /// What stops a run (TensorFlow's `RunOptions`): `timeout_in_ms` (0 or less: the session's),
 /// and a `CancellationManager` whose `start_cancel()` stops it from another thread. A run
 /// past its timeout raises `DeadlineExceededError`, a cancelled one `CancelledError`.
@@ -88,7 +80,7 @@ impl PyRunOptions {
     fn new(timeout_in_ms: i64, cancellation: Option<&PyCancellationManager>) -> Self {
         PyRunOptions {
             options: RunOptions {
-                timeout: timeout_of(Some(timeout_in_ms)),
+                timeout: timeout_from_millis(timeout_in_ms),
                 cancellation: cancellation.map(|c| c.manager.clone()),
             },
         }
@@ -144,7 +136,7 @@ impl PySession {
         };
         Ok(PySession {
             session,
-            operation_timeout: timeout_of(operation_timeout_in_ms),
+            operation_timeout: operation_timeout_in_ms.and_then(timeout_from_millis),
         })
     }
 

@@ -16,6 +16,26 @@ pub fn normalize_axis(axis: isize, rank: usize) -> Result<usize> {
     Ok(resolved as usize)
 }
 
+/// Which of `rank` dims TensorFlow's `ReverseV2` reverses for `axes` (negative count from
+/// the end): an axis out of range or given twice is an `Err` with TensorFlow's message.
+pub fn reversed_axes(axes: &[i64], rank: usize) -> Result<Vec<bool>> {
+    let mut reversed = vec![false; rank];
+    for (i, &axis) in axes.iter().enumerate() {
+        let at = normalize_axis(axis as isize, rank).map_err(|_| {
+            Error::invalid(format!(
+                "'axis'[{i}] = {axis} is out of valid range [0, {}",
+                rank.saturating_sub(1)
+            ))
+        })?;
+        if std::mem::replace(&mut reversed[at], true) {
+            return Err(Error::invalid(format!(
+                "axis {at} specified more than once."
+            )));
+        }
+    }
+    Ok(reversed)
+}
+
 /// The row-major (C order) strides of `shape`: empty dims count as 1, so strides stay
 /// distinct, and they saturate rather than overflow.
 #[inline]

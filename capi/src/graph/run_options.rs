@@ -2,9 +2,8 @@
 //! `TFE_CancellationManager`, for [`PT_SessionRunWithOptions`](super::PT_SessionRunWithOptions).
 
 use std::ffi::c_int;
-use std::time::Duration;
 
-use polytensor::graph::{CancellationManager, RunOptions};
+use polytensor::graph::{timeout_from_millis, CancellationManager, RunOptions};
 
 /// Options of one run (TensorFlow's `RunOptions`): a timeout and a cancellation handle.
 pub struct PT_RunOptions {
@@ -15,15 +14,6 @@ pub struct PT_RunOptions {
 /// `TFE_CancellationManager`).
 pub struct PT_CancellationManager {
     manager: CancellationManager,
-}
-
-/// A timeout in milliseconds as TensorFlow reads `timeout_in_ms`: none where it is 0 or
-/// less.
-pub(super) fn timeout_of(milliseconds: i64) -> Option<Duration> {
-    u64::try_from(milliseconds)
-        .ok()
-        .filter(|&ms| ms > 0)
-        .map(Duration::from_millis)
 }
 
 /// New run options: no timeout of their own (the session's applies) and no cancellation.
@@ -57,7 +47,7 @@ pub unsafe extern "C" fn PT_DeleteRunOptions(options: *mut PT_RunOptions) {
 pub unsafe extern "C" fn PT_RunOptionsSetTimeout(options: *mut PT_RunOptions, timeout_in_ms: i64) {
     // SAFETY: the caller's contract.
     if let Some(options) = unsafe { options.as_mut() } {
-        options.options.timeout = timeout_of(timeout_in_ms);
+        options.options.timeout = timeout_from_millis(timeout_in_ms);
     }
 }
 

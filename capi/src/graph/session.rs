@@ -5,13 +5,15 @@ use std::ffi::{c_char, c_int};
 use std::ptr::{null, null_mut};
 use std::sync::Mutex;
 
-use polytensor::graph::{Operation, Output, RunOptions, Session, SessionOptions};
+use polytensor::graph::{
+    timeout_from_millis, Operation, Output, RunOptions, Session, SessionOptions,
+};
 use polytensor::{Error, Tensor};
 
 use crate::status::{arg, array, guard, PT_Status};
 use crate::tensor::{text, PT_Tensor};
 
-use super::run_options::{timeout_of, PT_RunOptions};
+use super::run_options::PT_RunOptions;
 use super::{
     locked, output_of, same_graph, PT_Graph, PT_Operation, PT_Output, PT_Session, PT_SessionOptions,
 };
@@ -92,7 +94,7 @@ pub unsafe extern "C" fn PT_SessionOptionsSetOperationTimeout(
 ) {
     // SAFETY: the caller's contract.
     if let Some(options) = unsafe { options.as_mut() } {
-        options.operation_timeout = timeout_of(timeout_in_ms);
+        options.operation_timeout = timeout_from_millis(timeout_in_ms);
     }
 }
 

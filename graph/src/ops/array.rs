@@ -418,7 +418,7 @@ pub(crate) fn infer(op: Array, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             let (dtype, shape) = input(0)?.clone();
             cx.with_rank(1, 1)?;
             if let (Some(rank), Some(axes)) = (shape.rank(), cx.const_ints(1)) {
-                reversed_axes(&axes, rank).map_err(|e| cx.error(e))?;
+                polytensor_core::layout::reversed_axes(&axes, rank).map_err(|e| cx.error(e))?;
             }
             Ok(vec![(dtype, shape)])
         }
@@ -792,24 +792,6 @@ pub(crate) fn per_value(inputs: usize, concat: bool) -> SmallVec<[(&'static str,
         typed.push(("Tidx", Source::Input(inputs - 1)));
     }
     typed
-}
-
-/// `ReverseV2`'s axes against `rank`, with TensorFlow's messages for one out of range or
-/// given twice.
-fn reversed_axes(axes: &[i64], rank: usize) -> std::result::Result<(), String> {
-    let mut seen = vec![false; rank];
-    for (i, &axis) in axes.iter().enumerate() {
-        let at = axis_in(axis, rank).ok_or_else(|| {
-            format!(
-                "'axis'[{i}] = {axis} is out of valid range [0, {}",
-                rank.saturating_sub(1)
-            )
-        })?;
-        if std::mem::replace(&mut seen[at], true) {
-            return Err(format!("axis {at} specified more than once."));
-        }
-    }
-    Ok(())
 }
 
 /// The static shape `SpaceToBatchND` (`to_batch`) or `BatchToSpaceND` gives `dims` with a

@@ -59,6 +59,15 @@ pub struct RunOptions {
     pub cancellation: Option<CancellationManager>,
 }
 
+/// A timeout in milliseconds as TensorFlow reads `timeout_in_ms` and
+/// `operation_timeout_in_ms`: none where it is 0 or less (the C and Python APIs take it so).
+pub fn timeout_from_millis(milliseconds: i64) -> Option<Duration> {
+    u64::try_from(milliseconds)
+        .ok()
+        .filter(|&ms| ms > 0)
+        .map(Duration::from_millis)
+}
+
 /// When the run in progress must stop, checked by [`Stop::check`].
 #[derive(Debug, Default)]
 pub(crate) struct Stop {

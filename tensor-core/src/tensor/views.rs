@@ -5,7 +5,7 @@ use std::ops::Range;
 use super::Tensor;
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
-use crate::layout::{normalize_axis, Layout};
+use crate::layout::{normalize_axis, reversed_axes, Layout};
 use crate::ops::Op;
 use crate::shape::{IntoShape, TensorShape};
 use crate::slice::{Extent, TensorSlice};
@@ -129,21 +129,7 @@ impl Tensor {
     /// # Ok::<(), polytensor_core::Error>(())
     /// ```
     pub fn reverse(&self, axes: &[i64]) -> Result<Tensor> {
-        let rank = self.rank();
-        let mut reversed = vec![false; rank];
-        for (i, &axis) in axes.iter().enumerate() {
-            let at = normalize_axis(axis as isize, rank).ok().ok_or_else(|| {
-                Error::invalid(format!(
-                    "'axis'[{i}] = {axis} is out of valid range [0, {}",
-                    rank.saturating_sub(1)
-                ))
-            })?;
-            if std::mem::replace(&mut reversed[at], true) {
-                return Err(Error::invalid(format!(
-                    "axis {at} specified more than once."
-                )));
-            }
-        }
+        let reversed = reversed_axes(axes, self.rank())?;
         let mut strides = self.layout.strides().to_vec();
         let mut offset = self.layout.offset() as isize;
         for (d, &flip) in reversed.iter().enumerate() {
