@@ -1,10 +1,14 @@
 //! Real TensorFlow models: each frozen inference graph of `shared/tf-golden/models` (an MLP,
-//! a small CNN and MobileNetV2, written and run by TensorFlow 2.21) imported and run on
-//! every device here, its outputs within the model's own tolerance of TensorFlow's:
+//! a small CNN and MobileNetV2, written and run by TensorFlow 2.21), and the Keras models
+//! `tests/python/keras_models.py` builds and freezes the TensorFlow 2 way with the
+//! TensorFlow of `target/tf-venv` (recurrent layers, attention, a U-Net, dilated and
+//! grouped convolutions, `keras.applications` networks), imported and run on every device
+//! here, their outputs within the model's own tolerance of TensorFlow's:
 //! `max|got - want| <= rtol * max|want| + atol` per fetched tensor.
 
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::golden;
@@ -12,11 +16,9 @@ use polytensor::graph::{Graph, Session};
 use polytensor::{Device, Tensor};
 use serde_json::Value as Json;
 
-/// Each model's name and JSON sidecar.
-fn models() -> Vec<(String, Json)> {
-    let Some(dir) = golden::dir("models") else {
-        return Vec::new();
-    };
+/// Each model's name and JSON sidecar in `dir`, a folder laid out as
+/// `shared/tf-golden/models` (`index.json`, `NAME.pb`, `NAME.json`).
+fn models(dir: &Path) -> Vec<(String, Json)> {
     let index: Json =
         serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
     index["models"]
@@ -44,9 +46,8 @@ fn differences(got: &Tensor, want: &Tensor) -> (f64, f64) {
     (diff, w.iter().map(|w| w.abs()).fold(0.0, f64::max))
 }
 
-/// Run `model` once on `device` and check every fetch against TensorFlow's.
-fn run_model(name: &str, model: &Json, device: &Arc<dyn Device>) {
-    let dir = golden::dir("models").unwrap();
+/// Run `model` of `dir` once on `device` and check every fetch against TensorFlow's.
+fn run_model(dir: &Path, name: &str, model: &Json, device: &Arc<dyn Device>) {
     let graph =
         Graph::from_graph_def_bytes(&std::fs::read(dir.join(format!("{name}.pb"))).unwrap())
             .unwrap_or_else(|e| panic!("{name}: import: {e}"));
@@ -92,10 +93,51 @@ fn run_model(name: &str, model: &Json, device: &Arc<dyn Device>) {
 
 #[test]
 fn tensorflow_models_match_tensorflow_on_every_device() {
-    let models = models();
+    let Some(dir) = golden::dir("models") else {
+        return;
+    };
+    let models = models(&dir);
     for device in golden::devices() {
         for (name, model) in &models {
-            run_model(name, model, &device);
+            run_model(&dir, name, model, &device);
+        }
+    }
+}
+
+/// The folder of frozen Keras models: `POLYTENSOR_KERAS_MODELS` where set (made elsewhere,
+/// as on a GPU machine without TensorFlow), else made by `tests/python/keras_models.py`
+/// under `target/keras-models/`, once per version of the script.
+fn keras_models() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("POLYTENSOR_KERAS_MODELS") {
+        return Some(PathBuf::from(dir));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = std::fs::read(root.join("tests/python/keras_models.py")).unwrap();
+    // FNV-1a of the script: a new version makes its models afresh.
+    let hash = script.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let dir = root.join(format!("target/keras-models/{hash:016x}"));
+    if !dir.join("index.json").exists() {
+        let python = common::TENSORFLOW.python("tensorflow, keras")?;
+        let made = common::run_script(&python, "keras_models.py", &[dir.as_os_str()]);
+        eprintln!("{}", made.trim());
+    }
+    Some(dir)
+}
+
+/// The Keras models, frozen the TensorFlow 2 way, on every device (cpu, opencl and wgpu in
+/// CI; cuda where there is one).
+#[test]
+fn keras_models_match_tensorflow_on_every_device() {
+    let Some(dir) = keras_models() else {
+        return;
+    };
+    let models = models(&dir);
+    assert!(!models.is_empty(), "{} holds no models", dir.display());
+    for device in golden::devices() {
+        for (name, model) in &models {
+            run_model(&dir, name, model, &device);
         }
     }
 }

@@ -277,6 +277,10 @@ impl Session {
                 Value::Resource(name) => Err(Error::invalid(format!(
                     "cannot fetch the resource handle of variable {name}"
                 ))),
+                Value::List(_) => Err(Error::invalid(
+                    "cannot fetch a TensorList (a variant tensor): fetch its elements, with \
+                     TensorListStack or TensorListGetItem",
+                )),
             })
             .collect()
     }
@@ -458,8 +462,13 @@ impl Session {
         value: &Value,
     ) -> Result<Option<Value>> {
         let device = &self.devices[step.device];
-        let Value::Tensor(t) = value else {
-            return Ok(None);
+        let t = match value {
+            Value::Tensor(t) => t,
+            Value::List(list) => {
+                let moved = list.on_device(device).map_err(|e| in_node(e, &self.graph.nodes[step.node]))?;
+                return Ok(moved.map(|list| Value::List(Arc::new(list))));
+            }
+            _ => return Ok(None),
         };
         if same_device(t.device(), device) {
             return Ok(None);

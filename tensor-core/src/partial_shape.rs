@@ -132,7 +132,8 @@ impl PartialTensorShape {
         }
     }
 
-    /// The most specific shape compatible with both; an `Err` if they are incompatible.
+    /// The most specific shape compatible with both; an `Err` with TensorFlow's message if
+    /// they are incompatible.
     pub fn merge_with(&self, other: &PartialTensorShape) -> Result<PartialTensorShape> {
         let (a, b) = match (self.dims(), other.dims()) {
             (None, _) => return Ok(other.clone()),
@@ -140,20 +141,19 @@ impl PartialTensorShape {
             (Some(a), Some(b)) => (a, b),
         };
         if a.len() != b.len() {
-            return Err(Error::shape(
-                "merge_with",
-                format!("ranks differ: {self} vs {other}"),
-            ));
+            return Err(Error::invalid(format!(
+                "PartialTensorShape: Incompatible ranks during merge: {} vs. {}",
+                a.len(),
+                b.len()
+            )));
         }
         let merged = a
             .iter()
             .zip(b)
-            .enumerate()
-            .map(|(i, (&x, &y))| match (x, y) {
-                (Some(x), Some(y)) if x != y => Err(Error::shape(
-                    "merge_with",
-                    format!("dimension {i} differs: {self} vs {other}"),
-                )),
+            .map(|(&x, &y)| match (x, y) {
+                (Some(x), Some(y)) if x != y => Err(Error::invalid(format!(
+                    "PartialTensorShape: Incompatible shapes during merge: {self} vs. {other}"
+                ))),
                 _ => Ok(x.or(y)),
             })
             .collect::<Result<Vec<_>>>()?;

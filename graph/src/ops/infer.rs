@@ -81,6 +81,7 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         Kind::Sparse(op) => super::sparse::infer(op, cx),
         Kind::Collective(op) => super::collective::infer(op, cx),
         Kind::Debug(op) => super::debug::infer(op, cx),
+        Kind::List(op) => super::list::infer(op, cx),
         Kind::Generate(op) => super::generate::infer(op, cx),
         Kind::Flow(op) => super::flow::infer(op, cx),
         Kind::Call(op) => super::flow::infer_call(op, cx),

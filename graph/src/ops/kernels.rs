@@ -67,6 +67,19 @@ impl RunCtx<'_, '_> {
                 "input {i} of '{}' is a resource handle, not a tensor",
                 self.node.name
             ))),
+            Value::List(_) => Err(Error::invalid(format!(
+                "input {i} of '{}' is a TensorList, not a tensor",
+                self.node.name
+            ))),
+        }
+    }
+
+    /// Input `i` as it is passed on unchanged (`Identity`): a tensor (a reference variable
+    /// read), or a handle or list as it is.
+    fn passed_on(&self, i: usize) -> Result<Value> {
+        match self.inputs[i] {
+            Value::Ref(_) => Ok(Value::Tensor(self.tensor(i)?.into_owned())),
+            other => Ok(other.clone()),
         }
     }
 
@@ -74,7 +87,7 @@ impl RunCtx<'_, '_> {
     fn variable(&self, i: usize) -> Result<Arc<str>> {
         match self.inputs[i] {
             Value::Resource(name) | Value::Ref(name) => Ok(name.clone()),
-            Value::Tensor(_) => Err(Error::invalid(format!(
+            Value::Tensor(_) | Value::List(_) => Err(Error::invalid(format!(
                 "input {i} of '{}' is not a variable",
                 self.node.name
             ))),
@@ -196,10 +209,8 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
                 attrs.shape_or_unknown("shape")?
             )))
         }
-        Kind::Identity => one(cx.tensor(0)?.into_owned()),
-        Kind::IdentityN => (0..cx.inputs.len())
-            .map(|i| cx.tensor(i).map(|t| Value::Tensor(t.into_owned())))
-            .collect(),
+        Kind::Identity => Ok(smallvec![cx.passed_on(0)?]),
+        Kind::IdentityN => (0..cx.inputs.len()).map(|i| cx.passed_on(i)).collect(),
         Kind::NoOp => Ok(Outputs::new()),
         Kind::Flow(Flow::Switch | Flow::Merge) | Kind::Call(_) => Err(Error::invalid(format!(
             "{} '{}' is run by the session's executor, not as a kernel",
@@ -238,6 +249,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
         Kind::Sparse(op) => super::sparse::run(op, cx),
         Kind::Collective(op) => super::collective::run(op, cx, cx.collectives),
         Kind::Debug(op) => super::debug::run(op, cx),
+        Kind::List(op) => super::list::run(op, cx),
         Kind::Generate(op) => super::generate::run(op, cx),
         Kind::Select => one(cx.tensor(0)?.where_(&*cx.tensor(1)?, &*cx.tensor(2)?)?),
         Kind::MatMul | Kind::BatchMatMul => {

@@ -16,6 +16,7 @@ pub(crate) mod flow;
 mod generate;
 pub(crate) mod infer;
 pub(crate) mod kernels;
+pub(crate) mod list;
 mod nn;
 mod sparse;
 
@@ -24,6 +25,7 @@ use collective::Collective;
 use debug::Debug;
 pub(crate) use flow::{Call, Flow};
 use generate::Generate;
+use list::ListOp;
 pub(crate) use nn::{FusedConv, Nn};
 use polytensor_core::random::Distribution;
 use sparse::Sparse;
@@ -95,6 +97,8 @@ pub(crate) enum Kind {
     },
     /// `Einsum`: `N` operands and an `equation`.
     Einsum,
+    /// A TensorList op ([`list`]).
+    List(ListOp),
     /// A convolution run with what follows it; made by the session (`crate::fusion`),
     /// never an op type of a graph.
     FusedConv(FusedConv),
@@ -319,6 +323,7 @@ pub(crate) fn output_args(op_type: &str) -> Option<&'static [&'static str]> {
         ]),
         _ => match find(op_type)? {
             Kind::Sparse(op) => sparse::output_args(op),
+            Kind::List(op) => op.output_args(),
             _ => None,
         },
     }
@@ -326,27 +331,23 @@ pub(crate) fn output_args(op_type: &str) -> Option<&'static [&'static str]> {
 
 /// The kind of op type `op_type`, if polytensor has it.
 pub(crate) fn find(op_type: &str) -> Option<Kind> {
+    registry().find(|(name, _)| *name == op_type).map(|(_, kind)| kind)
+}
+
+/// Every op type polytensor has, with its kind: [`OPS`], then each family's own table.
+fn registry() -> impl Iterator<Item = (&'static str, Kind)> {
+    fn family<T: Copy>(
+        ops: &'static [(&'static str, T)],
+        kind: fn(T) -> Kind,
+    ) -> impl Iterator<Item = (&'static str, Kind)> {
+        ops.iter().map(move |&(name, op)| (name, kind(op)))
+    }
     OPS.iter()
-        .find(|(name, _)| *name == op_type)
-        .map(|&(_, kind)| kind)
-        .or_else(|| {
-            sparse::OPS
-                .iter()
-                .find(|(name, _)| *name == op_type)
-                .map(|&(_, op)| Kind::Sparse(op))
-        })
-        .or_else(|| {
-            collective::OPS
-                .iter()
-                .find(|(name, _)| *name == op_type)
-                .map(|&(_, op)| Kind::Collective(op))
-        })
-        .or_else(|| {
-            debug::OPS
-                .iter()
-                .find(|(name, _)| *name == op_type)
-                .map(|&(_, op)| Kind::Debug(op))
-        })
+        .copied()
+        .chain(family(sparse::OPS, Kind::Sparse))
+        .chain(family(collective::OPS, Kind::Collective))
+        .chain(family(debug::OPS, Kind::Debug))
+        .chain(family(list::OPS, Kind::List))
 }
 
 /// Where the value of a type attribute comes from.
@@ -412,6 +413,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::Sparse(op) => op.typed(),
         Kind::Collective(op) => op.typed(),
         Kind::Debug(op) => op.typed(),
+        Kind::List(op) => op.typed(),
         _ => &[],
     };
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();
@@ -517,9 +519,7 @@ pub(crate) fn check_derived(kind: Kind, cx: &InferCtx<'_>) -> Result<()> {
 
 /// Every op type polytensor's graphs know, by TensorFlow's name.
 pub fn op_types() -> impl Iterator<Item = &'static str> {
-    OPS.iter()
-        .map(|(name, _)| *name)
-        .chain(sparse::OPS.iter().map(|(name, _)| *name))
+    registry().map(|(name, _)| name)
 }
 
 /// What static inference sees of one node being added.
@@ -661,6 +661,9 @@ pub(crate) enum Value {
     Resource(std::sync::Arc<str>),
     /// A reference variable (`VariableV2`): its name in the session.
     Ref(std::sync::Arc<str>),
+    /// A TensorList (a `variant` tensor of TensorFlow's), shared: ops that change a list
+    /// give a new one.
+    List(std::sync::Arc<list::TensorList>),
 }
 
 /// The dtype TensorFlow's C++ messages name (`float`, `double`, `half`, ...).

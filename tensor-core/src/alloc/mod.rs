@@ -14,7 +14,7 @@ pub use crate::stats::AllocatorStats;
 /// A host vector of `len` copies of `value`, or `OutOfMemory` naming `what` where the host
 /// cannot hold it: the size comes from user input (a sparse shape's rows), and `vec!`
 /// would abort the process.
-pub(crate) fn host_vec<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
+pub fn host_vec<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
         requested: len.saturating_mul(std::mem::size_of::<T>()),
