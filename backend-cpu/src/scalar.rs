@@ -29,6 +29,8 @@ pub(crate) trait Real:
     fn cos(self) -> Self;
     fn tanh(self) -> Self;
     fn erf(self) -> Self;
+    /// The complementary error function.
+    fn erfc(self) -> Self;
     fn floor(self) -> Self;
     fn ceil(self) -> Self;
     fn round_ties_even(self) -> Self;
@@ -51,6 +53,7 @@ macro_rules! real_impl {
             #[inline] fn cos(self) -> Self { <$t>::cos(self) }
             #[inline] fn tanh(self) -> Self { <$t>::tanh(self) }
             #[inline] fn erf(self) -> Self { libm::Libm::<$t>::erf(self) }
+            #[inline] fn erfc(self) -> Self { libm::Libm::<$t>::erfc(self) }
             #[inline] fn floor(self) -> Self { <$t>::floor(self) }
             #[inline] fn ceil(self) -> Self { <$t>::ceil(self) }
             #[inline] fn round_ties_even(self) -> Self { <$t>::round_ties_even(self) }

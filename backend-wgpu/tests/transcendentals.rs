@@ -80,13 +80,14 @@ fn reference(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Cos => x.cos(),
         UnaryOp::Tanh => x.tanh(),
         UnaryOp::Erf => libm::erf(x),
+        UnaryOp::Erfc => libm::erfc(x),
         _ if x < 0.0 => x.exp() / (1.0 + x.exp()),
         _ => 1.0 / (1.0 + (-x).exp()),
     }
 }
 
 /// Each op with its bound in ulp.
-const BOUNDS: [(UnaryOp, f64); 7] = [
+const BOUNDS: [(UnaryOp, f64); 8] = [
     (UnaryOp::Exp, 2.0),
     (UnaryOp::Log, 2.0),
     (UnaryOp::Sin, 2.0),
@@ -94,6 +95,7 @@ const BOUNDS: [(UnaryOp, f64); 7] = [
     (UnaryOp::Tanh, 4.0),
     (UnaryOp::Sigmoid, 4.0),
     (UnaryOp::Erf, 2.0),
+    (UnaryOp::Erfc, 4.0),
 ];
 
 #[test]

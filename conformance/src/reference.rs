@@ -179,6 +179,7 @@ pub fn unary(op: UnaryOp, dtype: DataType, x: Scalar) -> Expected {
                 UnaryOp::Cos => v.cos(),
                 UnaryOp::Tanh => v.tanh(),
                 UnaryOp::Erf => libm::erf(v),
+                UnaryOp::Erfc => libm::erfc(v),
                 // exp(x) / (1 + exp(x)) for negative x: it keeps the subnormal results of
                 // f64 that 1 / (1 + exp(-x)) would lose to exp's overflow.
                 UnaryOp::Sigmoid if v < 0.0 => v.exp() / (1.0 + v.exp()),

@@ -57,7 +57,7 @@ pub fn tolerance(op: Op, dtype: DataType) -> Tolerance {
             {
                 Tolerance::Ulps(2.0)
             }
-            UnaryOp::Tanh | UnaryOp::Sigmoid if !complex => Tolerance::Ulps(4.0),
+            UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erfc if !complex => Tolerance::Ulps(4.0),
             _ if complex => Tolerance::Ulps(8.0),
             _ => Tolerance::Exact,
         },

@@ -95,6 +95,8 @@ pub enum Func {
     MinNan,
     /// The error function.
     Erf,
+    /// The complementary error function.
+    Erfc,
 }
 
 /// A typed expression over the operands, computed in the element type it is rendered
@@ -227,6 +229,7 @@ pub fn unary(op: UnaryOp, e: Elem) -> Option<Expr> {
             U::Ceil if !complex => function(Func::Ceil),
             U::Round if !complex => function(Func::RoundEven),
             U::Erf if !complex => function(Func::Erf),
+            U::Erfc if !complex => function(Func::Erfc),
             _ => None,
         };
     }

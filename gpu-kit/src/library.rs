@@ -50,11 +50,17 @@ impl Library {
     }
 }
 
-/// `c/real.h` for `real`.
+/// `c/real.h` for `real`, with `R_HIGH(a)`: `a` with its low bits cleared, few enough
+/// left that `a * a + 0.5625` is exact (fdlibm's split in erfc).
 fn real(real: Real) -> String {
     let r = real.name();
+    let high = match real {
+        Real::F32 => "F32_FROM_BITS(F32_BITS(a) & 0xffffe000u)",
+        Real::F64 => "F64_FROM_BITS(F64_BITS(a) & 0xffffffff00000000ul)",
+    };
     format!(
-        "\n#define REAL {r}\n#define R_(name) name##_{r}\n{}#undef R_\n#undef REAL\n",
+        "\n#define REAL {r}\n#define R_(name) name##_{r}\n#define R_HIGH(a) {high}\n{}\
+         #undef R_HIGH\n#undef R_\n#undef REAL\n",
         include_str!("c/real.h")
     )
 }

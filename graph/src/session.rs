@@ -465,7 +465,9 @@ impl Session {
         let t = match value {
             Value::Tensor(t) => t,
             Value::List(list) => {
-                let moved = list.on_device(device).map_err(|e| in_node(e, &self.graph.nodes[step.node]))?;
+                let moved = list
+                    .on_device(device)
+                    .map_err(|e| in_node(e, &self.graph.nodes[step.node]))?;
                 return Ok(moved.map(|list| Value::List(Arc::new(list))));
             }
             _ => return Ok(None),

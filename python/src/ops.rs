@@ -189,7 +189,7 @@ macro_rules! unary_methods {
 unary_methods! {
     __neg__ => Neg; __abs__ => Abs; __invert__ => Not;
     neg => Neg; abs => Abs; sign => Sign; sqrt => Sqrt; rsqrt => Rsqrt; exp => Exp;
-    log => Log; sin => Sin; cos => Cos; tanh => Tanh; sigmoid => Sigmoid; erf => Erf;
+    log => Log; sin => Sin; cos => Cos; tanh => Tanh; sigmoid => Sigmoid; erf => Erf; erfc => Erfc;
     relu => Relu; relu6 => Relu6; floor => Floor; ceil => Ceil; round => Round;
     reciprocal => Recip; square => Square; logical_not => Not;
 }

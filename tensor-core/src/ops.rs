@@ -60,6 +60,8 @@ op_enum! {
         Sigmoid = "sigmoid",
         /// The error function, `2 / sqrt(pi)` times the integral of `e^(-t^2)` from 0 to `x`.
         Erf = "erf",
+        /// The complementary error function, `1 - erf(x)`, exact where it is tiny.
+        Erfc = "erfc",
         /// `max(x, 0)`, NaN propagating.
         Relu = "relu",
         /// `min(max(x, 0), 6)`, NaN propagating, `-0.0` kept (TensorFlow's `relu6`).
@@ -285,7 +287,7 @@ const fn defined(op: Op, dtype: DataType) -> bool {
             UnaryOp::Neg => matches!(class, Float | Signed | Complex),
             UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Square => numeric,
             UnaryOp::Relu | UnaryOp::Relu6 => real,
-            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Erf => {
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Erf | UnaryOp::Erfc => {
                 matches!(class, Float)
             }
             _ => matches!(class, Float | Complex),

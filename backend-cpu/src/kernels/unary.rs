@@ -61,6 +61,7 @@ fn float_unary<T: FloatElem>(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<
             e / (one + e)
         }),
         UnaryOp::Erf => apply!(|v| v.erf()),
+        UnaryOp::Erfc => apply!(|v| v.erfc()),
         UnaryOp::Relu => apply!(|v| if v > zero || v.is_nan() { v } else { zero }),
         // NaN and -0.0 compare false both ways, so they stay.
         UnaryOp::Relu6 => apply!(|v| if v < zero {

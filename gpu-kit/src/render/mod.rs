@@ -62,6 +62,7 @@ impl Func {
             Func::MaxNan => "max_nan",
             Func::MinNan => "min_nan",
             Func::Erf => "erf",
+            Func::Erfc => "erfc",
         }
     }
 }
@@ -190,6 +191,7 @@ fn c_call(f: Func, e: Elem, args: &[String]) -> Option<String> {
             | Func::MaxNan
             | Func::MinNan
             | Func::Erf
+            | Func::Erfc
     );
     let name = match f {
         _ if e.is_complex() && real_only => return None,
@@ -380,10 +382,11 @@ fn wgsl_call(f: Func, e: Elem, args: &[String]) -> Option<String> {
         Func::MinNan => format!("float_min({a}, {})", b()?),
         Func::Rem => format!("float_rem_{t}({a}, {})", b()?),
         // WGSL's builtins are too inexact: the library's own, per type.
-        Func::Exp | Func::Log | Func::Tanh | Func::Sigmoid | Func::Erf => {
+        Func::Exp | Func::Log | Func::Tanh | Func::Sigmoid | Func::Erf | Func::Erfc => {
             // No f64 erf: lavapipe flushes f64 subnormals, which erf of tiny arguments
-            // returns (x + x * r), so it could not meet the bound there.
-            if f == Func::Erf && !single {
+            // returns (x + x * r), so it could not meet the bound there (nor erfc, whose
+            // tail reaches them).
+            if matches!(f, Func::Erf | Func::Erfc) && !single {
                 return None;
             }
             format!("{}_{t}({a})", f.base_name())

@@ -71,6 +71,7 @@ const GROUPS: &[Group] = &[
             "sigmoid_f32(",
             "sin_cos_f32(",
             "erf_f32(",
+            "erfc_f32(",
         ],
         text: |_| include_str!("lib/transcendental_f32.wgsl").to_string(),
     },

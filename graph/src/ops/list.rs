@@ -207,7 +207,10 @@ pub(crate) fn infer(op: ListOp, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         ListOp::Stack => {
             let count = attrs.int_or("num_elements", -1)?;
             let rows = PartialTensorShape::new(&[usize::try_from(count).ok()])?;
-            vec![(element_dtype, rows.concatenate(&static_element_shape(cx, 1)?)?)]
+            vec![(
+                element_dtype,
+                rows.concatenate(&static_element_shape(cx, 1)?)?,
+            )]
         }
         ListOp::Length => vec![(DataType::Int32, scalar)],
         ListOp::ElementShape => {
@@ -218,9 +221,8 @@ pub(crate) fn infer(op: ListOp, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         ListOp::Concat => {
             let element = static_element_shape(cx, 1)?;
             let joined = match element.dims() {
-                Some([_, rest @ ..]) => {
-                    PartialTensorShape::new(&[None])?.concatenate(&PartialTensorShape::new(rest)?)?
-                }
+                Some([_, rest @ ..]) => PartialTensorShape::new(&[None])?
+                    .concatenate(&PartialTensorShape::new(rest)?)?,
                 _ => PartialTensorShape::unknown_rank(),
             };
             vec![
@@ -316,7 +318,11 @@ pub(crate) fn run(op: ListOp, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
                     elements.len()
                 ))
             })?;
-            check_item_shape(list, &item, "set a tensor with incompatible shape at a list index. Item")?;
+            check_item_shape(
+                list,
+                &item,
+                "set a tensor with incompatible shape at a list index. Item",
+            )?;
             elements[at] = Some(item);
             Ok(smallvec![list_of(TensorList {
                 elements,
@@ -326,7 +332,11 @@ pub(crate) fn run(op: ListOp, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
         ListOp::PushBack => {
             let list = typed_list(cx, 0)?;
             let item = cx.tensor(1)?.into_owned();
-            check_item_shape(list, &item, "append a tensor with incompatible shape to a list. Op")?;
+            check_item_shape(
+                list,
+                &item,
+                "append a tensor with incompatible shape to a list. Op",
+            )?;
             let mut elements = list.elements.clone();
             elements
                 .try_reserve(1)
@@ -404,7 +414,11 @@ pub(crate) fn run(op: ListOp, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
                 )?)]);
             }
             let zeros = if set < list.elements.len() {
-                Some(Tensor::zeros(shape.to_shape()?, list.element_dtype, cx.device)?)
+                Some(Tensor::zeros(
+                    shape.to_shape()?,
+                    list.element_dtype,
+                    cx.device,
+                )?)
             } else {
                 None
             };
@@ -434,8 +448,9 @@ pub(crate) fn run(op: ListOp, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
                     t.shape()
                 )));
             };
-            let row_shape = PartialTensorShape::new(&[None])?
-                .concatenate(&PartialTensorShape::from(&polytensor_core::TensorShape::new(rest)?))?;
+            let row_shape = PartialTensorShape::new(&[None])?.concatenate(
+                &PartialTensorShape::from(&polytensor_core::TensorShape::new(rest)?),
+            )?;
             if !element_shape.is_compatible_with(&row_shape) {
                 return Err(Error::invalid(format!(
                     "Specified a list with shape {element_shape} from a tensor with shape \
@@ -447,12 +462,15 @@ pub(crate) fn run(op: ListOp, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
             for len in cx.ints(2)? {
                 let len = usize::try_from(len)
                     .map_err(|_| Error::invalid(format!("Invalid value in lengths: {len}")))?;
-                let end = start.checked_add(len).filter(|&end| end <= length).ok_or_else(|| {
-                    Error::invalid(format!(
-                        "Attempting to slice [{start}, {}] from tensor with length {length}",
-                        start.saturating_add(len)
-                    ))
-                })?;
+                let end = start
+                    .checked_add(len)
+                    .filter(|&end| end <= length)
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "Attempting to slice [{start}, {}] from tensor with length {length}",
+                            start.saturating_add(len)
+                        ))
+                    })?;
                 elements.push(Some(t.narrow(0, start, len)?));
                 start = end;
             }
@@ -580,7 +598,9 @@ fn typed_list<'a>(cx: &'a RunCtx<'_, '_>, i: usize) -> Result<&'a TensorList> {
 
 /// Input `i`, a scalar integer.
 fn scalar_int(cx: &RunCtx<'_, '_>, i: usize) -> Result<i64> {
-    cx.require_rank(i, 0, |s| format!("Expected a scalar, but input {i} has shape {s}"))?;
+    cx.require_rank(i, 0, |s| {
+        format!("Expected a scalar, but input {i} has shape {s}")
+    })?;
     Ok(cx.ints(i)?[0])
 }
 

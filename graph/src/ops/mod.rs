@@ -192,6 +192,7 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("Tanh", Kind::Unary(UnaryOp::Tanh)),
     ("Sigmoid", Kind::Unary(UnaryOp::Sigmoid)),
     ("Erf", Kind::Unary(UnaryOp::Erf)),
+    ("Erfc", Kind::Unary(UnaryOp::Erfc)),
     ("Relu", Kind::Unary(UnaryOp::Relu)),
     ("Relu6", Kind::Unary(UnaryOp::Relu6)),
     ("Square", Kind::Unary(UnaryOp::Square)),
@@ -331,7 +332,9 @@ pub(crate) fn output_args(op_type: &str) -> Option<&'static [&'static str]> {
 
 /// The kind of op type `op_type`, if polytensor has it.
 pub(crate) fn find(op_type: &str) -> Option<Kind> {
-    registry().find(|(name, _)| *name == op_type).map(|(_, kind)| kind)
+    registry()
+        .find(|(name, _)| *name == op_type)
+        .map(|(_, kind)| kind)
 }
 
 /// Every op type polytensor has, with its kind: [`OPS`], then each family's own table.

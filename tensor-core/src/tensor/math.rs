@@ -82,6 +82,9 @@ impl Tensor {
         sigmoid => Sigmoid;
         /// The error function (real floats).
         erf => Erf;
+        /// The complementary error function, `1 - erf(x)` without its cancellation (real
+        /// floats).
+        erfc => Erfc;
         /// `max(x, 0)`.
         relu => Relu;
         /// `min(max(x, 0), 6)`.

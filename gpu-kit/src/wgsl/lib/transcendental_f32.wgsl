@@ -205,54 +205,51 @@ fn sin_cos_f32(x: f32, cosine: bool) -> f32 {
     return v;
 }
 
-// The error function of f32, as fdlibm's s_erf.c computes it (the C library's erf is the
-// same algorithm): rational approximations on [0, 0.84375), [0.84375, 1.25),
-// [1.25, 1/0.35) and [1/0.35, 6), then +-1; within 2 ulp.
-fn erf_f32(x: f32) -> f32 {
-    if (is_nan(x)) {
-        return x;
-    }
-    let a = abs(x);
-    let s = select(1.0, -1.0, x < 0.0);
-    if (a < 0.84375) {
-        // erf(x) = x + x * P(x^2) / Q(x^2) (for tiny x, x + x * efx).
-        let z = x * x;
-        let p = 1.28379167095512558561e-01
-            + z * (-3.25042107247001499370e-01
-            + z * (-2.84817495755985104766e-02
-            + z * (-5.77027029648944159157e-03
-            + z * (-2.37630166566501626084e-05))));
-        let q = 1.0
-            + z * (3.97917223959155352819e-01
-            + z * (6.50222499887672944485e-02
-            + z * (5.08130628187576562776e-03
-            + z * (1.32494738004321644526e-04
-            + z * (-3.96022827877536812320e-06)))));
-        return x + x * (p / q);
-    }
-    if (a < 1.25) {
-        // erf(1 + t) = erx + P(t) / Q(t).
-        let t = a - 1.0;
-        let p = -2.36211856075265944077e-03
-            + t * (4.14856118683748331666e-01
-            + t * (-3.72207876035701323847e-01
-            + t * (3.18346619901161753674e-01
-            + t * (-1.10894694282396677476e-01
-            + t * (3.54783043256182359371e-02
-            + t * (-2.16637559486879084300e-03))))));
-        let q = 1.0
-            + t * (1.06420880400844228286e-01
-            + t * (5.40397917702171048937e-01
-            + t * (7.18286544141962662868e-02
-            + t * (1.26171219808761642112e-01
-            + t * (1.36370839120290507362e-02
-            + t * (1.19844998467991074170e-02))))));
-        return s * (8.45062911510467529297e-01 + p / q);
-    }
-    if (a >= 6.0) {
-        return s;
-    }
-    // erf(x) = 1 - exp(-x^2 - 0.5625 + R(1/x^2) / S(1/x^2)) / x.
+// The error function of f32 and its complement, as fdlibm's s_erf.c computes them (the C
+// library's erf and erfc are the same algorithm): rational approximations shared by both
+// on [0, 0.84375), [0.84375, 1.25), [1.25, 1/0.35) and [1/0.35, 6) (erfc: 10), then the
+// limits; erf within 2 ulp, erfc within 4.
+
+// P(x^2) / Q(x^2), for |x| < 0.84375: erf(x) = x + x * erf_small_f32(x).
+fn erf_small_f32(x: f32) -> f32 {
+    let z = x * x;
+    let p = 1.28379167095512558561e-01
+        + z * (-3.25042107247001499370e-01
+        + z * (-2.84817495755985104766e-02
+        + z * (-5.77027029648944159157e-03
+        + z * (-2.37630166566501626084e-05))));
+    let q = 1.0
+        + z * (3.97917223959155352819e-01
+        + z * (6.50222499887672944485e-02
+        + z * (5.08130628187576562776e-03
+        + z * (1.32494738004321644526e-04
+        + z * (-3.96022827877536812320e-06)))));
+    return p / q;
+}
+
+// P(t) / Q(t) at t = |x| - 1, for 0.84375 <= |x| < 1.25: erf(|x|) = erx + erf_near_one_f32(t).
+fn erf_near_one_f32(a: f32) -> f32 {
+    let t = a - 1.0;
+    let p = -2.36211856075265944077e-03
+        + t * (4.14856118683748331666e-01
+        + t * (-3.72207876035701323847e-01
+        + t * (3.18346619901161753674e-01
+        + t * (-1.10894694282396677476e-01
+        + t * (3.54783043256182359371e-02
+        + t * (-2.16637559486879084300e-03))))));
+    let q = 1.0
+        + t * (1.06420880400844228286e-01
+        + t * (5.40397917702171048937e-01
+        + t * (7.18286544141962662868e-02
+        + t * (1.26171219808761642112e-01
+        + t * (1.36370839120290507362e-02
+        + t * (1.19844998467991074170e-02))))));
+    return p / q;
+}
+
+// erfc(a) for 1.25 <= a < 10: exp(-a^2 - 0.5625 + R(1/a^2) / S(1/a^2)) / a, with a^2 split
+// as z^2 + (a - z)(a + z) (z: a with its low 13 bits cleared, so z^2 + 0.5625 is exact).
+fn erfc_tail_f32(a: f32) -> f32 {
     let t = 1.0 / (a * a);
     var r: f32;
     var q: f32;
@@ -291,5 +288,52 @@ fn erf_f32(x: f32) -> f32 {
                 + t * (4.74528541206955367215e+02
                 + t * (-2.24409524465858183362e+01)))))));
     }
-    return s * (1.0 - exp_f32(-a * a - 0.5625 + r / q) / a);
+    let z = bitcast<f32>(bitcast<u32>(a) & 0xffffe000u);
+    return exp_f32(-z * z - 0.5625) * exp_f32((z - a) * (z + a) + r / q) / a;
+}
+
+// fdlibm's erf = 0.845062911510467529297, where erf(1 + t) is centred.
+const ERX_F32: f32 = 8.45062911510467529297e-01;
+
+fn erf_f32(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
+    let a = abs(x);
+    let s = select(1.0, -1.0, x < 0.0);
+    if (a < 0.84375) {
+        return x + x * erf_small_f32(x);
+    }
+    if (a < 1.25) {
+        return s * (ERX_F32 + erf_near_one_f32(a));
+    }
+    if (a >= 6.0) {
+        return s;
+    }
+    return s * (1.0 - erfc_tail_f32(a));
+}
+
+fn erfc_f32(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
+    let a = abs(x);
+    if (a < 0.84375) {
+        let y = x * erf_small_f32(x);
+        // From 1/4 on, 1/2 - (x - 1/2 + x y) keeps the low bits 1 - (x + x y) would lose.
+        return select(1.0 - (x + y), 0.5 - ((x - 0.5) + y), x >= 0.25);
+    }
+    if (a < 1.25) {
+        // 1 - erx is exact: the rounding is the last subtraction's alone.
+        let pq = erf_near_one_f32(a);
+        return select((1.0 - ERX_F32) - pq, 1.0 + (ERX_F32 + pq), x < 0.0);
+    }
+    if (x < -6.0) {
+        return 2.0;
+    }
+    if (a >= 10.0) {
+        return 0.0;
+    }
+    let tail = erfc_tail_f32(a);
+    return select(tail, 2.0 - tail, x < 0.0);
 }
