@@ -281,6 +281,16 @@ impl Device for CpuDevice {
         window::conv2d(x, filter, geometry, depthwise, epilogue, out)
     }
 
+    fn conv2d_backprop_input(
+        &self,
+        dy: &TensorView<'_>,
+        filter: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        window::conv2d_backprop_input(dy, filter, geometry, out)
+    }
+
     fn pool2d(
         &self,
         x: &TensorView<'_>,

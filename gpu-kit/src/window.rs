@@ -8,6 +8,11 @@
 //!   filter value once for its [`PIXELS`] products (neighbouring work-items take
 //!   neighbouring channel blocks of the same pixels, so their input reads coincide).
 //! - `depthwise2d`: one work-item per output element, its channel's taps.
+//! - `conv2d_backprop_input`: the transposed convolution (TensorFlow's
+//!   `Conv2DBackpropInput`), one work-item per element of the image it makes (the forward
+//!   convolution's input): the taps whose windows cover that pixel, each output gradient
+//!   pixel there times the filter, summed over the filters. Gathered, so no two work-items
+//!   write one element and no zeros are inserted between the gradient's pixels.
 //! - `max_pool2d`, `avg_pool2d`: one work-item per output element; the maximum propagates
 //!   NaN with `+0` above `-0` (`max_nan`), the mean divides by the taps inside the image.
 //! - `epilogue`: the per-channel `activation(v * scale + shift)` of a fused convolution,
@@ -22,9 +27,11 @@
 //! Parameters. Every kernel starts with `items` (work-items' worth of work: pixel blocks
 //! times channel blocks for `conv2d`, output elements for the others), then the geometry
 //! as [`geometry`] lists it (15 indices), then:
-//! - `conv2d`, `depthwise2d`: the input, the filter (`[k_h, k_w, channels, filters]`), the
-//!   scale and the shift (per output channel), then `fused` ([`Epilogue::word`]), then the
-//!   output ([`conv_args`]);
+//! - `conv2d`, `depthwise2d`, `conv2d_backprop_input`: the input (for the last, the output
+//!   gradient, `[batch, out_h, out_w, filters]`), the filter (`[k_h, k_w, channels,
+//!   filters]`), the scale and the shift (per output channel), then `fused`
+//!   ([`Epilogue::word`]), then the output ([`conv_args`]; for the last, the image,
+//!   `[batch, in_h, in_w, channels]`);
 //! - the pools: the input, then the output ([`pool_args`]);
 //! - `epilogue`: `channels`, the scale, the shift, `fused`, then the output (read and
 //!   written);
@@ -136,9 +143,10 @@ pub struct WindowKernels {
 
 impl WindowKernels {
     /// The kernel names of the program.
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 7] = [
         "conv2d",
         "depthwise2d",
+        "conv2d_backprop_input",
         "max_pool2d",
         "avg_pool2d",
         "epilogue",
@@ -178,6 +186,9 @@ pub enum WindowKernel {
     Conv,
     /// `depthwise2d`: one output element per work-item.
     Depthwise,
+    /// `conv2d_backprop_input`: the transposed convolution, one image element per
+    /// work-item.
+    BackpropInput,
     /// `max_pool2d`.
     MaxPool,
     /// `avg_pool2d` (over the taps inside the image).
@@ -190,9 +201,10 @@ pub enum WindowKernel {
 
 impl WindowKernel {
     /// Every kernel, in [`WindowKernels::NAMES`]' order.
-    pub const ALL: [WindowKernel; 6] = [
+    pub const ALL: [WindowKernel; 7] = [
         WindowKernel::Conv,
         WindowKernel::Depthwise,
+        WindowKernel::BackpropInput,
         WindowKernel::MaxPool,
         WindowKernel::AvgPool,
         WindowKernel::Epilogue,
@@ -209,12 +221,12 @@ impl WindowKernel {
         let mut k = Kernel::new(self.name());
         let items = k.index("items");
         match self {
-            WindowKernel::Conv | WindowKernel::Depthwise => {
+            WindowKernel::Conv | WindowKernel::Depthwise | WindowKernel::BackpropInput => {
                 let w = Window::declare(&mut k, e, true);
-                if self == WindowKernel::Conv {
-                    conv(k, items, &w, e)
-                } else {
-                    depthwise(k, items, &w, e)
+                match self {
+                    WindowKernel::Conv => conv(k, items, &w, e),
+                    WindowKernel::Depthwise => depthwise(k, items, &w, e),
+                    _ => backprop_input(k, items, &w, e),
                 }
             }
             WindowKernel::MaxPool | WindowKernel::AvgPool => {
@@ -616,6 +628,80 @@ fn depthwise(k: Declare, items: Ex, w: &Window, e: Elem) -> Kernel {
     stmts.push(Stmt::Var(acc, elem(e, body::num(0))));
     stmts.push(w.each_tap(TOP.get(), LEFT.get(), vec![Stmt::Assign(acc, product)]));
     stmts.extend(parts.finish(e, acc, K.get()));
+    k.map(w.out, items, stmts, acc.get())
+}
+
+/// `conv2d_backprop_input`: output element `item` is channel `c` of image pixel `p` (row
+/// `ih`, column `iw` of image `n`). Tap `(i, j)` of output pixel `(oh, ow)` reads it where
+/// `oh * stride + i * dilation - before = ih` (and so for columns): for each tap, the
+/// output pixel is found by division, where it divides exactly and lies in the output.
+fn backprop_input(k: Declare, items: Ex, w: &Window, e: Elem) -> Kernel {
+    let (f, parts) = w.conv.as_ref().expect("a convolution has a filter");
+    let local = |name| Local::new(name, Ty::Index);
+    let (n, oh, ow, th, tw, filter_row) = (
+        local("n"),
+        local("oh"),
+        local("ow"),
+        local("th"),
+        local("tw"),
+        local("frow"),
+    );
+    let acc = Local::new("acc", Ty::Value(e));
+    let channels = w.g(G::Channels);
+    let filters = w.g(G::Filters);
+    // `t`, a multiple of `stride` from the output's first pixel, as an output position
+    // (`into`), or the next tap where it is not one.
+    let output_at = |t: Local, stride: G, into: Local, size: G| {
+        vec![
+            when(
+                t.get().lt(int(0)).or((t.get() % w.g(stride)).ne(int(0))),
+                vec![Stmt::Continue],
+            ),
+            Stmt::Let(into, t.get() / w.g(stride)),
+            when(into.get().ge(w.g(size)), vec![Stmt::Continue]),
+        ]
+    };
+    let product = elem_of(
+        e,
+        body::x() + body::y() * Expr::Arg(2),
+        [
+            acc.get(),
+            w.x.at(ROW.get() + O.get()),
+            f.at(filter_row.get() + O.get()),
+        ],
+    );
+    let mut columns = vec![Stmt::Let(
+        tw,
+        IW.get() + w.g(G::BeforeW) - J.get() * w.g(G::DilationW),
+    )];
+    columns.extend(output_at(tw, G::StrideW, ow, G::OutW));
+    columns.extend([
+        Stmt::Let(
+            ROW,
+            ((n.get() * w.g(G::OutH) + oh.get()) * w.g(G::OutW) + ow.get()) * filters.clone(),
+        ),
+        Stmt::Let(
+            filter_row,
+            ((I.get() * w.g(G::KW) + J.get()) * channels.clone() + C.get()) * filters.clone(),
+        ),
+        Stmt::For(O, int(0), filters, vec![Stmt::Assign(acc, product)]),
+    ]);
+    let mut rows = vec![Stmt::Let(
+        th,
+        IH.get() + w.g(G::BeforeH) - I.get() * w.g(G::DilationH),
+    )];
+    rows.extend(output_at(th, G::StrideH, oh, G::OutH));
+    rows.push(Stmt::For(J, int(0), w.g(G::KW), columns));
+    let mut stmts = vec![
+        Stmt::Let(C, item() % channels.clone()),
+        Stmt::Let(P, item() / channels),
+        Stmt::Let(IW, P.get() % w.g(G::InW)),
+        Stmt::Let(IH, P.get() / w.g(G::InW) % w.g(G::InH)),
+        Stmt::Let(n, P.get() / (w.g(G::InW) * w.g(G::InH))),
+        Stmt::Var(acc, elem(e, body::num(0))),
+        Stmt::For(I, int(0), w.g(G::KH), rows),
+    ];
+    stmts.extend(parts.finish(e, acc, C.get()));
     k.map(w.out, items, stmts, acc.get())
 }
 

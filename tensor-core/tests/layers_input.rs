@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use polytensor_core::{
-    Conv2dOptions, DataType, Device, HostAllocator, Padding, StridedSliceSpec, Tensor,
+    Conv2dOptions, DataFormat, DataType, Device, HostAllocator, Padding, StridedSliceSpec, Tensor,
 };
 use polytensor_cpu::CpuDevice;
 
@@ -74,14 +74,8 @@ fn convolutions_refuse_what_tensorflow_refuses() {
 fn batch_norm_takes_4_or_5_dimensional_images_only() {
     let empty = zeros(&[0]);
     for dims in [&[][..], &[3], &[2, 3]] {
-        let error = message(zeros(dims).batch_norm(
-            &empty,
-            &empty,
-            &empty,
-            &empty,
-            1e-3,
-            polytensor_core::DataFormat::Nhwc,
-        ));
+        let error =
+            message(zeros(dims).batch_norm(&empty, &empty, &empty, &empty, 1e-3, DataFormat::Nhwc));
         assert!(
             error.contains("input must be 4 or 5-dimensional"),
             "{error}"
@@ -89,14 +83,7 @@ fn batch_norm_takes_4_or_5_dimensional_images_only() {
     }
     let params = zeros(&[3]);
     let y = zeros(&[1, 2, 2, 3])
-        .batch_norm(
-            &params,
-            &params,
-            &params,
-            &params,
-            1e-3,
-            polytensor_core::DataFormat::Nhwc,
-        )
+        .batch_norm(&params, &params, &params, &params, 1e-3, DataFormat::Nhwc)
         .unwrap();
     assert_eq!(y.dims(), [1, 2, 2, 3]);
 }
@@ -125,7 +112,7 @@ fn pooling_windows_far_larger_than_the_image_pool_the_whole_image() {
             window: [window, window],
             strides: [1, 1],
             padding: Padding::Same,
-            format: polytensor_core::DataFormat::Nhwc,
+            format: DataFormat::Nhwc,
         };
         // Every output's window covers the whole image (and padding, which pooling skips).
         let max = x.max_pool2d(&options).unwrap();
@@ -144,7 +131,7 @@ fn explicit_pooling_padding_must_be_smaller_than_the_window() {
         window: [2, 2],
         strides: [1, 1],
         padding: Padding::Explicit(pairs),
-        format: polytensor_core::DataFormat::Nhwc,
+        format: DataFormat::Nhwc,
     };
     for (pairs, side) in [
         (vec![(3, 3), (3, 3)], "Top padding 3"),
@@ -334,4 +321,150 @@ fn generated_tensors_allocate_on_the_device_first() {
         &cpu(),
     );
     assert!(ints.is_err());
+}
+
+/// The transposed convolution's composition (which devices without window kernels run: here
+/// int32) agrees with the direct kernel, on geometries with strides, dilations, SAME, VALID,
+/// explicit padding larger than the window, and NCHW.
+#[test]
+fn transposed_convolutions_compose_as_the_direct_kernel_computes() {
+    let cpu = cpu();
+    let cases = [
+        (
+            [2, 8, 7, 3],
+            [3, 3, 3, 4],
+            [2, 2],
+            [1, 1],
+            Padding::Same,
+            DataFormat::Nhwc,
+        ),
+        (
+            [1, 9, 8, 2],
+            [3, 2, 2, 3],
+            [2, 3],
+            [1, 1],
+            Padding::Valid,
+            DataFormat::Nhwc,
+        ),
+        (
+            [1, 8, 9, 3],
+            [3, 3, 3, 2],
+            [1, 1],
+            [2, 2],
+            Padding::Same,
+            DataFormat::Nhwc,
+        ),
+        (
+            [1, 10, 10, 2],
+            [2, 2, 2, 2],
+            [3, 3],
+            [1, 1],
+            Padding::Valid,
+            DataFormat::Nhwc,
+        ),
+        (
+            [2, 5, 6, 2],
+            [2, 3, 2, 2],
+            [2, 1],
+            [1, 1],
+            Padding::Explicit(vec![(3, 2), (0, 4)]),
+            DataFormat::Nhwc,
+        ),
+        (
+            [2, 3, 7, 6],
+            [3, 3, 3, 4],
+            [2, 2],
+            [1, 1],
+            Padding::Same,
+            DataFormat::Nchw,
+        ),
+    ];
+    for (image, filter, strides, dilations, padding, format) in cases {
+        let options = Conv2dOptions {
+            strides,
+            dilations,
+            padding,
+            format,
+        };
+        // The forward convolution gives the gradient's shape.
+        let x = Tensor::zeros(image, DataType::Float, &cpu).unwrap();
+        let f = Tensor::zeros(filter, DataType::Float, &cpu).unwrap();
+        let dims = x.conv2d(&f, &options).unwrap().dims();
+        let count = |d: &[usize]| d.iter().product::<usize>();
+        let ramp = |n: usize, d: &[usize]| {
+            let v: Vec<i32> = (0..n as i32).map(|i| (i * 7 + 3) % 11 - 5).collect();
+            Tensor::from_slice(&v, d.to_vec(), &cpu).unwrap()
+        };
+        let dy = ramp(count(&dims), &dims);
+        let w = ramp(count(&filter), &filter);
+        // int32 has no window kernel: the composition.
+        let composed = dy.conv2d_backprop_input(&w, &image, &options).unwrap();
+        let as_float = |t: &Tensor| t.cast(DataType::Float).unwrap();
+        let direct = as_float(&dy)
+            .conv2d_backprop_input(&as_float(&w), &image, &options)
+            .unwrap();
+        assert_eq!(composed.dims(), image, "{options:?}");
+        assert_eq!(
+            as_float(&composed).to_vec::<f32>().unwrap(),
+            direct.to_vec::<f32>().unwrap(),
+            "{options:?}"
+        );
+    }
+}
+
+/// `Conv2DBackpropInput`'s operands that disagree are refused with TensorFlow's messages.
+#[test]
+fn transposed_convolutions_refuse_what_tensorflow_refuses() {
+    let options = Conv2dOptions {
+        strides: [2, 2],
+        padding: Padding::Same,
+        ..Conv2dOptions::default()
+    };
+    let dy = zeros(&[1, 4, 4, 2]);
+    let filter = zeros(&[3, 3, 3, 2]);
+    let cases: [(&[usize], &Tensor, &Tensor, &str); 6] = [
+        (&[1, 8, 8, 3], &dy, &filter, ""),
+        (
+            &[1, 9, 9, 3],
+            &zeros(&[1, 4, 4, 2]),
+            &filter,
+            "Size of out_backprop doesn't match computed: actual = 4, computed = 5",
+        ),
+        (
+            &[1, 8, 8, 4],
+            &dy,
+            &filter,
+            "input depth must be evenly divisible by filter depth",
+        ),
+        (
+            &[1, 8, 8, 3],
+            &dy,
+            &zeros(&[3, 3, 3, 5]),
+            "filter and out_backprop must have the same out_depth",
+        ),
+        (
+            &[2, 8, 8, 3],
+            &dy,
+            &filter,
+            "input and out_backprop must have the same batch size",
+        ),
+        (
+            &[1, 8, 8],
+            &dy,
+            &filter,
+            "input_sizes input must be 1-dim with 4 or 2 elements",
+        ),
+    ];
+    for (sizes, dy, filter, expected) in cases {
+        let result = dy.conv2d_backprop_input(filter, sizes, &options);
+        if expected.is_empty() {
+            assert_eq!(result.unwrap().dims(), [1, 8, 8, 3]);
+        } else {
+            assert!(message(result).contains(expected), "{sizes:?}: {expected}");
+        }
+    }
+    assert!(
+        message(zeros(&[4, 4, 2]).conv2d_backprop_input(&filter, &[1, 8, 8, 3], &options))
+            .contains("must be 4-dimensional")
+    );
 }

@@ -1,5 +1,6 @@
-//! Direct window kernels for f32 and f64 (`Device::conv2d`, `Device::pool2d`), on contiguous
-//! NHWC tensors, with the padding handled in the loops (no padded copy):
+//! Direct window kernels for f32 and f64 (`Device::conv2d`, `Device::pool2d`,
+//! `Device::conv2d_backprop_input`), on contiguous NHWC tensors, with the padding handled
+//! in the loops (no padded copy):
 //! - a full convolution is an implicit GEMM: output rows in blocks of [`BLOCK_ROWS`], each
 //!   block's im2col panel packed on its thread (it stays in L2) and multiplied by the
 //!   filter with one single-threaded `gemm`; a 1x1 convolution with stride 1 multiplies the
@@ -451,6 +452,90 @@ fn depthwise_row<T: Float, const FUSED: bool>(
             }
         }
     }
+}
+
+/// `Device::conv2d_backprop_input`.
+pub(crate) fn conv2d_backprop_input(
+    dy: &TensorView<'_>,
+    filter: &TensorView<'_>,
+    g: &WindowGeometry,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let counts = [
+        (dy.layout().num_elements(), g.output_elements(g.filters)?),
+        (filter.layout().num_elements(), g.filter_elements()?),
+        (out.layout().num_elements(), g.input_elements()?),
+    ];
+    if counts.iter().any(|(got, want)| got != want) {
+        return Err(polytensor_core::Error::invalid(format!(
+            "conv2d_backprop_input: operands of {counts:?} elements (got, wanted) for {g:?}"
+        )));
+    }
+    match dy.dtype() {
+        DataType::Float => backprop_input_typed::<f32>(dy, filter, g, out),
+        DataType::Double => backprop_input_typed::<f64>(dy, filter, g, out),
+        _ => Err(unsupported("conv2d_backprop_input", dy)),
+    }
+}
+
+/// The transposed convolution as TensorFlow's CPU kernel computes it: each gradient pixel's
+/// row of filters times the transposed filter gives its taps' contributions (one GEMM over
+/// blocks of [`BLOCK_ROWS`] pixels), which col2im adds into the image, image by image.
+fn backprop_input_typed<T: GemmElem + Float + Send + Sync>(
+    dy: &TensorView<'_>,
+    filter: &TensorView<'_>,
+    g: &WindowGeometry,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let (dy, f) = (elements::<T>(dy)?, elements::<T>(filter)?);
+    let out = output::<T>(out)?;
+    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
+    let (c, o) = (g.channels, g.filters);
+    let taps = kh * kw * c;
+    // The filter as [filters, taps].
+    let mut ft = vec![T::zero(); taps * o];
+    for (t, row) in f.chunks_exact(o.max(1)).enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            ft[j * taps + t] = v;
+        }
+    }
+    let [oh, ow] = g.output;
+    let pixels = g.batch * oh * ow;
+    let mut columns = vec![T::zero(); pixels * taps];
+    if taps > 0 {
+        columns
+            .par_chunks_mut(BLOCK_ROWS * taps)
+            .enumerate()
+            .for_each(|(block, cols)| {
+                let first = block * BLOCK_ROWS;
+                let rows = cols.len() / taps;
+                gemm_rows(rows, taps, o, &dy[first * o..(first + rows) * o], &ft, cols);
+            });
+    }
+    let image = g.input[0] * g.input[1] * c;
+    if image == 0 {
+        return Ok(());
+    }
+    out.par_chunks_mut(image)
+        .enumerate()
+        .for_each(|(n, picture)| {
+            picture.fill(T::zero());
+            for y in 0..oh {
+                for x in 0..ow {
+                    let row = &columns[((n * oh + y) * ow + x) * taps..][..taps];
+                    for a in 0..kh {
+                        let Some(h) = g.tap(0, y, a) else { continue };
+                        for b in 0..kw {
+                            let Some(w) = g.tap(1, x, b) else { continue };
+                            let to = &mut picture[(h * g.input[1] + w) * c..][..c];
+                            let from = &row[(a * kw + b) * c..][..c];
+                            to.iter_mut().zip(from).for_each(|(d, &v)| *d = *d + v);
+                        }
+                    }
+                }
+            }
+        });
+    Ok(())
 }
 
 /// `Device::pool2d`.

@@ -41,6 +41,16 @@ pub enum Layer {
         /// `_FusedConv2D` of a convolution, a folded batch norm and the activation).
         fused: bool,
     },
+    /// `Conv2DBackpropInput`: an output gradient taken back through a filter to an image
+    /// of `image`'s dims (the transposed convolution).
+    ConvTranspose {
+        /// The image dims (`input_sizes`), in `options.format`.
+        image: Vec<usize>,
+        /// `[k_h, k_w, in, out]`.
+        filter: [usize; 4],
+        /// The forward convolution's strides, dilations, padding and format.
+        options: Conv2dOptions,
+    },
     /// `MaxPool` (`max`) or `AvgPool`.
     Pool {
         /// The image dims, in `options.format`.
@@ -102,6 +112,7 @@ impl Layer {
             } => "depthwise_conv2d",
             Layer::Conv { fused: true, .. } => "conv2d_fused",
             Layer::Conv { .. } => "conv2d",
+            Layer::ConvTranspose { .. } => "conv2d_backprop_input",
             Layer::Pool { max: true, .. } => "max_pool2d",
             Layer::Pool { .. } => "avg_pool2d",
             Layer::BiasAdd(..) => "bias_add",
@@ -272,6 +283,21 @@ pub fn layer_cases() -> Vec<LayerCase> {
             true,
         );
         layers.push((format!("depthwise_{name}"), depthwise, &FLOATS));
+        let transposed = Layer::ConvTranspose {
+            image: image.to_vec(),
+            filter: *filter,
+            options: options.clone(),
+        };
+        layers.push((format!("conv2d_backprop_input_{name}"), transposed, &FLOATS));
+    }
+    // Keras's Conv2DTranspose: stride 2, SAME and VALID, a window that the strides overlap.
+    for (name, padding) in [("keras_same", Same), ("keras_valid", Valid)] {
+        let layer = Layer::ConvTranspose {
+            image: vec![2, 8, 7, 5],
+            filter: [3, 3, 5, 6],
+            options: conv_options([2, 2], [1, 1], padding, Nhwc),
+        };
+        layers.push((format!("conv2d_backprop_input_{name}"), layer, &FLOATS));
     }
     // Fused epilogues, through the direct kernels' paths: few channels, the implicit GEMM,
     // a pointwise GEMM, depthwise, and odd SAME padding.

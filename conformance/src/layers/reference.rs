@@ -134,6 +134,52 @@ pub(super) fn reference_conv(
         .collect())
 }
 
+/// The naive transposed convolution: per image element, the dot product of the gradient
+/// pixels whose windows read it (every output pixel and tap that lands there) with the
+/// filter.
+pub(super) fn reference_conv_transpose(
+    dtype: DataType,
+    dy: &Values,
+    f: &Values,
+    format: DataFormat,
+    windows: &[(usize, Window); 2],
+    padding: &Padding,
+    batch: usize,
+) -> Result<Vec<Expected>> {
+    let resolved = resolve_windows(
+        &[windows[0].0, windows[1].0],
+        &[windows[0].1, windows[1].1],
+        padding,
+    )?;
+    let [kh, kw, cin, cout] = [f.dims[0], f.dims[1], f.dims[2], f.dims[3]];
+    let dims = [batch, windows[0].0, windows[1].0, cin];
+    Ok(output_walk(format, dims)
+        .into_iter()
+        .map(|[b, h, w, c]| {
+            let (mut xs, mut ws) = (Vec::new(), Vec::new());
+            for oh in 0..resolved[0].output {
+                for ow in 0..resolved[1].output {
+                    for i in 0..kh {
+                        for j in 0..kw {
+                            let hit = tap(oh, i, &windows[0].1, resolved[0].before, windows[0].0)
+                                == Some(h)
+                                && tap(ow, j, &windows[1].1, resolved[1].before, windows[1].0)
+                                    == Some(w);
+                            if hit {
+                                for o in 0..cout {
+                                    xs.push(pixel(dy, format, [b, oh, ow, o]));
+                                    ws.push(at(f, &[i, j, c, o]));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            reference::dot(dtype, &xs, &ws)
+        })
+        .collect())
+}
+
 /// The naive pooling: the largest element, or the mean of the elements inside the image.
 pub(super) fn reference_pool(
     dtype: DataType,

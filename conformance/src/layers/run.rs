@@ -6,7 +6,11 @@ use std::sync::Arc;
 
 use polytensor_core::{ConvEpilogue, Device, Error, MirrorMode, Result, Scalar, Tensor, UnaryOp};
 
-use super::reference::{concat_reference, reference_conv, reference_pool, spatial};
+use polytensor_core::plan::window::{resolve_windows, DataFormat};
+
+use super::reference::{
+    concat_reference, reference_conv, reference_conv_transpose, reference_pool, spatial,
+};
 use super::{Layer, LayerCase};
 use crate::data::{self, Domain, Rng};
 use crate::reference::Expected;
@@ -132,6 +136,42 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
                 Tolerance::Accumulated
             };
             (got, want, tolerance)
+        }
+        Layer::ConvTranspose {
+            image,
+            filter,
+            options,
+        } => {
+            let windows = spatial(
+                options.format,
+                image,
+                [filter[0], filter[1]],
+                options.strides,
+                options.dilations,
+            );
+            let resolved = resolve_windows(
+                &[windows[0].0, windows[1].0],
+                &[windows[0].1, windows[1].1],
+                &options.padding,
+            )?;
+            let [oh, ow] = [resolved[0].output, resolved[1].output];
+            let gradient = match options.format {
+                DataFormat::Nhwc => [image[0], oh, ow, filter[3]],
+                DataFormat::Nchw => [image[0], filter[3], oh, ow],
+            };
+            let (dy, tdy) = inputs.next(&gradient, Domain::Finite)?;
+            let (f, tf) = inputs.next(filter, Domain::Finite)?;
+            let got = tdy.conv2d_backprop_input(&tf, image, options)?;
+            let want = reference_conv_transpose(
+                dtype,
+                &dy,
+                &f,
+                options.format,
+                &windows,
+                &options.padding,
+                image[0],
+            )?;
+            (got, want, Tolerance::Accumulated)
         }
         Layer::Pool {
             image,

@@ -220,6 +220,16 @@ impl<Q: Queue> Device for KitDevice<Q> {
         super::conv2d(self, x, filter, geometry, depthwise, epilogue, out)
     }
 
+    fn conv2d_backprop_input(
+        &self,
+        dy: &TensorView<'_>,
+        filter: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        super::conv2d_backprop_input(self, dy, filter, geometry, out)
+    }
+
     fn pool2d(
         &self,
         x: &TensorView<'_>,

@@ -46,7 +46,7 @@ pub use map::{binary, cast, copy, fill, map, map_into, select, unary};
 pub use matmul::{matmul_kernel, matmul_plan};
 pub use reduce::reduce;
 pub use segment::{scatter_rows, segment_reduce};
-pub use window::{conv2d, pool2d, window_kernels};
+pub use window::{conv2d, conv2d_backprop_input, pool2d, window_kernels};
 
 /// One kernel argument: every parameter of a generated kernel is a buffer or an `i64`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

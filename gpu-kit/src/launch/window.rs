@@ -113,6 +113,41 @@ pub fn conv2d<Q: Queue>(
     unsafe { q.launch(&program, launch) }
 }
 
+/// `Device::conv2d_backprop_input`: the kit's `conv2d_backprop_input` kernel.
+pub fn conv2d_backprop_input<Q: Queue>(
+    q: &KitDevice<Q>,
+    dy: &TensorView<'_>,
+    filter: &TensorView<'_>,
+    g: &WindowGeometry,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let dtype = dy.dtype();
+    if !window_kernels(q, dtype) {
+        return Err(q.unsupported("conv2d_backprop_input", dtype));
+    }
+    let outputs = g.input_elements()?;
+    let dy_at = window_operand(q, dy, dtype, g.output_elements(g.filters)?, "gradient")?;
+    let f_at = window_operand(q, filter, dtype, g.filter_elements()?, "filter")?;
+    window::check_operand(&out.view(), dtype, outputs, "output")?;
+    let target = output_mem(q, out)?;
+    if outputs == 0 {
+        return Ok(());
+    }
+    let program = q.program(ProgramKey::Window(dtype))?;
+    let out_at = (target, out.layout().offset() as i64);
+    // No epilogue: its parts point at the gradient (never read).
+    let args = window::conv_args(outputs, g, dy_at, f_at, [dy_at, dy_at], 0, out_at);
+    let launch = Launch {
+        kernel: "conv2d_backprop_input".into(),
+        args: &args,
+        grid: map_grid::<Q>(outputs),
+    };
+    // SAFETY: the kernel's parameters (`window` documents them) over the gradient, filter
+    // and image, each checked above to be a contiguous view of its live buffer with the
+    // element count the geometry reads or writes.
+    unsafe { q.launch(&program, launch) }
+}
+
 /// `Device::pool2d`: the kit's `max_pool2d` or `avg_pool2d` kernel.
 pub fn pool2d<Q: Queue>(
     q: &KitDevice<Q>,

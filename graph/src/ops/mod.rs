@@ -239,6 +239,7 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("Conj", Kind::Conj),
     ("Conv2D", Kind::Nn(Nn::Conv2D)),
     ("DepthwiseConv2dNative", Kind::Nn(Nn::Depthwise)),
+    ("Conv2DBackpropInput", Kind::Nn(Nn::BackpropInput)),
     ("MaxPool", Kind::Nn(Nn::MaxPool)),
     ("AvgPool", Kind::Nn(Nn::AvgPool)),
     ("BiasAdd", Kind::Nn(Nn::BiasAdd)),

@@ -1,5 +1,6 @@
 //! The neural-network ops of inference graphs (`Conv2D`, `DepthwiseConv2dNative`,
-//! `MaxPool`, `AvgPool`, `BiasAdd`, `FusedBatchNormV3`, `Softmax`, `LogSoftmax`): their
+//! `Conv2DBackpropInput`, `MaxPool`, `AvgPool`, `BiasAdd`, `FusedBatchNormV3`, `Softmax`,
+//! `LogSoftmax`): their
 //! attributes read as TensorFlow defines them, static shapes, and kernels on the eager API.
 
 use smallvec::smallvec;
@@ -22,6 +23,9 @@ use crate::graph::Typed;
 pub(crate) enum Nn {
     Conv2D,
     Depthwise,
+    /// `Conv2DBackpropInput(input_sizes, filter, out_backprop)`: the transposed
+    /// convolution (Keras's `Conv2DTranspose`).
+    BackpropInput,
     MaxPool,
     AvgPool,
     BiasAdd,
@@ -37,6 +41,7 @@ impl Nn {
         use super::Source::Input;
         match self {
             Nn::Conv2D | Nn::Depthwise | Nn::BiasAdd => &[("T", Input(0)), ("T", Input(1))],
+            Nn::BackpropInput => &[("T", Input(1)), ("T", Input(2))],
             Nn::BatchNorm => &[
                 ("T", Input(0)),
                 ("U", Input(1)),
@@ -87,6 +92,7 @@ impl WindowOpDef {
         const ANY_PADDING: &[&str] = &["SAME", "VALID", "EXPLICIT"];
         let (name, formats, paddings, pooling) = match op {
             Nn::Depthwise => ("DepthwiseConv2dNative", PLAIN, ANY_PADDING, false),
+            Nn::BackpropInput => ("Conv2DBackpropInput", PLAIN, ANY_PADDING, false),
             Nn::MaxPool => (
                 "MaxPool",
                 &["NHWC", "NCHW", "NCHW_VECT_C"][..],
@@ -267,11 +273,40 @@ pub(crate) fn infer(op: Nn, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
     let (dtype, shape) = input(0)?.clone();
     let arity = match op {
         Nn::Conv2D | Nn::Depthwise | Nn::BiasAdd => 2,
+        Nn::BackpropInput => 3,
         Nn::BatchNorm => 5,
         _ => 1,
     };
     cx.exactly(arity)?;
     match op {
+        Nn::BackpropInput => {
+            WindowAttrs::read(&attrs, op)?;
+            if !matches!(dtype, polytensor_core::DataType::Int32) {
+                return Err(cx.type_mismatch(0, polytensor_core::DataType::Int32));
+            }
+            cx.with_rank(0, 1)?;
+            let (dtype, dy) = input(2)?.clone();
+            // The image's shape: `input_sizes` where it is a constant of 4 dims.
+            let shape = match cx.const_ints(0) {
+                Some(sizes) if sizes.len() == 4 => {
+                    PartialTensorShape::from_i64(&sizes).map_err(|_| {
+                        Error::invalid(format!(
+                            "Dimension {} must be >= 0",
+                            sizes.iter().min().unwrap_or(&0)
+                        ))
+                    })?
+                }
+                _ => match dy.rank() {
+                    Some(4) | None => PartialTensorShape::new(&[None; 4])?,
+                    Some(rank) => {
+                        return Err(Error::invalid(format!(
+                            "input_sizes must be 4-dimensional, got: {rank}"
+                        )))
+                    }
+                },
+            };
+            Ok(vec![(dtype, shape)])
+        }
         Nn::Softmax | Nn::LogSoftmax | Nn::BiasAdd => Ok(vec![(dtype, shape)]),
         Nn::BatchNorm => {
             if attrs.bool_or("is_training", true)? {
@@ -365,6 +400,22 @@ pub(crate) fn run(op: Nn, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
         Nn::LogSoftmax => x.log_softmax()?,
         Nn::BiasAdd => x.bias_add(&*cx.tensor(1)?, format()?)?,
         Nn::Conv2D => x.conv2d(&*cx.tensor(1)?, &WindowAttrs::read(&attrs, op)?.conv())?,
+        Nn::BackpropInput => {
+            cx.require_rank(0, 1, |s| {
+                format!("Conv2DBackpropInput: input_sizes input must be 1-dim, not {s}")
+            })?;
+            let sizes = cx
+                .ints(0)?
+                .into_iter()
+                .map(|d| {
+                    usize::try_from(d)
+                        .map_err(|_| Error::invalid(format!("Dimension {d} must be >= 0")))
+                })
+                .collect::<Result<Vec<usize>>>()?;
+            let options = WindowAttrs::read(&attrs, op)?.conv();
+            cx.tensor(2)?
+                .conv2d_backprop_input(&*cx.tensor(1)?, &sizes, &options)?
+        }
         Nn::Depthwise => {
             x.depthwise_conv2d(&*cx.tensor(1)?, &WindowAttrs::read(&attrs, op)?.conv())?
         }

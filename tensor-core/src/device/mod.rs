@@ -547,6 +547,28 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         Err(Error::unsupported("conv2d", x.dtype(), self.name()))
     }
 
+    /// A direct transposed 2-D convolution (TensorFlow's `Conv2DBackpropInput`): the
+    /// gradient of [`Device::conv2d`] (not depthwise) with respect to its input, for the
+    /// forward convolution `geometry`. `dy` is the contiguous NHWC output gradient
+    /// `[batch, output.., filters]`, `filter` `[k_h, k_w, channels, filters]`, and `out` the
+    /// contiguous NHWC image `[batch, input.., channels]`: each of its elements the sum, over
+    /// the taps whose windows read it and the filters, of the gradient times the filter.
+    /// Only called where [`Device::window_kernels`] holds.
+    fn conv2d_backprop_input(
+        &self,
+        dy: &TensorView<'_>,
+        filter: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        out: &mut OutView<'_>,
+    ) -> Result<()> {
+        let _ = (filter, geometry, out);
+        Err(Error::unsupported(
+            "conv2d_backprop_input",
+            dy.dtype(),
+            self.name(),
+        ))
+    }
+
     /// Direct 2-D pooling of the contiguous NHWC `x` into the contiguous NHWC `out`: the
     /// largest element of each window (`max`), or the mean of the elements it covers
     /// (padding is not counted). Only called where [`Device::window_kernels`] holds.

@@ -190,6 +190,8 @@ pub use resize::ResizeOptions;
 
 mod nn;
 
+mod conv_transpose;
+
 mod segment;
 
 mod sequences;

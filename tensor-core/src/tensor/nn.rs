@@ -131,7 +131,7 @@ struct Windows {
 impl Tensor {
     /// Half and bfloat16 as float32, so that products and sums round once, at the end (as
     /// the f32 accumulator of a matmul); other dtypes as they are.
-    fn widened(&self) -> Result<Tensor> {
+    pub(super) fn widened(&self) -> Result<Tensor> {
         match self.dtype {
             DataType::Half | DataType::BFloat16 => self.cast(DataType::Float),
             _ => Ok(self.clone()),
@@ -140,7 +140,7 @@ impl Tensor {
 
     /// This tensor in `dtype`: itself, or a cast (a [`Tensor::widened`] result back in its
     /// operands' dtype).
-    fn in_dtype(self, dtype: DataType) -> Result<Tensor> {
+    pub(super) fn in_dtype(self, dtype: DataType) -> Result<Tensor> {
         if self.dtype == dtype {
             Ok(self)
         } else {
@@ -149,7 +149,7 @@ impl Tensor {
     }
 
     /// This image tensor in NHWC order (a view for NCHW), checked to have rank 4.
-    fn to_nhwc(&self, format: DataFormat, op: &str) -> Result<Tensor> {
+    pub(super) fn to_nhwc(&self, format: DataFormat, op: &str) -> Result<Tensor> {
         if self.rank() != 4 {
             return Err(Error::invalid(format!(
                 "{op}: input must be 4-dimensional{}",
@@ -163,7 +163,7 @@ impl Tensor {
     }
 
     /// An NHWC result back in `format`, contiguous.
-    fn into_format(self, format: DataFormat) -> Result<Tensor> {
+    pub(super) fn into_format(self, format: DataFormat) -> Result<Tensor> {
         match format {
             DataFormat::Nhwc => self.contiguous(),
             DataFormat::Nchw => self.permute(&[0, 3, 1, 2])?.contiguous(),
@@ -595,7 +595,7 @@ impl Tensor {
 }
 
 /// An `Err` unless the image and the filter have one dtype.
-fn check_dtypes(op: &'static str, x: &Tensor, filter: &Tensor) -> Result<()> {
+pub(super) fn check_dtypes(op: &'static str, x: &Tensor, filter: &Tensor) -> Result<()> {
     if x.dtype == filter.dtype {
         Ok(())
     } else {
@@ -608,7 +608,7 @@ fn check_dtypes(op: &'static str, x: &Tensor, filter: &Tensor) -> Result<()> {
 }
 
 /// The dims of a rank-4 filter.
-fn filter_dims(filter: &Tensor, op: &str) -> Result<[usize; 4]> {
+pub(super) fn filter_dims(filter: &Tensor, op: &str) -> Result<[usize; 4]> {
     match filter.dims()[..] {
         [a, b, c, d] => Ok([a, b, c, d]),
         _ => Err(Error::invalid(format!(
@@ -619,7 +619,11 @@ fn filter_dims(filter: &Tensor, op: &str) -> Result<[usize; 4]> {
 }
 
 /// The two spatial windows of a convolution.
-fn spatial_windows(size: [usize; 2], strides: [usize; 2], dilations: [usize; 2]) -> [Window; 2] {
+pub(super) fn spatial_windows(
+    size: [usize; 2],
+    strides: [usize; 2],
+    dilations: [usize; 2],
+) -> [Window; 2] {
     [0, 1].map(|d| Window {
         size: size[d],
         stride: strides[d],
