@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The GPU check, for a session lent a machine with an NVIDIA GPU (which has no Rust
 # toolchain and no network): `scripts/gpu-check.sh build` here builds every binary it runs
-# into gpu-run/, with the OpenCL and Vulkan loaders and the TensorFlow models, and packs it
-# as gpu-pack/gpu-run.tgz (both ignored by git); there, with gpu-pack carried,
+# into gpu-run/, with the OpenCL and Vulkan loaders, the TensorFlow models and the Keras
+# models of tests/python/keras_models.py (made here, the device having no TensorFlow; those
+# over 20 MB left out, for the device run's 64 MiB), and packs it as gpu-pack/gpu-run.tgz
+# (both ignored by git); there, with gpu-pack carried,
 # `tar -xzf gpu-pack/gpu-run.tgz && scripts/gpu-check.sh run` runs them and writes its logs
-# to $OUT (or gpu-run/out; at most 8 files come back from a device run). What it runs: the CUDA backend's whole conformance suite, the
-# families the kit's IR renders (sparse, layers) on NVIDIA's OpenCL and on its Vulkan
-# driver through wgpu, the frozen TensorFlow models on every device (CUDA with cuDNN), and
+# to $OUT (or gpu-run/out; at most 8 files come back from a device run). What it runs: the
+# CUDA backend's whole conformance suite, the families the kit's IR renders (sparse,
+# layers) on NVIDIA's OpenCL and on its Vulkan driver through wgpu, the frozen TensorFlow
+# and Keras models on every device (CUDA with cuDNN), and
 # the CUDA benchmark (with the one built from BASE, if given, in the same run:
 # `BASE=<commit> scripts/gpu-check.sh build`).
 set -uo pipefail
@@ -58,6 +61,17 @@ build() {
     (cd "$RUN/gl" && apt-get $apt download -qq libvulkan1 libegl1 libglvnd0 libopengl0 \
         libgl1 libglx0 libgles2 2>/dev/null)
     cp -r ../shared/tf-golden/models "$RUN/tf-golden/"
+    local keras=$RUN/keras-models model
+    target/tf-venv/bin/python tests/python/keras_models.py "$keras" >/dev/null || exit 1
+    for model in "$keras"/*.pb; do
+        [ "$(stat -c %s "$model")" -le 20000000 ] || rm "$model" "${model%.pb}.json"
+    done
+    python3 -c 'import json, os, sys
+d = sys.argv[1]
+index = json.load(open(os.path.join(d, "index.json")))
+index["models"] = [m for m in index["models"] if os.path.exists(os.path.join(d, m["name"] + ".pb"))]
+index["count"] = len(index["models"])
+json.dump(index, open(os.path.join(d, "index.json"), "w"), indent=1)' "$keras"
     # Where the tests look for it: beside the checkout they were built in.
     echo "$(cd .. && pwd)/shared/tf-golden" >"$RUN/golden-path"
     mkdir -p gpu-pack && tar -czf gpu-pack/gpu-run.tgz "$RUN"
@@ -103,7 +117,8 @@ print(":".join(sorted({os.path.dirname(p) for d in site.getsitepackages()
     POLYTENSOR_REQUIRE=opencl step opencl.txt "$RUN/bin/opencl_conformance" sparse layers \
         --nocapture
     POLYTENSOR_REQUIRE=wgpu step wgpu.txt "$RUN/bin/wgpu_conformance" sparse layers --nocapture
-    POLYTENSOR_REQUIRE=cuda POLYTENSOR_REQUIRE_GOLDEN=1 step models.txt \
+    POLYTENSOR_REQUIRE=cuda POLYTENSOR_REQUIRE_GOLDEN=1 \
+        POLYTENSOR_KERAS_MODELS="$PWD/$RUN/keras-models" step models.txt \
         "$RUN/bin/models" --nocapture --test-threads=1
     local bench
     for bench in cuda_bench_base cuda_bench; do
