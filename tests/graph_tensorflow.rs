@@ -1082,6 +1082,197 @@ fn einsum() -> Case {
     }
 }
 
+/// Every TensorList op (made from a tensor and by reserving, read, set, pushed, popped,
+/// stacked, concatenated, split, measured) and `Erfc`, on the first device that is not the
+/// CPU: the lists stay there, their elements flow through the ops as tensors.
+fn tensor_lists() -> Case {
+    let mut g = Graph::new();
+    let rows = PartialTensorShape::new(&[Some(4), Some(3)]).unwrap();
+    let x = g.placeholder(DataType::Float, &rows).unwrap();
+    let fetches = g.device_scope("/device:GPU:0", |g| {
+        let row_shape = g.constant_values(&[3i32], &[1]).unwrap();
+        let int = |g: &mut Graph, v: i32| g.constant_values(&[v], &[]).unwrap();
+        let list = g
+            .op("TensorListFromTensor")
+            .inputs(&[x.clone(), row_shape.clone()])
+            .build_output()
+            .unwrap();
+        let length = g
+            .op("TensorListLength")
+            .inputs(std::slice::from_ref(&list))
+            .build_output()
+            .unwrap();
+        let extra = g.constant_values(&[0.5f32, -1.5, 2.0], &[3]).unwrap();
+        let pushed = g
+            .op("TensorListPushBack")
+            .inputs(&[list.clone(), extra])
+            .build_output()
+            .unwrap();
+        let popped = g
+            .op("TensorListPopBack")
+            .inputs(&[pushed, row_shape.clone()])
+            .attr("element_dtype", DataType::Float)
+            .build()
+            .unwrap();
+        let [rest, last] = [0, 1].map(|i| g.output(&popped, i).unwrap());
+        let at_two = int(g, 2);
+        let item = g
+            .op("TensorListGetItem")
+            .inputs(&[rest.clone(), at_two, row_shape.clone()])
+            .attr("element_dtype", DataType::Float)
+            .build_output()
+            .unwrap();
+        let at_one = int(g, 1);
+        let set = g
+            .op("TensorListSetItem")
+            .inputs(&[rest, at_one, last.clone()])
+            .build_output()
+            .unwrap();
+        let stacked = g
+            .op("TensorListStack")
+            .inputs(&[set.clone(), row_shape.clone()])
+            .attr("element_dtype", DataType::Float)
+            .attr("num_elements", 4i64)
+            .build_output()
+            .unwrap();
+        let lengths = g.constant_values(&[1i64, 3], &[2]).unwrap();
+        let unknown = int(g, -1);
+        let split = g
+            .op("TensorListSplit")
+            .inputs(&[x.clone(), unknown.clone(), lengths])
+            .build_output()
+            .unwrap();
+        let no_dims = g.constant_values::<i64>(&[], &[0]).unwrap();
+        let joined = g
+            .op("TensorListConcatV2")
+            .inputs(&[split, unknown, no_dims])
+            .attr("element_dtype", DataType::Float)
+            .build()
+            .unwrap();
+        let [concat, concat_lengths] = [0, 1].map(|i| g.output(&joined, i).unwrap());
+        let element_shape = g
+            .op("TensorListElementShape")
+            .inputs(std::slice::from_ref(&set))
+            .attr("shape_type", DataType::Int32)
+            .build_output()
+            .unwrap();
+        let two = int(g, 2);
+        let reserved = g
+            .op("TensorListReserve")
+            .inputs(&[row_shape.clone(), two])
+            .attr("element_dtype", DataType::Float)
+            .build_output()
+            .unwrap();
+        let at_zero = int(g, 0);
+        let first = g
+            .op("TensorListSetItem")
+            .inputs(&[reserved, at_zero, last.clone()])
+            .build_output()
+            .unwrap();
+        let half_set = g
+            .op("TensorListStack")
+            .inputs(&[first, row_shape])
+            .attr("element_dtype", DataType::Float)
+            .build_output()
+            .unwrap();
+        let erfc = g.unary("Erfc", &x).unwrap();
+        vec![
+            length,
+            last,
+            item,
+            stacked,
+            concat,
+            concat_lengths,
+            element_shape,
+            half_set,
+            erfc,
+        ]
+    });
+    let feed = Tensor::from_slice(&eighths(12, 21), [4, 3], &cpu()).unwrap();
+    Case {
+        name: "tensor_lists",
+        graph: g,
+        feeds: vec![(x, feed)],
+        fetches,
+        target_runs: Vec::new(),
+        atol: 1e-6,
+        every_device: true,
+    }
+}
+
+/// `Conv2DBackpropInput` as Keras's `Conv2DTranspose` writes it (stride 2, SAME and VALID),
+/// with dilation, explicit padding, the two spatial `input_sizes` only, and NCHW, on the
+/// first device that is not the CPU.
+fn transposed_convolutions() -> Case {
+    let mut g = Graph::new();
+    let shape = PartialTensorShape::new(&[Some(2), Some(4), Some(5), Some(3)]).unwrap();
+    let dy = g.placeholder(DataType::Float, &shape).unwrap();
+    let filter = weights(&mut g, &[3, 3, 2, 3], 22);
+    let small = weights(&mut g, &[2, 2, 2, 3], 23);
+    let fetches = g.device_scope("/device:GPU:0", |g| {
+        let mut fetches = Vec::new();
+        let cases: [(&[i32], &Output, [i64; 4], [i64; 4], &str, Vec<i64>); 5] = [
+            (
+                &[2, 8, 10, 2],
+                &filter,
+                [1, 2, 2, 1],
+                [1, 1, 1, 1],
+                "SAME",
+                vec![],
+            ),
+            (
+                &[2, 9, 11, 2],
+                &filter,
+                [1, 2, 2, 1],
+                [1, 1, 1, 1],
+                "VALID",
+                vec![],
+            ),
+            (&[8, 9], &small, [1, 2, 2, 1], [1, 1, 1, 1], "SAME", vec![]),
+            (
+                &[2, 8, 9, 2],
+                &filter,
+                [1, 1, 1, 1],
+                [1, 2, 2, 1],
+                "VALID",
+                vec![],
+            ),
+            (
+                &[2, 3, 11, 2],
+                &filter,
+                [1, 1, 2, 1],
+                [1, 1, 1, 1],
+                "EXPLICIT",
+                vec![0, 0, 1, 2, 0, 1, 0, 0],
+            ),
+        ];
+        for (sizes, filter, strides, dilations, padding, explicit) in cases {
+            let sizes = g.constant_values(sizes, &[sizes.len()]).unwrap();
+            let mut op = g
+                .op("Conv2DBackpropInput")
+                .inputs(&[sizes, filter.clone(), dy.clone()])
+                .attr("strides", int_list(&strides))
+                .attr("dilations", int_list(&dilations))
+                .attr("padding", padding);
+            if !explicit.is_empty() {
+                op = op.attr("explicit_paddings", int_list(&explicit));
+            }
+            fetches.push(op.build_output().unwrap());
+        }
+        fetches
+    });
+    let feed = Tensor::from_slice(&eighths(120, 24), [2, 4, 5, 3], &cpu()).unwrap();
+    Case {
+        name: "transposed_convolutions",
+        graph: g,
+        feeds: vec![(dy, feed)],
+        fetches,
+        target_runs: Vec::new(),
+        atol: 1e-5,
+        every_device: true,
+    }
+}
+
 /// A matmul on `/device:GPU:0`, a reduction on `/device:GPU:1`: polytensor runs them on the
 /// first two devices that are not the CPU (opencl:0 and wgpu:0 in CI), TensorFlow (with
 /// soft placement, and no GPU) on its CPU.
@@ -1123,6 +1314,8 @@ fn graphs_built_here_run_in_tensorflow() {
         einsum(),
         grouped_convolution(),
         resizing(),
+        tensor_lists(),
+        transposed_convolutions(),
     ];
     for case in cases {
         case.write(&dir);
@@ -1130,7 +1323,7 @@ fn graphs_built_here_run_in_tensorflow() {
     let stdout = common::run_script(&python, "tf_import_graph.py", &[dir.as_os_str()]);
     std::fs::remove_dir_all(&dir).ok();
     println!("{stdout}");
-    assert!(stdout.contains("ran 16 polytensor graphs"), "{stdout}");
+    assert!(stdout.contains("ran 18 polytensor graphs"), "{stdout}");
 }
 
 /// A GraphDef TensorFlow wrote with the fields polytensor keeps without reading them (a

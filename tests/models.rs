@@ -120,6 +120,8 @@ fn keras_models() -> Option<PathBuf> {
     let dir = root.join(format!("target/keras-models/{hash:016x}"));
     if !dir.join("index.json").exists() {
         let python = common::TENSORFLOW.python("tensorflow, keras")?;
+        // The models of earlier versions of the script (a few hundred MB) go.
+        std::fs::remove_dir_all(root.join("target/keras-models")).ok();
         let made = common::run_script(&python, "keras_models.py", &[dir.as_os_str()]);
         eprintln!("{}", made.trim());
     }

@@ -215,7 +215,8 @@ pub(crate) fn infer(op: ListOp, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         ListOp::Length => vec![(DataType::Int32, scalar)],
         ListOp::ElementShape => {
             let shape_type = attrs.dtype_or("shape_type", DataType::Int32)?;
-            vec![(shape_type, PartialTensorShape::unknown_rank())]
+            let rank = handle_shape(cx).rank();
+            vec![(shape_type, PartialTensorShape::new(&[rank])?)]
         }
         ListOp::PopBack => vec![handle, (element_dtype, static_element_shape(cx, 1)?)],
         ListOp::Concat => {
@@ -233,13 +234,86 @@ pub(crate) fn infer(op: ListOp, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
     })
 }
 
-/// The element shape that shape input `i` stands for at build time: a scalar (-1) is an
-/// unknown rank.
+/// The element shape that shape input `i` stands for at build time (a scalar -1 is an
+/// unknown rank), merged with what is known of the list's elements ([`handle_shape`]).
 fn static_element_shape(cx: &InferCtx<'_>, i: usize) -> Result<PartialTensorShape> {
-    match cx.inputs.get(i).and_then(|(_, shape)| shape.rank()) {
-        Some(0) => Ok(PartialTensorShape::unknown_rank()),
-        _ => cx.shape_value(i),
+    let given = match cx.inputs.get(i).and_then(|(_, shape)| shape.rank()) {
+        Some(0) => PartialTensorShape::unknown_rank(),
+        _ => cx.shape_value(i)?,
+    };
+    Ok(given.merge_with(&handle_shape(cx)).unwrap_or(given))
+}
+
+/// What static inference knows of the element shape of the list of input 0 (TensorFlow's
+/// "handle data"): the list followed back, through the ops that pass it on, to the op that
+/// made it, whose element shape input is a constant (with, for `TensorListFromTensor`, its
+/// tensor's rows); an unknown rank where the trail ends elsewhere (a function's argument).
+fn handle_shape(cx: &InferCtx<'_>) -> PartialTensorShape {
+    use super::{Flow, Kind};
+    let unknown = PartialTensorShape::unknown_rank;
+    let Some(&(mut node, _)) = cx.sources.first() else {
+        return unknown();
+    };
+    // A loop's lists reach their maker through `Merge` and `Enter`: a few steps back.
+    for _ in 0..32 {
+        let made = match node.kind {
+            Kind::List(ListOp::SetItem | ListOp::PushBack | ListOp::PopBack)
+            | Kind::Identity
+            | Kind::Flow(Flow::Enter | Flow::Merge | Flow::Switch | Flow::Exit) => None,
+            Kind::List(ListOp::Reserve) => Some(0),
+            Kind::List(ListOp::FromTensor | ListOp::Split) => Some(1),
+            _ => return unknown(),
+        };
+        let input = |i: usize| {
+            node.inputs
+                .get(i)
+                .map(|&(id, index)| (&cx.nodes[id], index))
+        };
+        if let Some(i) = made {
+            let Some(shape) = input(i).and_then(|(source, _)| constant_shape(source)) else {
+                return unknown();
+            };
+            let rows = match (node.kind, input(0)) {
+                (Kind::List(ListOp::FromTensor), Some((tensor, index))) => {
+                    match tensor.outputs.get(index).and_then(|(_, s)| s.dims()) {
+                        Some([_, rows @ ..]) => {
+                            PartialTensorShape::new(rows).unwrap_or_else(|_| unknown())
+                        }
+                        _ => unknown(),
+                    }
+                }
+                _ => unknown(),
+            };
+            return shape.merge_with(&rows).unwrap_or(shape);
+        }
+        match input(0) {
+            Some((source, _)) => node = source,
+            None => return unknown(),
+        }
     }
+    unknown()
+}
+
+/// The shape a `Const` shape tensor stands for (a scalar -1: an unknown rank).
+fn constant_shape(node: &crate::graph::Node) -> Option<PartialTensorShape> {
+    if node.kind != super::Kind::Const {
+        return None;
+    }
+    let attrs = crate::attr::Attrs {
+        node: &node.name,
+        attrs: &node.attrs,
+    };
+    let proto = attrs.tensor("value").ok()?;
+    let values = super::infer::proto_ints(proto)?;
+    let scalar = proto
+        .tensor_shape
+        .as_ref()
+        .is_some_and(|shape| shape.dim.is_empty());
+    if scalar {
+        return (values == [-1]).then(PartialTensorShape::unknown_rank);
+    }
+    let dims: Vec<Option<usize>> = values.iter().map(|&d| usize::try_from(d).ok()).collect();
+    PartialTensorShape::new(&dims).ok()
 }
 
 /// Run `op`.

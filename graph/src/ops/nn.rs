@@ -280,32 +280,35 @@ pub(crate) fn infer(op: Nn, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
     cx.exactly(arity)?;
     match op {
         Nn::BackpropInput => {
-            WindowAttrs::read(&attrs, op)?;
+            let window = WindowAttrs::read(&attrs, op)?;
             if !matches!(dtype, polytensor_core::DataType::Int32) {
                 return Err(cx.type_mismatch(0, polytensor_core::DataType::Int32));
             }
             cx.with_rank(0, 1)?;
             let (dtype, dy) = input(2)?.clone();
-            // The image's shape: `input_sizes` where it is a constant of 4 dims.
-            let shape = match cx.const_ints(0) {
-                Some(sizes) if sizes.len() == 4 => {
-                    PartialTensorShape::from_i64(&sizes).map_err(|_| {
-                        Error::invalid(format!(
-                            "Dimension {} must be >= 0",
-                            sizes.iter().min().unwrap_or(&0)
-                        ))
-                    })?
-                }
-                _ => match dy.rank() {
-                    Some(4) | None => PartialTensorShape::new(&[None; 4])?,
-                    Some(rank) => {
-                        return Err(Error::invalid(format!(
-                            "input_sizes must be 4-dimensional, got: {rank}"
-                        )))
-                    }
-                },
+            if let Some(rank) = dy.rank().filter(|&r| r != 4) {
+                return Err(Error::invalid(format!(
+                    "input_sizes must be 4-dimensional, got: {rank}"
+                )));
+            }
+            let dim = |d: i64| -> Result<Dim> {
+                usize::try_from(d)
+                    .map(Some)
+                    .map_err(|_| Error::invalid(format!("Dimension {d} must be >= 0")))
             };
-            Ok(vec![(dtype, shape)])
+            // The image's shape, in the data format: `input_sizes` where it is a constant
+            // (2 spatial dims: the batch from the gradient, the depth from the filter).
+            let batch = dy.dims().and_then(|d| d[0]);
+            let depth = input(1)?.1.dims().and_then(|f| f.get(2).copied().flatten());
+            let dims: Vec<Dim> = match cx.const_ints(0).as_deref() {
+                Some(&[n, a, b, c]) => vec![dim(n)?, dim(a)?, dim(b)?, dim(c)?],
+                Some(&[h, w]) => match window.format {
+                    DataFormat::Nhwc => vec![batch, dim(h)?, dim(w)?, depth],
+                    DataFormat::Nchw => vec![batch, depth, dim(h)?, dim(w)?],
+                },
+                _ => vec![None; 4],
+            };
+            Ok(vec![(dtype, PartialTensorShape::new(&dims)?)])
         }
         Nn::Softmax | Nn::LogSoftmax | Nn::BiasAdd => Ok(vec![(dtype, shape)]),
         Nn::BatchNorm => {
