@@ -1211,7 +1211,9 @@ fn transposed_convolutions() -> Case {
     let small = weights(&mut g, &[2, 2, 2, 3], 23);
     let fetches = g.device_scope("/device:GPU:0", |g| {
         let mut fetches = Vec::new();
-        let cases: [(&[i32], &Output, [i64; 4], [i64; 4], &str, Vec<i64>); 5] = [
+        // `input_sizes`, the filter, strides, dilations, padding and explicit paddings.
+        type Transposed<'a> = (&'a [i32], &'a Output, [i64; 4], [i64; 4], &'a str, Vec<i64>);
+        let cases: [Transposed<'_>; 5] = [
             (
                 &[2, 8, 10, 2],
                 &filter,

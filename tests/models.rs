@@ -48,9 +48,8 @@ fn differences(got: &Tensor, want: &Tensor) -> (f64, f64) {
 
 /// Run `model` of `dir` once on `device` and check every fetch against TensorFlow's.
 fn run_model(dir: &Path, name: &str, model: &Json, device: &Arc<dyn Device>) {
-    let graph =
-        Graph::from_graph_def_bytes(&std::fs::read(dir.join(format!("{name}.pb"))).unwrap())
-            .unwrap_or_else(|e| panic!("{name}: import: {e}"));
+    let graph = Graph::read_graph_def(dir.join(format!("{name}.pb")))
+        .unwrap_or_else(|e| panic!("{name}: import: {e}"));
     let session = Session::new(&graph, device.clone());
     let feeds: Vec<(String, Tensor)> = model["feeds"]
         .as_object()

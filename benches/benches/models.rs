@@ -2,7 +2,11 @@
 //! - `conv2d_3x3_56x56x64_b8_f32`: one 3x3 SAME convolution, 64 to 64 channels, batch 8
 //!   (3.7 GFLOP), with the machine's FMA peak in `fma_peak_avx512` of the `cpu` bench;
 //! - `model_cnn`, `model_mobilenet_v2`: `Session::run` of the frozen models of
-//!   `shared/tf-golden/models` at batch 2 and 32.
+//!   `shared/tf-golden/models` at batch 2 and 32;
+//! - `model_keras_lstm`, `model_keras_gru`, `model_keras_attention`, `model_keras_unet`,
+//!   `model_keras_resnet50`: Keras models frozen the TensorFlow 2 way by
+//!   `tests/python/keras_models.py` (made into `target/keras-bench` at the start), at batch
+//!   1 and 32.
 //!
 //! - `gpu_conv2d_3x3_28x28x32_b2_f32`, `gpu_model_cnn`, `gpu_model_mobilenet_v2`: the direct
 //!   window kernels and the models at batch 2 on the first device of every GPU backend
@@ -91,6 +95,93 @@ fn models(c: &mut Criterion) {
     }
 }
 
+/// The Keras models of `tests/python/keras_models.py` the speed goal names (issue 48): an
+/// LSTM and a GRU text classifier, the attention block, the U-Net, ResNet50 at 64x64.
+const KERAS: [&str; 5] = [
+    "keras_lstm",
+    "keras_gru",
+    "keras_attention",
+    "keras_unet",
+    "keras_resnet50",
+];
+
+/// `Session::run` of each [`KERAS`] model at batch 1 and 32, TensorFlow beside it.
+fn keras(c: &mut Criterion) {
+    let Some(dir) = benches::tensorflow::keras_models(&KERAS) else {
+        return;
+    };
+    let device = cpu();
+    let mut tf = TensorFlow::start();
+    for model in KERAS {
+        let path = dir.join(format!("{model}.pb"));
+        let mut group = c.benchmark_group(format!("model_{model}"));
+        group.sample_size(10);
+        for batch in [1, 32] {
+            let (session, run) = frozen_session(&path, batch, &device);
+            group.bench_function(
+                BenchmarkId::new("polytensor", format!("batch_{batch}")),
+                |b| b.iter(|| black_box(run(&session))),
+            );
+            if let Some(tf) = tf.as_mut() {
+                tf.load_frozen(&path, batch, threads());
+                group.bench_function(
+                    BenchmarkId::new("tensorflow", format!("batch_{batch}")),
+                    |b| b.iter_custom(|iters| tf.time(iters)),
+                );
+            }
+        }
+        group.finish();
+    }
+}
+
+/// A session of the frozen Keras model at `path` and a closure that runs it on a batch of
+/// `batch` made as its sidecar says (integers below its vocabulary, else seeded floats).
+#[allow(clippy::type_complexity)]
+fn frozen_session(
+    path: &Path,
+    batch: usize,
+    device: &Arc<dyn Device>,
+) -> (Session, Box<dyn Fn(&Session) -> Vec<polytensor::Tensor>>) {
+    let sidecar: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path.with_extension("json")).expect("sidecar"))
+            .expect("sidecar JSON");
+    let graph = Graph::from_graph_def_bytes(&std::fs::read(path).expect("model")).expect("import");
+    let spec = &sidecar["input"];
+    let input = graph
+        .tensor(spec["name"].as_str().expect("input name"))
+        .expect("input");
+    let mut dims = vec![batch];
+    dims.extend(
+        spec["shape"]
+            .as_array()
+            .expect("input shape")
+            .iter()
+            .map(|d| d.as_u64().expect("a dim") as usize),
+    );
+    let feed = match spec["vocabulary"].as_u64() {
+        Some(vocabulary) => {
+            let n: usize = dims.iter().product();
+            let ids: Vec<i32> = (0..n as u64)
+                .map(|i| (i * 7919 % vocabulary) as i32)
+                .collect();
+            polytensor::Tensor::from_slice(&ids, dims, device).expect("ids")
+        }
+        None => benches::tensor(&dims, DataType::Float, 3, device),
+    };
+    let fetches: Vec<_> = sidecar["fetches"]
+        .as_array()
+        .expect("fetches")
+        .iter()
+        .map(|f| graph.tensor(f.as_str().expect("a fetch")).expect("fetch"))
+        .collect();
+    let session = Session::new(&graph, device.clone());
+    let run = move |s: &Session| {
+        let fetches: Vec<_> = fetches.iter().collect();
+        s.run(&[(&input, &feed)], &fetches, &[]).expect("run")
+    };
+    (session, Box::new(run))
+}
+
 /// cpu:0 and the first device of each GPU backend that has one.
 fn gpu_devices() -> Vec<Arc<dyn Device>> {
     ["cpu", "opencl", "wgpu", "cuda"]
@@ -174,6 +265,6 @@ fn session(
 criterion_group! {
     name = model_benches;
     config = benches::criterion_config();
-    targets = conv2d, models, gpu
+    targets = conv2d, models, keras, gpu
 }
 criterion_main!(model_benches);

@@ -3,6 +3,10 @@
 The benchmark writes one command per line and reads one line back:
 - `model PATH BATCH THREADS`: import the frozen GraphDef at PATH, feed its `input:0` a
   seeded standard-normal batch of BATCH, fetch `probs:0`; answers `ready`.
+- `frozen PATH BATCH THREADS`: import the frozen GraphDef at PATH (one
+  `tests/python/keras_models.py` made), feed its input a seeded batch of BATCH as its
+  sidecar `PATH.json` describes (integers below its vocabulary, else standard normal),
+  fetch its outputs; answers `ready`.
 - `conv2d N H W C K O THREADS`: one Conv2D (NHWC, K x K, SAME, stride 1) of a seeded
   [N, H, W, C] input and a [K, K, C, O] filter; answers `ready`.
 - `while PATH STEPS VERSION THREADS`: a `tf.compat.v1.while_loop` of STEPS iterations
@@ -18,6 +22,7 @@ The benchmark writes one command per line and reads one line back:
 Sessions run with THREADS intra-op threads and one inter-op thread, as the Rust side does.
 """
 
+import json
 import os
 import sys
 import time
@@ -54,6 +59,26 @@ def main():
             shape = [batch] + x.shape.as_list()[1:]
             feed = {x: rng.standard_normal(shape).astype(np.float32)}
             fetch = graph.get_tensor_by_name("probs:0")
+            s = session(graph, threads)
+            run = lambda: s.run(fetch, feed)
+        elif words[0] == "frozen":
+            path, batch, threads = words[1], int(words[2]), int(words[3])
+            with open(path[: -len(".pb")] + ".json") as f:
+                sidecar = json.load(f)
+            graph_def = tf.compat.v1.GraphDef()
+            with open(path, "rb") as f:
+                graph_def.ParseFromString(f.read())
+            graph = tf.Graph()
+            with graph.as_default():
+                tf.graph_util.import_graph_def(graph_def, name="")
+            spec = sidecar["input"]
+            shape = [batch] + spec["shape"]
+            if spec["vocabulary"]:
+                value = rng.integers(0, spec["vocabulary"], shape).astype(spec["dtype"])
+            else:
+                value = rng.standard_normal(shape).astype(spec["dtype"])
+            feed = {graph.get_tensor_by_name(spec["name"]): value}
+            fetch = [graph.get_tensor_by_name(name) for name in sidecar["fetches"]]
             s = session(graph, threads)
             run = lambda: s.run(fetch, feed)
         elif words[0] == "conv2d":

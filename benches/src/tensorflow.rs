@@ -20,12 +20,37 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The Python with TensorFlow: `POLYTENSOR_TF_PYTHON`, else `target/tf-venv`'s.
+pub fn python() -> PathBuf {
+    std::env::var_os("POLYTENSOR_TF_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target/tf-venv/bin/python"))
+}
+
+/// The Keras models `names` frozen by `tests/python/keras_models.py` (with TensorFlow's
+/// [`python`]) into `target/keras-bench`, made afresh; `None` after saying why not.
+pub fn keras_models(names: &[&str]) -> Option<PathBuf> {
+    let dir = workspace().join("target/keras-bench");
+    let made = Command::new(python())
+        .arg(workspace().join("tests/python/keras_models.py"))
+        .arg(&dir)
+        .args(names)
+        .env("TF_CPP_MIN_LOG_LEVEL", "3")
+        .stderr(Stdio::null())
+        .status();
+    match made {
+        Ok(status) if status.success() => Some(dir),
+        other => {
+            eprintln!("Keras model benchmarks skipped: making them failed ({other:?})");
+            None
+        }
+    }
+}
+
 impl TensorFlow {
     /// Start the peer, or `None` after saying why not (no TensorFlow venv).
     pub fn start() -> Option<Self> {
-        let python = std::env::var_os("POLYTENSOR_TF_PYTHON")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| workspace().join("target/tf-venv/bin/python"));
+        let python = python();
         if !python.exists() {
             eprintln!(
                 "TensorFlow peer skipped: no {} (python3 -m venv target/tf-venv && \
@@ -65,6 +90,13 @@ impl TensorFlow {
     /// Load a frozen model, fed a batch of `batch`, run on `threads` threads.
     pub fn load_model(&mut self, path: &Path, batch: usize, threads: usize) {
         let answer = self.ask(&format!("model {} {batch} {threads}", path.display()));
+        assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
+    }
+
+    /// Load the frozen Keras model at `path` (made by `tests/python/keras_models.py`, with
+    /// its sidecar beside it) on a batch of `batch`, run on `threads` threads.
+    pub fn load_frozen(&mut self, path: &Path, batch: usize, threads: usize) {
+        let answer = self.ask(&format!("frozen {} {batch} {threads}", path.display()));
         assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
     }
 

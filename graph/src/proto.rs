@@ -161,6 +161,14 @@ impl GraphDef {
             .map_err(|e| polytensor_core::Error::InvalidProto(format!("GraphDef: {e}")))
     }
 
+    /// A serialized `GraphDef` decoded from shared memory: the constants' `tensor_content`
+    /// stay views of `bytes` (no copy), so a model's weights are read once, and a CPU
+    /// session's tensors share them where they are aligned.
+    pub fn decode_shared(bytes: bytes::Bytes) -> polytensor_core::Result<GraphDef> {
+        <GraphDef as prost::Message>::decode(bytes)
+            .map_err(|e| polytensor_core::Error::InvalidProto(format!("GraphDef: {e}")))
+    }
+
     /// The names of the functions in [`GraphDef::library`] (none without a library).
     pub fn function_names(&self) -> polytensor_core::Result<Vec<String>> {
         let library = match &self.library {

@@ -176,6 +176,8 @@ def make(name, out):
         "what": f"Keras {keras.__version__}, frozen by convert_variables_to_constants_v2 "
         f"(lower_control_flow={lower}), batch {BATCH}",
         "feeds": {inputs[0]: spec(feed)},
+        # How to make a feed of another batch: integers below `vocabulary`, else normal.
+        "input": {"name": inputs[0], "dtype": dtype, "shape": list(shape), "vocabulary": vocabulary},
         "fetches": fetches,
         "expected": {f: spec(np.asarray(r)) for f, r in zip(fetches, results)},
         "tolerance": TOLERANCE,
