@@ -700,12 +700,62 @@ fn fused_layers() -> Case {
     let relu6 = g.unary("Relu6", &d_norm).unwrap();
     let c2 = conv(&mut g, "Conv2D", &x, &[1, 1, 3, 5], 30, "VALID");
     let c2_norm = norm(&mut g, &c2, 5, 31);
+    // Keras 3's batch norm after a biased convolution: `Mul` and `AddV2` by per-channel
+    // vectors (the vector first or second), then `Relu` or nothing; and a `Mul` by a scalar,
+    // which is no per-channel scale.
+    let keras_norm = |g: &mut Graph, input: &Output, channels: usize, seed: u64, flip: bool| {
+        let scale = weights(g, &[channels], seed);
+        let shift = weights(g, &[channels], seed + 1);
+        let (a, b) = if flip {
+            (scale, input.clone())
+        } else {
+            (input.clone(), scale)
+        };
+        let scaled = g.op("Mul").inputs(&[a, b]).build_output().unwrap();
+        g.op("AddV2")
+            .inputs(&[scaled, shift])
+            .build_output()
+            .unwrap()
+    };
+    let c3 = conv(&mut g, "Conv2D", &x, &[3, 3, 3, 4], 32, "SAME");
+    let c3_bias = weights(&mut g, &[4], 33);
+    let c3 = g
+        .op("BiasAdd")
+        .inputs(&[c3, c3_bias])
+        .build_output()
+        .unwrap();
+    let c3 = keras_norm(&mut g, &c3, 4, 34, false);
+    let c3_relu = g.unary("Relu", &c3).unwrap();
+    let d2 = conv(
+        &mut g,
+        "DepthwiseConv2dNative",
+        &x,
+        &[3, 3, 3, 2],
+        36,
+        "SAME",
+    );
+    let d2_bias = weights(&mut g, &[6], 37);
+    let d2 = g
+        .op("BiasAdd")
+        .inputs(&[d2, d2_bias])
+        .build_output()
+        .unwrap();
+    let d2_norm = keras_norm(&mut g, &d2, 6, 38, true);
+    let c4 = conv(&mut g, "Conv2D", &x, &[1, 1, 3, 5], 40, "VALID");
+    let c4_bias = weights(&mut g, &[5], 41);
+    let c4 = g
+        .op("BiasAdd")
+        .inputs(&[c4, c4_bias])
+        .build_output()
+        .unwrap();
+    let half = g.constant_values(&[0.5f32], &[]).unwrap();
+    let c4_scaled = g.op("Mul").inputs(&[c4, half]).build_output().unwrap();
     let feed = Tensor::from_slice(&eighths(2 * 6 * 7 * 3, 40), [2, 6, 7, 3], &cpu()).unwrap();
     Case {
         name: "fused_layers",
         graph: g,
         feeds: vec![(x, feed)],
-        fetches: vec![relu, relu6, c2_norm],
+        fetches: vec![relu, relu6, c2_norm, c3_relu, d2_norm, c4_scaled],
         target_runs: Vec::new(),
         atol: 1e-6,
         every_device: false,

@@ -1,6 +1,7 @@
 //! The session's remapper: a convolution, the bias or inference batch norm that alone reads
-//! it, and the `Relu`/`Relu6` that alone reads that, become one step, as TensorFlow's
-//! grappler remapper makes `_FusedConv2D` of them. On a device with direct window kernels
+//! it, after a bias the `Mul` and `AddV2` by per-channel vectors that Keras 3 writes for a
+//! batch norm (`x * scale + shift`), and the `Relu`/`Relu6` that alone reads the last,
+//! become one step, as TensorFlow's grappler remapper makes `_FusedConv2D` of them. On a device with direct window kernels
 //! the step is one pass over the output (the epilogue applied while the block is in cache);
 //! elsewhere it runs the same ops one after another. A zero `Pad` that only feeds such a
 //! `VALID` convolution becomes its padding (Keras's `ZeroPadding2D` before a strided
@@ -10,7 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use polytensor_core::ops::UnaryOp;
+use polytensor_core::ops::{BinaryOp, UnaryOp};
 
 use crate::attr::Attrs;
 use crate::graph::Node;
@@ -91,8 +92,58 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
         if others_read {
             continue;
         }
-        let activation = if private(follow_node) {
-            reader_of(&slots, follow_node).and_then(|a| {
+        // After a bias, Keras's batch norm: `Mul` by a per-channel vector, then `AddV2` of
+        // one, each the only reader of what it follows.
+        let channels = nodes[conv.node].outputs[0]
+            .1
+            .dims()
+            .and_then(|d| *d.last()?);
+        let affine = if norm {
+            None
+        } else {
+            let by_vector = |from: usize, op: BinaryOp| -> Option<(usize, Source)> {
+                if !private(from) {
+                    return None;
+                }
+                let at = slots.iter().position(|s| {
+                    s.as_ref().is_some_and(|s| {
+                        s.kind == Kind::Binary(op)
+                            && s.device == device
+                            && s.inputs.contains(&Source::Node {
+                                node: from,
+                                index: 0,
+                            })
+                    })
+                })?;
+                let step = slots[at].as_ref()?;
+                let other = *step.inputs.iter().find(|&&i| {
+                    i != Source::Node {
+                        node: from,
+                        index: 0,
+                    }
+                })?;
+                let vector = match other {
+                    Source::Node { node, index } => nodes[node].outputs[index].1.dims(),
+                    Source::Feed(_) => None,
+                };
+                let per_channel = channels.is_some()
+                    && vector == Some(&[channels][..])
+                    && !controls.contains(&step.node)
+                    && step.inputs.len() == 2;
+                per_channel.then_some((at, other))
+            };
+            by_vector(follow_node, BinaryOp::Mul).and_then(|(m, scale)| {
+                let mul = slots[m].as_ref()?.node;
+                by_vector(mul, BinaryOp::Add).map(|(a, shift)| (m, a, scale, shift))
+            })
+        };
+        // The node the activation follows: the bias or batch norm, or the affine's `AddV2`.
+        let tail = match affine {
+            Some((_, a, ..)) => slots[a].as_ref().map_or(follow_node, |s| s.node),
+            None => follow_node,
+        };
+        let activation = if private(tail) {
+            reader_of(&slots, tail).and_then(|a| {
                 let step = slots[a].as_ref()?;
                 match step.kind {
                     Kind::Unary(op @ (UnaryOp::Relu | UnaryOp::Relu6))
@@ -106,15 +157,28 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
         } else {
             None
         };
-        let (last, op) = match activation {
-            Some((a, op)) => (a, Some(op)),
-            None => (b, None),
+        let (last, op) = match (activation, affine) {
+            (Some((a, op)), _) => (a, Some(op)),
+            (None, Some((_, add, ..))) => (add, None),
+            (None, None) => (b, None),
         };
         let (Some(conv), Some(follow)) = (slots[c].take(), slots[b].take()) else {
             continue;
         };
         let mut inputs = conv.inputs;
         inputs.extend(follow.inputs.into_iter().skip(1));
+        let mut chain = vec![conv_node, follow_node];
+        if let Some((m, a, scale, shift)) = affine {
+            inputs.extend([scale, shift]);
+            let mul = slots[m].take().map(|s| s.node);
+            // The `AddV2` is the step's node unless an activation follows it.
+            let add = if a == last {
+                slots[a].as_ref().map(|s| s.node)
+            } else {
+                slots[a].take().map(|s| s.node)
+            };
+            chain.extend(mul.into_iter().chain(add));
+        }
         // A zero `Pad` that only this convolution reads becomes its padding: the step reads
         // the pad's input, and its paddings last.
         let pad = match inputs[0] {
@@ -148,11 +212,12 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             kind: Kind::FusedConv(FusedConv {
                 depthwise,
                 norm,
+                affine: affine.is_some(),
                 activation: op,
                 padded,
             }),
             inputs,
-            chain: vec![conv_node, follow_node],
+            chain,
             release: Vec::new(),
         });
     }

@@ -12,6 +12,7 @@
 //! The catalogue is this module; [`run_layer`] (`run.rs`) runs a case through the public
 //! `Tensor` API and `reference.rs` holds the naive references it compares with.
 
+mod keras;
 mod reference;
 mod run;
 
@@ -20,7 +21,7 @@ pub use run::run_layer;
 
 use polytensor_core::plan::strided_slice::StridedSliceSpec;
 use polytensor_core::plan::window::{DataFormat, Padding};
-use polytensor_core::{Conv2dOptions, DataType, MirrorMode, Pool2dOptions, Scalar};
+use polytensor_core::{Conv2dOptions, DataType, MirrorMode, Pool2dOptions, ResizeOptions, Scalar};
 
 use crate::Variant;
 
@@ -96,6 +97,35 @@ pub enum Layer {
     },
     /// `OneHot` of int64 indices with a depth along an axis.
     OneHot(Vec<i64>, usize, i64),
+    /// `ReverseV2` of a tensor of these dims along these axes.
+    Reverse(Vec<usize>, Vec<i64>),
+    /// `BroadcastTo` from these dims to those.
+    BroadcastTo(Vec<usize>, Vec<usize>),
+    /// `SpaceToBatchND` (`to_batch`) with a block shape and spatial paddings, or
+    /// `BatchToSpaceND` with crops, of a tensor of these dims.
+    SpaceBatch {
+        /// The input's dims.
+        dims: Vec<usize>,
+        /// The block shape.
+        block: Vec<usize>,
+        /// Paddings (`SpaceToBatchND`) or crops (`BatchToSpaceND`) per spatial dim.
+        edges: Vec<(usize, usize)>,
+        /// `SpaceToBatchND` rather than `BatchToSpaceND`.
+        to_batch: bool,
+    },
+    /// `ResizeBilinear` (`bilinear`) or `ResizeNearestNeighbor` of NHWC images to a size.
+    Resize {
+        /// The images' dims.
+        image: Vec<usize>,
+        /// The output's height and width.
+        size: [usize; 2],
+        /// `align_corners` and `half_pixel_centers`.
+        options: ResizeOptions,
+        /// Bilinear rather than nearest.
+        bilinear: bool,
+    },
+    /// `Einsum` of operands of these dims (labels without `...`).
+    Einsum(String, Vec<Vec<usize>>),
 }
 
 impl Layer {
@@ -128,6 +158,13 @@ impl Layer {
             Layer::Split(..) => "split",
             Layer::Gather { .. } => "gather",
             Layer::OneHot(..) => "one_hot",
+            Layer::Reverse(..) => "reverse",
+            Layer::BroadcastTo(..) => "broadcast_to",
+            Layer::SpaceBatch { to_batch: true, .. } => "space_to_batch_nd",
+            Layer::SpaceBatch { .. } => "batch_to_space_nd",
+            Layer::Resize { bilinear: true, .. } => "resize_bilinear",
+            Layer::Resize { .. } => "resize_nearest",
+            Layer::Einsum(..) => "einsum",
         }
     }
 }
@@ -515,6 +552,125 @@ pub fn layer_cases() -> Vec<LayerCase> {
         Layer::Split(vec![6, 4], vec![2, -1, 1], 0),
         &MOVED,
     ));
+    // Grouped convolutions: the filter's depth divides the image's (two and three groups).
+    layers.push((
+        "conv2d_grouped_2".into(),
+        conv(
+            &[2, 6, 5, 4],
+            [3, 3, 2, 6],
+            conv_options([1, 2], [1, 1], Same, Nhwc),
+            false,
+        ),
+        &FLOATS,
+    ));
+    layers.push((
+        "conv2d_grouped_3_nchw".into(),
+        conv(
+            &[1, 6, 4, 5],
+            [2, 2, 2, 3],
+            conv_options([1, 1], [1, 1], Valid, Nchw),
+            false,
+        ),
+        &FLOATS,
+    ));
+    // Issue 48's ops: odd sizes, empty dims, every axis, and every resize option.
+    for (name, dims, axes) in [
+        ("reverse_2_of_3", vec![3, 4, 5], vec![0, -1]),
+        ("reverse_all", vec![2, 5], vec![0, 1]),
+        ("reverse_empty", vec![0, 3], vec![1]),
+    ] {
+        layers.push((name.into(), Layer::Reverse(dims, axes), &MOVED));
+    }
+    for (name, from, to) in [
+        ("broadcast_to_rows", vec![1, 4], vec![3, 4]),
+        ("broadcast_to_new_dims", vec![3, 1], vec![2, 3, 5]),
+        ("broadcast_to_empty", vec![1, 3], vec![0, 3]),
+    ] {
+        layers.push((name.into(), Layer::BroadcastTo(from, to), &MOVED));
+    }
+    let space_batch =
+        |dims: &[usize], block: &[usize], edges: &[(usize, usize)], to_batch| Layer::SpaceBatch {
+            dims: dims.to_vec(),
+            block: block.to_vec(),
+            edges: edges.to_vec(),
+            to_batch,
+        };
+    let space_batches = [
+        ("dilated_1d", space_batch(&[2, 7, 3], &[2], &[(2, 1)], true)),
+        (
+            "2d_uneven",
+            space_batch(&[1, 5, 4, 2], &[2, 3], &[(1, 0), (0, 2)], true),
+        ),
+        ("back_1d", space_batch(&[4, 5, 3], &[2], &[(1, 2)], false)),
+        (
+            "back_2d",
+            space_batch(&[6, 2, 3, 2], &[3, 2], &[(0, 1), (1, 0)], false),
+        ),
+    ];
+    for (name, layer) in space_batches {
+        layers.push((format!("{}_{name}", layer.name()), layer, &MOVED));
+    }
+    let resize_options = [
+        ("plain", ResizeOptions::default()),
+        (
+            "align_corners",
+            ResizeOptions {
+                align_corners: true,
+                ..Default::default()
+            },
+        ),
+        (
+            "half_pixel",
+            ResizeOptions {
+                half_pixel_centers: true,
+                ..Default::default()
+            },
+        ),
+    ];
+    for (option, options) in resize_options {
+        for (sizes, image, size) in [
+            ("up", vec![2, 3, 4, 3], [7, 8]),
+            ("down", vec![1, 9, 7, 2], [4, 3]),
+        ] {
+            for bilinear in [false, true] {
+                let layer = Layer::Resize {
+                    image: image.clone(),
+                    size,
+                    options,
+                    bilinear,
+                };
+                // Bilinear gives float32 whatever it reads, as TensorFlow's kernel.
+                let dtypes: &[DataType] = if bilinear { &FLOATS[..1] } else { &MOVED };
+                layers.push((format!("{}_{sizes}_{option}", layer.name()), layer, dtypes));
+            }
+        }
+    }
+    for (name, equation, dims) in [
+        ("heads", "abc,cde->abde", vec![vec![2, 5, 6], vec![6, 3, 4]]),
+        (
+            "scores",
+            "aecd,abcd->acbe",
+            vec![vec![2, 5, 3, 4], vec![2, 4, 3, 4]],
+        ),
+        (
+            "batched",
+            "bij,bjk->bik",
+            vec![vec![3, 2, 5], vec![3, 5, 4]],
+        ),
+        ("sum_transpose", "abc->cb", vec![vec![2, 3, 4]]),
+        ("outer", "i,j->ij", vec![vec![5], vec![3]]),
+        (
+            "empty_contraction",
+            "ij,jk->ik",
+            vec![vec![3, 0], vec![0, 2]],
+        ),
+    ] {
+        layers.push((
+            format!("einsum_{name}"),
+            Layer::Einsum(equation.into(), dims),
+            &FLOATS,
+        ));
+    }
     let mut cases = Vec::new();
     for (name, layer, dtypes) in layers {
         for &dtype in dtypes {

@@ -90,6 +90,11 @@ pub(super) fn reference_conv(
     let [kh, kw, cin, cout] = [f.dims[0], f.dims[1], f.dims[2], f.dims[3]];
     let n = x.dims[0];
     let out_c = if depthwise { cin * cout } else { cout };
+    let channels = match format {
+        DataFormat::Nhwc => x.dims[3],
+        DataFormat::Nchw => x.dims[1],
+    };
+    let groups = if depthwise { 1 } else { channels / cin.max(1) };
     let dims = [n, resolved[0].output, resolved[1].output, out_c];
     Ok(output_walk(format, dims)
         .into_iter()
@@ -108,8 +113,11 @@ pub(super) fn reference_conv(
                         xs.push(pixel(x, format, [b, h, w, c]));
                         ws.push(at(f, &[i, j, c, m]));
                     } else {
+                        // A grouped convolution: output channel `oc` reads its group's
+                        // input channels.
+                        let first = oc / (cout / groups).max(1) * cin;
                         for c in 0..cin {
-                            xs.push(pixel(x, format, [b, h, w, c]));
+                            xs.push(pixel(x, format, [b, h, w, first + c]));
                             ws.push(at(f, &[i, j, c, oc]));
                         }
                     }

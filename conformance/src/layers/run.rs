@@ -4,7 +4,9 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use polytensor_core::{ConvEpilogue, Device, Error, MirrorMode, Result, Scalar, Tensor, UnaryOp};
+use polytensor_core::{
+    ConvEpilogue, DataType, Device, Error, MirrorMode, Result, Scalar, Tensor, UnaryOp,
+};
 
 use polytensor_core::plan::window::{resolve_windows, DataFormat};
 
@@ -29,14 +31,20 @@ pub fn run_layer(device: &Arc<dyn Device>, case: &LayerCase) -> Outcome {
 
 /// The inputs of a case: drawn values, and the device tensor (the first in the case's
 /// layout, the others contiguous).
-struct Inputs<'a> {
+pub(super) struct Inputs<'a> {
     device: &'a Arc<dyn Device>,
     case: &'a LayerCase,
     count: usize,
 }
 
 impl Inputs<'_> {
-    fn next(&mut self, dims: &[usize], domain: Domain) -> Result<(Values, Tensor)> {
+    /// The case's dtype.
+    pub(super) fn dtype(&self) -> DataType {
+        self.case.dtype
+    }
+
+    /// The next input, of `dims`, drawn from `domain`.
+    pub(super) fn next(&mut self, dims: &[usize], domain: Domain) -> Result<(Values, Tensor)> {
         let n: usize = dims.iter().product();
         let mut rng = Rng::for_case(&format!("{}#{}", self.case.name, self.count));
         let values = Values {
@@ -437,6 +445,11 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
                 .collect();
             (got, want, Tolerance::Exact)
         }
+        layer @ (Layer::Reverse(..)
+        | Layer::BroadcastTo(..)
+        | Layer::SpaceBatch { .. }
+        | Layer::Resize { .. }
+        | Layer::Einsum(..)) => super::keras::execute(layer, &mut inputs)?,
         Layer::Split(dims, sizes, axis) => {
             let (x, tx) = inputs.next(dims, Domain::Finite)?;
             let pieces = tx.split_sizes(sizes, *axis)?;

@@ -54,15 +54,17 @@ impl Nn {
     }
 }
 
-/// A convolution, its bias (`norm` false) or inference batch norm, and an optional
-/// `Relu`/`Relu6`, run as one step: the session's fusion (`crate::fusion`), as TensorFlow's
-/// remapper makes `_FusedConv2D`. Inputs: the convolution's two, then the bias or the
-/// batch norm's four parameters, then (`padded`) the paddings of a zero `Pad` whose input
-/// is the first input, folded into a `VALID` convolution's padding.
+/// A convolution, its bias (`norm` false) or inference batch norm, after a bias (`affine`)
+/// a `Mul` and an `AddV2` by per-channel vectors, and an optional `Relu`/`Relu6`, run as
+/// one step: the session's fusion (`crate::fusion`), as TensorFlow's remapper makes
+/// `_FusedConv2D`. Inputs: the convolution's two, then the bias or the batch norm's four
+/// parameters, then (`affine`) the scale and the shift, then (`padded`) the paddings of a
+/// zero `Pad` whose input is the first input, folded into a `VALID` convolution's padding.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct FusedConv {
     pub(crate) depthwise: bool,
     pub(crate) norm: bool,
+    pub(crate) affine: bool,
     pub(crate) activation: Option<UnaryOp>,
     pub(crate) padded: bool,
 }
@@ -454,10 +456,13 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
             attrs: &node.attrs,
         }
     }
-    let [conv, follow] = cx.chain[..] else {
-        return Err(Error::invalid(
-            "a fused step needs its convolution and what follows it",
-        ));
+    let (&conv, &follow) = match cx.chain.as_slice() {
+        [conv, follow, ..] => (conv, follow),
+        _ => {
+            return Err(Error::invalid(
+                "a fused step needs its convolution and what follows it",
+            ))
+        }
     };
     let op = if fused.depthwise {
         Nn::Depthwise
@@ -530,7 +535,27 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
                 bias.shape()
             )));
         }
-        epilogue.shift = Some(bias.into_owned());
+        if fused.affine {
+            let (scale, shift) = (cx.tensor(3)?, cx.tensor(4)?);
+            let per_channel = |t: &Tensor| t.dims() == bias.dims() && t.dtype() == bias.dtype();
+            if !per_channel(&scale) || !per_channel(&shift) {
+                // Not the per-channel vectors the plan saw: the ops one after another.
+                let y = x
+                    .conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?
+                    .bias_add(&bias, options.format)?
+                    .mul(&scale)?
+                    .add(&shift)?;
+                return one(match fused.activation {
+                    Some(op) => y.unary(op)?,
+                    None => y,
+                });
+            }
+            // ((conv + bias) * scale) + shift = conv * scale + (bias * scale + shift).
+            epilogue.shift = Some(bias.mul(&scale)?.add(&shift)?);
+            epilogue.scale = Some(scale.into_owned());
+        } else {
+            epilogue.shift = Some(bias.into_owned());
+        }
     }
     one(x.conv2d_fused(&filter, &options, fused.depthwise, &epilogue)?)
 }
