@@ -514,6 +514,12 @@ pub fn layer_cases() -> Vec<LayerCase> {
         &MOVED,
     ));
     layers.push(("tile".into(), Layer::Tile(vec![2, 3], vec![2, 3]), &MOVED));
+    // Keras's nearest UpSampling2D tiles a rank-6 view.
+    layers.push((
+        "tile_rank_6".into(),
+        Layer::Tile(vec![2, 1, 3, 1, 2, 1], vec![1, 2, 1, 3, 1, 2]),
+        &MOVED,
+    ));
     let gather =
         |params: &[usize], dims: &[usize], indices: &[i32], axis, batch_dims| Layer::Gather {
             params: params.to_vec(),
