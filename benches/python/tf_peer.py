@@ -40,6 +40,17 @@ def session(graph, threads):
     return tf.compat.v1.Session(graph=graph, config=config)
 
 
+def imported(path):
+    """A new graph holding the GraphDef at PATH."""
+    graph_def = tf.compat.v1.GraphDef()
+    with open(path, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+    return graph
+
+
 def main():
     run = None
     for line in sys.stdin:
@@ -49,12 +60,7 @@ def main():
         rng = np.random.default_rng(0)
         if words[0] == "model":
             path, batch, threads = words[1], int(words[2]), int(words[3])
-            graph_def = tf.compat.v1.GraphDef()
-            with open(path, "rb") as f:
-                graph_def.ParseFromString(f.read())
-            graph = tf.Graph()
-            with graph.as_default():
-                tf.graph_util.import_graph_def(graph_def, name="")
+            graph = imported(path)
             x = graph.get_tensor_by_name("input:0")
             shape = [batch] + x.shape.as_list()[1:]
             feed = {x: rng.standard_normal(shape).astype(np.float32)}
@@ -65,12 +71,7 @@ def main():
             path, batch, threads = words[1], int(words[2]), int(words[3])
             with open(path[: -len(".pb")] + ".json") as f:
                 sidecar = json.load(f)
-            graph_def = tf.compat.v1.GraphDef()
-            with open(path, "rb") as f:
-                graph_def.ParseFromString(f.read())
-            graph = tf.Graph()
-            with graph.as_default():
-                tf.graph_util.import_graph_def(graph_def, name="")
+            graph = imported(path)
             spec = sidecar["input"]
             shape = [batch] + spec["shape"]
             if spec["vocabulary"]:

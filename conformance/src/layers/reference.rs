@@ -1,7 +1,7 @@
 //! The naive references of the layer cases: direct convolution and pooling over every
 //! output pixel and tap, and concatenation.
 
-use polytensor_core::plan::window::{resolve_windows, DataFormat, Padding, Window};
+use polytensor_core::plan::window::{resolve_windows, DataFormat, Padding, Window, WindowDim};
 use polytensor_core::{DataType, Result, Scalar};
 
 use super::run::{at, exact};
@@ -32,6 +32,15 @@ pub(super) fn spatial(
             },
         )
     })
+}
+
+/// The output sizes and paddings of `windows` (each `(input size, window)`) with `padding`.
+pub(super) fn resolve(windows: &[(usize, Window); 2], padding: &Padding) -> Result<Vec<WindowDim>> {
+    resolve_windows(
+        &[windows[0].0, windows[1].0],
+        &[windows[0].1, windows[1].1],
+        padding,
+    )
 }
 
 /// An image in NHWC order: index `[n, h, w, c]` of `x` stored in `format`.
@@ -82,11 +91,7 @@ pub(super) fn reference_conv(
     depthwise: bool,
     epilogue: Option<(&Values, &Values)>,
 ) -> Result<Vec<Expected>> {
-    let resolved = resolve_windows(
-        &[windows[0].0, windows[1].0],
-        &[windows[0].1, windows[1].1],
-        padding,
-    )?;
+    let resolved = resolve(windows, padding)?;
     let [kh, kw, cin, cout] = [f.dims[0], f.dims[1], f.dims[2], f.dims[3]];
     let n = x.dims[0];
     let out_c = if depthwise { cin * cout } else { cout };
@@ -154,11 +159,7 @@ pub(super) fn reference_conv_transpose(
     padding: &Padding,
     batch: usize,
 ) -> Result<Vec<Expected>> {
-    let resolved = resolve_windows(
-        &[windows[0].0, windows[1].0],
-        &[windows[0].1, windows[1].1],
-        padding,
-    )?;
+    let resolved = resolve(windows, padding)?;
     let [kh, kw, cin, cout] = [f.dims[0], f.dims[1], f.dims[2], f.dims[3]];
     let dims = [batch, windows[0].0, windows[1].0, cin];
     Ok(output_walk(format, dims)
@@ -197,11 +198,7 @@ pub(super) fn reference_pool(
     padding: &Padding,
     max: bool,
 ) -> Result<Vec<Expected>> {
-    let resolved = resolve_windows(
-        &[windows[0].0, windows[1].0],
-        &[windows[0].1, windows[1].1],
-        padding,
-    )?;
+    let resolved = resolve(windows, padding)?;
     let c = match format {
         DataFormat::Nhwc => x.dims[3],
         DataFormat::Nchw => x.dims[1],

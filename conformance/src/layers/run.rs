@@ -8,10 +8,10 @@ use polytensor_core::{
     ConvEpilogue, DataType, Device, Error, MirrorMode, Result, Scalar, Tensor, UnaryOp,
 };
 
-use polytensor_core::plan::window::{resolve_windows, DataFormat};
+use polytensor_core::plan::window::DataFormat;
 
 use super::reference::{
-    concat_reference, reference_conv, reference_conv_transpose, reference_pool, spatial,
+    concat_reference, reference_conv, reference_conv_transpose, reference_pool, resolve, spatial,
 };
 use super::{Layer, LayerCase};
 use crate::data::{self, Domain, Rng};
@@ -157,11 +157,7 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
                 options.strides,
                 options.dilations,
             );
-            let resolved = resolve_windows(
-                &[windows[0].0, windows[1].0],
-                &[windows[0].1, windows[1].1],
-                &options.padding,
-            )?;
+            let resolved = resolve(&windows, &options.padding)?;
             let [oh, ow] = [resolved[0].output, resolved[1].output];
             let gradient = match options.format {
                 DataFormat::Nhwc => [image[0], oh, ow, filter[3]],
