@@ -703,9 +703,15 @@ fn fused_layers() -> Case {
     // Keras 3's batch norm after a biased convolution: `Mul` and `AddV2` by per-channel
     // vectors (the vector first or second), then `Relu` or nothing; and a `Mul` by a scalar,
     // which is no per-channel scale.
+    // Flipped, the vectors are `[1, 1, 1, C]`, as Keras reshapes them to broadcast.
     let keras_norm = |g: &mut Graph, input: &Output, channels: usize, seed: u64, flip: bool| {
-        let scale = weights(g, &[channels], seed);
-        let shift = weights(g, &[channels], seed + 1);
+        let dims = if flip {
+            vec![1, 1, 1, channels]
+        } else {
+            vec![channels]
+        };
+        let scale = weights(g, &dims, seed);
+        let shift = weights(g, &dims, seed + 1);
         let (a, b) = if flip {
             (scale, input.clone())
         } else {

@@ -126,8 +126,13 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
                     Source::Node { node, index } => nodes[node].outputs[index].1.dims(),
                     Source::Feed(_) => None,
                 };
+                // `[C]`, or `[1, 1, 1, C]` as Keras reshapes it to broadcast.
                 let per_channel = channels.is_some()
-                    && vector == Some(&[channels][..])
+                    && vector.is_some_and(|v| {
+                        v.len() <= 4
+                            && v.last() == Some(&channels)
+                            && v[..v.len() - 1].iter().all(|&d| d == Some(1))
+                    })
                     && !controls.contains(&step.node)
                     && step.inputs.len() == 2;
                 per_channel.then_some((at, other))

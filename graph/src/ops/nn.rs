@@ -537,8 +537,20 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
         }
         if fused.affine {
             let (scale, shift) = (cx.tensor(3)?, cx.tensor(4)?);
-            let per_channel = |t: &Tensor| t.dims() == bias.dims() && t.dtype() == bias.dtype();
-            if !per_channel(&scale) || !per_channel(&shift) {
+            // `[C]`, or `[1, 1, 1, C]` as Keras reshapes it: as `[C]`.
+            let per_channel = |t: &Tensor| -> Option<Tensor> {
+                let dims = t.dims();
+                let ones = dims.len() <= 4
+                    && dims
+                        .split_last()
+                        .is_some_and(|(_, lead)| lead.iter().all(|&d| d == 1));
+                let fits = ones && t.num_elements() == bias.num_elements();
+                (fits && t.dtype() == bias.dtype())
+                    .then(|| t.reshape([bias.num_elements()]).ok())
+                    .flatten()
+            };
+            let vectors = per_channel(&scale).zip(per_channel(&shift));
+            let Some((scale_vector, shift_vector)) = vectors else {
                 // Not the per-channel vectors the plan saw: the ops one after another.
                 let y = x
                     .conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?
@@ -549,10 +561,10 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
                     Some(op) => y.unary(op)?,
                     None => y,
                 });
-            }
+            };
             // ((conv + bias) * scale) + shift = conv * scale + (bias * scale + shift).
-            epilogue.shift = Some(bias.mul(&scale)?.add(&shift)?);
-            epilogue.scale = Some(scale.into_owned());
+            epilogue.shift = Some(bias.mul(&scale_vector)?.add(&shift_vector)?);
+            epilogue.scale = Some(scale_vector);
         } else {
             epilogue.shift = Some(bias.into_owned());
         }
