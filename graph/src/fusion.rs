@@ -1,13 +1,13 @@
 //! The session's remapper: a convolution, the bias or inference batch norm that alone reads
 //! it, after a bias the `Mul` and `AddV2` by per-channel vectors that Keras 3 writes for a
 //! batch norm (`x * scale + shift`), and the `Relu`/`Relu6` that alone reads the last,
-//! become one step, as TensorFlow's grappler remapper makes `_FusedConv2D` of them. On a device with direct window kernels
-//! the step is one pass over the output (the epilogue applied while the block is in cache);
-//! elsewhere it runs the same ops one after another. A zero `Pad` that only feeds such a
-//! `VALID` convolution becomes its padding (Keras's `ZeroPadding2D` before a strided
-//! convolution). Fusion never changes what a run
-//! returns: a chain is fused only when nothing else reads or fetches the values it hides,
-//! and only when all of it is placed on one device.
+//! become one step, as TensorFlow's grappler remapper makes `_FusedConv2D` of them. On a
+//! device with direct window kernels the step is one pass over the output (the epilogue
+//! applied while the block is in cache); elsewhere it runs the same ops one after another.
+//! A zero `Pad` that only feeds such a `VALID` convolution becomes its padding (Keras's
+//! `ZeroPadding2D` before a strided convolution). Fusion never changes what a run returns:
+//! a chain is fused only when nothing else reads or fetches the values it hides, and only
+//! when all of it is placed on one device.
 
 use std::collections::{HashMap, HashSet};
 
