@@ -467,4 +467,12 @@ fn transposed_convolutions_refuse_what_tensorflow_refuses() {
         message(zeros(&[4, 4, 2]).conv2d_backprop_input(&filter, &[1, 8, 8, 3], &options))
             .contains("must be 4-dimensional")
     );
+    // Every gradient pixel's 10,000 taps (the CPU's GEMM columns, 160 GB): refused, not
+    // an abort.
+    let refused = zeros(&[1, 2000, 2000, 1]).conv2d_backprop_input(
+        &zeros(&[100, 100, 1, 1]),
+        &[1, 2099, 2099, 1],
+        &Conv2dOptions::default(),
+    );
+    assert!(refused.is_err());
 }

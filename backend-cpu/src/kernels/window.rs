@@ -12,6 +12,7 @@
 use num_traits::Float;
 use rayon::prelude::*;
 
+use polytensor_core::alloc::host_vec;
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{DataType, Element, Epilogue, OutView, Result, TensorView, UnaryOp};
 
@@ -493,7 +494,14 @@ fn backprop_input_typed<T: GemmElem + Float + Send + Sync>(
     let (c, o) = (g.channels, g.filters);
     let taps = kh * kw * c;
     // The filter as [filters, taps].
-    let mut ft = vec![T::zero(); taps * o];
+    // Sizes from the caller's geometry: refused, not aborted on, where the host cannot
+    // hold them.
+    let too_large = || polytensor_core::Error::invalid("conv2d_backprop_input: too large");
+    let mut ft = host_vec(
+        taps.checked_mul(o).ok_or_else(too_large)?,
+        T::zero(),
+        "filter",
+    )?;
     for (t, row) in f.chunks_exact(o.max(1)).enumerate() {
         for (j, &v) in row.iter().enumerate() {
             ft[j * taps + t] = v;
@@ -501,7 +509,8 @@ fn backprop_input_typed<T: GemmElem + Float + Send + Sync>(
     }
     let [oh, ow] = g.output;
     let pixels = g.batch * oh * ow;
-    let mut columns = vec![T::zero(); pixels * taps];
+    let columns_len = pixels.checked_mul(taps).ok_or_else(too_large)?;
+    let mut columns = host_vec(columns_len, T::zero(), "columns")?;
     if taps > 0 {
         columns
             .par_chunks_mut(BLOCK_ROWS * taps)
