@@ -102,12 +102,10 @@ impl Tensor {
         Ok([batch, height, width, channels])
     }
 
-    /// The rows `rows` (axis 1) and columns `columns` (axis 2) of this image.
-    fn pick(&self, rows: &[i64], columns: &[i64]) -> Result<Tensor> {
-        let device = self.device();
-        let rows = Tensor::from_slice(rows, [rows.len()], device)?;
-        let columns = Tensor::from_slice(columns, [columns.len()], device)?;
-        self.gather(&rows, 1, 0)?.gather(&columns, 2, 0)
+    /// The rows `rows` (axis 1) of this image, or its columns (axis 2).
+    fn pick(&self, indices: &[i64], axis: i64) -> Result<Tensor> {
+        let indices = Tensor::from_slice(indices, [indices.len()], self.device())?;
+        self.gather(&indices, axis, 0)
     }
 
     /// TensorFlow's `ResizeNearestNeighbor` of an NHWC image to `size` (`[height, width]`):
@@ -115,10 +113,8 @@ impl Tensor {
     pub fn resize_nearest(&self, size: [usize; 2], options: ResizeOptions) -> Result<Tensor> {
         options.check()?;
         let [_, height, width, _] = self.resize_input(size, "ResizeNearestNeighbor")?;
-        self.pick(
-            &nearest(height, size[0], options),
-            &nearest(width, size[1], options),
-        )
+        self.pick(&nearest(height, size[0], options), 1)?
+            .pick(&nearest(width, size[1], options), 2)
     }
 
     /// TensorFlow's `ResizeBilinear` of an NHWC image to `size` (`[height, width]`): each
@@ -141,12 +137,11 @@ impl Tensor {
                 &b.binary(BinaryOp::Sub, a)?.binary(BinaryOp::Mul, weight)?,
             )
         };
-        let upper = blend(&x.pick(&top, &left)?, &x.pick(&top, &right)?, &x_weight)?;
-        let lower = blend(
-            &x.pick(&bottom, &left)?,
-            &x.pick(&bottom, &right)?,
-            &x_weight,
-        )?;
-        blend(&upper, &lower, &y_weight)
+        // Each source row gathered once, then its two columns.
+        let corners = |rows: &[i64]| -> Result<Tensor> {
+            let rows = x.pick(rows, 1)?;
+            blend(&rows.pick(&left, 2)?, &rows.pick(&right, 2)?, &x_weight)
+        };
+        blend(&corners(&top)?, &corners(&bottom)?, &y_weight)
     }
 }
