@@ -20,7 +20,8 @@
 //!
 //! The crate root holds what a program needs: the devices ([`device()`], [`devices`],
 //! [`best_device`], [`default_device`]), [`Tensor`], [`DataType`], shapes and slices,
-//! [`Error`], the graph layer ([`graph`]), [`dlpack`] and [`proto`]. What backends and
+//! [`Error`], the graph layer ([`graph`]), [`dlpack`], [`proto`] and TensorFlow's
+//! checkpoints ([`checkpoint`]). What backends and
 //! memory-level code need (allocators, buffers, layouts, kernel views, launch plans) lives
 //! in the modules re-exported from `polytensor-core` ([`alloc`], [`buffer`],
 //! [`device`](mod@device), [`layout`], [`plan`], ...).
@@ -74,8 +75,8 @@ pub use registry::{
 // The modules of `polytensor-core`, for what the root leaves out. (`dlpack` is the facade's
 // own module: the core's plus the registry.)
 pub use polytensor_core::{
-    alloc, buffer, device, dtype, element, error, float8, layout, ops, partial_shape, plan, proto,
-    random, shape, slice, sparse, stats, tensor,
+    alloc, buffer, checkpoint, device, dtype, element, error, float8, layout, ops, partial_shape,
+    plan, proto, random, shape, slice, sparse, stats, tensor,
 };
 
 /// The `half` crate, whose `f16` and `bf16` are the element types of `float16` and

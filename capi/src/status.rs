@@ -19,6 +19,8 @@ pub const PT_UNKNOWN: PT_Code = 2;
 pub const PT_INVALID_ARGUMENT: PT_Code = 3;
 /// A run went past its deadline ([`crate::graph::PT_RunOptionsSetTimeout`]).
 pub const PT_DEADLINE_EXCEEDED: PT_Code = 4;
+/// A file or a checkpoint key does not exist.
+pub const PT_NOT_FOUND: PT_Code = 5;
 /// An allocation failed.
 pub const PT_RESOURCE_EXHAUSTED: PT_Code = 8;
 /// The device does not run this op for this dtype.
@@ -27,6 +29,8 @@ pub const PT_UNIMPLEMENTED: PT_Code = 12;
 pub const PT_INTERNAL: PT_Code = 13;
 /// A device is absent or could not be opened.
 pub const PT_UNAVAILABLE: PT_Code = 14;
+/// Stored data is corrupt (a checksum mismatch, a truncated file).
+pub const PT_DATA_LOSS: PT_Code = 15;
 
 /// The outcome of a call: [`PT_OK`], or an error code and its message.
 pub struct PT_Status {
@@ -59,6 +63,8 @@ fn code_of(error: &Error) -> PT_Code {
         Error::Backend { .. } => PT_INTERNAL,
         Error::Cancelled(_) => PT_CANCELLED,
         Error::DeadlineExceeded(_) => PT_DEADLINE_EXCEEDED,
+        Error::NotFound(_) => PT_NOT_FOUND,
+        Error::DataLoss(_) => PT_DATA_LOSS,
         _ => PT_UNKNOWN,
     }
 }

@@ -18,6 +18,19 @@ pyo3::create_exception!(
     "A run was cancelled through its `CancellationManager` (TensorFlow's `CancelledError`)."
 );
 
+pyo3::create_exception!(
+    polytensor,
+    NotFoundError,
+    pyo3::exceptions::PyLookupError,
+    "A file or a checkpoint key does not exist (TensorFlow's `NotFoundError`)."
+);
+pyo3::create_exception!(
+    polytensor,
+    DataLossError,
+    PyRuntimeError,
+    "Stored data is corrupt: a checksum mismatch, a truncated file (TensorFlow's `DataLossError`)."
+);
+
 /// The Python exception for a polytensor error: `ValueError` for bad shapes, axes, slices,
 /// protos and arguments; `TypeError` for dtypes an op does not take; `MemoryError` when a
 /// device is out of memory; `RuntimeError` for devices and drivers; `DeadlineExceededError`
@@ -34,6 +47,9 @@ pub fn to_py(error: Error) -> PyErr {
         }
         Error::DeadlineExceeded(_) => DeadlineExceededError::new_err(message),
         Error::Cancelled(_) => CancelledError::new_err(message),
+        Error::NotFound(_) => NotFoundError::new_err(message),
+        Error::DataLoss(_) => DataLossError::new_err(message),
+        Error::Io(_) => pyo3::exceptions::PyOSError::new_err(message),
         _ => PyValueError::new_err(message),
     }
 }

@@ -258,6 +258,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<errors::DeadlineExceededError>(),
     )?;
     m.add("CancelledError", py.get_type::<errors::CancelledError>())?;
+    m.add("NotFoundError", py.get_type::<errors::NotFoundError>())?;
+    m.add("DataLossError", py.get_type::<errors::DataLossError>())?;
     m.add_function(wrap_pyfunction!(device::devices, m)?)?;
     m.add_function(wrap_pyfunction!(device::device, m)?)?;
     m.add_function(wrap_pyfunction!(device::unavailable, m)?)?;

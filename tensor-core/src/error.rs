@@ -107,6 +107,17 @@ pub enum Error {
     /// A run went past its deadline (TensorFlow's `DEADLINE_EXCEEDED`).
     #[error("deadline exceeded: {0}")]
     DeadlineExceeded(String),
+    /// Something asked for does not exist: a file, or a key in a checkpoint (TensorFlow's
+    /// `NOT_FOUND`).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// Stored data is corrupt: a checksum that does not match, a truncated or malformed
+    /// file (TensorFlow's `DATA_LOSS`).
+    #[error("data loss: {0}")]
+    DataLoss(String),
+    /// Reading or writing a file failed for a reason other than its absence.
+    #[error("I/O error: {0}")]
+    Io(String),
     /// A backend (driver, runtime, compiler) reported an error.
     #[error("backend error on {device}: {message}")]
     Backend {

@@ -18,6 +18,7 @@ pub mod tensor;
 
 pub mod alloc;
 pub mod buffer;
+pub mod checkpoint;
 pub mod collective;
 #[cfg(feature = "serde")]
 pub mod data;

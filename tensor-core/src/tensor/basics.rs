@@ -117,6 +117,30 @@ impl Tensor {
         })
     }
 
+    /// A new contiguous tensor whose element bytes `fill` writes (all of them): in place on
+    /// a host device, into a host buffer and then one copy elsewhere. The bytes are checked
+    /// as [`Tensor::from_bytes`] checks them. `fill` is not called for an empty tensor.
+    pub(crate) fn from_filled_bytes(
+        shape: TensorShape,
+        dtype: DataType,
+        device: &Arc<dyn Device>,
+        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<Self> {
+        let len = byte_len(&shape, dtype)?;
+        Self::produce(shape, dtype, device, |out| match out.host_bytes_mut() {
+            Some(bytes) => {
+                fill(bytes)?;
+                check_element_slice(dtype, bytes)
+            }
+            None => {
+                let mut host = crate::alloc::host_vec(len, 0u8, "a tensor's staging bytes")?;
+                fill(&mut host)?;
+                check_element_slice(dtype, &host)?;
+                device.copy_from_host(&host, out)
+            }
+        })
+    }
+
     /// A string tensor of `shape` (byte strings, any bytes) on a host device.
     pub fn from_strings<S: Into<Vec<u8>>>(
         values: impl IntoIterator<Item = S>,

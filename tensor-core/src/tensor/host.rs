@@ -36,6 +36,17 @@ impl Tensor {
         Ok(bytes)
     }
 
+    /// The element bytes of a contiguous, fixed-size tensor in host-visible memory, shared
+    /// (no copy); `None` otherwise.
+    pub(crate) fn host_element_bytes(&self) -> Option<&[u8]> {
+        if !self.dtype.is_pod() || !self.is_contiguous() {
+            return None;
+        }
+        let view = self.view();
+        let range = view.host_copy_range(self.total_bytes()).ok()?;
+        view.host_bytes()?.get(range)
+    }
+
     /// The elements in row-major order; `T` must be the tensor's element type.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_dtype::<T>("to_vec")?;
