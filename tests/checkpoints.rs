@@ -522,3 +522,92 @@ fn corrupt_and_missing_checkpoints_are_refused_with_tensorflow_codes() {
     std::fs::write(&index, &original_index[..30]).unwrap();
     assert!(matches!(Reader::open(&prefix), Err(Error::DataLoss(_))));
 }
+
+#[test]
+fn a_tensorflow_saver_graph_saves_and_restores_in_polytensor() {
+    let Some(python) = common::TENSORFLOW.python("tensorflow") else {
+        return;
+    };
+    let dir = scratch("checkpoints-saver-graph");
+    let made: Json = serde_json::from_str(&common::run_script(
+        &python,
+        "tf_checkpoints.py",
+        &["saver_graph".as_ref(), dir.as_os_str()],
+    ))
+    .unwrap();
+    let graph = polytensor::graph::Graph::read_graph_def(made["graph"].as_str().unwrap()).unwrap();
+    let reads: Vec<(&str, &str)> = made["reads"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str().unwrap()))
+        .collect();
+    let read_names: Vec<&str> = reads.iter().map(|r| r.1).collect();
+    let cpu = cpu();
+    for device in golden::devices() {
+        // Variables on `device` (the saver's string ops stay on the CPU).
+        let mut devices = vec![device.clone()];
+        if device.name() != "cpu:0" {
+            devices.push(cpu.clone());
+        }
+        let session = polytensor::graph::Session::with_options(
+            &graph,
+            polytensor::graph::SessionOptions::new(devices),
+        )
+        .unwrap();
+        session
+            .run_by_name(&[], &[], &[made["init"].as_str().unwrap()])
+            .unwrap();
+        let initial = session.run_by_name(&[], &read_names, &[]).unwrap();
+
+        // polytensor saves through the graph's sharded saver; TensorFlow reads it.
+        let prefix = dir.join(device.name().replace(':', "_")).join("ckpt");
+        let filename = Tensor::from_strings([prefix.to_str().unwrap()], [], &cpu).unwrap();
+        let saved = session
+            .run_by_name(
+                &[(made["filename"].as_str().unwrap(), &filename)],
+                &[made["save"].as_str().unwrap()],
+                &[],
+            )
+            .unwrap();
+        assert_eq!(
+            saved[0].to_strings().unwrap(),
+            [prefix.to_str().unwrap().as_bytes()]
+        );
+        let tf_read: Json = serde_json::from_str(&common::run_script(
+            &python,
+            "tf_checkpoints.py",
+            &["read".as_ref(), prefix.as_os_str()],
+        ))
+        .unwrap();
+        let tf_read = &tf_read[prefix.to_str().unwrap()];
+        for ((key, _), value) in reads.iter().zip(&initial) {
+            let value = value.to_device(&cpu).unwrap();
+            assert_tensor(
+                &value,
+                &tf_read[*key],
+                &format!("TensorFlow's read of {key} saved from {}", device.name()),
+            );
+        }
+
+        // polytensor restores what TensorFlow's session saved (other values).
+        let tf_prefix =
+            Tensor::from_strings([made["tf_prefix"].as_str().unwrap()], [], &cpu).unwrap();
+        session
+            .run_by_name(
+                &[(made["filename"].as_str().unwrap(), &tf_prefix)],
+                &[],
+                &[made["restore"].as_str().unwrap()],
+            )
+            .unwrap();
+        let restored = session.run_by_name(&[], &read_names, &[]).unwrap();
+        for ((key, _), value) in reads.iter().zip(&restored) {
+            let value = value.to_device(&cpu).unwrap();
+            assert_tensor(
+                &value,
+                &made["tf_saved"][*key],
+                &format!("{key} restored on {}", device.name()),
+            );
+        }
+    }
+}

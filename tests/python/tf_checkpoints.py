@@ -7,6 +7,9 @@ document; tensors as {dtype, shape, data_hex} or {dtype: "string", shape, values
   write DIR SEED            TensorFlow writes new checkpoints under DIR: a tf.train.Checkpoint
                             of seeded variables (one above 8 MB) and a sharded, partitioned
                             TF1 Saver checkpoint; their prefixes and every tensor
+  saver_graph DIR           a graph of resource variables with a sharded TF1 Saver, as
+                            DIR/graph.pb; the saver's tensor names, the variables' initial
+                            values, and a checkpoint TensorFlow saved of other values
 """
 
 import base64
@@ -95,12 +98,47 @@ def write(directory, seed):
                                                         "tensors": read(tf1_prefix)}}}
 
 
+def saver_graph(directory):
+    graph = tf.Graph()
+    with graph.as_default():
+        initial = {"dense/kernel": np.arange(12, dtype=np.float32).reshape(3, 4) / 8,
+                   "step": np.int64(41), "names": np.array([b"a", b"\xffb"], dtype=object)}
+        variables = {name: tf.compat.v1.get_variable(name, initializer=value, use_resource=True)
+                     for name, value in initial.items()}
+        emb = tf.compat.v1.get_variable(
+            "emb", shape=[5, 3], initializer=tf.compat.v1.random_normal_initializer(seed=3),
+            partitioner=tf.compat.v1.fixed_size_partitioner(2), use_resource=True)
+        reads = {name: tf.identity(v, name=f"read_{i}").name
+                 for i, (name, v) in enumerate(variables.items())}
+        reads["emb"] = tf.identity(tf.convert_to_tensor(emb), name="read_emb").name
+        bump = tf.group(*[v.assign(v * 2 if v.dtype != tf.string else v) for v in variables.values()],
+                        name="bump")
+        init = tf.compat.v1.global_variables_initializer()
+        saver = tf.compat.v1.train.Saver(sharded=True)
+        with tf.compat.v1.Session() as session:
+            session.run(init)
+            session.run(bump)
+            os.makedirs(os.path.join(directory, "tf"), exist_ok=True)
+            prefix = saver.save(session, os.path.join(directory, "tf", "ckpt"),
+                                write_meta_graph=False, write_state=False)
+            saved = {name: encode(session.run(t), graph.get_tensor_by_name(t).dtype)
+                     for name, t in reads.items()}
+        tf.io.write_graph(graph.as_graph_def(), directory, "graph.pb", as_text=False)
+        ops = sorted({n.op for n in graph.as_graph_def().node})
+    return {"graph": os.path.join(directory, "graph.pb"), "init": init.name,
+            "filename": saver.saver_def.filename_tensor_name,
+            "save": saver.saver_def.save_tensor_name, "restore": saver.saver_def.restore_op_name,
+            "reads": reads, "tf_prefix": prefix, "tf_saved": saved, "ops": ops}
+
+
 def main():
     mode = sys.argv[1]
     if mode == "read":
         result = {prefix: read(prefix) for prefix in sys.argv[2:]}
     elif mode == "restore":
         result = restore(sys.argv[2], json.loads(sys.argv[3]))
+    elif mode == "saver_graph":
+        result = saver_graph(sys.argv[2])
     elif mode == "write":
         result = write(sys.argv[2], int(sys.argv[3]))
     else:

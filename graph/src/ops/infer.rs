@@ -64,7 +64,7 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             };
             one(attrs.dtype("DstT")?, shape.clone())
         }
-        Kind::Select => {
+        Kind::Select { v1 } => {
             let inputs = cx.exactly(3)?;
             if inputs[0].0 != DataType::Bool {
                 return Err(cx.error("the condition must be bool"));
@@ -72,7 +72,28 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             if inputs[1].0 != inputs[2].0 {
                 return Err(cx.error("both branches must have one dtype"));
             }
-            one(inputs[1].0, broadcast(cx, &[0, 1, 2])?)
+            if !v1 {
+                return one(inputs[1].0, broadcast(cx, &[0, 1, 2])?);
+            }
+            let branches = inputs[1].1.merge_with(&inputs[2].1)?;
+            let condition = &inputs[0].1;
+            let fits = match (condition.rank(), branches.rank()) {
+                (Some(0), _) | (None, _) | (_, None) => true,
+                (Some(1), Some(r)) if r > 1 => {
+                    let first = branches.dims().map_or(None, |d| d[0]);
+                    condition
+                        .merge_with(&PartialTensorShape::new(&[first])?)
+                        .is_ok()
+                }
+                _ => condition.merge_with(&branches).is_ok(),
+            };
+            if !fits {
+                return Err(cx.error(
+                    "'condition' must be a scalar, a vector of the branches' first dimension, \
+                     or of the branches' shape",
+                ));
+            }
+            one(inputs[1].0, branches)
         }
         Kind::MatMul | Kind::BatchMatMul => matmul(cx, kind == Kind::BatchMatMul),
         Kind::Nn(op) => super::nn::infer(op, cx),
@@ -81,6 +102,8 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         Kind::Sparse(op) => super::sparse::infer(op, cx),
         Kind::Collective(op) => super::collective::infer(op, cx),
         Kind::Debug(op) => super::debug::infer(op, cx),
+        Kind::Strings(op) => super::strings::infer(op, cx),
+        Kind::Saver(op) => super::saver::infer(op, cx),
         Kind::List(op) => super::list::infer(op, cx),
         Kind::Generate(op) => super::generate::infer(op, cx),
         Kind::Flow(op) => super::flow::infer(op, cx),
@@ -247,6 +270,17 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         Kind::VarIsInitialized => {
             cx.exactly(1)?;
             one(DataType::Bool, known([])?)
+        }
+        Kind::DisableCopyOnRead => {
+            cx.exactly(1)?;
+            Ok(Vec::new())
+        }
+        Kind::ResourceGather => {
+            cx.exactly(2)?;
+            if !cx.inputs[1].0.is_integer() {
+                return Err(cx.type_mismatch(1, DataType::Int32));
+            }
+            one(attrs.dtype("dtype")?, PartialTensorShape::unknown_rank())
         }
         Kind::RefVariable => one(attrs.dtype("dtype")?, attrs.shape_or_unknown("shape")?),
         Kind::MakeComplex => {

@@ -249,9 +249,11 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
         Kind::Sparse(op) => super::sparse::run(op, cx),
         Kind::Collective(op) => super::collective::run(op, cx, cx.collectives),
         Kind::Debug(op) => super::debug::run(op, cx),
+        Kind::Strings(op) => super::strings::run(op, cx),
+        Kind::Saver(op) => super::saver::run(op, cx),
         Kind::List(op) => super::list::run(op, cx),
         Kind::Generate(op) => super::generate::run(op, cx),
-        Kind::Select => one(cx.tensor(0)?.where_(&*cx.tensor(1)?, &*cx.tensor(2)?)?),
+        Kind::Select { v1 } => one(select(cx, v1)?),
         Kind::MatMul | Kind::BatchMatMul => {
             let attrs = cx.attrs();
             let (ta, tb) = if kind == Kind::MatMul {
@@ -413,6 +415,16 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
             }
             one(value)
         }
+        Kind::DisableCopyOnRead => {
+            cx.variable(0)?;
+            Ok(Outputs::new())
+        }
+        Kind::ResourceGather => {
+            let value = cx.read_variable(&cx.variable(0)?)?;
+            cx.check_dtype(&value, cx.attrs().dtype("dtype")?)?;
+            let batch_dims = cx.attrs().int_or("batch_dims", 0)?;
+            one(value.gather(&*cx.tensor(1)?, batch_dims, batch_dims)?)
+        }
         Kind::AssignVariable => {
             let (name, value) = (cx.variable(0)?, cx.tensor(1)?.into_owned());
             cx.check_dtype(&value, cx.attrs().dtype("dtype")?)?;
@@ -485,4 +497,57 @@ fn divide(cx: &RunCtx<'_, '_>, division: Division) -> Result<Tensor> {
             r.binary(BinaryOp::Add, &floor_adjust(&r)?.binary(BinaryOp::Mul, &b)?)
         }
     }
+}
+
+/// `Select` / `SelectV2`. Strings (on the host) take whole branches for a scalar condition
+/// and elements for one of their shape; `Select`'s vector condition picks rows.
+fn select(cx: &RunCtx<'_, '_>, v1: bool) -> Result<Tensor> {
+    let (condition, x, y) = (cx.tensor(0)?, cx.tensor(1)?, cx.tensor(2)?);
+    if v1 && x.shape() != y.shape() {
+        return Err(Error::invalid(format!(
+            "'then' and 'else' must have the same size.  but received: {} vs. {}",
+            x.shape(),
+            y.shape()
+        )));
+    }
+    let rows = v1 && condition.rank() == 1 && x.rank() > 1;
+    if x.dtype() == DataType::String {
+        let pick = condition.to_vec::<bool>()?;
+        if pick.len() == 1 && condition.rank() == 0 {
+            return Ok(if pick[0] {
+                x.into_owned()
+            } else {
+                y.into_owned()
+            });
+        }
+        if condition.shape() != x.shape() || x.shape() != y.shape() {
+            return Err(Error::invalid(format!(
+                "{} of strings takes a scalar condition or one of the branches' shape, got {} \
+                 for {}",
+                cx.node.op_type,
+                condition.shape(),
+                x.shape()
+            )));
+        }
+        let (xs, ys) = (x.to_strings()?, y.to_strings()?);
+        let picked: Vec<Vec<u8>> = pick
+            .iter()
+            .zip(xs.into_iter().zip(ys))
+            .map(|(&p, (a, b))| if p { a } else { b })
+            .collect();
+        return Tensor::from_strings(picked, x.shape().clone(), cx.device);
+    }
+    if rows {
+        let mut dims = vec![condition.num_elements()];
+        dims.resize(x.rank(), 1);
+        if condition.num_elements() != x.shape().dims()[0] {
+            return Err(Error::invalid(format!(
+                "Number of batches of 'then' must match size of 'cond', but saw: {} vs. {}",
+                x.shape().dims()[0],
+                condition.num_elements()
+            )));
+        }
+        return condition.reshape(dims)?.where_(&x, &y);
+    }
+    condition.where_(&x, &y)
 }

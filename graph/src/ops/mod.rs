@@ -18,7 +18,9 @@ pub(crate) mod infer;
 pub(crate) mod kernels;
 pub(crate) mod list;
 mod nn;
+mod saver;
 mod sparse;
+mod strings;
 
 pub(crate) use array::Array;
 use collective::Collective;
@@ -28,7 +30,9 @@ use generate::Generate;
 use list::ListOp;
 pub(crate) use nn::{FusedConv, Nn};
 use polytensor_core::random::Distribution;
+use saver::SaverOp;
 use sparse::Sparse;
+use strings::StringOp;
 
 /// What an op does; one entry per op type in [`OPS`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -47,7 +51,11 @@ pub(crate) enum Kind {
     Division(Division),
     Unary(UnaryOp),
     Cast,
-    Select,
+    /// `SelectV2` (broadcasting) and `Select` (`v1`: the condition a scalar, of the
+    /// branches' shape, or a vector picking rows).
+    Select {
+        v1: bool,
+    },
     MatMul,
     BatchMatMul,
     Reduce(ReduceOp),
@@ -66,6 +74,11 @@ pub(crate) enum Kind {
     AssignVariable,
     AssignAddVariable,
     VarIsInitialized,
+    /// `DisableCopyOnRead`: nothing to do, as polytensor's variables are never copied on
+    /// read (their tensors are shared, and writers replace them).
+    DisableCopyOnRead,
+    /// `ResourceGather`: rows of a variable's value (`GatherV2` on axis 0 of the read).
+    ResourceGather,
     RefVariable,
     RefAssign,
     RefAssignAdd,
@@ -99,6 +112,10 @@ pub(crate) enum Kind {
     Einsum,
     /// A TensorList op ([`list`]).
     List(ListOp),
+    /// A string op of the savers ([`strings`]).
+    Strings(StringOp),
+    /// `SaveV2`, `RestoreV2`, `MergeV2Checkpoints` ([`saver`]).
+    Saver(SaverOp),
     /// A convolution run with what follows it; made by the session (`crate::fusion`),
     /// never an op type of a graph.
     FusedConv(FusedConv),
@@ -114,6 +131,8 @@ impl Kind {
                 | Kind::AssignVariable
                 | Kind::AssignAddVariable
                 | Kind::VarIsInitialized
+                | Kind::DisableCopyOnRead
+                | Kind::ResourceGather
                 | Kind::RefAssign
                 | Kind::RefAssignAdd
         )
@@ -202,7 +221,8 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("Round", Kind::Unary(UnaryOp::Round)),
     ("LogicalNot", Kind::Unary(UnaryOp::Not)),
     ("Cast", Kind::Cast),
-    ("SelectV2", Kind::Select),
+    ("SelectV2", Kind::Select { v1: false }),
+    ("Select", Kind::Select { v1: true }),
     ("MatMul", Kind::MatMul),
     ("BatchMatMulV2", Kind::BatchMatMul),
     ("Einsum", Kind::Einsum),
@@ -228,6 +248,8 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("AssignVariableOp", Kind::AssignVariable),
     ("AssignAddVariableOp", Kind::AssignAddVariable),
     ("VarIsInitializedOp", Kind::VarIsInitialized),
+    ("DisableCopyOnRead", Kind::DisableCopyOnRead),
+    ("ResourceGather", Kind::ResourceGather),
     ("VariableV2", Kind::RefVariable),
     ("Assign", Kind::RefAssign),
     ("AssignAdd", Kind::RefAssignAdd),
@@ -352,6 +374,8 @@ fn registry() -> impl Iterator<Item = (&'static str, Kind)> {
         .chain(family(collective::OPS, Kind::Collective))
         .chain(family(debug::OPS, Kind::Debug))
         .chain(family(list::OPS, Kind::List))
+        .chain(family(strings::OPS, Kind::Strings))
+        .chain(family(saver::OPS, Kind::Saver))
 }
 
 /// Where the value of a type attribute comes from.
@@ -395,7 +419,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         | Kind::BatchMatMul
         | Kind::RefAssign
         | Kind::RefAssignAdd => &[("T", Input(0)), ("T", Input(1))],
-        Kind::Select => &[("T", Input(1)), ("T", Input(2))],
+        Kind::Select { .. } => &[("T", Input(1)), ("T", Input(2))],
         Kind::Reduce(_) | Kind::Arg(_) => &[("T", Input(0)), ("Tidx", Input(1))],
         Kind::Logical { .. } => &[("Tidx", Input(1))],
         Kind::Reshape => &[("T", Input(0)), ("Tshape", Input(1))],
@@ -407,6 +431,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::AddN | Kind::Einsum => &[("N", Count)],
         Kind::IdentityN => &[("T", InputTypes)],
         Kind::AssignVariable | Kind::AssignAddVariable => &[("dtype", Input(1))],
+        Kind::ResourceGather => &[("Tindices", Input(1))],
         Kind::MakeComplex => &[("T", Input(0)), ("T", Input(1)), ("Tout", Result)],
         Kind::ComplexPart(_) => &[("T", Input(0)), ("Tout", Result)],
         Kind::Nn(op) => op.typed(),
@@ -418,6 +443,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::Collective(op) => op.typed(),
         Kind::Debug(op) => op.typed(),
         Kind::List(op) => op.typed(),
+        Kind::Strings(op) => op.typed(),
         _ => &[],
     };
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();

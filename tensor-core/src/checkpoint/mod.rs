@@ -53,3 +53,40 @@ fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
     name.push(suffix);
     PathBuf::from(name)
 }
+
+/// A `shape_and_slices` spec of `SaveV2` / `RestoreV2` (TensorFlow's
+/// `ParseShapeAndSlice`): `""` for a whole tensor (`None`), or the full shape's dims then a
+/// [`TensorSlice`](crate::TensorSlice), space-separated (`"7 5 0,3:-"`).
+pub fn parse_shape_and_slice(
+    spec: &str,
+) -> crate::Result<Option<(crate::TensorShape, crate::TensorSlice)>> {
+    if spec.is_empty() {
+        return Ok(None);
+    }
+    let bad = |why: String| crate::Error::invalid(format!("shape_and_slice spec {spec:?}: {why}"));
+    let mut parts: Vec<&str> = spec.split(' ').collect();
+    let slice: crate::TensorSlice = parts
+        .pop()
+        .unwrap_or_default()
+        .parse()
+        .map_err(|e: crate::Error| bad(e.to_string()))?;
+    let dims = parts
+        .iter()
+        .map(|d| {
+            d.parse::<usize>()
+                .map_err(|_| bad(format!("{d:?} is not a dimension")))
+        })
+        .collect::<crate::Result<Vec<_>>>()?;
+    if dims.len() != slice.rank() {
+        return Err(bad(format!(
+            "Expected {} slice dimensions for a shape of rank {}",
+            dims.len(),
+            dims.len()
+        )));
+    }
+    let shape = crate::TensorShape::new(&dims)?;
+    slice
+        .slice_tensor_shape(&shape)
+        .map_err(|e| bad(e.to_string()))?;
+    Ok(Some((shape, slice)))
+}

@@ -178,9 +178,33 @@ impl Tensor {
                 )));
             }
         }
+        if first.dtype == DataType::String {
+            return Tensor::concat_strings(tensors, axis);
+        }
         first.check_pod("concat")?;
         let blocks: Vec<Block<'_>> = tensors.iter().map(|t| Block::Copy(t)).collect();
         Tensor::join_along(axis, first, &blocks)?.contiguous()
+    }
+
+    /// `concat` of string tensors (checked), on the host: each tensor's run of strings
+    /// for every index before `axis`, in turn.
+    fn concat_strings(tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
+        let first = tensors[0];
+        let outer: usize = first.dims()[..axis].iter().product();
+        let strings = tensors
+            .iter()
+            .map(|t| t.to_strings())
+            .collect::<Result<Vec<_>>>()?;
+        let mut dims = first.dims().to_vec();
+        dims[axis] = tensors.iter().map(|t| t.dims()[axis]).sum();
+        let mut out = Vec::with_capacity(strings.iter().map(Vec::len).sum());
+        for o in 0..outer {
+            for s in &strings {
+                let run = s.len() / outer.max(1);
+                out.extend_from_slice(&s[o * run..(o + 1) * run]);
+            }
+        }
+        Tensor::from_strings(out, dims, first.device())
     }
 
     /// Stack `tensors` of one shape along a new dim `axis` (TensorFlow's `Pack`).
