@@ -1,5 +1,6 @@
 //! TensorProto encode and decode of 64 MiB tensors, next to a memcpy of the same size into
-//! an existing buffer and into a fresh one (the physical limits).
+//! an existing buffer and into a fresh one (the physical limits); and a 1 GiB checkpoint
+//! read and written, next to `cat` of its data file to `/dev/null`.
 //!
 //! `proto_decode_64MiB` has one row per decode path, polytensor beside both memcpys, so that
 //! `cargo xtask bench` prints the ratio a regression moves: the copying decode of f32 runs
@@ -120,9 +121,90 @@ fn decode(c: &mut Criterion, device: &std::sync::Arc<dyn polytensor::Device>) {
     group.finish();
 }
 
+/// A checkpoint of about 1 GiB shaped like a model's: a few large tensors and many small
+/// ones, written once into `target/bench-data` and kept (in the page cache, as both the
+/// reader and `cat` find it).
+fn checkpoint_prefix(
+    device: &std::sync::Arc<dyn polytensor::Device>,
+) -> (std::path::PathBuf, Vec<(String, Tensor)>) {
+    let sizes: Vec<usize> = [64 << 20, 64 << 20, 32 << 20, 32 << 20, 16 << 20, 16 << 20]
+        .into_iter()
+        .chain((0..100).map(|i| 1024 << (i % 10)))
+        .collect();
+    let tensors: Vec<(String, Tensor)> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            (
+                format!("layer_{i:03}/kernel"),
+                tensor(&[n], DataType::Float, i as u64, device),
+            )
+        })
+        .collect();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/bench-data/checkpoint-1GiB");
+    let prefix = dir.join("ckpt");
+    let bytes: u64 = sizes.iter().map(|&n| n as u64 * 4).sum();
+    let data = polytensor::checkpoint::data_path(&prefix, 0, 1);
+    if std::fs::metadata(&data).map(|m| m.len()).ok() != Some(bytes) {
+        let mut writer = polytensor::checkpoint::Writer::new(&prefix).unwrap();
+        for (key, t) in &tensors {
+            writer.add(key, t).unwrap();
+        }
+        writer.finish().unwrap();
+    }
+    (prefix, tensors)
+}
+
+/// Reading every tensor of a 1 GiB checkpoint onto the CPU, checksums checked, beside `cat`
+/// of the data file to `/dev/null` (the bar: at least 0.9x `cat`'s speed); and
+/// writing it.
+fn checkpoint(c: &mut Criterion) {
+    let device = polytensor::default_device().expect("the CPU device");
+    let (prefix, tensors) = checkpoint_prefix(&device);
+    let data = polytensor::checkpoint::data_path(&prefix, 0, 1);
+    let bytes = std::fs::metadata(&data).unwrap().len();
+    let mut group = c.benchmark_group("checkpoint_1GiB");
+    group.throughput(Throughput::Bytes(bytes));
+    group.sample_size(10);
+    group.bench_function(BenchmarkId::new("polytensor", "read_all_cpu"), |b| {
+        b.iter(|| {
+            let reader = polytensor::checkpoint::Reader::open(&prefix).unwrap();
+            let keys: Vec<String> = reader.entries().map(|(k, _)| k.to_string()).collect();
+            let read: Vec<Tensor> = keys
+                .iter()
+                .map(|k| reader.read(k, &device).unwrap())
+                .collect();
+            black_box(read)
+        })
+    });
+    group.bench_function(BenchmarkId::new("cat_to_dev_null", "read_all_cpu"), |b| {
+        b.iter(|| {
+            let status = std::process::Command::new("cat")
+                .arg(&data)
+                .stdout(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success());
+        })
+    });
+    let scratch = prefix.with_file_name("written");
+    group.bench_function(BenchmarkId::new("polytensor", "write_all"), |b| {
+        b.iter(|| {
+            let mut writer = polytensor::checkpoint::Writer::new(&scratch).unwrap();
+            for (key, t) in &tensors {
+                writer.add(key, t).unwrap();
+            }
+            writer.finish().unwrap();
+        })
+    });
+    group.finish();
+    let _ = std::fs::remove_file(polytensor::checkpoint::data_path(&scratch, 0, 1));
+}
+
 criterion_group! {
     name = proto_benches;
     config = benches::criterion_config();
-    targets = proto
+    targets = proto, checkpoint
 }
 criterion_main!(proto_benches);

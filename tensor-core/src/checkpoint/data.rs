@@ -15,6 +15,96 @@ const PARALLEL_READ: usize = 8 << 20;
 /// The part of a parallel read each task takes.
 const READ_CHUNK: usize = 2 << 20;
 
+/// `size` bytes of `file` at `offset`, mapped into memory rather than copied, where the
+/// platform maps files (`None` elsewhere, and under Miri). The file must hold them.
+///
+/// The mapping is private and read-only, and populated up front, so that reading it
+/// faults no pages. A tensor over it shares the page cache with the file: it is never
+/// written (its buffer is read-only: writers copy first), and the checkpoint files polytensor
+/// and TensorFlow write are replaced by renaming, never rewritten in place. A file
+/// truncated by another process while mapped faults on access, as with every reader that
+/// maps files (`safetensors`, candle).
+pub(crate) fn map(file: &File, offset: u64, size: usize) -> Option<std::io::Result<bytes::Bytes>> {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    {
+        Some(mapping::map(file, offset, size))
+    }
+    #[cfg(not(all(target_os = "linux", not(miri))))]
+    {
+        let _ = (file, offset, size);
+        None
+    }
+}
+
+#[cfg(all(target_os = "linux", not(miri)))]
+mod mapping {
+    use std::fs::File;
+    use std::os::fd::AsRawFd;
+
+    /// A private read-only mapping, unmapped on drop.
+    struct Mapping {
+        base: *mut libc::c_void,
+        len: usize,
+    }
+
+    // SAFETY: the mapping is read-only memory owned by this value until drop; sharing or
+    // moving it between threads is as safe as for any immutable byte buffer.
+    unsafe impl Send for Mapping {}
+    // SAFETY: as above: nothing writes the mapping.
+    unsafe impl Sync for Mapping {}
+
+    impl AsRef<[u8]> for Mapping {
+        fn as_ref(&self) -> &[u8] {
+            // SAFETY: `base` is a live mapping of `len` readable bytes (checked against the
+            // file's length when made), unmapped only on drop.
+            unsafe { std::slice::from_raw_parts(self.base.cast::<u8>(), self.len) }
+        }
+    }
+
+    impl Drop for Mapping {
+        fn drop(&mut self) {
+            // SAFETY: `base` and `len` are exactly what `mmap` returned and was given; no
+            // slice of the mapping outlives its owner (`Bytes` keeps the owner alive).
+            unsafe { libc::munmap(self.base, self.len) };
+        }
+    }
+
+    pub(super) fn map(file: &File, offset: u64, size: usize) -> std::io::Result<bytes::Bytes> {
+        let file_len = file.metadata()?.len();
+        if size == 0
+            || offset
+                .checked_add(size as u64)
+                .is_none_or(|end| end > file_len)
+        {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        // SAFETY: `sysconf` has no preconditions.
+        let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let start = offset - offset % page;
+        let delta = (offset - start) as usize;
+        let len = size + delta;
+        let file_offset = libc::off_t::try_from(start)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // SAFETY: a new private read-only mapping of an open file's bytes, at a page-aligned
+        // offset, of a nonzero length that lies within the file (checked above); it aliases
+        // no Rust memory.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                file_offset,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(bytes::Bytes::from_owner(Mapping { base, len }).slice(delta..))
+    }
+}
+
 /// Fill `dst` from `file` at `offset` and return the CRC-32C of what was read.
 pub(crate) fn read_checksummed(file: &File, offset: u64, dst: &mut [u8]) -> std::io::Result<u32> {
     if dst.len() < PARALLEL_READ {

@@ -12,9 +12,14 @@ use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use crate::shape::TensorShape;
 use crate::slice::{Extent, TensorSlice};
-use crate::tensor::Tensor;
+use crate::tensor::{check_element_slice, Tensor};
 
-use super::data::{decode_strings, read_checksummed};
+/// Entries at least this large are mapped rather than read: on the CPU their tensors share
+/// the page cache (no copy); other devices copy from the mapping (one copy, no staging).
+/// Smaller ones cost less to read than to map.
+const MAP_AT_LEAST: u64 = 1 << 20;
+
+use super::data::{decode_strings, map, read_checksummed};
 use super::key::{is_slice_key, slice_key};
 use super::messages::{BundleEntryProto, BundleHeaderProto, BUNDLE_VERSION};
 use super::{crc32c, data_path, index_path, table};
@@ -235,6 +240,14 @@ impl Reader {
         }
         self.check_size(key, dtype, shape.num_elements(), location)?;
         let file = self.file(location.shard)?;
+        if location.size >= MAP_AT_LEAST {
+            if let Some(mapped) = map(file, location.offset, host_len(location.size)?) {
+                let bytes = mapped.map_err(|e| self.read_error(location.shard, key, e))?;
+                self.check_crc(key, location, crc32c::crc32c_parallel(&bytes))?;
+                check_element_slice(dtype, &bytes)?;
+                return Tensor::from_shared_bytes(bytes, shape.clone(), dtype, device);
+            }
+        }
         let mut crc = 0;
         let tensor = Tensor::from_filled_bytes(shape.clone(), dtype, device, |bytes| {
             crc = read_checksummed(file, location.offset, bytes)

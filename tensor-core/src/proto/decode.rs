@@ -8,11 +8,9 @@ use prost::Message;
 
 use super::fields::Field;
 use super::messages::TensorProto;
-use crate::buffer::BytesBuffer;
-use crate::device::{Device, DeviceKind};
+use crate::device::Device;
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::shape::TensorShape;
 use crate::tensor::Tensor;
 
@@ -109,7 +107,7 @@ impl Tensor {
         }
         if !proto.tensor_content.is_empty() {
             let content = content_bytes(proto.tensor_content.clone(), &shape, dtype)?;
-            return on_device(content, shape, dtype, device);
+            return Tensor::from_shared_bytes(content, shape, dtype, device);
         }
         if field != Field::String {
             let bytes = typed_bytes(proto, field, &shape, dtype, options)?;
@@ -208,22 +206,6 @@ fn typed_bytes(
         }
     }
     Ok(bytes)
-}
-
-/// The tensor over `content` (checked and canonical: [`content_bytes`]): shared when the
-/// device is the host and the bytes are aligned, one copy otherwise.
-fn on_device(
-    content: Bytes,
-    shape: TensorShape,
-    dtype: DataType,
-    device: &Arc<dyn Device>,
-) -> Result<Tensor> {
-    let aligned = (content.as_ptr() as usize).is_multiple_of(dtype.alignment());
-    if device.kind() == DeviceKind::CPU && aligned {
-        let buffer = Arc::new(BytesBuffer::new(content, device.clone()));
-        return Tensor::from_valid_parts(dtype, Layout::contiguous(shape), buffer);
-    }
-    Tensor::write_new(&content, shape, dtype, device)
 }
 
 impl TensorProto {

@@ -117,6 +117,22 @@ impl Tensor {
         })
     }
 
+    /// The tensor over `content`, element bytes its caller has checked: shared (no copy) when
+    /// the device is a CPU and the bytes are aligned for `dtype`, one copy otherwise.
+    pub(crate) fn from_shared_bytes(
+        content: bytes::Bytes,
+        shape: TensorShape,
+        dtype: DataType,
+        device: &Arc<dyn Device>,
+    ) -> Result<Self> {
+        let aligned = (content.as_ptr() as usize).is_multiple_of(dtype.alignment());
+        if device.kind() == crate::device::DeviceKind::CPU && aligned {
+            let buffer = Arc::new(crate::buffer::BytesBuffer::new(content, device.clone()));
+            return Tensor::from_valid_parts(dtype, Layout::contiguous(shape), buffer);
+        }
+        Tensor::write_new(&content, shape, dtype, device)
+    }
+
     /// A new contiguous tensor whose element bytes `fill` writes (all of them): in place on
     /// a host device, into a host buffer and then one copy elsewhere. The bytes are checked
     /// as [`Tensor::from_bytes`] checks them. `fill` is not called for an empty tensor.

@@ -112,7 +112,7 @@ fn check_element_bytes(dtype: DataType, elements: impl IntoIterator<Item = u8>) 
 }
 
 /// [`check_element_bytes`] over contiguous elements, at memory speed.
-fn check_element_slice(dtype: DataType, elements: &[u8]) -> Result<()> {
+pub(crate) fn check_element_slice(dtype: DataType, elements: &[u8]) -> Result<()> {
     match dtype.first_invalid_byte(elements) {
         None => Ok(()),
         Some(i) => Err(invalid_element(dtype, i, elements[i])),
