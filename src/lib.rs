@@ -62,6 +62,32 @@ pub fn session(graph: &graph::Graph) -> Result<graph::Session> {
     graph::Session::with_options(graph, graph::SessionOptions::new(present))
 }
 
+/// TensorFlow's SavedModels (`tf.saved_model.save`, Keras `model.export`): load one onto
+/// the devices present and run its signatures by key.
+///
+/// ```no_run
+/// let model = polytensor::saved_model::load("/tmp/exported", &["serve"])?;
+/// let cpu = polytensor::device("cpu:0")?;
+/// let x = polytensor::Tensor::zeros([1, 16], polytensor::DataType::Float, &cpu)?;
+/// let outputs = model.run("serving_default", &[("x", &x)])?;
+/// println!("{}", outputs["output_0"]);
+/// # Ok::<(), polytensor::Error>(())
+/// ```
+pub mod saved_model {
+    #[doc(inline)]
+    pub use polytensor_graph::saved_model::*;
+
+    /// Load the SavedModel in `dir` tagged `tags` into a session over every device present
+    /// (the default, `cpu:0` where compiled in, first; see [`crate::session`]).
+    pub fn load(dir: impl AsRef<std::path::Path>, tags: &[&str]) -> crate::Result<SavedModel> {
+        let present = crate::devices()
+            .iter()
+            .filter_map(|entry| entry.device().cloned())
+            .collect();
+        SavedModel::load(dir, tags, crate::graph::SessionOptions::new(present))
+    }
+}
+
 pub use polytensor_core::{
     same_device, BinaryOp, Conv2dOptions, DataFormat, DataType, Device, DeviceKind, Element, Error,
     HostView, IntoShape, MirrorMode, Op, Padding, PartialTensorShape, Pool2dOptions, ReduceOp,

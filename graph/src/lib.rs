@@ -18,6 +18,7 @@ mod library;
 mod ops;
 pub mod placer;
 pub mod proto;
+pub mod saved_model;
 mod session;
 mod sparse;
 
@@ -26,6 +27,7 @@ pub use graph::{python_shape, Graph, OpBuilder, Operation, Output};
 pub use graph_def::{ImportOptions, Imported};
 pub use ops::op_types;
 pub use placer::DeviceSpec;
+pub use saved_model::SavedModel;
 pub use session::{
     timeout_from_millis, CancellationManager, PlacedOp, Placement, RunOptions, Session,
     SessionOptions, Transfer, PLAN_CACHE_CAPACITY,

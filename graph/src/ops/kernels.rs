@@ -169,13 +169,23 @@ impl RunCtx<'_, '_> {
 
     /// The variable's name: `shared_name`, or the node's own name.
     fn variable_name(&self) -> Result<Arc<str>> {
-        let shared = self.attrs().string_or("shared_name", "")?;
-        Ok(if shared.is_empty() {
-            self.node.name.clone()
-        } else {
-            shared.into()
-        })
+        variable_name(self.node)
     }
+}
+
+/// The name of the variable a `VarHandleOp` or `VariableV2` node makes: its `shared_name`,
+/// or the node's own name.
+pub(crate) fn variable_name(node: &Node) -> Result<Arc<str>> {
+    let shared = Attrs {
+        node: &node.name,
+        attrs: &node.attrs,
+    }
+    .string_or("shared_name", "")?;
+    Ok(if shared.is_empty() {
+        node.name.clone()
+    } else {
+        shared.into()
+    })
 }
 
 /// A `Const`'s value on the step's device: the graph's host copy where the step runs on

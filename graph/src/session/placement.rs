@@ -99,6 +99,27 @@ impl Session {
         Ok(Placement { ops, copies })
     }
 
+    /// Set the variable that the `VarHandleOp` (or `VariableV2`) node `handle` names to
+    /// what `read` gives on the device the node is placed on: a restore from outside the
+    /// graph (a SavedModel's variables by object).
+    pub(crate) fn restore_variable(
+        &self,
+        handle: &str,
+        read: impl FnOnce(&Arc<dyn polytensor_core::Device>) -> Result<polytensor_core::Tensor>,
+    ) -> Result<()> {
+        let index = self
+            .graph
+            .nodes
+            .iter()
+            .position(|n| &*n.name == handle)
+            .ok_or_else(|| polytensor_core::Error::NotFound(format!("no node '{handle}'")))?;
+        let name = crate::ops::kernels::variable_name(&self.graph.nodes[index])?;
+        let device = &self.devices[self.placed()?[index]];
+        let value = read(device)?;
+        locked(&self.variables).insert(name, value);
+        Ok(())
+    }
+
     /// The placement, computed on first use.
     pub(super) fn placed(&self) -> Result<Arc<[usize]>> {
         let mut placement = locked(&self.placement);

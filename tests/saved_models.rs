@@ -1,0 +1,166 @@
+//! TensorFlow's SavedModels through `polytensor::saved_model`: the golden SavedModels of
+//! `shared/tf-golden/saved_models` load and run every signature of their sidecars within
+//! its tolerance, on each device.
+
+mod common;
+
+use std::sync::Arc;
+
+use polytensor::graph::SessionOptions;
+use polytensor::saved_model::SavedModel;
+use polytensor::{DataType, Device, Error, Tensor};
+use serde_json::Value as Json;
+
+use common::golden;
+
+/// `max|got - want| <= rtol * max|want| + atol` for floats, exact otherwise.
+fn assert_close(got: &Tensor, want: &Json, tolerance: &Json, what: &str) {
+    let cpu = polytensor::device("cpu:0").unwrap();
+    let want_tensor = golden::tensor(want, &cpu);
+    assert_eq!(got.dtype(), want_tensor.dtype(), "{what}: dtype");
+    assert_eq!(got.shape(), want_tensor.shape(), "{what}: shape");
+    let got = got.to_device(&cpu).unwrap();
+    if !got.dtype().is_float() {
+        assert_eq!(
+            got.to_bytes().unwrap(),
+            want_tensor.to_bytes().unwrap(),
+            "{what}"
+        );
+        return;
+    }
+    let got = got.cast(DataType::Double).unwrap().to_vec::<f64>().unwrap();
+    let want = want_tensor
+        .cast(DataType::Double)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let bound = tolerance["rtol"].as_f64().unwrap() * scale + tolerance["atol"].as_f64().unwrap();
+    let worst = got
+        .iter()
+        .zip(&want)
+        .map(|(g, w)| (g - w).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        worst <= bound,
+        "{what}: max difference {worst} over {bound}"
+    );
+}
+
+/// The sessions a model loads into: each device alone (a CPU beside it for the file
+/// names), then all of them.
+fn placements() -> Vec<(String, Vec<Arc<dyn Device>>)> {
+    let devices = golden::devices();
+    let cpu = polytensor::device("cpu:0").unwrap();
+    let mut placements: Vec<(String, Vec<Arc<dyn Device>>)> = devices
+        .iter()
+        .map(|d| {
+            let mut list = vec![d.clone()];
+            if d.name() != "cpu:0" {
+                list.push(cpu.clone());
+            }
+            (d.name().to_string(), list)
+        })
+        .collect();
+    placements.push(("every device".into(), devices));
+    placements
+}
+
+#[test]
+fn golden_saved_models_run_their_signatures_on_every_device() {
+    let Some(dir) = golden::dir("saved_models") else {
+        return;
+    };
+    let index: Json =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
+    let cases = index["cases"].as_array().unwrap();
+    assert!(cases.len() >= 4);
+    let cpu = polytensor::device("cpu:0").unwrap();
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let sidecar: Json = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap(),
+        )
+        .unwrap();
+        for (placement, devices) in placements() {
+            let model = SavedModel::load(
+                dir.join(name),
+                &["serve"],
+                SessionOptions::new(devices.clone()),
+            )
+            .unwrap_or_else(|e| panic!("{name} on {placement}: {e}"));
+            for (key, want) in sidecar["signatures"].as_object().unwrap() {
+                let have = model.signature(key).unwrap();
+                let inputs: Vec<&String> = want["inputs"].as_object().unwrap().keys().collect();
+                assert_eq!(
+                    have.inputs.keys().collect::<Vec<_>>(),
+                    inputs,
+                    "{name}/{key}"
+                );
+                for (input, spec) in want["inputs"].as_object().unwrap() {
+                    assert_eq!(
+                        have.inputs[input].dtype.to_string(),
+                        spec["dtype"].as_str().unwrap()
+                    );
+                }
+            }
+            for run in sidecar["runs"].as_array().unwrap() {
+                let signature = run["signature"].as_str().unwrap();
+                let feeds: Vec<(String, Tensor)> = run["feeds"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), golden::tensor(v, &devices[0])))
+                    .collect();
+                let refs: Vec<(&str, &Tensor)> =
+                    feeds.iter().map(|(k, t)| (k.as_str(), t)).collect();
+                let outputs = model
+                    .run(signature, &refs)
+                    .unwrap_or_else(|e| panic!("{name}/{signature} on {placement}: {e}"));
+                for (key, want) in run["expected"].as_object().unwrap() {
+                    assert_close(
+                        &outputs[key],
+                        want,
+                        &sidecar["tolerance"],
+                        &format!("{name}/{signature}/{key} on {placement}"),
+                    );
+                }
+            }
+            println!(
+                "{name}: {} runs on {placement}",
+                sidecar["runs"].as_array().unwrap().len()
+            );
+        }
+        // Feeding mistakes are refused with what the signature expects.
+        let model = SavedModel::load(
+            dir.join(name),
+            &["serve"],
+            SessionOptions::new(vec![cpu.clone()]),
+        )
+        .unwrap();
+        let run = &sidecar["runs"][0];
+        let signature = run["signature"].as_str().unwrap();
+        let error = model.run(signature, &[]).unwrap_err();
+        assert!(error.to_string().contains("needs input"), "{error}");
+        let bad = Tensor::scalar(true, &cpu).unwrap();
+        let key = run["feeds"].as_object().unwrap().keys().next().unwrap();
+        let error = model.run(signature, &[(key, &bad)]).unwrap_err();
+        assert!(error.to_string().contains("expects"), "{error}");
+        assert!(matches!(model.run("nope", &[]), Err(Error::NotFound(_))));
+    }
+}
+
+#[test]
+fn missing_directories_and_tags_are_not_found() {
+    let Some(dir) = golden::dir("saved_models") else {
+        return;
+    };
+    let cpu = polytensor::device("cpu:0").unwrap();
+    let options = || SessionOptions::new(vec![cpu.clone()]);
+    let error = SavedModel::load(dir.join("nothing-here"), &["serve"], options()).unwrap_err();
+    assert!(matches!(error, Error::NotFound(_)), "{error}");
+    let error = SavedModel::load(dir.join("keras_mlp_export"), &["train"], options()).unwrap_err();
+    assert!(error.to_string().contains("[serve]"), "{error}");
+    let model = polytensor::saved_model::load(dir.join("keras_mlp_export"), &["serve"]).unwrap();
+    assert!(model.signatures().contains_key("serving_default"));
+}
