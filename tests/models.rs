@@ -107,24 +107,12 @@ fn tensorflow_models_match_tensorflow_on_every_device() {
 /// as on a GPU machine without TensorFlow), else made by `tests/python/keras_models.py`
 /// under `target/keras-models/`, once per version of the script.
 fn keras_models() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("POLYTENSOR_KERAS_MODELS") {
-        return Some(PathBuf::from(dir));
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let script = std::fs::read(root.join("tests/python/keras_models.py")).unwrap();
-    // FNV-1a of the script: a new version makes its models afresh.
-    let hash = script.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    });
-    let dir = root.join(format!("target/keras-models/{hash:016x}"));
-    if !dir.join("index.json").exists() {
-        let python = common::TENSORFLOW.python("tensorflow, keras")?;
-        // The models of earlier versions of the script (a few hundred MB) go.
-        std::fs::remove_dir_all(root.join("target/keras-models")).ok();
-        let made = common::run_script(&python, "keras_models.py", &[dir.as_os_str()]);
-        eprintln!("{}", made.trim());
-    }
-    Some(dir)
+    common::generated(
+        "keras_models.py",
+        "keras-models",
+        "tensorflow, keras",
+        "POLYTENSOR_KERAS_MODELS",
+    )
 }
 
 /// The Keras models, frozen the TensorFlow 2 way, on every device (cpu, opencl and wgpu in

@@ -82,3 +82,27 @@ pub fn run_script(python: &Path, script: &str, args: &[&std::ffi::OsStr]) -> Str
     assert!(output.status.success(), "{stdout}\n{stderr}");
     stdout
 }
+
+/// What `tests/python/SCRIPT DIR` makes, in `target/<folder>/<hash of the script>`: made
+/// once per version of the script (earlier versions' output removed), or `None` after
+/// saying why not when `python` lacks `modules`. `override_var` names a folder made
+/// elsewhere (a GPU machine without TensorFlow).
+pub fn generated(script: &str, folder: &str, modules: &str, override_var: &str) -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(override_var) {
+        return Some(PathBuf::from(dir));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let source = std::fs::read(root.join("tests/python").join(script)).unwrap();
+    // FNV-1a of the script: a new version makes its output afresh.
+    let hash = source.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let dir = root.join(format!("target/{folder}/{hash:016x}"));
+    if !dir.join("index.json").exists() {
+        let python = TENSORFLOW.python(modules)?;
+        std::fs::remove_dir_all(root.join("target").join(folder)).ok();
+        let made = run_script(&python, script, &[dir.as_os_str()]);
+        eprintln!("{}", made.trim());
+    }
+    Some(dir)
+}

@@ -104,6 +104,7 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         Kind::Debug(op) => super::debug::infer(op, cx),
         Kind::Strings(op) => super::strings::infer(op, cx),
         Kind::Saver(op) => super::saver::infer(op, cx),
+        Kind::Table(op) => super::table::infer(op, cx),
         Kind::List(op) => super::list::infer(op, cx),
         Kind::Generate(op) => super::generate::infer(op, cx),
         Kind::Flow(op) => super::flow::infer(op, cx),

@@ -16,8 +16,33 @@ use super::{ComplexPart, Division, Flow, Kind, Value};
 use crate::attr::Attrs;
 use crate::graph::Node;
 
-/// Variable values of a session, by variable name.
-pub(crate) type Variables = HashMap<Arc<str>, Tensor>;
+/// A session's resources by name: variable values (what the struct dereferences to) and
+/// lookup tables.
+#[derive(Default)]
+pub(crate) struct Variables {
+    values: HashMap<Arc<str>, Tensor>,
+    /// The lookup tables filled so far ([`super::table`]).
+    pub(crate) tables: HashMap<Arc<str>, Arc<super::table::LookupTable>>,
+}
+
+impl Variables {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl std::ops::Deref for Variables {
+    type Target = HashMap<Arc<str>, Tensor>;
+    fn deref(&self) -> &Self::Target {
+        &self.values
+    }
+}
+
+impl std::ops::DerefMut for Variables {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.values
+    }
+}
 
 /// What a kernel sees: its node, the device, the session's variables and its inputs.
 pub(crate) struct RunCtx<'a, 'v> {
@@ -84,7 +109,7 @@ impl RunCtx<'_, '_> {
     }
 
     /// Input `i` as a variable name (a resource handle or a reference).
-    fn variable(&self, i: usize) -> Result<Arc<str>> {
+    pub(crate) fn variable(&self, i: usize) -> Result<Arc<str>> {
         match self.inputs[i] {
             Value::Resource(name) | Value::Ref(name) => Ok(name.clone()),
             Value::Tensor(_) | Value::List(_) => Err(Error::invalid(format!(
@@ -260,6 +285,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
         Kind::Collective(op) => super::collective::run(op, cx, cx.collectives),
         Kind::Debug(op) => super::debug::run(op, cx),
         Kind::Strings(op) => super::strings::run(op, cx),
+        Kind::Table(op) => super::table::run(op, cx),
         Kind::Saver(op) => super::saver::run(op, cx),
         Kind::List(op) => super::list::run(op, cx),
         Kind::Generate(op) => super::generate::run(op, cx),

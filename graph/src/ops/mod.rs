@@ -21,6 +21,7 @@ mod nn;
 mod saver;
 mod sparse;
 mod strings;
+pub(crate) mod table;
 
 pub(crate) use array::Array;
 use collective::Collective;
@@ -33,6 +34,7 @@ use polytensor_core::random::Distribution;
 use saver::SaverOp;
 use sparse::Sparse;
 use strings::StringOp;
+use table::TableOp;
 
 /// What an op does; one entry per op type in [`OPS`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -116,6 +118,8 @@ pub(crate) enum Kind {
     Strings(StringOp),
     /// `SaveV2`, `RestoreV2`, `MergeV2Checkpoints` ([`saver`]).
     Saver(SaverOp),
+    /// A lookup table op ([`table`]).
+    Table(TableOp),
     /// A convolution run with what follows it; made by the session (`crate::fusion`),
     /// never an op type of a graph.
     FusedConv(FusedConv),
@@ -125,6 +129,9 @@ impl Kind {
     /// Whether the op reads or writes a variable through its first input (a resource
     /// handle or a reference).
     pub(crate) fn acts_on_variable(self) -> bool {
+        if let Kind::Table(op) = self {
+            return op.acts_on_table();
+        }
         matches!(
             self,
             Kind::ReadVariable
@@ -376,6 +383,7 @@ fn registry() -> impl Iterator<Item = (&'static str, Kind)> {
         .chain(family(list::OPS, Kind::List))
         .chain(family(strings::OPS, Kind::Strings))
         .chain(family(saver::OPS, Kind::Saver))
+        .chain(family(table::OPS, Kind::Table))
 }
 
 /// Where the value of a type attribute comes from.
@@ -444,6 +452,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::Debug(op) => op.typed(),
         Kind::List(op) => op.typed(),
         Kind::Strings(op) => op.typed(),
+        Kind::Table(op) => op.typed(),
         _ => &[],
     };
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();

@@ -411,14 +411,10 @@ fn check_library(library: &Option<Vec<u8>>) -> Result<()> {
         let name = function.signature.as_ref().map_or("", |s| s.name.as_str());
         for node in &function.node_def {
             if !known.contains(node.op.as_str()) && !functions.contains(node.op.as_str()) {
-                return Err(Error::Unsupported {
-                    op: format!(
-                        "op type '{}' (node '{}' of function '{name}')",
-                        node.op, node.name
-                    ),
-                    dtype: DataType::Variant,
-                    device: "polytensor".into(),
-                });
+                return Err(Error::invalid(format!(
+                    "Op type not registered '{}' in binary (node '{}' of function '{name}')",
+                    node.op, node.name
+                )));
             }
         }
     }

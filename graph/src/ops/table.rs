@@ -1,0 +1,345 @@
+//! TensorFlow's lookup tables (`tf.lookup.StaticHashTable` and the TF1 initializers):
+//! `HashTableV2` makes a table resource, `LookupTableImportV2` / `InitializeTableV2` /
+//! `InitializeTableFromTextFileV2` fill it, `LookupTableFindV2` maps keys to values (the
+//! default for a missing key) and `LookupTableSizeV2` counts its entries. A table lives in
+//! the session beside its variables, keyed by its resource name; lookups run on the host.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use polytensor_core::{DataType, Error, PartialTensorShape, Result, Scalar, Tensor};
+
+use super::kernels::{Outputs, RunCtx};
+use super::{InferCtx, Source, Value};
+use crate::graph::Typed;
+
+/// A table op.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum TableOp {
+    /// `HashTableV2`: a table's handle.
+    Create,
+    /// `LookupTableImportV2` and `InitializeTableV2`: the table's entries from a keys and a
+    /// values tensor.
+    Import,
+    /// `InitializeTableFromTextFileV2`: the entries from a text file's lines.
+    ImportTextFile,
+    /// `LookupTableFindV2`: the value of each key.
+    Find,
+    /// `LookupTableSizeV2`: the number of entries.
+    Size,
+}
+
+/// Table op types by TensorFlow's name.
+pub(crate) const OPS: &[(&str, TableOp)] = &[
+    ("HashTableV2", TableOp::Create),
+    ("LookupTableImportV2", TableOp::Import),
+    ("InitializeTableV2", TableOp::Import),
+    ("InitializeTableFromTextFileV2", TableOp::ImportTextFile),
+    ("LookupTableFindV2", TableOp::Find),
+    ("LookupTableSizeV2", TableOp::Size),
+];
+
+impl TableOp {
+    /// The type attributes tied to the inputs.
+    pub(crate) fn typed(self) -> &'static [(&'static str, Source)] {
+        match self {
+            TableOp::Import | TableOp::Find => {
+                &[("Tin", Source::Input(1)), ("Tout", Source::Input(2))]
+            }
+            _ => &[],
+        }
+    }
+
+    /// Whether the op reads or writes the table its first input names.
+    pub(crate) fn acts_on_table(self) -> bool {
+        self != TableOp::Create
+    }
+}
+
+/// A table's entries: each key (an integer or a byte string) to its row of `values`, which
+/// stay on the device that filled the table.
+pub(crate) struct LookupTable {
+    key_dtype: DataType,
+    index: HashMap<Key, usize>,
+    /// The values, one per key.
+    values: Tensor,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Int(i64),
+    Bytes(Vec<u8>),
+}
+
+/// The keys of `t` (integers or strings) as table keys.
+fn keys_of(t: &Tensor) -> Result<Vec<Key>> {
+    if t.dtype() == DataType::String {
+        return Ok(t.to_strings()?.into_iter().map(Key::Bytes).collect());
+    }
+    t.to_scalars()?
+        .into_iter()
+        .map(|s| match s {
+            Scalar::I64(v) => Ok(Key::Int(v)),
+            Scalar::U64(v) => i64::try_from(v)
+                .map(Key::Int)
+                .map_err(|_| Error::invalid("key overflow")),
+            other => Err(Error::invalid(format!(
+                "a table key must be an integer or a string, got {other:?}"
+            ))),
+        })
+        .collect()
+}
+
+/// The static outputs of `op`.
+pub(crate) fn infer(op: TableOp, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
+    let attrs = cx.attrs();
+    let handle = |i: usize| match cx.inputs.get(i) {
+        Some((DataType::Resource, _)) => Ok(()),
+        Some(_) => Err(cx.type_mismatch(i, DataType::Resource)),
+        None => Err(cx.error("the table handle is missing")),
+    };
+    match op {
+        TableOp::Create => {
+            cx.exactly(0)?;
+            Ok(vec![(DataType::Resource, PartialTensorShape::new(&[])?)])
+        }
+        TableOp::Import => {
+            cx.exactly(3)?;
+            handle(0)?;
+            Ok(Vec::new())
+        }
+        TableOp::ImportTextFile => {
+            cx.exactly(2)?;
+            handle(0)?;
+            if cx.inputs[1].0 != DataType::String {
+                return Err(cx.type_mismatch(1, DataType::String));
+            }
+            Ok(Vec::new())
+        }
+        TableOp::Find => {
+            cx.exactly(3)?;
+            handle(0)?;
+            Ok(vec![(
+                attrs.dtype_or("Tout", cx.inputs[2].0)?,
+                cx.inputs[1].1.clone(),
+            )])
+        }
+        TableOp::Size => {
+            cx.exactly(1)?;
+            handle(0)?;
+            Ok(vec![(DataType::Int64, PartialTensorShape::new(&[])?)])
+        }
+    }
+}
+
+/// Run `op`.
+pub(crate) fn run(op: TableOp, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
+    let one = |t: Tensor| -> Result<Outputs> { Ok(std::iter::once(Value::Tensor(t)).collect()) };
+    if op == TableOp::Create {
+        return Ok(
+            std::iter::once(Value::Resource(super::kernels::variable_name(cx.node)?)).collect(),
+        );
+    }
+    let name = cx.variable(0)?;
+    match op {
+        TableOp::Create => unreachable!("handled above"),
+        TableOp::Import => {
+            let (keys, values) = (cx.tensor(1)?.into_owned(), cx.tensor(2)?.into_owned());
+            let table = import(cx, keys, values)?;
+            cx.variables.tables.insert(name, Arc::new(table));
+            Ok(Outputs::new())
+        }
+        TableOp::ImportTextFile => {
+            let path = super::strings::scalar_string(cx, 1)?;
+            let (keys, values) = text_file_entries(cx, &path)?;
+            let table = import(cx, keys, values)?;
+            cx.variables.tables.insert(name, Arc::new(table));
+            Ok(Outputs::new())
+        }
+        TableOp::Find => {
+            let table = table(cx, &name)?;
+            let keys = cx.tensor(1)?;
+            if keys.dtype() != table.key_dtype {
+                return Err(Error::invalid(format!(
+                    "Key must be type {} but got {}",
+                    super::cpp_dtype_name(table.key_dtype),
+                    super::cpp_dtype_name(keys.dtype())
+                )));
+            }
+            let default = cx.tensor(2)?;
+            if default.dtype() != table.values.dtype() || default.num_elements() != 1 {
+                return Err(Error::invalid(format!(
+                    "the default value must be a scalar {}, got {} of shape {}",
+                    table.values.dtype(),
+                    default.dtype(),
+                    default.shape()
+                )));
+            }
+            // Row `len` (past the values) stands for the default.
+            let rows: Vec<i64> = keys_of(&keys)?
+                .iter()
+                .map(|k| {
+                    table
+                        .index
+                        .get(k)
+                        .copied()
+                        .unwrap_or(table.values.num_elements()) as i64
+                })
+                .collect();
+            let at = table.values.device().clone();
+            let choices =
+                Tensor::concat(&[&table.values, &default.to_device(&at)?.reshape([1])?], 0)?;
+            let found =
+                choices.gather(&Tensor::from_slice(&rows, keys.shape().clone(), &at)?, 0, 0)?;
+            one(if found.dtype() == DataType::String {
+                found
+            } else {
+                found.to_device(cx.device)?
+            })
+        }
+        TableOp::Size => {
+            let size = table(cx, &name)?.index.len() as i64;
+            one(Tensor::scalar(size, cx.device)?)
+        }
+    }
+}
+
+fn table(cx: &RunCtx<'_, '_>, name: &str) -> Result<Arc<LookupTable>> {
+    cx.variables.tables.get(name).cloned().ok_or_else(|| {
+        Error::NotFound(format!(
+            "Resource localhost/{name}/N10tensorflow6lookup15LookupInterfaceE does not exist. \
+             (the table has not been initialized)"
+        ))
+    })
+}
+
+/// A table of `keys` and `values` (one value per key, on the host), checked against the
+/// node's `key_dtype` / `value_dtype` where the op has them.
+fn import(cx: &RunCtx<'_, '_>, keys: Tensor, values: Tensor) -> Result<LookupTable> {
+    if keys.shape() != values.shape() || keys.rank() > 1 {
+        return Err(Error::invalid(format!(
+            "Expected shape {} for value, got {}",
+            keys.shape(),
+            values.shape()
+        )));
+    }
+    let attrs = cx.attrs();
+    for (attr, given) in [("Tin", keys.dtype()), ("Tout", values.dtype())] {
+        if attrs.has(attr) && attrs.dtype(attr)? != given {
+            return Err(Error::invalid(format!(
+                "attr '{attr}' does not match the {given} given"
+            )));
+        }
+    }
+    let mut index = HashMap::with_capacity(keys.num_elements());
+    for (row, key) in keys_of(&keys)?.into_iter().enumerate() {
+        // The first of repeated keys wins, as TensorFlow's HashTable keeps the first.
+        index.entry(key).or_insert(row);
+    }
+    Ok(LookupTable {
+        key_dtype: keys.dtype(),
+        index,
+        values: values.reshape([keys.num_elements()])?,
+    })
+}
+
+/// `InitializeTableFromTextFileV2`'s entries: per line, the key and the value taken from
+/// the column `key_index` / `value_index` (split at `delimiter`), `-1` the line number,
+/// `-2` the whole line; at most `vocab_size` lines (`-1`: all).
+fn text_file_entries(cx: &RunCtx<'_, '_>, path: &str) -> Result<(Tensor, Tensor)> {
+    let attrs = cx.attrs();
+    let key_index = attrs.int("key_index")?;
+    let value_index = attrs.int("value_index")?;
+    let vocab_size = attrs.int_or("vocab_size", -1)?;
+    let delimiter = attrs.string_or("delimiter", "\t")?;
+    let text = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::NotFound(format!("{path}: {e}")),
+        _ => Error::Io(format!("{path}: {e}")),
+    })?;
+    let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+    if lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    if let Ok(limit) = usize::try_from(vocab_size) {
+        if lines.len() < limit {
+            return Err(Error::invalid(format!(
+                "Invalid vocab_size in {path}: expected {limit} lines, got {}",
+                lines.len()
+            )));
+        }
+        lines.truncate(limit);
+    }
+    let column = |line: &[u8], n: usize, index: i64| -> Result<Vec<u8>> {
+        match index {
+            -1 => Ok(n.to_string().into_bytes()),
+            -2 => Ok(line.to_vec()),
+            i => {
+                let fields: Vec<&[u8]> = if delimiter.is_empty() {
+                    line.split(|b| b.is_ascii_whitespace())
+                        .filter(|f| !f.is_empty())
+                        .collect()
+                } else {
+                    split_bytes(line, delimiter.as_bytes())
+                };
+                usize::try_from(i)
+                    .ok()
+                    .and_then(|i| fields.get(i))
+                    .map(|f| f.to_vec())
+                    .ok_or_else(|| {
+                        Error::invalid(format!("Invalid number of columns in {path} line {n}"))
+                    })
+            }
+        }
+    };
+    let typed = |index: i64, dtype: DataType| -> Result<Tensor> {
+        let items = lines
+            .iter()
+            .enumerate()
+            .map(|(n, line)| column(line, n, index))
+            .collect::<Result<Vec<_>>>()?;
+        let count = items.len();
+        if dtype == DataType::String {
+            return Tensor::from_strings(items, [count], cx.device);
+        }
+        let numbers = items
+            .iter()
+            .map(|b| {
+                std::str::from_utf8(b)
+                    .ok()
+                    .and_then(|s| s.trim().parse::<f64>().ok())
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "{path}: {:?} is not a number",
+                            String::from_utf8_lossy(b)
+                        ))
+                    })
+            })
+            .collect::<Result<Vec<f64>>>()?;
+        Tensor::from_slice(&numbers, [count], cx.device)?.cast(dtype)
+    };
+    let key_dtype = if key_index == -1 {
+        DataType::Int64
+    } else {
+        DataType::String
+    };
+    let value_dtype = if value_index == -1 {
+        DataType::Int64
+    } else {
+        DataType::String
+    };
+    Ok((
+        typed(key_index, key_dtype)?,
+        typed(value_index, value_dtype)?,
+    ))
+}
+
+fn split_bytes<'a>(line: &'a [u8], delimiter: &[u8]) -> Vec<&'a [u8]> {
+    let mut fields = Vec::new();
+    let mut rest = line;
+    while let Some(at) = rest.windows(delimiter.len()).position(|w| w == delimiter) {
+        fields.push(&rest[..at]);
+        rest = &rest[at + delimiter.len()..];
+    }
+    fields.push(rest);
+    fields
+}
