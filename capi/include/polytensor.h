@@ -85,6 +85,9 @@ typedef void (*PT_Deallocator)(void *data, size_t len, void *arg);
 // A run went past its deadline ([`crate::graph::PT_RunOptionsSetTimeout`]).
 #define PT_DEADLINE_EXCEEDED 4
 
+// A file or a checkpoint key does not exist.
+#define PT_NOT_FOUND 5
+
 // An allocation failed.
 #define PT_RESOURCE_EXHAUSTED 8
 
@@ -96,6 +99,9 @@ typedef void (*PT_Deallocator)(void *data, size_t len, void *arg);
 
 // A device is absent or could not be opened.
 #define PT_UNAVAILABLE 14
+
+// Stored data is corrupt (a checksum mismatch, a truncated file).
+#define PT_DATA_LOSS 15
 
 // float32.
 #define PT_FLOAT 1
@@ -569,6 +575,79 @@ int PT_CancellationManagerIsCancelled(const struct PT_CancellationManager *manag
 //
 // `manager` is NULL or from [`PT_NewCancellationManager`], not used afterwards.
 void PT_DeleteCancellationManager(struct PT_CancellationManager *manager);
+
+// Load the SavedModel in `export_dir` tagged `tags` (`tags_len` of them) into a new
+// session, its graph into `graph` (which must be empty), its variables restored and its
+// init op run (TensorFlow's `TF_LoadSessionFromSavedModel`). `options` may be NULL (every
+// device). Where `meta_graph_def` is not NULL it receives a new buffer holding the
+// serialized `MetaGraphDef` (free it with [`PT_DeleteBuffer`](crate::proto::PT_DeleteBuffer)).
+// The signatures' tensors are then found with [`PT_SessionSignatureTensor`]. NULL on
+// error.
+//
+// # Safety
+//
+// `graph` is a live graph; `export_dir` NUL-terminated; `tags` holds `tags_len`
+// NUL-terminated strings; `options` NULL or live; `meta_graph_def` NULL or writable;
+// `status` NULL or live.
+struct PT_Session *PT_LoadSessionFromSavedModel(const struct PT_SessionOptions *options,
+                                                const char *export_dir,
+                                                const char *const *tags,
+                                                int tags_len,
+                                                struct PT_Graph *graph,
+                                                struct PT_Buffer **meta_graph_def,
+                                                struct PT_Status *status);
+
+// The number of signatures of a session loaded from a SavedModel (0 for another
+// session or NULL).
+//
+// # Safety
+//
+// `session` is NULL or a live session.
+int PT_SessionNumSignatures(const struct PT_Session *session);
+
+// The key of signature `index` (`serving_default`), valid while the session lives; NULL
+// out of range.
+//
+// # Safety
+//
+// `session` is NULL or a live session.
+const char *PT_SessionSignatureKey(const struct PT_Session *session, int index);
+
+// How many inputs (`outputs == 0`) or outputs (`outputs != 0`) signature `signature`
+// has; -1 on error.
+//
+// # Safety
+//
+// `session` is a live session, `signature` NUL-terminated; `status` NULL or live.
+int PT_SessionSignatureNumTensors(const struct PT_Session *session,
+                                  const char *signature,
+                                  int outputs,
+                                  struct PT_Status *status);
+
+// The key of input or output `index` of `signature` (in key order), valid while the
+// session lives; NULL on error.
+//
+// # Safety
+//
+// As [`PT_SessionSignatureNumTensors`].
+const char *PT_SessionSignatureTensorKey(const struct PT_Session *session,
+                                         const char *signature,
+                                         int outputs,
+                                         int index,
+                                         struct PT_Status *status);
+
+// The graph tensor behind input or output `key` of `signature`: an output of the session's
+// graph, to feed or fetch with [`PT_SessionRun`](super::PT_SessionRun). `{NULL, -1}` on
+// error.
+//
+// # Safety
+//
+// As [`PT_SessionSignatureNumTensors`]; `key` NUL-terminated.
+struct PT_Output PT_SessionSignatureTensor(const struct PT_Session *session,
+                                           const char *signature,
+                                           int outputs,
+                                           const char *key,
+                                           struct PT_Status *status);
 
 // New session options: every device present (the CPU first) with soft placement.
 struct PT_SessionOptions *PT_NewSessionOptions(void);

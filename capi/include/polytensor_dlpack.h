@@ -12,6 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The bundle format version polytensor writes and reads (`kTensorBundleVersion`).
+#define BUNDLE_VERSION 1
+
 // The DLPack major version this crate reads and writes: a tensor with another major
 // version has another layout; only its deleter may be touched.
 #define DLPACK_MAJOR_VERSION 1

@@ -109,7 +109,49 @@ fn a_c_program_builds_imports_and_runs_graphs() {
         eprintln!("the golden-graph part skips: no {}", case.display());
         None
     };
+    let model = golden.join("../saved_models/keras_mlp_export");
+    let saved_model_want = if model.is_dir() {
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(golden.join("../saved_models/keras_mlp_export.json")).unwrap(),
+        )
+        .unwrap();
+        let run = &json["runs"][0];
+        let feed: Vec<String> = run["feeds"]["x"]["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap().to_string())
+            .collect();
+        program.env("POLYTENSOR_SAVED_MODEL", &model);
+        program.env("POLYTENSOR_SAVED_MODEL_FEED", feed.join(" "));
+        Some(
+            run["expected"]["output_0"]["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect::<Vec<f64>>(),
+        )
+    } else {
+        None
+    };
     let output = common::run(&mut program, "running the C graph program");
+    if let Some(want) = saved_model_want {
+        let got: Vec<f64> = output
+            .lines()
+            .filter_map(|l| l.strip_prefix("saved_model "))
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert_eq!(got.len(), want.len(), "{output}");
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g - w).abs() <= 1e-4 * scale + 1e-5,
+                "saved_model: {g} vs {w}"
+            );
+        }
+        assert!(output.contains("signature serving_default"), "{output}");
+    }
     assert!(output.contains("all checks passed"), "{output}");
     assert!(output.lines().next() == Some("7"), "{output}");
     let stopped: Vec<&str> = output

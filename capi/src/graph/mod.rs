@@ -13,10 +13,12 @@
 
 mod build;
 mod run_options;
+mod saved_model;
 mod session;
 
 pub use build::*;
 pub use run_options::*;
+pub use saved_model::*;
 pub use session::*;
 
 use std::collections::HashMap;
@@ -131,6 +133,19 @@ pub struct PT_SessionOptions {
 pub struct PT_Session {
     state: Arc<Mutex<GraphState>>,
     session: Mutex<Option<Session>>,
+    /// The signatures of a session loaded from a SavedModel (none otherwise).
+    signatures: Arc<Vec<saved_model::CSignature>>,
+}
+
+/// The devices `options` names, or every device present where it names none.
+fn session_devices(options: Option<&PT_SessionOptions>) -> Vec<Arc<dyn Device>> {
+    match options.map(|o| o.devices.clone()) {
+        Some(devices) if !devices.is_empty() => devices,
+        _ => polytensor::devices()
+            .iter()
+            .filter_map(|entry| entry.device().cloned())
+            .collect(),
+    }
 }
 
 /// The guarded value, whatever a panicking thread left (the graph is whole between calls).

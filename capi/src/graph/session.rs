@@ -115,20 +115,14 @@ pub unsafe extern "C" fn PT_NewSession(
         let graph = unsafe { arg(graph as *const PT_Graph, "graph") }?;
         // SAFETY: the caller's contract.
         let options = unsafe { options.as_ref() };
-        let devices = match options.map(|o| o.devices.clone()) {
-            Some(devices) if !devices.is_empty() => devices,
-            _ => polytensor::devices()
-                .iter()
-                .filter_map(|entry| entry.device().cloned())
-                .collect(),
-        };
-        let mut session_options = SessionOptions::new(devices);
+        let mut session_options = SessionOptions::new(super::session_devices(options));
         session_options.allow_soft_placement = options.is_none_or(|o| o.soft_placement);
         session_options.operation_timeout = options.and_then(|o| o.operation_timeout);
         let session = Session::with_options(&locked(&graph.state).graph, session_options)?;
         Ok(Box::into_raw(Box::new(PT_Session {
             state: graph.state.clone(),
             session: Mutex::new(Some(session)),
+            signatures: Default::default(),
         })))
     })
 }

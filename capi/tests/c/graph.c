@@ -4,7 +4,10 @@
  *    with the 3x4 values of argv[2..14], and `y:0` printed one value a line, for the Rust
  *    test to compare with what TensorFlow computed;
  * 3. a loop that never ends (the GraphDef $POLYTENSOR_FOREVER_GRAPH names), stopped by a
- *    deadline and by a cancellation manager. */
+ *    deadline and by a cancellation manager;
+ * 4. the SavedModel $POLYTENSOR_SAVED_MODEL loaded with PT_LoadSessionFromSavedModel, its
+ *    signatures listed, and `serving_default` run on the 2x16 values of
+ *    $POLYTENSOR_SAVED_MODEL_FEED, its output printed one value a line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +218,59 @@ static void stops(const char* path, PT_Status* s) {
   PT_DeleteGraph(g);
 }
 
+/* A SavedModel through its signature's tensors: `x` fed, `output_0` fetched. */
+static void saved_model(const char* dir, const char* feed_text, PT_Status* s) {
+  PT_Graph* g = PT_NewGraph();
+  const char* tags[1] = {"serve"};
+  PT_Buffer* meta_graph = NULL;
+  PT_Session* session = PT_LoadSessionFromSavedModel(NULL, dir, tags, 1, g, &meta_graph, s);
+  OK(s);
+  if (session == NULL) return;
+  CHECK(meta_graph != NULL && PT_BufferLength(meta_graph) > 0);
+  PT_DeleteBuffer(meta_graph);
+  for (int i = 0; i < PT_SessionNumSignatures(session); i++) {
+    printf("signature %s\n", PT_SessionSignatureKey(session, i));
+  }
+  CHECK(PT_SessionSignatureNumTensors(session, "serving_default", 0, s) == 1);
+  CHECK(strcmp(PT_SessionSignatureTensorKey(session, "serving_default", 0, 0, s), "x") == 0);
+  PT_Output x = PT_SessionSignatureTensor(session, "serving_default", 0, "x", s);
+  OK(s);
+  PT_Output y = PT_SessionSignatureTensor(session, "serving_default", 1, "output_0", s);
+  OK(s);
+  PT_SessionSignatureTensor(session, "nothing", 1, "output_0", s);
+  CHECK(PT_GetCode(s) == PT_NOT_FOUND);
+  float values[32];
+  const char* at = feed_text;
+  for (int i = 0; i < 32; i++) values[i] = strtof(at, (char**)&at);
+  int64_t dims[2] = {2, 16};
+  PT_Tensor* feed = PT_AllocateTensor(PT_FLOAT, dims, 2, sizeof values, s);
+  OK(s);
+  memcpy(PT_TensorData(feed), values, sizeof values);
+  const PT_Tensor* fed[1] = {feed};
+  PT_Tensor* result = NULL;
+  PT_SessionRun(session, &x, fed, 1, &y, &result, 1, NULL, 0, s);
+  OK(s);
+  if (result != NULL) {
+    PT_Tensor* host = PT_TensorToDevice(result, "cpu:0", s);
+    OK(s);
+    const float* got = PT_TensorData(host);
+    for (int i = 0; i < 8; i++) printf("saved_model %.9g\n", got[i]);
+    PT_DeleteTensor(host);
+  }
+  PT_DeleteTensor(result);
+  PT_DeleteTensor(feed);
+  PT_DeleteSession(session, s);
+  /* The graph now holds the model: loading into it again is refused; a missing directory
+   * is NOT_FOUND. */
+  CHECK(PT_LoadSessionFromSavedModel(NULL, dir, tags, 1, g, NULL, s) == NULL);
+  CHECK(PT_GetCode(s) == PT_INVALID_ARGUMENT);
+  PT_DeleteGraph(g);
+  PT_Graph* empty = PT_NewGraph();
+  CHECK(PT_LoadSessionFromSavedModel(NULL, "/nonexistent/model", tags, 1, empty, NULL, s) == NULL);
+  CHECK(PT_GetCode(s) == PT_NOT_FOUND);
+  PT_DeleteGraph(empty);
+}
+
 int main(int argc, char** argv) {
   PT_Status* s = PT_NewStatus();
   CHECK(PT_DataTypeSize(PT_FLOAT) == 4 && PT_DataTypeSize(PT_COMPLEX128) == 16);
@@ -224,6 +280,9 @@ int main(int argc, char** argv) {
   if (argc >= 14) imported(argv[1], argv + 2, s);
   const char* forever = getenv("POLYTENSOR_FOREVER_GRAPH");
   if (forever != NULL) stops(forever, s);
+  const char* model = getenv("POLYTENSOR_SAVED_MODEL");
+  const char* model_feed = getenv("POLYTENSOR_SAVED_MODEL_FEED");
+  if (model != NULL && model_feed != NULL) saved_model(model, model_feed, s);
   PT_DeleteStatus(s);
   if (failures == 0) printf("all checks passed\n");
   return failures == 0 ? 0 : 1;

@@ -46,6 +46,8 @@ pub struct SavedModel {
     graph: Graph,
     session: Session,
     signatures: BTreeMap<String, Signature>,
+    /// The `MetaGraphDef` loaded, as TensorFlow wrote it.
+    meta_graph_bytes: bytes::Bytes,
 }
 
 /// A signature: the graph's tensors behind its input and output keys.
@@ -76,7 +78,7 @@ impl SavedModel {
     /// `options`, restore its variables from `dir/variables` and run its init op.
     pub fn load(dir: impl AsRef<Path>, tags: &[&str], options: SessionOptions) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
-        let meta_graph = read_meta_graph(&dir, tags)?;
+        let (meta_graph, meta_graph_bytes) = read_meta_graph(&dir, tags)?;
         let graph_def = meta_graph.graph_def.clone().unwrap_or_default();
         check_library(&graph_def.library)?;
         let graph = Graph::from_graph_def(&graph_def)?;
@@ -93,6 +95,7 @@ impl SavedModel {
             graph,
             session,
             signatures,
+            meta_graph_bytes,
         };
         model.restore_variables(&meta_graph)?;
         model.restore_captured_variables(&meta_graph, &graph_def)?;
@@ -118,6 +121,17 @@ impl SavedModel {
     /// The session the model runs in, its variables restored.
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// The serialized `MetaGraphDef` loaded, byte for byte as in `saved_model.pb`.
+    pub fn meta_graph_def_bytes(&self) -> &[u8] {
+        &self.meta_graph_bytes
+    }
+
+    /// The graph, the session and the signatures, for a caller that runs the session
+    /// itself (the C API).
+    pub fn into_parts(self) -> (Graph, Session, BTreeMap<String, Signature>) {
+        (self.graph, self.session, self.signatures)
     }
 
     /// The signatures, by key (without TensorFlow's internal init-op signature).
@@ -354,8 +368,8 @@ impl TensorSpec {
     }
 }
 
-/// The meta graph of `dir/saved_model.pb` tagged exactly `tags`.
-fn read_meta_graph(dir: &Path, tags: &[&str]) -> Result<MetaGraphDef> {
+/// The meta graph of `dir/saved_model.pb` tagged exactly `tags`, decoded and as written.
+fn read_meta_graph(dir: &Path, tags: &[&str]) -> Result<(MetaGraphDef, bytes::Bytes)> {
     let path = dir.join("saved_model.pb");
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
@@ -367,13 +381,14 @@ fn read_meta_graph(dir: &Path, tags: &[&str]) -> Result<MetaGraphDef> {
         }
         Err(e) => return Err(Error::Io(format!("{}: {e}", path.display()))),
     };
-    let model = SavedModelProto::decode(bytes::Bytes::from(bytes))
-        .map_err(|e| Error::InvalidProto(format!("{}: {e}", path.display())))?;
+    let bad = |e: prost::DecodeError| Error::InvalidProto(format!("{}: {e}", path.display()));
+    let model = proto::SavedModelBytes::decode(bytes::Bytes::from(bytes)).map_err(bad)?;
     let mut wanted: Vec<&str> = tags.to_vec();
     wanted.sort_unstable();
     wanted.dedup();
     let mut available = Vec::new();
-    for meta_graph in model.meta_graphs {
+    for encoded in model.meta_graphs {
+        let meta_graph = MetaGraphDef::decode(encoded.clone()).map_err(bad)?;
         let mut have: Vec<String> = meta_graph
             .meta_info_def
             .as_ref()
@@ -382,7 +397,7 @@ fn read_meta_graph(dir: &Path, tags: &[&str]) -> Result<MetaGraphDef> {
         have.sort_unstable();
         have.dedup();
         if have.iter().map(String::as_str).eq(wanted.iter().copied()) {
-            return Ok(meta_graph);
+            return Ok((meta_graph, encoded));
         }
         available.push(format!("[{}]", have.join(", ")));
     }

@@ -19,6 +19,14 @@ pub struct SavedModelProto {
     pub meta_graphs: Vec<MetaGraphDef>,
 }
 
+/// `SavedModel` with its graphs left encoded: each as TensorFlow wrote it, for a caller that
+/// wants the bytes (`PT_LoadSessionFromSavedModel`'s `meta_graph_def`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct SavedModelBytes {
+    #[prost(bytes = "bytes", repeated, tag = "2")]
+    pub(crate) meta_graphs: Vec<bytes::Bytes>,
+}
+
 /// `MetaGraphDef`: a graph with what it takes to run it.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct MetaGraphDef {
