@@ -4,7 +4,8 @@ Tensors (``polytensor.Tensor``) live on a device (``polytensor.devices()``: ``cp
 ``opencl:0``, ``wgpu:0``, ``cuda:0`` where a driver is), run eager ops with Python's
 operators and NumPy broadcasting, and cross to NumPy, PyTorch and TensorFlow without a copy
 through DLPack (``polytensor.from_dlpack(x)``, ``numpy.from_dlpack(t)``). TensorFlow graphs
-run through ``polytensor.Graph`` and ``polytensor.Session``; ``polytensor.wrap(fn)`` runs a
+run through ``polytensor.Graph`` and ``polytensor.Session``, SavedModels through
+``polytensor.saved_model.load``; ``polytensor.wrap(fn)`` runs a
 polytensor function on another framework's tensors.
 """
 
@@ -16,9 +17,11 @@ isolate_llvm_drivers()
 from ._native import (  # noqa: E402
     CancellationManager,
     CancelledError,
+    DataLossError,
     DeadlineExceededError,
     Device,
     Graph,
+    NotFoundError,
     RunOptions,
     Session,
     Tensor,
@@ -39,6 +42,7 @@ from ._native import (  # noqa: E402
     zeros,
 )
 from ._wrap import wrap
+from . import saved_model  # noqa: E402
 
 # The dtypes, by TensorFlow's names: `polytensor.float32 == "float32"`, so that
 # `t.dtype == polytensor.float32` and `t.cast(polytensor.bfloat16)` read as in TensorFlow.
@@ -49,9 +53,11 @@ del _name
 __all__ = [
     "CancellationManager",
     "CancelledError",
+    "DataLossError",
     "DeadlineExceededError",
     "Device",
     "Graph",
+    "NotFoundError",
     "RunOptions",
     "Session",
     "Tensor",
@@ -64,6 +70,7 @@ __all__ = [
     "live_exports",
     "matmul",
     "ones",
+    "saved_model",
     "stack",
     "tensor",
     "unavailable",
