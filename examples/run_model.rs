@@ -1,22 +1,27 @@
-//! Run a frozen TensorFlow inference graph (a TF 1.x `GraphDef` `.pb`, as
-//! `convert_variables_to_constants` writes it) on any device: import it, feed its input a
-//! seeded random tensor, print the top outputs and the time per `Session::run`.
+//! Run a TensorFlow model on any device: a frozen inference graph (a `GraphDef` `.pb`, as
+//! `convert_variables_to_constants` writes it) or a SavedModel directory
+//! (`tf.saved_model.save`, Keras `model.export`). Feed its inputs seeded random tensors,
+//! print the top outputs and the time per run.
 //!
 //! ```sh
 //! cargo run --release --example run_model -- model.pb
+//! cargo run --release --example run_model -- exported_dir/ --signature serving_default
 //! cargo run --release --features wgpu --example run_model -- model.pb --device wgpu:0
 //! ```
 //!
-//! Options: `--device NAME` (default `cpu:0`), `--input NAME:0` (default: the graph's one
-//! `Placeholder`), `--output NAME:0` (repeatable; default: the float outputs of the operations
-//! nothing reads), `--batch N` for the input's unknown dims (default 1), `--runs N` (default 10),
-//! `--top K` (default 5). A graph with an op polytensor lacks fails at import, with an
-//! error naming the op and the node.
+//! Options: `--device NAME` (default `cpu:0`), `--input NAME:0` (a frozen graph's input;
+//! default: its one `Placeholder`), `--output NAME:0` (repeatable; default: the float
+//! outputs of the operations nothing reads), `--signature KEY` (a SavedModel's; default
+//! `serving_default`: every input fed, every output printed), `--batch N` for unknown dims
+//! (default 1), `--runs N` (default 10), `--top K` (default 5). A model with an op
+//! polytensor lacks fails at load, with an error naming the op and the node (and the
+//! function of a SavedModel's library).
 
 use std::time::Instant;
 
-use polytensor::graph::{Graph, Output, Session};
+use polytensor::graph::{Graph, Output, Session, SessionOptions};
 use polytensor::prelude::*;
+use polytensor::saved_model::SavedModel;
 
 /// The command line.
 struct Options {
@@ -24,6 +29,7 @@ struct Options {
     device: String,
     input: Option<String>,
     outputs: Vec<String>,
+    signature: String,
     batch: usize,
     runs: usize,
     top: usize,
@@ -36,6 +42,7 @@ fn parse() -> std::result::Result<Options, String> {
         device: "cpu:0".into(),
         input: None,
         outputs: Vec::new(),
+        signature: "serving_default".into(),
         batch: 1,
         runs: 10,
         top: 5,
@@ -47,6 +54,7 @@ fn parse() -> std::result::Result<Options, String> {
             "--device" => options.device = value("--device")?,
             "--input" => options.input = Some(value("--input")?),
             "--output" => options.outputs.push(value("--output")?),
+            "--signature" => options.signature = value("--signature")?,
             "--batch" => options.batch = number(value("--batch")?)?,
             "--runs" => options.runs = number(value("--runs")?)?.max(1),
             "--top" => options.top = number(value("--top")?)?,
@@ -56,8 +64,8 @@ fn parse() -> std::result::Result<Options, String> {
     }
     if options.model.is_empty() {
         return Err(
-            "usage: run_model MODEL.pb [--device NAME] [--input NAME:0] \
-                    [--output NAME:0]... [--batch N] [--runs N] [--top K]"
+            "usage: run_model MODEL.pb|SAVED_MODEL_DIR [--device NAME] [--input NAME:0] \
+                    [--output NAME:0]... [--signature KEY] [--batch N] [--runs N] [--top K]"
                 .into(),
         );
     }
@@ -99,13 +107,18 @@ fn find_outputs(graph: &Graph) -> Result<Vec<Output>> {
     Ok(outputs)
 }
 
-/// A standard-normal tensor from a fixed seed (Box-Muller over an xorshift stream).
+/// A standard-normal tensor from a fixed seed (Box-Muller over an xorshift stream); for a
+/// string input, the element indices as text, on the CPU.
 fn random_input(
     dims: &[usize],
     dtype: DataType,
     device: &std::sync::Arc<dyn Device>,
 ) -> Result<Tensor> {
     let n: usize = dims.iter().product();
+    if dtype == DataType::String {
+        let text = (0..n).map(|i| i.to_string());
+        return Tensor::from_strings(text, dims, &polytensor::device("cpu:0")?);
+    }
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut uniform = move || {
         state ^= state << 13;
@@ -122,11 +135,22 @@ fn random_input(
     Tensor::from_slice(&values, dims, device)?.cast(dtype)
 }
 
-fn run(options: &Options) -> Result<()> {
-    let device = polytensor::device(&options.device)?;
-    let start = Instant::now();
+/// A model loaded and fed: what it is, and one run of it giving its outputs by name.
+struct Loaded {
+    description: String,
+    run: Box<dyn Fn() -> Result<Vec<(String, Tensor)>>>,
+}
+
+/// `dims` with unknown sizes set to the batch.
+fn fed_dims(shape: &PartialTensorShape, batch: usize) -> Result<Vec<usize>> {
+    match shape.dims() {
+        Some(dims) => Ok(dims.iter().map(|d| d.unwrap_or(batch)).collect()),
+        None => Err(Error::invalid("an input's rank is unknown")),
+    }
+}
+
+fn load_frozen(options: &Options, device: &std::sync::Arc<dyn Device>) -> Result<Loaded> {
     let graph = Graph::read_graph_def(&options.model)?;
-    let imported = start.elapsed();
     let input = match &options.input {
         Some(name) => graph.tensor(name)?,
         None => find_input(&graph)?,
@@ -140,48 +164,95 @@ fn run(options: &Options) -> Result<()> {
             .map(|name| graph.tensor(name))
             .collect::<Result<_>>()?
     };
-    let dims: Vec<usize> = match input.shape().dims() {
-        Some(dims) => dims.iter().map(|d| d.unwrap_or(options.batch)).collect(),
-        None => return Err(Error::invalid("the input's rank is unknown")),
-    };
-    println!(
-        "{}: {} operations; input {} fed [{}] on {}",
+    let dims = fed_dims(input.shape(), options.batch)?;
+    let description = format!(
+        "{}: {} operations; input {} fed {dims:?} on {}",
         options.model,
         graph.len(),
         input.name(),
-        dims.iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
         device.name()
     );
-    let feed = random_input(&dims, input.dtype(), &device)?;
+    let feed = random_input(&dims, input.dtype(), device)?;
     let session = Session::new(&graph, device.clone());
-    let fetches: Vec<&Output> = outputs.iter().collect();
+    Ok(Loaded {
+        description,
+        run: Box::new(move || {
+            let fetches: Vec<&Output> = outputs.iter().collect();
+            let values = session.run(&[(&input, &feed)], &fetches, &[])?;
+            Ok(outputs.iter().map(Output::name).zip(values).collect())
+        }),
+    })
+}
+
+fn load_saved_model(options: &Options, device: &std::sync::Arc<dyn Device>) -> Result<Loaded> {
+    let mut devices = vec![device.clone()];
+    if device.name() != "cpu:0" {
+        devices.push(polytensor::device("cpu:0")?);
+    }
+    let model = SavedModel::load(&options.model, &["serve"], SessionOptions::new(devices))?;
+    let signature = model.signature(&options.signature)?.clone();
+    let mut feeds = Vec::new();
+    let mut fed = Vec::new();
+    for (key, spec) in &signature.inputs {
+        let dims = fed_dims(&spec.shape, options.batch)?;
+        fed.push(format!("{key} {dims:?}"));
+        feeds.push((key.clone(), random_input(&dims, spec.dtype, device)?));
+    }
+    let description = format!(
+        "{}: SavedModel, signature {} of {:?}; inputs {} fed on {}",
+        options.model,
+        options.signature,
+        model.signatures().keys().collect::<Vec<_>>(),
+        fed.join(", "),
+        device.name()
+    );
+    let key = options.signature.clone();
+    Ok(Loaded {
+        description,
+        run: Box::new(move || {
+            let refs: Vec<(&str, &Tensor)> = feeds.iter().map(|(k, t)| (k.as_str(), t)).collect();
+            Ok(model.run(&key, &refs)?.into_iter().collect())
+        }),
+    })
+}
+
+fn run(options: &Options) -> Result<()> {
+    let device = polytensor::device(&options.device)?;
+    let start = Instant::now();
+    let loaded = if std::path::Path::new(&options.model).is_dir() {
+        load_saved_model(options, &device)?
+    } else {
+        load_frozen(options, &device)?
+    };
+    let imported = start.elapsed();
+    println!("{}", loaded.description);
     // The first run compiles kernels and fills the allocator's caches.
     let first = Instant::now();
-    let mut values = session.run(&[(&input, &feed)], &fetches, &[])?;
+    let mut values = (loaded.run)()?;
     println!(
-        "read and imported in {:.3} s; the first run (constants to the device, plans) {:.3} s",
+        "read and loaded in {:.3} s; the first run (constants to the device, plans) {:.3} s",
         imported.as_secs_f64(),
         first.elapsed().as_secs_f64()
     );
     let mut times = Vec::new();
     for _ in 0..options.runs {
         let start = Instant::now();
-        values = session.run(&[(&input, &feed)], &fetches, &[])?;
+        values = (loaded.run)()?;
         device.synchronize()?;
         times.push(start.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);
     println!(
-        "Session::run: median {:.3} ms, best {:.3} ms over {} runs",
+        "run: median {:.3} ms, best {:.3} ms over {} runs",
         times[times.len() / 2],
         times[0],
         times.len()
     );
-    for (output, value) in outputs.iter().zip(&values) {
-        println!("{} {}", output.name(), value.shape());
+    for (name, value) in &values {
+        println!("{name} {} {}", value.dtype(), value.shape());
+        if !value.dtype().is_float() {
+            continue;
+        }
         let rows = value
             .to_device(&polytensor::device("cpu:0")?)?
             .cast(DataType::Double)?;
