@@ -13,6 +13,12 @@
 //!   present (OpenCL, wgpu, CUDA), cpu:0 beside them; on PoCL and lavapipe this measures
 //!   the backends' overhead, not GPU speed.
 //!
+//! - `saved_model_load_and_first_run`: `SavedModel::load` of a SavedModel directory plus
+//!   its first signature call (the time to a first result), for three SavedModels
+//!   `tests/python/saved_models.py` makes into `target/saved-models-bench` (a Keras
+//!   MobileNetV3Small, a module with `tf.cond` and `tf.while_loop`, one with lookup
+//!   tables), next to `tf.saved_model.load` plus its first call (issue 49's goal: 10x).
+//!
 //! TensorFlow (`tensorflow-cpu` in `target/tf-venv`) runs with as many intra-op threads as
 //! polytensor's pool has, and one inter-op thread; it is skipped, saying why, without the
 //! venv.
@@ -262,9 +268,59 @@ fn session(
     (session, Box::new(run))
 }
 
+/// `SavedModel::load` plus the first call of the signature `index.json` records, on cpu:0,
+/// next to `tf.saved_model.load` plus its first call.
+fn saved_model(c: &mut Criterion) {
+    let Some(dir) = benches::tensorflow::saved_models() else {
+        return;
+    };
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("index.json")).expect("index.json"))
+            .expect("index.json");
+    let device = cpu();
+    let mut tf = TensorFlow::start();
+    let mut group = c.benchmark_group("saved_model_load_and_first_run");
+    group.sample_size(10);
+    for name in ["keras_mobilenet_v3_small", "control_flow", "lookup"] {
+        let case = index["cases"]
+            .as_array()
+            .and_then(|cases| cases.iter().find(|c| c["name"] == name))
+            .expect("the case in index.json");
+        let call = &case["runs"][0];
+        let signature = call["signature"].as_str().expect("signature").to_string();
+        let feeds: Vec<(String, polytensor::Tensor)> = call["feeds"]
+            .as_object()
+            .expect("feeds")
+            .iter()
+            .map(|(key, spec)| (key.clone(), benches::tensor_from_json(spec, &device)))
+            .collect();
+        let path = dir.join(name);
+        group.bench_function(BenchmarkId::new("polytensor", name), |b| {
+            b.iter(|| {
+                let model = polytensor::saved_model::SavedModel::load(
+                    &path,
+                    &["serve"],
+                    polytensor::graph::SessionOptions::new(vec![device.clone()]),
+                )
+                .expect("load");
+                let refs: Vec<(&str, &polytensor::Tensor)> =
+                    feeds.iter().map(|(k, t)| (k.as_str(), t)).collect();
+                black_box(model.run(&signature, &refs).expect("run"))
+            })
+        });
+        if let Some(tf) = tf.as_mut() {
+            tf.load_saved_model(&path);
+            group.bench_function(BenchmarkId::new("tensorflow", name), |b| {
+                b.iter_custom(|iters| tf.time(iters))
+            });
+        }
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = model_benches;
     config = benches::criterion_config();
-    targets = conv2d, models, keras, gpu
+    targets = conv2d, models, keras, saved_model, gpu
 }
 criterion_main!(model_benches);

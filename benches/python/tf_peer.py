@@ -18,6 +18,9 @@ The benchmark writes one command per line and reads one line back:
   matrix; answers `ready`.
 - `import PATH`: `tf.graph_util.import_graph_def` of the GraphDef at PATH into a new
   graph, as what `time` runs; answers `ready`.
+- `saved_model DIR`: `tf.saved_model.load(DIR)` then one call of the signature that
+  `DIR/../index.json` (written by `tests/python/saved_models.py`) records for DIR's case,
+  on its feeds, as what `time` runs: load plus first result; answers `ready`.
 - `time ITERS`: run the loaded session ITERS times; answers the seconds they took.
 Sessions run with THREADS intra-op threads and one inter-op thread, as the Rust side does.
 """
@@ -49,6 +52,15 @@ def imported(path):
     with graph.as_default():
         tf.graph_util.import_graph_def(graph_def, name="")
     return graph
+
+
+def decoded(spec):
+    """A NumPy array from a `{dtype, shape, data_hex | values_b64}` tensor."""
+    if spec["dtype"] == "string":
+        import base64
+        values = [base64.b64decode(v) for v in spec["values_b64"]]
+        return np.array(values, dtype=object).reshape(spec["shape"])
+    return np.frombuffer(bytes.fromhex(spec["data_hex"]), spec["dtype"]).reshape(spec["shape"])
 
 
 def main():
@@ -129,6 +141,19 @@ def main():
             s = session(graph, threads)
             s.run(init)
             run = lambda: s.run(fetch)
+        elif words[0] == "saved_model":
+            directory = words[1]
+            with open(os.path.join(os.path.dirname(directory), "index.json")) as f:
+                case = next(c for c in json.load(f)["cases"]
+                            if c["name"] == os.path.basename(directory))
+            call = case["runs"][0]
+            feeds = {key: tf.constant(decoded(spec)) for key, spec in call["feeds"].items()}
+
+            def load_and_call(directory=directory, signature=call["signature"], feeds=feeds):
+                loaded = tf.saved_model.load(directory)
+                return loaded.signatures[signature](**feeds)
+
+            run = load_and_call
         elif words[0] == "import":
             graph_def = tf.compat.v1.GraphDef()
             with open(words[1], "rb") as f:

@@ -34,6 +34,61 @@ pub fn tensor(dims: &[usize], dtype: DataType, seed: u64, device: &Arc<dyn Devic
         .expect("bench input")
 }
 
+/// A tensor from a `{dtype, shape, data_hex | values_b64}` JSON spec (what the test
+/// scripts write), on `device` (strings on the CPU).
+pub fn tensor_from_json(spec: &serde_json::Value, device: &Arc<dyn Device>) -> Tensor {
+    let dims: Vec<usize> = spec["shape"]
+        .as_array()
+        .expect("shape")
+        .iter()
+        .map(|d| d.as_u64().expect("dim") as usize)
+        .collect();
+    if spec["dtype"] == "string" {
+        let values: Vec<Vec<u8>> = spec["values_b64"]
+            .as_array()
+            .expect("values_b64")
+            .iter()
+            .map(|v| base64_decode(v.as_str().expect("base64")))
+            .collect();
+        let cpu = polytensor::device("cpu:0").expect("the CPU device");
+        return Tensor::from_strings(values, dims, &cpu).expect("strings");
+    }
+    let hex = spec["data_hex"].as_str().expect("data_hex");
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+        .collect();
+    let dtype: DataType = spec["dtype"]
+        .as_str()
+        .expect("dtype")
+        .parse()
+        .expect("a dtype");
+    Tensor::from_bytes(&bytes, dims, dtype, device).expect("tensor")
+}
+
+/// Standard base64 (with padding), decoded.
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    };
+    let digits: Vec<u8> = text.bytes().filter(|&c| c != b'=').map(value).collect();
+    digits
+        .chunks(4)
+        .flat_map(|chunk| {
+            let bits = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |acc, (i, &d)| acc | u32::from(d) << (18 - 6 * i));
+            let bytes = bits.to_be_bytes();
+            bytes[1..chunk.len()].to_vec()
+        })
+        .collect()
+}
+
 /// The CPU device and the first device of backend `backend` (`cpu:0`, `opencl:0`), for
 /// benchmarks that measure a backend next to its peer; `None` after printing why not.
 pub fn cpu_and(backend: &str) -> Option<[Arc<dyn Device>; 2]> {

@@ -47,6 +47,28 @@ pub fn keras_models(names: &[&str]) -> Option<PathBuf> {
     }
 }
 
+/// The SavedModels `tests/python/saved_models.py` makes (with TensorFlow's [`python`]),
+/// in `target/saved-models-bench`, made once; `None` after saying why not.
+pub fn saved_models() -> Option<PathBuf> {
+    let dir = workspace().join("target/saved-models-bench");
+    if dir.join("index.json").exists() {
+        return Some(dir);
+    }
+    let made = Command::new(python())
+        .arg(workspace().join("tests/python/saved_models.py"))
+        .arg(&dir)
+        .env("TF_CPP_MIN_LOG_LEVEL", "3")
+        .stderr(Stdio::null())
+        .status();
+    match made {
+        Ok(status) if status.success() => Some(dir),
+        other => {
+            eprintln!("SavedModel benchmarks skipped: making them failed ({other:?})");
+            None
+        }
+    }
+}
+
 impl TensorFlow {
     /// Start the peer, or `None` after saying why not (no TensorFlow venv).
     pub fn start() -> Option<Self> {
@@ -129,6 +151,13 @@ impl TensorFlow {
     /// new graph) as what [`time`](Self::time) runs.
     pub fn load_import(&mut self, path: &Path) {
         let answer = self.ask(&format!("import {}", path.display()));
+        assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
+    }
+
+    /// Load, as what [`time`](Self::time) runs, `tf.saved_model.load` of the SavedModel
+    /// at `dir` (one of [`saved_models`]) and one call of its recorded signature.
+    pub fn load_saved_model(&mut self, dir: &Path) {
+        let answer = self.ask(&format!("saved_model {}", dir.display()));
         assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
     }
 
