@@ -135,10 +135,13 @@ fn random_input(
     Tensor::from_slice(&values, dims, device)?.cast(dtype)
 }
 
-/// A model loaded and fed: what it is, and one run of it giving its outputs by name.
+/// One run of a loaded model: its outputs by name.
+type RunOnce = Box<dyn Fn() -> Result<Vec<(String, Tensor)>>>;
+
+/// A model loaded and fed: what it is, and how to run it.
 struct Loaded {
     description: String,
-    run: Box<dyn Fn() -> Result<Vec<(String, Tensor)>>>,
+    run: RunOnce,
 }
 
 /// `dims` with unknown sizes set to the batch.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Run polytensor's cargo-fuzz targets (fuzz/): TensorProto decoding, TensorSlice parsing, and
-# the view/bitcast API. Installs what it needs: a nightly toolchain and cargo-fuzz (into
-# target/tools). Each target runs for SECONDS (default 60); CI runs a short smoke run:
+# Run polytensor's cargo-fuzz targets (fuzz/): TensorProto decoding, TensorSlice parsing,
+# the view/bitcast API, and checkpoints (index and data files). Installs what it needs: a
+# nightly toolchain and cargo-fuzz (into target/tools). Each target runs for SECONDS
+# (default 60); CI runs a short smoke run:
 #
 #   scripts/fuzz.sh --dev 20           # every target, 20 s each, built unoptimised (what
 #                                      # .ci/run does: the optimised build takes minutes)
@@ -20,7 +21,7 @@ fi
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(tensor_proto tensor_slice views)
+[ ${#targets[@]} -gt 0 ] || targets=(tensor_proto tensor_slice views checkpoint)
 
 scripts/nightly.sh
 tools="$PWD/target/tools"

@@ -16,6 +16,10 @@ use crate::device;
 use crate::errors::IntoPyResult;
 use crate::tensor::PyTensor;
 
+/// A signature's inputs or outputs: key to `(dtype, shape)`, `None` for an unknown rank or
+/// dim.
+type Specs = BTreeMap<String, (String, Option<Vec<Option<usize>>>)>;
+
 /// A loaded SavedModel: `signatures` maps each key to a callable.
 #[pyclass(name = "SavedModel", module = "polytensor", frozen)]
 pub struct PySavedModel {
@@ -104,13 +108,13 @@ impl PySavedModel {
 impl PySignature {
     /// The inputs: key to `(dtype, shape)` (`None` dims are any size).
     #[getter]
-    fn structured_input_signature(&self) -> BTreeMap<String, (String, Option<Vec<Option<usize>>>)> {
+    fn structured_input_signature(&self) -> Specs {
         self.specs(false)
     }
 
     /// The outputs: key to `(dtype, shape)`.
     #[getter]
-    fn structured_outputs(&self) -> BTreeMap<String, (String, Option<Vec<Option<usize>>>)> {
+    fn structured_outputs(&self) -> Specs {
         self.specs(true)
     }
 
@@ -160,7 +164,7 @@ impl PySignature {
 }
 
 impl PySignature {
-    fn specs(&self, outputs: bool) -> BTreeMap<String, (String, Option<Vec<Option<usize>>>)> {
+    fn specs(&self, outputs: bool) -> Specs {
         let Ok(signature) = self.model.signature(&self.key) else {
             return BTreeMap::new();
         };

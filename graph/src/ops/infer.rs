@@ -80,7 +80,7 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             let fits = match (condition.rank(), branches.rank()) {
                 (Some(0), _) | (None, _) | (_, None) => true,
                 (Some(1), Some(r)) if r > 1 => {
-                    let first = branches.dims().map_or(None, |d| d[0]);
+                    let first = branches.dims().and_then(|d| d[0]);
                     condition
                         .merge_with(&PartialTensorShape::new(&[first])?)
                         .is_ok()

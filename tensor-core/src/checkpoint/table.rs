@@ -19,8 +19,11 @@ const BLOCK_SIZE: usize = 256 << 10;
 /// Keys between restart points in a data block (`block_restart_interval`).
 const RESTART_INTERVAL: usize = 16;
 
+/// A table's keys and values, in key order.
+pub(crate) type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Every key and value of the table in `bytes`, in order. `what` names the file in errors.
-pub(crate) fn read_table(bytes: &[u8], what: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+pub(crate) fn read_table(bytes: &[u8], what: &str) -> Result<Rows> {
     let corrupt = |why: String| Error::DataLoss(format!("{what}: {why}"));
     if bytes.len() < FOOTER_LEN {
         return Err(corrupt(format!(
@@ -93,7 +96,7 @@ fn block_contents(bytes: &[u8], (offset, size): (u64, u64)) -> Result<&[u8], Str
 }
 
 /// The keys and values of one block, prefix compression undone.
-fn block_entries(block: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+fn block_entries(block: &[u8]) -> Result<Rows, String> {
     let bad = |why: &str| format!("bad block contents: {why}");
     if block.len() < 4 {
         return Err(bad("shorter than its restart count"));
