@@ -43,6 +43,20 @@ for target in "${targets[@]}"; do
     if [ "$target" = tensor_proto ] && [ -d ../shared/tf-golden/tensor_proto ]; then
         seeds=(../shared/tf-golden/tensor_proto/decode ../shared/tf-golden/tensor_proto/encode)
     fi
+    if [ "$target" = checkpoint ] && [ -d ../shared/tf-golden/checkpoints ]; then
+        # TensorFlow's single-shard checkpoints, as the target reads its input: the index's
+        # length (two bytes, little-endian), the index, the data file.
+        seeds=("$CARGO_TARGET_DIR/seeds/checkpoint")
+        mkdir -p "${seeds[0]}"
+        for index in ../shared/tf-golden/checkpoints/*/ckpt.index; do
+            data="${index%.index}.data-00000-of-00001"
+            [ -f "$data" ] || continue
+            seed="${seeds[0]}/$(basename "$(dirname "$index")")"
+            size=$(stat -c %s "$index")
+            printf "$(printf '\\%03o\\%03o' $((size % 256)) $((size / 256)))" > "$seed"
+            cat "$index" "$data" >> "$seed"
+        done
+    fi
     echo "fuzzing $target for ${seconds}s"
     rm -rf "fuzz/artifacts/$target"
     cargo +nightly fuzz run "${profile[@]}" "$target" "$corpus" "${seeds[@]}" -- \
