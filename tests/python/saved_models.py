@@ -140,6 +140,18 @@ def sharded(directory, rng):
     return runs_of(directory, [("serving_default", {"x": x})])
 
 
+def unsupported(directory):
+    """A SavedModel whose function uses an op polytensor lacks (`Cumsum`)."""
+    class Running(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def total(self, x):
+            return tf.math.cumsum(x)
+
+    module = Running()
+    tf.saved_model.save(module, directory, signatures={"serving_default": module.total})
+    return {"name": "unsupported", "op": "Cumsum"}
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -150,8 +162,9 @@ def main():
         runs = make(os.path.join(out, name), rng)
         shards = sorted(f for f in os.listdir(os.path.join(out, name, "variables")))
         cases.append({"name": name, "runs": runs, "tolerance": TOLERANCE, "variables": shards})
+    refused = [unsupported(os.path.join(out, "unsupported"))]
     with open(os.path.join(out, "index.json"), "w") as f:
-        json.dump({"cases": cases}, f)
+        json.dump({"cases": cases, "refused": refused}, f)
     print(f"made {len(cases)} SavedModels in {out}")
 
 
