@@ -8,7 +8,6 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use base64::Engine;
 use polytensor::checkpoint::{merge, Reader, Writer};
 use polytensor::{DataType, Device, Error, Tensor, TensorShape, TensorSlice};
 use serde_json::{json, Value as Json};
@@ -29,38 +28,20 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Check `got` against a golden `{dtype, shape, data_hex | values_b64}`, byte for byte.
 fn assert_tensor(got: &Tensor, want: &Json, what: &str) {
-    let dims: Vec<usize> = want["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_u64().unwrap() as usize)
-        .collect();
-    assert_eq!(
-        got.shape().dims().as_slice(),
-        dims.as_slice(),
-        "{what}: shape"
-    );
-    assert_eq!(
-        got.dtype().to_string(),
-        want["dtype"].as_str().unwrap(),
-        "{what}: dtype"
-    );
+    let cpu = cpu();
+    let want = golden::tensor(want, &cpu);
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    let got = got.to_device(&cpu).unwrap();
     if got.dtype() == DataType::String {
-        let strings: Vec<Vec<u8>> = want["values_b64"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| {
-                base64::engine::general_purpose::STANDARD
-                    .decode(v.as_str().unwrap())
-                    .unwrap()
-            })
-            .collect();
-        assert_eq!(got.to_strings().unwrap(), strings, "{what}: strings");
+        assert_eq!(
+            got.to_strings().unwrap(),
+            want.to_strings().unwrap(),
+            "{what}"
+        );
     } else {
-        let bytes = got.to_bytes().unwrap();
         assert!(
-            bytes == golden::hex(want["data_hex"].as_str().unwrap()),
+            got.to_bytes().unwrap() == want.to_bytes().unwrap(),
             "{what}: bytes differ"
         );
     }
@@ -103,16 +84,12 @@ fn golden_checkpoints_read_byte_for_byte_on_every_device() {
         return;
     };
     let devices = golden::devices();
-    let index: Json =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
+    let index: Json = golden::json(dir.join("index.json"));
     let cases = index["cases"].as_array().unwrap();
     assert!(cases.len() >= 4);
     for case in cases {
         let name = case["name"].as_str().unwrap();
-        let golden: Json = serde_json::from_str(
-            &std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap(),
-        )
-        .unwrap();
+        let golden: Json = golden::json(dir.join(format!("{name}.json")));
         let reader = Reader::open(dir.join(golden["prefix"].as_str().unwrap())).unwrap();
         assert_reads(&reader, golden["tensors"].as_object().unwrap(), &devices);
         for (key, sliced) in golden["slices"].as_object().into_iter().flatten() {

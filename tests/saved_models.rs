@@ -7,8 +7,6 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use base64::Engine;
-
 use polytensor::graph::SessionOptions;
 use polytensor::saved_model::SavedModel;
 use polytensor::{DataType, Device, Error, Tensor};
@@ -82,7 +80,7 @@ fn check_model(dir: &Path, runs: &[Json], tolerance: &Json) {
                 .as_object()
                 .unwrap()
                 .iter()
-                .map(|(k, v)| (k.clone(), feed(v, &devices[0])))
+                .map(|(k, v)| (k.clone(), golden::tensor(v, &devices[0])))
                 .collect();
             let refs: Vec<(&str, &Tensor)> = feeds.iter().map(|(k, t)| (k.as_str(), t)).collect();
             let outputs = model
@@ -113,47 +111,18 @@ fn check_model(dir: &Path, runs: &[Json], tolerance: &Json) {
     assert!(matches!(model.run("nope", &[]), Err(Error::NotFound(_))));
 }
 
-/// A fed tensor: strings on the CPU (where they live), the rest on `device`.
-fn feed(spec: &Json, device: &Arc<dyn Device>) -> Tensor {
-    if spec["dtype"] == "string" {
-        let cpu = polytensor::device("cpu:0").unwrap();
-        let values: Vec<Vec<u8>> = spec["values_b64"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| {
-                base64::engine::general_purpose::STANDARD
-                    .decode(v.as_str().unwrap())
-                    .unwrap()
-            })
-            .collect();
-        let dims: Vec<usize> = spec["shape"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d.as_u64().unwrap() as usize)
-            .collect();
-        return Tensor::from_strings(values, dims, &cpu).unwrap();
-    }
-    golden::tensor(spec, device)
-}
-
 #[test]
 fn golden_saved_models_run_their_signatures_on_every_device() {
     let Some(dir) = golden::dir("saved_models") else {
         return;
     };
-    let index: Json =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
+    let index: Json = golden::json(dir.join("index.json"));
     let cases = index["cases"].as_array().unwrap();
     assert!(cases.len() >= 4);
     let cpu = polytensor::device("cpu:0").unwrap();
     for case in cases {
         let name = case["name"].as_str().unwrap();
-        let sidecar: Json = serde_json::from_str(
-            &std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap(),
-        )
-        .unwrap();
+        let sidecar: Json = golden::json(dir.join(format!("{name}.json")));
         let model = SavedModel::load(
             dir.join(name),
             &["serve"],
@@ -195,8 +164,7 @@ fn saved_models_tensorflow_makes_in_this_run_match_it() {
     ) else {
         return;
     };
-    let index: Json =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
+    let index: Json = golden::json(dir.join("index.json"));
     let cases = index["cases"].as_array().unwrap();
     assert!(cases.len() >= 4);
     for case in cases {
@@ -205,6 +173,23 @@ fn saved_models_tensorflow_makes_in_this_run_match_it() {
             &dir.join(name),
             case["runs"].as_array().unwrap(),
             &case["tolerance"],
+        );
+    }
+    // A model with an op polytensor lacks fails at load, naming the op, node and function.
+    let cpu = polytensor::device("cpu:0").unwrap();
+    let refused = index["refused"].as_array().unwrap();
+    assert!(!refused.is_empty());
+    for case in refused {
+        let name = case["name"].as_str().unwrap();
+        let op = case["op"].as_str().unwrap();
+        let options = SessionOptions::new(vec![cpu.clone()]);
+        let message = SavedModel::load(dir.join(name), &["serve"], options)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains(&format!("Op type not registered '{op}'"))
+                && message.contains("of function '__inference_"),
+            "{message}"
         );
     }
 }

@@ -27,24 +27,30 @@ pub fn python() -> PathBuf {
         .unwrap_or_else(|| workspace().join("target/tf-venv/bin/python"))
 }
 
-/// The Keras models `names` frozen by `tests/python/keras_models.py` (with TensorFlow's
-/// [`python`]) into `target/keras-bench`, made afresh; `None` after saying why not.
-pub fn keras_models(names: &[&str]) -> Option<PathBuf> {
-    let dir = workspace().join("target/keras-bench");
+/// Run `tests/python/SCRIPT DIR ARGS...` with TensorFlow's [`python`]; `Some(DIR)` when it
+/// succeeds, else `None` after saying why (`what` names the benchmarks that skip).
+fn made_by(script: &str, dir: PathBuf, args: &[&str], what: &str) -> Option<PathBuf> {
     let made = Command::new(python())
-        .arg(workspace().join("tests/python/keras_models.py"))
+        .arg(workspace().join("tests/python").join(script))
         .arg(&dir)
-        .args(names)
+        .args(args)
         .env("TF_CPP_MIN_LOG_LEVEL", "3")
         .stderr(Stdio::null())
         .status();
     match made {
         Ok(status) if status.success() => Some(dir),
         other => {
-            eprintln!("Keras model benchmarks skipped: making them failed ({other:?})");
+            eprintln!("{what} benchmarks skipped: making them failed ({other:?})");
             None
         }
     }
+}
+
+/// The Keras models `names` frozen by `tests/python/keras_models.py` (with TensorFlow's
+/// [`python`]) into `target/keras-bench`, made afresh; `None` after saying why not.
+pub fn keras_models(names: &[&str]) -> Option<PathBuf> {
+    let dir = workspace().join("target/keras-bench");
+    made_by("keras_models.py", dir, names, "Keras model")
 }
 
 /// The SavedModels `tests/python/saved_models.py` makes (with TensorFlow's [`python`]),
@@ -54,19 +60,7 @@ pub fn saved_models() -> Option<PathBuf> {
     if dir.join("index.json").exists() {
         return Some(dir);
     }
-    let made = Command::new(python())
-        .arg(workspace().join("tests/python/saved_models.py"))
-        .arg(&dir)
-        .env("TF_CPP_MIN_LOG_LEVEL", "3")
-        .stderr(Stdio::null())
-        .status();
-    match made {
-        Ok(status) if status.success() => Some(dir),
-        other => {
-            eprintln!("SavedModel benchmarks skipped: making them failed ({other:?})");
-            None
-        }
-    }
+    made_by("saved_models.py", dir, &[], "SavedModel")
 }
 
 impl TensorFlow {

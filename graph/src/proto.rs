@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+pub use polytensor_core::proto::VersionDef;
 use polytensor_core::proto::{TensorProto, TensorShapeProto};
 
 /// TensorFlow's `GraphDef`: the nodes of a graph, its versions and its function library.
@@ -138,20 +139,6 @@ pub struct NameAttrList {
     /// Its attributes.
     #[prost(btree_map = "string, message", tag = "2")]
     pub attr: BTreeMap<String, AttrValue>,
-}
-
-/// TensorFlow's `VersionDef`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct VersionDef {
-    /// The version of the code that wrote the graph.
-    #[prost(int32, tag = "1")]
-    pub producer: i32,
-    /// The oldest consumer version that can read it.
-    #[prost(int32, tag = "2")]
-    pub min_consumer: i32,
-    /// Consumer versions known not to read it.
-    #[prost(int32, repeated, tag = "3")]
-    pub bad_consumers: Vec<i32>,
 }
 
 impl GraphDef {

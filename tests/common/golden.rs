@@ -26,6 +26,13 @@ pub fn dir(part: &str) -> Option<PathBuf> {
     None
 }
 
+/// The JSON document in the file at `path`.
+pub fn json(path: impl AsRef<Path>) -> Json {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Bytes from hex digits.
 pub fn hex(text: &str) -> Vec<u8> {
     (0..text.len())
@@ -34,18 +41,38 @@ pub fn hex(text: &str) -> Vec<u8> {
         .collect()
 }
 
-/// A tensor from a golden `{"dtype", "shape", "data_hex"}`.
-pub fn tensor(spec: &Json, device: &Arc<dyn Device>) -> Tensor {
-    let dtype: DataType = spec["dtype"].as_str().unwrap().parse().unwrap();
-    let dims: Vec<usize> = spec["shape"]
+/// The dims of a golden tensor's `shape`.
+pub fn dims(spec: &Json) -> Vec<usize> {
+    spec["shape"]
         .as_array()
         .unwrap()
         .iter()
         .map(|d| d.as_u64().unwrap() as usize)
-        .collect();
+        .collect()
+}
+
+/// A tensor from a golden `{"dtype", "shape", "data_hex"}`, or `{"dtype": "string",
+/// "shape", "values_b64"}` (placed on the CPU, where strings live).
+pub fn tensor(spec: &Json, device: &Arc<dyn Device>) -> Tensor {
+    if spec["dtype"] == "string" {
+        use base64::Engine;
+        let values: Vec<Vec<u8>> = spec["values_b64"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(v.as_str().unwrap())
+                    .unwrap()
+            })
+            .collect();
+        let cpu = polytensor::device("cpu:0").unwrap();
+        return Tensor::from_strings(values, dims(spec), &cpu).unwrap();
+    }
+    let dtype: DataType = spec["dtype"].as_str().unwrap().parse().unwrap();
     Tensor::from_bytes(
         &hex(spec["data_hex"].as_str().unwrap()),
-        dims,
+        dims(spec),
         dtype,
         device,
     )

@@ -26,7 +26,9 @@ use std::ffi::{c_char, c_int, c_void, CString};
 use std::ptr::null_mut;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use polytensor::graph::{AttrValue, Graph, ImportOptions, Operation, Output, Session};
+use polytensor::graph::{
+    AttrValue, Graph, ImportOptions, Operation, Output, Session, SessionOptions,
+};
 use polytensor::{DataType, Device, Error};
 
 use crate::proto::PT_Buffer;
@@ -137,15 +139,20 @@ pub struct PT_Session {
     signatures: Arc<Vec<saved_model::CSignature>>,
 }
 
-/// The devices `options` names, or every device present where it names none.
-fn session_devices(options: Option<&PT_SessionOptions>) -> Vec<Arc<dyn Device>> {
-    match options.map(|o| o.devices.clone()) {
+/// The session options `options` describe (NULL: every device present, soft placement,
+/// no timeout); where it names no device, every device present.
+fn session_options(options: Option<&PT_SessionOptions>) -> SessionOptions {
+    let devices = match options.map(|o| o.devices.clone()) {
         Some(devices) if !devices.is_empty() => devices,
         _ => polytensor::devices()
             .iter()
             .filter_map(|entry| entry.device().cloned())
             .collect(),
-    }
+    };
+    let mut session_options = SessionOptions::new(devices);
+    session_options.allow_soft_placement = options.is_none_or(|o| o.soft_placement);
+    session_options.operation_timeout = options.and_then(|o| o.operation_timeout);
+    session_options
 }
 
 /// The guarded value, whatever a panicking thread left (the graph is whole between calls).

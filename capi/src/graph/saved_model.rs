@@ -6,7 +6,6 @@ use std::ffi::{c_char, c_int, CString};
 use std::ptr::null_mut;
 use std::sync::{Arc, Mutex};
 
-use polytensor::graph::SessionOptions;
 use polytensor::saved_model::{SavedModel, Signature};
 use polytensor::Error;
 
@@ -14,7 +13,7 @@ use crate::proto::PT_Buffer;
 use crate::status::{arg, array, guard, PT_Status};
 use crate::tensor::text;
 
-use super::{locked, session_devices, PT_Graph, PT_Output, PT_Session, PT_SessionOptions};
+use super::{locked, session_options, PT_Graph, PT_Output, PT_Session, PT_SessionOptions};
 
 /// A signature's keys and tensors, kept with the session for C to read.
 pub(crate) struct CSignature {
@@ -90,10 +89,7 @@ pub unsafe extern "C" fn PT_LoadSessionFromSavedModel(
         if !locked(&graph.state).graph.is_empty() {
             return Err(Error::invalid("Graph is non-empty."));
         }
-        let mut session_options = SessionOptions::new(session_devices(options));
-        session_options.allow_soft_placement = options.is_none_or(|o| o.soft_placement);
-        session_options.operation_timeout = options.and_then(|o| o.operation_timeout);
-        let model = SavedModel::load(dir, &tags, session_options)?;
+        let model = SavedModel::load(dir, &tags, session_options(options))?;
         if !meta_graph_def.is_null() {
             // SAFETY: the caller's contract: writable when not NULL.
             unsafe { *meta_graph_def = PT_Buffer::boxed(model.meta_graph_def_bytes().to_vec()) };

@@ -5,9 +5,7 @@ use std::ffi::{c_char, c_int};
 use std::ptr::{null, null_mut};
 use std::sync::Mutex;
 
-use polytensor::graph::{
-    timeout_from_millis, Operation, Output, RunOptions, Session, SessionOptions,
-};
+use polytensor::graph::{timeout_from_millis, Operation, Output, RunOptions, Session};
 use polytensor::{Error, Tensor};
 
 use crate::status::{arg, array, guard, PT_Status};
@@ -115,10 +113,8 @@ pub unsafe extern "C" fn PT_NewSession(
         let graph = unsafe { arg(graph as *const PT_Graph, "graph") }?;
         // SAFETY: the caller's contract.
         let options = unsafe { options.as_ref() };
-        let mut session_options = SessionOptions::new(super::session_devices(options));
-        session_options.allow_soft_placement = options.is_none_or(|o| o.soft_placement);
-        session_options.operation_timeout = options.and_then(|o| o.operation_timeout);
-        let session = Session::with_options(&locked(&graph.state).graph, session_options)?;
+        let session =
+            Session::with_options(&locked(&graph.state).graph, super::session_options(options))?;
         Ok(Box::into_raw(Box::new(PT_Session {
             state: graph.state.clone(),
             session: Mutex::new(Some(session)),

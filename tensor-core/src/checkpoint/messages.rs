@@ -1,7 +1,7 @@
 //! The tensor bundle's messages, with TensorFlow's field numbers (`tensor_bundle.proto`,
 //! `versions.proto`).
 
-use crate::proto::{TensorShapeProto, TensorSliceProto};
+use crate::proto::{TensorShapeProto, TensorSliceProto, VersionDef};
 
 /// `BundleHeaderProto`: the value under the index's empty key.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -15,20 +15,6 @@ pub struct BundleHeaderProto {
     /// The format's version.
     #[prost(message, optional, tag = "3")]
     pub version: Option<VersionDef>,
-}
-
-/// `VersionDef`: who wrote the data and which readers may read it.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct VersionDef {
-    /// The writer's version.
-    #[prost(int32, tag = "1")]
-    pub producer: i32,
-    /// The oldest reader version that may read it.
-    #[prost(int32, tag = "2")]
-    pub min_consumer: i32,
-    /// Reader versions that must not read it.
-    #[prost(int32, repeated, tag = "3")]
-    pub bad_consumers: Vec<i32>,
 }
 
 /// `BundleEntryProto`: where one tensor (or one slice of a partitioned one) lies.

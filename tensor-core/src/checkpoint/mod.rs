@@ -27,7 +27,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 
 pub use crc32c::{crc32c, crc32c_parallel, mask as mask_crc, unmask as unmask_crc};
-pub use messages::{BundleEntryProto, BundleHeaderProto, VersionDef};
+pub use messages::{BundleEntryProto, BundleHeaderProto};
 pub use reader::{Entry, Reader};
 pub use writer::{merge, Writer};
 

@@ -16,9 +16,10 @@ use crate::tensor::Tensor;
 
 use super::data::encode_strings;
 use super::key::slice_key;
-use super::messages::{BundleEntryProto, BundleHeaderProto, VersionDef, BUNDLE_VERSION};
+use super::messages::{BundleEntryProto, BundleHeaderProto, BUNDLE_VERSION};
 use super::reader::io_error;
 use super::{crc32c, data_path, index_path, table};
+use crate::proto::VersionDef;
 
 /// A checkpoint being written: TensorFlow's `BundleWriter` (and `SaveV2`). Tensors go to
 /// one data file as they are added; [`Writer::finish`] writes the index. Both files are

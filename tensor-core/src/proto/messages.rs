@@ -1,5 +1,5 @@
 //! The message structs, with TensorFlow's field numbers (`tensor.proto`, `tensor_shape.proto`,
-//! `tensor_slice.proto`), derived by `prost` without protoc.
+//! `tensor_slice.proto`, `versions.proto`), derived by `prost` without protoc.
 
 use bytes::Bytes;
 
@@ -102,4 +102,19 @@ pub struct ExtentProto {
     /// The number of elements, or `None` for the whole dim.
     #[prost(int64, optional, tag = "2")]
     pub length: Option<i64>,
+}
+
+/// TensorFlow's `VersionDef`: who wrote data (a `GraphDef`, a checkpoint) and which readers
+/// may read it.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct VersionDef {
+    /// The version of the code that wrote it.
+    #[prost(int32, tag = "1")]
+    pub producer: i32,
+    /// The oldest consumer version that can read it.
+    #[prost(int32, tag = "2")]
+    pub min_consumer: i32,
+    /// Consumer versions known not to read it.
+    #[prost(int32, repeated, tag = "3")]
+    pub bad_consumers: Vec<i32>,
 }

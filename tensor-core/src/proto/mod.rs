@@ -33,5 +33,7 @@ mod strings;
 
 pub use decode::{DecodeOptions, ProtoElements, DEFAULT_MAX_DECODED_BYTES};
 pub use encode::{make_tensor_proto, make_tensor_proto_from_bytes, uses_tensor_content};
-pub use messages::{DimProto, ExtentProto, TensorProto, TensorShapeProto, TensorSliceProto};
+pub use messages::{
+    DimProto, ExtentProto, TensorProto, TensorShapeProto, TensorSliceProto, VersionDef,
+};
 pub use prost::Message;
