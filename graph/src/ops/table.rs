@@ -175,33 +175,51 @@ pub(crate) fn run(op: TableOp, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
                     default.shape()
                 )));
             }
-            // Row `len` (past the values) stands for the default.
-            let rows: Vec<i64> = keys_of(&keys)?
-                .iter()
-                .map(|k| {
-                    table
-                        .index
-                        .get(k)
-                        .copied()
-                        .unwrap_or(table.values.num_elements()) as i64
-                })
-                .collect();
-            let at = table.values.device().clone();
-            let choices =
-                Tensor::concat(&[&table.values, &default.to_device(&at)?.reshape([1])?], 0)?;
-            let found =
-                choices.gather(&Tensor::from_slice(&rows, keys.shape().clone(), &at)?, 0, 0)?;
-            one(if found.dtype() == DataType::String {
-                found
-            } else {
-                found.to_device(cx.device)?
-            })
+            one(find(&table, &keys, &default, cx.device)?)
         }
         TableOp::Size => {
             let size = table(cx, &name)?.index.len() as i64;
             one(Tensor::scalar(size, cx.device)?)
         }
     }
+}
+
+/// The value of each of `keys` in `table`, `default` for a key it lacks, on `device`:
+/// rows found on the host, gathered where the values are, the default put in by a select
+/// (strings picked on the host).
+fn find(
+    table: &LookupTable,
+    keys: &Tensor,
+    default: &Tensor,
+    device: &Arc<dyn polytensor_core::Device>,
+) -> Result<Tensor> {
+    let rows: Vec<Option<usize>> = keys_of(keys)?
+        .iter()
+        .map(|k| table.index.get(k).copied())
+        .collect();
+    if table.values.dtype() == DataType::String {
+        let (values, fallback) = (table.values.to_strings()?, default.to_strings()?);
+        let picked: Vec<Vec<u8>> = rows
+            .iter()
+            .map(|row| row.map_or(&fallback[0], |r| &values[r]).clone())
+            .collect();
+        return Tensor::from_strings(picked, keys.shape().clone(), table.values.device());
+    }
+    let at = table.values.device();
+    let found: Vec<bool> = rows.iter().map(Option::is_some).collect();
+    let indices: Vec<i64> = rows.iter().map(|r| r.unwrap_or(0) as i64).collect();
+    let default = default.to_device(at)?.reshape(Vec::<usize>::new())?;
+    let values = if table.index.is_empty() {
+        default.broadcast_to(keys.shape().clone())?.contiguous()?
+    } else {
+        let gathered = table.values.gather(
+            &Tensor::from_slice(&indices, keys.shape().clone(), at)?,
+            0,
+            0,
+        )?;
+        Tensor::from_slice(&found, keys.shape().clone(), at)?.where_(&gathered, &default)?
+    };
+    values.to_device(device)
 }
 
 fn table(cx: &RunCtx<'_, '_>, name: &str) -> Result<Arc<LookupTable>> {

@@ -78,8 +78,8 @@ impl SavedModel {
     /// `options`, restore its variables from `dir/variables` and run its init op.
     pub fn load(dir: impl AsRef<Path>, tags: &[&str], options: SessionOptions) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
-        let (meta_graph, meta_graph_bytes) = read_meta_graph(&dir, tags)?;
-        let graph_def = meta_graph.graph_def.clone().unwrap_or_default();
+        let (mut meta_graph, meta_graph_bytes) = read_meta_graph(&dir, tags)?;
+        let graph_def = meta_graph.graph_def.take().unwrap_or_default();
         check_library(&graph_def.library)?;
         let graph = Graph::from_graph_def(&graph_def)?;
         let session = Session::with_options(&graph, options)?;

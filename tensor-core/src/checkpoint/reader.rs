@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use prost::Message;
 
@@ -14,15 +14,15 @@ use crate::shape::TensorShape;
 use crate::slice::{Extent, TensorSlice};
 use crate::tensor::{check_element_slice, Tensor};
 
-/// Entries at least this large are mapped rather than read: on the CPU their tensors share
-/// the page cache (no copy); other devices copy from the mapping (one copy, no staging).
-/// Smaller ones cost less to read than to map.
-const MAP_AT_LEAST: u64 = 1 << 20;
-
 use super::data::{decode_strings, map, read_checksummed};
 use super::key::{is_slice_key, slice_key};
 use super::messages::{BundleEntryProto, BundleHeaderProto, BUNDLE_VERSION};
 use super::{crc32c, data_path, index_path, table};
+
+/// Entries at least this large are mapped rather than read: on the CPU their tensors share
+/// the page cache (no copy); other devices copy from the mapping (one copy, no staging).
+/// Smaller ones cost less to read than to map.
+const MAP_AT_LEAST: u64 = 1 << 20;
 
 /// A checkpoint opened for reading: TensorFlow's `BundleReader` (and
 /// `tf.train.load_checkpoint`). Opening reads the index; each tensor is read when asked
@@ -45,8 +45,11 @@ pub struct Reader {
     entries: BTreeMap<String, Entry>,
     /// The saved slices of partitioned tensors, by their encoded keys.
     slices: HashMap<Vec<u8>, Location>,
-    /// The data files, opened on first use.
-    files: Vec<OnceLock<Result<File>>>,
+    /// How many data files the header says there are.
+    num_shards: usize,
+    /// The data files opened so far, by shard (opened on first use: a header may claim
+    /// any number of shards).
+    files: Mutex<HashMap<usize, Arc<File>>>,
 }
 
 /// What a checkpoint holds under one key: a tensor's dtype and shape, and for a
@@ -121,7 +124,8 @@ impl Reader {
             prefix,
             entries,
             slices,
-            files: (0..num_shards).map(|_| OnceLock::new()).collect(),
+            num_shards,
+            files: Mutex::new(HashMap::new()),
         })
     }
 
@@ -132,7 +136,7 @@ impl Reader {
 
     /// The number of data files.
     pub fn num_shards(&self) -> usize {
-        self.files.len()
+        self.num_shards
     }
 
     /// Every key with its entry, in key order (the saved slices of partitioned tensors are
@@ -190,33 +194,48 @@ impl Reader {
             out.copy_region(&source, &whole, &want, &want);
             return out.into_tensor(out_shape, entry.dtype, device);
         }
-        let mut out = HostElements::new(entry.dtype, want.num_elements())?;
-        let mut covered = 0usize;
+        // The saved slices that overlap the request, checked before anything is allocated:
+        // each saved, of its size within its file; disjoint; covering the request.
+        let mut parts = Vec::new();
         for saved in &entry.slices {
             let part = Region::new(saved, &entry.shape).map_err(Error::InvalidSlice)?;
             let Some(overlap) = part.intersect(&want) else {
                 continue;
             };
-            let location = self.slices.get(&slice_key(key, saved)).ok_or_else(|| {
+            let location = *self.slices.get(&slice_key(key, saved)).ok_or_else(|| {
                 Error::DataLoss(format!(
                     "{}: the slice {saved} of {key} is listed but not saved",
                     index_path(&self.prefix).display()
                 ))
             })?;
-            let source = self.read_host(
-                &format!("{key} (slice {saved})"),
-                entry.dtype,
-                &part,
-                *location,
-            )?;
-            out.copy_region(&source, &part, &want, &overlap);
-            covered += overlap.num_elements();
+            let what = format!("{key} (slice {saved})");
+            if entry.dtype != DataType::String {
+                self.check_size(&what, entry.dtype, part.num_elements(), location)?;
+            }
+            self.check_extent(&what, location)?;
+            parts.push((what, part, overlap, location));
+        }
+        let covered: usize = parts.iter().map(|p| p.2.num_elements()).sum();
+        let disjoint = parts
+            .iter()
+            .enumerate()
+            .all(|(i, a)| parts[i + 1..].iter().all(|b| a.1.intersect(&b.1).is_none()));
+        if !disjoint {
+            return Err(Error::DataLoss(format!(
+                "{}: the saved slices of {key} overlap",
+                index_path(&self.prefix).display()
+            )));
         }
         if covered != want.num_elements() {
             return Err(Error::NotFound(format!(
                 "Does not have sufficient slices for partitioned tensor {key} to restore in \
                  slice_spec: {slice}"
             )));
+        }
+        let mut out = HostElements::new(entry.dtype, want.num_elements())?;
+        for (what, part, overlap, location) in &parts {
+            let source = self.read_host(what, entry.dtype, part, *location)?;
+            out.copy_region(&source, part, &want, overlap);
         }
         out.into_tensor(out_shape, entry.dtype, device)
     }
@@ -239,9 +258,10 @@ impl Reader {
             );
         }
         self.check_size(key, dtype, shape.num_elements(), location)?;
+        self.check_extent(key, location)?;
         let file = self.file(location.shard)?;
         if location.size >= MAP_AT_LEAST {
-            if let Some(mapped) = map(file, location.offset, host_len(location.size)?) {
+            if let Some(mapped) = map(&file, location.offset, host_len(location.size)?) {
                 let bytes = mapped.map_err(|e| self.read_error(location.shard, key, e))?;
                 self.check_crc(key, location, crc32c::crc32c_parallel(&bytes))?;
                 check_element_slice(dtype, &bytes)?;
@@ -250,7 +270,7 @@ impl Reader {
         }
         let mut crc = 0;
         let tensor = Tensor::from_filled_bytes(shape.clone(), dtype, device, |bytes| {
-            crc = read_checksummed(file, location.offset, bytes)
+            crc = read_checksummed(&file, location.offset, bytes)
                 .map_err(|e| self.read_error(location.shard, key, e))?;
             Ok(())
         })?;
@@ -267,11 +287,12 @@ impl Reader {
         location: Location,
     ) -> Result<HostElements> {
         let count = region.num_elements();
+        self.check_extent(key, location)?;
         let file = self.file(location.shard)?;
         if dtype == DataType::String {
             let mut bytes =
                 crate::alloc::host_vec(host_len(location.size)?, 0u8, "a checkpoint read")?;
-            read_checksummed(file, location.offset, &mut bytes)
+            read_checksummed(&file, location.offset, &mut bytes)
                 .map_err(|e| self.read_error(location.shard, key, e))?;
             let what = format!("{} (key {key})", self.data_file(location.shard));
             let (strings, crc) = decode_strings(&bytes, count, &what)?;
@@ -280,7 +301,7 @@ impl Reader {
         }
         self.check_size(key, dtype, count, location)?;
         let mut bytes = crate::alloc::host_vec(host_len(location.size)?, 0u8, "a checkpoint read")?;
-        let crc = read_checksummed(file, location.offset, &mut bytes)
+        let crc = read_checksummed(&file, location.offset, &mut bytes)
             .map_err(|e| self.read_error(location.shard, key, e))?;
         self.check_crc(key, location, crc)?;
         Ok(HostElements::Bytes {
@@ -321,18 +342,42 @@ impl Reader {
         Ok(())
     }
 
-    fn file(&self, shard: usize) -> Result<&File> {
-        self.files[shard]
-            .get_or_init(|| {
-                let path = data_path(&self.prefix, shard, self.files.len());
-                File::open(&path).map_err(|e| io_error(&path.display().to_string(), e))
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+    /// `Err` unless the entry's bytes lie within its data file: checked before memory is
+    /// set aside for them, so that an index cannot make a reader allocate what the files
+    /// do not hold.
+    fn check_extent(&self, key: &str, location: Location) -> Result<()> {
+        let file = self.file(location.shard)?;
+        let len = file
+            .metadata()
+            .map_err(|e| io_error(&self.data_file(location.shard), e))?
+            .len();
+        match location.offset.checked_add(location.size) {
+            Some(end) if end <= len => Ok(()),
+            _ => Err(Error::DataLoss(format!(
+                "{} (key {key}): the file ends at byte {len}, before the entry's {} bytes at \
+                 offset {}",
+                self.data_file(location.shard),
+                location.size,
+                location.offset
+            ))),
+        }
+    }
+
+    /// Data file `shard`, opened on first use.
+    fn file(&self, shard: usize) -> Result<Arc<File>> {
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(file) = files.get(&shard) {
+            return Ok(file.clone());
+        }
+        let path = data_path(&self.prefix, shard, self.num_shards);
+        let file =
+            Arc::new(File::open(&path).map_err(|e| io_error(&path.display().to_string(), e))?);
+        files.insert(shard, file.clone());
+        Ok(file)
     }
 
     fn data_file(&self, shard: usize) -> String {
-        data_path(&self.prefix, shard, self.files.len())
+        data_path(&self.prefix, shard, self.num_shards)
             .display()
             .to_string()
     }
@@ -571,5 +616,58 @@ impl HostElements {
             Self::Bytes { bytes, .. } => Tensor::from_bytes(&bytes, shape, dtype, device),
             Self::Strings(strings) => Tensor::from_strings(strings, shape, device),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::VersionDef;
+
+    /// An index claiming `num_shards` shards and one float entry of `dims`, of the size
+    /// those dims need, at offset 0 of shard 0.
+    fn hostile_index(dir: &Path, num_shards: i32, dims: &[usize]) -> PathBuf {
+        let prefix = dir.join("ckpt");
+        let header = BundleHeaderProto {
+            num_shards,
+            endianness: 0,
+            version: Some(VersionDef {
+                producer: 1,
+                ..Default::default()
+            }),
+        };
+        let shape = TensorShape::new(dims).unwrap();
+        let entry = BundleEntryProto {
+            dtype: DataType::Float.as_i32(),
+            shape: Some(shape.to_proto()),
+            size: (shape.num_elements() * 4) as i64,
+            ..Default::default()
+        };
+        let mut table = table::TableWriter::new();
+        table.add(b"", &header.encode_to_vec()).unwrap();
+        table.add(b"w", &entry.encode_to_vec()).unwrap();
+        std::fs::write(index_path(&prefix), table.finish()).unwrap();
+        std::fs::write(data_path(&prefix, 0, num_shards as usize), [0u8; 16]).unwrap();
+        prefix
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "files")]
+    fn an_index_cannot_make_a_reader_allocate_what_the_files_lack() {
+        let dir = std::env::temp_dir().join(format!("pt-ckpt-hostile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Two billion shards cost nothing until one is opened.
+        let reader = Reader::open(hostile_index(&dir, i32::MAX, &[2])).unwrap();
+        assert_eq!(reader.num_shards(), i32::MAX as usize);
+        // A terabyte tensor in a 16-byte file is refused before any allocation.
+        let reader = Reader::open(hostile_index(&dir, 1, &[1 << 38])).unwrap();
+        let location = reader.entry("w").unwrap().location;
+        match reader.check_extent("w", location) {
+            Err(Error::DataLoss(message)) => {
+                assert!(message.contains("the file ends"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_dir_all(dir).ok();
     }
 }
