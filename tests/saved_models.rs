@@ -7,6 +7,7 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
+use polytensor::checkpoint::Reader;
 use polytensor::graph::SessionOptions;
 use polytensor::saved_model::SavedModel;
 use polytensor::{DataType, Device, Error, Tensor};
@@ -109,6 +110,59 @@ fn check_model(dir: &Path, runs: &[Json], tolerance: &Json) {
     let error = model.run(signature, &[(key, &bad)]).unwrap_err();
     assert!(error.to_string().contains("expects"), "{error}");
     assert!(matches!(model.run("nope", &[]), Err(Error::NotFound(_))));
+    saves_its_variables_as_tensorflow_did(dir, &model);
+}
+
+/// The model's own save function (TensorFlow 2's `_traced_save`: `StaticRegexFullMatch`,
+/// `StringJoin`, `ShardedFilename`, `SaveV2`, `MergeV2Checkpoints`), run through the
+/// saver's tensors, writes the variables it restored: the same keys and bytes as the
+/// SavedModel's own `variables/` (the object graph aside, which TensorFlow re-encodes).
+fn saves_its_variables_as_tensorflow_did(dir: &Path, model: &SavedModel) {
+    use polytensor::saved_model::MetaGraphDef;
+    use prost::Message;
+    let meta_graph = MetaGraphDef::decode(model.meta_graph_def_bytes()).unwrap();
+    let Some(saver) = meta_graph.saver_def else {
+        return;
+    };
+    let cpu = polytensor::device("cpu:0").unwrap();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "saved-model-save-{}",
+        dir.file_name().unwrap().to_string_lossy()
+    ));
+    let _ = std::fs::remove_dir_all(&out);
+    let prefix = out.join("ckpt");
+    let filename = Tensor::from_strings([prefix.to_str().unwrap()], [], &cpu).unwrap();
+    model
+        .session()
+        .run_by_name(
+            &[(saver.filename_tensor_name.as_str(), &filename)],
+            &[saver.save_tensor_name.as_str()],
+            &[],
+        )
+        .unwrap_or_else(|e| panic!("{}: saving: {e}", dir.display()));
+    let ours = Reader::open(&prefix).unwrap();
+    let theirs = Reader::open(dir.join("variables/variables")).unwrap();
+    let keys = |r: &Reader| -> Vec<String> { r.entries().map(|(k, _)| k.to_string()).collect() };
+    assert_eq!(keys(&ours), keys(&theirs), "{}", dir.display());
+    for key in keys(&theirs)
+        .iter()
+        .filter(|k| *k != "_CHECKPOINTABLE_OBJECT_GRAPH")
+    {
+        let (a, b) = (
+            ours.read(key, &cpu).unwrap(),
+            theirs.read(key, &cpu).unwrap(),
+        );
+        assert_eq!(a.dtype(), b.dtype(), "{key}");
+        assert_eq!(a.shape(), b.shape(), "{key}");
+        if a.dtype() == DataType::String {
+            assert_eq!(a.to_strings().unwrap(), b.to_strings().unwrap(), "{key}");
+        } else {
+            assert!(
+                a.to_bytes().unwrap() == b.to_bytes().unwrap(),
+                "{key}: bytes differ"
+            );
+        }
+    }
 }
 
 #[test]
