@@ -22,6 +22,14 @@ fn assert_close(got: &Tensor, want: &Json, tolerance: &Json, what: &str) {
     assert_eq!(got.dtype(), want_tensor.dtype(), "{what}: dtype");
     assert_eq!(got.shape(), want_tensor.shape(), "{what}: shape");
     let got = got.to_device(&cpu).unwrap();
+    if got.dtype() == DataType::String {
+        assert_eq!(
+            got.to_strings().unwrap(),
+            want_tensor.to_strings().unwrap(),
+            "{what}"
+        );
+        return;
+    }
     if !got.dtype().is_float() {
         assert_eq!(
             got.to_bytes().unwrap(),

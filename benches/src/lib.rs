@@ -48,7 +48,12 @@ pub fn tensor_from_json(spec: &serde_json::Value, device: &Arc<dyn Device>) -> T
             .as_array()
             .expect("values_b64")
             .iter()
-            .map(|v| base64_decode(v.as_str().expect("base64")))
+            .map(|v| {
+                use base64::Engine;
+                base64::engine::general_purpose::STANDARD
+                    .decode(v.as_str().expect("base64"))
+                    .expect("base64")
+            })
             .collect();
         let cpu = polytensor::device("cpu:0").expect("the CPU device");
         return Tensor::from_strings(values, dims, &cpu).expect("strings");
@@ -64,29 +69,6 @@ pub fn tensor_from_json(spec: &serde_json::Value, device: &Arc<dyn Device>) -> T
         .parse()
         .expect("a dtype");
     Tensor::from_bytes(&bytes, dims, dtype, device).expect("tensor")
-}
-
-/// Standard base64 (with padding), decoded.
-fn base64_decode(text: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        _ => 63,
-    };
-    let digits: Vec<u8> = text.bytes().filter(|&c| c != b'=').map(value).collect();
-    digits
-        .chunks(4)
-        .flat_map(|chunk| {
-            let bits = chunk
-                .iter()
-                .enumerate()
-                .fold(0u32, |acc, (i, &d)| acc | u32::from(d) << (18 - 6 * i));
-            let bytes = bits.to_be_bytes();
-            bytes[1..chunk.len()].to_vec()
-        })
-        .collect()
 }
 
 /// The CPU device and the first device of backend `backend` (`cpu:0`, `opencl:0`), for

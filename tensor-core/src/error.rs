@@ -144,6 +144,15 @@ impl Error {
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(message.into())
     }
+
+    /// A failed file operation on `what` (a path): [`Error::NotFound`] for a missing
+    /// file, else [`Error::Io`].
+    pub fn io(what: &str, error: std::io::Error) -> Self {
+        match error.kind() {
+            std::io::ErrorKind::NotFound => Error::NotFound(format!("{what}: {error}")),
+            _ => Error::Io(format!("{what}: {error}")),
+        }
+    }
 }
 
 impl std::fmt::Debug for Error {

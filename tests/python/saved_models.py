@@ -93,13 +93,19 @@ def lookup(directory, rng):
                 tf.lookup.KeyValueTensorInitializer(tf.constant([1, 2, 3, 5, 8], tf.int64),
                                                     tf.constant([0.5, -1.0, 2.0, 4.0, 8.0])),
                 default_value=0.0)
+            # String values, looked up by id (a missing id gives the default string).
+            self.names = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(tf.constant([1, 2, 5], tf.int64),
+                                                    tf.constant(["one", "two", "\u00e9t\u00e9"])),
+                default_value="?")
             self.scale = tf.Variable(1.5)
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
         def encode(self, words):
             ids = self.ids.lookup(words)
             return {"ids": ids, "weights": self.weights.lookup(ids) * self.scale,
-                    "size": self.ids.size(), "line": self.lines.lookup(words)}
+                    "size": self.ids.size(), "line": self.lines.lookup(words),
+                    "name": self.names.lookup(ids)}
 
     module = Vocab()
     tf.saved_model.save(module, directory, signatures={"serving_default": module.encode})

@@ -3,8 +3,6 @@
 //! strings, so they run on the host; the tensors saved come from any device, and those
 //! restored go on to the variables' devices.
 
-use std::sync::Arc;
-
 use polytensor_core::checkpoint::{self, parse_shape_and_slice, Reader, Writer};
 use polytensor_core::{DataType, Error, PartialTensorShape, Result};
 
@@ -172,7 +170,7 @@ fn restore(cx: &RunCtx<'_, '_>) -> Result<Outputs> {
         )));
     }
     let reader = Reader::open(&prefix)?;
-    let device: &Arc<dyn polytensor_core::Device> = cx.device;
+    let device = cx.device;
     names
         .iter()
         .zip(&specs)

@@ -62,7 +62,23 @@ pub(crate) struct LookupTable {
     key_dtype: DataType,
     index: HashMap<Key, usize>,
     /// The values, one per key.
-    values: Tensor,
+    values: Values,
+}
+
+/// A table's values: strings kept on the host as bytes (read once, at import), others as a
+/// tensor on the device that filled the table.
+enum Values {
+    Strings(Vec<Vec<u8>>),
+    Dense(Tensor),
+}
+
+impl Values {
+    fn dtype(&self) -> DataType {
+        match self {
+            Values::Strings(_) => DataType::String,
+            Values::Dense(t) => t.dtype(),
+        }
+    }
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -197,29 +213,32 @@ fn find(
         .iter()
         .map(|k| table.index.get(k).copied())
         .collect();
-    if table.values.dtype() == DataType::String {
-        let (values, fallback) = (table.values.to_strings()?, default.to_strings()?);
-        let picked: Vec<Vec<u8>> = rows
-            .iter()
-            .map(|row| row.map_or(&fallback[0], |r| &values[r]).clone())
-            .collect();
-        return Tensor::from_strings(picked, keys.shape().clone(), table.values.device());
-    }
-    let at = table.values.device();
+    let values = match &table.values {
+        Values::Dense(values) => values,
+        Values::Strings(values) => {
+            let fallback = default.to_strings()?;
+            let picked: Vec<Vec<u8>> = rows
+                .iter()
+                .map(|row| row.map_or(&fallback[0], |r| &values[r]).clone())
+                .collect();
+            return Tensor::from_strings(picked, keys.shape().clone(), default.device());
+        }
+    };
+    let at = values.device();
     let found: Vec<bool> = rows.iter().map(Option::is_some).collect();
     let indices: Vec<i64> = rows.iter().map(|r| r.unwrap_or(0) as i64).collect();
     let default = default.to_device(at)?.reshape(Vec::<usize>::new())?;
-    let values = if table.index.is_empty() {
+    let result = if table.index.is_empty() {
         default.broadcast_to(keys.shape().clone())?.contiguous()?
     } else {
-        let gathered = table.values.gather(
+        let gathered = values.gather(
             &Tensor::from_slice(&indices, keys.shape().clone(), at)?,
             0,
             0,
         )?;
         Tensor::from_slice(&found, keys.shape().clone(), at)?.where_(&gathered, &default)?
     };
-    values.to_device(device)
+    result.to_device(device)
 }
 
 fn table(cx: &RunCtx<'_, '_>, name: &str) -> Result<Arc<LookupTable>> {
@@ -254,10 +273,14 @@ fn import(cx: &RunCtx<'_, '_>, keys: Tensor, values: Tensor) -> Result<LookupTab
         // The first of repeated keys wins, as TensorFlow's HashTable keeps the first.
         index.entry(key).or_insert(row);
     }
+    let values = match values.dtype() {
+        DataType::String => Values::Strings(values.to_strings()?),
+        _ => Values::Dense(values.reshape([keys.num_elements()])?),
+    };
     Ok(LookupTable {
         key_dtype: keys.dtype(),
         index,
-        values: values.reshape([keys.num_elements()])?,
+        values,
     })
 }
 
@@ -270,10 +293,7 @@ fn text_file_entries(cx: &RunCtx<'_, '_>, path: &str) -> Result<(Tensor, Tensor)
     let value_index = attrs.int("value_index")?;
     let vocab_size = attrs.int_or("vocab_size", -1)?;
     let delimiter = attrs.string_or("delimiter", "\t")?;
-    let text = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::NotFound(format!("{path}: {e}")),
-        _ => Error::Io(format!("{path}: {e}")),
-    })?;
+    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
     if lines.last().is_some_and(|l| l.is_empty()) {
         lines.pop();

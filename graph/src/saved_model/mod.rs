@@ -379,7 +379,7 @@ fn read_meta_graph(dir: &Path, tags: &[&str]) -> Result<(MetaGraphDef, bytes::By
                 dir.display()
             )))
         }
-        Err(e) => return Err(Error::Io(format!("{}: {e}", path.display()))),
+        Err(e) => return Err(Error::io(&path.display().to_string(), e)),
     };
     let bad = |e: prost::DecodeError| Error::InvalidProto(format!("{}: {e}", path.display()));
     let model = proto::SavedModelBytes::decode(bytes::Bytes::from(bytes)).map_err(bad)?;

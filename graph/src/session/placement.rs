@@ -109,9 +109,7 @@ impl Session {
     ) -> Result<()> {
         let index = self
             .graph
-            .nodes
-            .iter()
-            .position(|n| &*n.name == handle)
+            .node_index(handle)
             .ok_or_else(|| polytensor_core::Error::NotFound(format!("no node '{handle}'")))?;
         let name = crate::ops::kernels::variable_name(&self.graph.nodes[index])?;
         let device = &self.devices[self.placed()?[index]];

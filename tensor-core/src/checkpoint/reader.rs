@@ -97,7 +97,7 @@ impl Reader {
         let prefix = prefix.as_ref().to_path_buf();
         let index = index_path(&prefix);
         let what = index.display().to_string();
-        let bytes = std::fs::read(&index).map_err(|e| io_error(&what, e))?;
+        let bytes = std::fs::read(&index).map_err(|e| Error::io(&what, e))?;
         let mut rows = table::read_table(&bytes, &what)?.into_iter();
         let corrupt = |why: String| Error::DataLoss(format!("{what}: {why}"));
         let header = match rows.next() {
@@ -349,7 +349,7 @@ impl Reader {
         let file = self.file(location.shard)?;
         let len = file
             .metadata()
-            .map_err(|e| io_error(&self.data_file(location.shard), e))?
+            .map_err(|e| Error::io(&self.data_file(location.shard), e))?
             .len();
         match location.offset.checked_add(location.size) {
             Some(end) if end <= len => Ok(()),
@@ -371,7 +371,7 @@ impl Reader {
         }
         let path = data_path(&self.prefix, shard, self.num_shards);
         let file =
-            Arc::new(File::open(&path).map_err(|e| io_error(&path.display().to_string(), e))?);
+            Arc::new(File::open(&path).map_err(|e| Error::io(&path.display().to_string(), e))?);
         files.insert(shard, file.clone());
         Ok(file)
     }
@@ -388,7 +388,7 @@ impl Reader {
             std::io::ErrorKind::UnexpectedEof => {
                 Error::DataLoss(format!("{what}: the file ends before the entry's bytes"))
             }
-            _ => io_error(&what, e),
+            _ => Error::io(&what, e),
         }
     }
 }
@@ -459,14 +459,6 @@ fn check_entry(proto: &BundleEntryProto, num_shards: usize) -> Result<Entry, Str
 
 fn host_len(size: u64) -> Result<usize> {
     usize::try_from(size).map_err(|_| Error::invalid(format!("{size} bytes do not fit in memory")))
-}
-
-/// An I/O error on `what`: [`Error::NotFound`] for a missing file.
-pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => Error::NotFound(format!("{what}: {e}")),
-        _ => Error::Io(format!("{what}: {e}")),
-    }
 }
 
 /// A hyper-rectangle of a tensor with every extent resolved: a start and a length per

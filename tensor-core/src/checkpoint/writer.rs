@@ -17,7 +17,6 @@ use crate::tensor::Tensor;
 use super::data::encode_strings;
 use super::key::slice_key;
 use super::messages::{BundleEntryProto, BundleHeaderProto, BUNDLE_VERSION};
-use super::reader::io_error;
 use super::{crc32c, data_path, index_path, table};
 use crate::proto::VersionDef;
 
@@ -55,10 +54,10 @@ impl Writer {
     pub fn new(prefix: impl AsRef<Path>) -> Result<Self> {
         let prefix = prefix.as_ref().to_path_buf();
         if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| io_error(&dir.display().to_string(), e))?;
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(&dir.display().to_string(), e))?;
         }
         let path = temp_path(&data_path(&prefix, 0, 1));
-        let file = File::create(&path).map_err(|e| io_error(&path.display().to_string(), e))?;
+        let file = File::create(&path).map_err(|e| Error::io(&path.display().to_string(), e))?;
         Ok(Self {
             prefix,
             data: Some((BufWriter::with_capacity(1 << 20, file), path)),
@@ -143,15 +142,15 @@ impl Writer {
         let data_what = data_tmp.display().to_string();
         let file = data
             .into_inner()
-            .map_err(|e| io_error(&data_what, e.into_error()))?;
-        file.sync_all().map_err(|e| io_error(&data_what, e))?;
+            .map_err(|e| Error::io(&data_what, e.into_error()))?;
+        file.sync_all().map_err(|e| Error::io(&data_what, e))?;
         let mut entries = std::mem::take(&mut self.entries);
         for (key, whole) in std::mem::take(&mut self.partitioned) {
             entries.insert(key.into_bytes(), whole);
         }
         write_index(&index_path(&self.prefix), 1, &entries)?;
         let data_final = data_path(&self.prefix, 0, 1);
-        std::fs::rename(&data_tmp, &data_final).map_err(|e| io_error(&data_what, e))
+        std::fs::rename(&data_tmp, &data_final).map_err(|e| Error::io(&data_what, e))
     }
 
     fn check_new_key(&self, key: &str) -> Result<()> {
@@ -176,7 +175,7 @@ impl Writer {
         let what = || format!("{} (key {key})", path.display());
         let (size, crc) = if tensor.dtype() == DataType::String {
             let (bytes, crc) = encode_strings(&tensor.to_strings()?);
-            out.write_all(&bytes).map_err(|e| io_error(&what(), e))?;
+            out.write_all(&bytes).map_err(|e| Error::io(&what(), e))?;
             (bytes.len(), crc)
         } else {
             let copied;
@@ -187,7 +186,7 @@ impl Writer {
                     &copied
                 }
             };
-            out.write_all(bytes).map_err(|e| io_error(&what(), e))?;
+            out.write_all(bytes).map_err(|e| Error::io(&what(), e))?;
             (bytes.len(), crc32c::crc32c_parallel(bytes))
         };
         let entry = BundleEntryProto {
@@ -228,13 +227,13 @@ pub fn merge(
         return Err(Error::invalid("no checkpoints to merge"));
     }
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| io_error(&dir.display().to_string(), e))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(&dir.display().to_string(), e))?;
     }
     let mut entries = BTreeMap::new();
     for (shard, prefix) in prefixes.iter().enumerate() {
         let index = index_path(prefix.as_ref());
         let what = index.display().to_string();
-        let bytes = std::fs::read(&index).map_err(|e| io_error(&what, e))?;
+        let bytes = std::fs::read(&index).map_err(|e| Error::io(&what, e))?;
         let mut rows = table::read_table(&bytes, &what)?.into_iter();
         let header = rows
             .next()
@@ -277,13 +276,13 @@ pub fn merge(
     for (shard, prefix) in prefixes.iter().enumerate() {
         let from = data_path(prefix.as_ref(), 0, 1);
         std::fs::rename(&from, data_path(output, shard, num_shards))
-            .map_err(|e| io_error(&from.display().to_string(), e))?;
+            .map_err(|e| Error::io(&from.display().to_string(), e))?;
     }
     write_index(&index_path(output), num_shards, &entries)?;
     for prefix in prefixes {
         let prefix = prefix.as_ref();
         let index = index_path(prefix);
-        std::fs::remove_file(&index).map_err(|e| io_error(&index.display().to_string(), e))?;
+        std::fs::remove_file(&index).map_err(|e| Error::io(&index.display().to_string(), e))?;
         if delete_old_dirs {
             if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
                 // Only an empty directory goes, as TensorFlow's `DeleteRecursively` of a
@@ -316,8 +315,8 @@ fn write_index(
     }
     let tmp = temp_path(path);
     let what = tmp.display().to_string();
-    std::fs::write(&tmp, table.finish()).map_err(|e| io_error(&what, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io_error(&what, e))
+    std::fs::write(&tmp, table.finish()).map_err(|e| Error::io(&what, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(&what, e))
 }
 
 /// `path` with TensorFlow's `.tempstate` suffix and a number no other writer uses.
