@@ -7,19 +7,23 @@
 //! cargo run --release --example run_model -- model.pb
 //! cargo run --release --example run_model -- exported_dir/ --signature serving_default
 //! cargo run --release --features wgpu --example run_model -- model.pb --device wgpu:0
+//! cargo run --release --example run_model -- model.pb --profile --top 15
 //! ```
 //!
 //! Options: `--device NAME` (default `cpu:0`), `--input NAME:0` (a frozen graph's input;
 //! default: its one `Placeholder`), `--output NAME:0` (repeatable; default: the float
 //! outputs of the operations nothing reads), `--signature KEY` (a SavedModel's; default
 //! `serving_default`: every input fed, every output printed), `--batch N` for unknown dims
-//! (default 1), `--runs N` (default 10), `--top K` (default 5). A model with an op
+//! (default 1), `--runs N` (default 10), `--top K` (default 5), `--profile` (trace the timed
+//! runs: the op types and nodes that took longest, `--top` of each, per run), `--trace
+//! FILE.json` (those runs in Chrome's trace-event format, for Perfetto or
+//! `chrome://tracing`; implies `--profile`). A model with an op
 //! polytensor lacks fails at load, with an error naming the op and the node (and the
 //! function of a SavedModel's library).
 
 use std::time::Instant;
 
-use polytensor::graph::{Graph, Output, Session, SessionOptions};
+use polytensor::graph::{Graph, Output, RunOptions, Session, SessionOptions, Trace};
 use polytensor::prelude::*;
 use polytensor::saved_model::SavedModel;
 
@@ -33,6 +37,8 @@ struct Options {
     batch: usize,
     runs: usize,
     top: usize,
+    profile: bool,
+    trace: Option<String>,
 }
 
 fn parse() -> std::result::Result<Options, String> {
@@ -46,6 +52,8 @@ fn parse() -> std::result::Result<Options, String> {
         batch: 1,
         runs: 10,
         top: 5,
+        profile: false,
+        trace: None,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -58,6 +66,11 @@ fn parse() -> std::result::Result<Options, String> {
             "--batch" => options.batch = number(value("--batch")?)?,
             "--runs" => options.runs = number(value("--runs")?)?.max(1),
             "--top" => options.top = number(value("--top")?)?,
+            "--profile" => options.profile = true,
+            "--trace" => {
+                options.trace = Some(value("--trace")?);
+                options.profile = true;
+            }
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
             path => options.model = path.to_string(),
         }
@@ -65,7 +78,8 @@ fn parse() -> std::result::Result<Options, String> {
     if options.model.is_empty() {
         return Err(
             "usage: run_model MODEL.pb|SAVED_MODEL_DIR [--device NAME] [--input NAME:0] \
-                    [--output NAME:0]... [--signature KEY] [--batch N] [--runs N] [--top K]"
+                    [--output NAME:0]... [--signature KEY] [--batch N] [--runs N] [--top K] \
+                    [--profile] [--trace FILE.json]"
                 .into(),
         );
     }
@@ -135,8 +149,8 @@ fn random_input(
     Tensor::from_slice(&values, dims, device)?.cast(dtype)
 }
 
-/// One run of a loaded model: its outputs by name.
-type RunOnce = Box<dyn Fn() -> Result<Vec<(String, Tensor)>>>;
+/// One run of a loaded model with run options: its outputs by name.
+type RunOnce = Box<dyn Fn(&RunOptions) -> Result<Vec<(String, Tensor)>>>;
 
 /// A model loaded and fed: what it is, and how to run it.
 struct Loaded {
@@ -179,9 +193,9 @@ fn load_frozen(options: &Options, device: &std::sync::Arc<dyn Device>) -> Result
     let session = Session::new(&graph, device.clone());
     Ok(Loaded {
         description,
-        run: Box::new(move || {
+        run: Box::new(move |run_options| {
             let fetches: Vec<&Output> = outputs.iter().collect();
-            let values = session.run(&[(&input, &feed)], &fetches, &[])?;
+            let values = session.run_with(run_options, &[(&input, &feed)], &fetches, &[])?;
             Ok(outputs.iter().map(Output::name).zip(values).collect())
         }),
     })
@@ -212,9 +226,12 @@ fn load_saved_model(options: &Options, device: &std::sync::Arc<dyn Device>) -> R
     let key = options.signature.clone();
     Ok(Loaded {
         description,
-        run: Box::new(move || {
+        run: Box::new(move |run_options| {
             let refs: Vec<(&str, &Tensor)> = feeds.iter().map(|(k, t)| (k.as_str(), t)).collect();
-            Ok(model.run(&key, &refs)?.into_iter().collect())
+            Ok(model
+                .run_with(run_options, &key, &refs)?
+                .into_iter()
+                .collect())
         }),
     })
 }
@@ -231,16 +248,21 @@ fn run(options: &Options) -> Result<()> {
     println!("{}", loaded.description);
     // The first run compiles kernels and fills the allocator's caches.
     let first = Instant::now();
-    let mut values = (loaded.run)()?;
+    let mut values = (loaded.run)(&RunOptions::default())?;
     println!(
         "read and loaded in {:.3} s; the first run (constants to the device, plans) {:.3} s",
         imported.as_secs_f64(),
         first.elapsed().as_secs_f64()
     );
+    let trace = Trace::new();
+    let run_options = RunOptions {
+        trace: options.profile.then(|| trace.clone()),
+        ..RunOptions::default()
+    };
     let mut times = Vec::new();
     for _ in 0..options.runs {
         let start = Instant::now();
-        values = (loaded.run)()?;
+        values = (loaded.run)(&run_options)?;
         device.synchronize()?;
         times.push(start.elapsed().as_secs_f64() * 1e3);
     }
@@ -251,6 +273,18 @@ fn run(options: &Options) -> Result<()> {
         times[0],
         times.len()
     );
+    if options.profile {
+        let stats = trace.take();
+        println!(
+            "\nprofile of the timed runs (each step waits for its device):\n{}",
+            stats.summary(options.top.max(1))
+        );
+        if let Some(path) = &options.trace {
+            std::fs::write(path, stats.chrome_trace())
+                .map_err(|e| Error::io(&format!("writing {path}"), e))?;
+            println!("wrote the trace to {path} (open it in https://ui.perfetto.dev)");
+        }
+    }
     for (name, value) in &values {
         println!("{name} {} {}", value.dtype(), value.shape());
         if !value.dtype().is_float() {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::golden;
-use polytensor::graph::{Graph, Session};
+use polytensor::graph::{Graph, GraphOptimizations, RunOptions, Session, SessionOptions, Trace};
 use polytensor::{Device, Tensor};
 use serde_json::Value as Json;
 
@@ -131,6 +131,79 @@ fn keras_models_match_tensorflow_on_every_device() {
     }
 }
 
+/// The graph passes (constant folding, remapping) keep every Keras model's results: each
+/// runs on cpu:0 with every pass on (the default) and with none, within the model's
+/// tolerance of each other, and the passes leave fewer kernels to run.
+#[test]
+fn graph_optimizations_keep_every_keras_models_results() {
+    let Some(dir) = keras_models() else {
+        return;
+    };
+    let cpu = polytensor::device("cpu:0").unwrap();
+    let mut fewer = false;
+    for (name, model) in &models(&dir) {
+        let graph = Graph::read_graph_def(dir.join(format!("{name}.pb"))).unwrap();
+        let feeds: Vec<(String, Tensor)> = model["feeds"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(name, spec)| (name.clone(), golden::tensor(spec, &cpu)))
+            .collect();
+        let feeds: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let fetches: Vec<&str> = model["fetches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        let run = |optimizations: GraphOptimizations| {
+            let mut options = SessionOptions::new(vec![cpu.clone()]);
+            options.optimizations = optimizations;
+            let session = Session::with_options(&graph, options).unwrap();
+            let trace = Trace::new();
+            let traced = RunOptions {
+                trace: Some(trace.clone()),
+                ..RunOptions::default()
+            };
+            // The second run: the first also decodes the constants.
+            session.run_by_name(&feeds, &fetches, &[]).unwrap();
+            let values = session
+                .run_by_name_with(&traced, &feeds, &fetches, &[])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            (values, trace.take().nodes.len())
+        };
+        let (optimised, kernels) = run(GraphOptimizations::default());
+        let (plain, plain_kernels) = run(GraphOptimizations::NONE);
+        // Plans with TensorFlow 1.x control flow (a lowered loop) are not rewritten.
+        assert!(
+            kernels <= plain_kernels,
+            "{name}: {kernels} kernels optimised, {plain_kernels} without"
+        );
+        fewer |= kernels < plain_kernels;
+        let (rtol, atol) = (
+            model["tolerance"]["rtol"].as_f64().unwrap(),
+            model["tolerance"]["atol"].as_f64().unwrap(),
+        );
+        for ((fetch, got), want) in fetches.iter().zip(&optimised).zip(&plain) {
+            if !got.dtype().is_float() {
+                assert_eq!(
+                    got.to_bytes().unwrap(),
+                    want.to_bytes().unwrap(),
+                    "{name} {fetch}"
+                );
+                continue;
+            }
+            let (diff, scale) = differences(got, want);
+            assert!(
+                diff <= rtol * scale + atol,
+                "{name} {fetch}: optimised and plain differ by {diff:e}"
+            );
+        }
+        eprintln!("{name}: {kernels} kernels optimised, {plain_kernels} without");
+    }
+    assert!(fewer, "no model ran fewer kernels optimised");
+}
+
 /// A session fuses a convolution with its batch norm, `Relu6` and the `Pad` before it
 /// (`_FusedConv2D`) only where nothing else reads the values the fusion hides: fetching
 /// them unfuses those chains, and the model's result stays TensorFlow's.
@@ -167,4 +240,99 @@ fn fetching_inside_a_fused_chain_unfuses_it() {
     let want = golden::tensor(&model["expected"]["probs:0"], &cpu);
     let (diff, scale) = differences(&values[4], &want);
     assert!(diff <= 1e-4 * scale + 1e-5, "probs: {diff:e}");
+}
+
+/// A traced run (`RunOptions::trace`, TensorFlow's `trace_level` with `RunMetadata`)
+/// records every kernel it runs on every device: the node, its op type (a fused chain's
+/// joined by `+`), the device, the time and the outputs, without changing what it returns;
+/// TensorFlow's own `RunMetadata` proto and `timeline.Timeline` read what it writes.
+#[test]
+fn a_traced_run_records_every_kernel_and_tensorflow_reads_its_run_metadata() {
+    let Some(dir) = golden::dir("models") else {
+        return;
+    };
+    let model: Json =
+        serde_json::from_slice(&std::fs::read(dir.join("mobilenet_v2.json")).unwrap()).unwrap();
+    let graph =
+        Graph::from_graph_def_bytes(&std::fs::read(dir.join("mobilenet_v2.pb")).unwrap()).unwrap();
+    let cpu = polytensor::device("cpu:0").unwrap();
+    let want = golden::tensor(&model["expected"]["probs:0"], &cpu);
+    for device in golden::devices() {
+        let feed = golden::tensor(&model["feeds"]["input:0"], &device);
+        let session = Session::new(&graph, device.clone());
+        let trace = Trace::new();
+        let options = RunOptions {
+            trace: Some(trace.clone()),
+            ..RunOptions::default()
+        };
+        for _ in 0..2 {
+            let values = session
+                .run_by_name_with(&options, &[("input:0", &feed)], &["probs:0"], &[])
+                .unwrap();
+            let (diff, scale) = differences(&values[0].to_device(&cpu).unwrap(), &want);
+            assert!(diff <= 1e-4 * scale + 1e-5, "traced probs: {diff:e}");
+        }
+        let stats = trace.take();
+        assert_eq!(stats.runs, 2);
+        assert!(
+            trace.stats().nodes.is_empty(),
+            "take leaves the trace empty"
+        );
+        // Both runs record the same steps; the first also runs the `Const` kernels.
+        let per_run = stats.nodes.iter().filter(|n| n.node == "probs").count();
+        assert_eq!(per_run, 2, "{}", device.name());
+        for node in &stats.nodes {
+            assert!(graph.operation(&node.node).is_some(), "{}", node.node);
+            assert_eq!(node.device, device.name());
+        }
+        let probs = stats.nodes.iter().rfind(|n| n.node == "probs").unwrap();
+        assert_eq!(probs.op, "Softmax");
+        assert_eq!(probs.output_bytes(), want.num_elements() as u64 * 4);
+        assert_eq!(probs.outputs[0].shape.dims().to_vec(), want.dims());
+        let ops = stats.by_op_type();
+        assert!(
+            ops.iter()
+                .any(|o| o.op == "Conv2D+FusedBatchNormV3+Relu6" && o.count >= 2),
+            "{:?}",
+            ops.iter().map(|o| &o.op).collect::<Vec<_>>()
+        );
+        assert!(stats.kernel_time() <= stats.wall, "{}", device.name());
+        let summary = stats.summary(5);
+        assert!(summary.starts_with("2 run(s)"), "{summary}");
+        let chrome: Json = serde_json::from_str(&stats.chrome_trace()).unwrap();
+        let events = chrome["traceEvents"].as_array().unwrap();
+        assert_eq!(
+            events.len(),
+            stats.nodes.len() + 1,
+            "a step each and the device row"
+        );
+
+        let Some(python) = common::TENSORFLOW.python("tensorflow") else {
+            continue;
+        };
+        let path = std::env::temp_dir().join(format!(
+            "polytensor-run-metadata-{}-{}.pb",
+            std::process::id(),
+            device.name().replace(':', "-")
+        ));
+        std::fs::write(&path, stats.run_metadata_proto()).unwrap();
+        let read: Json = serde_json::from_str(&common::run_script(
+            &python,
+            "run_metadata.py",
+            &[path.as_os_str()],
+        ))
+        .unwrap();
+        std::fs::remove_file(&path).ok();
+        assert_eq!(read["devices"], serde_json::json!([device.name()]));
+        assert_eq!(read["nodes"], stats.nodes.len());
+        assert_eq!(read["complete_events"], stats.nodes.len());
+        let bytes: u64 = stats.nodes.iter().map(|n| n.output_bytes()).sum();
+        assert_eq!(read["output_bytes"], bytes);
+        let micros: u64 = stats
+            .nodes
+            .iter()
+            .map(|n| n.duration.as_micros() as u64)
+            .sum();
+        assert_eq!(read["micros"], micros);
+    }
 }

@@ -265,6 +265,24 @@ impl Device for CpuDevice {
         copy::copy(x, out)
     }
 
+    fn concat(
+        &self,
+        pieces: &[TensorView<'_>],
+        axis: usize,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        copy::concat(pieces, axis, out)
+    }
+
+    fn channel_affine(
+        &self,
+        x: &TensorView<'_>,
+        epilogue: &Epilogue<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        window::channel_affine(x, epilogue, out)
+    }
+
     fn window_kernels(&self, dtype: DataType) -> bool {
         window::runs(dtype)
     }

@@ -13,6 +13,13 @@
 //!   present (OpenCL, wgpu, CUDA), cpu:0 beside them; on PoCL and lavapipe this measures
 //!   the backends' overhead, not GPU speed.
 //!
+//! - `zoo_resnet50`, `zoo_densenet121`, `zoo_inception_v3`, `zoo_xception`,
+//!   `zoo_efficientnet_b0`, `zoo_mobilenet_v3_small`, `zoo_vgg16`,
+//!   `zoo_transformer_encoder`, `zoo_text_cnn`: the zoo of issue 50, one Keras network of
+//!   each family (`keras.applications` with `weights=None` at 64x64, 96x96 for Inception
+//!   and Xception), a transformer encoder block and a text CNN, frozen by
+//!   `tests/python/keras_models.py` into `target/zoo-bench`, at batch 1 and 16.
+//!
 //! - `saved_model_load_and_first_run`: `SavedModel::load` of a SavedModel directory plus
 //!   its first signature call (the time to a first result), for three SavedModels
 //!   `tests/python/saved_models.py` makes into `target/saved-models-bench` (a Keras
@@ -188,6 +195,52 @@ fn frozen_session(
     (session, Box::new(run))
 }
 
+/// The zoo of issue 50: one Keras network of each family people run (residual, densely
+/// connected, inception-style, separable, squeeze-excite, plain VGG-style), a transformer
+/// encoder block and a text CNN, frozen by `tests/python/keras_models.py` into
+/// `target/zoo-bench` (made once; hundreds of MB, never committed).
+const ZOO: [&str; 9] = [
+    "zoo_resnet50",
+    "zoo_densenet121",
+    "zoo_inception_v3",
+    "zoo_xception",
+    "zoo_efficientnet_b0",
+    "zoo_mobilenet_v3_small",
+    "zoo_vgg16",
+    "zoo_transformer_encoder",
+    "zoo_text_cnn",
+];
+
+/// `Session::run` of each [`ZOO`] model at batch 1 and 16, TensorFlow beside it (issue 50's
+/// goal: polytensor at 0.8x TensorFlow's time or less on each row).
+fn zoo(c: &mut Criterion) {
+    let Some(dir) = benches::tensorflow::zoo_models(&ZOO) else {
+        return;
+    };
+    let device = cpu();
+    let mut tf = TensorFlow::start();
+    for model in ZOO {
+        let path = dir.join(format!("{model}.pb"));
+        let mut group = c.benchmark_group(model);
+        group.sample_size(10);
+        for batch in [1, 16] {
+            let (session, run) = frozen_session(&path, batch, &device);
+            group.bench_function(
+                BenchmarkId::new("polytensor", format!("batch_{batch}")),
+                |b| b.iter(|| black_box(run(&session))),
+            );
+            if let Some(tf) = tf.as_mut() {
+                tf.load_frozen(&path, batch, threads());
+                group.bench_function(
+                    BenchmarkId::new("tensorflow", format!("batch_{batch}")),
+                    |b| b.iter_custom(|iters| tf.time(iters)),
+                );
+            }
+        }
+        group.finish();
+    }
+}
+
 /// cpu:0 and the first device of each GPU backend that has one.
 fn gpu_devices() -> Vec<Arc<dyn Device>> {
     ["cpu", "opencl", "wgpu", "cuda"]
@@ -321,6 +374,6 @@ fn saved_model(c: &mut Criterion) {
 criterion_group! {
     name = model_benches;
     config = benches::criterion_config();
-    targets = conv2d, models, keras, saved_model, gpu
+    targets = conv2d, models, keras, zoo, saved_model, gpu
 }
 criterion_main!(model_benches);

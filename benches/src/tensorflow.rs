@@ -53,6 +53,19 @@ pub fn keras_models(names: &[&str]) -> Option<PathBuf> {
     made_by("keras_models.py", dir, names, "Keras model")
 }
 
+/// The zoo models `names` frozen by `tests/python/keras_models.py` into `target/zoo-bench`,
+/// made once (each model is large to write); `None` after saying why not.
+pub fn zoo_models(names: &[&str]) -> Option<PathBuf> {
+    let dir = workspace().join("target/zoo-bench");
+    if names
+        .iter()
+        .all(|name| dir.join(format!("{name}.json")).exists())
+    {
+        return Some(dir);
+    }
+    made_by("keras_models.py", dir, names, "zoo model")
+}
+
 /// The SavedModels `tests/python/saved_models.py` makes (with TensorFlow's [`python`]),
 /// in `target/saved-models-bench`, made once; `None` after saying why not.
 pub fn saved_models() -> Option<PathBuf> {

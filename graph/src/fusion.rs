@@ -21,40 +21,9 @@ use crate::session::{Source, Step};
 /// Fuse the chains of `steps` (in run order) that nothing outside them reads: fetches are
 /// `fetches`, and no node of a chain may be a control input of another node.
 pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
-    let mut readers: HashMap<(usize, usize), usize> = HashMap::new();
-    let mut read_node: HashMap<usize, usize> = HashMap::new();
-    for source in steps.iter().flat_map(|s| s.inputs.iter()).chain(fetches) {
-        if let Source::Node { node, index } = *source {
-            *readers.entry((node, index)).or_default() += 1;
-            *read_node.entry(node).or_default() += 1;
-        }
-    }
-    let fetched: HashSet<usize> = fetches
-        .iter()
-        .filter_map(|s| match *s {
-            Source::Node { node, .. } => Some(node),
-            Source::Feed(_) => None,
-        })
-        .collect();
-    let controls: HashSet<usize> = nodes
-        .iter()
-        .flat_map(|n| n.control_inputs.iter().copied())
-        .collect();
-    // Read only by one step, through output 0, and neither fetched nor a control input.
-    let private = |node: usize| {
-        readers.get(&(node, 0)) == Some(&1)
-            && read_node.get(&node) == Some(&1)
-            && !fetched.contains(&node)
-            && !controls.contains(&node)
-    };
-    // The step that reads output 0 of `node` as its first input.
-    let reader_of = |steps: &[Option<Step>], node: usize| {
-        steps.iter().position(|s| {
-            s.as_ref().is_some_and(|s| {
-                matches!(s.inputs.first(), Some(Source::Node { node: n, index: 0 }) if *n == node)
-            })
-        })
-    };
+    let reads = Reads::of(steps, fetches, nodes);
+    let private = |node: usize| reads.private(node);
+    let controls = &reads.controls;
     let mut slots: Vec<Option<Step>> = std::mem::take(steps).into_iter().map(Some).collect();
     for c in 0..slots.len() {
         let Some(conv) = &slots[c] else { continue };
@@ -87,8 +56,8 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
         let follow_node = follow.node;
         // Only output 0 of the bias or batch norm may be read (by the activation, or by
         // anything when there is none).
-        let others_read =
-            (1..nodes[follow_node].outputs.len()).any(|i| readers.contains_key(&(follow_node, i)));
+        let others_read = (1..nodes[follow_node].outputs.len())
+            .any(|i| reads.readers.contains_key(&(follow_node, i)));
         if others_read {
             continue;
         }
@@ -101,41 +70,8 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
         let affine = if norm {
             None
         } else {
-            let by_vector = |from: usize, op: BinaryOp| -> Option<(usize, Source)> {
-                if !private(from) {
-                    return None;
-                }
-                let at = slots.iter().position(|s| {
-                    s.as_ref().is_some_and(|s| {
-                        s.kind == Kind::Binary(op)
-                            && s.device == device
-                            && s.inputs.contains(&Source::Node {
-                                node: from,
-                                index: 0,
-                            })
-                    })
-                })?;
-                let step = slots[at].as_ref()?;
-                let other = *step.inputs.iter().find(|&&i| {
-                    i != Source::Node {
-                        node: from,
-                        index: 0,
-                    }
-                })?;
-                let vector = match other {
-                    Source::Node { node, index } => nodes[node].outputs[index].1.dims(),
-                    Source::Feed(_) => None,
-                };
-                // `[C]`, or `[1, 1, 1, C]` as Keras reshapes it to broadcast.
-                let per_channel = channels.is_some()
-                    && vector.is_some_and(|v| {
-                        v.len() <= 4
-                            && v.last() == Some(&channels)
-                            && v[..v.len() - 1].iter().all(|&d| d == Some(1))
-                    })
-                    && !controls.contains(&step.node)
-                    && step.inputs.len() == 2;
-                per_channel.then_some((at, other))
+            let by_vector = |from: usize, op: BinaryOp| {
+                by_vector(&slots, nodes, &reads, from, op, device, channels)
             };
             by_vector(follow_node, BinaryOp::Mul).and_then(|(m, scale)| {
                 let mul = slots[m].as_ref()?.node;
@@ -147,21 +83,7 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             Some((_, a, ..)) => slots[a].as_ref().map_or(follow_node, |s| s.node),
             None => follow_node,
         };
-        let activation = if private(tail) {
-            reader_of(&slots, tail).and_then(|a| {
-                let step = slots[a].as_ref()?;
-                match step.kind {
-                    Kind::Unary(op @ (UnaryOp::Relu | UnaryOp::Relu6))
-                        if !controls.contains(&step.node) && step.device == device =>
-                    {
-                        Some((a, op))
-                    }
-                    _ => None,
-                }
-            })
-        } else {
-            None
-        };
+        let activation = activation_after(&slots, &reads, tail, device);
         let (last, op) = match (activation, affine) {
             (Some((a, op)), _) => (a, Some(op)),
             (None, Some((_, add, ..))) => (add, None),
@@ -224,9 +146,211 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             inputs,
             chain,
             release: Vec::new(),
+            folded: None,
         });
     }
+    fuse_channel_affines(&mut slots, &reads, nodes);
     *steps = slots.into_iter().flatten().collect();
+}
+
+/// The remapper's other pattern: a batch norm in inference that no convolution precedes
+/// (a densely connected or pre-activation network's, as Keras writes it: `Mul` by a
+/// per-channel vector, `AddV2` of one), with the `Relu`/`Relu6` that alone reads it,
+/// becomes one [`Kind::ChannelAffine`] step.
+fn fuse_channel_affines(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
+    for m in 0..slots.len() {
+        let Some(mul) = &slots[m] else { continue };
+        if mul.kind != Kind::Binary(BinaryOp::Mul)
+            || mul.inputs.len() != 2
+            || reads.controls.contains(&mul.node)
+        {
+            continue;
+        }
+        let (mul_node, device) = (mul.node, mul.device);
+        let Some(dims) = nodes[mul_node].outputs[0].1.dims() else {
+            continue;
+        };
+        let channels = dims.last().copied().flatten();
+        let rank = dims.len();
+        // The image (of the product's rank) and the per-channel scale, either way round.
+        let operands = [(0, 1), (1, 0)].into_iter().find_map(|(x, v)| {
+            let (x, v) = (mul.inputs[x], mul.inputs[v]);
+            let image = static_dims(nodes, x).is_some_and(|d| d.len() == rank && rank >= 2);
+            (image && per_channel(static_dims(nodes, v), channels)).then_some((x, v))
+        });
+        let Some((image, scale)) = operands else {
+            continue;
+        };
+        let Some((a, shift)) = by_vector(
+            slots,
+            nodes,
+            reads,
+            mul_node,
+            BinaryOp::Add,
+            device,
+            channels,
+        ) else {
+            continue;
+        };
+        let Some(add_node) = slots[a].as_ref().map(|s| s.node) else {
+            continue;
+        };
+        let activation = activation_after(slots, reads, add_node, device);
+        let last = activation.map_or(a, |(r, _)| r);
+        let Some(node) = slots[last].as_ref().map(|s| s.node) else {
+            continue;
+        };
+        slots[m] = None;
+        slots[a] = None;
+        slots[last] = Some(Step {
+            node,
+            device,
+            crosses: false,
+            uses_variables: false,
+            kind: Kind::ChannelAffine {
+                activation: activation.map(|(_, op)| op),
+            },
+            inputs: vec![image, scale, shift],
+            chain: if activation.is_some() {
+                vec![mul_node, add_node]
+            } else {
+                vec![mul_node]
+            },
+            release: Vec::new(),
+            folded: None,
+        });
+    }
+}
+
+/// Who reads what in a plan: what fusion needs to know that a value is private to a chain.
+struct Reads {
+    /// Readers of each output `(node, index)`, fetches included.
+    readers: HashMap<(usize, usize), usize>,
+    /// Reads of any output of each node.
+    read_node: HashMap<usize, usize>,
+    fetched: HashSet<usize>,
+    /// Nodes that are a control input of another.
+    controls: HashSet<usize>,
+}
+
+impl Reads {
+    fn of(steps: &[Step], fetches: &[Source], nodes: &[Node]) -> Self {
+        let mut readers: HashMap<(usize, usize), usize> = HashMap::new();
+        let mut read_node: HashMap<usize, usize> = HashMap::new();
+        for source in steps.iter().flat_map(|s| s.inputs.iter()).chain(fetches) {
+            if let Source::Node { node, index } = *source {
+                *readers.entry((node, index)).or_default() += 1;
+                *read_node.entry(node).or_default() += 1;
+            }
+        }
+        let fetched = fetches
+            .iter()
+            .filter_map(|s| match *s {
+                Source::Node { node, .. } => Some(node),
+                Source::Feed(_) => None,
+            })
+            .collect();
+        let controls = nodes
+            .iter()
+            .flat_map(|n| n.control_inputs.iter().copied())
+            .collect();
+        Reads {
+            readers,
+            read_node,
+            fetched,
+            controls,
+        }
+    }
+
+    /// Read only by one step, through output 0, and neither fetched nor a control input.
+    fn private(&self, node: usize) -> bool {
+        self.readers.get(&(node, 0)) == Some(&1)
+            && self.read_node.get(&node) == Some(&1)
+            && !self.fetched.contains(&node)
+            && !self.controls.contains(&node)
+    }
+}
+
+/// The step of `slots` that reads output 0 of `node` as its first input.
+fn reader_of(slots: &[Option<Step>], node: usize) -> Option<usize> {
+    slots.iter().position(|s| {
+        s.as_ref().is_some_and(
+            |s| matches!(s.inputs.first(), Some(Source::Node { node: n, index: 0 }) if *n == node),
+        )
+    })
+}
+
+/// The `Relu`/`Relu6` step on `device` that alone reads `node`, a private value: its slot
+/// and op.
+fn activation_after(
+    slots: &[Option<Step>],
+    reads: &Reads,
+    node: usize,
+    device: usize,
+) -> Option<(usize, UnaryOp)> {
+    if !reads.private(node) {
+        return None;
+    }
+    let at = reader_of(slots, node)?;
+    let step = slots[at].as_ref()?;
+    match step.kind {
+        Kind::Unary(op @ (UnaryOp::Relu | UnaryOp::Relu6))
+            if !reads.controls.contains(&step.node) && step.device == device =>
+        {
+            Some((at, op))
+        }
+        _ => None,
+    }
+}
+
+/// The static dims of what `source` names (`None` for a feed or an unknown rank).
+fn static_dims(nodes: &[Node], source: Source) -> Option<&[Option<usize>]> {
+    match source {
+        Source::Node { node, index } => nodes[node].outputs[index].1.dims(),
+        Source::Feed(_) => None,
+    }
+}
+
+/// Whether `dims` are a vector of `channels` values: `[C]`, or `[1, 1, 1, C]` as Keras
+/// reshapes one to broadcast it.
+fn per_channel(dims: Option<&[Option<usize>]>, channels: Option<usize>) -> bool {
+    channels.is_some()
+        && dims.is_some_and(|v| {
+            v.len() <= 4
+                && v.last() == Some(&channels)
+                && v[..v.len() - 1].iter().all(|&d| d == Some(1))
+        })
+}
+
+/// The step (on `device`) that applies `op` (`Mul` or `AddV2`) to output 0 of `from`, a
+/// private value, and a per-channel vector of `channels`: its slot and the vector's source.
+fn by_vector(
+    slots: &[Option<Step>],
+    nodes: &[Node],
+    reads: &Reads,
+    from: usize,
+    op: BinaryOp,
+    device: usize,
+    channels: Option<usize>,
+) -> Option<(usize, Source)> {
+    if !reads.private(from) {
+        return None;
+    }
+    let read = Source::Node {
+        node: from,
+        index: 0,
+    };
+    let at = slots.iter().position(|s| {
+        s.as_ref().is_some_and(|s| {
+            s.kind == Kind::Binary(op) && s.device == device && s.inputs.contains(&read)
+        })
+    })?;
+    let step = slots[at].as_ref()?;
+    let other = *step.inputs.iter().find(|&&i| i != read)?;
+    let fits = per_channel(static_dims(nodes, other), channels)
+        && !reads.controls.contains(&step.node)
+        && step.inputs.len() == 2;
+    fits.then_some((at, other))
 }
 
 /// Whether a convolution pads nothing itself (`VALID`), so a `Pad` before it can be its

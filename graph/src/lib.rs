@@ -29,8 +29,9 @@ pub use ops::op_types;
 pub use placer::DeviceSpec;
 pub use saved_model::SavedModel;
 pub use session::{
-    timeout_from_millis, CancellationManager, PlacedOp, Placement, RunOptions, Session,
-    SessionOptions, Transfer, PLAN_CACHE_CAPACITY,
+    timeout_from_millis, CancellationManager, GraphOptimizations, NodeStats, OpTypeStats,
+    OutputStats, PlacedOp, Placement, RunOptions, Session, SessionOptions, StepStats, Trace,
+    Transfer, PLAN_CACHE_CAPACITY,
 };
 pub use sparse::{Endpoint, SessionValue, SparseOutput};
 

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use polytensor_core::collective::Collectives;
 use polytensor_core::device::same_device;
@@ -20,10 +20,12 @@ use crate::ops::{Kind, Value};
 
 mod call;
 mod dataflow;
+mod fold;
 mod placement;
 mod plan;
 mod plan_cache;
 mod stop;
+mod trace;
 
 pub use placement::{PlacedOp, Placement, Transfer};
 pub(crate) use plan::{Plan, Source, Step};
@@ -31,6 +33,8 @@ use plan_cache::PlanCache;
 pub use plan_cache::PLAN_CACHE_CAPACITY;
 use stop::Stop;
 pub use stop::{timeout_from_millis, CancellationManager, RunOptions};
+use trace::StepRecord;
+pub use trace::{NodeStats, OpTypeStats, OutputStats, StepStats, Trace};
 
 /// TensorFlow's `Session` over a snapshot of a graph and a set of devices: each operation
 /// runs on the device its `device` field asks for, with TensorFlow's soft placement and
@@ -55,6 +59,8 @@ pub struct Session {
     soft_placement: bool,
     /// The deadline of a run whose [`RunOptions`] give none.
     operation_timeout: Option<Duration>,
+    /// The passes each plan goes through (a function's session takes its caller's).
+    optimizations: GraphOptimizations,
     /// The device of each node (an index into `devices`), placed on first use.
     placement: Mutex<Option<Arc<[usize]>>>,
     /// Variable values, by name; each step that runs holds the lock while it runs, so
@@ -105,6 +111,39 @@ pub struct SessionOptions {
     /// TensorFlow's `operation_timeout_in_ms`: how long a run may take where its
     /// [`RunOptions`] give no timeout (`None`, the default: without end).
     pub operation_timeout: Option<Duration>,
+    /// The graph passes a session's plans go through (TensorFlow's `RewriterConfig`):
+    /// every one on by default.
+    pub optimizations: GraphOptimizations,
+}
+
+/// The passes that rewrite each plan before it first runs, as TensorFlow's grappler
+/// rewrites a graph for inference (its `RewriterConfig`). None changes what a run returns
+/// beyond floating-point rounding; each can be switched off to compare or to debug.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraphOptimizations {
+    /// Grappler's `constant_folding`: the operations that depend on constants alone run
+    /// once, when the plan is made, and the plan keeps their results in place of them.
+    pub constant_folding: bool,
+    /// Grappler's `remapping`: a convolution with its bias or batch norm, per-channel
+    /// scale and shift, and activation, run as one fused step.
+    pub remapping: bool,
+}
+
+impl Default for GraphOptimizations {
+    fn default() -> Self {
+        GraphOptimizations {
+            constant_folding: true,
+            remapping: true,
+        }
+    }
+}
+
+impl GraphOptimizations {
+    /// Every pass off: each node runs as the graph has it.
+    pub const NONE: GraphOptimizations = GraphOptimizations {
+        constant_folding: false,
+        remapping: false,
+    };
 }
 
 impl SessionOptions {
@@ -114,6 +153,7 @@ impl SessionOptions {
             devices,
             allow_soft_placement: true,
             operation_timeout: None,
+            optimizations: GraphOptimizations::default(),
         }
     }
 }
@@ -133,6 +173,7 @@ impl Session {
         }
         let mut session = Self::open(graph, options.devices, options.allow_soft_placement);
         session.operation_timeout = options.operation_timeout;
+        session.optimizations = options.optimizations;
         Ok(session)
     }
 
@@ -163,6 +204,7 @@ impl Session {
             devices,
             soft_placement,
             operation_timeout: None,
+            optimizations: GraphOptimizations::default(),
             placement: Mutex::new(None),
             variables,
             plans: Mutex::new(PlanCache::new(PLAN_CACHE_CAPACITY)),
@@ -267,7 +309,12 @@ impl Session {
             .iter()
             .map(|(_, t)| Value::Tensor((*t).clone()))
             .collect();
-        self.run_signature(signature, &fed, &stop)?
+        let started = Instant::now();
+        let fetched = self.run_signature(signature, &fed, &stop);
+        if let Some((trace, _)) = &stop.trace {
+            trace.finish_run(started.elapsed());
+        }
+        fetched?
             .into_iter()
             .map(|value| match value {
                 Value::Tensor(t) => Ok(t),
@@ -409,6 +456,10 @@ impl Session {
         let graph = &self.graph;
         for step in &plan.steps {
             stop.check()?;
+            if let Some(folded) = &step.folded {
+                values[step.node] = Some(folded.clone());
+                continue;
+            }
             if let Some(constant) = self.constants[step.node].get() {
                 values[step.node] = Some(smallvec![Value::Tensor(constant.clone())]);
                 continue;
@@ -502,10 +553,19 @@ impl Session {
         let node = &graph.nodes[step.node];
         let device = &self.devices[step.device];
         if let Kind::Call(call) = step.kind {
+            let scoped;
+            let stop = match stop.trace {
+                Some(_) => {
+                    scoped = stop.within(&node.name);
+                    &scoped
+                }
+                None => stop,
+            };
             return self
                 .call(call, node, step.device, &inputs, stop)
                 .map_err(|e| in_node(e, node));
         }
+        let started = stop.trace.as_ref().map(|_| Instant::now());
         let chain = if step.chain.is_empty() {
             SmallVec::new()
         } else {
@@ -528,7 +588,42 @@ impl Session {
         if let (Kind::Const, [Value::Tensor(t)]) = (step.kind, outputs.as_slice()) {
             let _ = self.constants[step.node].set(t.clone());
         }
+        if let (Some((trace, scope)), Some(started)) = (&stop.trace, started) {
+            self.record(trace, scope, step, &outputs, started)?;
+        }
         Ok(outputs)
+    }
+
+    /// Record `step`, which started at `started` and made `outputs`, in `trace` once its
+    /// device has finished it.
+    #[cold]
+    fn record(
+        &self,
+        trace: &Trace,
+        scope: &str,
+        step: &Step,
+        outputs: &[Value],
+        started: Instant,
+    ) -> Result<()> {
+        let graph = &self.graph;
+        let node = &graph.nodes[step.node];
+        let device = &self.devices[step.device];
+        device.synchronize().map_err(|e| in_node(e, node))?;
+        let ended = Instant::now();
+        let mut op = String::new();
+        for &n in step.chain.iter().filter(|&&n| n != step.node) {
+            op.push_str(&graph.nodes[n].op_type);
+            op.push('+');
+        }
+        op.push_str(&node.op_type);
+        let record = StepRecord {
+            name: format!("{scope}{}", node.name),
+            op,
+            device: device.name(),
+            outputs,
+        };
+        trace.record(record, started, ended);
+        Ok(())
     }
 }
 

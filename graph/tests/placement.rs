@@ -61,7 +61,11 @@ fn operations_run_where_they_ask_and_tensors_cross_between() {
         .build_output()
         .unwrap();
     let product = g.mul(&sum, &a).unwrap();
-    let s = session(&g, &[cpu0.clone(), other.clone()], false);
+    // Folded, this graph of constants would run no kernel and copy nothing.
+    let mut options = SessionOptions::new(vec![cpu0.clone(), other.clone()]);
+    options.allow_soft_placement = false;
+    options.optimizations.constant_folding = false;
+    let s = Session::with_options(&g, options).unwrap();
     let values = s.run(&[], &[&sum, &product], &[]).unwrap();
     assert_eq!(values[0].to_vec::<f32>().unwrap(), [11.0, 22.0]);
     assert_eq!(values[1].to_vec::<f32>().unwrap(), [11.0, 44.0]);

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use polytensor::graph::{timeout_from_millis, CancellationManager, Graph, RunOptions, Session};
+use polytensor::graph::{
+    timeout_from_millis, CancellationManager, Graph, RunOptions, Session, Trace,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
@@ -82,6 +84,7 @@ impl PyRunOptions {
             options: RunOptions {
                 timeout: timeout_from_millis(timeout_in_ms),
                 cancellation: cancellation.map(|c| c.manager.clone()),
+                trace: None,
             },
         }
     }
@@ -90,6 +93,93 @@ impl PyRunOptions {
     #[getter]
     fn timeout_in_ms(&self) -> u128 {
         self.options.timeout.map_or(0, |t| t.as_millis())
+    }
+}
+
+/// What traced runs recorded (TensorFlow's `RunMetadata`): pass it to `Session.run` as
+/// `run_metadata`, and every step of the run is added, with its node, op type (a fused
+/// chain's joined by `+`), device, start, duration and outputs. `summary()` prints the op
+/// types and nodes that took longest, `chrome_trace()` writes Chrome's trace-event JSON,
+/// `SerializeToString()` TensorFlow's `RunMetadata` proto.
+#[pyclass(name = "RunMetadata", module = "polytensor", frozen)]
+pub struct PyRunMetadata {
+    trace: Trace,
+}
+
+#[pymethods]
+impl PyRunMetadata {
+    #[new]
+    fn new() -> Self {
+        PyRunMetadata {
+            trace: Trace::new(),
+        }
+    }
+
+    /// How many traced runs added their steps.
+    #[getter]
+    fn runs(&self) -> usize {
+        self.trace.stats().runs
+    }
+
+    /// Every recorded step, in the order they ran: dicts of `node`, `op`, `device`,
+    /// `start_us` (from when the metadata was made), `duration_us`, `output_shapes` and
+    /// `output_bytes`.
+    #[getter]
+    fn step_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let steps = self
+            .trace
+            .stats()
+            .nodes
+            .iter()
+            .map(|n| {
+                let step = PyDict::new(py);
+                step.set_item("node", &n.node)?;
+                step.set_item("op", &n.op)?;
+                step.set_item("device", &n.device)?;
+                step.set_item("start_us", n.start.as_secs_f64() * 1e6)?;
+                step.set_item("duration_us", n.duration.as_secs_f64() * 1e6)?;
+                let shapes: Vec<Vec<usize>> =
+                    n.outputs.iter().map(|o| o.shape.dims().to_vec()).collect();
+                step.set_item("output_shapes", shapes)?;
+                step.set_item("output_bytes", n.output_bytes())?;
+                Ok(step)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, steps)
+    }
+
+    /// The time of each op type over every traced run, the longest first: a list of
+    /// `(op, count, total_ms)`.
+    fn by_op_type(&self) -> Vec<(String, usize, f64)> {
+        self.trace
+            .stats()
+            .by_op_type()
+            .into_iter()
+            .map(|o| (o.op, o.count, o.total.as_secs_f64() * 1e3))
+            .collect()
+    }
+
+    /// A table of the op types and the `top` slowest nodes, per run.
+    #[pyo3(signature = (top=10))]
+    fn summary(&self, top: usize) -> String {
+        self.trace.stats().summary(top)
+    }
+
+    /// The steps in Chrome's trace-event JSON (for Perfetto or `chrome://tracing`).
+    fn chrome_trace(&self) -> String {
+        self.trace.stats().chrome_trace()
+    }
+
+    /// TensorFlow's `RunMetadata` proto of the steps (`config_pb2.RunMetadata.FromString`
+    /// and `timeline.Timeline(metadata.step_stats)` read it).
+    #[allow(non_snake_case)]
+    fn SerializeToString<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.trace.stats().run_metadata_proto())
+    }
+
+    /// Forget every recorded step.
+    fn clear(&self) {
+        self.trace.take();
     }
 }
 
@@ -153,17 +243,21 @@ impl PySession {
     /// operation to run, which gives `None`. `feed_dict` maps tensor names to values
     /// (arrays, lists, numbers or tensors), converted to each tensor's dtype. `options`
     /// (`RunOptions`) give the run a timeout and a cancellation handle; the run releases
-    /// the GIL, so another thread may cancel it.
-    #[pyo3(signature = (fetches, feed_dict=None, options=None))]
+    /// the GIL, so another thread may cancel it. `run_metadata` (`RunMetadata`) traces the
+    /// run: every step it runs is added to it, as TensorFlow's `FULL_TRACE` fills
+    /// `RunMetadata.step_stats`.
+    #[pyo3(signature = (fetches, feed_dict=None, options=None, run_metadata=None))]
     fn run<'py>(
         &self,
         py: Python<'py>,
         fetches: &Bound<'py, PyAny>,
         feed_dict: Option<&Bound<'py, PyDict>>,
         options: Option<&PyRunOptions>,
+        run_metadata: Option<&PyRunMetadata>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut run_options = options.map(|o| o.options.clone()).unwrap_or_default();
         run_options.timeout = run_options.timeout.or(self.operation_timeout);
+        run_options.trace = run_metadata.map(|m| m.trace.clone());
         let single = fetches.is_instance_of::<PyString>();
         let names: Vec<String> = if single {
             vec![fetches.extract()?]

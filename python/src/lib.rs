@@ -253,6 +253,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<graph::PySession>()?;
     m.add_class::<graph::PyRunOptions>()?;
     m.add_class::<graph::PyCancellationManager>()?;
+    m.add_class::<graph::PyRunMetadata>()?;
     m.add_class::<saved_model::PySavedModel>()?;
     m.add_class::<saved_model::PySignature>()?;
     m.add_function(wrap_pyfunction!(saved_model::load_saved_model, m)?)?;

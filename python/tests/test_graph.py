@@ -40,6 +40,41 @@ def test_session_runs_tensorflow_graph(dense_graph, device):
     assert session.run(["probs", "total:0"], {"x:0": feed})[0] is None  # an op: a target
 
 
+def test_traced_run_fills_run_metadata_that_tensorflow_reads(dense_graph, device, tf):
+    """`run_metadata` records every step of the run, as TensorFlow's `FULL_TRACE` does;
+    TensorFlow's own `RunMetadata` proto and `timeline.Timeline` read what it writes."""
+    import json
+
+    from tensorflow.core.protobuf import config_pb2
+    from tensorflow.python.client import timeline
+
+    graph_def, feed, expected = dense_graph
+    session = pt.Session(pt.Graph.from_graph_def(graph_def), device=device)
+    metadata = pt.RunMetadata()
+    got = session.run("probs:0", {"x:0": feed}, run_metadata=metadata)
+    np.testing.assert_allclose(got, expected[1], rtol=1e-5, atol=1e-6)
+    assert metadata.runs == 1
+    steps = metadata.step_stats
+    by_node = {step["node"]: step for step in steps}
+    assert by_node["probs"]["op"] == "Softmax"
+    assert by_node["probs"]["output_shapes"] == [[4, 5]]
+    assert by_node["probs"]["output_bytes"] == 4 * 5 * 4
+    assert all(step["duration_us"] >= 0 for step in steps)
+    assert {step["device"] for step in steps} == {pt.device(device).name}
+    ops = [op for op, _, _ in metadata.by_op_type()]
+    assert "Softmax" in ops and "MatMul" in ops
+    assert metadata.summary(top=3).startswith("1 run(s)")
+    trace = json.loads(metadata.chrome_trace())
+    assert sum(e["ph"] == "X" for e in trace["traceEvents"]) == len(steps)
+    read = config_pb2.RunMetadata.FromString(metadata.SerializeToString())
+    names = [n.node_name for d in read.step_stats.dev_stats for n in d.node_stats]
+    assert names == [step["node"] for step in steps]
+    chrome = json.loads(timeline.Timeline(read.step_stats).generate_chrome_trace_format())
+    assert sum(e.get("ph") == "X" for e in chrome["traceEvents"]) == len(steps)
+    metadata.clear()
+    assert metadata.step_stats == [] and metadata.runs == 0
+
+
 def test_session_over_every_device(dense_graph):
     graph_def, feed, expected = dense_graph
     session = pt.Session(pt.Graph.from_graph_def(graph_def))

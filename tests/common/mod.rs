@@ -98,6 +98,11 @@ pub fn generated(script: &str, folder: &str, modules: &str, override_var: &str) 
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     });
     let dir = root.join(format!("target/{folder}/{hash:016x}"));
+    // Tests of one binary that need the same folder make it once, one after another.
+    static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _making = MAKING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     if !dir.join("index.json").exists() {
         let python = TENSORFLOW.python(modules)?;
         std::fs::remove_dir_all(root.join("target").join(folder)).ok();

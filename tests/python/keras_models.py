@@ -1,6 +1,7 @@
 """Keras models as users freeze them, for tests/models.rs.
 
-Usage: keras_models.py OUTDIR [NAME ...]
+Usage: keras_models.py OUTDIR [NAME ...]  (no NAME: every model of MODELS; the zoo of the
+models bench, ZOO, only by name)
 
 Builds seeded Keras 3 models (random weights, `weights=None`, batch-norm statistics
 randomised so that inference is not the identity), freezes each the TensorFlow 2 way,
@@ -106,6 +107,21 @@ def convnext_block():
     return keras.Model(inp, x), ("float32", (16, 16, 32), None)
 
 
+def dense_block():
+    """DenseNet's pattern: pre-activation batch norms (no convolution before them), growing
+    concatenations along the channels, and a final batch norm with no activation."""
+    inp = keras.Input((12, 12, 20))
+    x = inp
+    for _ in range(3):
+        y = L.ReLU()(L.BatchNormalization()(x))
+        y = L.Conv2D(24, 1, use_bias=False)(y)
+        y = L.ReLU(max_value=6.0)(L.BatchNormalization()(y))
+        y = L.Conv2D(8, 3, padding="same", use_bias=False)(y)
+        x = L.Concatenate()([x, y])
+    x = L.BatchNormalization()(x)
+    return keras.Model(inp, L.GlobalAveragePooling2D()(x)), ("float32", (12, 12, 20), None)
+
+
 def application(constructor, size=64):
     def build():
         model = constructor(weights=None, input_shape=(size, size, 3), classes=10)
@@ -125,6 +141,7 @@ MODELS = {
     "keras_unet": (unet, False),
     "keras_causal_conv1d": (causal_conv1d, False),
     "keras_convnext_block": (convnext_block, False),
+    "keras_dense_block": (dense_block, False),
     "keras_convnext_tiny": (
         application(lambda **kw: keras.applications.ConvNeXtTiny(include_preprocessing=False, **kw)),
         False,
@@ -135,6 +152,50 @@ MODELS = {
         application(lambda **kw: keras.applications.MobileNetV3Small(include_preprocessing=False, **kw)),
         False,
     ),
+}
+
+def transformer_encoder(seq=64, dim=128, heads=4):
+    """A transformer encoder block as BERT-style models stack them."""
+
+    def build():
+        inp = keras.Input((seq, dim))
+        a = L.MultiHeadAttention(num_heads=heads, key_dim=dim // heads)(inp, inp)
+        x = L.LayerNormalization(epsilon=1e-6)(inp + a)
+        f = L.Dense(4 * dim, activation="gelu")(x)
+        f = L.Dense(dim)(f)
+        return keras.Model(inp, L.LayerNormalization(epsilon=1e-6)(x + f)), ("float32", (seq, dim), None)
+
+    return build
+
+
+def text_cnn(seq=128, vocabulary=8000):
+    """Kim's sentence CNN: an embedding, three convolution widths, max over time."""
+
+    def build():
+        inp = keras.Input((seq,), dtype="int32")
+        x = L.Embedding(vocabulary, 64)(inp)
+        towers = [L.GlobalMaxPooling1D()(L.Conv1D(64, k, activation="relu")(x)) for k in (3, 4, 5)]
+        x = L.Dense(64, activation="relu")(L.Concatenate()(towers))
+        return keras.Model(inp, L.Dense(2, activation="softmax")(x)), ("int32", (seq,), vocabulary)
+
+    return build
+
+
+# The zoo of the models bench (issue 50): one network of each family people run, made only
+# when named (the tests cover their layers through MODELS).
+ZOO = {
+    "zoo_resnet50": (application(keras.applications.ResNet50), False),
+    "zoo_densenet121": (application(keras.applications.DenseNet121), False),
+    "zoo_inception_v3": (application(keras.applications.InceptionV3, size=96), False),
+    "zoo_xception": (application(keras.applications.Xception, size=96), False),
+    "zoo_efficientnet_b0": (application(keras.applications.EfficientNetB0), False),
+    "zoo_mobilenet_v3_small": (
+        application(lambda **kw: keras.applications.MobileNetV3Small(include_preprocessing=False, **kw)),
+        False,
+    ),
+    "zoo_vgg16": (application(keras.applications.VGG16), False),
+    "zoo_transformer_encoder": (transformer_encoder(), False),
+    "zoo_text_cnn": (text_cnn(), False),
 }
 
 BATCH = 2
@@ -149,7 +210,7 @@ def spec(array):
 
 
 def make(name, out):
-    build, lower = MODELS[name]
+    build, lower = {**MODELS, **ZOO}[name]
     seed = sum(name.encode()) * 7919 % 2**31
     keras.utils.set_random_seed(seed)
     rng = np.random.default_rng(seed)

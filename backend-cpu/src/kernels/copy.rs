@@ -2,7 +2,11 @@
 
 use polytensor_core::{Error, OutView, Result, TensorView};
 
-use crate::strided::{check_shapes, for_each_row, rows_beside_output, SharedOut};
+use rayon::prelude::*;
+
+use crate::strided::{
+    check_shapes, for_each_row, rows_beside_output, SharedOut, PARALLEL_MIN_ELEMENTS,
+};
 
 fn host_bytes<'a>(view: &TensorView<'a>) -> Result<&'a [u8]> {
     view.host_bytes().ok_or_else(|| {
@@ -46,6 +50,71 @@ pub(crate) fn copy(x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
         }
     });
     Ok(())
+}
+
+/// `Device::concat`: each piece's outer rows copied to their places in `out`, rows split
+/// across threads when the output is large. `false` where a piece is not contiguous.
+pub(crate) fn concat(
+    pieces: &[TensorView<'_>],
+    axis: usize,
+    out: &mut OutView<'_>,
+) -> Result<bool> {
+    if pieces.iter().any(|p| !p.layout().is_contiguous()) {
+        return Ok(false);
+    }
+    let size = out.dtype().size();
+    let dims = out.layout().shape().dims();
+    let outer: usize = dims[..axis].iter().product();
+    // Each piece's bytes per outer row, and where its bytes start.
+    let mut runs = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        if piece.dtype() != out.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: "concat",
+                expected: out.dtype().to_string(),
+                found: piece.dtype(),
+            });
+        }
+        let bytes = piece.layout().num_elements() * size;
+        let start = piece.layout().offset() * size;
+        let src = host_bytes(piece)?;
+        let src = src
+            .get(start..start + bytes)
+            .ok_or_else(|| Error::invalid("concat: a piece's elements lie outside its buffer"))?;
+        runs.push((src, bytes / outer.max(1)));
+    }
+    let row: usize = runs.iter().map(|&(_, run)| run).sum();
+    let dst = out_bytes(out)?;
+    if row == 0 || outer == 0 {
+        return Ok(true);
+    }
+    if dst.len() != outer * row {
+        return Err(Error::invalid(format!(
+            "concat: pieces of {} bytes for an output of {} bytes",
+            outer * row,
+            dst.len()
+        )));
+    }
+    let copy_rows = |first: usize, rows: &mut [u8]| {
+        for (i, out_row) in rows.chunks_exact_mut(row).enumerate() {
+            let r = first + i;
+            let mut at = 0;
+            for &(src, run) in &runs {
+                out_row[at..at + run].copy_from_slice(&src[r * run..(r + 1) * run]);
+                at += run;
+            }
+        }
+    };
+    // About 256 KiB per task: enough to pay for the dispatch.
+    let rows_per_task = ((256 << 10) / row).max(1);
+    if dst.len() / size >= PARALLEL_MIN_ELEMENTS && outer > rows_per_task {
+        dst.par_chunks_mut(rows_per_task * row)
+            .enumerate()
+            .for_each(|(t, rows)| copy_rows(t * rows_per_task, rows));
+    } else {
+        copy_rows(0, dst);
+    }
+    Ok(true)
 }
 
 /// Copy host bytes into `out`.

@@ -18,7 +18,7 @@ use polytensor_core::{DataType, Element, Epilogue, OutView, Result, TensorView, 
 
 use super::matmul::{gemm_rows, GemmElem};
 use super::unsupported;
-use crate::strided::{input, output};
+use crate::strided::{input, output, PARALLEL_MIN_ELEMENTS};
 
 /// Output rows per block of the implicit GEMM: a panel of 128 rows of 3x3x64 taps is
 /// 288 KiB of f32.
@@ -84,6 +84,68 @@ fn conv_typed<T: GemmElem + Float + Send + Sync>(
         few_channels_conv(x, f, g, &finish, out);
     } else {
         implicit_gemm(x, f, g, &finish, out);
+    }
+    Ok(())
+}
+
+/// `Device::channel_affine` for f32 and f64: `x` copied into `out` a block of rows at a
+/// time, each block finished while it is in cache. `false` for other dtypes, a strided `x`
+/// or another activation.
+pub(crate) fn channel_affine(
+    x: &TensorView<'_>,
+    epilogue: &Epilogue<'_>,
+    out: &mut OutView<'_>,
+) -> Result<bool> {
+    let takes = matches!(
+        epilogue.activation,
+        None | Some(UnaryOp::Relu | UnaryOp::Relu6)
+    );
+    if !takes || !x.layout().is_contiguous() || x.layout().shape() != out.layout().shape() {
+        return Ok(false);
+    }
+    match x.dtype() {
+        DataType::Float => affine_typed::<f32>(x, epilogue, out).map(|()| true),
+        DataType::Double => affine_typed::<f64>(x, epilogue, out).map(|()| true),
+        _ => Ok(false),
+    }
+}
+
+fn affine_typed<T: Float + Element + Send + Sync>(
+    x: &TensorView<'_>,
+    epilogue: &Epilogue<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let channels = x.layout().shape().dims().last().copied().unwrap_or(1);
+    let finish = Finish {
+        scale: epilogue.scale.as_ref().map(elements::<T>).transpose()?,
+        shift: epilogue.shift.as_ref().map(elements::<T>).transpose()?,
+        activation: epilogue.activation,
+    };
+    for part in [finish.scale, finish.shift].into_iter().flatten() {
+        if part.len() != channels {
+            return Err(polytensor_core::Error::invalid(format!(
+                "channel_affine: a vector of {} for {channels} channels",
+                part.len()
+            )));
+        }
+    }
+    let x = elements::<T>(x)?;
+    let out = output::<T>(out)?;
+    if channels == 0 || out.is_empty() {
+        return Ok(());
+    }
+    // About 64 KiB of rows per block, whole rows of channels.
+    let block = ((16 << 10) / channels).max(1) * channels;
+    let pass = |(out, x): (&mut [T], &[T])| {
+        out.copy_from_slice(x);
+        finish.apply(out, channels);
+    };
+    if out.len() < PARALLEL_MIN_ELEMENTS {
+        out.chunks_mut(block).zip(x.chunks(block)).for_each(pass);
+    } else {
+        out.par_chunks_mut(block)
+            .zip(x.par_chunks(block))
+            .for_each(pass);
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
  * 1. the seed's `a + b` built with the operation builder and run (prints 7);
  * 2. a GraphDef TensorFlow wrote (argv[1]) imported under a prefix, its placeholder fed
  *    with the 3x4 values of argv[2..14], and `y:0` printed one value a line, for the Rust
- *    test to compare with what TensorFlow computed;
+ *    test to compare with what TensorFlow computed; then a traced run, its steps read back;
  * 3. a loop that never ends (the GraphDef $POLYTENSOR_FOREVER_GRAPH names), stopped by a
  *    deadline and by a cancellation manager;
  * 4. the SavedModel $POLYTENSOR_SAVED_MODEL loaded with PT_LoadSessionFromSavedModel, its
@@ -165,6 +165,36 @@ static void imported(const char* path, char** values, PT_Status* s) {
     PT_DeleteTensor(host);
   }
   PT_DeleteTensor(result);
+  /* A traced run: its steps, TensorFlow's RunMetadata proto, the summary and the trace. */
+  PT_RunOptions* run = PT_NewRunOptions();
+  PT_RunMetadata* metadata = PT_NewRunMetadata();
+  PT_RunOptionsSetRunMetadata(run, metadata);
+  CHECK(PT_RunMetadataNumSteps(metadata) == 0);
+  PT_SessionRunWithOptions(session, run, &xo, fed, 1, &yo, &result, 1, NULL, 0, s);
+  OK(s);
+  PT_DeleteTensor(result);
+  int steps = PT_RunMetadataNumSteps(metadata);
+  CHECK(steps >= 2);
+  PT_Buffer* proto = PT_RunMetadataToProto(metadata);
+  CHECK(proto != NULL && PT_BufferLength(proto) > 0);
+  PT_DeleteBuffer(proto);
+  PT_Buffer* summary = PT_RunMetadataSummary(metadata, 5);
+  CHECK(summary != NULL && PT_BufferLength(summary) > 0);
+  CHECK(strncmp((const char*)PT_BufferData(summary), "1 run(s)", 8) == 0);
+  printf("traced %d steps:\n%.*s", steps, (int)PT_BufferLength(summary),
+         (const char*)PT_BufferData(summary));
+  PT_DeleteBuffer(summary);
+  PT_Buffer* chrome = PT_RunMetadataChromeTrace(metadata);
+  CHECK(chrome != NULL && ((const char*)PT_BufferData(chrome))[0] == '{');
+  PT_DeleteBuffer(chrome);
+  PT_RunMetadataClear(metadata);
+  CHECK(PT_RunMetadataNumSteps(metadata) == 0);
+  PT_DeleteRunMetadata(metadata);
+  /* The options keep their own reference: a run after the metadata is freed is fine. */
+  PT_SessionRunWithOptions(session, run, &xo, fed, 1, &yo, &result, 1, NULL, 0, s);
+  OK(s);
+  PT_DeleteTensor(result);
+  PT_DeleteRunOptions(run);
   PT_DeleteTensor(feed);
   PT_DeleteSession(session, s);
   PT_DeleteGraph(g);

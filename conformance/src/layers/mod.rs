@@ -21,7 +21,9 @@ pub use run::run_layer;
 
 use polytensor_core::plan::strided_slice::StridedSliceSpec;
 use polytensor_core::plan::window::{DataFormat, Padding};
-use polytensor_core::{Conv2dOptions, DataType, MirrorMode, Pool2dOptions, ResizeOptions, Scalar};
+use polytensor_core::{
+    Conv2dOptions, DataType, MirrorMode, Pool2dOptions, ResizeOptions, Scalar, UnaryOp,
+};
 
 use crate::Variant;
 
@@ -65,6 +67,9 @@ pub enum Layer {
     BiasAdd(Vec<usize>, DataFormat),
     /// `FusedBatchNormV3` in inference.
     BatchNorm(Vec<usize>, DataFormat),
+    /// A batch norm folded to `activation(x * scale + shift)` per channel of the last dim,
+    /// in one pass (the session's fusion of a batch norm no convolution precedes).
+    ChannelAffine(Vec<usize>, Option<UnaryOp>),
     /// `Softmax` (or `LogSoftmax` when `true`) over the last dim.
     Softmax(Vec<usize>, bool),
     /// `Pad` with a value.
@@ -147,6 +152,7 @@ impl Layer {
             Layer::Pool { .. } => "avg_pool2d",
             Layer::BiasAdd(..) => "bias_add",
             Layer::BatchNorm(..) => "batch_norm",
+            Layer::ChannelAffine(..) => "channel_affine",
             Layer::Softmax(_, true) => "log_softmax",
             Layer::Softmax(..) => "softmax",
             Layer::Pad(..) => "pad",
@@ -417,6 +423,20 @@ pub fn layer_cases() -> Vec<LayerCase> {
         Layer::BatchNorm(vec![2, 3, 4, 5], Nchw),
         &FLOATS,
     ));
+    // Channel counts on and off the vector width, with each activation a kernel takes and
+    // one it leaves to the op after it.
+    for (dims, activation, name) in [
+        (vec![2, 4, 5, 16], Some(UnaryOp::Relu), "2x4x5x16_relu"),
+        (vec![3, 3, 7], Some(UnaryOp::Relu6), "3x3x7_relu6"),
+        (vec![2, 9, 9, 35], None, "2x9x9x35"),
+        (vec![4, 3], Some(UnaryOp::Tanh), "4x3_tanh"),
+    ] {
+        layers.push((
+            format!("channel_affine_{name}"),
+            Layer::ChannelAffine(dims, activation),
+            &FLOATS,
+        ));
+    }
     for (dims, name) in [
         (vec![3, 7], "3x7"),
         (vec![2, 1, 5], "2x1x5"),

@@ -215,6 +215,43 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
                 .collect();
             (tx.bias_add(&tb, *format)?, want, Tolerance::Exact)
         }
+        Layer::ChannelAffine(dims, activation) => {
+            let c = dims[dims.len() - 1];
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            let (scale, ts) = inputs.next(&[c], Domain::Finite)?;
+            let (shift, tt) = inputs.next(&[c], Domain::Finite)?;
+            let epilogue = ConvEpilogue {
+                scale: Some(ts),
+                shift: Some(tt),
+                activation: *activation,
+            };
+            let got = tx.channel_affine(&epilogue)?;
+            let want = crate::indices(&x.dims)
+                .map(|i| {
+                    let k = i[i.len() - 1];
+                    let (xv, a, b) = (
+                        at(&x, &i).to_f64(),
+                        scale.values[k].to_f64(),
+                        shift.values[k].to_f64(),
+                    );
+                    // The product rounds to the dtype before the sum, as two ops would.
+                    let product = data::round_to(dtype, Scalar::F64(xv * a)).to_f64();
+                    let y = product + b;
+                    let y = match activation {
+                        Some(UnaryOp::Relu) => y.max(0.0),
+                        Some(UnaryOp::Relu6) => y.clamp(0.0, 6.0),
+                        Some(UnaryOp::Tanh) => y.tanh(),
+                        _ => y,
+                    };
+                    Expected {
+                        value: data::round_to(dtype, Scalar::F64(y)),
+                        scale: (xv * a).abs() + b.abs(),
+                        terms: 1,
+                    }
+                })
+                .collect();
+            (got, want, Tolerance::Epilogue)
+        }
         Layer::BatchNorm(dims, format) => {
             let axis = format.channel_axis(dims.len());
             let c = dims[axis];

@@ -123,6 +123,11 @@ pub(crate) enum Kind {
     /// A convolution run with what follows it; made by the session (`crate::fusion`),
     /// never an op type of a graph.
     FusedConv(FusedConv),
+    /// A `Mul` and an `AddV2` by per-channel vectors and an optional `Relu`/`Relu6`, run as
+    /// one step; made by the session (`crate::fusion`), never an op type of a graph.
+    ChannelAffine {
+        activation: Option<UnaryOp>,
+    },
 }
 
 impl Kind {

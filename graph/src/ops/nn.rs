@@ -537,18 +537,7 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
         }
         if fused.affine {
             let (scale, shift) = (cx.tensor(3)?, cx.tensor(4)?);
-            // `[C]`, or `[1, 1, 1, C]` as Keras reshapes it: as `[C]`.
-            let per_channel = |t: &Tensor| -> Option<Tensor> {
-                let dims = t.dims();
-                let ones = dims.len() <= 4
-                    && dims
-                        .split_last()
-                        .is_some_and(|(_, lead)| lead.iter().all(|&d| d == 1));
-                let fits = ones && t.num_elements() == bias.num_elements();
-                (fits && t.dtype() == bias.dtype())
-                    .then(|| t.reshape([bias.num_elements()]).ok())
-                    .flatten()
-            };
+            let per_channel = |t: &Tensor| per_channel(t, bias.num_elements(), bias.dtype());
             let vectors = per_channel(&scale).zip(per_channel(&shift));
             let Some((scale_vector, shift_vector)) = vectors else {
                 // Not the per-channel vectors the plan saw: the ops one after another.
@@ -570,6 +559,47 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
         }
     }
     one(x.conv2d_fused(&filter, &options, fused.depthwise, &epilogue)?)
+}
+
+/// `t` as a vector of `channels` values of `dtype`: from `[C]`, or `[1, 1, 1, C]` as Keras
+/// reshapes a per-channel vector to broadcast it; `None` for anything else.
+fn per_channel(t: &Tensor, channels: usize, dtype: polytensor_core::DataType) -> Option<Tensor> {
+    let dims = t.dims();
+    let ones = dims.len() <= 4
+        && dims
+            .split_last()
+            .is_some_and(|(_, lead)| lead.iter().all(|&d| d == 1));
+    let fits = ones && t.num_elements() == channels && t.dtype() == dtype;
+    fits.then(|| t.reshape([channels]).ok()).flatten()
+}
+
+/// A `Mul` by a per-channel vector, the `AddV2` of one and an optional `Relu`/`Relu6`, run
+/// as one step (the session's fusion of a batch norm in inference that no convolution
+/// precedes, as Keras writes it). Inputs: the image, the scale, the shift.
+pub(crate) fn run_channel_affine(
+    activation: Option<UnaryOp>,
+    cx: &RunCtx<'_, '_>,
+) -> Result<Outputs> {
+    let (x, scale, shift) = (cx.tensor(0)?, cx.tensor(1)?, cx.tensor(2)?);
+    let channels = x.dims().last().copied().unwrap_or(0);
+    let vectors =
+        per_channel(&scale, channels, x.dtype()).zip(per_channel(&shift, channels, x.dtype()));
+    let y = match vectors {
+        Some((scale, shift)) if x.rank() >= 1 => x.channel_affine(&ConvEpilogue {
+            scale: Some(scale),
+            shift: Some(shift),
+            activation,
+        })?,
+        // Not the per-channel vectors the plan saw: the ops one after another.
+        _ => {
+            let y = x.mul(&scale)?.add(&shift)?;
+            match activation {
+                Some(op) => y.unary(op)?,
+                None => y,
+            }
+        }
+    };
+    one(y)
 }
 
 fn one(t: Tensor) -> Result<Outputs> {

@@ -12,7 +12,7 @@ use polytensor_core::{DataType, Error, PartialTensorShape, Result, Tensor};
 use prost::Message;
 
 use crate::proto::FunctionDefLibrary;
-use crate::{Graph, Session, SessionOptions};
+use crate::{Graph, RunOptions, Session, SessionOptions};
 
 mod objects;
 mod proto;
@@ -156,6 +156,19 @@ impl SavedModel {
     /// Run signature `key` on `feeds` (by input key; every input must be fed); its outputs
     /// by key.
     pub fn run(&self, key: &str, feeds: &[(&str, &Tensor)]) -> Result<BTreeMap<String, Tensor>> {
+        self.run_with(&RunOptions::default(), key, feeds)
+    }
+
+    /// [`run`](Self::run) with `options`: a timeout, a cancellation handle, a [`Trace`] of
+    /// its steps.
+    ///
+    /// [`Trace`]: crate::Trace
+    pub fn run_with(
+        &self,
+        options: &RunOptions,
+        key: &str,
+        feeds: &[(&str, &Tensor)],
+    ) -> Result<BTreeMap<String, Tensor>> {
         let signature = self.signature(key)?;
         let mut named = Vec::with_capacity(feeds.len());
         for &(input, tensor) in feeds {
@@ -187,7 +200,9 @@ impl SavedModel {
             .values()
             .map(|s| s.name.as_str())
             .collect();
-        let values = self.session.run_by_name(&named, &fetches, &[])?;
+        let values = self
+            .session
+            .run_by_name_with(options, &named, &fetches, &[])?;
         Ok(signature.outputs.keys().cloned().zip(values).collect())
     }
 

@@ -190,13 +190,16 @@ impl Session {
         devices.swap(0, device);
         let body = Arc::new(Body {
             name,
-            session: Session::sharing(
-                &graph,
-                devices,
-                self.soft_placement,
-                self.variables.clone(),
-                self.collectives.clone(),
-            ),
+            session: Session {
+                optimizations: self.optimizations,
+                ..Session::sharing(
+                    &graph,
+                    devices,
+                    self.soft_placement,
+                    self.variables.clone(),
+                    self.collectives.clone(),
+                )
+            },
             signature: Signature {
                 feeds: args,
                 fetches: rets,

@@ -45,6 +45,9 @@ pub(crate) struct Step {
     /// Nodes whose outputs no later step and no fetch reads: released after this step, as
     /// TensorFlow's executor drops a tensor when its last consumer has run.
     pub(crate) release: Vec<usize>,
+    /// The outputs constant folding computed when the plan was made: the step gives them
+    /// instead of running its kernel.
+    pub(crate) folded: Option<crate::ops::kernels::Outputs>,
 }
 
 /// Where a value comes from while a plan runs.
@@ -104,6 +107,7 @@ impl Session {
                     inputs: n.inputs.iter().map(|&input| source(input)).collect(),
                     chain: Vec::new(),
                     release: Vec::new(),
+                    folded: None,
                 })
             })
             .collect::<Result<Vec<Step>>>()?;
@@ -111,7 +115,12 @@ impl Session {
         let frames = if crate::frames::needed(&steps) {
             Some(Frames::analyze(nodes, &steps)?)
         } else {
-            crate::fusion::fuse(&mut steps, &fetches, nodes);
+            if self.optimizations.constant_folding {
+                self.fold(&mut steps, &fetches, &placed);
+            }
+            if self.optimizations.remapping {
+                crate::fusion::fuse(&mut steps, &fetches, nodes);
+            }
             None
         };
         // The last step reading each node's outputs releases them (fetched nodes never).

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use polytensor_core::{Error, Result};
 
+use super::Trace;
+
 /// What stops the runs given it, from any thread: TensorFlow's `CancellationManager`.
 /// Clones share one state; once cancelled it stays cancelled, and a run given it later
 /// fails at its first step.
@@ -57,6 +59,9 @@ pub struct RunOptions {
     /// A handle whose [`start_cancel`](CancellationManager::start_cancel) makes the run a
     /// `Cancelled` error.
     pub cancellation: Option<CancellationManager>,
+    /// TensorFlow's `trace_level` with its `RunMetadata`: where the run records the time,
+    /// device and outputs of every step it runs (`None`, the default: nothing is recorded).
+    pub trace: Option<Trace>,
 }
 
 /// A timeout in milliseconds as TensorFlow reads `timeout_in_ms` and
@@ -73,6 +78,9 @@ pub fn timeout_from_millis(milliseconds: i64) -> Option<Duration> {
 pub(crate) struct Stop {
     deadline: Option<Instant>,
     cancellation: Option<CancellationManager>,
+    /// Where the run's steps are recorded, with the names of the calling nodes (each
+    /// followed by `/`) to put before a function's node names.
+    pub(crate) trace: Option<(Trace, String)>,
 }
 
 impl Stop {
@@ -84,6 +92,20 @@ impl Stop {
             // A timeout too long to add to now never comes.
             deadline: timeout.and_then(|t| Instant::now().checked_add(t)),
             cancellation: options.cancellation.clone(),
+            trace: options.trace.clone().map(|t| (t, String::new())),
+        }
+    }
+
+    /// The stop of the calls node `node` makes: the same deadline and cancellation, and
+    /// the trace with `node/` before the names of the function's nodes.
+    pub(crate) fn within(&self, node: &str) -> Stop {
+        Stop {
+            deadline: self.deadline,
+            cancellation: self.cancellation.clone(),
+            trace: self
+                .trace
+                .as_ref()
+                .map(|(t, scope)| (t.clone(), format!("{scope}{node}/"))),
         }
     }
 
@@ -114,6 +136,7 @@ mod tests {
         let options = RunOptions {
             timeout: Some(Duration::from_secs(3600)),
             cancellation: Some(cancel.clone()),
+            ..RunOptions::default()
         };
         let stop = Stop::starting(&options, None);
         assert!(stop.check().is_ok());

@@ -520,6 +520,36 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
     /// Copy `x` (any layout) into the contiguous `out` of the same shape and dtype.
     fn copy(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()>;
 
+    /// Join the contiguous `pieces` along `axis` into `out` (TensorFlow's `ConcatV2`, its
+    /// inputs checked: one dtype, equal dims but along `axis`, which `out` sums), each
+    /// outer row of every piece copied straight to its place. Returns whether it ran;
+    /// `false`, the default, has the caller compose the join from [`Device::copy`]s
+    /// (through a transposed copy when `axis` is not the first non-unit dim).
+    fn concat(
+        &self,
+        pieces: &[TensorView<'_>],
+        axis: usize,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        let _ = (pieces, axis, out);
+        Ok(false)
+    }
+
+    /// `out = activation(x * scale + shift)` per channel of the last dim, in one pass: a
+    /// batch norm in inference with its activation, when no convolution precedes it to take
+    /// it as its epilogue. `epilogue` holds contiguous vectors of one element per channel,
+    /// of `x`'s dtype, and `Relu`, `Relu6` or no activation. Returns whether it ran;
+    /// `false`, the default, has the caller run the elementwise ops one after another.
+    fn channel_affine(
+        &self,
+        x: &TensorView<'_>,
+        epilogue: &Epilogue<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        let _ = (x, epilogue, out);
+        Ok(false)
+    }
+
     /// Whether [`Device::conv2d`] and [`Device::pool2d`] run for `dtype`. Devices without
     /// such kernels (the default) run TensorFlow's window ops as the `Tensor` methods
     /// compose them from the kernels above: a padded copy viewed as overlapping windows,

@@ -170,6 +170,41 @@ impl Tensor {
         }
     }
 
+    /// `activation(self * scale + shift)` per channel of the last dim (each part of
+    /// `epilogue` optional; `scale` and `shift` vectors of one value per channel, of this
+    /// dtype): an inference batch norm and its activation in one pass where the device has
+    /// the kernel ([`crate::Device::channel_affine`]), else as `mul`, `add` and the op.
+    pub fn channel_affine(&self, epilogue: &ConvEpilogue) -> Result<Tensor> {
+        let channels = match self.dims().last() {
+            Some(&c) => c,
+            None => return epilogue.apply(self.clone()),
+        };
+        epilogue.check(channels, self)?;
+        let (fused, rest) = epilogue.split();
+        let device = self.device();
+        let x = self.contiguous()?;
+        let (scale, shift) = (fused.scale.clone(), fused.shift.clone());
+        let views = Epilogue {
+            scale: scale.as_ref().map(Tensor::view),
+            shift: shift.as_ref().map(Tensor::view),
+            activation: fused.activation,
+        };
+        // Devices with direct window kernels take epilogues; others compose the ops.
+        let mut ran = false;
+        let y = match device.window_kernels(self.dtype) {
+            true => Tensor::produce(self.shape().clone(), self.dtype, device, |out| {
+                ran = device.channel_affine(&x.view(), &views, out)?;
+                Ok(())
+            })?,
+            false => x.clone(),
+        };
+        if ran {
+            rest.apply(y)
+        } else {
+            epilogue.apply(x)
+        }
+    }
+
     /// The device's direct kernel for a window op of this NHWC tensor, if it has one for the
     /// dtype: `None` sends the caller to the composition. `filter` is a convolution's
     /// (`depthwise` or full); without one the op is pooling (`max` or average).

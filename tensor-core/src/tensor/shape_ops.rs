@@ -182,6 +182,38 @@ impl Tensor {
             return Tensor::concat_strings(tensors, axis);
         }
         first.check_pod("concat")?;
+        Tensor::concat_checked(tensors, axis)
+    }
+
+    /// `concat` of checked tensors: the device joins them where it can ([`Device::concat`],
+    /// each outer row copied to its place); otherwise each is copied into its rows of the
+    /// output with `axis` in front, and the result moved back.
+    ///
+    /// [`Device::concat`]: crate::Device::concat
+    fn concat_checked(tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
+        let first = tensors[0];
+        let mut dims = first.dims().to_vec();
+        dims[axis] = tensors
+            .iter()
+            .try_fold(0usize, |sum, t| sum.checked_add(t.dims()[axis]))
+            .ok_or_else(|| Error::invalid("ConcatOp : the joined shape overflows"))?;
+        let shape = TensorShape::new(&dims)?;
+        let device = first.device();
+        let pieces = tensors
+            .iter()
+            .map(|t| t.contiguous())
+            .collect::<Result<Vec<_>>>()?;
+        let views: Vec<TensorView<'_>> = pieces.iter().map(Tensor::view).collect();
+        let storage = Storage::allocate(device, byte_len(&shape, first.dtype)?, false)?;
+        let layout = Layout::contiguous(shape);
+        let mut out = OutView::new(TensorView::new(first.dtype, &layout, storage.buffer()));
+        if device.concat(&views, axis, &mut out)? {
+            return Ok(Tensor {
+                dtype: first.dtype,
+                layout,
+                storage,
+            });
+        }
         let blocks: Vec<Block<'_>> = tensors.iter().map(|t| Block::Copy(t)).collect();
         Tensor::join_along(axis, first, &blocks)?.contiguous()
     }

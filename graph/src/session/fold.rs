@@ -1,0 +1,171 @@
+//! Constant folding, grappler's `constant_folding` for a plan: the steps whose inputs all
+//! come, through pure operations, from `Const`s run once when the plan is made, on the
+//! devices they are placed on; the plan keeps the results of those that later steps or
+//! fetches read and drops the rest. A frozen Keras model's batch norms (`Rsqrt` of the
+//! variance, its product with the scale, the shift), its `Identity`s of weights and its
+//! shape arithmetic then cost nothing per run.
+//!
+//! Only operations that give the same result on every run fold (no variable, random,
+//! stateful, control-flow, collective, debugging or function-calling op), and only what the
+//! plan does not feed. A result whose static shape makes it larger than
+//! [`MAX_FOLDED_BYTES`] is left to run (as TensorFlow's `kMaxConstantSize`), and so is a
+//! plan whose folding fails: the run then reports the error as it would have.
+
+use std::collections::BTreeSet;
+
+use super::plan::{Plan, Source, Step};
+use super::stop::Stop;
+use super::Session;
+use crate::graph::Node;
+use crate::ops::kernels::Outputs;
+use crate::ops::{Array, Kind};
+
+/// The largest result folding keeps in a plan, in bytes (TensorFlow's 10 MiB).
+pub(crate) const MAX_FOLDED_BYTES: usize = 10 << 20;
+
+impl Session {
+    /// Fold the steps of `steps` that depend on constants alone (see the module's doc);
+    /// `fetches` are the plan's and `placed` the device of every node.
+    pub(super) fn fold(&self, steps: &mut Vec<Step>, fetches: &[Source], placed: &[usize]) {
+        let nodes = &self.graph.nodes;
+        let mut foldable = vec![false; nodes.len()];
+        for step in steps.iter() {
+            let node = &nodes[step.node];
+            foldable[step.node] = pure(step.kind)
+                && step
+                    .inputs
+                    .iter()
+                    .all(|s| matches!(*s, Source::Node { node, .. } if foldable[node]))
+                && node.control_inputs.iter().all(|&c| foldable[c])
+                && (step.kind == Kind::Const || !too_big(node));
+        }
+        // The folded nodes something else reads: their values stay in the plan.
+        let mut kept: BTreeSet<usize> = BTreeSet::new();
+        let unfolded_reads = steps
+            .iter()
+            .filter(|s| !foldable[s.node])
+            .flat_map(|s| s.inputs.iter());
+        for source in unfolded_reads.chain(fetches) {
+            if let Source::Node { node, .. } = *source {
+                if foldable[node] {
+                    kept.insert(node);
+                }
+            }
+        }
+        // Only what the kept values need runs now.
+        let mut needed = vec![false; nodes.len()];
+        let mut stack: Vec<usize> = kept.iter().copied().collect();
+        while let Some(node) = stack.pop() {
+            if !std::mem::replace(&mut needed[node], true) {
+                stack.extend(nodes[node].inputs.iter().map(|&(n, _)| n));
+            }
+        }
+        let work: Vec<&Step> = steps.iter().filter(|s| needed[s.node]).collect();
+        if work.iter().all(|s| s.kind == Kind::Const) {
+            // Nothing to compute: `Const` steps already keep their decoded values.
+            if steps
+                .iter()
+                .any(|s| foldable[s.node] && !kept.contains(&s.node))
+            {
+                steps.retain(|s| !foldable[s.node] || kept.contains(&s.node));
+            }
+            return;
+        }
+        let fetched: Vec<Source> = kept
+            .iter()
+            .flat_map(|&node| (0..nodes[node].outputs.len()).map(move |index| (node, index)))
+            .map(|(node, index)| Source::Node { node, index })
+            .collect();
+        let plan = Plan {
+            steps: work
+                .iter()
+                .map(|s| Step {
+                    node: s.node,
+                    device: s.device,
+                    crosses: s.inputs.iter().any(|input| match *input {
+                        Source::Node { node, .. } => placed[node] != s.device,
+                        Source::Feed(_) => true,
+                    }),
+                    uses_variables: false,
+                    kind: s.kind,
+                    inputs: s.inputs.clone(),
+                    chain: Vec::new(),
+                    release: Vec::new(),
+                    folded: None,
+                })
+                .collect(),
+            fetches: fetched.clone(),
+            transfers: BTreeSet::new(),
+            feeds: Vec::new(),
+            frames: None,
+        };
+        let Ok(values) = self.execute(&plan, &[], &Stop::default()) else {
+            // The run meets the error again, where it happens.
+            return;
+        };
+        let mut results = values.into_iter();
+        let mut folded: Vec<(usize, Outputs)> = Vec::with_capacity(kept.len());
+        for &node in &kept {
+            let outputs = results.by_ref().take(nodes[node].outputs.len()).collect();
+            folded.push((node, outputs));
+        }
+        steps.retain_mut(|step| {
+            if !foldable[step.node] {
+                return true;
+            }
+            let Ok(at) = folded.binary_search_by_key(&step.node, |(n, _)| *n) else {
+                return false;
+            };
+            step.kind = Kind::Const;
+            step.inputs.clear();
+            step.folded = Some(std::mem::take(&mut folded[at].1));
+            true
+        });
+    }
+}
+
+/// Whether a node of `kind` gives the same outputs for the same inputs on every run, with no
+/// effect beside them.
+fn pure(kind: Kind) -> bool {
+    match kind {
+        Kind::Array(array) => array != Array::PlaceholderWithDefault,
+        Kind::Const
+        | Kind::Identity
+        | Kind::IdentityN
+        | Kind::Binary(_)
+        | Kind::Compare(_)
+        | Kind::Division(_)
+        | Kind::Unary(_)
+        | Kind::Cast
+        | Kind::Select { .. }
+        | Kind::MatMul
+        | Kind::BatchMatMul
+        | Kind::Reduce(_)
+        | Kind::Arg(_)
+        | Kind::Reshape
+        | Kind::Transpose
+        | Kind::ExpandDims
+        | Kind::Squeeze
+        | Kind::Shape
+        | Kind::Fill
+        | Kind::Range
+        | Kind::AddN
+        | Kind::MakeComplex
+        | Kind::ComplexPart(_)
+        | Kind::Conj
+        | Kind::Nn(_)
+        | Kind::Logical { .. }
+        | Kind::Einsum => true,
+        _ => false,
+    }
+}
+
+/// Whether an output of `node` is known, from its static shape, to be larger than
+/// [`MAX_FOLDED_BYTES`].
+fn too_big(node: &Node) -> bool {
+    node.outputs.iter().any(|(dtype, shape)| {
+        shape
+            .num_elements()
+            .is_some_and(|n| n.saturating_mul(dtype.size()) > MAX_FOLDED_BYTES)
+    })
+}
