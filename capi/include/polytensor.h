@@ -37,7 +37,12 @@ typedef struct PT_Operation PT_Operation;
 // [`PT_FinishOperation`].
 typedef struct PT_OperationDescription PT_OperationDescription;
 
-// Options of one run (TensorFlow's `RunOptions`): a timeout and a cancellation handle.
+// Where traced runs record every step they run (TensorFlow's `RunMetadata` with its
+// `step_stats`): the node, its op type, device, start, duration and outputs.
+typedef struct PT_RunMetadata PT_RunMetadata;
+
+// Options of one run (TensorFlow's `RunOptions`): a timeout, a cancellation handle and a
+// trace.
 typedef struct PT_RunOptions PT_RunOptions;
 
 // A session (TensorFlow's `TF_Session`).
@@ -575,6 +580,65 @@ int PT_CancellationManagerIsCancelled(const struct PT_CancellationManager *manag
 //
 // `manager` is NULL or from [`PT_NewCancellationManager`], not used afterwards.
 void PT_DeleteCancellationManager(struct PT_CancellationManager *manager);
+
+// An empty run metadata; runs whose options name it (with
+// [`PT_RunOptionsSetRunMetadata`]) add their steps to it.
+struct PT_RunMetadata *PT_NewRunMetadata(void);
+
+// Free run metadata (NULL is ignored); run options given it keep recording into their own
+// reference, which nothing reads.
+//
+// # Safety
+//
+// `metadata` is NULL or from [`PT_NewRunMetadata`], not used afterwards.
+void PT_DeleteRunMetadata(struct PT_RunMetadata *metadata);
+
+// Trace runs with `options` into `metadata` (TensorFlow's `FULL_TRACE`; NULL: no trace, the
+// default). Each traced step waits for its device before its end is taken.
+//
+// # Safety
+//
+// `options` is NULL (ignored) or a live handle; `metadata` NULL or live.
+void PT_RunOptionsSetRunMetadata(struct PT_RunOptions *options,
+                                 const struct PT_RunMetadata *metadata);
+
+// How many steps the traced runs recorded (0 for NULL).
+//
+// # Safety
+//
+// `metadata` is NULL or a live handle.
+int PT_RunMetadataNumSteps(const struct PT_RunMetadata *metadata);
+
+// The recorded steps as a serialized `tensorflow.RunMetadata` (its `step_stats`, one
+// `DeviceStepStats` per device), as `TF_SessionRun` writes `run_metadata`; NULL for NULL.
+//
+// # Safety
+//
+// `metadata` is NULL or a live handle.
+struct PT_Buffer *PT_RunMetadataToProto(const struct PT_RunMetadata *metadata);
+
+// A text table of the op types and the `top` slowest nodes, per run (UTF-8, not
+// NUL-terminated: read `PT_BufferLength` bytes); NULL for NULL.
+//
+// # Safety
+//
+// `metadata` is NULL or a live handle.
+struct PT_Buffer *PT_RunMetadataSummary(const struct PT_RunMetadata *metadata, int top);
+
+// The recorded steps in Chrome's trace-event JSON (Perfetto, `chrome://tracing`; not
+// NUL-terminated); NULL for NULL.
+//
+// # Safety
+//
+// `metadata` is NULL or a live handle.
+struct PT_Buffer *PT_RunMetadataChromeTrace(const struct PT_RunMetadata *metadata);
+
+// Forget the recorded steps (NULL is ignored).
+//
+// # Safety
+//
+// `metadata` is NULL or a live handle.
+void PT_RunMetadataClear(const struct PT_RunMetadata *metadata);
 
 // Load the SavedModel in `export_dir` tagged `tags` (`tags_len` of them) into a new
 // session, its graph into `graph` (which must be empty), its variables restored and its

@@ -167,6 +167,11 @@ fn a_c_program_builds_imports_and_runs_graphs() {
         "{output}"
     );
     if let Some(want) = expected {
+        // The traced run's summary, as `PT_RunMetadataSummary` gave it.
+        assert!(
+            output.contains("traced ") && output.contains("MatMul"),
+            "{output}"
+        );
         let got: Vec<f64> = output
             .lines()
             .filter_map(|l| l.strip_prefix("y "))
