@@ -3,9 +3,11 @@
 //! in the loops (no padded copy):
 //! - a full convolution is an implicit GEMM: output rows in blocks of [`BLOCK_ROWS`], each
 //!   block's im2col panel packed on its thread (it stays in L2) and multiplied by the
-//!   filter with one single-threaded `gemm`; a 1x1 convolution with stride 1 multiplies the
-//!   input rows themselves; one of fewer than [`FEW_CHANNELS`] input channels (a first
-//!   layer) runs directly, each tap times the filter's row of outputs;
+//!   filter with one single-threaded `gemm`; fewer rows than a block with much work (a late
+//!   layer of a small image) are one GEMM whose columns the threads share; a 1x1
+//!   convolution with stride 1 multiplies the input rows themselves; one of fewer than
+//!   [`FEW_CHANNELS`] input channels (a first layer) runs directly, each tap times the
+//!   filter's row of outputs;
 //! - a depthwise convolution and pooling walk each output row once, the channels innermost
 //!   (contiguous in the input, the filter and the output, so the loops vectorise).
 
@@ -16,13 +18,17 @@ use polytensor_core::alloc::host_vec;
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{DataType, Element, Epilogue, OutView, Result, TensorView, UnaryOp};
 
-use super::matmul::{gemm_rows, GemmElem};
+use super::matmul::{gemm_columns, gemm_rows, GemmElem};
 use super::unsupported;
 use crate::strided::{input, output, PARALLEL_MIN_ELEMENTS};
 
 /// Output rows per block of the implicit GEMM: a panel of 128 rows of 3x3x64 taps is
 /// 288 KiB of f32.
 const BLOCK_ROWS: usize = 128;
+
+/// The multiply-adds from which a convolution of fewer rows than a block shares its GEMM's
+/// columns among the threads (below, one thread does it faster than two can start).
+const SHARED_WORK: usize = 1 << 21;
 
 /// Output channels a few-channel convolution computes at once: a 256-bit register of f32.
 const LANES: usize = 8;
@@ -219,40 +225,66 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
         && g.windows.iter().all(|w| w.stride == 1)
         && g.before == [0, 0]
         && g.output == g.input;
-    let [oh, ow] = g.output;
+    let total = out.len() / o;
+    let threads = rayon::current_num_threads();
+    // Fewer rows than a block with much work (a late layer of a small image): one GEMM whose
+    // columns the threads share, each packing only its part of the filter, the panel packed
+    // whole. Otherwise the threads take blocks of rows, each block's panel in L2.
+    if threads > 1 && total < BLOCK_ROWS && total * k * o >= SHARED_WORK && o >= 16 * threads {
+        let packed;
+        let a = if pointwise {
+            &x[..total * k]
+        } else {
+            let mut panel = vec![T::zero(); total * k];
+            pack_taps(x, g, 0, &mut panel);
+            packed = panel;
+            &packed
+        };
+        gemm_columns(total, o, k, a, f, out);
+        finish.apply(out, o);
+        return;
+    }
     out.par_chunks_mut(BLOCK_ROWS * o)
         .enumerate()
         .for_each_init(Vec::new, |panel: &mut Vec<T>, (block, out)| {
-            let first = block * BLOCK_ROWS;
-            let rows = out.len() / o;
+            let (first, rows) = (block * BLOCK_ROWS, out.len() / o);
             if pointwise {
                 gemm_rows(rows, o, k, &x[first * k..(first + rows) * k], f, out);
-                finish.apply(out, o);
-                return;
+            } else {
+                panel.resize(rows * k, T::zero());
+                pack_taps(x, g, first, panel);
+                gemm_rows(rows, o, k, panel, f, out);
             }
-            panel.resize(rows * k, T::zero());
-            for (i, taps) in panel.chunks_exact_mut(k).enumerate() {
-                let row = first + i;
-                let (image, y, xo) = (row / (oh * ow), (row / ow) % oh, row % ow);
-                for a in 0..kh {
-                    let h = g.tap(0, y, a);
-                    for b in 0..kw {
-                        let tap = &mut taps[(a * kw + b) * c..][..c];
-                        match (h, g.tap(1, xo, b)) {
-                            // A few channels (a first layer's 1 or 3) are not worth a memcpy.
-                            (Some(h), Some(w)) if c < 8 => {
-                                let src = pixel(x, g, image, h, w);
-                                tap.iter_mut().zip(src).for_each(|(d, &v)| *d = v);
-                            }
-                            (Some(h), Some(w)) => tap.copy_from_slice(pixel(x, g, image, h, w)),
-                            _ => tap.fill(T::zero()),
-                        }
-                    }
-                }
-            }
-            gemm_rows(rows, o, k, panel, f, out);
             finish.apply(out, o);
         });
+}
+
+/// The im2col rows of output rows `first..` into `panel` (one row of `k_h * k_w *
+/// channels` taps per output pixel, zero where a tap falls in the padding).
+fn pack_taps<T: Float>(x: &[T], g: &WindowGeometry, first: usize, panel: &mut [T]) {
+    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
+    let c = g.channels;
+    let k = kh * kw * c;
+    let [oh, ow] = g.output;
+    for (i, taps) in panel.chunks_exact_mut(k).enumerate() {
+        let row = first + i;
+        let (image, y, xo) = (row / (oh * ow), (row / ow) % oh, row % ow);
+        for a in 0..kh {
+            let h = g.tap(0, y, a);
+            for b in 0..kw {
+                let tap = &mut taps[(a * kw + b) * c..][..c];
+                match (h, g.tap(1, xo, b)) {
+                    // A few channels (a first layer's 1 or 3) are not worth a memcpy.
+                    (Some(h), Some(w)) if c < 8 => {
+                        let src = pixel(x, g, image, h, w);
+                        tap.iter_mut().zip(src).for_each(|(d, &v)| *d = v);
+                    }
+                    (Some(h), Some(w)) => tap.copy_from_slice(pixel(x, g, image, h, w)),
+                    _ => tap.fill(T::zero()),
+                }
+            }
+        }
+    }
 }
 
 /// A convolution of few input channels (a network's first layer): per output pixel, each

@@ -314,6 +314,14 @@ pub fn layer_cases() -> Vec<LayerCase> {
             [3, 3, 3, 4],
             conv_options([2, 2], [1, 1], Same, Nchw),
         ),
+        // Few output rows and much work (a late layer of a small image): the CPU's threads
+        // share the GEMM's columns.
+        (
+            "few_rows_many_filters",
+            [1, 4, 4, 128],
+            [3, 3, 128, 96],
+            conv_options([1, 1], [1, 1], Same, Nhwc),
+        ),
     ];
     for (name, image, filter, options) in &convs {
         let full = conv(image, *filter, options.clone(), false);
@@ -349,6 +357,7 @@ pub fn layer_cases() -> Vec<LayerCase> {
         "wide_channels",
         "wide_pointwise",
         "nchw_same_stride_2",
+        "few_rows_many_filters",
     ] {
         let (_, image, filter, options) = convs
             .iter()

@@ -214,6 +214,72 @@ pub(crate) fn gemm_rows<T: GemmElem>(
     b: &[T],
     out: &mut [T],
 ) {
+    gemm_rows_on(m, n, k, a, b, out, 1);
+}
+
+/// [`gemm_rows`] with the columns split across the pool's threads: each thread packs and
+/// multiplies only its part of `b`, what a GEMM of few rows (a late layer of a small image)
+/// needs to use every core without packing all of `b` on each.
+pub(crate) fn gemm_columns<T: GemmElem>(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[T],
+    b: &[T],
+    out: &mut [T],
+) {
+    assert!(
+        a.len() >= m * k && b.len() >= k * n && out.len() >= m * n,
+        "gemm_columns operands"
+    );
+    let threads = rayon::current_num_threads().max(1);
+    // Whole registers of columns per part.
+    let width = n.div_ceil(threads).next_multiple_of(16).min(n).max(1);
+    let operands = Operands(a.as_ptr(), b.as_ptr(), out.as_mut_ptr());
+    (0..n.div_ceil(width)).into_par_iter().for_each(|part| {
+        let (a, b, out) = operands.parts();
+        let first = part * width;
+        let columns = width.min(n - first);
+        // SAFETY: the assertion keeps every position read or written inside the slices
+        // (columns `first..first + columns` of row-major `b` and `out`); each part writes
+        // its own columns of `out`, which is borrowed mutably for the call, and the parts
+        // are joined before it returns.
+        unsafe {
+            gemm::gemm(
+                m,
+                columns,
+                k,
+                out.add(first),
+                1,
+                n as isize,
+                false,
+                a,
+                1,
+                k as isize,
+                b.add(first),
+                1,
+                n as isize,
+                T::zero(),
+                T::one(),
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+    });
+}
+
+/// [`gemm_rows`] on `threads` threads of the pool (1: this thread alone).
+fn gemm_rows_on<T: GemmElem>(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[T],
+    b: &[T],
+    out: &mut [T],
+    threads: usize,
+) {
     assert!(
         a.len() >= m * k && b.len() >= k * n && out.len() >= m * n,
         "gemm_rows operands"
@@ -240,7 +306,10 @@ pub(crate) fn gemm_rows<T: GemmElem>(
             false,
             false,
             false,
-            gemm::Parallelism::None,
+            match threads {
+                0 | 1 => gemm::Parallelism::None,
+                threads => gemm::Parallelism::Rayon(threads),
+            },
         );
     }
 }
