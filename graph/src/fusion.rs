@@ -1,6 +1,7 @@
 //! The session's remapper: a convolution, the bias or inference batch norm that alone reads
-//! it, after a bias the `Mul` and `AddV2` by per-channel vectors that Keras 3 writes for a
-//! batch norm (`x * scale + shift`), and the `Relu`/`Relu6` that alone reads the last,
+//! it, after a bias (or straight after a convolution without one) the `Mul` and `AddV2` by
+//! per-channel vectors that Keras 3 writes for a batch norm (`x * scale + shift`), and the
+//! `Relu`/`Relu6` that alone reads the last,
 //! become one step, as TensorFlow's grappler remapper makes `_FusedConv2D` of them. On a
 //! device with direct window kernels the step is one pass over the output (the epilogue
 //! applied while the block is in cache); elsewhere it runs the same ops one after another.
@@ -45,9 +46,12 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             continue;
         }
         let device = conv.device;
-        let norm = match follow.kind {
-            Kind::Nn(Nn::BiasAdd) => false,
-            Kind::Nn(Nn::BatchNorm) => true,
+        // The convolution's bias, its batch norm, or (a convolution without bias) straight
+        // away Keras's batch norm.
+        let (norm, biased) = match follow.kind {
+            Kind::Nn(Nn::BiasAdd) => (false, true),
+            Kind::Nn(Nn::BatchNorm) => (true, true),
+            Kind::Binary(BinaryOp::Mul) => (false, false),
             _ => continue,
         };
         if !nhwc(&nodes[follow.node]) || controls.contains(&follow.node) {
@@ -61,8 +65,8 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
         if others_read {
             continue;
         }
-        // After a bias, Keras's batch norm: `Mul` by a per-channel vector, then `AddV2` of
-        // one, each the only reader of what it follows.
+        // After a bias (or the convolution), Keras's batch norm: `Mul` by a per-channel
+        // vector, then `AddV2` of one, each the only reader of what it follows.
         let channels = nodes[conv.node].outputs[0]
             .1
             .dims()
@@ -73,11 +77,16 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             let by_vector = |from: usize, op: BinaryOp| {
                 by_vector(&slots, nodes, &reads, from, op, device, channels)
             };
-            by_vector(follow_node, BinaryOp::Mul).and_then(|(m, scale)| {
+            let from = if biased { follow_node } else { conv_node };
+            by_vector(from, BinaryOp::Mul).and_then(|(m, scale)| {
                 let mul = slots[m].as_ref()?.node;
                 by_vector(mul, BinaryOp::Add).map(|(a, shift)| (m, a, scale, shift))
             })
         };
+        // Without a bias, the product by a vector must be what reads the convolution.
+        if !biased && affine.is_none_or(|(m, ..)| m != b) {
+            continue;
+        }
         // The node the activation follows: the bias or batch norm, or the affine's `AddV2`.
         let tail = match affine {
             Some((_, a, ..)) => slots[a].as_ref().map_or(follow_node, |s| s.node),
@@ -89,12 +98,17 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             (None, Some((_, add, ..))) => (add, None),
             (None, None) => (b, None),
         };
-        let (Some(conv), Some(follow)) = (slots[c].take(), slots[b].take()) else {
+        let Some(conv) = slots[c].take() else {
             continue;
         };
         let mut inputs = conv.inputs;
-        inputs.extend(follow.inputs.into_iter().skip(1));
-        let mut chain = vec![conv_node, follow_node];
+        let mut chain = vec![conv_node];
+        if biased {
+            if let Some(follow) = slots[b].take() {
+                inputs.extend(follow.inputs.into_iter().skip(1));
+                chain.push(follow_node);
+            }
+        }
         if let Some((m, a, scale, shift)) = affine {
             inputs.extend([scale, shift]);
             let mul = slots[m].take().map(|s| s.node);
@@ -129,7 +143,7 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
         };
         let node = match slots[last].take() {
             Some(step) => step.node,
-            None => follow.node,
+            None => follow_node,
         };
         slots[last] = Some(Step {
             node,
@@ -139,6 +153,7 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             kind: Kind::FusedConv(FusedConv {
                 depthwise,
                 norm,
+                biased,
                 affine: affine.is_some(),
                 activation: op,
                 padded,

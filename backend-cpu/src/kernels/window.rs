@@ -37,6 +37,11 @@ const LANES: usize = 8;
 /// keep the FMA units busy (one pixel's chain waits on each multiply-add's latency).
 const PIXELS: usize = 4;
 
+/// The most taps (window size times channels) a few-channel convolution runs directly: a
+/// larger window is a GEMM long enough to pay for its panel (measured on the zoo: a 3x3 or
+/// 7x7 first layer of 3 channels runs in 0.45-0.75x the time as a GEMM).
+const FEW_TAPS: usize = 16;
+
 /// Below this many input channels a convolution runs directly (each output pixel's taps
 /// times the filter's rows): a GEMM over so short a reduction has nothing to reuse, and
 /// packing its panel costs more than the arithmetic.
@@ -86,7 +91,9 @@ fn conv_typed<T: GemmElem + Float + Send + Sync>(
     let out = output::<T>(out)?;
     if depthwise {
         depthwise_conv(x, f, g, &finish, out);
-    } else if g.channels < FEW_CHANNELS {
+    } else if g.channels < FEW_CHANNELS
+        && g.windows[0].size * g.windows[1].size * g.channels <= FEW_TAPS
+    {
         few_channels_conv(x, f, g, &finish, out);
     } else {
         implicit_gemm(x, f, g, &finish, out);

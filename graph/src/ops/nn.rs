@@ -57,13 +57,16 @@ impl Nn {
 /// A convolution, its bias (`norm` false) or inference batch norm, after a bias (`affine`)
 /// a `Mul` and an `AddV2` by per-channel vectors, and an optional `Relu`/`Relu6`, run as
 /// one step: the session's fusion (`crate::fusion`), as TensorFlow's remapper makes
-/// `_FusedConv2D`. Inputs: the convolution's two, then the bias or the batch norm's four
-/// parameters, then (`affine`) the scale and the shift, then (`padded`) the paddings of a
+/// `_FusedConv2D`. Inputs: the convolution's two, then (`biased`) the bias or the batch
+/// norm's four parameters, then (`affine`) the scale and the shift, then (`padded`) the paddings of a
 /// zero `Pad` whose input is the first input, folded into a `VALID` convolution's padding.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct FusedConv {
     pub(crate) depthwise: bool,
     pub(crate) norm: bool,
+    /// Whether a bias or a batch norm follows the convolution (false: the scale and shift
+    /// come straight after it).
+    pub(crate) biased: bool,
     pub(crate) affine: bool,
     pub(crate) activation: Option<UnaryOp>,
     pub(crate) padded: bool,
@@ -527,6 +530,27 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
             Tensor::fold_batch_norm([&scale, &offset, &mean, &variance], epsilon, x.dtype())?;
         epilogue.scale = Some(factor);
         epilogue.shift = Some(shift);
+    } else if !fused.biased {
+        let (scale, shift) = (cx.tensor(2)?, cx.tensor(3)?);
+        let channels = scale.num_elements();
+        let per_channel = |t: &Tensor| per_channel(t, channels, x.dtype());
+        match per_channel(&scale).zip(per_channel(&shift)) {
+            Some((scale, shift)) => {
+                epilogue.scale = Some(scale);
+                epilogue.shift = Some(shift);
+            }
+            None => {
+                // Not the per-channel vectors the plan saw: the ops one after another.
+                let y = x
+                    .conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?
+                    .mul(&scale)?
+                    .add(&shift)?;
+                return one(match fused.activation {
+                    Some(op) => y.unary(op)?,
+                    None => y,
+                });
+            }
+        }
     } else {
         let bias = cx.tensor(2)?;
         if bias.rank() != 1 {
