@@ -283,6 +283,10 @@ impl Device for CpuDevice {
         window::channel_affine(x, epilogue, out)
     }
 
+    fn softmax(&self, x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> Result<bool> {
+        unary::softmax(x, log, out)
+    }
+
     fn window_kernels(&self, dtype: DataType) -> bool {
         window::runs(dtype)
     }

@@ -2,8 +2,9 @@
 //! reduction and minimax polynomials) written so the compiler turns each slice loop into
 //! SIMD code, compiled for AVX-512, AVX2+FMA and baseline x86-64 and chosen at run time.
 //!
-//! Accuracy (checked by the conformance suite against an f64 reference): exp, log, sin and
-//! cos within 2 ulp, tanh and sigmoid within 4. sin and cos take arguments up to 8192 in
+//! Accuracy (checked by the conformance suite against an f64 reference): exp, log, sin,
+//! cos and erf within 2 ulp, tanh, sigmoid and erfc within 4 (erfc takes libm's value on
+//! [0.5, 2), where the fast form is not). sin and cos take arguments up to 8192 in
 //! magnitude on the fast path; larger or non-finite arguments are fixed up with libm.
 
 // The polynomial coefficients are Cephes' published values, quoted as published.
@@ -15,6 +16,9 @@ use polytensor_core::UnaryOp;
 /// (a software `fma` call would stop vectorisation).
 trait MulAdd: Copy {
     fn mul_add(a: f32, b: f32, c: f32) -> f32;
+
+    /// `a * a - square` exactly, for `square = a * a` rounded: what rounding lost.
+    fn square_error(a: f32, square: f32) -> f32;
 }
 
 #[derive(Clone, Copy)]
@@ -24,6 +28,11 @@ impl MulAdd for Fused {
     fn mul_add(a: f32, b: f32, c: f32) -> f32 {
         a.mul_add(b, c)
     }
+
+    #[inline(always)]
+    fn square_error(a: f32, square: f32) -> f32 {
+        a.mul_add(a, -square)
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -32,6 +41,15 @@ impl MulAdd for Separate {
     #[inline(always)]
     fn mul_add(a: f32, b: f32, c: f32) -> f32 {
         a * b + c
+    }
+
+    /// Dekker's product: `a` split into halves of 12 bits, whose products are exact.
+    #[inline(always)]
+    fn square_error(a: f32, square: f32) -> f32 {
+        let scaled = a * 4097.0;
+        let high = scaled - (scaled - a);
+        let low = a - high;
+        ((high * high - square) + 2.0 * high * low) + low * low
     }
 }
 
@@ -200,14 +218,114 @@ fn sigmoid<M: MulAdd>(x: f32) -> f32 {
     }
 }
 
+/// `erf(x)` for `|x| < 1`: `x * T(x^2)` (Cephes' `erff`).
+#[inline(always)]
+fn erf_small<M: MulAdd>(x: f32) -> f32 {
+    let z = x * x;
+    let mut p = 7.853_861_353_153_693e-5;
+    for c in [
+        -8.010_193_625_184_903e-4,
+        5.188_327_685_732_524e-3,
+        -2.685_381_193_529_856e-2,
+        1.128_358_514_861_418e-1,
+        -3.761_262_582_423_300e-1,
+        1.128_379_165_726_710,
+    ] {
+        p = M::mul_add(p, z, c);
+    }
+    x * p
+}
+
+/// Past this, `erfc(x)` is below the smallest subnormal f32.
+const ERFC_ZERO: f32 = 10.06;
+
+/// `erfc(a)` for `a >= 1`: `exp(-a^2) / a * P(1/a^2)` (Cephes' `erfcf`), with `a^2` split
+/// into two parts so that `exp` sees it exactly; 0 past [`ERFC_ZERO`].
+#[inline(always)]
+fn erfc_large<M: MulAdd>(a: f32) -> f32 {
+    let zero = a > ERFC_ZERO;
+    // Computed at 1 where the result is 0: subnormal intermediates are slow to compute.
+    let a = if zero { 1.0 } else { a };
+    let hi = a * a;
+    let lo = M::square_error(a, hi);
+    let e = exp::<M>(-hi) * (1.0 - lo);
+    let q = 1.0 / a;
+    let y = q * q;
+    let mut near = 2.326_819_970_068_386e-2;
+    for c in [
+        -1.387_039_388_740_657e-1,
+        3.687_424_674_597_105e-1,
+        -5.824_733_027_278_666e-1,
+        6.210_004_621_745_983e-1,
+        -4.944_515_323_274_145e-1,
+        3.404_879_937_665_872e-1,
+        -2.741_127_028_184_656e-1,
+        5.638_259_427_386_472e-1,
+    ] {
+        near = M::mul_add(near, y, c);
+    }
+    let mut far = -1.047_766_399_936_249e1;
+    for c in [
+        1.297_719_955_372_516e1,
+        -7.495_518_717_768_503,
+        2.921_019_019_210_786,
+        -1.015_265_279_202_700,
+        4.218_463_358_204_948e-1,
+        -2.820_767_439_740_514e-1,
+        5.641_895_067_754_075e-1,
+    ] {
+        far = M::mul_add(far, y, c);
+    }
+    let r = e * q * if a < 2.0 { near } else { far };
+    if zero {
+        0.0
+    } else {
+        r
+    }
+}
+
+#[inline(always)]
+fn erf<M: MulAdd>(x: f32) -> f32 {
+    let a = x.abs();
+    let large = 1.0 - erfc_large::<M>(a);
+    let large = if x < 0.0 { -large } else { large };
+    if a < 1.0 {
+        erf_small::<M>(x)
+    } else {
+        large
+    }
+}
+
+/// `erfc(x)`, except for `x` in [`ERFC_CANCELS`]: those are fixed up with libm.
+#[inline(always)]
+fn erfc<M: MulAdd>(x: f32) -> f32 {
+    let a = x.abs();
+    let large = erfc_large::<M>(a);
+    let large = if x < 0.0 { 2.0 - large } else { large };
+    if a < 1.0 {
+        1.0 - erf_small::<M>(x)
+    } else {
+        large
+    }
+}
+
+/// Where the fast `erfc` is not within 4 ulp: `1 - erf(x)` cancels below 1, and Cephes'
+/// polynomial for [1, 2) with our `exp` errs by up to 5 ulp (libm takes these).
+const ERFC_CANCELS: std::ops::Range<f32> = 0.5..2.0;
+
 /// The largest |x| the fast sin and cos handle.
 const TRIG_LIMIT: f32 = 8192.0;
 
 #[inline(always)]
 fn apply<M: MulAdd>(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
+    // A `for` loop, not `for_each`: the loop's body stays in this function and takes its
+    // target features (an iterator's `fold` may be outlined without them, and `mul_add`
+    // would then call software `fmaf`).
     macro_rules! each {
         ($f:expr) => {
-            dst.iter_mut().zip(src).for_each(|(o, &x)| *o = $f(x))
+            for (o, &x) in dst.iter_mut().zip(src) {
+                *o = $f(x);
+            }
         };
     }
     match op {
@@ -219,6 +337,15 @@ fn apply<M: MulAdd>(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
         UnaryOp::Log => each!(log::<M>),
         UnaryOp::Tanh => each!(tanh::<M>),
         UnaryOp::Sigmoid => each!(sigmoid::<M>),
+        UnaryOp::Erf => each!(erf::<M>),
+        UnaryOp::Erfc => {
+            each!(erfc::<M>);
+            for (o, &x) in dst.iter_mut().zip(src) {
+                if ERFC_CANCELS.contains(&x) {
+                    *o = libm::erfcf(x);
+                }
+            }
+        }
         UnaryOp::Sin | UnaryOp::Cos => {
             if op == UnaryOp::Sin {
                 each!(sin_cos::<M, false>);
@@ -306,13 +433,15 @@ pub(crate) fn has_kernel(op: UnaryOp) -> bool {
 }
 
 /// The ops with vectorised f32 kernels.
-pub(crate) const KERNEL_OPS: [UnaryOp; 8] = [
+pub(crate) const KERNEL_OPS: [UnaryOp; 10] = [
     UnaryOp::Relu,
     UnaryOp::Relu6,
     UnaryOp::Exp,
     UnaryOp::Log,
     UnaryOp::Tanh,
     UnaryOp::Sigmoid,
+    UnaryOp::Erf,
+    UnaryOp::Erfc,
     UnaryOp::Sin,
     UnaryOp::Cos,
 ];
@@ -382,6 +511,8 @@ mod tests {
             UnaryOp::Log => x.ln(),
             UnaryOp::Tanh => x.tanh(),
             UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnaryOp::Erf => libm::erf(x),
+            UnaryOp::Erfc => libm::erfc(x),
             UnaryOp::Sin => x.sin(),
             // NaN stays NaN (f64::max and clamp would drop or keep it inconsistently).
             UnaryOp::Relu if x.is_nan() => x,
@@ -411,7 +542,7 @@ mod tests {
             for op in KERNEL_OPS {
                 let mut out = vec![0f32; x.len()];
                 assert!(unary_f32_with(isa, op, &x, &mut out));
-                let bound = if matches!(op, UnaryOp::Tanh | UnaryOp::Sigmoid) {
+                let bound = if matches!(op, UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erfc) {
                     4
                 } else {
                     2

@@ -3,6 +3,7 @@
 use num_complex::Complex;
 use num_traits::{Float, Zero};
 use polytensor_core::{OutView, Result, TensorView, UnaryOp};
+use rayon::prelude::*;
 
 use super::{by_class, unsupported};
 use crate::scalar::{FloatElem, IntElem, Real};
@@ -156,4 +157,60 @@ fn vector_unary_f32(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> R
         let computed = vmath::unary_f32(op, xs, os);
         debug_assert!(computed, "{op:?} has a vectorised kernel");
     })
+}
+
+/// `Device::softmax` for f32: each row's max, its shifted exponentials (the vectorised
+/// `exp`), their sum and the division (or, `log`, the shift and the log of the sum), while
+/// the row is in cache; rows split across threads. `false` for other dtypes or a strided
+/// `x`.
+pub(crate) fn softmax(x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> Result<bool> {
+    if x.dtype() != polytensor_core::DataType::Float
+        || !x.layout().is_contiguous()
+        || x.layout().shape() != out.layout().shape()
+    {
+        return Ok(false);
+    }
+    let n = x.layout().num_elements();
+    let width = x.layout().shape().dims().last().copied().unwrap_or(1);
+    let start = x.layout().offset();
+    let src = &crate::strided::input::<f32>(x)?[start..start + n];
+    let dst = crate::strided::output::<f32>(out)?;
+    if n == 0 || width == 0 {
+        return Ok(true);
+    }
+    let row = |(x, out): (&[f32], &mut [f32]), shifted: &mut Vec<f32>| {
+        let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        shifted.clear();
+        shifted.extend(x.iter().map(|&v| v - max));
+        if !vmath::unary_f32(UnaryOp::Exp, shifted, out) {
+            out.iter_mut()
+                .zip(shifted.iter())
+                .for_each(|(o, &v)| *o = v.exp());
+        }
+        let sum: f32 = out.iter().sum();
+        if log {
+            let log_sum = sum.ln();
+            out.iter_mut()
+                .zip(shifted.iter())
+                .for_each(|(o, &v)| *o = v - log_sum);
+        } else {
+            out.iter_mut().for_each(|o| *o /= sum);
+        }
+    };
+    if n < crate::strided::PARALLEL_MIN_ELEMENTS {
+        let mut shifted = Vec::with_capacity(width);
+        src.chunks_exact(width)
+            .zip(dst.chunks_exact_mut(width))
+            .for_each(|pair| row(pair, &mut shifted));
+    } else {
+        // Rows of a few thousand elements per task at least.
+        src.par_chunks_exact(width)
+            .zip(dst.par_chunks_exact_mut(width))
+            .with_min_len((4096 / width).max(1))
+            .for_each_init(
+                || Vec::with_capacity(width),
+                |shifted, pair| row(pair, shifted),
+            );
+    }
+    Ok(true)
 }

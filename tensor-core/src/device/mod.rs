@@ -550,6 +550,15 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         Ok(false)
     }
 
+    /// TensorFlow's `Softmax` (`log`: `LogSoftmax`) over the last dim of the contiguous
+    /// `x`, each row in one pass while it is in cache: `exp(x - max) / sum`, or `x - max -
+    /// log(sum)`. Returns whether it ran; `false`, the default, has the caller compose it
+    /// from a reduction, elementwise ops and a second reduction.
+    fn softmax(&self, x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> Result<bool> {
+        let _ = (x, log, out);
+        Ok(false)
+    }
+
     /// Whether [`Device::conv2d`] and [`Device::pool2d`] run for `dtype`. Devices without
     /// such kernels (the default) run TensorFlow's window ops as the `Tensor` methods
     /// compose them from the kernels above: a padded copy viewed as overlapping windows,

@@ -597,6 +597,9 @@ impl Tensor {
 
     /// TensorFlow's `Softmax` over the last dim: `exp(x - max) / sum(exp(x - max))`.
     pub fn softmax(&self) -> Result<Tensor> {
+        if let Some(y) = self.softmax_kernel("Softmax", false)? {
+            return Ok(y);
+        }
         let shifted = self.softmax_shifted("Softmax")?;
         let exp = shifted.exp()?;
         exp.div(&exp.sum(&[-1], true)?)
@@ -604,12 +607,38 @@ impl Tensor {
 
     /// TensorFlow's `LogSoftmax` over the last dim: `x - max - log(sum(exp(x - max)))`.
     pub fn log_softmax(&self) -> Result<Tensor> {
+        if let Some(y) = self.softmax_kernel("LogSoftmax", true)? {
+            return Ok(y);
+        }
         let shifted = self.softmax_shifted("LogSoftmax")?;
         shifted.sub(&shifted.exp()?.sum(&[-1], true)?.log()?)
     }
 
+    /// The device's one-pass softmax ([`crate::Device::softmax`]) where it has one for this
+    /// tensor, after the checks both softmaxes make; `None` sends the caller to the ops.
+    fn softmax_kernel(&self, op: &str, log: bool) -> Result<Option<Tensor>> {
+        self.check_softmax(op)?;
+        let x = self.contiguous()?;
+        let device = self.device();
+        let mut ran = false;
+        let y = Tensor::produce(self.shape().clone(), self.dtype, device, |out| {
+            ran = device.softmax(&x.view(), log, out)?;
+            Ok(())
+        })?;
+        Ok(ran.then_some(y))
+    }
+
     /// `x - max(x)` along the last dim, the stable start of both softmaxes.
     fn softmax_shifted(&self, op: &str) -> Result<Tensor> {
+        self.check_softmax(op)?;
+        if self.num_elements() == 0 {
+            return Ok(self.clone());
+        }
+        self.sub(&self.max(&[-1], true)?)
+    }
+
+    /// An `Err` with TensorFlow's message unless this is a float tensor of rank 1 or more.
+    fn check_softmax(&self, op: &str) -> Result<()> {
         if self.rank() == 0 {
             return Err(Error::invalid(format!(
                 "{op}: logits must have >= 1 dimension, got {}",
@@ -622,10 +651,7 @@ impl Tensor {
                 self.dtype
             )));
         }
-        if self.num_elements() == 0 {
-            return Ok(self.clone());
-        }
-        self.sub(&self.max(&[-1], true)?)
+        Ok(())
     }
 }
 
