@@ -283,6 +283,10 @@ impl Device for CpuDevice {
         window::channel_affine(x, epilogue, out)
     }
 
+    fn swish(&self, x: &TensorView<'_>, beta: f64, out: &mut OutView<'_>) -> Result<bool> {
+        unary::swish(x, beta, out)
+    }
+
     fn softmax(&self, x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> Result<bool> {
         unary::softmax(x, log, out)
     }

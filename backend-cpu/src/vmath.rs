@@ -421,10 +421,49 @@ pub(crate) fn unary_f32_with(isa: Isa, op: UnaryOp, src: &[f32], dst: &mut [f32]
     }
 }
 
+/// This CPU's best instruction set for the kernels, detected once.
+fn isa() -> Isa {
+    static ISA: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
+    *ISA.get_or_init(detected)
+}
+
 /// `dst = op(src)` with the best kernel for this CPU; `false` if `op` has none.
 pub(crate) fn unary_f32(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
-    static ISA: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
-    unary_f32_with(*ISA.get_or_init(detected), op, src, dst)
+    unary_f32_with(isa(), op, src, dst)
+}
+
+#[inline(always)]
+fn swish<M: MulAdd>(beta: f32, src: &[f32], dst: &mut [f32]) {
+    for (o, &x) in dst.iter_mut().zip(src) {
+        *o = x * sigmoid::<M>(beta * x);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")]
+unsafe fn swish_avx512(beta: f32, src: &[f32], dst: &mut [f32]) {
+    swish::<Fused>(beta, src, dst)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn swish_avx2(beta: f32, src: &[f32], dst: &mut [f32]) {
+    swish::<Fused>(beta, src, dst)
+}
+
+/// `dst = src * sigmoid(beta * src)` (swish) in one pass, with the sigmoid above (within 4
+/// ulp) and the best instruction set this CPU has.
+pub(crate) fn swish_f32(beta: f32, src: &[f32], dst: &mut [f32]) {
+    assert_eq!(src.len(), dst.len());
+    match isa() {
+        // SAFETY: `isa()` is what `detected()` found this CPU has.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { swish_avx512(beta, src, dst) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { swish_avx2(beta, src, dst) },
+        _ => swish::<Separate>(beta, src, dst),
+    }
 }
 
 /// Whether `op` has a vectorised f32 kernel.

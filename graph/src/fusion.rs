@@ -165,7 +165,86 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
         });
     }
     fuse_channel_affines(&mut slots, &reads, nodes);
+    fuse_swishes(&mut slots, &reads, nodes);
     *steps = slots.into_iter().flatten().collect();
+}
+
+/// Keras's swish, `x * Sigmoid(x * beta)` for a scalar `beta` (or `x * Sigmoid(x)`, SiLU),
+/// becomes one [`Kind::Swish`] step where the product and the sigmoid are private to it.
+fn fuse_swishes(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
+    for s in 0..slots.len() {
+        let Some(sigmoid) = &slots[s] else { continue };
+        if sigmoid.kind != Kind::Unary(UnaryOp::Sigmoid)
+            || sigmoid.inputs.len() != 1
+            || !reads.private(sigmoid.node)
+        {
+            continue;
+        }
+        let (sigmoid_node, device) = (sigmoid.node, sigmoid.device);
+        let into_sigmoid = sigmoid.inputs[0];
+        // What the sigmoid reads: `x * beta` (a private product by a scalar), or `x`.
+        let product = match into_sigmoid {
+            Source::Node { node, index: 0 } if reads.private(node) => slots.iter().position(|t| {
+                t.as_ref().is_some_and(|t| {
+                    t.node == node
+                        && t.kind == Kind::Binary(BinaryOp::Mul)
+                        && t.device == device
+                        && t.inputs.len() == 2
+                        && !reads.controls.contains(&t.node)
+                })
+            }),
+            _ => None,
+        };
+        // (the product's slot, x, beta): beta is the operand of rank 0.
+        let scaled = product.and_then(|m| {
+            let inputs = &slots[m].as_ref()?.inputs;
+            let scalar = |i: usize| static_dims(nodes, inputs[i]).is_some_and(|d| d.is_empty());
+            match (scalar(0), scalar(1)) {
+                (false, true) => Some((m, inputs[0], inputs[1])),
+                (true, false) => Some((m, inputs[1], inputs[0])),
+                _ => None,
+            }
+        });
+        let x = scaled.map_or(into_sigmoid, |(_, x, _)| x);
+        let sigmoid_out = Source::Node {
+            node: sigmoid_node,
+            index: 0,
+        };
+        // The product of `x` and the sigmoid (of `x`'s shape: `beta` is a scalar).
+        let Some(last) = slots.iter().position(|t| {
+            t.as_ref().is_some_and(|t| {
+                t.kind == Kind::Binary(BinaryOp::Mul)
+                    && t.device == device
+                    && t.inputs.len() == 2
+                    && t.inputs.contains(&sigmoid_out)
+                    && t.inputs.contains(&x)
+                    && !reads.controls.contains(&t.node)
+            })
+        }) else {
+            continue;
+        };
+        let Some(node) = slots[last].as_ref().map(|t| t.node) else {
+            continue;
+        };
+        let mut chain = Vec::new();
+        let mut inputs = vec![x];
+        if let Some((m, _, beta)) = scaled {
+            chain.extend(slots[m].take().map(|t| t.node));
+            inputs.push(beta);
+        }
+        chain.extend(slots[s].take().map(|t| t.node));
+        slots[last] = Some(Step {
+            node,
+            device,
+            crosses: false,
+            uses_variables: false,
+            kind: Kind::Swish,
+            inputs,
+            chain,
+            release: Vec::new(),
+            folded: None,
+        });
+    }
 }
 
 /// The remapper's other pattern: a batch norm in inference that no convolution precedes

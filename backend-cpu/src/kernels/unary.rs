@@ -214,3 +214,19 @@ pub(crate) fn softmax(x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> R
     }
     Ok(true)
 }
+
+/// `Device::swish` for f32: `x * sigmoid(beta * x)` in one vectorised pass, pieces split
+/// across threads. `false` for other dtypes or a strided `x`.
+pub(crate) fn swish(x: &TensorView<'_>, beta: f64, out: &mut OutView<'_>) -> Result<bool> {
+    if x.dtype() != polytensor_core::DataType::Float
+        || !x.layout().is_contiguous()
+        || x.layout().shape() != out.layout().shape()
+    {
+        return Ok(false);
+    }
+    let beta = beta as f32;
+    map1_runs(x, out, &|xs: &[f32], os: &mut [f32]| {
+        vmath::swish_f32(beta, xs, os)
+    })?;
+    Ok(true)
+}

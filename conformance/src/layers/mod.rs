@@ -67,6 +67,9 @@ pub enum Layer {
     BiasAdd(Vec<usize>, DataFormat),
     /// `FusedBatchNormV3` in inference.
     BatchNorm(Vec<usize>, DataFormat),
+    /// Swish, `x * sigmoid(beta * x)`, in one pass (the session's fusion of Keras's three
+    /// ops).
+    Swish(Vec<usize>, f64),
     /// A batch norm folded to `activation(x * scale + shift)` per channel of the last dim,
     /// in one pass (the session's fusion of a batch norm no convolution precedes).
     ChannelAffine(Vec<usize>, Option<UnaryOp>),
@@ -153,6 +156,7 @@ impl Layer {
             Layer::BiasAdd(..) => "bias_add",
             Layer::BatchNorm(..) => "batch_norm",
             Layer::ChannelAffine(..) => "channel_affine",
+            Layer::Swish(..) => "swish",
             Layer::Softmax(_, true) => "log_softmax",
             Layer::Softmax(..) => "softmax",
             Layer::Pad(..) => "pad",
@@ -445,6 +449,13 @@ pub fn layer_cases() -> Vec<LayerCase> {
             Layer::ChannelAffine(dims, activation),
             &FLOATS,
         ));
+    }
+    // SiLU and Keras's swish with a beta, past the kernels' piece size.
+    for (dims, beta, name) in [
+        (vec![2, 3, 5, 7], 1.0, "2x3x5x7_silu"),
+        (vec![70_001], 1.5, "70001_beta_1.5"),
+    ] {
+        layers.push((format!("swish_{name}"), Layer::Swish(dims, beta), &FLOATS));
     }
     for (dims, name) in [
         (vec![3, 7], "3x7"),

@@ -215,6 +215,26 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
                 .collect();
             (tx.bias_add(&tb, *format)?, want, Tolerance::Exact)
         }
+        Layer::Swish(dims, beta) => {
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            let want = x
+                .values
+                .iter()
+                .map(|v| {
+                    let v = v.to_f64();
+                    // The argument rounds to the dtype, as the product in the graph does.
+                    let arg = data::round_to(dtype, Scalar::F64(beta * v)).to_f64();
+                    let y = v / (1.0 + (-arg).exp());
+                    Expected {
+                        value: data::round_to(dtype, Scalar::F64(y)),
+                        scale: y.abs(),
+                        terms: 1,
+                    }
+                })
+                .collect();
+            // The sigmoid's 4 ulp, the product's rounding and the rounded argument's effect.
+            (tx.swish(*beta)?, want, Tolerance::Ulps(6.0))
+        }
         Layer::ChannelAffine(dims, activation) => {
             let c = dims[dims.len() - 1];
             let (x, tx) = inputs.next(dims, Domain::Finite)?;

@@ -128,6 +128,9 @@ pub(crate) enum Kind {
     ChannelAffine {
         activation: Option<UnaryOp>,
     },
+    /// `x * Sigmoid(x * beta)` (`beta` the second input) or `x * Sigmoid(x)`, run as one
+    /// step: Keras's swish; made by the session (`crate::fusion`).
+    Swish,
 }
 
 impl Kind {

@@ -626,6 +626,26 @@ pub(crate) fn run_channel_affine(
     one(y)
 }
 
+/// Keras's swish run as one step: `x * Sigmoid(x * beta)`, inputs the image and (where the
+/// graph scales it) the scalar `beta`.
+pub(crate) fn run_swish(cx: &RunCtx<'_, '_>) -> Result<Outputs> {
+    let x = cx.tensor(0)?;
+    let beta = match cx.inputs.len() {
+        1 => None,
+        _ => Some(cx.tensor(1)?),
+    };
+    let y = match &beta {
+        None => x.swish(1.0)?,
+        Some(beta) if beta.num_elements() == 1 && beta.dtype() == x.dtype() => x.swish(
+            beta.cast(polytensor_core::DataType::Double)?
+                .to_vec::<f64>()?[0],
+        )?,
+        // Not the scalar the plan saw: the ops one after another.
+        Some(beta) => x.mul(&x.mul(beta)?.unary(UnaryOp::Sigmoid)?)?,
+    };
+    one(y)
+}
+
 fn one(t: Tensor) -> Result<Outputs> {
     Ok(smallvec![Value::Tensor(t)])
 }

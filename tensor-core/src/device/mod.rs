@@ -550,6 +550,14 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         Ok(false)
     }
 
+    /// `out = x * sigmoid(beta * x)` (swish, SiLU at `beta` 1) in one pass over the
+    /// contiguous `x`, as Keras writes it with three ops (`Mul`, `Sigmoid`, `Mul`). Returns
+    /// whether it ran; `false`, the default, has the caller run the ops.
+    fn swish(&self, x: &TensorView<'_>, beta: f64, out: &mut OutView<'_>) -> Result<bool> {
+        let _ = (x, beta, out);
+        Ok(false)
+    }
+
     /// TensorFlow's `Softmax` (`log`: `LogSoftmax`) over the last dim of the contiguous
     /// `x`, each row in one pass while it is in cache: `exp(x - max) / sum`, or `x - max -
     /// log(sum)`. Returns whether it ran; `false`, the default, has the caller compose it

@@ -595,6 +595,29 @@ impl Tensor {
         Ok((factor, shift))
     }
 
+    /// Swish, `self * sigmoid(beta * self)` (SiLU at `beta` 1), in one pass where the device
+    /// has the kernel ([`crate::Device::swish`]), else as `mul`, `sigmoid` and `mul`.
+    pub fn swish(&self, beta: f64) -> Result<Tensor> {
+        if !self.dtype.is_float() {
+            return Err(Error::invalid(format!(
+                "swish takes half, bfloat16, float and double, not {}",
+                self.dtype
+            )));
+        }
+        let x = self.contiguous()?;
+        let device = self.device();
+        let mut ran = false;
+        let y = Tensor::produce(self.shape().clone(), self.dtype, device, |out| {
+            ran = device.swish(&x.view(), beta, out)?;
+            Ok(())
+        })?;
+        if ran || self.num_elements() == 0 {
+            return Ok(y);
+        }
+        let scaled = Tensor::full([0usize; 0], Scalar::F64(beta), self.dtype, device)?;
+        x.mul(&x.mul(&scaled)?.unary(UnaryOp::Sigmoid)?)
+    }
+
     /// TensorFlow's `Softmax` over the last dim: `exp(x - max) / sum(exp(x - max))`.
     pub fn softmax(&self) -> Result<Tensor> {
         if let Some(y) = self.softmax_kernel("Softmax", false)? {
