@@ -121,8 +121,9 @@ fn find_outputs(graph: &Graph) -> Result<Vec<Output>> {
     Ok(outputs)
 }
 
-/// A standard-normal tensor from a fixed seed (Box-Muller over an xorshift stream); for a
-/// string input, the element indices as text, on the CPU.
+/// A standard-normal tensor from a fixed seed (Box-Muller over an xorshift stream); for an
+/// integer input (token ids), integers in [0, 100); for a string input, the element indices
+/// as text, on the CPU.
 fn random_input(
     dims: &[usize],
     dtype: DataType,
@@ -140,6 +141,11 @@ fn random_input(
         state ^= state << 17;
         ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     };
+    if dtype.is_integer() {
+        // Token ids and indices: small non-negative integers, below any vocabulary of 100.
+        let values: Vec<f32> = (0..n).map(|_| (uniform() * 100.0).floor() as f32).collect();
+        return Tensor::from_slice(&values, dims, device)?.cast(dtype);
+    }
     let values: Vec<f32> = (0..n)
         .map(|_| {
             let (u, v) = (uniform(), uniform());

@@ -274,6 +274,16 @@ impl Device for CpuDevice {
         copy::concat(pieces, axis, out)
     }
 
+    fn gather_rows(
+        &self,
+        params: &TensorView<'_>,
+        outer: usize,
+        rows: &[usize],
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        copy::gather_rows(params, outer, rows, out)
+    }
+
     fn channel_affine(
         &self,
         x: &TensorView<'_>,

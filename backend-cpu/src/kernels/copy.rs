@@ -117,6 +117,64 @@ pub(crate) fn concat(
     Ok(true)
 }
 
+/// `Device::gather_rows`: each picked row's bytes copied to its place, outer blocks (or,
+/// with one, the rows) split across threads when the output is large. `false` where
+/// `params` is not contiguous.
+pub(crate) fn gather_rows(
+    params: &TensorView<'_>,
+    outer: usize,
+    rows: &[usize],
+    out: &mut OutView<'_>,
+) -> Result<bool> {
+    let pod = params.dtype() != polytensor_core::DataType::String;
+    if !pod || !params.layout().is_contiguous() || params.dtype() != out.dtype() {
+        return Ok(false);
+    }
+    let size = params.dtype().size();
+    let total = params.layout().num_elements() * size;
+    let start = params.layout().offset() * size;
+    let src = host_bytes(params)?
+        .get(start..start + total)
+        .ok_or_else(|| Error::invalid("gather: the params lie outside their buffer"))?;
+    let dst = out_bytes(out)?;
+    if dst.is_empty() || outer == 0 || rows.is_empty() {
+        return Ok(true);
+    }
+    // The bytes of one outer block of params, and of one row.
+    let block = total / outer;
+    let run = dst.len() / (outer * rows.len());
+    let limit = block.checked_div(run).unwrap_or(0);
+    if dst.len() != outer * rows.len() * run || rows.iter().any(|&r| r >= limit) {
+        return Err(Error::invalid(format!(
+            "gather: {} rows of {run} bytes into {} bytes from blocks of {block}",
+            rows.len(),
+            dst.len()
+        )));
+    }
+    let copy_rows = |from: &[u8], rows: &[usize], out: &mut [u8]| {
+        for (&r, piece) in rows.iter().zip(out.chunks_exact_mut(run)) {
+            piece.copy_from_slice(&from[r * run..(r + 1) * run]);
+        }
+    };
+    let out_block = rows.len() * run;
+    if dst.len() / size < PARALLEL_MIN_ELEMENTS {
+        for (o, out) in dst.chunks_exact_mut(out_block).enumerate() {
+            copy_rows(&src[o * block..(o + 1) * block], rows, out);
+        }
+    } else if outer > 1 {
+        dst.par_chunks_mut(out_block)
+            .enumerate()
+            .for_each(|(o, out)| copy_rows(&src[o * block..(o + 1) * block], rows, out));
+    } else {
+        // One block (an embedding lookup): its rows split across threads.
+        let per_task = ((64 << 10) / run).max(1);
+        dst.par_chunks_mut(per_task * run)
+            .zip(rows.par_chunks(per_task))
+            .for_each(|(out, rows)| copy_rows(src, rows, out));
+    }
+    Ok(true)
+}
+
 /// Copy host bytes into `out`.
 pub(crate) fn copy_from_host(src: &[u8], out: &mut OutView<'_>) -> Result<()> {
     let dst = out_bytes(out)?;

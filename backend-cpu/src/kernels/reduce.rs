@@ -140,6 +140,9 @@ fn float_reduce<T: FloatElem>(
     if let Some(done) = super::reduce_fast::try_sum::<T>(op, x, axes, out) {
         return done;
     }
+    if let Some(done) = super::reduce_fast::try_extreme_f32(op, x, axes, out) {
+        return done;
+    }
     let wide = |v: T| v.widen().to_f64();
     let narrow = |v: f64| T::from_scalar(Scalar::F64(v));
     match op {

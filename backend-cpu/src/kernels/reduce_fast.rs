@@ -1,8 +1,9 @@
 //! Fast paths for float sums and means over the layouts that dominate real programs: the
 //! reduced axes forming one contiguous run per output (sum of everything, row sums), the
 //! kept axes forming one contiguous run (column sums), and column sums under one leading
-//! kept axis (a global average pool over NHWC's H and W). Other layouts take the general
-//! path in `reduce`.
+//! kept axis (a global average pool over NHWC's H and W); and for f32 maxima and minima of
+//! a contiguous tensor over consecutive axes (a global max pool). Other layouts take the
+//! general path in `reduce`.
 
 use polytensor_core::{Layout, OutView, ReduceOp, Result, Scalar, StridedRows, TensorView};
 use rayon::prelude::*;
@@ -329,4 +330,86 @@ fn outer_sums<T: FloatElem>(
             }
         });
     Ok(())
+}
+
+/// The larger of two f32 as `reduce`'s `maximum` has it (NaN wins, `+0` over `-0`), without
+/// branches, so that the loops vectorise.
+#[inline(always)]
+fn larger(a: f32, b: f32) -> f32 {
+    let picked = if a > b { a } else { b };
+    // Equal: `+0` over `-0` (bits and-ed); otherwise the same bits.
+    let equal = f32::from_bits(a.to_bits() & b.to_bits());
+    let picked = if a == b { equal } else { picked };
+    if a.is_nan() || b.is_nan() {
+        a + b
+    } else {
+        picked
+    }
+}
+
+/// The smaller of two f32 as `reduce`'s `minimum` has it (NaN wins, `-0` under `+0`).
+#[inline(always)]
+fn smaller(a: f32, b: f32) -> f32 {
+    let picked = if a < b { a } else { b };
+    let equal = f32::from_bits(a.to_bits() | b.to_bits());
+    let picked = if a == b { equal } else { picked };
+    if a.is_nan() || b.is_nan() {
+        a + b
+    } else {
+        picked
+    }
+}
+
+/// The maximum or minimum of a contiguous f32 tensor over consecutive `axes`, as `[outer,
+/// reduced, inner]`: each outer block's rows folded into one of `inner` values, blocks
+/// split across threads. `None` for any other op, dtype or layout.
+pub(crate) fn try_extreme_f32(
+    op: ReduceOp,
+    x: &TensorView<'_>,
+    axes: &[usize],
+    out: &mut OutView<'_>,
+) -> Option<Result<()>> {
+    let fold: fn(f32, f32) -> f32 = match op {
+        ReduceOp::Max => larger,
+        ReduceOp::Min => smaller,
+        _ => return None,
+    };
+    let layout = x.layout();
+    let consecutive = axes.windows(2).all(|w| w[1] == w[0] + 1);
+    if x.dtype() != polytensor_core::DataType::Float
+        || !layout.is_contiguous()
+        || axes.is_empty()
+        || !consecutive
+    {
+        return None;
+    }
+    let dims = layout.shape().dims();
+    let (first, last) = (axes[0], axes[axes.len() - 1]);
+    let outer: usize = dims[..first].iter().product();
+    let reduced: usize = dims[first..=last].iter().product();
+    let inner: usize = dims[last + 1..].iter().product();
+    if reduced == 0 || outer * inner == 0 {
+        // The empty reduction's identity comes from the general path.
+        return None;
+    }
+    Some((|| {
+        let start = layout.offset();
+        let src = &input::<f32>(x)?[start..start + outer * reduced * inner];
+        let dst = output::<f32>(out)?;
+        let block = |(o, acc): (usize, &mut [f32])| {
+            let rows = &src[o * reduced * inner..(o + 1) * reduced * inner];
+            acc.copy_from_slice(&rows[..inner]);
+            for row in rows.chunks_exact(inner).skip(1) {
+                for (a, &v) in acc.iter_mut().zip(row) {
+                    *a = fold(*a, v);
+                }
+            }
+        };
+        if outer * reduced * inner < PARALLEL_MIN_ELEMENTS {
+            dst.chunks_exact_mut(inner).enumerate().for_each(block);
+        } else {
+            dst.par_chunks_exact_mut(inner).enumerate().for_each(block);
+        }
+        Ok(())
+    })())
 }

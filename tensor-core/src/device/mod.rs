@@ -645,6 +645,21 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         Err(Error::unsupported(op.name(), data.dtype(), self.name()))
     }
 
+    /// TensorFlow's `GatherV2` without batch dims on the contiguous `params` viewed as
+    /// `[outer, rows, inner]`: `out[o, i, ..] = params[o, rows[i], ..]`, the row numbers
+    /// already checked to lie below `rows`' bound. Returns whether it ran; `false`, the
+    /// default, has the caller compose the gather from copies.
+    fn gather_rows(
+        &self,
+        params: &TensorView<'_>,
+        outer: usize,
+        rows: &[usize],
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        let _ = (params, outer, rows, out);
+        Ok(false)
+    }
+
     /// A row scatter (`polytensor_core::plan::segment::ScatterGeometry`): data row `j` of
     /// the contiguous `data` into row `rows[j]` of the contiguous `out`, every other row of
     /// `out` the one-element `fill`; the rows are distinct (callers guarantee it). Any

@@ -83,6 +83,11 @@ impl Tensor {
                 "indices[{i}] = {bad} is not in [0, {limit})"
             )));
         }
+        if batch == 0 {
+            if let Some(gathered) = self.gather_on_device(axis, indices, &values)? {
+                return Ok(gathered);
+            }
+        }
         // Each batch entry's params with `axis` first: [axis, middle.., inner..].
         let batch_count: usize = self.dims()[..batch].iter().product();
         let per_batch = values.len() / batch_count.max(1);
@@ -123,6 +128,34 @@ impl Tensor {
         out.extend_from_slice(&indices.dims()[batch..]);
         out.extend_from_slice(inner);
         joined.permute(&perm)?.reshape(out)
+    }
+
+    /// `gather` without batch dims by the device's row gather ([`crate::Device::gather_rows`]),
+    /// or `None` where the device composes it; `values` are the checked indices.
+    fn gather_on_device(
+        &self,
+        axis: usize,
+        indices: &Tensor,
+        values: &[i64],
+    ) -> Result<Option<Tensor>> {
+        let dims = self.dims();
+        let mut out = dims[..axis].to_vec();
+        out.extend_from_slice(&indices.dims());
+        out.extend_from_slice(&dims[axis + 1..]);
+        let shape = TensorShape::new(&out)?;
+        if values.is_empty() || shape.num_elements() == 0 || self.dtype == DataType::String {
+            return Ok(None);
+        }
+        let rows: Vec<usize> = values.iter().map(|&v| v as usize).collect();
+        let outer: usize = dims[..axis].iter().product();
+        let params = self.contiguous()?;
+        let device = self.device();
+        let mut ran = false;
+        let gathered = Tensor::produce(shape, self.dtype, device, |out| {
+            ran = device.gather_rows(&params.view(), outer, &rows, out)?;
+            Ok(())
+        })?;
+        Ok(ran.then_some(gathered))
     }
 
     /// This tensor with its first `batch` dims merged into one (a leading 1 when none).
