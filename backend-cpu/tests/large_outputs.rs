@@ -55,7 +55,7 @@ fn threaded_gathers_joins_and_extremes_match_a_plain_loop() {
     }
     // A gather on a middle axis: outer blocks across threads.
     let blocks = t.reshape([50, 100, width]).unwrap();
-    let picks: Vec<i32> = (0..90).map(|i| (i * 37 % 100) as i32).collect();
+    let picks: Vec<i32> = (0..90).map(|i| i * 37 % 100).collect();
     let picked = blocks
         .gather(&Tensor::from_slice(&picks, [90], &device).unwrap(), 1, 0)
         .unwrap();
