@@ -33,6 +33,36 @@ fn models(dir: &Path) -> Vec<(String, Json)> {
         .collect()
 }
 
+/// A model's feeds (on `device`) and fetches, as its sidecar names them.
+fn feeds_and_fetches(
+    model: &Json,
+    device: &Arc<dyn Device>,
+) -> (Vec<(String, Tensor)>, Vec<String>) {
+    let feeds = model["feeds"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, spec)| (name.clone(), golden::tensor(spec, device)))
+        .collect();
+    let fetches = model["fetches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    (feeds, fetches)
+}
+
+/// The sidecar and the graph of golden model `name` of `dir`.
+fn golden_model(dir: &Path, name: &str) -> (Json, Graph) {
+    let json = std::fs::read(dir.join(format!("{name}.json"))).unwrap();
+    let pb = std::fs::read(dir.join(format!("{name}.pb"))).unwrap();
+    (
+        serde_json::from_slice(&json).unwrap(),
+        Graph::from_graph_def_bytes(&pb).unwrap(),
+    )
+}
+
 /// The largest absolute difference between two float tensors, and the largest `|want|`.
 fn differences(got: &Tensor, want: &Tensor) -> (f64, f64) {
     let got = got.cast(polytensor::DataType::Double).unwrap();
@@ -51,19 +81,9 @@ fn run_model(dir: &Path, name: &str, model: &Json, device: &Arc<dyn Device>) {
     let graph = Graph::read_graph_def(dir.join(format!("{name}.pb")))
         .unwrap_or_else(|e| panic!("{name}: import: {e}"));
     let session = Session::new(&graph, device.clone());
-    let feeds: Vec<(String, Tensor)> = model["feeds"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(name, spec)| (name.clone(), golden::tensor(spec, device)))
-        .collect();
+    let (feeds, fetches) = feeds_and_fetches(model, device);
     let feeds: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
-    let fetches: Vec<&str> = model["fetches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f.as_str().unwrap())
-        .collect();
+    let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
     let values = session
         .run_by_name(&feeds, &fetches, &[])
         .unwrap_or_else(|e| panic!("{name} on {}: {e}", device.name()));
@@ -143,19 +163,9 @@ fn graph_optimizations_keep_every_keras_models_results() {
     let mut fewer = false;
     for (name, model) in &models(&dir) {
         let graph = Graph::read_graph_def(dir.join(format!("{name}.pb"))).unwrap();
-        let feeds: Vec<(String, Tensor)> = model["feeds"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(name, spec)| (name.clone(), golden::tensor(spec, &cpu)))
-            .collect();
+        let (feeds, fetches) = feeds_and_fetches(model, &cpu);
         let feeds: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
-        let fetches: Vec<&str> = model["fetches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f.as_str().unwrap())
-            .collect();
+        let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
         let run = |optimizations: GraphOptimizations| {
             let mut options = SessionOptions::new(vec![cpu.clone()]);
             options.optimizations = optimizations;
@@ -212,10 +222,7 @@ fn fetching_inside_a_fused_chain_unfuses_it() {
     let Some(dir) = golden::dir("models") else {
         return;
     };
-    let model: Json =
-        serde_json::from_slice(&std::fs::read(dir.join("mobilenet_v2.json")).unwrap()).unwrap();
-    let graph =
-        Graph::from_graph_def_bytes(&std::fs::read(dir.join("mobilenet_v2.pb")).unwrap()).unwrap();
+    let (model, graph) = golden_model(&dir, "mobilenet_v2");
     let cpu = polytensor::device("cpu:0").unwrap();
     let feed = golden::tensor(&model["feeds"]["input:0"], &cpu);
     let session = Session::new(&graph, cpu.clone());
@@ -251,10 +258,7 @@ fn a_traced_run_records_every_kernel_and_tensorflow_reads_its_run_metadata() {
     let Some(dir) = golden::dir("models") else {
         return;
     };
-    let model: Json =
-        serde_json::from_slice(&std::fs::read(dir.join("mobilenet_v2.json")).unwrap()).unwrap();
-    let graph =
-        Graph::from_graph_def_bytes(&std::fs::read(dir.join("mobilenet_v2.pb")).unwrap()).unwrap();
+    let (model, graph) = golden_model(&dir, "mobilenet_v2");
     let cpu = polytensor::device("cpu:0").unwrap();
     let want = golden::tensor(&model["expected"]["probs:0"], &cpu);
     for device in golden::devices() {

@@ -120,16 +120,21 @@ const KERAS: [&str; 5] = [
 
 /// `Session::run` of each [`KERAS`] model at batch 1 and 32, TensorFlow beside it.
 fn keras(c: &mut Criterion) {
-    let Some(dir) = benches::tensorflow::keras_models(&KERAS) else {
-        return;
-    };
+    if let Some(dir) = benches::tensorflow::keras_models(&KERAS) {
+        frozen_models(c, &dir, &KERAS, "model_", [1, 32]);
+    }
+}
+
+/// A group `{prefix}{name}` per frozen Keras model of `dir`: `Session::run` on cpu:0 at each
+/// of `batches`, TensorFlow beside it.
+fn frozen_models(c: &mut Criterion, dir: &Path, names: &[&str], prefix: &str, batches: [usize; 2]) {
     let device = cpu();
     let mut tf = TensorFlow::start();
-    for model in KERAS {
+    for model in names {
         let path = dir.join(format!("{model}.pb"));
-        let mut group = c.benchmark_group(format!("model_{model}"));
+        let mut group = c.benchmark_group(format!("{prefix}{model}"));
         group.sample_size(10);
-        for batch in [1, 32] {
+        for batch in batches {
             let (session, run) = frozen_session(&path, batch, &device);
             group.bench_function(
                 BenchmarkId::new("polytensor", format!("batch_{batch}")),
@@ -214,30 +219,8 @@ const ZOO: [&str; 9] = [
 /// `Session::run` of each [`ZOO`] model at batch 1 and 16, TensorFlow beside it (issue 50's
 /// goal: polytensor at 0.8x TensorFlow's time or less on each row).
 fn zoo(c: &mut Criterion) {
-    let Some(dir) = benches::tensorflow::zoo_models(&ZOO) else {
-        return;
-    };
-    let device = cpu();
-    let mut tf = TensorFlow::start();
-    for model in ZOO {
-        let path = dir.join(format!("{model}.pb"));
-        let mut group = c.benchmark_group(model);
-        group.sample_size(10);
-        for batch in [1, 16] {
-            let (session, run) = frozen_session(&path, batch, &device);
-            group.bench_function(
-                BenchmarkId::new("polytensor", format!("batch_{batch}")),
-                |b| b.iter(|| black_box(run(&session))),
-            );
-            if let Some(tf) = tf.as_mut() {
-                tf.load_frozen(&path, batch, threads());
-                group.bench_function(
-                    BenchmarkId::new("tensorflow", format!("batch_{batch}")),
-                    |b| b.iter_custom(|iters| tf.time(iters)),
-                );
-            }
-        }
-        group.finish();
+    if let Some(dir) = benches::tensorflow::zoo_models(&ZOO) {
+        frozen_models(c, &dir, &ZOO, "", [1, 16]);
     }
 }
 

@@ -264,6 +264,23 @@ impl Tensor {
     /// `kernel` (not called when there are none). Every op's result is made here; the tensor
     /// is assembled once the kernel has run, so no half-made tensor is moved around.
     #[inline]
+    /// A new tensor made by one of a device's optional kernels (`kernel` says whether it
+    /// ran: a `Device` method whose default is `Ok(false)`), or `None` where it did not,
+    /// for the caller to compose the op; also `None` for an empty shape.
+    pub(super) fn produce_if(
+        shape: TensorShape,
+        dtype: DataType,
+        device: &Arc<dyn Device>,
+        kernel: impl FnOnce(&mut OutView<'_>) -> Result<bool>,
+    ) -> Result<Option<Self>> {
+        let mut ran = false;
+        let made = Tensor::produce(shape, dtype, device, |out| {
+            ran = kernel(out)?;
+            Ok(())
+        })?;
+        Ok(ran.then_some(made))
+    }
+
     pub(super) fn produce(
         shape: TensorShape,
         dtype: DataType,

@@ -150,12 +150,9 @@ impl Tensor {
         let outer: usize = dims[..axis].iter().product();
         let params = self.contiguous()?;
         let device = self.device();
-        let mut ran = false;
-        let gathered = Tensor::produce(shape, self.dtype, device, |out| {
-            ran = device.gather_rows(&params.view(), outer, &rows, out)?;
-            Ok(())
-        })?;
-        Ok(ran.then_some(gathered))
+        Tensor::produce_if(shape, self.dtype, device, |out| {
+            device.gather_rows(&params.view(), outer, &rows, out)
+        })
     }
 
     /// This tensor with its first `batch` dims merged into one (a leading 1 when none).

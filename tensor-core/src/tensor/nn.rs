@@ -190,18 +190,15 @@ impl Tensor {
             activation: fused.activation,
         };
         // Devices with direct window kernels take epilogues; others compose the ops.
-        let mut ran = false;
-        let y = match device.window_kernels(self.dtype) {
-            true => Tensor::produce(self.shape().clone(), self.dtype, device, |out| {
-                ran = device.channel_affine(&x.view(), &views, out)?;
-                Ok(())
+        let fused = match device.window_kernels(self.dtype) {
+            true => Tensor::produce_if(self.shape().clone(), self.dtype, device, |out| {
+                device.channel_affine(&x.view(), &views, out)
             })?,
-            false => x.clone(),
+            false => None,
         };
-        if ran {
-            rest.apply(y)
-        } else {
-            epilogue.apply(x)
+        match fused {
+            Some(y) => rest.apply(y),
+            None => epilogue.apply(x),
         }
     }
 
@@ -606,12 +603,10 @@ impl Tensor {
         }
         let x = self.contiguous()?;
         let device = self.device();
-        let mut ran = false;
-        let y = Tensor::produce(self.shape().clone(), self.dtype, device, |out| {
-            ran = device.swish(&x.view(), beta, out)?;
-            Ok(())
+        let fused = Tensor::produce_if(self.shape().clone(), self.dtype, device, |out| {
+            device.swish(&x.view(), beta, out)
         })?;
-        if ran || self.num_elements() == 0 {
+        if let Some(y) = fused {
             return Ok(y);
         }
         let scaled = Tensor::full([0usize; 0], Scalar::F64(beta), self.dtype, device)?;
@@ -643,12 +638,9 @@ impl Tensor {
         self.check_softmax(op)?;
         let x = self.contiguous()?;
         let device = self.device();
-        let mut ran = false;
-        let y = Tensor::produce(self.shape().clone(), self.dtype, device, |out| {
-            ran = device.softmax(&x.view(), log, out)?;
-            Ok(())
-        })?;
-        Ok(ran.then_some(y))
+        Tensor::produce_if(self.shape().clone(), self.dtype, device, |out| {
+            device.softmax(&x.view(), log, out)
+        })
     }
 
     /// `x - max(x)` along the last dim, the stable start of both softmaxes.

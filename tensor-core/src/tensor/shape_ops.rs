@@ -204,15 +204,11 @@ impl Tensor {
             .map(|t| t.contiguous())
             .collect::<Result<Vec<_>>>()?;
         let views: Vec<TensorView<'_>> = pieces.iter().map(Tensor::view).collect();
-        let storage = Storage::allocate(device, byte_len(&shape, first.dtype)?, false)?;
-        let layout = Layout::contiguous(shape);
-        let mut out = OutView::new(TensorView::new(first.dtype, &layout, storage.buffer()));
-        if device.concat(&views, axis, &mut out)? {
-            return Ok(Tensor {
-                dtype: first.dtype,
-                layout,
-                storage,
-            });
+        let joined = Tensor::produce_if(shape, first.dtype, device, |out| {
+            device.concat(&views, axis, out)
+        })?;
+        if let Some(joined) = joined {
+            return Ok(joined);
         }
         let blocks: Vec<Block<'_>> = tensors.iter().map(|t| Block::Copy(t)).collect();
         Tensor::join_along(axis, first, &blocks)?.contiguous()

@@ -214,7 +214,13 @@ pub(crate) fn gemm_rows<T: GemmElem>(
     b: &[T],
     out: &mut [T],
 ) {
-    gemm_rows_on(m, n, k, a, b, out, 1);
+    assert!(
+        a.len() >= m * k && b.len() >= k * n && out.len() >= m * n,
+        "gemm_rows operands"
+    );
+    // SAFETY: the assertion keeps every position read or written (row-major with the given
+    // dims) inside the slices; `out` is borrowed mutably, so nothing else reads it.
+    unsafe { gemm_columns_of(m, n, k, (a.as_ptr(), b.as_ptr(), out.as_mut_ptr()), 0..n) };
 }
 
 /// [`gemm_rows`] with the columns split across the pool's threads: each thread packs and
@@ -237,68 +243,43 @@ pub(crate) fn gemm_columns<T: GemmElem>(
     let width = n.div_ceil(threads).next_multiple_of(16).min(n).max(1);
     let operands = Operands(a.as_ptr(), b.as_ptr(), out.as_mut_ptr());
     (0..n.div_ceil(width)).into_par_iter().for_each(|part| {
-        let (a, b, out) = operands.parts();
         let first = part * width;
-        let columns = width.min(n - first);
-        // SAFETY: the assertion keeps every position read or written inside the slices
-        // (columns `first..first + columns` of row-major `b` and `out`); each part writes
-        // its own columns of `out`, which is borrowed mutably for the call, and the parts
-        // are joined before it returns.
-        unsafe {
-            gemm::gemm(
-                m,
-                columns,
-                k,
-                out.add(first),
-                1,
-                n as isize,
-                false,
-                a,
-                1,
-                k as isize,
-                b.add(first),
-                1,
-                n as isize,
-                T::zero(),
-                T::one(),
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
-            );
-        }
+        let columns = first..n.min(first + width);
+        // SAFETY: the assertion keeps every position read or written inside the slices;
+        // each part writes its own columns of `out`, which is borrowed mutably for the
+        // call, and the parts are joined before it returns.
+        unsafe { gemm_columns_of(m, n, k, operands.parts(), columns) };
     });
 }
 
-/// [`gemm_rows`] on `threads` threads of the pool (1: this thread alone).
-fn gemm_rows_on<T: GemmElem>(
+/// Columns `columns` of `out = a x b`, row-major `a` (`m x k`), `b` (`k x n`) and `out`
+/// (`m x n`), on this thread.
+///
+/// # Safety
+///
+/// `a`, `b` and `out` point to at least `m * k`, `k * n` and `m * n` elements; nothing else
+/// reads or writes those columns of `out` during the call.
+unsafe fn gemm_columns_of<T: GemmElem>(
     m: usize,
     n: usize,
     k: usize,
-    a: &[T],
-    b: &[T],
-    out: &mut [T],
-    threads: usize,
+    (a, b, out): (*const T, *const T, *mut T),
+    columns: std::ops::Range<usize>,
 ) {
-    assert!(
-        a.len() >= m * k && b.len() >= k * n && out.len() >= m * n,
-        "gemm_rows operands"
-    );
-    // SAFETY: the assertion keeps every position gemm reads or writes (row-major with the
-    // given dims) inside the slices; `out` is borrowed mutably, so nothing else reads it.
+    // SAFETY: the caller's contract; the columns lie within `n`.
     unsafe {
         gemm::gemm(
             m,
-            n,
+            columns.len(),
             k,
-            out.as_mut_ptr(),
+            out.add(columns.start),
             1,
             n as isize,
             false,
-            a.as_ptr(),
+            a,
             1,
             k as isize,
-            b.as_ptr(),
+            b.add(columns.start),
             1,
             n as isize,
             T::zero(),
@@ -306,10 +287,7 @@ fn gemm_rows_on<T: GemmElem>(
             false,
             false,
             false,
-            match threads {
-                0 | 1 => gemm::Parallelism::None,
-                threads => gemm::Parallelism::Rayon(threads),
-            },
+            gemm::Parallelism::None,
         );
     }
 }
