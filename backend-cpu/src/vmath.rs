@@ -316,8 +316,16 @@ const ERFC_CANCELS: std::ops::Range<f32> = 0.5..2.0;
 /// The largest |x| the fast sin and cos handle.
 const TRIG_LIMIT: f32 = 8192.0;
 
+/// What a pass of [`run_with`] computes: a unary op, or swish (`x * sigmoid(beta * x)`,
+/// the session's fusion of Keras's three ops).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Kernel {
+    Unary(UnaryOp),
+    Swish { beta: f32 },
+}
+
 #[inline(always)]
-fn apply<M: MulAdd>(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
+fn apply<M: MulAdd>(kernel: Kernel, src: &[f32], dst: &mut [f32]) -> bool {
     // A `for` loop, not `for_each`: the loop's body stays in this function and takes its
     // target features (an iterator's `fold` may be outlined without them, and `mul_add`
     // would then call software `fmaf`).
@@ -328,6 +336,13 @@ fn apply<M: MulAdd>(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
             }
         };
     }
+    let op = match kernel {
+        Kernel::Unary(op) => op,
+        Kernel::Swish { beta } => {
+            each!(|x: f32| x * sigmoid::<M>(beta * x));
+            return true;
+        }
+    };
     match op {
         // NaN stays; -0 becomes +0.
         UnaryOp::Relu => each!(|x: f32| if x > 0.0 || x.is_nan() { x } else { 0.0 }),
@@ -368,14 +383,14 @@ fn apply<M: MulAdd>(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")]
-unsafe fn apply_avx512(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
-    apply::<Fused>(op, src, dst)
+unsafe fn apply_avx512(kernel: Kernel, src: &[f32], dst: &mut [f32]) -> bool {
+    apply::<Fused>(kernel, src, dst)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn apply_avx2(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
-    apply::<Fused>(op, src, dst)
+unsafe fn apply_avx2(kernel: Kernel, src: &[f32], dst: &mut [f32]) -> bool {
+    apply::<Fused>(kernel, src, dst)
 }
 
 /// Which instruction set the kernels run with on this CPU.
@@ -405,19 +420,19 @@ pub(crate) fn detected() -> Isa {
     Isa::Baseline
 }
 
-/// `dst = op(src)` elementwise with the vectorised kernel for `op` on `isa` (which must be
-/// one this CPU has); `false` if `op` has no vectorised kernel.
-pub(crate) fn unary_f32_with(isa: Isa, op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
+/// `dst = kernel(src)` elementwise, vectorised for `isa` (which must be one this CPU has);
+/// `false` if a unary op has no vectorised kernel.
+pub(crate) fn run_with(isa: Isa, kernel: Kernel, src: &[f32], dst: &mut [f32]) -> bool {
     assert_eq!(src.len(), dst.len());
     match isa {
         // SAFETY: `isa` came from `detected()` (or a test that checked it), so the CPU has
         // the features the function was compiled for.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { apply_avx512(op, src, dst) },
+        Isa::Avx512 => unsafe { apply_avx512(kernel, src, dst) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { apply_avx2(op, src, dst) },
-        _ => apply::<Separate>(op, src, dst),
+        Isa::Avx2 => unsafe { apply_avx2(kernel, src, dst) },
+        _ => apply::<Separate>(kernel, src, dst),
     }
 }
 
@@ -429,41 +444,13 @@ fn isa() -> Isa {
 
 /// `dst = op(src)` with the best kernel for this CPU; `false` if `op` has none.
 pub(crate) fn unary_f32(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
-    unary_f32_with(isa(), op, src, dst)
-}
-
-#[inline(always)]
-fn swish<M: MulAdd>(beta: f32, src: &[f32], dst: &mut [f32]) {
-    for (o, &x) in dst.iter_mut().zip(src) {
-        *o = x * sigmoid::<M>(beta * x);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")]
-unsafe fn swish_avx512(beta: f32, src: &[f32], dst: &mut [f32]) {
-    swish::<Fused>(beta, src, dst)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn swish_avx2(beta: f32, src: &[f32], dst: &mut [f32]) {
-    swish::<Fused>(beta, src, dst)
+    run_with(isa(), Kernel::Unary(op), src, dst)
 }
 
 /// `dst = src * sigmoid(beta * src)` (swish) in one pass, with the sigmoid above (within 4
 /// ulp) and the best instruction set this CPU has.
 pub(crate) fn swish_f32(beta: f32, src: &[f32], dst: &mut [f32]) {
-    assert_eq!(src.len(), dst.len());
-    match isa() {
-        // SAFETY: `isa()` is what `detected()` found this CPU has.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { swish_avx512(beta, src, dst) },
-        // SAFETY: as above.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { swish_avx2(beta, src, dst) },
-        _ => swish::<Separate>(beta, src, dst),
-    }
+    run_with(isa(), Kernel::Swish { beta }, src, dst);
 }
 
 /// Whether `op` has a vectorised f32 kernel.
@@ -580,7 +567,7 @@ mod tests {
         for isa in isas {
             for op in KERNEL_OPS {
                 let mut out = vec![0f32; x.len()];
-                assert!(unary_f32_with(isa, op, &x, &mut out));
+                assert!(run_with(isa, Kernel::Unary(op), &x, &mut out));
                 let bound = if matches!(op, UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erfc) {
                     4
                 } else {

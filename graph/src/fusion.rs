@@ -145,23 +145,17 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             Some(step) => step.node,
             None => follow_node,
         };
+        let kind = Kind::FusedConv(FusedConv {
+            depthwise,
+            norm,
+            biased,
+            affine: affine.is_some(),
+            activation: op,
+            padded,
+        });
         slots[last] = Some(Step {
-            node,
-            device,
-            crosses: false,
-            uses_variables: false,
-            kind: Kind::FusedConv(FusedConv {
-                depthwise,
-                norm,
-                biased,
-                affine: affine.is_some(),
-                activation: op,
-                padded,
-            }),
-            inputs,
             chain,
-            release: Vec::new(),
-            folded: None,
+            ..Step::new(node, device, kind, inputs)
         });
     }
     fuse_channel_affines(&mut slots, &reads, nodes);
@@ -234,15 +228,8 @@ fn fuse_swishes(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
         }
         chain.extend(slots[s].take().map(|t| t.node));
         slots[last] = Some(Step {
-            node,
-            device,
-            crosses: false,
-            uses_variables: false,
-            kind: Kind::Swish,
-            inputs,
             chain,
-            release: Vec::new(),
-            folded: None,
+            ..Step::new(node, device, Kind::Swish, inputs)
         });
     }
 }
@@ -296,22 +283,16 @@ fn fuse_channel_affines(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node
         };
         slots[m] = None;
         slots[a] = None;
+        let kind = Kind::ChannelAffine {
+            activation: activation.map(|(_, op)| op),
+        };
         slots[last] = Some(Step {
-            node,
-            device,
-            crosses: false,
-            uses_variables: false,
-            kind: Kind::ChannelAffine {
-                activation: activation.map(|(_, op)| op),
-            },
-            inputs: vec![image, scale, shift],
             chain: if activation.is_some() {
                 vec![mul_node, add_node]
             } else {
                 vec![mul_node]
             },
-            release: Vec::new(),
-            folded: None,
+            ..Step::new(node, device, kind, vec![image, scale, shift])
         });
     }
 }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use polytensor::graph::{
-    timeout_from_millis, CancellationManager, Graph, RunOptions, Session, Trace,
+    timeout_from_millis, CancellationManager, Graph, RunOptions, Session, StepStats, Trace,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
@@ -118,7 +118,7 @@ impl PyRunMetadata {
     /// How many traced runs added their steps.
     #[getter]
     fn runs(&self) -> usize {
-        self.trace.stats().runs
+        self.trace.inspect(|s| s.runs)
     }
 
     /// Every recorded step, in the order they ran: dicts of `node`, `op`, `device`,
@@ -126,25 +126,25 @@ impl PyRunMetadata {
     /// `output_bytes`.
     #[getter]
     fn step_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let steps = self
-            .trace
-            .stats()
-            .nodes
-            .iter()
-            .map(|n| {
-                let step = PyDict::new(py);
-                step.set_item("node", &n.node)?;
-                step.set_item("op", &n.op)?;
-                step.set_item("device", &n.device)?;
-                step.set_item("start_us", n.start.as_secs_f64() * 1e6)?;
-                step.set_item("duration_us", n.duration.as_secs_f64() * 1e6)?;
-                let shapes: Vec<Vec<usize>> =
-                    n.outputs.iter().map(|o| o.shape.dims().to_vec()).collect();
-                step.set_item("output_shapes", shapes)?;
-                step.set_item("output_bytes", n.output_bytes())?;
-                Ok(step)
-            })
-            .collect::<PyResult<Vec<_>>>()?;
+        let steps = self.trace.inspect(|stats| {
+            stats
+                .nodes
+                .iter()
+                .map(|n| {
+                    let step = PyDict::new(py);
+                    step.set_item("node", &n.node)?;
+                    step.set_item("op", &n.op)?;
+                    step.set_item("device", &n.device)?;
+                    step.set_item("start_us", n.start.as_secs_f64() * 1e6)?;
+                    step.set_item("duration_us", n.duration.as_secs_f64() * 1e6)?;
+                    let shapes: Vec<Vec<usize>> =
+                        n.outputs.iter().map(|o| o.shape.dims().to_vec()).collect();
+                    step.set_item("output_shapes", shapes)?;
+                    step.set_item("output_bytes", n.output_bytes())?;
+                    Ok(step)
+                })
+                .collect::<PyResult<Vec<_>>>()
+        })?;
         PyList::new(py, steps)
     }
 
@@ -152,8 +152,7 @@ impl PyRunMetadata {
     /// `(op, count, total_ms)`.
     fn by_op_type(&self) -> Vec<(String, usize, f64)> {
         self.trace
-            .stats()
-            .by_op_type()
+            .inspect(StepStats::by_op_type)
             .into_iter()
             .map(|o| (o.op, o.count, o.total.as_secs_f64() * 1e3))
             .collect()
@@ -162,19 +161,19 @@ impl PyRunMetadata {
     /// A table of the op types and the `top` slowest nodes, per run.
     #[pyo3(signature = (top=10))]
     fn summary(&self, top: usize) -> String {
-        self.trace.stats().summary(top)
+        self.trace.inspect(|s| s.summary(top))
     }
 
     /// The steps in Chrome's trace-event JSON (for Perfetto or `chrome://tracing`).
     fn chrome_trace(&self) -> String {
-        self.trace.stats().chrome_trace()
+        self.trace.inspect(StepStats::chrome_trace)
     }
 
     /// TensorFlow's `RunMetadata` proto of the steps (`config_pb2.RunMetadata.FromString`
     /// and `timeline.Timeline(metadata.step_stats)` read it).
     #[allow(non_snake_case)]
     fn SerializeToString<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.trace.stats().run_metadata_proto())
+        PyBytes::new(py, &self.trace.inspect(StepStats::run_metadata_proto))
     }
 
     /// Forget every recorded step.

@@ -17,6 +17,16 @@ fn host_bytes<'a>(view: &TensorView<'a>) -> Result<&'a [u8]> {
     })
 }
 
+/// The bytes of a contiguous view's elements.
+fn element_bytes<'a>(view: &TensorView<'a>) -> Result<&'a [u8]> {
+    let size = view.dtype().size();
+    let start = view.layout().offset() * size;
+    let len = view.layout().num_elements() * size;
+    host_bytes(view)?
+        .get(start..start + len)
+        .ok_or_else(|| Error::invalid("a view's elements lie outside its buffer"))
+}
+
 fn out_bytes<'o>(out: &'o mut OutView<'_>) -> Result<&'o mut [u8]> {
     out.host_bytes_mut()
         .ok_or_else(|| Error::invalid("the CPU device cannot write an output outside host memory"))
@@ -75,13 +85,8 @@ pub(crate) fn concat(
                 found: piece.dtype(),
             });
         }
-        let bytes = piece.layout().num_elements() * size;
-        let start = piece.layout().offset() * size;
-        let src = host_bytes(piece)?;
-        let src = src
-            .get(start..start + bytes)
-            .ok_or_else(|| Error::invalid("concat: a piece's elements lie outside its buffer"))?;
-        runs.push((src, bytes / outer.max(1)));
+        let src = element_bytes(piece)?;
+        runs.push((src, src.len() / outer.max(1)));
     }
     let row: usize = runs.iter().map(|&(_, run)| run).sum();
     let dst = out_bytes(out)?;
@@ -131,11 +136,8 @@ pub(crate) fn gather_rows(
         return Ok(false);
     }
     let size = params.dtype().size();
-    let total = params.layout().num_elements() * size;
-    let start = params.layout().offset() * size;
-    let src = host_bytes(params)?
-        .get(start..start + total)
-        .ok_or_else(|| Error::invalid("gather: the params lie outside their buffer"))?;
+    let src = element_bytes(params)?;
+    let total = src.len();
     let dst = out_bytes(out)?;
     if dst.is_empty() || outer == 0 || rows.is_empty() {
         return Ok(true);

@@ -369,11 +369,9 @@ pub(crate) fn try_extreme_f32(
     axes: &[usize],
     out: &mut OutView<'_>,
 ) -> Option<Result<()>> {
-    let fold: fn(f32, f32) -> f32 = match op {
-        ReduceOp::Max => larger,
-        ReduceOp::Min => smaller,
-        _ => return None,
-    };
+    if !matches!(op, ReduceOp::Max | ReduceOp::Min) {
+        return None;
+    }
     let layout = x.layout();
     let consecutive = axes.windows(2).all(|w| w[1] == w[0] + 1);
     if x.dtype() != polytensor_core::DataType::Float
@@ -392,24 +390,38 @@ pub(crate) fn try_extreme_f32(
         // The empty reduction's identity comes from the general path.
         return None;
     }
-    Some((|| {
-        let start = layout.offset();
-        let src = &input::<f32>(x)?[start..start + outer * reduced * inner];
-        let dst = output::<f32>(out)?;
-        let block = |(o, acc): (usize, &mut [f32])| {
-            let rows = &src[o * reduced * inner..(o + 1) * reduced * inner];
-            acc.copy_from_slice(&rows[..inner]);
-            for row in rows.chunks_exact(inner).skip(1) {
-                for (a, &v) in acc.iter_mut().zip(row) {
-                    *a = fold(*a, v);
-                }
+    let shape = [outer, reduced, inner];
+    Some(match op {
+        ReduceOp::Max => fold_rows(larger, x, out, shape),
+        _ => fold_rows(smaller, x, out, shape),
+    })
+}
+
+/// `out[o, j] = fold` over `r` of `x[o, r, j]`, for the contiguous f32 `x` as `[outer,
+/// reduced, inner]` (none of them 0): each outer block's rows folded into one, blocks split
+/// across threads when large.
+fn fold_rows(
+    fold: impl Fn(f32, f32) -> f32 + Sync,
+    x: &TensorView<'_>,
+    out: &mut OutView<'_>,
+    [outer, reduced, inner]: [usize; 3],
+) -> Result<()> {
+    let start = x.layout().offset();
+    let src = &input::<f32>(x)?[start..start + outer * reduced * inner];
+    let dst = output::<f32>(out)?;
+    let block = |(o, acc): (usize, &mut [f32])| {
+        let rows = &src[o * reduced * inner..(o + 1) * reduced * inner];
+        acc.copy_from_slice(&rows[..inner]);
+        for row in rows.chunks_exact(inner).skip(1) {
+            for (a, &v) in acc.iter_mut().zip(row) {
+                *a = fold(*a, v);
             }
-        };
-        if outer * reduced * inner < PARALLEL_MIN_ELEMENTS {
-            dst.chunks_exact_mut(inner).enumerate().for_each(block);
-        } else {
-            dst.par_chunks_exact_mut(inner).enumerate().for_each(block);
         }
-        Ok(())
-    })())
+    };
+    if outer * reduced * inner < PARALLEL_MIN_ELEMENTS {
+        dst.chunks_exact_mut(inner).enumerate().for_each(block);
+    } else {
+        dst.par_chunks_exact_mut(inner).enumerate().for_each(block);
+    }
+    Ok(())
 }

@@ -164,10 +164,7 @@ fn vector_unary_f32(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> R
 /// the row is in cache; rows split across threads. `false` for other dtypes or a strided
 /// `x`.
 pub(crate) fn softmax(x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> Result<bool> {
-    if x.dtype() != polytensor_core::DataType::Float
-        || !x.layout().is_contiguous()
-        || x.layout().shape() != out.layout().shape()
-    {
+    if !one_pass_f32(x, out) {
         return Ok(false);
     }
     let n = x.layout().num_elements();
@@ -182,11 +179,8 @@ pub(crate) fn softmax(x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> R
         let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
         shifted.clear();
         shifted.extend(x.iter().map(|&v| v - max));
-        if !vmath::unary_f32(UnaryOp::Exp, shifted, out) {
-            out.iter_mut()
-                .zip(shifted.iter())
-                .for_each(|(o, &v)| *o = v.exp());
-        }
+        let computed = vmath::unary_f32(UnaryOp::Exp, shifted, out);
+        debug_assert!(computed, "exp has a vectorised kernel");
         let sum: f32 = out.iter().sum();
         if log {
             let log_sum = sum.ln();
@@ -218,10 +212,7 @@ pub(crate) fn softmax(x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> R
 /// `Device::swish` for f32: `x * sigmoid(beta * x)` in one vectorised pass, pieces split
 /// across threads. `false` for other dtypes or a strided `x`.
 pub(crate) fn swish(x: &TensorView<'_>, beta: f64, out: &mut OutView<'_>) -> Result<bool> {
-    if x.dtype() != polytensor_core::DataType::Float
-        || !x.layout().is_contiguous()
-        || x.layout().shape() != out.layout().shape()
-    {
+    if !one_pass_f32(x, out) {
         return Ok(false);
     }
     let beta = beta as f32;
@@ -229,4 +220,11 @@ pub(crate) fn swish(x: &TensorView<'_>, beta: f64, out: &mut OutView<'_>) -> Res
         vmath::swish_f32(beta, xs, os)
     })?;
     Ok(true)
+}
+
+/// Whether the one-pass f32 kernels take `x` for `out`: contiguous f32 of `out`'s shape.
+fn one_pass_f32(x: &TensorView<'_>, out: &OutView<'_>) -> bool {
+    x.dtype() == polytensor_core::DataType::Float
+        && x.layout().is_contiguous()
+        && x.layout().shape() == out.layout().shape()
 }

@@ -6,8 +6,8 @@
 //!   filter with one single-threaded `gemm`; fewer rows than a block with much work (a late
 //!   layer of a small image) are one GEMM whose columns the threads share; a 1x1
 //!   convolution with stride 1 multiplies the input rows themselves; one of fewer than
-//!   [`FEW_CHANNELS`] input channels (a first layer) runs directly, each tap times the
-//!   filter's row of outputs;
+//!   [`FEW_CHANNELS`] input channels and at most [`FEW_TAPS`] taps runs directly, each tap
+//!   times the filter's row of outputs;
 //! - a depthwise convolution and pooling walk each output row once, the channels innermost
 //!   (contiguous in the input, the filter and the output, so the loops vectorise).
 
@@ -83,11 +83,7 @@ fn conv_typed<T: GemmElem + Float + Send + Sync>(
     out: &mut OutView<'_>,
 ) -> Result<()> {
     let (x, f) = (elements::<T>(x)?, elements::<T>(filter)?);
-    let finish = Finish {
-        scale: epilogue.scale.as_ref().map(elements::<T>).transpose()?,
-        shift: epilogue.shift.as_ref().map(elements::<T>).transpose()?,
-        activation: epilogue.activation,
-    };
+    let finish = Finish::of(epilogue)?;
     let out = output::<T>(out)?;
     if depthwise {
         depthwise_conv(x, f, g, &finish, out);
@@ -129,11 +125,7 @@ fn affine_typed<T: Float + Element + Send + Sync>(
     out: &mut OutView<'_>,
 ) -> Result<()> {
     let channels = x.layout().shape().dims().last().copied().unwrap_or(1);
-    let finish = Finish {
-        scale: epilogue.scale.as_ref().map(elements::<T>).transpose()?,
-        shift: epilogue.shift.as_ref().map(elements::<T>).transpose()?,
-        activation: epilogue.activation,
-    };
+    let finish = Finish::of(epilogue)?;
     for part in [finish.scale, finish.shift].into_iter().flatten() {
         if part.len() != channels {
             return Err(polytensor_core::Error::invalid(format!(
@@ -168,6 +160,17 @@ struct Finish<'a, T> {
     scale: Option<&'a [T]>,
     shift: Option<&'a [T]>,
     activation: Option<UnaryOp>,
+}
+
+impl<'a, T: Element> Finish<'a, T> {
+    /// The epilogue's vectors as host elements.
+    fn of(epilogue: &Epilogue<'a>) -> Result<Self> {
+        Ok(Finish {
+            scale: epilogue.scale.as_ref().map(elements::<T>).transpose()?,
+            shift: epilogue.shift.as_ref().map(elements::<T>).transpose()?,
+            activation: epilogue.activation,
+        })
+    }
 }
 
 impl<T: Float> Finish<'_, T> {

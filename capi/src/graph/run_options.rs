@@ -4,7 +4,7 @@
 
 use std::ffi::c_int;
 
-use polytensor::graph::{timeout_from_millis, CancellationManager, RunOptions, Trace};
+use polytensor::graph::{timeout_from_millis, CancellationManager, RunOptions, StepStats, Trace};
 
 use crate::proto::PT_Buffer;
 
@@ -177,7 +177,7 @@ pub unsafe extern "C" fn PT_RunOptionsSetRunMetadata(
 pub unsafe extern "C" fn PT_RunMetadataNumSteps(metadata: *const PT_RunMetadata) -> c_int {
     // SAFETY: the caller's contract.
     unsafe { metadata.as_ref() }.map_or(0, |m| {
-        c_int::try_from(m.trace.stats().nodes.len()).unwrap_or(c_int::MAX)
+        c_int::try_from(m.trace.inspect(|s| s.nodes.len())).unwrap_or(c_int::MAX)
     })
 }
 
@@ -191,7 +191,7 @@ pub unsafe extern "C" fn PT_RunMetadataNumSteps(metadata: *const PT_RunMetadata)
 pub unsafe extern "C" fn PT_RunMetadataToProto(metadata: *const PT_RunMetadata) -> *mut PT_Buffer {
     // SAFETY: the caller's contract.
     match unsafe { metadata.as_ref() } {
-        Some(m) => PT_Buffer::boxed(m.trace.stats().run_metadata_proto()),
+        Some(m) => PT_Buffer::boxed(m.trace.inspect(StepStats::run_metadata_proto)),
         None => std::ptr::null_mut(),
     }
 }
@@ -211,7 +211,7 @@ pub unsafe extern "C" fn PT_RunMetadataSummary(
     match unsafe { metadata.as_ref() } {
         Some(m) => {
             let top = usize::try_from(top).unwrap_or(0);
-            PT_Buffer::boxed(m.trace.stats().summary(top).into_bytes())
+            PT_Buffer::boxed(m.trace.inspect(|s| s.summary(top)).into_bytes())
         }
         None => std::ptr::null_mut(),
     }
@@ -229,7 +229,7 @@ pub unsafe extern "C" fn PT_RunMetadataChromeTrace(
 ) -> *mut PT_Buffer {
     // SAFETY: the caller's contract.
     match unsafe { metadata.as_ref() } {
-        Some(m) => PT_Buffer::boxed(m.trace.stats().chrome_trace().into_bytes()),
+        Some(m) => PT_Buffer::boxed(m.trace.inspect(StepStats::chrome_trace).into_bytes()),
         None => std::ptr::null_mut(),
     }
 }

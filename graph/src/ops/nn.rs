@@ -541,14 +541,9 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
             }
             None => {
                 // Not the per-channel vectors the plan saw: the ops one after another.
-                let y = x
-                    .conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?
-                    .mul(&scale)?
-                    .add(&shift)?;
-                return one(match fused.activation {
-                    Some(op) => y.unary(op)?,
-                    None => y,
-                });
+                let y =
+                    x.conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?;
+                return one(affine_ops(y, &scale, &shift, fused.activation)?);
             }
         }
     } else {
@@ -567,13 +562,8 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
                 // Not the per-channel vectors the plan saw: the ops one after another.
                 let y = x
                     .conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?
-                    .bias_add(&bias, options.format)?
-                    .mul(&scale)?
-                    .add(&shift)?;
-                return one(match fused.activation {
-                    Some(op) => y.unary(op)?,
-                    None => y,
-                });
+                    .bias_add(&bias, options.format)?;
+                return one(affine_ops(y, &scale, &shift, fused.activation)?);
             };
             // ((conv + bias) * scale) + shift = conv * scale + (bias * scale + shift).
             epilogue.shift = Some(bias.mul(&scale_vector)?.add(&shift_vector)?);
@@ -615,15 +605,24 @@ pub(crate) fn run_channel_affine(
             activation,
         })?,
         // Not the per-channel vectors the plan saw: the ops one after another.
-        _ => {
-            let y = x.mul(&scale)?.add(&shift)?;
-            match activation {
-                Some(op) => y.unary(op)?,
-                None => y,
-            }
-        }
+        _ => affine_ops(x.into_owned(), &scale, &shift, activation)?,
     };
     one(y)
+}
+
+/// `activation(y * scale + shift)` as the graph's ops compute it, one after another (what a
+/// fused step runs when its operands are not the per-channel vectors its plan saw).
+fn affine_ops(
+    y: Tensor,
+    scale: &Tensor,
+    shift: &Tensor,
+    activation: Option<UnaryOp>,
+) -> Result<Tensor> {
+    let y = y.mul(scale)?.add(shift)?;
+    match activation {
+        Some(op) => y.unary(op),
+        None => Ok(y),
+    }
 }
 
 /// Keras's swish run as one step: `x * Sigmoid(x * beta)`, inputs the image and (where the
@@ -638,7 +637,7 @@ pub(crate) fn run_swish(cx: &RunCtx<'_, '_>) -> Result<Outputs> {
         None => x.swish(1.0)?,
         Some(beta) if beta.num_elements() == 1 && beta.dtype() == x.dtype() => x.swish(
             beta.cast(polytensor_core::DataType::Double)?
-                .to_vec::<f64>()?[0],
+                .item::<f64>()?,
         )?,
         // Not the scalar the plan saw: the ops one after another.
         Some(beta) => x.mul(&x.mul(beta)?.unary(UnaryOp::Sigmoid)?)?,

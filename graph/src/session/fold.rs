@@ -80,21 +80,11 @@ impl Session {
             steps: work
                 .iter()
                 .map(|s| Step {
-                    node: s.node,
-                    device: s.device,
-                    crosses: s.inputs.iter().any(|input| match *input {
-                        Source::Node { node, .. } => placed[node] != s.device,
-                        Source::Feed(_) => true,
-                    }),
-                    uses_variables: false,
-                    kind: s.kind,
-                    inputs: s.inputs.clone(),
-                    chain: Vec::new(),
-                    release: Vec::new(),
-                    folded: None,
+                    crosses: s.reads_across(placed),
+                    ..Step::new(s.node, s.device, s.kind, s.inputs.clone())
                 })
                 .collect(),
-            fetches: fetched.clone(),
+            fetches: fetched,
             transfers: BTreeSet::new(),
             feeds: Vec::new(),
             frames: None,

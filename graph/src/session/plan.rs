@@ -50,6 +50,34 @@ pub(crate) struct Step {
     pub(crate) folded: Option<crate::ops::kernels::Outputs>,
 }
 
+impl Step {
+    /// A step of `kind` running `node` on `device`, reading `inputs`: nothing fused, folded
+    /// or released yet, and its `crosses` and `uses_variables` to be set once the plan's
+    /// steps are final.
+    pub(crate) fn new(node: usize, device: usize, kind: Kind, inputs: Vec<Source>) -> Self {
+        Step {
+            node,
+            device,
+            crosses: false,
+            uses_variables: false,
+            kind,
+            inputs,
+            chain: Vec::new(),
+            release: Vec::new(),
+            folded: None,
+        }
+    }
+
+    /// Whether an input may be on another device than the step's: a feed, or an output of
+    /// a node placed elsewhere (`placed`: each node's device).
+    pub(crate) fn reads_across(&self, placed: &[usize]) -> bool {
+        self.inputs.iter().any(|input| match *input {
+            Source::Feed(_) => true,
+            Source::Node { node, .. } => placed[node] != self.device,
+        })
+    }
+}
+
 /// Where a value comes from while a plan runs.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Source {
@@ -98,19 +126,10 @@ impl Session {
             .filter(|&node| needed[node])
             .map(|node| {
                 let n = &nodes[node];
-                Ok(Step {
-                    node,
-                    device: placed[node],
-                    crosses: false,
-                    uses_variables: false,
-                    kind: n.kind,
-                    inputs: n.inputs.iter().map(|&input| source(input)).collect(),
-                    chain: Vec::new(),
-                    release: Vec::new(),
-                    folded: None,
-                })
+                let inputs = n.inputs.iter().map(|&input| source(input)).collect();
+                Step::new(node, placed[node], n.kind, inputs)
             })
-            .collect::<Result<Vec<Step>>>()?;
+            .collect::<Vec<Step>>();
         let fetches: Vec<Source> = signature.fetches.iter().map(|&f| source(f)).collect();
         let frames = if crate::frames::needed(&steps) {
             Some(Frames::analyze(nodes, &steps)?)
@@ -141,10 +160,7 @@ impl Session {
             steps[at].release.push(node);
         }
         for step in &mut steps {
-            step.crosses = step.inputs.iter().any(|input| match *input {
-                Source::Feed(_) => true,
-                Source::Node { node, .. } => placed[node] != step.device,
-            });
+            step.crosses = step.reads_across(&placed);
             step.uses_variables = touches_variables(step.kind)
                 || step.inputs.iter().any(|input| match *input {
                     Source::Node { node, .. } => {

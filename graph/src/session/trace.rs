@@ -76,7 +76,13 @@ impl Trace {
 
     /// A copy of what the runs so far recorded.
     pub fn stats(&self) -> StepStats {
-        locked(&self.stats).clone()
+        self.inspect(StepStats::clone)
+    }
+
+    /// `f` of what the runs so far recorded, without copying it (runs recording into the
+    /// trace wait while `f` runs).
+    pub fn inspect<R>(&self, f: impl FnOnce(&StepStats) -> R) -> R {
+        f(&locked(&self.stats))
     }
 
     /// Record one step that started at `started` and ended now.

@@ -105,6 +105,15 @@ impl ConvEpilogue {
         (fused, rest)
     }
 
+    /// The epilogue as a kernel takes it: views of its vectors.
+    fn views(&self) -> Epilogue<'_> {
+        Epilogue {
+            scale: self.scale.as_ref().map(Tensor::view),
+            shift: self.shift.as_ref().map(Tensor::view),
+            activation: self.activation,
+        }
+    }
+
     /// `y` (NHWC) with the epilogue applied by ops.
     fn apply(&self, mut y: Tensor) -> Result<Tensor> {
         if let Some(scale) = &self.scale {
@@ -183,12 +192,7 @@ impl Tensor {
         let (fused, rest) = epilogue.split();
         let device = self.device();
         let x = self.contiguous()?;
-        let (scale, shift) = (fused.scale.clone(), fused.shift.clone());
-        let views = Epilogue {
-            scale: scale.as_ref().map(Tensor::view),
-            shift: shift.as_ref().map(Tensor::view),
-            activation: fused.activation,
-        };
+        let views = fused.views();
         // Devices with direct window kernels take epilogues; others compose the ops.
         let fused = match device.window_kernels(self.dtype) {
             true => Tensor::produce_if(self.shape().clone(), self.dtype, device, |out| {
@@ -251,12 +255,7 @@ impl Tensor {
                 let f = f.contiguous()?;
                 // The kernel takes the epilogue it can; ops apply the rest after it.
                 let (fused, rest) = epilogue.split();
-                let (scale, shift) = (fused.scale.clone(), fused.shift.clone());
-                let views = Epilogue {
-                    scale: scale.as_ref().map(Tensor::view),
-                    shift: shift.as_ref().map(Tensor::view),
-                    activation: fused.activation,
-                };
+                let views = fused.views();
                 let y = Tensor::produce(shape, self.dtype, device, |out| {
                     device.conv2d(&x.view(), &f.view(), &geometry, depthwise, &views, out)
                 })?;
