@@ -89,10 +89,10 @@ pub mod saved_model {
 }
 
 pub use polytensor_core::{
-    same_device, BinaryOp, Conv2dOptions, DataFormat, DataType, Device, DeviceKind, Element, Error,
-    HostView, IntoShape, MirrorMode, Op, Padding, PartialTensorShape, Pool2dOptions, ReduceOp,
-    ResizeOptions, Result, Scalar, SparseTensor, StridedSliceSpec, Tensor, TensorShape,
-    TensorSlice, UnaryOp,
+    same_device, BinaryOp, Conv2dOptions, ConvEpilogue, DataFormat, DataType, Device, DeviceKind,
+    Element, Error, HostView, IntoShape, MirrorMode, Op, Padding, PartialTensorShape,
+    Pool2dOptions, ReduceOp, ResizeOptions, Result, Scalar, SparseTensor, StridedSliceSpec, Tensor,
+    TensorShape, TensorSlice, UnaryOp,
 };
 pub use registry::{
     best_device, default_device, device, devices, DeviceByName, DeviceEntry, DeviceStatus,

@@ -326,10 +326,16 @@ pub(crate) enum Kernel {
 
 #[inline(always)]
 fn apply<M: MulAdd>(kernel: Kernel, src: &[f32], dst: &mut [f32]) -> bool {
-    // A `for` loop, not `for_each`: the loop's body stays in this function and takes its
-    // target features (an iterator's `fold` may be outlined without them, and `mul_add`
-    // would then call software `fmaf`).
     macro_rules! each {
+        ($f:expr) => {
+            dst.iter_mut().zip(src).for_each(|(o, &x)| *o = $f(x))
+        };
+    }
+    // For the large kernels, a `for` loop: its body stays in this function and takes its
+    // target features (the iterator's `fold` was outlined without them, and `mul_add` then
+    // called software `fmaf`, 50x slower). The small ones keep `for_each`, which cos
+    // measured 1.25x faster with.
+    macro_rules! each_inline {
         ($f:expr) => {
             for (o, &x) in dst.iter_mut().zip(src) {
                 *o = $f(x);
@@ -339,7 +345,7 @@ fn apply<M: MulAdd>(kernel: Kernel, src: &[f32], dst: &mut [f32]) -> bool {
     let op = match kernel {
         Kernel::Unary(op) => op,
         Kernel::Swish { beta } => {
-            each!(|x: f32| x * sigmoid::<M>(beta * x));
+            each_inline!(|x: f32| x * sigmoid::<M>(beta * x));
             return true;
         }
     };
@@ -352,9 +358,9 @@ fn apply<M: MulAdd>(kernel: Kernel, src: &[f32], dst: &mut [f32]) -> bool {
         UnaryOp::Log => each!(log::<M>),
         UnaryOp::Tanh => each!(tanh::<M>),
         UnaryOp::Sigmoid => each!(sigmoid::<M>),
-        UnaryOp::Erf => each!(erf::<M>),
+        UnaryOp::Erf => each_inline!(erf::<M>),
         UnaryOp::Erfc => {
-            each!(erfc::<M>);
+            each_inline!(erfc::<M>);
             for (o, &x) in dst.iter_mut().zip(src) {
                 if ERFC_CANCELS.contains(&x) {
                     *o = libm::erfcf(x);

@@ -318,6 +318,8 @@ fn transcendental(c: &mut Criterion) {
         UnaryOp::Cos,
         UnaryOp::Relu,
         UnaryOp::Relu6,
+        UnaryOp::Erf,
+        UnaryOp::Erfc,
     ] {
         let input = if op == UnaryOp::Log {
             x.abs().unwrap()
@@ -327,6 +329,10 @@ fn transcendental(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("polytensor", op.name()), |bench| {
             bench.iter(|| black_box(input.unary(op).unwrap()))
         });
+        if matches!(op, UnaryOp::Erf | UnaryOp::Erfc) {
+            // GELU's functions: no candle row (it has no erfc).
+            continue;
+        }
         let cinput = if op == UnaryOp::Log {
             cx.abs().unwrap()
         } else {
@@ -395,6 +401,80 @@ fn reductions(c: &mut Criterion) {
     group.finish();
 }
 
+/// The layout-bound layers of the models (issue 50): a softmax over rows, a join along the
+/// channels (DenseNet), an embedding lookup, a max over time (a global max pool); candle
+/// beside them where it has the op.
+fn layers(c: &mut Criterion) {
+    let device = cpu();
+    let mut group = c.benchmark_group("layers_f32");
+    let logits = tensor(&[4096, 1024], DataType::Float, 5, &device);
+    group.bench_function(
+        BenchmarkId::new("polytensor", "softmax_4096x1024"),
+        |bench| bench.iter(|| black_box(logits.softmax().unwrap())),
+    );
+    let (rows, a, b) = (16 * 32 * 32, 128, 32);
+    let (left, right) = (
+        tensor(&[rows, a], DataType::Float, 6, &device),
+        tensor(&[rows, b], DataType::Float, 7, &device),
+    );
+    let (cleft, cright) = (candle_tensor(&[rows, a], 6), candle_tensor(&[rows, b], 7));
+    let name = "concat_16384x128_16384x32_last_axis";
+    group.bench_function(BenchmarkId::new("polytensor", name), |bench| {
+        bench.iter(|| black_box(Tensor::concat(&[&left, &right], -1).unwrap()))
+    });
+    group.bench_function(BenchmarkId::new("candle", name), |bench| {
+        bench.iter(|| black_box(candle_core::Tensor::cat(&[&cleft, &cright], 1).unwrap()))
+    });
+    let (vocabulary, width, count) = (8000, 64, 16 * 128);
+    let table = tensor(&[vocabulary, width], DataType::Float, 8, &device);
+    let ids: Vec<u32> = (0..count as u32)
+        .map(|i| i * 7919 % vocabulary as u32)
+        .collect();
+    let signed: Vec<i32> = ids.iter().map(|&i| i as i32).collect();
+    let index = Tensor::from_slice(&signed, [count], &device).unwrap();
+    let ctable = candle_tensor(&[vocabulary, width], 8);
+    let cindex = candle_core::Tensor::from_vec(ids, count, &candle_core::Device::Cpu).unwrap();
+    let name = "gather_2048_rows_of_8000x64";
+    group.bench_function(BenchmarkId::new("polytensor", name), |bench| {
+        bench.iter(|| black_box(table.gather(&index, 0, 0).unwrap()))
+    });
+    group.bench_function(BenchmarkId::new("candle", name), |bench| {
+        bench.iter(|| black_box(ctable.index_select(&cindex, 0).unwrap()))
+    });
+    let series = tensor(&[64, 512, 256], DataType::Float, 9, &device);
+    let cseries = candle_tensor(&[64, 512, 256], 9);
+    let name = "max_over_axis_1_of_64x512x256";
+    group.bench_function(BenchmarkId::new("polytensor", name), |bench| {
+        bench.iter(|| black_box(series.max(&[1], false).unwrap()))
+    });
+    group.bench_function(BenchmarkId::new("candle", name), |bench| {
+        bench.iter(|| black_box(cseries.max(1).unwrap()))
+    });
+    group.finish();
+}
+
+/// The one-pass kernels of the session's fused steps: swish on 16M f32, and a batch norm
+/// with its `Relu` on [16, 32, 32, 256] (DenseNet's pre-activation).
+fn fused_layers(c: &mut Criterion) {
+    let device = cpu();
+    let mut group = c.benchmark_group("fused_f32");
+    let x = tensor(&[BIG], DataType::Float, 10, &device);
+    group.bench_function(BenchmarkId::new("polytensor", "swish_16M"), |bench| {
+        bench.iter(|| black_box(x.swish(1.0).unwrap()))
+    });
+    let image = tensor(&[16, 32, 32, 256], DataType::Float, 11, &device);
+    let epilogue = polytensor::ConvEpilogue {
+        scale: Some(tensor(&[256], DataType::Float, 12, &device)),
+        shift: Some(tensor(&[256], DataType::Float, 13, &device)),
+        activation: Some(UnaryOp::Relu),
+    };
+    let name = "channel_affine_relu_16x32x32x256";
+    group.bench_function(BenchmarkId::new("polytensor", name), |bench| {
+        bench.iter(|| black_box(image.channel_affine(&epilogue).unwrap()))
+    });
+    group.finish();
+}
+
 /// The FMA peak of this machine, 1 and 2 threads, f32 and f64: the denominator of matmul's
 /// "% of peak".
 fn fma_peak(c: &mut Criterion) {
@@ -425,6 +505,7 @@ fn fma_peak(c: &mut Criterion) {
 criterion_group! {
     name = cpu_benches;
     config = benches::criterion_config();
-    targets = fma_peak, matmul, half_matmul, elementwise, views, transcendental, reductions
+    targets = fma_peak, matmul, half_matmul, elementwise, views, transcendental, reductions,
+        layers, fused_layers
 }
 criterion_main!(cpu_benches);
