@@ -3,8 +3,9 @@
 //! SIMD code, compiled for AVX-512, AVX2+FMA and baseline x86-64 and chosen at run time.
 //!
 //! Accuracy (checked by the conformance suite against an f64 reference): exp, log, sin,
-//! cos and erf within 2 ulp, tanh, sigmoid and erfc within 4 (erfc takes libm's value on
-//! [0.5, 2), where the fast form is not). sin and cos take arguments up to 8192 in
+//! cos and erf within 2 ulp (erf 3 without FMA), tanh, sigmoid and erfc within 4 (erfc
+//! past 0.5 in Sun's `s_erff.c` forms, where `1 - erf` cancels; a scan of every 5th f32
+//! finds 3). sin and cos take arguments up to 8192 in
 //! magnitude on the fast path; larger or non-finite arguments are fixed up with libm.
 
 // The polynomial coefficients are Cephes' published values, quoted as published.
@@ -296,22 +297,149 @@ fn erf<M: MulAdd>(x: f32) -> f32 {
     }
 }
 
-/// `erfc(x)`, except for `x` in [`ERFC_CANCELS`]: those are fixed up with libm.
 #[inline(always)]
 fn erfc<M: MulAdd>(x: f32) -> f32 {
     let a = x.abs();
-    let large = erfc_large::<M>(a);
-    let large = if x < 0.0 { 2.0 - large } else { large };
-    if a < 1.0 {
+    let positive = erfc_sun::<M>(a);
+    let signed = if x < 0.0 { 2.0 - positive } else { positive };
+    if a < 0.5 {
         1.0 - erf_small::<M>(x)
     } else {
-        large
+        signed
     }
 }
 
-/// Where the fast `erfc` is not within 4 ulp: `1 - erf(x)` cancels below 1, and Cephes'
-/// polynomial for [1, 2) with our `exp` errs by up to 5 ulp (libm takes these).
-const ERFC_CANCELS: std::ops::Range<f32> = 0.5..2.0;
+/// `erfc(a)` for `a >= 0.5`, where `1 - erf(a)` cancels and Cephes' `erfcf` with our `exp`
+/// errs by 5 ulp: Sun's `s_erff.c` forms (FreeBSD's coefficients), each a rational
+/// function, evaluated for every lane and selected, so that the loop stays vectorised.
+/// - [0.5, 0.84375): `0.5 - (a - 0.5 + a * P(a^2) / Q(a^2))`;
+/// - [0.84375, 1.25): `(1 - erx) - P(a - 1) / Q(a - 1)`;
+/// - past 1.25: `exp(-h^2 - 0.5625) * exp((h - a)(h + a) + R(1/a^2) / S(1/a^2)) / a`, with
+///   `h` the high 11 bits of `a`, so that `h^2` is exact; one `R / S` to 1/0.35, another
+///   past it; 0 past [`ERFC_ZERO`].
+///
+/// Forms that share an evaluation take their coefficients per lane.
+#[inline(always)]
+fn erfc_sun<M: MulAdd>(a: f32) -> f32 {
+    const ERX: f32 = 8.450_629_115e-1;
+    // Near 0.5: numerator and denominator in a^2, padded to the degree of those near 1.
+    const SMALL_P: [f32; 7] = [
+        0.0,
+        0.0,
+        -2.376_301_745_2e-5,
+        -5.770_270_247e-3,
+        -2.848_174_981_8e-2,
+        -3.250_420_987_6e-1,
+        1.283_791_661_3e-1,
+    ];
+    const SMALL_Q: [f32; 7] = [
+        0.0,
+        -3.960_228_241_3e-6,
+        1.324_947_370_4e-4,
+        5.081_306_211_7e-3,
+        6.502_225_25e-2,
+        3.979_172_110_6e-1,
+        1.0,
+    ];
+    // Near 1: in a - 1.
+    const ONE_P: [f32; 7] = [
+        -2.166_375_517_8e-3,
+        3.547_830_507_2e-2,
+        -1.108_946_949_2e-1,
+        3.183_466_196_1e-1,
+        -3.722_078_800_2e-1,
+        4.148_561_060_4e-1,
+        -2.362_118_568_3e-3,
+    ];
+    const ONE_Q: [f32; 7] = [
+        1.198_450_010_3e-2,
+        1.363_708_358_3e-2,
+        1.261_712_163_7e-1,
+        7.182_865_589_9e-2,
+        5.403_979_420_7e-1,
+        1.064_208_820_5e-1,
+        1.0,
+    ];
+    // Past 1.25: in 1/a^2.
+    const TAIL_R: [f32; 8] = [
+        -9.814_329_147_3,
+        -8.128_743_743_9e1,
+        -1.846_050_872_8e2,
+        -1.623_966_674_8e2,
+        -6.237_533_187_9e1,
+        -1.055_862_617_5e1,
+        -6.938_585_639e-1,
+        -9.864_944_033_3e-3,
+    ];
+    // Past 1/0.35, padded to the degree of those before it.
+    const FAR_R: [f32; 8] = [
+        0.0,
+        -4.835_191_955_6e2,
+        -1.025_095_092_8e3,
+        -6.375_664_672_9e2,
+        -1.606_363_830_6e2,
+        -1.775_795_555_1e1,
+        -7.992_832_660_7e-1,
+        -9.864_943_102e-3,
+    ];
+    const FAR_S: [f32; 9] = [
+        0.0,
+        -2.244_095_230_1e1,
+        4.745_285_339_4e2,
+        2.553_050_293e3,
+        3.199_858_154_3e3,
+        1.536_729_614_3e3,
+        3.257_925_109_9e2,
+        3.033_806_037_9e1,
+        1.0,
+    ];
+    const TAIL_S: [f32; 9] = [
+        -6.042_441_353_2e-2,
+        6.570_249_557_5,
+        1.086_350_021_4e2,
+        4.290_081_481_9e2,
+        6.453_872_680_7e2,
+        4.345_658_874_5e2,
+        1.376_577_606_2e2,
+        1.965_127_182e1,
+        1.0,
+    ];
+    /// `num(t) / den(t)`, Horner's rule for both, each coefficient chosen by `first`.
+    #[inline(always)]
+    fn rational<M: MulAdd, const N: usize, const D: usize>(
+        first: bool,
+        t: f32,
+        [num, other_num]: [&[f32; N]; 2],
+        [den, other_den]: [&[f32; D]; 2],
+    ) -> f32 {
+        let pick = |one: f32, other: f32| if first { one } else { other };
+        let p = (0..N).fold(0.0, |p, i| M::mul_add(p, t, pick(num[i], other_num[i])));
+        let q = (0..D).fold(0.0, |q, i| M::mul_add(q, t, pick(den[i], other_den[i])));
+        p / q
+    }
+    let zero = a > ERFC_ZERO;
+    // Computed at 1 where the result is 0: subnormal intermediates are slow to compute.
+    let a = if zero { 1.0 } else { a };
+    let near_half = a < 0.843_75;
+    let t = if near_half { a * a } else { a - 1.0 };
+    let ratio = rational::<M, 7, 7>(near_half, t, [&SMALL_P, &ONE_P], [&SMALL_Q, &ONE_Q]);
+    let head = if near_half {
+        0.5 - M::mul_add(a, ratio, a - 0.5)
+    } else {
+        (1.0 - ERX) - ratio
+    };
+    let w = 1.0 / (a * a);
+    let correction = rational::<M, 8, 9>(a < 1.0 / 0.35, w, [&TAIL_R, &FAR_R], [&TAIL_S, &FAR_S]);
+    let h = f32::from_bits(a.to_bits() & 0xffff_e000);
+    let tail = exp::<M>(-h * h - 0.5625) * exp::<M>(M::mul_add(h - a, h + a, correction)) / a;
+    if zero {
+        0.0
+    } else if a < 1.25 {
+        head
+    } else {
+        tail
+    }
+}
 
 /// The largest |x| the fast sin and cos handle.
 const TRIG_LIMIT: f32 = 8192.0;
@@ -321,7 +449,13 @@ const TRIG_LIMIT: f32 = 8192.0;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Kernel {
     Unary(UnaryOp),
-    Swish { beta: f32 },
+    Swish {
+        beta: f32,
+    },
+    /// `exp(x - shift)`: a softmax's exponentials after its maximum.
+    ShiftedExp {
+        shift: f32,
+    },
 }
 
 #[inline(always)]
@@ -348,6 +482,10 @@ fn apply<M: MulAdd>(kernel: Kernel, src: &[f32], dst: &mut [f32]) -> bool {
             each_inline!(|x: f32| x * sigmoid::<M>(beta * x));
             return true;
         }
+        Kernel::ShiftedExp { shift } => {
+            each!(|x: f32| exp::<M>(x - shift));
+            return true;
+        }
     };
     match op {
         // NaN stays; -0 becomes +0.
@@ -359,14 +497,7 @@ fn apply<M: MulAdd>(kernel: Kernel, src: &[f32], dst: &mut [f32]) -> bool {
         UnaryOp::Tanh => each!(tanh::<M>),
         UnaryOp::Sigmoid => each!(sigmoid::<M>),
         UnaryOp::Erf => each_inline!(erf::<M>),
-        UnaryOp::Erfc => {
-            each_inline!(erfc::<M>);
-            for (o, &x) in dst.iter_mut().zip(src) {
-                if ERFC_CANCELS.contains(&x) {
-                    *o = libm::erfcf(x);
-                }
-            }
-        }
+        UnaryOp::Erfc => each_inline!(erfc::<M>),
         UnaryOp::Sin | UnaryOp::Cos => {
             if op == UnaryOp::Sin {
                 each!(sin_cos::<M, false>);
@@ -459,6 +590,12 @@ pub(crate) fn swish_f32(beta: f32, src: &[f32], dst: &mut [f32]) {
     run_with(isa(), Kernel::Swish { beta }, src, dst);
 }
 
+/// `dst = exp(src - shift)` in one pass, with the exp above (within 2 ulp of the shifted
+/// value's) and the best instruction set this CPU has.
+pub(crate) fn shifted_exp_f32(shift: f32, src: &[f32], dst: &mut [f32]) {
+    run_with(isa(), Kernel::ShiftedExp { shift }, src, dst);
+}
+
 /// Whether `op` has a vectorised f32 kernel.
 pub(crate) fn has_kernel(op: UnaryOp) -> bool {
     KERNEL_OPS.contains(&op)
@@ -507,6 +644,8 @@ mod tests {
 
     fn inputs() -> Vec<f32> {
         let mut v: Vec<f32> = (-2000..=2000).map(|i| i as f32 * 0.011).collect();
+        // Densely where erf and erfc change form.
+        v.extend((-30_000..=30_000).map(|i| i as f32 * 1e-4));
         v.extend(
             (-300..300).map(|i| (i as f32 * 0.31).exp2() * if i % 2 == 0 { 1.0 } else { -1.0 }),
         );
@@ -574,10 +713,10 @@ mod tests {
             for op in KERNEL_OPS {
                 let mut out = vec![0f32; x.len()];
                 assert!(run_with(isa, Kernel::Unary(op), &x, &mut out));
-                let bound = if matches!(op, UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erfc) {
-                    4
-                } else {
-                    2
+                let bound = match op {
+                    UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erfc => 4,
+                    UnaryOp::Erf if isa == Isa::Baseline => 3,
+                    _ => 2,
                 };
                 for (&xi, &got) in x.iter().zip(&out) {
                     let want = reference(op, xi);

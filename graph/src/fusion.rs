@@ -6,7 +6,9 @@
 //! device with direct window kernels the step is one pass over the output (the epilogue
 //! applied while the block is in cache); elsewhere it runs the same ops one after another.
 //! A zero `Pad` that only feeds such a `VALID` convolution becomes its padding (Keras's
-//! `ZeroPadding2D` before a strided convolution). Fusion never changes what a run returns:
+//! `ZeroPadding2D` before a strided convolution). Keras's `Conv1D` (a `Squeeze` of the
+//! height between the convolution and its bias) fuses the same way, the step's output
+//! squeezed. Fusion never changes what a run returns:
 //! a chain is fused only when nothing else reads or fetches the values it hides, and only
 //! when all of it is placed on one device.
 
@@ -39,6 +41,22 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
         let conv_node = conv.node;
         let Some(b) = reader_of(&slots, conv_node) else {
             continue;
+        };
+        // Keras's `Conv1D`: the convolution's height of 1 squeezed away before its bias.
+        // `head` is the node whose value the rest of the chain reads.
+        let (head, squeeze, b) = match &slots[b] {
+            Some(s)
+                if s.kind == Kind::Squeeze
+                    && s.device == conv.device
+                    && squeezes_height(nodes, conv_node, &nodes[s.node])
+                    && private(s.node) =>
+            {
+                let Some(next) = reader_of(&slots, s.node) else {
+                    continue;
+                };
+                (s.node, Some(b), next)
+            }
+            _ => (conv_node, None, b),
         };
         let Some(follow) = &slots[b] else { continue };
         // A chain runs on one device.
@@ -77,7 +95,7 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             let by_vector = |from: usize, op: BinaryOp| {
                 by_vector(&slots, nodes, &reads, from, op, device, channels)
             };
-            let from = if biased { follow_node } else { conv_node };
+            let from = if biased { follow_node } else { head };
             by_vector(from, BinaryOp::Mul).and_then(|(m, scale)| {
                 let mul = slots[m].as_ref()?.node;
                 by_vector(mul, BinaryOp::Add).map(|(a, shift)| (m, a, scale, shift))
@@ -141,6 +159,8 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             }
             None => false,
         };
+        // The squeeze goes last, so that the bias or batch norm stays second.
+        chain.extend(squeeze.and_then(|q| slots[q].take()).map(|s| s.node));
         let node = match slots[last].take() {
             Some(step) => step.node,
             None => follow_node,
@@ -152,6 +172,7 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             affine: affine.is_some(),
             activation: op,
             padded,
+            squeezed: squeeze.is_some(),
         });
         slots[last] = Some(Step {
             chain,
@@ -426,6 +447,23 @@ fn by_vector(
         && !reads.controls.contains(&step.node)
         && step.inputs.len() == 2;
     fits.then_some((at, other))
+}
+
+/// Whether `squeeze` drops exactly the height (axis 1, of size 1) of the NHWC output of
+/// `conv`, as Keras's `Conv1D` does.
+fn squeezes_height(nodes: &[Node], conv: usize, squeeze: &Node) -> bool {
+    let attrs = Attrs {
+        node: &squeeze.name,
+        attrs: &squeeze.attrs,
+    };
+    let height_one = nodes[conv].outputs[0]
+        .1
+        .dims()
+        .is_some_and(|d| d.len() == 4 && d[1] == Some(1));
+    height_one
+        && attrs
+            .ints("squeeze_dims")
+            .is_ok_and(|d| d == [1] || d == [-3])
 }
 
 /// Whether a convolution pads nothing itself (`VALID`), so a `Pad` before it can be its

@@ -92,6 +92,8 @@ def causal_conv1d():
     x = L.Conv1D(12, 3, dilation_rate=2, padding="causal", activation="relu")(inp)
     x = L.Conv1D(12, 3, dilation_rate=4, padding="causal", activation="relu")(x)
     x = L.SeparableConv1D(16, 5, padding="same", activation="relu")(x)
+    # Without a bias, then a batch norm and its activation (the session fuses all three).
+    x = L.ReLU()(L.BatchNormalization()(L.Conv1D(16, 3, padding="same", use_bias=False)(x)))
     x = L.Conv1D(8, 3, dilation_rate=3, padding="same")(x)
     return keras.Model(inp, L.GlobalMaxPooling1D()(x)), ("float32", (40, 6), None)
 

@@ -18,7 +18,7 @@ const LANES: usize = 16;
 
 /// The sum of a contiguous run: 16 independent lanes (which the compiler vectorises) per
 /// chunk, chunks added in f64.
-fn sum_run<T: FloatElem>(values: &[T]) -> f64 {
+pub(crate) fn sum_run<T: FloatElem>(values: &[T]) -> f64 {
     values
         .chunks(CHUNK)
         .map(|chunk| {
@@ -358,6 +358,23 @@ fn smaller(a: f32, b: f32) -> f32 {
     } else {
         picked
     }
+}
+
+/// The largest of `values` as [`larger`] has it, in 16 independent lanes (which the
+/// compiler vectorises); `-inf` for none.
+pub(crate) fn max_run(values: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let mut groups = values.chunks_exact(LANES);
+    for group in &mut groups {
+        for (lane, &v) in lanes.iter_mut().zip(group) {
+            *lane = larger(*lane, v);
+        }
+    }
+    groups
+        .remainder()
+        .iter()
+        .chain(&lanes)
+        .fold(f32::NEG_INFINITY, |m, &v| larger(m, v))
 }
 
 /// The maximum or minimum of a contiguous f32 tensor over consecutive `axes`, as `[outer,

@@ -5,7 +5,7 @@ use num_traits::{Float, Zero};
 use polytensor_core::{OutView, Result, TensorView, UnaryOp};
 use rayon::prelude::*;
 
-use super::{by_class, unsupported};
+use super::{by_class, reduce_fast, unsupported};
 use crate::scalar::{FloatElem, IntElem, Real};
 use crate::strided::{map1, map1_runs};
 use crate::vmath;
@@ -160,8 +160,8 @@ fn vector_unary_f32(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> R
 }
 
 /// `Device::softmax` for f32: each row's max, its shifted exponentials (the vectorised
-/// `exp`), their sum and the division (or, `log`, the shift and the log of the sum), while
-/// the row is in cache; rows split across threads. `false` for other dtypes or a strided
+/// `exp`), their sum and the scaling by its inverse (or, `log`, the shift and the log of
+/// the sum), while the row is in cache; rows split across threads. `false` for other dtypes or a strided
 /// `x`.
 pub(crate) fn softmax(x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> Result<bool> {
     if !one_pass_f32(x, out) {
@@ -175,36 +175,33 @@ pub(crate) fn softmax(x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> R
     if n == 0 || width == 0 {
         return Ok(true);
     }
-    let row = |(x, out): (&[f32], &mut [f32]), shifted: &mut Vec<f32>| {
-        let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        shifted.clear();
-        shifted.extend(x.iter().map(|&v| v - max));
-        let computed = vmath::unary_f32(UnaryOp::Exp, shifted, out);
-        debug_assert!(computed, "exp has a vectorised kernel");
-        let sum: f32 = out.iter().sum();
+    // Maximum and sum in vector lanes (a plain fold waits on each add); the exponentials
+    // scaled by the sum's inverse, as TensorFlow's Eigen kernel does.
+    let row = |(x, out): (&[f32], &mut [f32])| {
+        let max = reduce_fast::max_run(x);
+        vmath::shifted_exp_f32(max, x, out);
+        let sum = reduce_fast::sum_run(out) as f32;
         if log {
+            // `x - max - log(sum)`, the shift subtracted first as TensorFlow does.
             let log_sum = sum.ln();
             out.iter_mut()
-                .zip(shifted.iter())
-                .for_each(|(o, &v)| *o = v - log_sum);
+                .zip(x)
+                .for_each(|(o, &v)| *o = (v - max) - log_sum);
         } else {
-            out.iter_mut().for_each(|o| *o /= sum);
+            let inverse = 1.0 / sum;
+            out.iter_mut().for_each(|o| *o *= inverse);
         }
     };
     if n < crate::strided::PARALLEL_MIN_ELEMENTS {
-        let mut shifted = Vec::with_capacity(width);
         src.chunks_exact(width)
             .zip(dst.chunks_exact_mut(width))
-            .for_each(|pair| row(pair, &mut shifted));
+            .for_each(row);
     } else {
         // Rows of a few thousand elements per task at least.
         src.par_chunks_exact(width)
             .zip(dst.par_chunks_exact_mut(width))
             .with_min_len((4096 / width).max(1))
-            .for_each_init(
-                || Vec::with_capacity(width),
-                |shifted, pair| row(pair, shifted),
-            );
+            .for_each(row);
     }
     Ok(true)
 }

@@ -70,6 +70,9 @@ pub(crate) struct FusedConv {
     pub(crate) affine: bool,
     pub(crate) activation: Option<UnaryOp>,
     pub(crate) padded: bool,
+    /// Whether the output's height (1) is squeezed away (Keras's `Conv1D`; the `Squeeze`
+    /// node is the chain's last).
+    pub(crate) squeezed: bool,
 }
 
 /// The attributes of a window op, in NHWC or NCHW 4-vectors as TensorFlow stores them.
@@ -453,6 +456,15 @@ pub(crate) fn run(op: Nn, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
 /// Run a fused convolution step (its nodes are `cx.chain`: the convolution, then the bias or
 /// batch norm).
 pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
+    let y = fused_conv(fused, cx)?;
+    one(match y.dims()[..] {
+        [n, 1, w, c] if fused.squeezed => y.reshape([n, w, c])?,
+        _ => y,
+    })
+}
+
+/// The output of a fused convolution step, before any squeeze.
+fn fused_conv(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Tensor> {
     fn attrs(node: &crate::graph::Node) -> Attrs<'_> {
         Attrs {
             node: &node.name,
@@ -521,7 +533,7 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
             let y = x
                 .conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?
                 .batch_norm(&scale, &offset, &mean, &variance, epsilon, options.format)?;
-            return one(match fused.activation {
+            return Ok(match fused.activation {
                 Some(op) => y.unary(op)?,
                 None => y,
             });
@@ -543,7 +555,7 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
                 // Not the per-channel vectors the plan saw: the ops one after another.
                 let y =
                     x.conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?;
-                return one(affine_ops(y, &scale, &shift, fused.activation)?);
+                return Ok(affine_ops(y, &scale, &shift, fused.activation)?);
             }
         }
     } else {
@@ -563,7 +575,7 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
                 let y = x
                     .conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?
                     .bias_add(&bias, options.format)?;
-                return one(affine_ops(y, &scale, &shift, fused.activation)?);
+                return Ok(affine_ops(y, &scale, &shift, fused.activation)?);
             };
             // ((conv + bias) * scale) + shift = conv * scale + (bias * scale + shift).
             epilogue.shift = Some(bias.mul(&scale_vector)?.add(&shift_vector)?);
@@ -572,7 +584,7 @@ pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs
             epilogue.shift = Some(bias.into_owned());
         }
     }
-    one(x.conv2d_fused(&filter, &options, fused.depthwise, &epilogue)?)
+    x.conv2d_fused(&filter, &options, fused.depthwise, &epilogue)
 }
 
 /// `t` as a vector of `channels` values of `dtype`: from `[C]`, or `[1, 1, 1, C]` as Keras
