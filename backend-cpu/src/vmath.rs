@@ -574,7 +574,7 @@ pub(crate) fn run_with(isa: Isa, kernel: Kernel, src: &[f32], dst: &mut [f32]) -
 }
 
 /// This CPU's best instruction set for the kernels, detected once.
-fn isa() -> Isa {
+pub(crate) fn isa() -> Isa {
     static ISA: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
     *ISA.get_or_init(detected)
 }

@@ -124,6 +124,18 @@ def dense_block():
     return keras.Model(inp, L.GlobalAveragePooling2D()(x)), ("float32", (12, 12, 20), None)
 
 
+def vgg_block():
+    """VGG's 3x3 convolutions of 64 channels and filters, on enough pixels for the CPU's
+    Winograd path, with a bias + ReLU, a batch norm, and a pool between them."""
+    inp = keras.Input((40, 44, 3))
+    x = L.Conv2D(64, 3, padding="same", activation="relu")(inp)
+    x = L.Conv2D(64, 3, padding="same", activation="relu")(x)
+    x = L.BatchNormalization()(L.Conv2D(64, 3, padding="valid", use_bias=False)(x))
+    x = L.MaxPooling2D()(L.ReLU()(x))
+    x = L.Conv2D(64, 3, padding="same")(x)
+    return keras.Model(inp, L.GlobalAveragePooling2D()(x)), ("float32", (40, 44, 3), None)
+
+
 def application(constructor, size=64):
     def build():
         model = constructor(weights=None, input_shape=(size, size, 3), classes=10)
@@ -144,6 +156,7 @@ MODELS = {
     "keras_causal_conv1d": (causal_conv1d, False),
     "keras_convnext_block": (convnext_block, False),
     "keras_dense_block": (dense_block, False),
+    "keras_vgg_block": (vgg_block, False),
     "keras_convnext_tiny": (
         application(lambda **kw: keras.applications.ConvNeXtTiny(include_preprocessing=False, **kw)),
         False,

@@ -5,12 +5,14 @@ pub(crate) mod binary;
 pub(crate) mod cast;
 pub(crate) mod copy;
 pub(crate) mod fill;
+mod kept;
 pub(crate) mod matmul;
 pub(crate) mod reduce;
 mod reduce_fast;
 pub(crate) mod segment;
 pub(crate) mod unary;
 pub(crate) mod window;
+mod winograd;
 
 use std::fmt::Display;
 

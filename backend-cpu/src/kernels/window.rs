@@ -19,7 +19,7 @@ use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{DataType, Element, Epilogue, OutView, Result, TensorView, UnaryOp};
 
 use super::matmul::{gemm_columns, gemm_rows, GemmElem};
-use super::unsupported;
+use super::{unsupported, winograd};
 use crate::strided::{input, output, PARALLEL_MIN_ELEMENTS};
 
 /// Output rows per block of the implicit GEMM: a panel of 128 rows of 3x3x64 taps is
@@ -74,7 +74,7 @@ pub(crate) fn conv2d(
     }
 }
 
-fn conv_typed<T: GemmElem + Float + Send + Sync>(
+fn conv_typed<T: GemmElem + Float + bytemuck::Pod + Send + Sync>(
     x: &TensorView<'_>,
     filter: &TensorView<'_>,
     g: &WindowGeometry,
@@ -91,6 +91,8 @@ fn conv_typed<T: GemmElem + Float + Send + Sync>(
         && g.windows[0].size * g.windows[1].size * g.channels <= FEW_TAPS
     {
         few_channels_conv(x, f, g, &finish, out);
+    } else if winograd::applies(g) {
+        winograd::conv(x, f, g, &finish, out);
     } else {
         implicit_gemm(x, f, g, &finish, out);
     }
@@ -156,10 +158,10 @@ fn affine_typed<T: Float + Element + Send + Sync>(
 }
 
 /// A convolution's epilogue on host elements: per channel `activation(v * scale + shift)`.
-struct Finish<'a, T> {
-    scale: Option<&'a [T]>,
-    shift: Option<&'a [T]>,
-    activation: Option<UnaryOp>,
+pub(super) struct Finish<'a, T> {
+    pub(super) scale: Option<&'a [T]>,
+    pub(super) shift: Option<&'a [T]>,
+    pub(super) activation: Option<UnaryOp>,
 }
 
 impl<'a, T: Element> Finish<'a, T> {
@@ -176,7 +178,7 @@ impl<'a, T: Element> Finish<'a, T> {
 impl<T: Float> Finish<'_, T> {
     /// Apply to `rows` of one value per channel (nothing to do without an epilogue). Every
     /// element is stored, selected rather than branched on, so the loops vectorise.
-    fn apply(&self, rows: &mut [T], channels: usize) {
+    pub(super) fn apply(&self, rows: &mut [T], channels: usize) {
         if self.scale.is_none() && self.shift.is_none() && self.activation.is_none() {
             return;
         }

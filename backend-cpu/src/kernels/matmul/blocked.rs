@@ -324,17 +324,10 @@ thread_local! {
     static SUMS: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// Run `f` with this thread's kept buffer in `slot` (empty if it has none, as in a nested
-/// call made while rayon waits), and keep it again if it is at most `KEPT` f32: a fresh
-/// allocation would fault its pages in again on every call.
+/// [`with_kept`] for this module's buffers, each kept up to [`KEPT`] f32.
 fn with_kept<R>(
     slot: &'static std::thread::LocalKey<std::cell::Cell<Vec<f32>>>,
     f: impl FnOnce(&mut Vec<f32>) -> R,
 ) -> R {
-    let mut buffer = slot.take();
-    let result = f(&mut buffer);
-    if buffer.capacity() <= KEPT {
-        slot.set(buffer);
-    }
-    result
+    crate::kernels::kept::with_kept(slot, KEPT, f)
 }
