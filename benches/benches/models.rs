@@ -1,6 +1,7 @@
 //! Real inference work on cpu:0 next to TensorFlow's own CPU runtime in the same run:
-//! - `conv2d_3x3_56x56x64_b8_f32`: one 3x3 SAME convolution, 64 to 64 channels, batch 8
-//!   (3.7 GFLOP), with the machine's FMA peak in `fma_peak_avx512` of the `cpu` bench;
+//! - `conv2d_3x3_56x56x64_b8_f32`, `conv2d_3x3_28x28x256_b8_f32`: one 3x3 SAME
+//!   convolution, 64 to 64 channels (3.7 GFLOP) and 256 to 256 (14.8), batch 8, with the
+//!   machine's FMA peak in `fma_peak_avx512` of the `cpu` bench;
 //! - `model_cnn`, `model_mobilenet_v2`: `Session::run` of the frozen models of
 //!   `shared/tf-golden/models` at batch 2 and 32;
 //! - `model_keras_lstm`, `model_keras_gru`, `model_keras_attention`, `model_keras_unet`,
@@ -64,18 +65,21 @@ fn conv_case(
 
 fn conv2d(c: &mut Criterion) {
     let device = cpu();
-    let [n, h, w, ch, k, o] = [8, 56, 56, 64, 3, 64];
-    let (x, f, options, flops) = conv_case([n, h, w, ch, k, o], &device);
-    let mut group = c.benchmark_group("conv2d_3x3_56x56x64_b8_f32");
-    group.throughput(Throughput::Elements(flops));
-    group.bench_function("polytensor", |b| {
-        b.iter(|| black_box(x.conv2d(&f, &options).unwrap()))
-    });
-    if let Some(mut tf) = TensorFlow::start() {
-        tf.load_conv2d([n, h, w, ch, k, o], threads());
-        group.bench_function("tensorflow", |b| b.iter_custom(|iters| tf.time(iters)));
+    // ResNet's first stage, and VGG's and ResNet's middle layers (both run by Winograd's
+    // F(2x2, 3x3) on the CPU).
+    for [n, h, w, ch, k, o] in [[8, 56, 56, 64, 3, 64], [8, 28, 28, 256, 3, 256]] {
+        let (x, f, options, flops) = conv_case([n, h, w, ch, k, o], &device);
+        let mut group = c.benchmark_group(format!("conv2d_{k}x{k}_{h}x{w}x{ch}_b{n}_f32"));
+        group.throughput(Throughput::Elements(flops));
+        group.bench_function("polytensor", |b| {
+            b.iter(|| black_box(x.conv2d(&f, &options).unwrap()))
+        });
+        if let Some(mut tf) = TensorFlow::start() {
+            tf.load_conv2d([n, h, w, ch, k, o], threads());
+            group.bench_function("tensorflow", |b| b.iter_custom(|iters| tf.time(iters)));
+        }
+        group.finish();
     }
-    group.finish();
 }
 
 fn models(c: &mut Criterion) {
