@@ -26,8 +26,9 @@ use crate::strided::{input, output, PARALLEL_MIN_ELEMENTS};
 /// 288 KiB of f32.
 const BLOCK_ROWS: usize = 128;
 
-/// The multiply-adds from which a convolution of fewer rows than a block shares its GEMM's
-/// columns among the threads (below, one thread does it faster than two can start).
+/// The multiply-adds from which a pointwise convolution, or one of fewer rows than a block,
+/// shares its GEMM's columns among the threads (below, one thread does it faster than two
+/// can start).
 const SHARED_WORK: usize = 1 << 21;
 
 /// Output channels a few-channel convolution computes at once: a 256-bit register of f32.
@@ -239,10 +240,15 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
         && g.output == g.input;
     let total = out.len() / o;
     let threads = rayon::current_num_threads();
-    // Fewer rows than a block with much work (a late layer of a small image): one GEMM whose
-    // columns the threads share, each packing only its part of the filter, the panel packed
-    // whole. Otherwise the threads take blocks of rows, each block's panel in L2.
-    if threads > 1 && total < BLOCK_ROWS && total * k * o >= SHARED_WORK && o >= 16 * threads {
+    // Fewer rows than a block with much work (a late layer of a small image), or a pointwise
+    // convolution of fewer than 8 blocks a thread: one GEMM whose columns the threads share,
+    // each packing only its part of the filter once, the panel packed whole (blocks of rows
+    // packed the filter once per block, and a few blocks left a thread idle: Xception's
+    // 728-channel layers at batch 16 ran 1.16x longer). Otherwise the threads take blocks of
+    // rows, each block's panel in L2.
+    let few_blocks = total < BLOCK_ROWS || (pointwise && total < 8 * threads * BLOCK_ROWS);
+    let shared = few_blocks && total * k * o >= SHARED_WORK;
+    if threads > 1 && shared && o >= 16 * threads {
         let packed;
         let a = if pointwise {
             &x[..total * k]
@@ -253,7 +259,12 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
             &packed
         };
         gemm_columns(total, o, k, a, f, out);
-        finish.apply(out, o);
+        if out.len() < PARALLEL_MIN_ELEMENTS {
+            finish.apply(out, o);
+        } else {
+            out.par_chunks_mut(BLOCK_ROWS * o)
+                .for_each(|rows| finish.apply(rows, o));
+        }
         return;
     }
     out.par_chunks_mut(BLOCK_ROWS * o)
