@@ -297,6 +297,10 @@ impl Device for CpuDevice {
         unary::swish(x, beta, out)
     }
 
+    fn gelu(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<bool> {
+        unary::gelu(x, out)
+    }
+
     fn softmax(&self, x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> Result<bool> {
         unary::softmax(x, log, out)
     }

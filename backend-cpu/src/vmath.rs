@@ -309,6 +309,12 @@ fn erfc<M: MulAdd>(x: f32) -> f32 {
     }
 }
 
+/// The exact GELU, `(0.5 * x) * erfc(-x * (1/√2))`, rounded as Keras's five ops are.
+#[inline(always)]
+fn gelu<M: MulAdd>(x: f32) -> f32 {
+    (0.5 * x) * erfc::<M>(-x * std::f32::consts::FRAC_1_SQRT_2)
+}
+
 /// `erfc(a)` for `a >= 0.5`, where `1 - erf(a)` cancels and Cephes' `erfcf` with our `exp`
 /// errs by 5 ulp: Sun's `s_erff.c` forms (FreeBSD's coefficients), each a rational
 /// function, evaluated for every lane and selected, so that the loop stays vectorised
@@ -436,7 +442,8 @@ fn erfc_sun<M: MulAdd>(a: f32) -> f32 {
         (1.0 - ERX) - ratio
     };
     let h = f32::from_bits(a.to_bits() & 0xffff_e000);
-    let tail = exp::<M>(-h * h - 0.5625) * exp_small::<M>(M::mul_add(h - a, h + a, ratio)) * inverse;
+    let tail =
+        exp::<M>(-h * h - 0.5625) * exp_small::<M>(M::mul_add(h - a, h + a, ratio)) * inverse;
     if zero {
         0.0
     } else if in_tail {
@@ -468,6 +475,8 @@ pub(crate) enum Kernel {
     Swish {
         beta: f32,
     },
+    /// The exact GELU, `(0.5 * x) * erfc(-x * (1/√2))`, rounded as Keras's five ops are.
+    Gelu,
     /// `exp(x - shift)`: a softmax's exponentials after its maximum.
     ShiftedExp {
         shift: f32,
@@ -496,6 +505,12 @@ fn apply<M: MulAdd>(kernel: Kernel, src: &[f32], dst: &mut [f32]) -> bool {
         Kernel::Unary(op) => op,
         Kernel::Swish { beta } => {
             each_inline!(|x: f32| x * sigmoid::<M>(beta * x));
+            return true;
+        }
+        Kernel::Gelu => {
+            // A function, not a closure: a closure this large is outlined without the
+            // target features (and calls software `fmaf`).
+            each_inline!(gelu::<M>);
             return true;
         }
         Kernel::ShiftedExp { shift } => {
@@ -604,6 +619,12 @@ pub(crate) fn unary_f32(op: UnaryOp, src: &[f32], dst: &mut [f32]) -> bool {
 /// ulp) and the best instruction set this CPU has.
 pub(crate) fn swish_f32(beta: f32, src: &[f32], dst: &mut [f32]) {
     run_with(isa(), Kernel::Swish { beta }, src, dst);
+}
+
+/// `dst = (0.5 * src) * erfc(-src * (1/√2))` (the exact GELU) in one pass, with the erfc
+/// above (within 4 ulp) and the best instruction set this CPU has.
+pub(crate) fn gelu_f32(src: &[f32], dst: &mut [f32]) {
+    run_with(isa(), Kernel::Gelu, src, dst);
 }
 
 /// `dst = exp(src - shift)` in one pass, with the exp above (within 2 ulp of the shifted

@@ -181,6 +181,7 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
     }
     fuse_channel_affines(&mut slots, &reads, nodes);
     fuse_swishes(&mut slots, &reads, nodes);
+    fuse_gelus(&mut slots, &reads, nodes);
     *steps = slots.into_iter().flatten().collect();
 }
 
@@ -252,6 +253,114 @@ fn fuse_swishes(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
             chain,
             ..Step::new(node, device, Kind::Swish, inputs)
         });
+    }
+}
+
+/// Keras 3's exact GELU, `(x * 0.5) * Erfc(Neg(x) * (1/√2))` (either operand order of each
+/// product), becomes one [`Kind::Gelu`] step where the four values between are private to
+/// it; the constants must be those f32 values, so the step rounds as the ops do.
+fn fuse_gelus(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
+    for e in 0..slots.len() {
+        let Some(erfc) = &slots[e] else { continue };
+        if erfc.kind != Kind::Unary(UnaryOp::Erfc)
+            || erfc.inputs.len() != 1
+            || !reads.private(erfc.node)
+        {
+            continue;
+        }
+        let (erfc_node, device) = (erfc.node, erfc.device);
+        // A private step of `kind` on this device that computes `source`.
+        let step_of = |source: Source, kind: Kind| match source {
+            Source::Node { node, index: 0 } if reads.private(node) => slots.iter().position(|t| {
+                t.as_ref().is_some_and(|t| {
+                    t.node == node
+                        && t.kind == kind
+                        && t.device == device
+                        && !reads.controls.contains(&t.node)
+                })
+            }),
+            _ => None,
+        };
+        // The product by a scalar constant `value`: its slot and its other operand.
+        let by_constant = |at: usize, value: f32| {
+            let inputs = &slots[at].as_ref()?.inputs;
+            match inputs[..] {
+                [a, b] if scalar_f32(nodes, b) == Some(value) => Some(a),
+                [a, b] if scalar_f32(nodes, a) == Some(value) => Some(b),
+                _ => None,
+            }
+        };
+        let mul = Kind::Binary(BinaryOp::Mul);
+        let Some(scaled) = step_of(erfc.inputs[0], mul) else {
+            continue;
+        };
+        let Some(negated) = by_constant(scaled, std::f32::consts::FRAC_1_SQRT_2) else {
+            continue;
+        };
+        let Some(neg) = step_of(negated, Kind::Unary(UnaryOp::Neg)) else {
+            continue;
+        };
+        let Some(&x) = slots[neg].as_ref().and_then(|t| t.inputs.first()) else {
+            continue;
+        };
+        let erfc_out = Source::Node {
+            node: erfc_node,
+            index: 0,
+        };
+        // The last product: the erfc's value times a private `x * 0.5`.
+        let last = slots.iter().position(|t| {
+            t.as_ref().is_some_and(|t| {
+                t.kind == mul
+                    && t.device == device
+                    && t.inputs.len() == 2
+                    && t.inputs.contains(&erfc_out)
+                    && !reads.controls.contains(&t.node)
+            })
+        });
+        let half = last.and_then(|l| {
+            let inputs = &slots[l].as_ref()?.inputs;
+            let other = *inputs.iter().find(|&&i| i != erfc_out)?;
+            let h = step_of(other, mul)?;
+            (by_constant(h, 0.5)? == x).then_some(h)
+        });
+        let (Some(last), Some(half)) = (last, half) else {
+            continue;
+        };
+        let Some(node) = slots[last].as_ref().map(|t| t.node) else {
+            continue;
+        };
+        let chain = [half, neg, scaled, e]
+            .into_iter()
+            .filter_map(|i| slots[i].take().map(|t| t.node))
+            .collect();
+        slots[last] = Some(Step {
+            chain,
+            ..Step::new(node, device, Kind::Gelu, vec![x])
+        });
+    }
+}
+
+/// The value of the f32 scalar `Const` that `source` names (`None` for anything else).
+fn scalar_f32(nodes: &[Node], source: Source) -> Option<f32> {
+    let Source::Node { node, index: 0 } = source else {
+        return None;
+    };
+    let node = &nodes[node];
+    if &*node.op_type != "Const" || !static_dims(nodes, source).is_some_and(|d| d.is_empty()) {
+        return None;
+    }
+    let attrs = Attrs {
+        node: &node.name,
+        attrs: &node.attrs,
+    };
+    let proto = attrs.tensor("value").ok()?;
+    if polytensor_core::DataType::from_i32(proto.dtype).ok()? != polytensor_core::DataType::Float {
+        return None;
+    }
+    match (proto.float_val.as_slice(), proto.tensor_content.as_ref()) {
+        ([value], _) => Some(*value),
+        ([], &[a, b, c, d]) => Some(f32::from_le_bytes([a, b, c, d])),
+        _ => None,
     }
 }
 

@@ -219,6 +219,18 @@ pub(crate) fn swish(x: &TensorView<'_>, beta: f64, out: &mut OutView<'_>) -> Res
     Ok(true)
 }
 
+/// `Device::gelu` for f32: `(0.5 * x) * erfc(-x * (1/√2))` in one vectorised pass, pieces
+/// split across threads. `false` for other dtypes or a strided `x`.
+pub(crate) fn gelu(x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<bool> {
+    if !one_pass_f32(x, out) {
+        return Ok(false);
+    }
+    map1_runs(x, out, &|xs: &[f32], os: &mut [f32]| {
+        vmath::gelu_f32(xs, os)
+    })?;
+    Ok(true)
+}
+
 /// Whether the one-pass f32 kernels take `x` for `out`: contiguous f32 of `out`'s shape.
 fn one_pass_f32(x: &TensorView<'_>, out: &OutView<'_>) -> bool {
     x.dtype() == polytensor_core::DataType::Float

@@ -70,6 +70,9 @@ pub enum Layer {
     /// Swish, `x * sigmoid(beta * x)`, in one pass (the session's fusion of Keras's three
     /// ops).
     Swish(Vec<usize>, f64),
+    /// The exact GELU, `(0.5 * x) * erfc(-x * (1/√2))`, in one pass (the session's fusion of
+    /// Keras 3's five ops).
+    Gelu(Vec<usize>),
     /// A batch norm folded to `activation(x * scale + shift)` per channel of the last dim,
     /// in one pass (the session's fusion of a batch norm no convolution precedes).
     ChannelAffine(Vec<usize>, Option<UnaryOp>),
@@ -157,6 +160,7 @@ impl Layer {
             Layer::BatchNorm(..) => "batch_norm",
             Layer::ChannelAffine(..) => "channel_affine",
             Layer::Swish(..) => "swish",
+            Layer::Gelu(..) => "gelu",
             Layer::Softmax(_, true) => "log_softmax",
             Layer::Softmax(..) => "softmax",
             Layer::Pad(..) => "pad",
@@ -465,6 +469,15 @@ pub fn layer_cases() -> Vec<LayerCase> {
         (vec![70_001], 1.5, "70001_beta_1.5"),
     ] {
         layers.push((format!("swish_{name}"), Layer::Swish(dims, beta), &FLOATS));
+    }
+    // Small and past the kernels' piece size.
+    for dims in [vec![3, 5, 7], vec![70_001]] {
+        let name = dims
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("x");
+        layers.push((format!("gelu_{name}"), Layer::Gelu(dims), &FLOATS));
     }
     for (dims, name) in [
         (vec![3, 7], "3x7"),

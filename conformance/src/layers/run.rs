@@ -235,6 +235,27 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
             // The sigmoid's 4 ulp, the product's rounding and the rounded argument's effect.
             (tx.swish(*beta)?, want, Tolerance::Ulps(6.0))
         }
+        Layer::Gelu(dims) => {
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            let scale = data::round_to(dtype, Scalar::F64(std::f64::consts::FRAC_1_SQRT_2));
+            let want = x
+                .values
+                .iter()
+                .map(|v| {
+                    let v = v.to_f64();
+                    // The argument rounds to the dtype, as the product in the graph does.
+                    let arg = data::round_to(dtype, Scalar::F64(-v * scale.to_f64())).to_f64();
+                    let y = 0.5 * v * libm::erfc(arg);
+                    Expected {
+                        value: data::round_to(dtype, Scalar::F64(y)),
+                        scale: y.abs(),
+                        terms: 1,
+                    }
+                })
+                .collect();
+            // erfc's 4 ulp, the products' roundings.
+            (tx.gelu()?, want, Tolerance::Ulps(6.0))
+        }
         Layer::ChannelAffine(dims, activation) => {
             let c = dims[dims.len() - 1];
             let (x, tx) = inputs.next(dims, Domain::Finite)?;

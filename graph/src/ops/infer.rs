@@ -97,7 +97,7 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         }
         Kind::MatMul | Kind::BatchMatMul => matmul(cx, kind == Kind::BatchMatMul),
         Kind::Nn(op) => super::nn::infer(op, cx),
-        Kind::FusedConv(_) | Kind::ChannelAffine { .. } | Kind::Swish => {
+        Kind::FusedConv(_) | Kind::ChannelAffine { .. } | Kind::Swish | Kind::Gelu => {
             Err(cx.error("a fused step is made by a session, not a graph"))
         }
         Kind::Array(op) => super::array::infer(op, cx),

@@ -282,6 +282,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
         Kind::FusedConv(fused) => super::nn::run_fused(fused, cx),
         Kind::ChannelAffine { activation } => super::nn::run_channel_affine(activation, cx),
         Kind::Swish => super::nn::run_swish(cx),
+        Kind::Gelu => super::nn::run_gelu(cx),
         Kind::Array(op) => super::array::run(op, cx),
         Kind::Sparse(op) => super::sparse::run(op, cx),
         Kind::Collective(op) => super::collective::run(op, cx, cx.collectives),

@@ -131,6 +131,9 @@ pub(crate) enum Kind {
     /// `x * Sigmoid(x * beta)` (`beta` the second input) or `x * Sigmoid(x)`, run as one
     /// step: Keras's swish; made by the session (`crate::fusion`).
     Swish,
+    /// One step: Keras 3's exact GELU (`(x * 0.5) * Erfc(Neg(x) * (1/√2))`); made by the
+    /// session (`crate::fusion`).
+    Gelu,
 }
 
 impl Kind {

@@ -555,7 +555,7 @@ fn fused_conv(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Tensor> {
                 // Not the per-channel vectors the plan saw: the ops one after another.
                 let y =
                     x.conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?;
-                return Ok(affine_ops(y, &scale, &shift, fused.activation)?);
+                return affine_ops(y, &scale, &shift, fused.activation);
             }
         }
     } else {
@@ -575,7 +575,7 @@ fn fused_conv(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Tensor> {
                 let y = x
                     .conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?
                     .bias_add(&bias, options.format)?;
-                return Ok(affine_ops(y, &scale, &shift, fused.activation)?);
+                return affine_ops(y, &scale, &shift, fused.activation);
             };
             // ((conv + bias) * scale) + shift = conv * scale + (bias * scale + shift).
             epilogue.shift = Some(bias.mul(&scale_vector)?.add(&shift_vector)?);
@@ -655,6 +655,11 @@ pub(crate) fn run_swish(cx: &RunCtx<'_, '_>) -> Result<Outputs> {
         Some(beta) => x.mul(&x.mul(beta)?.unary(UnaryOp::Sigmoid)?)?,
     };
     one(y)
+}
+
+/// Keras 3's exact GELU run as one step (input: the image).
+pub(crate) fn run_gelu(cx: &RunCtx<'_, '_>) -> Result<Outputs> {
+    one(cx.tensor(0)?.gelu()?)
 }
 
 fn one(t: Tensor) -> Result<Outputs> {

@@ -558,6 +558,15 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         Ok(false)
     }
 
+    /// `out = (0.5 * x) * erfc(-x * (1/√2))` (the exact GELU) in one pass over the
+    /// contiguous `x`, as Keras 3 writes it with five ops (`Mul`, `Neg`, `Mul`, `Erfc`,
+    /// `Mul`), rounded as those ops round. Returns whether it ran; `false`, the default, has
+    /// the caller run the ops.
+    fn gelu(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<bool> {
+        let _ = (x, out);
+        Ok(false)
+    }
+
     /// TensorFlow's `Softmax` (`log`: `LogSoftmax`) over the last dim of the contiguous
     /// `x`, each row in one pass while it is in cache: `exp(x - max) / sum`, or `x - max -
     /// log(sum)`. Returns whether it ran; `false`, the default, has the caller compose it

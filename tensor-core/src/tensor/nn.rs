@@ -612,6 +612,31 @@ impl Tensor {
         x.mul(&x.mul(&scaled)?.unary(UnaryOp::Sigmoid)?)
     }
 
+    /// The exact GELU as Keras 3 writes it, `(0.5 * self) * erfc(-self * (1/√2))`, in one
+    /// pass where the device has the kernel ([`crate::Device::gelu`]), else as those ops.
+    pub fn gelu(&self) -> Result<Tensor> {
+        if !self.dtype.is_float() {
+            return Err(Error::invalid(format!(
+                "gelu takes half, bfloat16, float and double, not {}",
+                self.dtype
+            )));
+        }
+        let x = self.contiguous()?;
+        let device = self.device();
+        let fused = Tensor::produce_if(self.shape().clone(), self.dtype, device, |out| {
+            device.gelu(&x.view(), out)
+        })?;
+        if let Some(y) = fused {
+            return Ok(y);
+        }
+        let scalar = |v: f64| Tensor::full([0usize; 0], Scalar::F64(v), self.dtype, device);
+        let half = x.mul(&scalar(0.5)?)?;
+        let scaled = x
+            .unary(UnaryOp::Neg)?
+            .mul(&scalar(std::f64::consts::FRAC_1_SQRT_2)?)?;
+        half.mul(&scaled.unary(UnaryOp::Erfc)?)
+    }
+
     /// TensorFlow's `Softmax` over the last dim: `exp(x - max) / sum(exp(x - max))`.
     pub fn softmax(&self) -> Result<Tensor> {
         if let Some(y) = self.softmax_kernel("Softmax", false)? {
