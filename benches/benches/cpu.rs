@@ -49,6 +49,8 @@ fn matmul(c: &mut Criterion) {
         .chain([
             ("tall_4096x256x4096".to_string(), 1, 4096, 256, 4096),
             ("batch_64x128".to_string(), 64, 128, 128, 128),
+            // A dense layer at batch 1 (VGG16's fc2): bound by reading the weights.
+            ("row_1x4096x4096".to_string(), 1, 1, 4096, 4096),
         ])
         .collect();
     for dtype in [DataType::Float, DataType::Double] {

@@ -486,6 +486,9 @@ fn matmul_cases(out: &mut Vec<Case>) {
         (&[2, 1, 3, 4], &[5, 4, 6], false, false, Variant::Strided),
         (&[4, 3], &[2, 3, 4, 5], true, false, Variant::Contiguous),
         (&[64, 130], &[130, 65], false, false, Variant::Contiguous),
+        // A row times a large matrix (a dense layer at batch 1: the CPU's streaming path).
+        (&[1, 600], &[600, 513], false, false, Variant::Contiguous),
+        (&[1, 600], &[600, 513], false, false, Variant::Strided),
     ];
     for dtype in computable().filter(|&d| Op::Matmul.is_defined_for(d)) {
         for &(a, b, ta, tb, variant) in shapes {

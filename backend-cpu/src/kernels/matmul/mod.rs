@@ -29,7 +29,14 @@ mod widened;
 pub(crate) fn matmul(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
     use polytensor_core::DataType as D;
     match a.dtype() {
-        D::Float => gemm_typed::<f32>(a, b, out),
+        D::Float => {
+            let (g, sa, sb, dst) = checked::<f32>(a, b, out)?;
+            if !row_times_matrix(&g, sa, sb, dst) {
+                // SAFETY: as in `gemm_typed`.
+                unsafe { run_gemm(&g, Operands(sa.as_ptr(), sb.as_ptr(), dst.as_mut_ptr())) };
+            }
+            Ok(())
+        }
         D::Double => gemm_typed::<f64>(a, b, out),
         D::Half => widened::matmul::<half::f16>(a, b, out),
         D::Complex64 => gemm_typed::<Complex<f32>>(a, b, out),
@@ -202,6 +209,51 @@ fn gemm_typed<T: GemmElem>(
     // is inside `sa` / `sb`; `dst` is the uniquely owned contiguous output.
     unsafe { run_gemm(&g, Operands(sa.as_ptr(), sb.as_ptr(), dst.as_mut_ptr())) };
     Ok(())
+}
+
+/// Below this many elements of `b`, a row times a matrix goes to `gemm` (the threads
+/// would not pay for themselves).
+const ROW_TIMES_MATRIX: usize = 1 << 18;
+
+/// A single row times a large matrix whose rows are contiguous (a dense layer at batch 1:
+/// VGG16's 4096 x 4096 weights): each thread streams its own rows of `b` (one sequential
+/// run of memory), each scaled by its element of `a`, into sums of a row held in cache, and
+/// the threads' sums are added. This is bound by memory, which `gemm`'s packing read twice.
+/// Returns `false` (nothing done) for any other shape.
+fn row_times_matrix(g: &Geometry, a: &[f32], b: &[f32], out: &mut [f32]) -> bool {
+    let [oa, ob, oo] = match g.starts[..] {
+        [start] => start,
+        _ => return false,
+    };
+    if g.m != 1 || g.bn != 1 || g.k * g.n < ROW_TIMES_MATRIX || g.bk < g.n as isize {
+        return false;
+    }
+    let (n, k, bk) = (g.n, g.k, g.bk as usize);
+    let (ob, oo) = (ob as usize, oo as usize);
+    let at = |p: usize| a[(oa + p as isize * g.ak) as usize];
+    let threads = rayon::current_num_threads().max(1);
+    let rows = k.div_ceil(threads);
+    let sums = |part: usize| {
+        let mut sums = vec![0f32; n];
+        for p in part * rows..k.min((part + 1) * rows) {
+            let x = at(p);
+            let row = &b[ob + p * bk..][..n];
+            sums.iter_mut().zip(row).for_each(|(s, &w)| *s += x * w);
+        }
+        sums
+    };
+    let total = (0..threads)
+        .into_par_iter()
+        .map(sums)
+        .reduce_with(|mut a, b| {
+            a.iter_mut().zip(&b).for_each(|(a, &b)| *a += b);
+            a
+        });
+    match total {
+        Some(total) => out[oo..oo + n].copy_from_slice(&total),
+        None => out[oo..oo + n].fill(0.0),
+    }
+    true
 }
 
 /// `out = a x b` for row-major `a` (`m x k`), `b` (`k x n`) and `out` (`m x n`), on this
