@@ -469,7 +469,7 @@ mod tests {
     use super::*;
 
     /// A convolution by its definition, in f64.
-    fn direct(x: &[f32], f: &[f32], g: &WindowGeometry) -> Vec<f64> {
+    fn direct(x: &[f64], f: &[f64], g: &WindowGeometry) -> Vec<f64> {
         let (c, k) = (g.channels, g.filters);
         let [oh, ow] = g.output;
         let mut out = vec![0f64; g.batch * oh * ow * k];
@@ -482,10 +482,9 @@ mod tests {
                                 continue;
                             };
                             for ch in 0..c {
-                                let v =
-                                    f64::from(x[((n * g.input[0] + h) * g.input[1] + w) * c + ch]);
+                                let v = x[((n * g.input[0] + h) * g.input[1] + w) * c + ch];
                                 for j in 0..k {
-                                    let weight = f64::from(f[((a * 3 + b) * c + ch) * k + j]);
+                                    let weight = f[((a * 3 + b) * c + ch) * k + j];
                                     out[((n * oh + y) * ow + xo) * k + j] += v * weight;
                                 }
                             }
@@ -497,29 +496,28 @@ mod tests {
         out
     }
 
-    fn values(len: usize, seed: u32) -> Vec<f32> {
+    /// Values in [-0.5, 0.5) that f32 holds exactly.
+    fn values(len: usize, seed: u32) -> Vec<f64> {
         (0..len)
             .map(|i| {
                 let h = (i as u32 ^ seed).wrapping_mul(2_654_435_761);
-                (h >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+                f64::from(h >> 8) / f64::from(1u32 << 24) - 0.5
             })
             .collect()
     }
 
-    #[test]
-    #[cfg_attr(
-        miri,
-        ignore = "thousands of GEMMs; Miri checks the CPU kernels elsewhere"
-    )]
-    fn winograd_matches_the_definition_at_every_edge() {
+    /// Every edge of the tiling against the definition, in `T`, within `tolerance`: SAME
+    /// with odd and even sizes, VALID, an explicit asymmetric padding, a single row of
+    /// tiles, and enough rows of tiles for blocks of them on every thread, with a shift and
+    /// a `Relu` after. (The public path, with its thresholds, is `keras_vgg_block` in the
+    /// models tests, against TensorFlow.)
+    fn matches_the_definition<T: GemmElem + Float + Pod + Send + Sync>(tolerance: f64) {
         let window = Window {
             size: 3,
             stride: 1,
             dilation: 1,
         };
-        // (batch, input, padding before, output, channels, filters): SAME with odd and even
-        // sizes, VALID, an explicit asymmetric padding, a single row of tiles, and enough
-        // rows of tiles for blocks of them on every thread.
+        // (batch, input, padding before, output, channels, filters).
         let cases = [
             (8, [200, 2], [1, 1], [200, 2], 3, 4),
             (2, [7, 9], [1, 1], [7, 9], 5, 6),
@@ -528,6 +526,7 @@ mod tests {
             (3, [5, 6], [2, 0], [6, 4], 3, 2),
             (1, [3, 12], [1, 1], [3, 12], 16, 16),
         ];
+        let of = |v: &[f64]| -> Vec<T> { v.iter().map(|&x| T::from(x).unwrap()).collect() };
         for (batch, input, before, output, channels, filters) in cases {
             let g = WindowGeometry {
                 batch,
@@ -541,21 +540,33 @@ mod tests {
             let x = values(batch * input[0] * input[1] * channels, 1);
             let f = values(9 * channels * filters, 2);
             let shift = values(filters, 3);
+            let shift_t = of(&shift);
             let finish = Finish {
                 scale: None,
-                shift: Some(&shift[..]),
+                shift: Some(&shift_t[..]),
                 activation: Some(UnaryOp::Relu),
             };
-            let mut out = vec![f32::NAN; batch * output[0] * output[1] * filters];
-            conv(&x, &f, &g, &finish, &mut out);
+            let mut out = vec![T::nan(); batch * output[0] * output[1] * filters];
+            conv(&of(&x), &of(&f), &g, &finish, &mut out);
             let want = direct(&x, &f, &g);
             for (i, (&got, &want)) in out.iter().zip(&want).enumerate() {
-                let want = (want + f64::from(shift[i % filters])).max(0.0);
+                let want = (want + shift[i % filters]).max(0.0);
+                let got = got.to_f64().unwrap();
                 assert!(
-                    (f64::from(got) - want).abs() <= 1e-5,
+                    (got - want).abs() <= tolerance,
                     "{g:?} at {i}: got {got}, want {want}"
                 );
             }
         }
+    }
+
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "thousands of GEMMs; Miri checks the CPU kernels elsewhere"
+    )]
+    fn winograd_matches_the_definition_at_every_edge() {
+        matches_the_definition::<f32>(1e-5);
+        matches_the_definition::<f64>(1e-13);
     }
 }
