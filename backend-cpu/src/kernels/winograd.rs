@@ -560,6 +560,48 @@ mod tests {
         }
     }
 
+    /// The transforms compiled for each instruction set this CPU has give the baseline's
+    /// bits (they add, subtract and halve only).
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    #[cfg_attr(miri, ignore = "Miri runs only the instructions a build enables")]
+    fn every_instruction_set_transforms_alike() {
+        use crate::vmath::{detected, Isa};
+        let rows: Vec<Vec<f32>> = (0..16)
+            .map(|r| values(37, r).iter().map(|&v| v as f32).collect())
+            .collect();
+        let run = |isa: Isa| {
+            let mut out = vec![vec![0f32; 37]; 16];
+            let inputs: [&[f32]; 16] = std::array::from_fn(|i| &rows[i][..]);
+            let mut slots = out.iter_mut();
+            let outputs: [&mut [f32]; 16] = std::array::from_fn(|_| match slots.next() {
+                Some(row) => &mut row[..],
+                None => &mut [],
+            });
+            match isa {
+                // SAFETY: only called for an instruction set this CPU has (below).
+                Isa::Avx512 => unsafe {
+                    transform_avx512::<f32, InputTransform, 16, 16>(inputs, outputs)
+                },
+                // SAFETY: as above.
+                Isa::Avx2 => unsafe {
+                    transform_avx2::<f32, InputTransform, 16, 16>(inputs, outputs)
+                },
+                _ => transform_rows::<f32, InputTransform, 16, 16>(inputs, outputs),
+            }
+            out
+        };
+        let baseline = run(Isa::Baseline);
+        let available = match detected() {
+            Isa::Avx512 => vec![Isa::Avx2, Isa::Avx512],
+            Isa::Avx2 => vec![Isa::Avx2],
+            _ => vec![],
+        };
+        for isa in available {
+            assert_eq!(run(isa), baseline, "{isa:?}");
+        }
+    }
+
     #[test]
     #[cfg_attr(
         miri,
