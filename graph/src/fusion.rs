@@ -189,35 +189,21 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
 /// becomes one [`Kind::Swish`] step where the product and the sigmoid are private to it.
 fn fuse_swishes(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
     for s in 0..slots.len() {
-        let Some(sigmoid) = &slots[s] else { continue };
-        if sigmoid.kind != Kind::Unary(UnaryOp::Sigmoid)
-            || sigmoid.inputs.len() != 1
-            || !reads.private(sigmoid.node)
-        {
+        let Some((sigmoid_node, device, into_sigmoid)) =
+            private_unary(&slots[s], reads, UnaryOp::Sigmoid)
+        else {
             continue;
-        }
-        let (sigmoid_node, device) = (sigmoid.node, sigmoid.device);
-        let into_sigmoid = sigmoid.inputs[0];
-        // What the sigmoid reads: `x * beta` (a private product by a scalar), or `x`.
-        let product = match into_sigmoid {
-            Source::Node { node, index: 0 } if reads.private(node) => slots.iter().position(|t| {
-                t.as_ref().is_some_and(|t| {
-                    t.node == node
-                        && t.kind == Kind::Binary(BinaryOp::Mul)
-                        && t.device == device
-                        && t.inputs.len() == 2
-                        && !reads.controls.contains(&t.node)
-                })
-            }),
-            _ => None,
         };
+        // What the sigmoid reads: `x * beta` (a private product by a scalar), or `x`.
+        let mul = Kind::Binary(BinaryOp::Mul);
+        let product = private_step(slots, reads, into_sigmoid, mul, device);
         // (the product's slot, x, beta): beta is the operand of rank 0.
         let scaled = product.and_then(|m| {
             let inputs = &slots[m].as_ref()?.inputs;
             let scalar = |i: usize| static_dims(nodes, inputs[i]).is_some_and(|d| d.is_empty());
-            match (scalar(0), scalar(1)) {
-                (false, true) => Some((m, inputs[0], inputs[1])),
-                (true, false) => Some((m, inputs[1], inputs[0])),
+            match inputs[..] {
+                [a, b] if !scalar(0) && scalar(1) => Some((m, a, b)),
+                [a, b] if scalar(0) && !scalar(1) => Some((m, b, a)),
                 _ => None,
             }
         });
@@ -261,26 +247,11 @@ fn fuse_swishes(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
 /// it; the constants must be those f32 values, so the step rounds as the ops do.
 fn fuse_gelus(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
     for e in 0..slots.len() {
-        let Some(erfc) = &slots[e] else { continue };
-        if erfc.kind != Kind::Unary(UnaryOp::Erfc)
-            || erfc.inputs.len() != 1
-            || !reads.private(erfc.node)
-        {
+        let Some((erfc_node, device, into_erfc)) = private_unary(&slots[e], reads, UnaryOp::Erfc)
+        else {
             continue;
-        }
-        let (erfc_node, device) = (erfc.node, erfc.device);
-        // A private step of `kind` on this device that computes `source`.
-        let step_of = |source: Source, kind: Kind| match source {
-            Source::Node { node, index: 0 } if reads.private(node) => slots.iter().position(|t| {
-                t.as_ref().is_some_and(|t| {
-                    t.node == node
-                        && t.kind == kind
-                        && t.device == device
-                        && !reads.controls.contains(&t.node)
-                })
-            }),
-            _ => None,
         };
+        let step_of = |source: Source, kind: Kind| private_step(slots, reads, source, kind, device);
         // The product by a scalar constant `value`: its slot and its other operand.
         let by_constant = |at: usize, value: f32| {
             let inputs = &slots[at].as_ref()?.inputs;
@@ -291,7 +262,7 @@ fn fuse_gelus(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
             }
         };
         let mul = Kind::Binary(BinaryOp::Mul);
-        let Some(scaled) = step_of(erfc.inputs[0], mul) else {
+        let Some(scaled) = step_of(into_erfc, mul) else {
             continue;
         };
         let Some(negated) = by_constant(scaled, std::f32::consts::FRAC_1_SQRT_2) else {
@@ -338,6 +309,43 @@ fn fuse_gelus(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
             ..Step::new(node, device, Kind::Gelu, vec![x])
         });
     }
+}
+
+/// The step in `slot` if it applies `op` to one input and nothing else reads its value: its
+/// node, device and input.
+fn private_unary(
+    slot: &Option<Step>,
+    reads: &Reads,
+    op: UnaryOp,
+) -> Option<(usize, usize, Source)> {
+    let step = slot.as_ref()?;
+    let fits = step.kind == Kind::Unary(op) && step.inputs.len() == 1 && reads.private(step.node);
+    fits.then(|| (step.node, step.device, step.inputs[0]))
+}
+
+/// The slot of the step of `kind` on `device` that computes `source`, a value read by that
+/// one step and no control input waits on.
+fn private_step(
+    slots: &[Option<Step>],
+    reads: &Reads,
+    source: Source,
+    kind: Kind,
+    device: usize,
+) -> Option<usize> {
+    let Source::Node { node, index: 0 } = source else {
+        return None;
+    };
+    if !reads.private(node) {
+        return None;
+    }
+    slots.iter().position(|t| {
+        t.as_ref().is_some_and(|t| {
+            t.node == node
+                && t.kind == kind
+                && t.device == device
+                && !reads.controls.contains(&t.node)
+        })
+    })
 }
 
 /// The value of the f32 scalar `Const` that `source` names (`None` for anything else).
