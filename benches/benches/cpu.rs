@@ -404,8 +404,8 @@ fn reductions(c: &mut Criterion) {
 }
 
 /// The layout-bound layers of the models (issue 50): a softmax over rows, a join along the
-/// channels (DenseNet), an embedding lookup, a max over time (a global max pool); candle
-/// beside them where it has the op.
+/// channels (DenseNet), an embedding lookup, a max over time (a global max pool), a max
+/// pool; candle beside them where it has the op.
 fn layers(c: &mut Criterion) {
     let device = cpu();
     let mut group = c.benchmark_group("layers_f32");
@@ -452,6 +452,18 @@ fn layers(c: &mut Criterion) {
     group.bench_function(BenchmarkId::new("candle", name), |bench| {
         bench.iter(|| black_box(cseries.max(1).unwrap()))
     });
+    // Xception's and InceptionV3's max pools: 3x3 of stride 2 over NHWC.
+    let image = tensor(&[16, 48, 48, 128], DataType::Float, 10, &device);
+    let pool = polytensor::Pool2dOptions {
+        window: [3, 3],
+        strides: [2, 2],
+        padding: polytensor::Padding::Same,
+        format: polytensor::DataFormat::Nhwc,
+    };
+    group.bench_function(
+        BenchmarkId::new("polytensor", "max_pool_3x3_s2_16x48x48x128"),
+        |bench| bench.iter(|| black_box(image.max_pool2d(&pool).unwrap())),
+    );
     group.finish();
 }
 
