@@ -10,7 +10,7 @@
 
 use super::shape_ops::lowest;
 use super::Tensor;
-use crate::device::Epilogue;
+use crate::device::{Device, Epilogue};
 use crate::dtype::DataType;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
@@ -20,6 +20,7 @@ use crate::plan::window::{
     resolve_windows, DataFormat, Padding, Window, WindowDim, WindowGeometry,
 };
 use crate::shape::TensorShape;
+use crate::{OutView, TensorView};
 
 /// The attributes of a 2-D convolution (TensorFlow's `Conv2D` and
 /// `DepthwiseConv2dNative`), for spatial dims only.
@@ -594,47 +595,49 @@ impl Tensor {
     /// Swish, `self * sigmoid(beta * self)` (SiLU at `beta` 1), in one pass where the device
     /// has the kernel ([`crate::Device::swish`]), else as `mul`, `sigmoid` and `mul`.
     pub fn swish(&self, beta: f64) -> Result<Tensor> {
-        if !self.dtype.is_float() {
-            return Err(Error::invalid(format!(
-                "swish takes half, bfloat16, float and double, not {}",
-                self.dtype
-            )));
-        }
-        let x = self.contiguous()?;
-        let device = self.device();
-        let fused = Tensor::produce_if(self.shape().clone(), self.dtype, device, |out| {
-            device.swish(&x.view(), beta, out)
-        })?;
+        let (x, fused) = self.one_pass("swish", |device, x, out| device.swish(x, beta, out))?;
         if let Some(y) = fused {
             return Ok(y);
         }
-        let scaled = Tensor::full([0usize; 0], Scalar::F64(beta), self.dtype, device)?;
+        let scaled = Tensor::full([0usize; 0], Scalar::F64(beta), self.dtype, self.device())?;
         x.mul(&x.mul(&scaled)?.unary(UnaryOp::Sigmoid)?)
     }
 
     /// The exact GELU as Keras 3 writes it, `(0.5 * self) * erfc(-self * (1/√2))`, in one
     /// pass where the device has the kernel ([`crate::Device::gelu`]), else as those ops.
     pub fn gelu(&self) -> Result<Tensor> {
+        let (x, fused) = self.one_pass("gelu", |device, x, out| device.gelu(x, out))?;
+        if let Some(y) = fused {
+            return Ok(y);
+        }
+        let scalar = |v: f64| Tensor::full([0usize; 0], Scalar::F64(v), self.dtype, self.device());
+        let half = x.mul(&scalar(0.5)?)?;
+        let scaled = x
+            .unary(UnaryOp::Neg)?
+            .mul(&scalar(std::f64::consts::FRAC_1_SQRT_2)?)?;
+        half.mul(&scaled.unary(UnaryOp::Erfc)?)
+    }
+
+    /// A fused float activation's start: an `Err` naming `op` unless this is a float tensor,
+    /// then this tensor contiguous and the device's one-pass `kernel` result where it has
+    /// one (`None` sends the caller to the ops).
+    fn one_pass(
+        &self,
+        op: &str,
+        kernel: impl FnOnce(&dyn Device, &TensorView<'_>, &mut OutView<'_>) -> Result<bool>,
+    ) -> Result<(Tensor, Option<Tensor>)> {
         if !self.dtype.is_float() {
             return Err(Error::invalid(format!(
-                "gelu takes half, bfloat16, float and double, not {}",
+                "{op} takes half, bfloat16, float and double, not {}",
                 self.dtype
             )));
         }
         let x = self.contiguous()?;
         let device = self.device();
         let fused = Tensor::produce_if(self.shape().clone(), self.dtype, device, |out| {
-            device.gelu(&x.view(), out)
+            kernel(device.as_ref(), &x.view(), out)
         })?;
-        if let Some(y) = fused {
-            return Ok(y);
-        }
-        let scalar = |v: f64| Tensor::full([0usize; 0], Scalar::F64(v), self.dtype, device);
-        let half = x.mul(&scalar(0.5)?)?;
-        let scaled = x
-            .unary(UnaryOp::Neg)?
-            .mul(&scalar(std::f64::consts::FRAC_1_SQRT_2)?)?;
-        half.mul(&scaled.unary(UnaryOp::Erfc)?)
+        Ok((x, fused))
     }
 
     /// TensorFlow's `Softmax` over the last dim: `exp(x - max) / sum(exp(x - max))`.
