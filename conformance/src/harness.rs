@@ -1,4 +1,4 @@
-//! The test harness every backend's `tests/conformance.rs` is built from: one test per op
+//! The test harness every backend's `tests/it/conformance.rs` is built from: one test per op
 //! family ([`crate::conformance_backend_tests`]), skipped with the reason where the backend
 //! has no device unless CI requires it ([`required`]).
 
@@ -11,7 +11,7 @@ use crate::report::Filter;
 use crate::run::run;
 
 /// One `#[test]` per op family, each calling `$check(Family::...)`, so a failure names
-/// what broke. For each backend's `tests/conformance.rs`:
+/// what broke. For each backend's `tests/it/conformance.rs`:
 ///
 /// ```ignore
 /// fn check(family: Family) { /* run the family on the device, assert */ }

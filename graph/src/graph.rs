@@ -319,6 +319,29 @@ impl Graph {
         Ok(&self.node(op)?.device)
     }
 
+    /// Whether `device` runs `op`, as the placer judges it: the device holds every dtype
+    /// the op reads and writes, and runs the op's kernel for its dtype.
+    pub fn runs_on(&self, op: &Operation, device: &dyn polytensor_core::Device) -> Result<bool> {
+        Ok(crate::placer::runs(self, self.node(op)?, device))
+    }
+
+    /// Every function of the graph's library, by name, made into a graph of its own as a
+    /// call instantiates it (its arguments `Placeholder`s): what a model's functions hold,
+    /// for [`runs_on`](Self::runs_on) and the like. `Err` for a function that does not
+    /// instantiate (an op polytensor lacks, a malformed body).
+    pub fn function_graphs(&self) -> Vec<(String, Result<Graph>)> {
+        let Some(library) = &self.library else {
+            return Vec::new();
+        };
+        library
+            .names()
+            .map(|name| {
+                let graph = crate::function::instantiate(library, name).map(|i| i.graph);
+                (name.to_string(), graph)
+            })
+            .collect()
+    }
+
     /// `(node, output index)` of `output`, checked to be an output of this graph.
     pub(crate) fn locate(&self, output: &Output) -> Result<(usize, usize)> {
         let node = self.node(output.op())?;

@@ -52,4 +52,15 @@ impl Library {
     pub(crate) fn function(&self, name: &str) -> Option<&FunctionDef> {
         self.by_name.get(name).map(|&i| &self.functions[i])
     }
+
+    /// The functions' names, in the library's order.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+        // (A function given twice is listed once.)
+        self.functions
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.signature.as_ref().map(|s| (i, s.name.as_str())))
+            .filter(|(i, name)| self.by_name.get(*name) == Some(i))
+            .map(|(_, name)| name)
+    }
 }

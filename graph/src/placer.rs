@@ -110,7 +110,7 @@ fn holds(device: &dyn Device, dtype: DataType) -> bool {
 }
 
 /// Whether `device` can run node `node` of `graph`.
-fn runs(graph: &Graph, node: &Node, device: &dyn Device) -> bool {
+pub(crate) fn runs(graph: &Graph, node: &Node, device: &dyn Device) -> bool {
     let inputs = node
         .inputs
         .iter()

@@ -1,6 +1,6 @@
 """DLPack between polytensor (through its C API, with ctypes) and NumPy, both ways.
 
-Run by `cargo test -p polytensor-capi --test numpy` with PT_LIB (libpolytensor_capi.so)
+Run by `cargo test -p polytensor-capi --test it -- numpy::` with PT_LIB (libpolytensor_capi.so)
 and PT_CAPSULE_LIB (capsule.c built as a shared library) in the environment.
 """
 

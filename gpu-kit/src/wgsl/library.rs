@@ -12,7 +12,7 @@
 //! reduce every |x| > pi/4 by Payne-Hanek, as a three-part pi/4 would need a fused
 //! multiply-add WGSL does not guarantee. f16 and bf16 use them through f32; `pow` of those
 //! is computed in f64 (`lib/pow_f32.wgsl`, adapters with SHADER_F64 only). The wgpu
-//! backend's `tests/transcendentals.rs` checks the bounds over every exponent.
+//! backend's `tests/it/transcendentals.rs` checks the bounds over every exponent.
 
 use super::{float_helpers, instantiate, Scalar, CONVERSIONS};
 

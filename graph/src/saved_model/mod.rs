@@ -14,6 +14,7 @@ use prost::Message;
 use crate::proto::FunctionDefLibrary;
 use crate::{Graph, RunOptions, Session, SessionOptions};
 
+mod freeze;
 mod objects;
 mod proto;
 

@@ -118,6 +118,22 @@ impl Session {
         Ok(())
     }
 
+    /// The value the session holds for the variable that the `VarHandleOp` (or
+    /// `VariableV2`) node `handle` names (a SavedModel frozen).
+    pub(crate) fn variable_value(&self, handle: &str) -> Result<polytensor_core::Tensor> {
+        let index = self
+            .graph
+            .node_index(handle)
+            .ok_or_else(|| polytensor_core::Error::NotFound(format!("no node '{handle}'")))?;
+        let name = crate::ops::kernels::variable_name(&self.graph.nodes[index])?;
+        locked(&self.variables).get(&name).cloned().ok_or_else(|| {
+            polytensor_core::Error::invalid(format!(
+                "variable '{name}' (node '{handle}') has no value: it was neither restored nor \
+                 initialised"
+            ))
+        })
+    }
+
     /// The placement, computed on first use.
     pub(super) fn placed(&self) -> Result<Arc<[usize]>> {
         let mut placement = locked(&self.placement);

@@ -1,0 +1,11 @@
+//! The C API's integration tests.
+//!
+//! One binary with a module per subject (each test binary links the whole stack, so fewer
+//! binaries build and link faster): `cargo test --test it -- MODULE::` runs one module.
+
+mod common;
+
+mod c_graph;
+mod c_program;
+mod header;
+mod numpy;
