@@ -183,8 +183,7 @@ fn compare_tf_judges_a_frozen_graph() {
             "--compare-tf",
             "--rtol",
             "0",
-            "--atol",
-            "-1",
+            "--atol=-1",
         ],
         &env,
     )
