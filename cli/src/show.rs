@@ -88,7 +88,7 @@ fn saved_model_summary(
         let reader = polytensor::checkpoint::Reader::open(&prefix)
             .context(format!("reading the variables {}", prefix.display()))?;
         let (mut count, mut values, mut bytes) = (0usize, 0usize, 0usize);
-        for (key, entry) in reader.entries() {
+        for (_, entry) in reader.entries() {
             if entry.dtype() == DataType::String {
                 continue;
             }
