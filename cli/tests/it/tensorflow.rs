@@ -197,3 +197,60 @@ fn compare_tf_judges_a_frozen_graph() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A Keras LSTM (its weights read inside a `While` body) exported as a SavedModel, frozen by
+/// `convert`: the loop's functions are copied to take the weights' values, and TensorFlow
+/// runs the frozen graph as polytensor does.
+#[test]
+fn a_keras_lstm_freezes_into_a_graph_tensorflow_runs() {
+    let Some(python) = tensorflow() else { return };
+    let dir = scratch("lstm");
+    let exported = dir.join("lstm");
+    let script = r#"
+import sys
+import keras
+keras.utils.set_random_seed(3)
+model = keras.Sequential([keras.Input((6, 3)), keras.layers.LSTM(5), keras.layers.Dense(2)])
+model.export(sys.argv[1])
+"#;
+    let made = Command::new(&python)
+        .args(["-c", script, arg(&exported)])
+        .env("TF_CPP_MIN_LOG_LEVEL", "3")
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let env = [("POLYTENSOR_TF_PYTHON", python.as_path())];
+    let frozen = dir.join("lstm.pb");
+    polytensor_with(&["convert", arg(&exported), "-o", arg(&frozen)], &env).expect(0);
+    let shown = polytensor_with(&["show", arg(&frozen)], &env).expect(0);
+    assert!(shown.stdout.contains("  While "), "{}", shown.stdout);
+    assert!(!shown.stdout.contains("ReadVariableOp"), "{}", shown.stdout);
+    let ran = polytensor_with(
+        &[
+            "run",
+            arg(&frozen),
+            "--batch",
+            "3",
+            "--output",
+            "output_0:0",
+            "--compare-tf",
+        ],
+        &env,
+    )
+    .expect(0);
+    assert!(
+        ran.stdout.contains("shape=(3, 2), dtype=float32)"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("max |polytensor - TensorFlow|"),
+        "{}",
+        ran.stdout
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

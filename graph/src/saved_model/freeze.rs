@@ -12,7 +12,9 @@ use polytensor_core::{Error, Result};
 use super::SavedModel;
 use crate::attr::AttrValue;
 use crate::library::Library;
-use crate::proto::{AttrKind, GraphDef, NodeDef};
+use crate::proto::{AttrKind, FunctionDef, FunctionDefLibrary, GraphDef, NodeDef};
+use polytensor_core::DataType;
+use prost::Message;
 
 /// How deep calls may nest (a function that calls itself never ends).
 const MAX_CALL_DEPTH: usize = 64;
@@ -64,9 +66,9 @@ struct Freezer<'a> {
     out: Vec<NodeDef>,
     /// The names of `out`'s nodes.
     names: HashSet<String>,
-    /// Whether a node of the frozen graph names a function (a `While` body): then the
-    /// library goes with it.
-    calls_functions: bool,
+    /// Functions made for the frozen graph: a loop body or a branch that took a variable's
+    /// handle and takes its value instead.
+    made: Vec<FunctionDef>,
 }
 
 impl SavedModel {
@@ -84,10 +86,9 @@ impl SavedModel {
             library: self.graph.library.clone(),
             out: Vec::new(),
             names: HashSet::new(),
-            calls_functions: false,
+            made: Vec::new(),
         };
         let versions = top.versions.clone();
-        let library = top.library.clone();
         let mut scope = Scope::new(top, String::new(), HashMap::new(), 0);
         let mut outputs = Vec::new();
         for (name, spec) in &signature.outputs {
@@ -111,12 +112,9 @@ impl SavedModel {
                 ..Default::default()
             });
         }
+        let library = freezer.library();
         Ok(GraphDef {
-            library: if freezer.calls_functions {
-                library
-            } else {
-                None
-            },
+            library: (!library.function.is_empty()).then(|| library.encode_to_vec()),
             node: freezer.out,
             versions,
             ..Default::default()
@@ -223,6 +221,12 @@ impl Freezer<'_> {
             ("StatefulPartitionedCall" | "PartitionedCall", _) => {
                 return self.inline_call(scope, &node, inputs).map(Became::Values)
             }
+            (op, _)
+                if CONTROL_FLOW.contains(&op)
+                    && inputs.iter().any(|v| matches!(v, Value::Variable(_))) =>
+            {
+                return self.control_flow_with_values(scope, node, inputs, controls)
+            }
             _ => {}
         }
         let mut input = Vec::with_capacity(inputs.len() + controls.len());
@@ -246,7 +250,6 @@ impl Freezer<'_> {
                 node.name, node.op
             )));
         }
-        self.calls_functions |= node.attr.values().any(names_function);
         let name = self.unique(&format!("{}{}", scope.prefix, node.name));
         self.out.push(NodeDef {
             name: name.clone(),
@@ -314,6 +317,337 @@ impl Freezer<'_> {
             .collect()
     }
 
+    /// A `While` or `If` given variables' handles: given their values instead (constants),
+    /// its functions copied to take the values (`frozen_function`), as TensorFlow's
+    /// converter rewrites a loop that reads weights (Keras's LSTM).
+    fn control_flow_with_values(
+        &mut self,
+        scope: &Scope,
+        mut node: NodeDef,
+        inputs: Vec<Value>,
+        controls: Vec<String>,
+    ) -> Result<Became> {
+        let base = format!("{}{}", scope.prefix, node.name);
+        let is_loop = node.op.ends_with("While");
+        // A branch op's first input is its condition, not an argument.
+        let skip = usize::from(!is_loop);
+        let mut input = Vec::with_capacity(inputs.len() + controls.len());
+        let mut args = HashMap::new();
+        for (i, value) in inputs.into_iter().enumerate() {
+            match value {
+                Value::Tensor(tensor) => input.push(tensor),
+                Value::Variable(handle) => {
+                    let value = self.model.session.variable_value(&handle)?;
+                    let name = self.unique(&format!("{base}/{handle}"));
+                    self.constant(&name, &value, Vec::new())?;
+                    input.push(name);
+                    let arg = i.checked_sub(skip).ok_or_else(|| {
+                        Error::invalid(format!("'{base}' takes a variable as its condition"))
+                    })?;
+                    args.insert(arg, (value.dtype(), value.shape().clone()));
+                }
+            }
+        }
+        input.extend(controls);
+        let (types, functions): (&str, &[&str]) = if is_loop {
+            ("T", &["cond", "body"])
+        } else {
+            ("Tin", &["then_branch", "else_branch"])
+        };
+        let dtypes: HashMap<usize, DataType> = args.iter().map(|(&i, (d, _))| (i, *d)).collect();
+        retype(&mut node, types, &dtypes)?;
+        for attr in functions {
+            let function = match node.attr.get(*attr).and_then(|a| a.value.as_ref()) {
+                Some(AttrKind::Func(f)) => f.name.clone(),
+                _ => return Err(Error::invalid(format!("'{base}' has no function '{attr}'"))),
+            };
+            let frozen = self.frozen_function(&function, &dtypes, scope.depth + 1)?;
+            if let Some(AttrKind::Func(f)) = node.attr.get_mut(*attr).and_then(|a| a.value.as_mut())
+            {
+                f.name = frozen;
+            }
+        }
+        // (TensorFlow checks a recorded `_output_shapes` against the node: the handles'
+        // scalar shapes no longer hold, and the importer infers shapes anyway.)
+        node.attr.remove("_output_shapes");
+        if is_loop {
+            // The loop's outputs are its variables: the values' shapes for theirs.
+            if let Some(AttrKind::List(list)) = node
+                .attr
+                .get_mut("output_shapes")
+                .and_then(|a| a.value.as_mut())
+            {
+                for (&i, (_, shape)) in &args {
+                    if let Some(slot) = list.shape.get_mut(i) {
+                        *slot = polytensor_core::PartialTensorShape::from(shape).to_proto();
+                    }
+                }
+            }
+        }
+        let name = self.unique(&base);
+        self.out.push(NodeDef {
+            name: name.clone(),
+            input,
+            device: String::new(),
+            ..node
+        });
+        Ok(Became::Node(name))
+    }
+
+    /// A copy of function `name` whose arguments `args` (by index) take a variable's value
+    /// of the given dtype where the original took its handle: a `ReadVariableOp` of one
+    /// becomes an `Identity`, a `ResourceGather` a `GatherV2`, and a loop, branch or call
+    /// that passes one on is given a copy of its own functions in turn.
+    fn frozen_function(
+        &mut self,
+        name: &str,
+        args: &HashMap<usize, DataType>,
+        depth: usize,
+    ) -> Result<String> {
+        if depth >= MAX_CALL_DEPTH {
+            return Err(Error::invalid(format!(
+                "functions nest deeper than {MAX_CALL_DEPTH} at '{name}'"
+            )));
+        }
+        let library = self
+            .library
+            .clone()
+            .ok_or_else(|| Error::invalid(format!("no library holds function '{name}'")))?;
+        let mut function = library
+            .function(name)
+            .cloned()
+            .ok_or_else(|| Error::invalid(format!("no function '{name}' in the library")))?;
+        let frozen = self.unique_function(name);
+        let signature = function.signature.get_or_insert_with(Default::default);
+        signature.name = frozen.clone();
+        // Tensors of the body (in its `x`, `node:out:0` spelling) that are now values.
+        let mut values: HashMap<String, DataType> = HashMap::new();
+        for (&i, &dtype) in args {
+            let arg = signature
+                .input_arg
+                .get_mut(i)
+                .ok_or_else(|| Error::invalid(format!("function '{name}' has no argument {i}")))?;
+            arg.r#type = dtype.as_i32();
+            values.insert(arg.name.clone(), dtype);
+        }
+        let mut nodes = Vec::with_capacity(function.node_def.len());
+        let mut renames = HashMap::new();
+        // Nodes come in any order: passes until nothing changes (aliases of aliases).
+        let mut pending = std::mem::take(&mut function.node_def);
+        loop {
+            let before = pending.len();
+            let mut later = Vec::new();
+            for mut node in pending {
+                let read: Vec<(usize, DataType)> = node
+                    .input
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, input)| values.get(input.as_str()).map(|&d| (i, d)))
+                    .collect();
+                if read.is_empty() {
+                    // It may read an alias made later in this pass: look again next pass,
+                    // unless nothing changes.
+                    later.push(node);
+                    continue;
+                }
+                self.freeze_body_node(
+                    &mut node,
+                    &read,
+                    &mut values,
+                    &mut nodes,
+                    &mut renames,
+                    depth,
+                )?;
+                nodes.push(node);
+            }
+            if later.len() == before {
+                nodes.extend(later);
+                break;
+            }
+            pending = later;
+        }
+        for arg in &mut signature.output_arg {
+            if let Some(&dtype) = function.ret.get(&arg.name).and_then(|r| values.get(r)) {
+                arg.r#type = dtype.as_i32();
+            }
+        }
+        for input in nodes.iter_mut().flat_map(|n| &mut n.input) {
+            if let Some(renamed) = renames.get(input.as_str()) {
+                *input = renamed.clone();
+            }
+        }
+        for value in function.ret.values_mut() {
+            if let Some(renamed) = renames.get(value.as_str()) {
+                *value = renamed.clone();
+            }
+        }
+        function.node_def = nodes;
+        self.made.push(function);
+        Ok(frozen)
+    }
+
+    /// Rewrite `node` of a function body, whose inputs `read` (index, dtype) are values
+    /// where they were variables' handles.
+    fn freeze_body_node(
+        &mut self,
+        node: &mut NodeDef,
+        read: &[(usize, DataType)],
+        values: &mut HashMap<String, DataType>,
+        extra: &mut Vec<NodeDef>,
+        renames: &mut HashMap<String, String>,
+        depth: usize,
+    ) -> Result<()> {
+        let dtype = read[0].1;
+        // (A handle's recorded shape is a scalar's: see `control_flow_with_values`.)
+        node.attr.remove("_output_shapes");
+        match node.op.as_str() {
+            "ReadVariableOp" => {
+                node.op = "Identity".into();
+                node.attr.remove("dtype");
+                node.attr.insert("T".into(), AttrValue::from(dtype));
+                // (Its readers name its output by the read's argument name, `value`.)
+                renames.insert(
+                    format!("{}:value:0", node.name),
+                    format!("{}:output:0", node.name),
+                );
+            }
+            "Identity" => {
+                node.attr.insert("T".into(), AttrValue::from(dtype));
+                values.insert(format!("{}:output:0", node.name), dtype);
+            }
+            "ResourceGather" if read[0].0 == 0 => {
+                let axis = format!("{}/axis", node.name);
+                let zero = polytensor_core::Tensor::scalar(0i32, &self.host()?)?;
+                extra.push(NodeDef {
+                    name: axis.clone(),
+                    op: "Const".into(),
+                    attr: [
+                        ("dtype".to_string(), AttrValue::from(DataType::Int32)),
+                        ("value".to_string(), AttrValue::from(zero.to_proto()?)),
+                    ]
+                    .into(),
+                    ..Default::default()
+                });
+                node.op = "GatherV2".into();
+                node.attr.remove("dtype");
+                node.attr.remove("validate_indices");
+                node.attr.insert("Tparams".into(), AttrValue::from(dtype));
+                node.attr
+                    .insert("Taxis".into(), AttrValue::from(DataType::Int32));
+                let at = node.input.iter().position(|i| i.starts_with('^'));
+                node.input
+                    .insert(at.unwrap_or(node.input.len()), format!("{axis}:output:0"));
+            }
+            op if CONTROL_FLOW.contains(&op) || CALLS.contains(&op) => {
+                let is_loop = op.ends_with("While");
+                let skip = usize::from(op.ends_with("If"));
+                let args: HashMap<usize, DataType> = read
+                    .iter()
+                    .map(|&(i, d)| {
+                        i.checked_sub(skip).map(|i| (i, d)).ok_or_else(|| {
+                            Error::invalid(format!(
+                                "'{}' takes a variable as its condition",
+                                node.name
+                            ))
+                        })
+                    })
+                    .collect::<Result<_>>()?;
+                let (types, functions): (&str, &[&str]) = if is_loop {
+                    ("T", &["cond", "body"])
+                } else if CALLS.contains(&op) {
+                    ("Tin", &["f"])
+                } else {
+                    ("Tin", &["then_branch", "else_branch"])
+                };
+                retype(node, types, &args)?;
+                for attr in functions {
+                    let function = match node.attr.get(*attr).and_then(|a| a.value.as_ref()) {
+                        Some(AttrKind::Func(f)) => f.name.clone(),
+                        _ => {
+                            return Err(Error::invalid(format!(
+                                "'{}' has no function '{attr}'",
+                                node.name
+                            )))
+                        }
+                    };
+                    let frozen = self.frozen_function(&function, &args, depth + 1)?;
+                    if let Some(AttrKind::Func(f)) =
+                        node.attr.get_mut(*attr).and_then(|a| a.value.as_mut())
+                    {
+                        f.name = frozen;
+                    }
+                }
+                if is_loop {
+                    // The loop passes the values through: its outputs there are values too.
+                    for &(i, d) in read {
+                        values.insert(format!("{}:output:{i}", node.name), d);
+                    }
+                }
+            }
+            op => {
+                return Err(Error::invalid(format!(
+                    "node '{}' ({op}) of a function uses a variable other than by reading it, \
+                     which does not freeze",
+                    node.name
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// A CPU device, for small constants made here.
+    fn host(&self) -> Result<Arc<dyn polytensor_core::Device>> {
+        self.model.host_device()
+    }
+
+    /// A function name the library and the functions made so far do not have.
+    fn unique_function(&self, name: &str) -> String {
+        let taken = |n: &str| {
+            self.library
+                .as_ref()
+                .is_some_and(|l| l.function(n).is_some())
+                || self
+                    .made
+                    .iter()
+                    .any(|f| f.signature.as_ref().is_some_and(|s| s.name == n))
+        };
+        (0..)
+            .map(|i| format!("{name}_frozen{i}"))
+            .find(|n| !taken(n))
+            .unwrap_or_default()
+    }
+
+    /// The functions the frozen graph's nodes name (loop bodies, branches), and those they
+    /// name in turn: the library's and the copies made here, nothing else.
+    fn library(&mut self) -> FunctionDefLibrary {
+        let made = std::mem::take(&mut self.made);
+        let find = |name: &str| {
+            made.iter()
+                .find(|f| f.signature.as_ref().is_some_and(|s| s.name == name))
+                .or_else(|| self.library.as_ref().and_then(|l| l.function(name)))
+        };
+        let mut wanted: Vec<&str> = self
+            .out
+            .iter()
+            .flat_map(|n| n.attr.values().flat_map(functions_named))
+            .collect();
+        let mut seen = HashSet::new();
+        let mut library = FunctionDefLibrary::default();
+        while let Some(name) = wanted.pop() {
+            if !seen.insert(name) {
+                continue;
+            }
+            if let Some(function) = find(name) {
+                // (A body's node may call a function by its name as the op type.)
+                wanted.extend(function.node_def.iter().flat_map(|n| {
+                    std::iter::once(n.op.as_str()).chain(n.attr.values().flat_map(functions_named))
+                }));
+                library.function.push(function.clone());
+            }
+        }
+        library
+    }
+
     /// A `Const` node `name` holding `value`.
     fn constant(
         &mut self,
@@ -362,11 +696,34 @@ impl Freezer<'_> {
     }
 }
 
-/// Whether an attribute names a function (a loop's body, a branch).
-fn names_function(attr: &AttrValue) -> bool {
+/// The loops and branches whose functions take variables' handles as arguments.
+const CONTROL_FLOW: &[&str] = &["While", "StatelessWhile", "If", "StatelessIf"];
+/// The calls, inside a loop's body or a branch, that pass a handle on.
+const CALLS: &[&str] = &["StatefulPartitionedCall", "PartitionedCall"];
+
+/// Set the dtypes of list attribute `attr` at `dtypes`' indices.
+fn retype(node: &mut NodeDef, attr: &str, dtypes: &HashMap<usize, DataType>) -> Result<()> {
+    let Some(AttrKind::List(list)) = node.attr.get_mut(attr).and_then(|a| a.value.as_mut()) else {
+        return Err(Error::invalid(format!(
+            "'{}' ({}) has no type list '{attr}'",
+            node.name, node.op
+        )));
+    };
+    for (&i, dtype) in dtypes {
+        let slot = list
+            .r#type
+            .get_mut(i)
+            .ok_or_else(|| Error::invalid(format!("'{}': '{attr}' has no entry {i}", node.name)))?;
+        *slot = dtype.as_i32();
+    }
+    Ok(())
+}
+
+/// The functions an attribute names (a loop's body, a branch).
+fn functions_named(attr: &AttrValue) -> Vec<&str> {
     match &attr.value {
-        Some(AttrKind::Func(_)) => true,
-        Some(AttrKind::List(list)) => !list.func.is_empty(),
-        _ => false,
+        Some(AttrKind::Func(f)) => vec![f.name.as_str()],
+        Some(AttrKind::List(list)) => list.func.iter().map(|f| f.name.as_str()).collect(),
+        _ => Vec::new(),
     }
 }
