@@ -1,7 +1,8 @@
 //! The `polytensor` command run as a user runs it: the built binary, its stdout, stderr and
 //! exit code, on models, SavedModels and checkpoints made here (and by TensorFlow, when
-//! `target/tf-venv` or `POLYTENSOR_TF_PYTHON` has it).
+//! `target/tf-venv` or `POLYTENSOR_TF_PYTHON` has it), and on TensorFlow's golden files.
 
+mod golden;
 mod models;
 mod tensorflow;
 
