@@ -349,29 +349,10 @@ impl Freezer<'_> {
             }
         }
         input.extend(controls);
-        let (types, functions): (&str, &[&str]) = if is_loop {
-            ("T", &["cond", "body"])
-        } else {
-            ("Tin", &["then_branch", "else_branch"])
-        };
         let dtypes: HashMap<usize, DataType> = args.iter().map(|(&i, (d, _))| (i, *d)).collect();
-        retype(&mut node, types, &dtypes)?;
-        for attr in functions {
-            let function = match node.attr.get(*attr).and_then(|a| a.value.as_ref()) {
-                Some(AttrKind::Func(f)) => f.name.clone(),
-                _ => return Err(Error::invalid(format!("'{base}' has no function '{attr}'"))),
-            };
-            let frozen = self.frozen_function(&function, &dtypes, scope.depth + 1)?;
-            if let Some(AttrKind::Func(f)) = node.attr.get_mut(*attr).and_then(|a| a.value.as_mut())
-            {
-                f.name = frozen;
-            }
-        }
-        // (TensorFlow checks a recorded `_output_shapes` against the node: the handles'
-        // scalar shapes no longer hold, and the importer infers shapes anyway.)
-        node.attr.remove("_output_shapes");
+        self.hand_values_to(&mut node, &dtypes, scope.depth + 1)?;
         if is_loop {
-            // The loop's outputs are its variables: the values' shapes for theirs.
+            // The loop's outputs are its variables: here the values' shapes are known.
             if let Some(AttrKind::List(list)) = node
                 .attr
                 .get_mut("output_shapes")
@@ -392,6 +373,51 @@ impl Freezer<'_> {
             ..node
         });
         Ok(Became::Node(name))
+    }
+
+    /// Retype the arguments `args` (index, the value's dtype) of a loop, branch or call
+    /// `node`, which took handles there, and give it copies of its functions that take the
+    /// values.
+    fn hand_values_to(
+        &mut self,
+        node: &mut NodeDef,
+        args: &HashMap<usize, DataType>,
+        depth: usize,
+    ) -> Result<()> {
+        let (types, functions): (&str, &[&str]) = if node.op.ends_with("While") {
+            ("T", &["cond", "body"])
+        } else if CALLS.contains(&node.op.as_str()) {
+            ("Tin", &["f"])
+        } else {
+            ("Tin", &["then_branch", "else_branch"])
+        };
+        retype(node, types, args)?;
+        // (TensorFlow checks a recorded `_output_shapes` against the node: a handle's scalar
+        // shape no longer holds. A loop's declared shapes of those variables become unknown.)
+        node.attr.remove("_output_shapes");
+        if let Some(AttrKind::List(list)) = node
+            .attr
+            .get_mut("output_shapes")
+            .and_then(|a| a.value.as_mut())
+        {
+            for &i in args.keys() {
+                if let Some(slot) = list.shape.get_mut(i) {
+                    *slot = polytensor_core::PartialTensorShape::unknown_rank().to_proto();
+                }
+            }
+        }
+        for attr in functions {
+            let Some(AttrKind::Func(function)) =
+                node.attr.get_mut(*attr).and_then(|a| a.value.as_mut())
+            else {
+                return Err(Error::invalid(format!(
+                    "'{}' ({}) has no function '{attr}'",
+                    node.name, node.op
+                )));
+            };
+            function.name = self.frozen_function(&function.name.clone(), args, depth)?;
+        }
+        Ok(())
     }
 
     /// A copy of function `name` whose arguments `args` (by index) take a variable's value
@@ -498,7 +524,7 @@ impl Freezer<'_> {
         depth: usize,
     ) -> Result<()> {
         let dtype = read[0].1;
-        // (A handle's recorded shape is a scalar's: see `control_flow_with_values`.)
+        // (A handle's recorded shape is a scalar's: see `hand_values_to`.)
         node.attr.remove("_output_shapes");
         match node.op.as_str() {
             "ReadVariableOp" => {
@@ -552,31 +578,7 @@ impl Freezer<'_> {
                         })
                     })
                     .collect::<Result<_>>()?;
-                let (types, functions): (&str, &[&str]) = if is_loop {
-                    ("T", &["cond", "body"])
-                } else if CALLS.contains(&op) {
-                    ("Tin", &["f"])
-                } else {
-                    ("Tin", &["then_branch", "else_branch"])
-                };
-                retype(node, types, &args)?;
-                for attr in functions {
-                    let function = match node.attr.get(*attr).and_then(|a| a.value.as_ref()) {
-                        Some(AttrKind::Func(f)) => f.name.clone(),
-                        _ => {
-                            return Err(Error::invalid(format!(
-                                "'{}' has no function '{attr}'",
-                                node.name
-                            )))
-                        }
-                    };
-                    let frozen = self.frozen_function(&function, &args, depth + 1)?;
-                    if let Some(AttrKind::Func(f)) =
-                        node.attr.get_mut(*attr).and_then(|a| a.value.as_mut())
-                    {
-                        f.name = frozen;
-                    }
-                }
+                self.hand_values_to(node, &args, depth + 1)?;
                 if is_loop {
                     // The loop passes the values through: its outputs there are values too.
                     for &(i, d) in read {
