@@ -134,6 +134,34 @@ pub fn compare_with_tensorflow(
     result
 }
 
+/// Print each difference against its bound, `atol + rtol * max|TensorFlow's|`; a failed
+/// check for those beyond it.
+pub fn judge(differences: &[Difference], rtol: f64, atol: f64) -> CliResult<()> {
+    let mut failed = Vec::new();
+    for d in differences {
+        let bound = atol + rtol * d.scale;
+        let pass = d.max_abs <= bound;
+        println!(
+            "{}: max |polytensor - TensorFlow| = {:.3e} (max |TensorFlow| {:.3e}, bound \
+             {bound:.3e}): {}",
+            d.name,
+            d.max_abs,
+            d.scale,
+            if pass { "ok" } else { "DIFFERS" }
+        );
+        if !pass {
+            failed.push(d.name.as_str());
+        }
+    }
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::new(
+        Failure::Check,
+        format!("outputs differ from TensorFlow's: {}", failed.join(", ")),
+    ))
+}
+
 fn absolute(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }

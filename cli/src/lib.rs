@@ -228,28 +228,7 @@ fn execute(command: Command) -> CliResult<()> {
                     &prepared.feeds,
                     &values,
                 )?;
-                let mut failed = Vec::new();
-                for d in &differences {
-                    let bound = atol + rtol * d.scale;
-                    let pass = d.max_abs <= bound;
-                    println!(
-                        "{}: max |polytensor - TensorFlow| = {:.3e} (max |TensorFlow| {:.3e}, \
-                         bound {bound:.3e}): {}",
-                        d.name,
-                        d.max_abs,
-                        d.scale,
-                        if pass { "ok" } else { "DIFFERS" }
-                    );
-                    if !pass {
-                        failed.push(d.name.clone());
-                    }
-                }
-                if !failed.is_empty() {
-                    return Err(CliError::new(
-                        Failure::Check,
-                        format!("outputs differ from TensorFlow's: {}", failed.join(", ")),
-                    ));
-                }
+                compare::judge(&differences, rtol, atol)?;
             }
             Ok(())
         }
