@@ -146,18 +146,18 @@ impl Freezer<'_> {
     }
 
     /// Make node `name` of `scope` (and what it reads) part of the frozen graph, once.
+    /// The nodes it needs are found first, without recursion (a model's chains of nodes are
+    /// long), and frozen inputs first, so that each finds its inputs done.
     fn visit(&mut self, scope: &mut Scope, name: &str) -> Result<Became> {
         if let Some(became) = scope.became.get(name) {
             return Ok(became.clone());
         }
-        let node = scope
-            .nodes
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::invalid(format!("no node '{name}' in '{}'", scope.prefix)))?;
-        let became = self.freeze_node(scope, node)?;
-        scope.became.insert(name.to_string(), became.clone());
-        Ok(became)
+        for needed in needed_first(scope, name)? {
+            let node = scope.nodes[&needed].clone();
+            let became = self.freeze_node(scope, node)?;
+            scope.became.insert(needed, became);
+        }
+        Ok(scope.became[name].clone())
     }
 
     fn freeze_node(&mut self, scope: &mut Scope, node: NodeDef) -> Result<Became> {
@@ -698,6 +698,54 @@ impl Freezer<'_> {
     }
 }
 
+/// The nodes of `scope` not yet frozen that `name` needs (itself included), each after the
+/// nodes it reads (a depth-first post-order, on an explicit stack); `Err` for a missing
+/// node or a cycle.
+fn needed_first(scope: &Scope, name: &str) -> Result<Vec<String>> {
+    let missing = |n: &str| Error::invalid(format!("no node '{n}' in '{}'", scope.prefix));
+    let inputs_of = |n: &str| -> Result<Vec<String>> {
+        let node = scope.nodes.get(n).ok_or_else(|| missing(n))?;
+        Ok(node
+            .input
+            .iter()
+            .map(|i| {
+                let i = i.strip_prefix('^').unwrap_or(i);
+                i.rsplit_once(':').map_or(i, |(n, _)| n).to_string()
+            })
+            .filter(|i| !scope.became.contains_key(i))
+            .collect())
+    };
+    let mut order = Vec::new();
+    let mut done: HashSet<String> = HashSet::new();
+    let mut on_path: HashSet<String> = HashSet::new();
+    // (node, its inputs still to look at)
+    let mut stack = vec![(name.to_string(), inputs_of(name)?)];
+    on_path.insert(name.to_string());
+    while let Some((node, pending)) = stack.last_mut() {
+        match pending.pop() {
+            Some(input) if done.contains(&input) => {}
+            Some(input) => {
+                if !on_path.insert(input.clone()) {
+                    return Err(Error::invalid(format!(
+                        "nodes '{input}' and '{node}' of '{}' need each other (a cycle)",
+                        scope.prefix
+                    )));
+                }
+                let inputs = inputs_of(&input)?;
+                stack.push((input, inputs));
+            }
+            None => {
+                let node = node.clone();
+                stack.pop();
+                on_path.remove(&node);
+                done.insert(node.clone());
+                order.push(node);
+            }
+        }
+    }
+    Ok(order)
+}
+
 /// The loops and branches whose functions take variables' handles as arguments.
 const CONTROL_FLOW: &[&str] = &["While", "StatelessWhile", "If", "StatelessIf"];
 /// The calls, inside a loop's body or a branch, that pass a handle on.
@@ -727,5 +775,62 @@ fn functions_named(attr: &AttrValue) -> Vec<&str> {
         Some(AttrKind::Func(f)) => vec![f.name.as_str()],
         Some(AttrKind::List(list)) => list.func.iter().map(|f| f.name.as_str()).collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, inputs: &[&str]) -> NodeDef {
+        NodeDef {
+            name: name.into(),
+            op: "Identity".into(),
+            input: inputs.iter().map(|i| i.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn scope(nodes: Vec<NodeDef>) -> Scope {
+        let def = GraphDef {
+            node: nodes,
+            ..Default::default()
+        };
+        Scope::new(def, "f/".into(), HashMap::new(), 0)
+    }
+
+    #[test]
+    fn a_long_chain_is_ordered_without_recursion() {
+        let n = 200_000;
+        let mut nodes = vec![node("n0", &[])];
+        for i in 1..n {
+            nodes.push(node(&format!("n{i}"), &[&format!("n{}:0", i - 1)]));
+        }
+        let order = needed_first(&scope(nodes), &format!("n{}", n - 1)).unwrap();
+        assert_eq!(order.len(), n);
+        assert_eq!(
+            (order[0].as_str(), order[n - 1].as_str()),
+            ("n0", "n199999")
+        );
+    }
+
+    #[test]
+    fn inputs_come_first_and_cycles_and_missing_nodes_are_errors() {
+        let diamond = scope(vec![
+            node("a", &[]),
+            node("b", &["a"]),
+            node("c", &["a", "^b"]),
+            node("d", &["b:0", "c"]),
+        ]);
+        let order = needed_first(&diamond, "d").unwrap();
+        let at = |n: &str| order.iter().position(|o| o == n).unwrap();
+        assert_eq!(order.len(), 4);
+        assert!(at("a") < at("b") && at("b") < at("c") && at("c") < at("d"));
+        let cycle = scope(vec![node("x", &["^y"]), node("y", &["x"])]);
+        let error = needed_first(&cycle, "x").unwrap_err().to_string();
+        assert!(error.contains("a cycle"), "{error}");
+        let missing = scope(vec![node("x", &["ghost"])]);
+        let error = needed_first(&missing, "x").unwrap_err().to_string();
+        assert!(error.contains("no node 'ghost' in 'f/'"), "{error}");
     }
 }
