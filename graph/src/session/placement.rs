@@ -107,11 +107,7 @@ impl Session {
         handle: &str,
         read: impl FnOnce(&Arc<dyn polytensor_core::Device>) -> Result<polytensor_core::Tensor>,
     ) -> Result<()> {
-        let index = self
-            .graph
-            .node_index(handle)
-            .ok_or_else(|| polytensor_core::Error::NotFound(format!("no node '{handle}'")))?;
-        let name = crate::ops::kernels::variable_name(&self.graph.nodes[index])?;
+        let (index, name) = self.variable_of(handle)?;
         let device = &self.devices[self.placed()?[index]];
         let value = read(device)?;
         locked(&self.variables).insert(name, value);
@@ -121,17 +117,24 @@ impl Session {
     /// The value the session holds for the variable that the `VarHandleOp` (or
     /// `VariableV2`) node `handle` names (a SavedModel frozen).
     pub(crate) fn variable_value(&self, handle: &str) -> Result<polytensor_core::Tensor> {
-        let index = self
-            .graph
-            .node_index(handle)
-            .ok_or_else(|| polytensor_core::Error::NotFound(format!("no node '{handle}'")))?;
-        let name = crate::ops::kernels::variable_name(&self.graph.nodes[index])?;
+        let (_, name) = self.variable_of(handle)?;
         locked(&self.variables).get(&name).cloned().ok_or_else(|| {
             polytensor_core::Error::invalid(format!(
                 "variable '{name}' (node '{handle}') has no value: it was neither restored nor \
                  initialised"
             ))
         })
+    }
+
+    /// The node `handle` (a `VarHandleOp` or `VariableV2`) and the name of the variable it
+    /// makes.
+    fn variable_of(&self, handle: &str) -> Result<(usize, Arc<str>)> {
+        let index = self
+            .graph
+            .node_index(handle)
+            .ok_or_else(|| polytensor_core::Error::NotFound(format!("no node '{handle}'")))?;
+        let name = crate::ops::kernels::variable_name(&self.graph.nodes[index])?;
+        Ok((index, name))
     }
 
     /// The placement, computed on first use.
