@@ -139,6 +139,10 @@ struct ModelArgs {
     /// The seed of random inputs.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Mixed precision: f32 convolutions multiply in bf16 (weights rounded once, sums in
+    /// f32) on CPUs with AVX512-BF16; elsewhere nothing changes.
+    #[arg(long)]
+    bf16: bool,
 }
 
 impl ModelArgs {
@@ -151,6 +155,7 @@ impl ModelArgs {
             signature: &self.signature,
             batch: self.batch,
             seed: self.seed,
+            bf16: self.bf16,
         }
     }
 }

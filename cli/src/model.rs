@@ -99,6 +99,17 @@ pub struct LoadOptions<'a> {
     /// The outputs to fetch (a frozen graph's tensors `name:0`, a signature's keys); empty:
     /// every output (a frozen graph's: the outputs of the operations nothing reads).
     pub outputs: &'a [String],
+    /// The session's mixed-precision pass (`GraphOptimizations::bf16_weights`).
+    pub bf16: bool,
+}
+
+impl LoadOptions<'_> {
+    /// The session options these ask for, over `devices`.
+    fn session(&self, devices: Vec<Arc<dyn Device>>) -> SessionOptions {
+        let mut options = SessionOptions::new(devices);
+        options.optimizations.bf16_weights = self.bf16;
+        options
+    }
 }
 
 /// A model loaded on a device, ready to run.
@@ -236,7 +247,8 @@ fn load_frozen(path: &Path, options: &LoadOptions) -> CliResult<Loaded> {
             path.display()
         )));
     }
-    let session = Box::new(Session::new(&graph, options.device.clone()));
+    let session = Session::with_options(&graph, options.session(vec![options.device.clone()]))?;
+    let session = Box::new(session);
     progress.finish(&format!(
         "imported {} operations",
         graph.operations().count()
@@ -290,8 +302,7 @@ fn load_saved_model(dir: &Path, options: &LoadOptions) -> CliResult<Loaded> {
     if options.device.name() != "cpu:0" {
         devices.push(polytensor::device("cpu:0")?);
     }
-    let model =
-        SavedModel::load(dir, &["serve"], SessionOptions::new(devices)).context(&loading)?;
+    let model = SavedModel::load(dir, &["serve"], options.session(devices)).context(&loading)?;
     let signature = model.signature(options.signature).context(&loading)?;
     for key in options.outputs {
         if !signature.outputs.contains_key(key) {

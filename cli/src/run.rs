@@ -30,6 +30,8 @@ pub struct RunRequest<'a> {
     pub batch: usize,
     /// The seed of random feeds.
     pub seed: u64,
+    /// The session's mixed-precision pass (`GraphOptimizations::bf16_weights`).
+    pub bf16: bool,
 }
 
 /// A model loaded and fed.
@@ -51,6 +53,7 @@ pub fn prepare(request: &RunRequest) -> CliResult<Prepared> {
             device: &device,
             signature: request.signature,
             outputs: request.outputs,
+            bf16: request.bf16,
         },
     )?;
     let feeds = feeds::assemble(

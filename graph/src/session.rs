@@ -24,6 +24,7 @@ mod fold;
 mod placement;
 mod plan;
 mod plan_cache;
+mod precision;
 mod stop;
 mod trace;
 
@@ -127,6 +128,15 @@ pub struct GraphOptimizations {
     /// Grappler's `remapping`: a convolution with its bias or batch norm, per-channel
     /// scale and shift, and activation, run as one fused step.
     pub remapping: bool,
+    /// Mixed precision in bf16 (grappler's `auto_mixed_precision_onednn_bfloat16`, for
+    /// inference): off by default, as in TensorFlow. On a device that multiplies bf16
+    /// natively (a CPU with AVX512-BF16: [`Device::bf16_weights`]), each f32
+    /// convolution's constant filter is rounded to bf16 once, when the plan is made, and
+    /// its activations as the GEMM packs them; products are summed in f32, and results,
+    /// epilogues and every other op stay f32. Results move by bf16's rounding (8
+    /// significant bits): PERFORMANCE.md gives each zoo model's distance from f32. Without
+    /// such a device nothing changes.
+    pub bf16_weights: bool,
 }
 
 impl Default for GraphOptimizations {
@@ -134,6 +144,7 @@ impl Default for GraphOptimizations {
         GraphOptimizations {
             constant_folding: true,
             remapping: true,
+            bf16_weights: false,
         }
     }
 }
@@ -143,6 +154,7 @@ impl GraphOptimizations {
     pub const NONE: GraphOptimizations = GraphOptimizations {
         constant_folding: false,
         remapping: false,
+        bf16_weights: false,
     };
 }
 
@@ -476,14 +488,15 @@ impl Session {
                 }
             }
             let mut inputs: SmallVec<[&Value; 4]> = SmallVec::with_capacity(step.inputs.len());
-            for &source in &step.inputs {
+            for (i, &source) in step.inputs.iter().enumerate() {
                 let copy = step
                     .crosses
                     .then(|| copies.get(&(source, step.device)))
                     .flatten();
-                inputs.push(match copy {
-                    Some(copy) => copy,
-                    None => read_value(&values, fed, graph, source)?,
+                inputs.push(match (copy, &step.weights) {
+                    (_, Some(weights)) if i == 1 => weights,
+                    (Some(copy), _) => copy,
+                    _ => read_value(&values, fed, graph, source)?,
                 });
             }
             let outputs = self.run_kernel(step, inputs, &mut unused, stop)?;

@@ -151,6 +151,31 @@ fn keras_models_match_tensorflow_on_every_device() {
     }
 }
 
+/// A second run of `graph` on cpu:0 with `optimizations` (the first also decodes the
+/// constants): its values, and how many kernels it ran.
+fn run_optimised(
+    name: &str,
+    graph: &Graph,
+    feeds: &[(&str, &Tensor)],
+    fetches: &[&str],
+    optimizations: GraphOptimizations,
+) -> (Vec<Tensor>, usize) {
+    let cpu = polytensor::device("cpu:0").unwrap();
+    let mut options = SessionOptions::new(vec![cpu]);
+    options.optimizations = optimizations;
+    let session = Session::with_options(graph, options).unwrap();
+    let trace = Trace::new();
+    let traced = RunOptions {
+        trace: Some(trace.clone()),
+        ..RunOptions::default()
+    };
+    session.run_by_name(feeds, fetches, &[]).unwrap();
+    let values = session
+        .run_by_name_with(&traced, feeds, fetches, &[])
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    (values, trace.take().nodes.len())
+}
+
 /// The graph passes (constant folding, remapping) keep every Keras model's results: each
 /// runs on cpu:0 with every pass on (the default) and with none, within the model's
 /// tolerance of each other, and the passes leave fewer kernels to run.
@@ -166,22 +191,7 @@ fn graph_optimizations_keep_every_keras_models_results() {
         let (feeds, fetches) = feeds_and_fetches(model, &cpu);
         let feeds: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
         let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
-        let run = |optimizations: GraphOptimizations| {
-            let mut options = SessionOptions::new(vec![cpu.clone()]);
-            options.optimizations = optimizations;
-            let session = Session::with_options(&graph, options).unwrap();
-            let trace = Trace::new();
-            let traced = RunOptions {
-                trace: Some(trace.clone()),
-                ..RunOptions::default()
-            };
-            // The second run: the first also decodes the constants.
-            session.run_by_name(&feeds, &fetches, &[]).unwrap();
-            let values = session
-                .run_by_name_with(&traced, &feeds, &fetches, &[])
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            (values, trace.take().nodes.len())
-        };
+        let run = |optimizations| run_optimised(name, &graph, &feeds, &fetches, optimizations);
         let (optimised, kernels) = run(GraphOptimizations::default());
         let (plain, plain_kernels) = run(GraphOptimizations::NONE);
         // Plans with TensorFlow 1.x control flow (a lowered loop) are not rewritten.
@@ -212,6 +222,55 @@ fn graph_optimizations_keep_every_keras_models_results() {
         eprintln!("{name}: {kernels} kernels optimised, {plain_kernels} without");
     }
     assert!(fewer, "no model ran fewer kernels optimised");
+}
+
+/// The opt-in bf16 pass (`GraphOptimizations::bf16_weights`) keeps every Keras model within
+/// bf16's rounding of its f32 results (2% of the largest value: 8 significant bits through
+/// up to 50 layers), runs the same kernels, and changes results only where the CPU
+/// multiplies bf16 natively (AVX512-BF16); without that, results keep their bits.
+#[test]
+fn bf16_weights_stay_near_float32_on_every_keras_model() {
+    let Some(dir) = keras_models() else {
+        return;
+    };
+    let cpu = polytensor::device("cpu:0").unwrap();
+    let native = cpu.bf16_weights();
+    let mut changed = false;
+    for (name, model) in &models(&dir) {
+        let graph = Graph::read_graph_def(dir.join(format!("{name}.pb"))).unwrap();
+        let (feeds, fetches) = feeds_and_fetches(model, &cpu);
+        let feeds: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
+        let run = |optimizations| run_optimised(name, &graph, &feeds, &fetches, optimizations);
+        let (f32_values, kernels) = run(GraphOptimizations::default());
+        let mixed = GraphOptimizations {
+            bf16_weights: true,
+            ..GraphOptimizations::default()
+        };
+        let (bf16_values, bf16_kernels) = run(mixed);
+        assert_eq!(kernels, bf16_kernels, "{name}");
+        for ((fetch, got), want) in fetches.iter().zip(&bf16_values).zip(&f32_values) {
+            if !native || !got.dtype().is_float() {
+                assert_eq!(
+                    got.to_bytes().unwrap(),
+                    want.to_bytes().unwrap(),
+                    "{name} {fetch}"
+                );
+                continue;
+            }
+            let (diff, scale) = differences(got, want);
+            assert!(
+                diff <= 2e-2 * scale + 1e-4,
+                "{name} {fetch}: bf16 and f32 differ by {diff:e} (largest |f32| {scale:e})"
+            );
+            changed |= diff > 0.0;
+            eprintln!("{name} {fetch}: bf16 {diff:e} from f32 (largest |f32| {scale:e})");
+        }
+    }
+    assert!(
+        changed || !native,
+        "AVX512-BF16 is here, yet no model's results moved"
+    );
 }
 
 /// A session fuses a convolution with its batch norm, `Relu6` and the `Pad` before it

@@ -7,6 +7,7 @@ pub(crate) mod copy;
 pub(crate) mod fill;
 mod kept;
 pub(crate) mod matmul;
+mod mixed;
 pub(crate) mod reduce;
 mod reduce_fast;
 pub(crate) mod segment;

@@ -19,7 +19,7 @@ use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{DataType, Element, Epilogue, OutView, Result, TensorView, UnaryOp};
 
 use super::matmul::{gemm_columns, gemm_rows, GemmElem};
-use super::{unsupported, winograd};
+use super::{mixed, unsupported, winograd};
 use crate::strided::{input, output, PARALLEL_MIN_ELEMENTS};
 
 /// Output rows per block of the implicit GEMM: a panel of 128 rows of 3x3x64 taps is
@@ -59,7 +59,8 @@ fn elements<'a, T: Element>(view: &TensorView<'a>) -> Result<&'a [T]> {
     Ok(&input::<T>(view)?[start..start + view.layout().num_elements()])
 }
 
-/// `Device::conv2d`.
+/// `Device::conv2d`: f32 and f64, and f32 with bf16 weights (the session's mixed precision,
+/// [`mixed`]).
 pub(crate) fn conv2d(
     x: &TensorView<'_>,
     filter: &TensorView<'_>,
@@ -68,10 +69,56 @@ pub(crate) fn conv2d(
     epilogue: &Epilogue<'_>,
     out: &mut OutView<'_>,
 ) -> Result<()> {
-    match x.dtype() {
-        DataType::Float => conv_typed::<f32>(x, filter, g, depthwise, epilogue, out),
-        DataType::Double => conv_typed::<f64>(x, filter, g, depthwise, epilogue, out),
+    match (x.dtype(), filter.dtype()) {
+        (DataType::Float, DataType::BFloat16) => conv_mixed(x, filter, g, depthwise, epilogue, out),
+        (DataType::Float, _) => conv_typed::<f32>(x, filter, g, depthwise, epilogue, out),
+        (DataType::Double, _) => conv_typed::<f64>(x, filter, g, depthwise, epilogue, out),
         _ => Err(unsupported("conv2d", x)),
+    }
+}
+
+/// Which kernel runs a convolution.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ConvPath {
+    Depthwise,
+    /// Few input channels and taps: each tap times the filter's row of outputs.
+    FewChannels,
+    /// Winograd's F(2x2, 3x3).
+    Winograd,
+    /// The implicit GEMM.
+    Gemm,
+}
+
+impl ConvPath {
+    fn of(g: &WindowGeometry, depthwise: bool) -> Self {
+        if depthwise {
+            ConvPath::Depthwise
+        } else if g.channels < FEW_CHANNELS
+            && g.windows[0].size * g.windows[1].size * g.channels <= FEW_TAPS
+        {
+            ConvPath::FewChannels
+        } else if winograd::applies(g) {
+            ConvPath::Winograd
+        } else {
+            ConvPath::Gemm
+        }
+    }
+
+    /// `out = conv(x, f)` then `finish`, on contiguous NHWC `x` and `out`, HWIO `f`.
+    fn run<T: GemmElem + Float + bytemuck::Pod + Send + Sync>(
+        self,
+        x: &[T],
+        f: &[T],
+        g: &WindowGeometry,
+        finish: &Finish<'_, T>,
+        out: &mut [T],
+    ) {
+        match self {
+            ConvPath::Depthwise => depthwise_conv(x, f, g, finish, out),
+            ConvPath::FewChannels => few_channels_conv(x, f, g, finish, out),
+            ConvPath::Winograd => winograd::conv(x, f, g, finish, out),
+            ConvPath::Gemm => implicit_gemm(x, f, g, finish, out),
+        }
     }
 }
 
@@ -85,17 +132,29 @@ fn conv_typed<T: GemmElem + Float + bytemuck::Pod + Send + Sync>(
 ) -> Result<()> {
     let (x, f) = (elements::<T>(x)?, elements::<T>(filter)?);
     let finish = Finish::of(epilogue)?;
-    let out = output::<T>(out)?;
-    if depthwise {
-        depthwise_conv(x, f, g, &finish, out);
-    } else if g.channels < FEW_CHANNELS
-        && g.windows[0].size * g.windows[1].size * g.channels <= FEW_TAPS
-    {
-        few_channels_conv(x, f, g, &finish, out);
-    } else if winograd::applies(g) {
-        winograd::conv(x, f, g, &finish, out);
+    ConvPath::of(g, depthwise).run(x, f, g, &finish, output::<T>(out)?);
+    Ok(())
+}
+
+/// An f32 convolution with a bf16 filter: in bf16 where [`mixed::multiplies`], else by the
+/// f32 kernels on the filter widened.
+fn conv_mixed(
+    x: &TensorView<'_>,
+    filter: &TensorView<'_>,
+    g: &WindowGeometry,
+    depthwise: bool,
+    epilogue: &Epilogue<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    let (x, f) = (elements::<f32>(x)?, elements::<half::bf16>(filter)?);
+    let finish = Finish::of(epilogue)?;
+    let out = output::<f32>(out)?;
+    let path = ConvPath::of(g, depthwise);
+    if mixed::multiplies(path == ConvPath::Gemm) {
+        mixed::conv(x, f, g, &finish, out);
     } else {
-        implicit_gemm(x, f, g, &finish, out);
+        let wide: Vec<f32> = f.iter().map(|v| v.to_f32()).collect();
+        path.run(x, &wide, g, &finish, out);
     }
     Ok(())
 }
@@ -284,7 +343,7 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
 
 /// The im2col rows of output rows `first..` into `panel` (one row of `k_h * k_w *
 /// channels` taps per output pixel, zero where a tap falls in the padding).
-fn pack_taps<T: Float>(x: &[T], g: &WindowGeometry, first: usize, panel: &mut [T]) {
+pub(super) fn pack_taps<T: Float>(x: &[T], g: &WindowGeometry, first: usize, panel: &mut [T]) {
     let [kh, kw] = [g.windows[0].size, g.windows[1].size];
     let c = g.channels;
     let k = kh * kw * c;

@@ -48,6 +48,9 @@ pub(crate) struct Step {
     /// The outputs constant folding computed when the plan was made: the step gives them
     /// instead of running its kernel.
     pub(crate) folded: Option<crate::ops::kernels::Outputs>,
+    /// The step's second input (a convolution's filter) as the mixed-precision pass
+    /// rounded it, read in place of its source's value.
+    pub(crate) weights: Option<crate::ops::Value>,
 }
 
 impl Step {
@@ -65,6 +68,7 @@ impl Step {
             chain: Vec::new(),
             release: Vec::new(),
             folded: None,
+            weights: None,
         }
     }
 
@@ -139,6 +143,9 @@ impl Session {
             }
             if self.optimizations.remapping {
                 crate::fusion::fuse(&mut steps, &fetches, nodes);
+            }
+            if self.optimizations.bf16_weights {
+                self.round_weights(&mut steps);
             }
             None
         };

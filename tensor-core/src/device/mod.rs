@@ -585,11 +585,20 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         false
     }
 
+    /// Whether [`Device::conv2d`] takes an f32 image with a bf16 filter (the result f32)
+    /// and multiplies it in bf16 faster than in f32 (AVX512-BF16's dot products): the
+    /// session's mixed-precision pass rounds constant filters to bf16 only for such
+    /// devices. The default: no.
+    fn bf16_weights(&self) -> bool {
+        false
+    }
+
     /// A direct 2-D convolution: the contiguous NHWC `x` by the contiguous filter
     /// `[k_h, k_w, channels, filters]` into the contiguous NHWC `out`, with zero padding as
     /// `geometry` says; `depthwise` convolves each channel with its own filters (output
     /// channel `c * filters + f`). Then, per output channel, `epilogue`. Only called where
-    /// [`Device::window_kernels`] holds.
+    /// [`Device::window_kernels`] holds; the filter's dtype is `x`'s, or bf16 for an f32
+    /// `x` where [`Device::bf16_weights`] holds.
     fn conv2d(
         &self,
         x: &TensorView<'_>,

@@ -398,7 +398,12 @@ impl Tensor {
             }));
         }
         self.check_same_device(filter, "conv2d")?;
-        check_dtypes(op, self, filter)?;
+        let mixed = self.dtype == DataType::Float
+            && filter.dtype == DataType::BFloat16
+            && x.device().bf16_weights();
+        if !mixed {
+            check_dtypes(op, self, filter)?;
+        }
         let channels = if depthwise { depth * filters } else { filters };
         epilogue.check(channels, self)?;
         let spans = spatial_windows([kh, kw], options.strides, options.dilations);

@@ -27,7 +27,7 @@ const KC: usize = 256;
 const MC: usize = 4 * MR;
 
 /// Whether this CPU runs the kernel (AVX-512F and AVX512-BF16), checked once.
-pub(super) fn available() -> bool {
+pub(crate) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();

@@ -22,7 +22,7 @@ use crate::scalar::IntElem;
 use crate::strided::{input, output};
 
 mod avx2;
-mod bf16_dot;
+pub(crate) mod bf16_dot;
 mod blocked;
 mod widened;
 
