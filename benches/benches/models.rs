@@ -82,6 +82,31 @@ fn conv2d(c: &mut Criterion) {
     }
 }
 
+/// The mixed-precision convolution (`GraphOptimizations::bf16_weights`): a pointwise and a
+/// 3x3 stride-2 layer (implicit GEMMs) and a 3x3 stride-1 one (Winograd's), each with its
+/// f32 filter and with the filter rounded to bf16 (on a CPU without AVX512-BF16 the bf16
+/// rows widen the filter and run the f32 kernels).
+fn conv2d_bf16_weights(c: &mut Criterion) {
+    let device = cpu();
+    for (name, [n, h, w, ch, k, o], stride) in [
+        ("1x1_28x28x256_to_512_b8", [8, 28, 28, 256, 1, 512], 1),
+        ("3x3_s2_28x28x128_b8", [8, 28, 28, 128, 3, 128], 2),
+        ("3x3_28x28x128_b8", [8, 28, 28, 128, 3, 128], 1),
+    ] {
+        let (x, f, mut options, flops) = conv_case([n, h, w, ch, k, o], &device);
+        options.strides = [stride, stride];
+        let rounded = f.cast(DataType::BFloat16).unwrap();
+        let mut group = c.benchmark_group(format!("conv2d_bf16_weights_{name}"));
+        group.throughput(Throughput::Elements(flops / (stride * stride) as u64));
+        for (label, filter) in [("f32", &f), ("bf16", &rounded)] {
+            group.bench_function(label, |b| {
+                b.iter(|| black_box(x.conv2d(filter, &options).unwrap()))
+            });
+        }
+        group.finish();
+    }
+}
+
 fn models(c: &mut Criterion) {
     let dir = workspace().join("../shared/tf-golden/models");
     if !dir.is_dir() {
@@ -361,6 +386,6 @@ fn saved_model(c: &mut Criterion) {
 criterion_group! {
     name = model_benches;
     config = benches::criterion_config();
-    targets = conv2d, models, keras, zoo, saved_model, gpu
+    targets = conv2d, conv2d_bf16_weights, models, keras, zoo, saved_model, gpu
 }
 criterion_main!(model_benches);

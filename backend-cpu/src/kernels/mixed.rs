@@ -9,11 +9,13 @@
 //! takes, so nothing is packed per call. The interleaving permutes the columns within
 //! each 32-column strip, and the tile puts them back in order once, when it stores.
 //!
-//! Where the f32 kernels do fewer multiply-adds (Winograd's 3x3 path, a first layer of few
-//! channels, a depthwise convolution) or the CPU lacks the instructions, the filter is
-//! widened back to f32 and those kernels run (`window.rs`): the weights are rounded either
-//! way, so a model's results do not depend on which path a layer takes.
+//! Winograd's 3x3 path keeps its transforms in f32 and runs its 16 GEMMs here, on the
+//! transformed filter rounded to bf16. Where the f32 kernels are not GEMMs (a first layer
+//! of few channels, a depthwise convolution) or the CPU lacks the instructions, the filter
+//! is widened back to f32 and those kernels run (`window.rs`): the weights are rounded
+//! either way.
 
+use std::cell::Cell;
 use std::ops::Range;
 
 use half::bf16;
@@ -22,6 +24,7 @@ use rayon::prelude::*;
 
 use super::matmul::bf16_dot;
 use super::window::{pack_taps, Finish};
+use super::{kept, winograd};
 
 /// Rows of the register tile.
 const MR: usize = 12;
@@ -30,14 +33,67 @@ const NR: usize = 32;
 /// k-pairs per block: a block of the filter's strip (256 k by 32 columns, 16 KiB) stays
 /// in cache while every row of a work item passes over it.
 const KC_PAIRS: usize = 128;
-/// Output rows per work item: a multiple of the tile's rows.
+/// The most output rows per work item: a multiple of the tile's rows.
 const BLOCK_ROWS: usize = 10 * MR;
 
-/// Whether [`conv`] multiplies in bf16 here (else the filter is widened for the f32
-/// kernels): the CPU has AVX512-BF16 and the f32 kernels would run the convolution as a
-/// GEMM (`gemm_path`).
-pub(super) fn multiplies(gemm_path: bool) -> bool {
-    gemm_path && bf16_dot::available()
+/// Whether the CPU multiplies in bf16 here (else the filter is widened for the f32
+/// kernels): it has AVX512-BF16.
+pub(super) fn multiplies() -> bool {
+    bf16_dot::available()
+}
+
+/// Winograd's convolution (`winograd::conv_rounded`) with its 16 GEMMs in bf16. Requires
+/// [`multiplies`].
+pub(super) fn winograd(
+    x: &[f32],
+    f: &[bf16],
+    g: &WindowGeometry,
+    finish: &Finish<'_, f32>,
+    out: &mut [f32],
+) {
+    let (c, k) = (g.channels, g.filters);
+    winograd::conv_rounded(
+        x,
+        f,
+        g,
+        |u| {
+            let mut bits = vec![0u16; u.len()];
+            bits.par_chunks_mut(c * k)
+                .zip(u.par_chunks(c * k))
+                .for_each(|(bits, u)| round_to_bf16(u, bits));
+            TransformedFilter { bits, c, k }
+        },
+        finish,
+        out,
+    );
+}
+
+/// Winograd's transformed filter rounded to bf16: 16 matrices of `[c, k]`, as bits.
+struct TransformedFilter {
+    bits: Vec<u16>,
+    c: usize,
+    k: usize,
+}
+
+thread_local! {
+    /// Each thread's k-pair rows of the GEMMs' left operand, kept between calls.
+    static PAIRS: Cell<Vec<u32>> = const { Cell::new(Vec::new()) };
+}
+
+impl winograd::Products<f32> for TransformedFilter {
+    fn multiply(&self, xi: usize, v: &[f32], m: &mut [f32]) {
+        let (c, k) = (self.c, self.k);
+        let filter = Filter {
+            bits: &self.bits[xi * c * k..][..c * k],
+            k: c,
+            n: k,
+        };
+        kept::with_kept(&PAIRS, 1 << 22, |pairs| {
+            round_rows(v, c, pairs);
+            m.fill(0.0);
+            filter.multiply(pairs, 0..k, m);
+        });
+    }
 }
 
 /// `out = conv(x, f)` then `finish`, as an implicit GEMM in bf16 with f32 sums: `x` NHWC
@@ -53,6 +109,10 @@ pub(super) fn conv(
     let (k, o) = (kh * kw * g.channels, g.filters);
     if o == 0 || out.is_empty() {
         return;
+    }
+    if k == 0 {
+        out.fill(0.0);
+        return finish.apply(out, o);
     }
     let filter = Filter {
         bits: bytemuck::cast_slice(f),
@@ -76,27 +136,66 @@ pub(super) fn conv(
         };
         round_rows(src, k, pairs);
     };
+    gemm(&filter, lay_out, |c| finish.apply(c, o), out);
+}
+
+/// `out = x w` for an f32 `x` of `[rows, k]` (row-major) and a bf16 `w` of `[k, n]`
+/// (row-major), `out` `[rows, n]`: a dense layer with rounded weights. Requires
+/// [`multiplies`].
+pub(crate) fn matmul(x: &[f32], w: &[bf16], k: usize, n: usize, out: &mut [f32]) {
+    if n == 0 || out.is_empty() {
+        return;
+    }
+    if k == 0 {
+        return out.fill(0.0);
+    }
+    let filter = Filter {
+        bits: bytemuck::cast_slice(w),
+        k,
+        n,
+    };
+    let lay_out = |rows: Range<usize>, _: &mut Vec<f32>, pairs: &mut Vec<u32>| {
+        round_rows(&x[rows.start * k..rows.end * k], k, pairs);
+    };
+    gemm(&filter, lay_out, |_| {}, out);
+}
+
+/// `out = a x filter`, `out` holding the rows' `filter.n` columns; `lay_out(rows, scratch,
+/// pairs)` makes rows `rows` of `a` as k-pairs ([`round_rows`]) in `pairs`, and `finish`
+/// runs on finished whole rows of `out`. Blocks of rows go to the threads; too few blocks
+/// to busy every thread twice over (a late layer of a small image, a dense layer at batch
+/// 1) have their columns split too, into whole strips.
+fn gemm(
+    filter: &Filter<'_>,
+    lay_out: impl Fn(Range<usize>, &mut Vec<f32>, &mut Vec<u32>) + Sync,
+    finish: impl Fn(&mut [f32]) + Sync,
+    out: &mut [f32],
+) {
+    let o = filter.n;
     let total = out.len() / o;
-    let blocks = total.div_ceil(BLOCK_ROWS);
     let threads = rayon::current_num_threads().max(1);
+    // Whole tiles of rows, at least two blocks a thread where the rows allow.
+    let block_rows = total
+        .div_ceil(2 * threads)
+        .next_multiple_of(MR)
+        .clamp(MR, BLOCK_ROWS);
+    let blocks = total.div_ceil(block_rows);
     let strips = o.div_ceil(NR);
     if blocks >= 2 * threads || strips == 1 {
-        out.par_chunks_mut(BLOCK_ROWS * o)
+        out.par_chunks_mut(block_rows * o)
             .enumerate()
             .for_each_init(
                 || (Vec::new(), Vec::new()),
-                |(taps, pairs), (block, c)| {
-                    let rows = block * BLOCK_ROWS..block * BLOCK_ROWS + c.len() / o;
-                    lay_out(rows, taps, pairs);
+                |(scratch, pairs), (block, c)| {
+                    let rows = block * block_rows..block * block_rows + c.len() / o;
+                    lay_out(rows, scratch, pairs);
                     c.fill(0.0);
                     filter.multiply(pairs, 0..o, c);
-                    finish.apply(c, o);
+                    finish(c);
                 },
             );
         return;
     }
-    // Too few blocks of rows to busy every thread twice over (a late layer of a small
-    // image): each block's columns are split too, into whole strips.
     let parts = (2 * threads).div_ceil(blocks).min(strips);
     let width = strips.div_ceil(parts) * NR;
     let parts = o.div_ceil(width);
@@ -104,12 +203,12 @@ pub(super) fn conv(
         .into_par_iter()
         .map_init(
             || (Vec::new(), Vec::new()),
-            |(taps, pairs), item| {
+            |(scratch, pairs), item| {
                 let (block, part) = (item / parts, item % parts);
-                let rows = block * BLOCK_ROWS..total.min((block + 1) * BLOCK_ROWS);
+                let rows = block * block_rows..total.min((block + 1) * block_rows);
                 let columns = part * width..o.min((part + 1) * width);
-                lay_out(rows.clone(), taps, pairs);
                 let mut c = vec![0.0; rows.len() * columns.len()];
+                lay_out(rows, scratch, pairs);
                 filter.multiply(pairs, columns, &mut c);
                 c
             },
@@ -119,10 +218,10 @@ pub(super) fn conv(
         let (block, part) = (item / parts, item % parts);
         let columns = part * width..o.min((part + 1) * width);
         for (i, row) in c.chunks_exact(columns.len()).enumerate() {
-            out[(block * BLOCK_ROWS + i) * o..][columns.clone()].copy_from_slice(row);
+            out[(block * block_rows + i) * o..][columns.clone()].copy_from_slice(row);
         }
     }
-    finish.apply(out, o);
+    finish(out);
 }
 
 /// Each row of `src` (rows of `k`) rounded to bf16 and zero-padded to whole k-pairs, as
@@ -372,7 +471,8 @@ mod tests {
         }
         let cpu = CpuDevice::shared();
         // (batch, h, w, channels, window, stride, filters, padding): pointwise, im2col, odd
-        // k, partial column strips, one row and few rows (the columns split), many rows.
+        // k, partial column strips, one row and few rows (the columns split), many rows;
+        // then Winograd's path.
         let cases = [
             (1, 2, 2, 64, 1, 1, 45, Padding::Valid),
             (1, 1, 1, 7, 3, 1, 33, Padding::Same),
@@ -390,6 +490,10 @@ mod tests {
             ),
             (4, 17, 13, 24, 5, 1, 31, Padding::Valid),
             (1, 2, 2, 300, 3, 1, 96, Padding::Same),
+            // Winograd's F(2x2, 3x3), its GEMMs in bf16: one block a thread, and few.
+            (4, 32, 32, 64, 3, 1, 64, Padding::Same),
+            (2, 31, 45, 96, 3, 1, 72, Padding::Valid),
+            (1, 34, 34, 128, 3, 1, 128, Padding::Valid),
         ];
         for (batch, h, w, c, window, stride, filters, padding) in cases {
             let x = integers(&[batch, h, w, c], 1, 0.25);
@@ -418,6 +522,51 @@ mod tests {
                 "batch {batch}, {h}x{w}x{c}, window {window}, stride {stride}, {filters} filters"
             );
         }
+    }
+
+    #[test]
+    fn bf16_weights_give_the_f32_matmuls_bits() {
+        if !super::bf16_dot::available() {
+            eprintln!("skipped: this CPU has no AVX512-BF16");
+            return;
+        }
+        let cpu = CpuDevice::shared();
+        // One row (columns split), a tile's worth, odd k, partial strips, batches, and
+        // both operands transposed (made contiguous first).
+        for (batch, m, k, n, transposed) in [
+            (1, 1, 4096, 300, false),
+            (1, 5, 7, 33, false),
+            (3, 47, 129, 64, false),
+            (2, 200, 64, 512, false),
+            (1, 30, 40, 50, true),
+        ] {
+            let a = integers(&[batch, m, k], 3, 0.25);
+            let a = Tensor::from_slice(&a, [batch, m, k], &cpu).unwrap();
+            let w = integers(&[k, n], 4, 1.0);
+            let w: Vec<bf16> = w.into_iter().map(bf16::from_f32).collect();
+            let w = Tensor::from_slice(&w, [k, n], &cpu).unwrap();
+            let (a, w) = if transposed {
+                let a = a.transpose(-1, -2).unwrap().contiguous().unwrap();
+                let w = w.transpose(0, 1).unwrap().contiguous().unwrap();
+                (a, w)
+            } else {
+                (a, w)
+            };
+            let mixed = a.matmul_t(&w, transposed, transposed).unwrap();
+            let wide = w.cast(DataType::Float).unwrap();
+            let want = a.matmul_t(&wide, transposed, transposed).unwrap();
+            assert_eq!(mixed.dims(), want.dims());
+            assert_eq!(
+                mixed.to_vec::<f32>().unwrap(),
+                want.to_vec::<f32>().unwrap(),
+                "[{batch}, {m}, {k}] x [{k}, {n}]"
+            );
+        }
+        // Weights with batch dims are not a matrix: their dtype must be the operand's.
+        let a = Tensor::from_slice(&[1f32; 4], [1, 2, 2], &cpu).unwrap();
+        let w = Tensor::from_slice(&[bf16::ONE; 4], [1, 2, 2], &cpu).unwrap();
+        let error = a.matmul(&w).unwrap_err().to_string();
+        assert!(error.contains("bfloat16"), "{error}");
     }
 
     #[test]

@@ -136,8 +136,8 @@ fn conv_typed<T: GemmElem + Float + bytemuck::Pod + Send + Sync>(
     Ok(())
 }
 
-/// An f32 convolution with a bf16 filter: in bf16 where [`mixed::multiplies`], else by the
-/// f32 kernels on the filter widened.
+/// An f32 convolution with a bf16 filter: its GEMMs (the implicit GEMM's, Winograd's) in
+/// bf16 where [`mixed::multiplies`], else the f32 kernels on the filter widened.
 fn conv_mixed(
     x: &TensorView<'_>,
     filter: &TensorView<'_>,
@@ -149,12 +149,13 @@ fn conv_mixed(
     let (x, f) = (elements::<f32>(x)?, elements::<half::bf16>(filter)?);
     let finish = Finish::of(epilogue)?;
     let out = output::<f32>(out)?;
-    let path = ConvPath::of(g, depthwise);
-    if mixed::multiplies(path == ConvPath::Gemm) {
-        mixed::conv(x, f, g, &finish, out);
-    } else {
-        let wide: Vec<f32> = f.iter().map(|v| v.to_f32()).collect();
-        path.run(x, &wide, g, &finish, out);
+    match ConvPath::of(g, depthwise) {
+        ConvPath::Gemm if mixed::multiplies() => mixed::conv(x, f, g, &finish, out),
+        ConvPath::Winograd if mixed::multiplies() => mixed::winograd(x, f, g, &finish, out),
+        path => {
+            let wide: Vec<f32> = f.iter().map(|v| v.to_f32()).collect();
+            path.run(x, &wide, g, &finish, out);
+        }
     }
     Ok(())
 }

@@ -83,15 +83,58 @@ pub(super) fn conv<T: GemmElem + Float + Pod + Send + Sync>(
     }
     with_buffer(&FILTERS, 16 * c * k, |u: &mut [T]| {
         transform_filter(f, c, k, u);
-        convolve(x, g, u, finish, out);
+        convolve(x, g, &Plain { u, c, k }, finish, out);
     });
 }
 
-/// [`conv`] with the transformed filter `u`.
+/// [`conv`] of an f32 image by a bf16 filter with the 16 GEMMs in bf16 (the mixed
+/// precision of `mixed.rs`): the filter is widened and transformed in f32, then `rounded`
+/// makes the GEMMs' right operands of the transformed filter.
+pub(super) fn conv_rounded<P: Products<f32>>(
+    x: &[f32],
+    f: &[half::bf16],
+    g: &WindowGeometry,
+    rounded: impl FnOnce(&[f32]) -> P,
+    finish: &Finish<'_, f32>,
+    out: &mut [f32],
+) {
+    let (c, k) = (g.channels, g.filters);
+    if out.is_empty() {
+        return;
+    }
+    let wide: Vec<f32> = f.iter().map(|v| v.to_f32()).collect();
+    with_buffer(&FILTERS, 16 * c * k, |u: &mut [f32]| {
+        transform_filter(&wide, c, k, u);
+        convolve(x, g, &rounded(u), finish, out);
+    });
+}
+
+/// The 16 GEMMs' right operands (the transformed filter) and how they multiply.
+pub(super) trait Products<T>: Sync {
+    /// `m = v u[xi]` for `v` of `[tiles, channels]` and `m` of `[tiles, filters]`.
+    fn multiply(&self, xi: usize, v: &[T], m: &mut [T]);
+}
+
+/// The transformed filter as it is: 16 matrices of `[c, k]`, multiplied by the f32 or f64
+/// GEMM.
+struct Plain<'a, T> {
+    u: &'a [T],
+    c: usize,
+    k: usize,
+}
+
+impl<T: GemmElem + Sync> Products<T> for Plain<'_, T> {
+    fn multiply(&self, xi: usize, v: &[T], m: &mut [T]) {
+        let (c, k) = (self.c, self.k);
+        gemm_rows(v.len() / c, k, c, v, &self.u[xi * c * k..][..c * k], m);
+    }
+}
+
+/// [`conv`] with the transformed filter's `products`.
 fn convolve<T: GemmElem + Float + Pod + Send + Sync>(
     x: &[T],
     g: &WindowGeometry,
-    u: &[T],
+    u: &impl Products<T>,
     finish: &Finish<'_, T>,
     out: &mut [T],
 ) {
@@ -194,7 +237,7 @@ fn with_scratch<T: Pod + Float, R>(
 fn run_block<T: GemmElem + Float + Pod + Send + Sync>(
     x: &[T],
     g: &WindowGeometry,
-    u: &[T],
+    u: &impl Products<T>,
     rows: &mut [TileRow<'_, T>],
     mut s: Scratch<'_, T>,
     share_gemms: bool,
@@ -224,7 +267,7 @@ fn run_block<T: GemmElem + Float + Pod + Send + Sync>(
     }
     let multiply = |(xi, m): (usize, &mut [T])| {
         let v = &s.v[xi * tiles * c..][..tiles * c];
-        gemm_rows(tiles, k, c, v, &u[xi * c * k..][..c * k], m);
+        u.multiply(xi, v, m);
     };
     if share_gemms {
         s.m.par_chunks_mut(tiles * k).enumerate().for_each(multiply);

@@ -1,30 +1,41 @@
 //! The mixed-precision pass ([`GraphOptimizations::bf16_weights`](super::GraphOptimizations),
-//! oneDNN's auto mixed precision for inference): the constant filter of each f32
-//! convolution placed on a device that multiplies bf16 natively
-//! ([`Device::bf16_weights`](polytensor_core::Device::bf16_weights)) is rounded to bf16 once,
-//! when the plan is made; the step then reads the rounded filter, and the device rounds the
-//! activations as it packs them and sums in f32. Depthwise convolutions keep f32 (they are
-//! bound by memory, not by multiply-adds).
+//! oneDNN's auto mixed precision for inference): the constant weights of each f32
+//! convolution and matrix product (`MatMul`, `BatchMatMulV2` by a matrix, untransposed)
+//! placed on a device that multiplies bf16 natively
+//! ([`Device::bf16_weights`](polytensor_core::Device::bf16_weights)) are rounded to bf16
+//! once, when the plan is made; the step then reads the rounded weights, and the device
+//! rounds the activations as it lays them out and sums in f32. Depthwise convolutions keep
+//! f32 (they are bound by memory, not by multiply-adds).
 
 use polytensor_core::{DataType, Tensor};
 
 use super::plan::{Plan, Source, Step};
 use super::stop::Stop;
 use super::Session;
+use crate::attr::Attrs;
 use crate::ops::{Kind, Nn, Value};
 
 impl Session {
-    /// Give each convolution step of `steps` that takes bf16 weights its filter rounded to
-    /// bf16 (see the module's doc).
+    /// Give each convolution and matrix product step of `steps` that takes bf16 weights its
+    /// weights rounded to bf16 (see the module's doc).
     pub(super) fn round_weights(&self, steps: &mut [Step]) {
         for at in 0..steps.len() {
             let step = &steps[at];
-            let convolves = match step.kind {
-                Kind::FusedConv(fused) => !fused.depthwise,
-                Kind::Nn(op) => op == Nn::Conv2D,
-                _ => false,
+            let node = &self.graph.nodes[step.node];
+            let attrs = Attrs {
+                node: &node.name,
+                attrs: &node.attrs,
             };
-            if !convolves || !self.devices[step.device].bf16_weights() {
+            let untransposed = |name| attrs.bool_or(name, false).is_ok_and(|t| !t);
+            // The rank the weights must have.
+            let rank = match step.kind {
+                Kind::FusedConv(fused) if !fused.depthwise => 4,
+                Kind::Nn(Nn::Conv2D) => 4,
+                Kind::MatMul if untransposed("transpose_b") => 2,
+                Kind::BatchMatMul if untransposed("adj_y") => 2,
+                _ => continue,
+            };
+            if !self.devices[step.device].bf16_weights() {
                 continue;
             }
             let Some(&Source::Node { node, index }) = step.inputs.get(1) else {
@@ -37,7 +48,7 @@ impl Session {
             else {
                 continue;
             };
-            if filter.dtype() != DataType::Float || filter.rank() != 4 {
+            if filter.dtype() != DataType::Float || filter.rank() != rank {
                 continue;
             }
             if let Ok(rounded) = filter.cast(DataType::BFloat16) {

@@ -499,7 +499,9 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
     /// `out = x` converted to `out`'s dtype.
     fn cast(&self, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()>;
 
-    /// `out[.., m, n] = sum_k a[.., m, k] * b[.., k, n]` over broadcast batch dims.
+    /// `out[.., m, n] = sum_k a[.., m, k] * b[.., k, n]` over broadcast batch dims. Also,
+    /// where [`Device::bf16_weights`] holds, an f32 `a` (contiguous) times a bf16 matrix `b`
+    /// (contiguous, rank 2) into f32 `out`.
     fn matmul(&self, a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()>;
 
     /// Reduce `x` over `axes` (sorted, distinct); `out` holds the kept dims in order.
@@ -585,10 +587,10 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         false
     }
 
-    /// Whether [`Device::conv2d`] takes an f32 image with a bf16 filter (the result f32)
-    /// and multiplies it in bf16 faster than in f32 (AVX512-BF16's dot products): the
-    /// session's mixed-precision pass rounds constant filters to bf16 only for such
-    /// devices. The default: no.
+    /// Whether [`Device::conv2d`] and [`Device::matmul`] take f32 activations with bf16
+    /// weights (the result f32) and multiply them in bf16 faster than in f32 (AVX512-BF16's
+    /// dot products): the session's mixed-precision pass rounds constant weights to bf16
+    /// only for such devices. The default: no.
     fn bf16_weights(&self) -> bool {
         false
     }

@@ -268,8 +268,47 @@ impl Tensor {
     }
 
     /// Matrix product with either operand transposed first (its last two dims swapped).
+    ///
+    /// Besides operands of one dtype, an f32 `self` times bf16 weights (a matrix: `other`
+    /// of rank 2) gives f32, multiplied in bf16 with f32 sums, on a device where
+    /// [`Device::bf16_weights`] holds: the session's mixed precision.
     pub fn matmul_t(&self, other: &Tensor, transpose_a: bool, transpose_b: bool) -> Result<Tensor> {
         self.check_same_device(other, "matmul")?;
+        let mixed = self.dtype == DataType::Float
+            && other.dtype == DataType::BFloat16
+            && other.rank() == 2
+            && self.rank() >= 2
+            && self.device().bf16_weights();
+        if mixed {
+            let a = if transpose_a { self.t()? } else { self.clone() };
+            let b = if transpose_b {
+                other.t()?
+            } else {
+                other.clone()
+            };
+            let (a, b) = (a.contiguous()?, b.contiguous()?);
+            let (ad, [k2, n]) = (a.dims(), [b.dims()[0], b.dims()[1]]);
+            let (m, k) = (ad[ad.len() - 2], ad[ad.len() - 1]);
+            if k != k2 {
+                return Err(Error::shape(
+                    "matmul",
+                    format!(
+                        "inner dims differ: {} x {} (transpose_a={transpose_a}, \
+                         transpose_b={transpose_b})",
+                        self.shape(),
+                        other.shape()
+                    ),
+                ));
+            }
+            let batch = TensorShape::new(&ad[..ad.len() - 2])?;
+            let device = self.device();
+            return Tensor::produce(
+                batch.concatenate(&TensorShape::new(&[m, n])?)?,
+                DataType::Float,
+                device,
+                |out| device.matmul(&a.view(), &b.view(), out),
+            );
+        }
         if self.dtype != other.dtype {
             return Err(Error::DTypeMismatch {
                 op: "matmul",

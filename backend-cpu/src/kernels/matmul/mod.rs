@@ -29,6 +29,7 @@ mod widened;
 pub(crate) fn matmul(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
     use polytensor_core::DataType as D;
     match a.dtype() {
+        D::Float if b.dtype() == D::BFloat16 => rounded_weights(a, b, out),
         D::Float => {
             let (g, sa, sb, dst) = checked::<f32>(a, b, out)?;
             if !row_times_matrix(&g, sa, sb, dst) {
@@ -341,6 +342,43 @@ unsafe fn gemm_columns_of<T: GemmElem>(
             false,
             gemm::Parallelism::None,
         );
+    }
+}
+
+/// An f32 `a` times bf16 weights (`Device::bf16_weights`): every batch's rows as one GEMM
+/// in bf16 with f32 sums (`mixed.rs`). `a` and `b` must be contiguous, `b` a matrix.
+fn rounded_weights(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
+    let (la, lb) = (a.layout(), b.layout());
+    let (bd, ad) = (lb.shape().dims(), la.shape().dims());
+    let (sa, sb, dst) = (
+        input::<f32>(a)?,
+        input::<half::bf16>(b)?,
+        output::<f32>(out)?,
+    );
+    if bd.first() == Some(&0) {
+        // An empty sum.
+        dst.fill(0.0);
+        return Ok(());
+    }
+    match (&bd[..], ad.last()) {
+        (&[k, n], Some(&ka))
+            if k == ka
+                && la.is_contiguous()
+                && lb.is_contiguous()
+                && dst.len() == la.shape().num_elements() / k.max(1) * n
+                && super::mixed::multiplies() =>
+        {
+            let (a0, b0) = (la.offset(), lb.offset());
+            let a = &sa[a0..a0 + la.shape().num_elements()];
+            super::mixed::matmul(a, &sb[b0..b0 + k * n], k, n, dst);
+            Ok(())
+        }
+        _ => Err(polytensor_core::Error::invalid(format!(
+            "matmul of f32 by bf16 weights needs a contiguous f32 operand, a contiguous \
+             bf16 matrix and AVX512-BF16; got {} by {}",
+            la.shape(),
+            lb.shape()
+        ))),
     }
 }
 
