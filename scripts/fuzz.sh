@@ -2,7 +2,7 @@
 # Run polytensor's cargo-fuzz targets (fuzz/): TensorProto decoding, TensorSlice parsing,
 # the view/bitcast API, and checkpoints (index and data files). Installs what it needs: a
 # nightly toolchain and cargo-fuzz (into target/tools). Each target runs for SECONDS
-# (default 60); CI runs a short smoke run:
+# (default 60), as many at once as there are cores; CI runs a short smoke run:
 #
 #   scripts/fuzz.sh --dev 20           # every target, 20 s each, built unoptimised (what
 #                                      # .ci/run does: the optimised build takes minutes)
@@ -36,7 +36,9 @@ if ! cargo +nightly fuzz build "${profile[@]}" >"$CARGO_TARGET_DIR/build.log" 2>
     cat "$CARGO_TARGET_DIR/build.log" >&2
     exit 1
 fi
-for target in "${targets[@]}"; do
+# One target at a time per core: each runs for SECONDS, its report kept in its log.
+fuzz_one() {
+    local target=$1
     corpus="$CARGO_TARGET_DIR/corpus/$target"
     mkdir -p "$corpus"
     seeds=()
@@ -62,10 +64,26 @@ for target in "${targets[@]}"; do
     cargo +nightly fuzz run "${profile[@]}" "$target" "$corpus" "${seeds[@]}" -- \
         -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 2>&1 \
         | grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|Done|==[0-9]+==|SUMMARY|thread|.*panicked)' || true
+}
+jobs=$(nproc)
+running=0
+for target in "${targets[@]}"; do
+    fuzz_one "$target" >"$CARGO_TARGET_DIR/$target.log" 2>&1 &
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+        wait -n || true
+        running=$((running - 1))
+    fi
+done
+wait
+crashed=0
+for target in "${targets[@]}"; do
+    cat "$CARGO_TARGET_DIR/$target.log"
     # cargo fuzz exits non-zero on a crash; grep's status above hides it, so check the
     # artifacts, which libFuzzer writes only for a crashing input.
     if compgen -G "fuzz/artifacts/$target/*" >/dev/null; then
         echo "fuzz target $target crashed: see fuzz/artifacts/$target" >&2
-        exit 1
+        crashed=1
     fi
 done
+exit "$crashed"

@@ -19,7 +19,11 @@
 //!   `zoo_transformer_encoder`, `zoo_text_cnn`: the zoo of issue 50, one Keras network of
 //!   each family (`keras.applications` with `weights=None` at 64x64, 96x96 for Inception
 //!   and Xception), a transformer encoder block and a text CNN, frozen by
-//!   `tests/python/keras_models.py` into `target/zoo-bench`, at batch 1 and 16.
+//!   `tests/python/keras_models.py` into `target/zoo-bench`, at batch 1 and 16;
+//!   `bf16_zoo_*`: the same in mixed precision, polytensor's `bf16_weights` beside
+//!   TensorFlow's `auto_mixed_precision_onednn_bfloat16`;
+//! - `conv2d_bf16_weights_*`: the mixed-precision convolution kernels (implicit GEMM and
+//!   Winograd's), each with its f32 filter and with it rounded to bf16.
 //!
 //! - `saved_model_load_and_first_run`: `SavedModel::load` of a SavedModel directory plus
 //!   its first signature call (the time to a first result), for three SavedModels
@@ -37,7 +41,7 @@ use std::sync::Arc;
 
 use benches::tensorflow::{workspace, TensorFlow};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use polytensor::graph::{Graph, Session};
+use polytensor::graph::{Graph, Session, SessionOptions};
 use polytensor::{Conv2dOptions, DataType, Device, Padding};
 
 fn cpu() -> Arc<dyn Device> {
@@ -150,13 +154,28 @@ const KERAS: [&str; 5] = [
 /// `Session::run` of each [`KERAS`] model at batch 1 and 32, TensorFlow beside it.
 fn keras(c: &mut Criterion) {
     if let Some(dir) = benches::tensorflow::keras_models(&KERAS) {
-        frozen_models(c, &dir, &KERAS, "model_", [1, 32]);
+        frozen_models(c, &dir, &KERAS, "model_", [1, 32], Precision::F32);
     }
 }
 
+/// How a model runs: in f32, or in mixed precision (polytensor's
+/// `GraphOptimizations::bf16_weights`, TensorFlow's `auto_mixed_precision_onednn_bfloat16`).
+#[derive(Clone, Copy, PartialEq)]
+enum Precision {
+    F32,
+    Bf16,
+}
+
 /// A group `{prefix}{name}` per frozen Keras model of `dir`: `Session::run` on cpu:0 at each
-/// of `batches`, TensorFlow beside it.
-fn frozen_models(c: &mut Criterion, dir: &Path, names: &[&str], prefix: &str, batches: [usize; 2]) {
+/// of `batches` in `precision`, TensorFlow beside it in the same precision.
+fn frozen_models(
+    c: &mut Criterion,
+    dir: &Path,
+    names: &[&str],
+    prefix: &str,
+    batches: [usize; 2],
+    precision: Precision,
+) {
     let device = cpu();
     let mut tf = TensorFlow::start();
     for model in names {
@@ -164,13 +183,16 @@ fn frozen_models(c: &mut Criterion, dir: &Path, names: &[&str], prefix: &str, ba
         let mut group = c.benchmark_group(format!("{prefix}{model}"));
         group.sample_size(10);
         for batch in batches {
-            let (session, run) = frozen_session(&path, batch, &device);
+            let (session, run) = frozen_session(&path, batch, &device, precision);
             group.bench_function(
                 BenchmarkId::new("polytensor", format!("batch_{batch}")),
                 |b| b.iter(|| black_box(run(&session))),
             );
             if let Some(tf) = tf.as_mut() {
-                tf.load_frozen(&path, batch, threads());
+                match precision {
+                    Precision::F32 => tf.load_frozen(&path, batch, threads()),
+                    Precision::Bf16 => tf.load_frozen_bf16(&path, batch, threads()),
+                }
                 group.bench_function(
                     BenchmarkId::new("tensorflow", format!("batch_{batch}")),
                     |b| b.iter_custom(|iters| tf.time(iters)),
@@ -188,6 +210,7 @@ fn frozen_session(
     path: &Path,
     batch: usize,
     device: &Arc<dyn Device>,
+    precision: Precision,
 ) -> (Session, Box<dyn Fn(&Session) -> Vec<polytensor::Tensor>>) {
     let sidecar: serde_json::Value =
         serde_json::from_slice(&std::fs::read(path.with_extension("json")).expect("sidecar"))
@@ -221,7 +244,9 @@ fn frozen_session(
         .iter()
         .map(|f| graph.tensor(f.as_str().expect("a fetch")).expect("fetch"))
         .collect();
-    let session = Session::new(&graph, device.clone());
+    let mut options = SessionOptions::new(vec![device.clone()]);
+    options.optimizations.bf16_weights = precision == Precision::Bf16;
+    let session = Session::with_options(&graph, options).expect("session");
     let run = move |s: &Session| {
         let fetches: Vec<_> = fetches.iter().collect();
         s.run(&[(&input, &feed)], &fetches, &[]).expect("run")
@@ -249,7 +274,17 @@ const ZOO: [&str; 9] = [
 /// goal: polytensor at 0.8x TensorFlow's time or less on each row).
 fn zoo(c: &mut Criterion) {
     if let Some(dir) = benches::tensorflow::zoo_models(&ZOO) {
-        frozen_models(c, &dir, &ZOO, "", [1, 16]);
+        frozen_models(c, &dir, &ZOO, "", [1, 16], Precision::F32);
+    }
+}
+
+/// The zoo in mixed precision: polytensor's `bf16_weights` (weights rounded to bf16, f32
+/// sums and activations) beside TensorFlow's `auto_mixed_precision_onednn_bfloat16`
+/// (oneDNN's bf16 convolutions and matmuls, their activations in bf16 too), at batch 1 and
+/// 16. On a CPU without AVX512-BF16 both run f32.
+fn zoo_bf16(c: &mut Criterion) {
+    if let Some(dir) = benches::tensorflow::zoo_models(&ZOO) {
+        frozen_models(c, &dir, &ZOO, "bf16_", [1, 16], Precision::Bf16);
     }
 }
 
@@ -386,6 +421,6 @@ fn saved_model(c: &mut Criterion) {
 criterion_group! {
     name = model_benches;
     config = benches::criterion_config();
-    targets = conv2d, conv2d_bf16_weights, models, keras, zoo, saved_model, gpu
+    targets = conv2d, conv2d_bf16_weights, models, keras, zoo, zoo_bf16, saved_model, gpu
 }
 criterion_main!(model_benches);

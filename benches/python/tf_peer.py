@@ -7,6 +7,8 @@ The benchmark writes one command per line and reads one line back:
   `tests/python/keras_models.py` made), feed its input a seeded batch of BATCH as its
   sidecar `PATH.json` describes (integers below its vocabulary, else standard normal),
   fetch its outputs; answers `ready`.
+- `frozen_bf16 PATH BATCH THREADS`: as `frozen`, with grappler's bf16 auto mixed precision
+  (`auto_mixed_precision_onednn_bfloat16`), oneDNN's bf16 on CPUs that have it.
 - `conv2d N H W C K O THREADS`: one Conv2D (NHWC, K x K, SAME, stride 1) of a seeded
   [N, H, W, C] input and a [K, K, C, O] filter; answers `ready`.
 - `while PATH STEPS VERSION THREADS`: a `tf.compat.v1.while_loop` of STEPS iterations
@@ -36,10 +38,16 @@ import numpy as np
 import tensorflow as tf
 
 
-def session(graph, threads):
+def session(graph, threads, bf16=False):
     config = tf.compat.v1.ConfigProto(
         intra_op_parallelism_threads=threads, inter_op_parallelism_threads=1
     )
+    if bf16:
+        from tensorflow.core.protobuf import rewriter_config_pb2
+
+        config.graph_options.rewrite_options.auto_mixed_precision_onednn_bfloat16 = (
+            rewriter_config_pb2.RewriterConfig.ON
+        )
     return tf.compat.v1.Session(graph=graph, config=config)
 
 
@@ -79,7 +87,7 @@ def main():
             fetch = graph.get_tensor_by_name("probs:0")
             s = session(graph, threads)
             run = lambda: s.run(fetch, feed)
-        elif words[0] == "frozen":
+        elif words[0] in ("frozen", "frozen_bf16"):
             path, batch, threads = words[1], int(words[2]), int(words[3])
             with open(path[: -len(".pb")] + ".json") as f:
                 sidecar = json.load(f)
@@ -92,7 +100,7 @@ def main():
                 value = rng.standard_normal(shape).astype(spec["dtype"])
             feed = {graph.get_tensor_by_name(spec["name"]): value}
             fetch = [graph.get_tensor_by_name(name) for name in sidecar["fetches"]]
-            s = session(graph, threads)
+            s = session(graph, threads, bf16=words[0] == "frozen_bf16")
             run = lambda: s.run(fetch, feed)
         elif words[0] == "conv2d":
             n, h, w, c, k, o, threads = map(int, words[1:8])

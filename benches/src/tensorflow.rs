@@ -129,6 +129,13 @@ impl TensorFlow {
         assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
     }
 
+    /// [`TensorFlow::load_frozen`] with grappler's bf16 auto mixed precision
+    /// (`auto_mixed_precision_onednn_bfloat16`: oneDNN's bf16 where the CPU has it).
+    pub fn load_frozen_bf16(&mut self, path: &Path, batch: usize, threads: usize) {
+        let answer = self.ask(&format!("frozen_bf16 {} {batch} {threads}", path.display()));
+        assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
+    }
+
     /// Load one `Conv2D` (NHWC, SAME, stride 1) of `[n, h, w, c]` by a `k x k x c x o`
     /// filter, run on `threads` threads.
     pub fn load_conv2d(&mut self, [n, h, w, c, k, o]: [usize; 6], threads: usize) {

@@ -163,7 +163,7 @@ pub fn python() -> Result<bool, String> {
         .ok_or("xtask has no parent folder")?;
     let python = match std::env::var_os("POLYTENSOR_PACKAGE_PYTHON") {
         Some(python) => PathBuf::from(python),
-        None => root.join("target/python-venv/bin/python"),
+        None => root.join("target/tf-venv/bin/python"),
     };
     if !python.exists() {
         return Err(format!(

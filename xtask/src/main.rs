@@ -10,7 +10,7 @@
 //!   built, and the test binaries stay within their budget (Cargo's unit graph, nightly).
 //! - `cargo xtask python-bench`: time the Python package (`python/benches/bench.py`: DLPack
 //!   round trips and small ops' call overhead, NumPy and PyTorch in the same run) with the
-//!   Python of `target/python-venv` (or `POLYTENSOR_PACKAGE_PYTHON`), which has it installed.
+//!   Python of `target/tf-venv` (or `POLYTENSOR_PACKAGE_PYTHON`), which has it installed.
 
 mod bench;
 mod build_check;
