@@ -748,6 +748,16 @@ void PT_SessionOptionsSetSoftPlacement(struct PT_SessionOptions *options, int al
 // `options` is NULL (ignored) or a live handle.
 void PT_SessionOptionsSetOperationTimeout(struct PT_SessionOptions *options, int64_t timeout_in_ms);
 
+// Mixed precision in bf16 (`GraphOptimizations::bf16_weights`, grappler's
+// `auto_mixed_precision_onednn_bfloat16`): nonzero rounds the constant weights of
+// convolutions and dense layers to bf16 once, and multiplies them in bf16 with f32 sums,
+// on CPUs with AVX512-BF16 (elsewhere nothing changes); 0, the default, keeps f32.
+//
+// # Safety
+//
+// `options` is NULL (ignored) or a live handle.
+void PT_SessionOptionsSetBf16Weights(struct PT_SessionOptions *options, int enabled);
+
 // A session on `graph` (which it keeps alive); `options` may be NULL (every device).
 // NULL on error.
 //

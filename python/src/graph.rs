@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use polytensor::graph::{
-    timeout_from_millis, CancellationManager, Graph, RunOptions, Session, StepStats, Trace,
+    timeout_from_millis, CancellationManager, Graph, RunOptions, Session, SessionOptions,
+    StepStats, Trace,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
@@ -60,7 +61,9 @@ impl PyGraph {
 /// A session that runs a graph: on `device` (a `Device` or a name), or over every device
 /// present with TensorFlow's placement when `device` is `None`.
 /// `operation_timeout_in_ms` (TensorFlow's `ConfigProto` field) bounds every run whose
-/// options give no timeout.
+/// options give no timeout. `bf16_weights=True` turns on mixed precision in bf16 (grappler's
+/// `auto_mixed_precision_onednn_bfloat16`): on CPUs with AVX512-BF16, convolutions and
+/// dense layers multiply their constant weights rounded to bf16, summing in f32.
 #[pyclass(name = "Session", module = "polytensor", frozen)]
 pub struct PySession {
     session: Session,
@@ -213,16 +216,23 @@ impl PyCancellationManager {
 #[pymethods]
 impl PySession {
     #[new]
-    #[pyo3(signature = (graph, device=None, operation_timeout_in_ms=None))]
+    #[pyo3(signature = (graph, device=None, operation_timeout_in_ms=None, bf16_weights=false))]
     fn new(
         graph: &PyGraph,
         device: Option<&Bound<'_, PyAny>>,
         operation_timeout_in_ms: Option<i64>,
+        bf16_weights: bool,
     ) -> PyResult<Self> {
-        let session = match device {
-            Some(d) if !d.is_none() => Session::new(&graph.graph, device::resolve(Some(d))?),
-            _ => polytensor::session(&graph.graph).py()?,
+        let devices = match device {
+            Some(d) if !d.is_none() => vec![device::resolve(Some(d))?],
+            _ => polytensor::devices()
+                .iter()
+                .filter_map(|entry| entry.device().cloned())
+                .collect(),
         };
+        let mut options = SessionOptions::new(devices);
+        options.optimizations.bf16_weights = bf16_weights;
+        let session = Session::with_options(&graph.graph, options).py()?;
         Ok(PySession {
             session,
             operation_timeout: operation_timeout_in_ms.and_then(timeout_from_millis),

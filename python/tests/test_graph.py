@@ -127,3 +127,30 @@ def test_runs_stop_at_their_deadline_or_when_cancelled(endless_loop):
     assert cancel.is_cancelled
     # The session runs on.
     assert session.run("start:0") == 0
+
+
+def test_bf16_weights_stay_within_bf16_rounding_of_float32(tf):
+    """`Session(bf16_weights=True)`: a convolution and a dense layer on constant weights
+    move by bf16's rounding on a CPU with AVX512-BF16, and not at all elsewhere."""
+    rng = np.random.default_rng(5)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, (None, 12, 12, 16), name="x")
+        f = tf.constant(rng.normal(size=(3, 3, 16, 32)).astype(np.float32))
+        y = tf.nn.relu(tf.nn.conv2d(x, f, strides=1, padding="SAME"))
+        w = tf.constant(rng.normal(size=(12 * 12 * 32, 10)).astype(np.float32))
+        tf.matmul(tf.reshape(y, (-1, 12 * 12 * 32)), w, name="logits")
+    feed = rng.normal(size=(3, 12, 12, 16)).astype(np.float32)
+    with tf.compat.v1.Session(graph=graph) as session:
+        want = session.run("logits:0", {"x:0": feed})
+    imported = pt.Graph.from_graph_def(graph.as_graph_def().SerializeToString())
+    f32 = pt.Session(imported, device="cpu:0").run("logits:0", {"x:0": feed})
+    bf16 = pt.Session(imported, device="cpu:0", bf16_weights=True).run("logits:0", {"x:0": feed})
+    scale = np.abs(want).max()
+    np.testing.assert_allclose(f32, want, atol=1e-4 * scale)
+    with open("/proc/cpuinfo") as cpuinfo:
+        native = "avx512_bf16" in cpuinfo.read()
+    if native:
+        assert 0 < np.abs(bf16 - f32).max() <= 2e-2 * scale
+    else:
+        np.testing.assert_array_equal(bf16, f32)

@@ -4,9 +4,10 @@
 //! hundreds of pairs, so each is only its contiguous loop, run by the small driver
 //! `map1_runs`.
 
+use half::slice::HalfFloatSliceExt;
 use polytensor_core::float8::Float8;
 use polytensor_core::Error;
-use polytensor_core::{dispatch_dtype, Element, OutView, Result, TensorView};
+use polytensor_core::{dispatch_dtype, DataType, Element, OutView, Result, TensorView};
 
 use super::unsupported;
 use crate::strided::map1_runs;
@@ -36,6 +37,14 @@ pub(crate) fn cast(x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
                 }),
                 _ => Err(unsupported("cast", x)))
         }
+    }
+    // f32 to bf16, the mixed-precision pass's rounding of weights: `half`'s slice
+    // conversion, the same bits as `cast_from` (through f64, which holds every f32 exactly)
+    // without the detour.
+    if (x.dtype(), to) == (DataType::Float, DataType::BFloat16) {
+        return map1_runs(x, out, &|xs: &[f32], os: &mut [half::bf16]| {
+            os.convert_from_f32_slice(xs)
+        });
     }
     dispatch_dtype!(x.dtype(),
         A => dispatch_dtype!(to,

@@ -129,6 +129,7 @@ pub struct PT_SessionOptions {
     devices: Vec<Arc<dyn Device>>,
     soft_placement: bool,
     operation_timeout: Option<std::time::Duration>,
+    bf16_weights: bool,
 }
 
 /// A session (TensorFlow's `TF_Session`).
@@ -152,6 +153,7 @@ fn session_options(options: Option<&PT_SessionOptions>) -> SessionOptions {
     let mut session_options = SessionOptions::new(devices);
     session_options.allow_soft_placement = options.is_none_or(|o| o.soft_placement);
     session_options.operation_timeout = options.and_then(|o| o.operation_timeout);
+    session_options.optimizations.bf16_weights = options.is_some_and(|o| o.bf16_weights);
     session_options
 }
 

@@ -23,6 +23,7 @@ pub extern "C" fn PT_NewSessionOptions() -> *mut PT_SessionOptions {
         devices: Vec::new(),
         soft_placement: true,
         operation_timeout: None,
+        bf16_weights: false,
     }))
 }
 
@@ -93,6 +94,25 @@ pub unsafe extern "C" fn PT_SessionOptionsSetOperationTimeout(
     // SAFETY: the caller's contract.
     if let Some(options) = unsafe { options.as_mut() } {
         options.operation_timeout = timeout_from_millis(timeout_in_ms);
+    }
+}
+
+/// Mixed precision in bf16 (`GraphOptimizations::bf16_weights`, grappler's
+/// `auto_mixed_precision_onednn_bfloat16`): nonzero rounds the constant weights of
+/// convolutions and dense layers to bf16 once, and multiplies them in bf16 with f32 sums,
+/// on CPUs with AVX512-BF16 (elsewhere nothing changes); 0, the default, keeps f32.
+///
+/// # Safety
+///
+/// `options` is NULL (ignored) or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn PT_SessionOptionsSetBf16Weights(
+    options: *mut PT_SessionOptions,
+    enabled: c_int,
+) {
+    // SAFETY: the caller's contract.
+    if let Some(options) = unsafe { options.as_mut() } {
+        options.bf16_weights = enabled != 0;
     }
 }
 

@@ -7,7 +7,8 @@
  *    deadline and by a cancellation manager;
  * 4. the SavedModel $POLYTENSOR_SAVED_MODEL loaded with PT_LoadSessionFromSavedModel, its
  *    signatures listed, and `serving_default` run on the 2x16 values of
- *    $POLYTENSOR_SAVED_MODEL_FEED, its output printed one value a line. */
+ *    $POLYTENSOR_SAVED_MODEL_FEED, its output printed one value a line;
+ * 5. mixed precision in bf16 switched on and off. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,69 @@ static void seed_add(PT_Status* s) {
   PT_SessionRun(session, NULL, NULL, 0, &out, &value, 1, NULL, 0, s);
   CHECK(PT_GetCode(s) != PT_OK);
   PT_DeleteSession(session, s);
+  PT_DeleteGraph(g);
+}
+
+/* Mixed precision (PT_SessionOptionsSetBf16Weights): x [1, 2] = {1 + 2^-10, 1} fed, times
+ * constant weights {1, 1}. In f32 that is 2 + 2^-10; with bf16 weights on a CPU with
+ * AVX512-BF16, x is rounded to bf16 ({1, 1}) and the product is 2; elsewhere unchanged. */
+static void bf16_weights(PT_Status* s) {
+  PT_Graph* g = PT_NewGraph();
+  PT_OperationDescription* d = PT_NewOperation(g, "Placeholder", "x");
+  PT_SetAttrType(d, "dtype", PT_FLOAT);
+  PT_Operation* x = PT_FinishOperation(d, s);
+  OK(s);
+  int64_t dims[2] = {2, 1};
+  PT_Tensor* ones = PT_AllocateTensor(PT_FLOAT, dims, 2, 2 * sizeof(float), s);
+  OK(s);
+  float* w = (float*)PT_TensorData(ones);
+  w[0] = w[1] = 1.0f;
+  d = PT_NewOperation(g, "Const", "w");
+  PT_SetAttrType(d, "dtype", PT_FLOAT);
+  PT_SetAttrTensor(d, "value", ones, s);
+  OK(s);
+  PT_Operation* weights = PT_FinishOperation(d, s);
+  OK(s);
+  PT_DeleteTensor(ones);
+  d = PT_NewOperation(g, "MatMul", "y");
+  PT_Output ix = {x, 0}, iw = {weights, 0};
+  PT_AddInput(d, ix);
+  PT_AddInput(d, iw);
+  PT_Operation* y = PT_FinishOperation(d, s);
+  OK(s);
+  int64_t x_dims[2] = {1, 2};
+  PT_Tensor* feed = PT_AllocateTensor(PT_FLOAT, x_dims, 2, 2 * sizeof(float), s);
+  OK(s);
+  float* xs = (float*)PT_TensorData(feed);
+  xs[0] = 1.0f + 1.0f / 1024.0f;
+  xs[1] = 1.0f;
+  int native = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  native = __builtin_cpu_supports("avx512bf16");
+#endif
+  for (int mixed = 0; mixed < 2; mixed++) {
+    PT_SessionOptions* options = PT_NewSessionOptions();
+    PT_SessionOptionsAddDevice(options, "cpu:0", s);
+    OK(s);
+    PT_SessionOptionsSetBf16Weights(options, mixed);
+    PT_Session* session = PT_NewSession(g, options, s);
+    OK(s);
+    PT_DeleteSessionOptions(options);
+    PT_Output out = {y, 0};
+    PT_Tensor* value = NULL;
+    const PT_Tensor* feeds[1] = {feed};
+    PT_SessionRun(session, &ix, feeds, 1, &out, &value, 1, NULL, 0, s);
+    OK(s);
+    if (value != NULL) {
+      float got = *(const float*)PT_TensorData(value);
+      printf("bf16 weights %s: %.10g\n", mixed ? "on" : "off", got);
+      CHECK(got == (mixed && native ? 2.0f : 2.0f + 1.0f / 1024.0f));
+    }
+    PT_DeleteTensor(value);
+    PT_DeleteSession(session, s);
+    OK(s);
+  }
+  PT_DeleteTensor(feed);
   PT_DeleteGraph(g);
 }
 
@@ -307,6 +371,7 @@ int main(int argc, char** argv) {
   CHECK(PT_DataTypeSize(7) == 0); /* strings have no fixed size */
   CHECK(strlen(PT_Version()) > 0);
   seed_add(s);
+  bf16_weights(s);
   if (argc >= 14) imported(argv[1], argv + 2, s);
   const char* forever = getenv("POLYTENSOR_FOREVER_GRAPH");
   if (forever != NULL) stops(forever, s);

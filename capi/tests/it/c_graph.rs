@@ -154,6 +154,11 @@ fn a_c_program_builds_imports_and_runs_graphs() {
     }
     assert!(output.contains("all checks passed"), "{output}");
     assert!(output.lines().next() == Some("7"), "{output}");
+    // Mixed precision switched off and on (the program checks the values).
+    assert!(
+        output.contains("bf16 weights off: ") && output.contains("bf16 weights on: "),
+        "{output}"
+    );
     let stopped: Vec<&str> = output
         .lines()
         .filter_map(|l| l.strip_prefix("stopped: "))
