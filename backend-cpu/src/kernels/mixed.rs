@@ -23,19 +23,13 @@ use polytensor_core::plan::window::WindowGeometry;
 use rayon::prelude::*;
 
 use super::matmul::bf16_dot;
-use super::window::{pack_taps, Finish};
+use super::stored::{self, for_rows, tiles, Weights, MR, NR};
+use super::window::Finish;
 use super::{kept, winograd};
 
-/// Rows of the register tile.
-const MR: usize = 12;
-/// Columns of the register tile (two 16-lane registers).
-const NR: usize = 32;
 /// k-pairs per block: a block of the filter's strip (256 k by 32 columns, 16 KiB) stays
 /// in cache while every row of a work item passes over it.
 const KC_PAIRS: usize = 128;
-/// The most output rows per work item: a multiple of the tile's rows.
-const BLOCK_ROWS: usize = 10 * MR;
-
 /// Whether the CPU multiplies in bf16 here (else the filter is widened for the f32
 /// kernels): it has AVX512-BF16.
 pub(super) fn multiplies() -> bool {
@@ -83,15 +77,15 @@ thread_local! {
 impl winograd::Products<f32> for TransformedFilter {
     fn multiply(&self, xi: usize, v: &[f32], m: &mut [f32]) {
         let (c, k) = (self.c, self.k);
-        let filter = Filter {
+        let weights = Bf16Weights {
             bits: &self.bits[xi * c * k..][..c * k],
             k: c,
             n: k,
         };
         kept::with_kept(&PAIRS, 1 << 22, |pairs| {
-            round_rows(v, c, pairs);
+            weights.lay_rows(v, pairs);
             m.fill(0.0);
-            filter.multiply(pairs, 0..k, m);
+            weights.multiply(pairs, 0..k, m);
         });
     }
 }
@@ -105,134 +99,25 @@ pub(super) fn conv(
     finish: &Finish<'_, f32>,
     out: &mut [f32],
 ) {
-    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
-    let (k, o) = (kh * kw * g.channels, g.filters);
-    if o == 0 || out.is_empty() {
-        return;
-    }
-    if k == 0 {
-        out.fill(0.0);
-        return finish.apply(out, o);
-    }
-    let filter = Filter {
+    let k = g.windows[0].size * g.windows[1].size * g.channels;
+    let weights = Bf16Weights {
         bits: bytemuck::cast_slice(f),
         k,
-        n: o,
+        n: g.filters,
     };
-    let pointwise = kh == 1
-        && kw == 1
-        && g.windows.iter().all(|w| w.stride == 1)
-        && g.before == [0, 0]
-        && g.output == g.input;
-    // Rows `rows` of the GEMM's left operand as k-pairs: the input's own rows for a
-    // pointwise convolution, else their im2col taps.
-    let lay_out = |rows: Range<usize>, taps: &mut Vec<f32>, pairs: &mut Vec<u32>| {
-        let src = if pointwise {
-            &x[rows.start * k..rows.end * k]
-        } else {
-            taps.resize(rows.len() * k, 0.0);
-            pack_taps(x, g, rows.start, taps);
-            &taps[..]
-        };
-        round_rows(src, k, pairs);
-    };
-    gemm(&filter, lay_out, |c| finish.apply(c, o), out);
+    stored::conv(x, &weights, g, finish, out);
 }
 
 /// `out = x w` for an f32 `x` of `[rows, k]` (row-major) and a bf16 `w` of `[k, n]`
 /// (row-major), `out` `[rows, n]`: a dense layer with rounded weights. Requires
 /// [`multiplies`].
 pub(crate) fn matmul(x: &[f32], w: &[bf16], k: usize, n: usize, out: &mut [f32]) {
-    if n == 0 || out.is_empty() {
-        return;
-    }
-    if k == 0 {
-        return out.fill(0.0);
-    }
-    let filter = Filter {
+    let weights = Bf16Weights {
         bits: bytemuck::cast_slice(w),
         k,
         n,
     };
-    let lay_out = |rows: Range<usize>, _: &mut Vec<f32>, pairs: &mut Vec<u32>| {
-        round_rows(&x[rows.start * k..rows.end * k], k, pairs);
-    };
-    gemm(&filter, lay_out, |_| {}, out);
-}
-
-/// `out = a x filter`, `out` holding the rows' `filter.n` columns; `lay_out(rows, scratch,
-/// pairs)` makes rows `rows` of `a` as k-pairs ([`round_rows`]) in `pairs`, and `finish`
-/// runs on finished whole rows of `out`. Blocks of rows go to the threads; too few blocks
-/// to busy every thread twice over (a late layer of a small image, a dense layer at batch
-/// 1) have their columns split too, into whole strips.
-fn gemm(
-    filter: &Filter<'_>,
-    lay_out: impl Fn(Range<usize>, &mut Vec<f32>, &mut Vec<u32>) + Sync,
-    finish: impl Fn(&mut [f32]) + Sync,
-    out: &mut [f32],
-) {
-    let o = filter.n;
-    let total = out.len() / o;
-    let threads = rayon::current_num_threads().max(1);
-    // Whole tiles of rows, at least two blocks a thread where the rows allow.
-    let block_rows = total
-        .div_ceil(2 * threads)
-        .next_multiple_of(MR)
-        .clamp(MR, BLOCK_ROWS);
-    let blocks = total.div_ceil(block_rows);
-    let strips = o.div_ceil(NR);
-    if blocks >= 2 * threads || strips == 1 {
-        out.par_chunks_mut(block_rows * o)
-            .enumerate()
-            .for_each_init(
-                || (Vec::new(), Vec::new()),
-                |(scratch, pairs), (block, c)| {
-                    let rows = block * block_rows..block * block_rows + c.len() / o;
-                    lay_out(rows, scratch, pairs);
-                    c.fill(0.0);
-                    filter.multiply(pairs, 0..o, c);
-                    finish(c);
-                },
-            );
-        return;
-    }
-    let parts = (2 * threads).div_ceil(blocks).min(strips);
-    let width = strips.div_ceil(parts) * NR;
-    let parts = o.div_ceil(width);
-    let results: Vec<Vec<f32>> = (0..blocks * parts)
-        .into_par_iter()
-        .map_init(
-            || (Vec::new(), Vec::new()),
-            |(scratch, pairs), item| {
-                let (block, part) = (item / parts, item % parts);
-                let rows = block * block_rows..total.min((block + 1) * block_rows);
-                let columns = part * width..o.min((part + 1) * width);
-                let mut c = vec![0.0; rows.len() * columns.len()];
-                lay_out(rows, scratch, pairs);
-                filter.multiply(pairs, columns, &mut c);
-                c
-            },
-        )
-        .collect();
-    for (item, c) in results.iter().enumerate() {
-        let (block, part) = (item / parts, item % parts);
-        let columns = part * width..o.min((part + 1) * width);
-        for (i, row) in c.chunks_exact(columns.len()).enumerate() {
-            out[(block * block_rows + i) * o..][columns.clone()].copy_from_slice(row);
-        }
-    }
-    finish(out);
-}
-
-/// Each row of `src` (rows of `k`) rounded to bf16 and zero-padded to whole k-pairs, as
-/// 32-bit lanes (the even k in the low half), into `pairs`.
-fn round_rows(src: &[f32], k: usize, pairs: &mut Vec<u32>) {
-    let per_row = k.div_ceil(2);
-    pairs.clear();
-    pairs.resize(src.len() / k * per_row, 0);
-    for (row, lanes) in src.chunks_exact(k).zip(pairs.chunks_exact_mut(per_row)) {
-        round_to_bf16(row, &mut bytemuck::cast_slice_mut::<u32, u16>(lanes)[..k]);
-    }
+    stored::matmul(x, &weights, out);
 }
 
 /// `dst[i] = src[i]` rounded to the nearest bf16, ties to even (NaN stays NaN), as bits.
@@ -275,16 +160,35 @@ unsafe fn round_to_bf16_avx512(src: &[f32], dst: &mut [u16]) {
     }
 }
 
-/// The bf16 filter as the GEMM's right operand: `[k, n]`, row-major, as bits.
-struct Filter<'a> {
+/// bf16 weights as the GEMM's right operand: `[k, n]`, row-major, as bits.
+struct Bf16Weights<'a> {
     bits: &'a [u16],
     k: usize,
     n: usize,
 }
 
-impl Filter<'_> {
-    /// `c += a x filter[.., columns]`: `a` rows of `k.div_ceil(2)` k-pair lanes
-    /// ([`round_rows`]), `c` the rows' `columns`, row-major. Requires AVX512-BF16.
+impl Weights for Bf16Weights<'_> {
+    type Lane = u32;
+
+    fn k(&self) -> usize {
+        self.k
+    }
+
+    fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Each row rounded to bf16 and zero-padded to whole k-pairs, as 32-bit lanes (the
+    /// even k in the low half).
+    fn lay_rows(&self, src: &[f32], pairs: &mut Vec<u32>) {
+        let (k, per_row) = (self.k, self.k.div_ceil(2));
+        pairs.clear();
+        pairs.resize(src.len() / k * per_row, 0);
+        for (row, lanes) in src.chunks_exact(k).zip(pairs.chunks_exact_mut(per_row)) {
+            round_to_bf16(row, &mut bytemuck::cast_slice_mut::<u32, u16>(lanes)[..k]);
+        }
+    }
+
     fn multiply(&self, a: &[u32], columns: Range<usize>, c: &mut [f32]) {
         let (k, n) = (self.k, self.n);
         let lda = k.div_ceil(2);
@@ -293,32 +197,33 @@ impl Filter<'_> {
         assert!(
             self.bits.len() == k * n
                 && columns.end <= n
+                && columns.start.is_multiple_of(NR)
                 && a.len() == rows * lda
                 && c.len() == rows * ldc,
             "mixed GEMM operands"
         );
-        for q0 in (0..lda).step_by(KC_PAIRS) {
-            let q1 = lda.min(q0 + KC_PAIRS);
-            for j0 in columns.clone().step_by(NR) {
-                let cols = (columns.end - j0).min(NR);
-                for r0 in (0..rows).step_by(MR) {
-                    let tile = Tile {
-                        a: &a[r0 * lda..],
-                        lda,
-                        b: &self.bits[j0..],
-                        n,
-                        k,
-                        pairs: q0..q1,
-                        c: &mut c[r0 * ldc + j0 - columns.start..],
-                        ldc,
-                        cols,
-                    };
-                    // SAFETY: the caller guarantees AVX512-BF16 (the module's kernels run
-                    // only where `multiplies`); the tile's bounds are checked by `run`.
-                    unsafe { tile.run((rows - r0).min(MR)) };
-                }
-            }
-        }
+        tiles(
+            rows,
+            lda,
+            KC_PAIRS,
+            columns.clone(),
+            |r0, tile_rows, pairs, j0, cols| {
+                let tile = Tile {
+                    a: &a[r0 * lda..],
+                    lda,
+                    b: &self.bits[j0..],
+                    n,
+                    k,
+                    pairs,
+                    c: &mut c[r0 * ldc + j0 - columns.start..],
+                    ldc,
+                    cols,
+                };
+                // SAFETY: the caller runs this only where `multiplies` (AVX512-BF16); the
+                // tile's bounds are checked by `rows`.
+                for_rows!(tile_rows, R => unsafe { tile.rows::<R>() })
+            },
+        );
     }
 }
 
@@ -341,29 +246,11 @@ struct Tile<'a> {
 }
 
 impl Tile<'_> {
-    /// Run for `rows` (1 to [`MR`]) rows.
-    ///
-    /// # Safety
-    ///
-    /// The CPU has AVX-512F/BW and AVX512-BF16.
-    unsafe fn run(self, rows: usize) {
-        macro_rules! rows {
-            ($($r:literal)*) => {
-                match rows {
-                    // SAFETY: the caller's contract.
-                    $($r => unsafe { self.rows::<$r>() },)*
-                    _ => unreachable!("a tile has 1 to {MR} rows"),
-                }
-            };
-        }
-        rows!(1 2 3 4 5 6 7 8 9 10 11 12)
-    }
-
     /// The tile for `R` rows.
     ///
     /// # Safety
     ///
-    /// As [`Tile::run`].
+    /// The CPU has AVX-512F/BW and AVX512-BF16.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
     unsafe fn rows<const R: usize>(self) {
@@ -428,6 +315,9 @@ impl Tile<'_> {
             ];
             for (half, sums) in halves.into_iter().enumerate() {
                 let lanes = cols.saturating_sub(half * 16).min(16);
+                if lanes == 0 {
+                    continue;
+                }
                 let mask: __mmask16 = if lanes == 16 { !0 } else { (1 << lanes) - 1 };
                 // SAFETY: lanes `[r * ldc + 16 * half, + lanes)` are inside `c` (the
                 // assertion); masked lanes are neither read nor written.

@@ -11,6 +11,7 @@ mod mixed;
 pub(crate) mod reduce;
 mod reduce_fast;
 pub(crate) mod segment;
+mod stored;
 pub(crate) mod unary;
 pub(crate) mod window;
 mod winograd;
