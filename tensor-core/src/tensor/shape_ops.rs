@@ -17,8 +17,6 @@ use crate::shape::TensorShape;
 pub(super) enum Block<'a> {
     /// The elements of a tensor, in row-major order.
     Copy(&'a Tensor),
-    /// `count` elements of one value.
-    Fill(Scalar, usize),
 }
 
 /// How `MirrorPad` reflects (TensorFlow's `mode`).
@@ -71,20 +69,15 @@ impl Tensor {
         let storage = Storage::allocate(device, byte_len(&shape, dtype)?, false)?;
         let mut start = 0usize;
         for block in blocks {
-            let (block_shape, count) = match block {
-                Block::Copy(t) => (t.shape().clone(), t.num_elements()),
-                Block::Fill(_, count) => (TensorShape::new(&[*count])?, *count),
-            };
+            let Block::Copy(t) = block;
+            let (block_shape, count) = (t.shape().clone(), t.num_elements());
             if count == 0 {
                 continue;
             }
             let strides = contiguous_strides(&block_shape);
             let layout = Layout::new(block_shape, &strides, start)?;
             let mut out = OutView::new(TensorView::new(dtype, &layout, storage.buffer()));
-            match block {
-                Block::Copy(t) => device.copy(&t.view(), &mut out)?,
-                Block::Fill(value, _) => device.fill(*value, &mut out)?,
-            }
+            device.copy(&t.view(), &mut out)?;
             start += count;
         }
         if start != shape.num_elements() {
@@ -107,33 +100,15 @@ impl Tensor {
         // Each piece with `axis` in front (a view), and the rows it adds.
         let moved = pieces
             .iter()
-            .map(|piece| match piece {
-                Block::Copy(t) => Ok(Some(t.permute(&perm)?)),
-                Block::Fill(..) => Ok(None),
-            })
+            .map(|Block::Copy(t)| t.permute(&perm))
             .collect::<Result<Vec<_>>>()?;
-        let total = pieces.iter().try_fold(0usize, |sum, piece| {
-            let rows = match piece {
-                Block::Copy(t) => t.dims()[axis],
-                Block::Fill(_, rows) => *rows,
-            };
-            sum.checked_add(rows)
+        let total = pieces.iter().try_fold(0usize, |sum, Block::Copy(t)| {
+            sum.checked_add(t.dims()[axis])
                 .ok_or_else(|| Error::invalid("joined shape overflows"))
         })?;
         let mut dims: Vec<usize> = perm.iter().map(|&d| like.dims()[d]).collect();
         dims[0] = total;
-        let inner: usize = dims[1..].iter().product();
-        let blocks = pieces
-            .iter()
-            .zip(&moved)
-            .map(|(piece, moved)| match piece {
-                Block::Fill(value, rows) => rows
-                    .checked_mul(inner)
-                    .map(|count| Block::Fill(*value, count))
-                    .ok_or_else(|| Error::invalid("joined shape overflows")),
-                Block::Copy(t) => Ok(Block::Copy(moved.as_ref().unwrap_or(t))),
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let blocks: Vec<Block<'_>> = moved.iter().map(Block::Copy).collect();
         let joined =
             Tensor::from_blocks(TensorShape::new(&dims)?, like.dtype, like.device(), &blocks)?;
         joined.permute(&inverse)
@@ -426,20 +401,20 @@ impl Tensor {
         self.device().check_supports(Op::Fill, self.dtype)?;
         let value = value.into();
         value.check_representable(self.dtype)?;
+        // Along each padded axis, the borders filled and the tensor joined between them
+        // (`ConcatV2`'s kernel: each piece's rows copied straight to their place).
         let mut padded = self.clone();
         for (axis, &(before, after)) in paddings.iter().enumerate() {
             if before == 0 && after == 0 {
                 continue;
             }
-            padded = Tensor::join_along(
-                axis,
-                &padded,
-                &[
-                    Block::Fill(value, before),
-                    Block::Copy(&padded),
-                    Block::Fill(value, after),
-                ],
-            )?;
+            let border = |rows: usize| {
+                let mut dims = padded.dims().to_vec();
+                dims[axis] = rows;
+                Tensor::full(dims.as_slice(), value, self.dtype, self.device())
+            };
+            let (first, last) = (border(before)?, border(after)?);
+            padded = Tensor::concat(&[&first, &padded, &last], axis as i64)?;
         }
         padded.contiguous()
     }
