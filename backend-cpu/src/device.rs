@@ -309,6 +309,10 @@ impl Device for CpuDevice {
         window::runs(dtype)
     }
 
+    fn conv_residual(&self, dtype: DataType) -> bool {
+        window::runs(dtype)
+    }
+
     fn bf16_weights(&self) -> bool {
         crate::kernels::matmul::bf16_dot::available()
     }

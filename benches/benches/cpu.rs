@@ -481,6 +481,7 @@ fn fused_layers(c: &mut Criterion) {
         scale: Some(tensor(&[256], DataType::Float, 12, &device)),
         shift: Some(tensor(&[256], DataType::Float, 13, &device)),
         activation: Some(UnaryOp::Relu),
+        ..polytensor::ConvEpilogue::default()
     };
     let name = "channel_affine_relu_16x32x32x256";
     group.bench_function(BenchmarkId::new("polytensor", name), |bench| {

@@ -1,7 +1,8 @@
 //! The session's remapper: a convolution, the bias or inference batch norm that alone reads
 //! it, after a bias (or straight after a convolution without one) the `Mul` and `AddV2` by
 //! per-channel vectors that Keras 3 writes for a batch norm (`x * scale + shift`), and the
-//! `Relu`/`Relu6` that alone reads the last,
+//! residual `AddV2` that adds a tensor of the output's shape to the last (ResNet's
+//! shortcut), and the `Relu`/`Relu6` that alone reads the sum,
 //! become one step, as TensorFlow's grappler remapper makes `_FusedConv2D` of them. On a
 //! device with direct window kernels the step is one pass over the output (the epilogue
 //! applied while the block is in cache); elsewhere it runs the same ops one after another.
@@ -105,16 +106,30 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
         if !biased && affine.is_none_or(|(m, ..)| m != b) {
             continue;
         }
-        // The node the activation follows: the bias or batch norm, or the affine's `AddV2`.
+        // What the residual `AddV2` reads: the bias or batch norm, or the affine's `AddV2`.
         let tail = match affine {
             Some((_, a, ..)) => slots[a].as_ref().map_or(follow_node, |s| s.node),
             None => follow_node,
         };
+        let conv_dims = static_dims(
+            nodes,
+            Source::Node {
+                node: conv_node,
+                index: 0,
+            },
+        );
+        let residual = residual_after(&slots, &reads, nodes, tail, device, conv_dims);
+        // The node the activation follows: the residual's `AddV2`, or the tail.
+        let tail = match residual {
+            Some((r, _)) => slots[r].as_ref().map_or(tail, |s| s.node),
+            None => tail,
+        };
         let activation = activation_after(&slots, &reads, tail, device);
-        let (last, op) = match (activation, affine) {
-            (Some((a, op)), _) => (a, Some(op)),
-            (None, Some((_, add, ..))) => (add, None),
-            (None, None) => (b, None),
+        let (last, op) = match (activation, residual, affine) {
+            (Some((a, op)), ..) => (a, Some(op)),
+            (None, Some((r, _)), _) => (r, None),
+            (None, None, Some((_, add, ..))) => (add, None),
+            (None, None, None) => (b, None),
         };
         let Some(conv) = slots[c].take() else {
             continue;
@@ -137,6 +152,13 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
                 slots[a].take().map(|s| s.node)
             };
             chain.extend(mul.into_iter().chain(add));
+        }
+        if let Some((r, other)) = residual {
+            inputs.push(other);
+            // The residual's `AddV2` is the step's node unless an activation follows it.
+            if r != last {
+                chain.extend(slots[r].take().map(|s| s.node));
+            }
         }
         // A zero `Pad` that only this convolution reads becomes its padding: the step reads
         // the pad's input, and its paddings last.
@@ -173,6 +195,7 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             activation: op,
             padded,
             squeezed: squeeze.is_some(),
+            residual: residual.is_some(),
         });
         slots[last] = Some(Step {
             chain,
@@ -491,6 +514,49 @@ fn reader_of(slots: &[Option<Step>], node: usize) -> Option<usize> {
             |s| matches!(s.inputs.first(), Some(Source::Node { node: n, index: 0 }) if *n == node),
         )
     })
+}
+
+/// The `AddV2` step on `device` that alone reads `node` (a private value, a convolution's
+/// chain of output dims `dims`) and adds a tensor of the same static shape (a residual
+/// connection): its slot and that tensor. Only a shape known but for the batch fuses: a
+/// residual that would broadcast stays an op.
+fn residual_after(
+    slots: &[Option<Step>],
+    reads: &Reads,
+    nodes: &[Node],
+    node: usize,
+    device: usize,
+    dims: Option<&[Option<usize>]>,
+) -> Option<(usize, Source)> {
+    if !reads.private(node) {
+        return None;
+    }
+    // The sum reads the chain's value as either operand.
+    let at = slots.iter().position(|s| {
+        s.as_ref().is_some_and(|s| {
+            s.inputs
+                .iter()
+                .any(|i| matches!(i, Source::Node { node: n, index: 0 } if *n == node))
+        })
+    })?;
+    let step = slots[at].as_ref()?;
+    if step.kind != Kind::Binary(BinaryOp::Add)
+        || reads.controls.contains(&step.node)
+        || step.device != device
+    {
+        return None;
+    }
+    let other = match step.inputs[..] {
+        [Source::Node { node: a, .. }, b] if a == node => b,
+        [a, Source::Node { node: b, .. }] if b == node => a,
+        _ => return None,
+    };
+    if matches!(other, Source::Node { node: o, .. } if o == node) {
+        return None;
+    }
+    let dims = dims?;
+    let known = dims.len() == 4 && dims[1..].iter().all(Option::is_some);
+    (known && static_dims(nodes, other) == Some(dims)).then_some((at, other))
 }
 
 /// The `Relu`/`Relu6` step on `device` that alone reads `node`, a private value: its slot

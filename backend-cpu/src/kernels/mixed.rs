@@ -397,19 +397,36 @@ mod tests {
                 ..Conv2dOptions::default()
             };
             let shift: Vec<f32> = (0..filters).map(|i| i as f32 - 9.0).collect();
+            let shift = Tensor::from_slice(&shift, [filters], &cpu).unwrap();
+            let wide = f.cast(DataType::Float).unwrap();
+            let plain = x.conv2d(&wide, &options).unwrap();
+            let residual = integers(&plain.dims(), 5, 2.0);
+            let residual = Tensor::from_slice(&residual, plain.dims(), &cpu).unwrap();
             let epilogue = ConvEpilogue {
-                shift: Some(Tensor::from_slice(&shift, [filters], &cpu).unwrap()),
+                shift: Some(shift.clone()),
+                residual: Some(residual.clone()),
                 activation: Some(UnaryOp::Relu),
                 ..ConvEpilogue::default()
             };
             let mixed = x.conv2d_fused(&f, &options, false, &epilogue).unwrap();
-            let wide = f.cast(DataType::Float).unwrap();
             let want = x.conv2d_fused(&wide, &options, false, &epilogue).unwrap();
+            let case = format!(
+                "batch {batch}, {h}x{w}x{c}, window {window}, stride {stride}, {filters} filters"
+            );
             assert_eq!(mixed.dims(), want.dims());
             assert_eq!(
                 mixed.to_vec::<f32>().unwrap(),
                 want.to_vec::<f32>().unwrap(),
-                "batch {batch}, {h}x{w}x{c}, window {window}, stride {stride}, {filters} filters"
+                "{case}"
+            );
+            // The f32 kernels' epilogue (each block finding its rows of the residual) is
+            // the ops one after another.
+            let ops = plain.add(&shift).unwrap().add(&residual).unwrap();
+            let ops = ops.unary(UnaryOp::Relu).unwrap();
+            assert_eq!(
+                want.to_vec::<f32>().unwrap(),
+                ops.to_vec::<f32>().unwrap(),
+                "{case}"
             );
         }
     }

@@ -58,7 +58,7 @@ pub(super) fn conv<W: Weights>(
     }
     if k == 0 {
         out.fill(0.0);
-        return finish.apply(out, o);
+        return finish.apply(out, 0, o);
     }
     let pointwise = kh == 1
         && kw == 1
@@ -77,7 +77,7 @@ pub(super) fn conv<W: Weights>(
         };
         w.lay_rows(src, lanes);
     };
-    gemm(w, lay_out, |c| finish.apply(c, o), out);
+    gemm(w, lay_out, |c, first| finish.apply(c, first, o), out);
 }
 
 /// `out = x w` for an f32 `x` of `[rows, k]` (row-major), `out` `[rows, n]`. Requires
@@ -93,18 +93,18 @@ pub(super) fn matmul<W: Weights>(x: &[f32], w: &W, out: &mut [f32]) {
     let lay_out = |rows: Range<usize>, _: &mut Vec<f32>, lanes: &mut Vec<W::Lane>| {
         w.lay_rows(&x[rows.start * k..rows.end * k], lanes);
     };
-    gemm(w, lay_out, |_| {}, out);
+    gemm(w, lay_out, |_, _| {}, out);
 }
 
 /// `out = a x w`, `out` holding the rows' `w.n()` columns; `lay_out(rows, scratch, lanes)`
-/// makes rows `rows` of `a` as the tile's lanes, and `finish` runs on finished whole rows
-/// of `out`. Blocks of rows go to the threads; too few blocks to busy every thread twice
+/// makes rows `rows` of `a` as the tile's lanes, and `finish(rows, first)` runs on finished
+/// whole rows of `out` that start at its element `first`. Blocks of rows go to the threads; too few blocks to busy every thread twice
 /// over (a late layer of a small image, a dense layer at batch 1) have their columns split
 /// too, into whole strips.
 fn gemm<W: Weights>(
     w: &W,
     lay_out: impl Fn(Range<usize>, &mut Vec<f32>, &mut Vec<W::Lane>) + Sync,
-    finish: impl Fn(&mut [f32]) + Sync,
+    finish: impl Fn(&mut [f32], usize) + Sync,
     out: &mut [f32],
 ) {
     let o = w.n();
@@ -127,7 +127,7 @@ fn gemm<W: Weights>(
                     lay_out(rows, scratch, lanes);
                     c.fill(0.0);
                     w.multiply(lanes, 0..o, c);
-                    finish(c);
+                    finish(c, block * block_rows * o);
                 },
             );
         return;
@@ -157,7 +157,7 @@ fn gemm<W: Weights>(
             out[(block * block_rows + i) * o..][columns.clone()].copy_from_slice(row);
         }
     }
-    finish(out);
+    finish(out, 0);
 }
 
 /// The tiles of one `multiply`: for each block of `block` lanes of k, each strip of [`NR`]

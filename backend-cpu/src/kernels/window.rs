@@ -204,47 +204,61 @@ fn affine_typed<T: Float + Element + Send + Sync>(
     }
     // About 64 KiB of rows per block, whole rows of channels.
     let block = ((16 << 10) / channels).max(1) * channels;
-    let pass = |(out, x): (&mut [T], &[T])| {
+    let pass = |(i, (out, x)): (usize, (&mut [T], &[T]))| {
         out.copy_from_slice(x);
-        finish.apply(out, channels);
+        finish.apply(out, i * block, channels);
     };
     if out.len() < PARALLEL_MIN_ELEMENTS {
-        out.chunks_mut(block).zip(x.chunks(block)).for_each(pass);
+        out.chunks_mut(block)
+            .zip(x.chunks(block))
+            .enumerate()
+            .for_each(pass);
     } else {
         out.par_chunks_mut(block)
             .zip(x.par_chunks(block))
+            .enumerate()
             .for_each(pass);
     }
     Ok(())
 }
 
-/// A convolution's epilogue on host elements: per channel `activation(v * scale + shift)`.
+/// A convolution's epilogue on host elements: per channel `activation(v * scale + shift +
+/// residual)`.
 pub(super) struct Finish<'a, T> {
     pub(super) scale: Option<&'a [T]>,
     pub(super) shift: Option<&'a [T]>,
+    /// The whole output's residual (its shape).
+    pub(super) residual: Option<&'a [T]>,
     pub(super) activation: Option<UnaryOp>,
 }
 
 impl<'a, T: Element> Finish<'a, T> {
-    /// The epilogue's vectors as host elements.
+    /// The epilogue's vectors (and residual) as host elements.
     fn of(epilogue: &Epilogue<'a>) -> Result<Self> {
         Ok(Finish {
             scale: epilogue.scale.as_ref().map(elements::<T>).transpose()?,
             shift: epilogue.shift.as_ref().map(elements::<T>).transpose()?,
+            residual: epilogue.residual.as_ref().map(elements::<T>).transpose()?,
             activation: epilogue.activation,
         })
     }
 }
 
 impl<T: Float> Finish<'_, T> {
-    /// Apply to `rows` of one value per channel (nothing to do without an epilogue). Every
-    /// element is stored, selected rather than branched on, so the loops vectorise.
-    pub(super) fn apply(&self, rows: &mut [T], channels: usize) {
-        if self.scale.is_none() && self.shift.is_none() && self.activation.is_none() {
+    /// Apply to `rows` of one value per channel, which start at element `first` of the
+    /// output (nothing to do without an epilogue). Every element is stored, selected
+    /// rather than branched on, so the loops vectorise.
+    pub(super) fn apply(&self, rows: &mut [T], first: usize, channels: usize) {
+        if self.scale.is_none()
+            && self.shift.is_none()
+            && self.residual.is_none()
+            && self.activation.is_none()
+        {
             return;
         }
         let (zero, six) = (T::zero(), T::from(6.0).unwrap_or_else(T::zero));
-        for row in rows.chunks_exact_mut(channels) {
+        let residual = self.residual.map(|r| &r[first..first + rows.len()]);
+        for (i, row) in rows.chunks_exact_mut(channels).enumerate() {
             match (self.scale, self.shift) {
                 (Some(a), Some(b)) => row
                     .iter_mut()
@@ -253,6 +267,10 @@ impl<T: Float> Finish<'_, T> {
                 (Some(a), None) => row.iter_mut().zip(a).for_each(|(v, &a)| *v = *v * a),
                 (None, Some(b)) => row.iter_mut().zip(b).for_each(|(v, &b)| *v = *v + b),
                 (None, None) => {}
+            }
+            if let Some(residual) = residual {
+                let residual = &residual[i * channels..][..channels];
+                row.iter_mut().zip(residual).for_each(|(v, &r)| *v = *v + r);
             }
             match self.activation {
                 // NaN stays (it is not <= 0); -0 becomes +0: the CPU's `relu`.
@@ -320,10 +338,11 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
         };
         gemm_columns(total, o, k, a, f, out);
         if out.len() < PARALLEL_MIN_ELEMENTS {
-            finish.apply(out, o);
+            finish.apply(out, 0, o);
         } else {
             out.par_chunks_mut(BLOCK_ROWS * o)
-                .for_each(|rows| finish.apply(rows, o));
+                .enumerate()
+                .for_each(|(i, rows)| finish.apply(rows, i * BLOCK_ROWS * o, o));
         }
         return;
     }
@@ -338,7 +357,7 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
                 pack_taps(x, g, first, panel);
                 gemm_rows(rows, o, k, panel, f, out);
             }
-            finish.apply(out, o);
+            finish.apply(out, first * o, o);
         });
 }
 
@@ -400,12 +419,12 @@ fn few_channels_conv<T: Float + Send + Sync>(
             if fused {
                 // SAFETY: `fused` is true only where the CPU has AVX2 and FMA.
                 unsafe { few_channels_row_fma(x, filter, g, image, y, out) };
-                finish.apply(out, o);
+                finish.apply(out, row * ow * o, o);
                 return;
             }
             let _ = fused;
             few_channels_row::<T, false>(x, filter, g, image, y, out);
-            finish.apply(out, o);
+            finish.apply(out, row * ow * o, o);
         });
 }
 
@@ -550,12 +569,12 @@ fn depthwise_conv<T: Float + Send + Sync>(
             if fused {
                 // SAFETY: `fused` is true only where the CPU has AVX2 and FMA.
                 unsafe { depthwise_row_fma(x, f, g, image, y, out) };
-                finish.apply(out, channels);
+                finish.apply(out, row * ow * channels, channels);
                 return;
             }
             let _ = fused;
             depthwise_row::<T, false>(x, f, g, image, y, out);
-            finish.apply(out, channels);
+            finish.apply(out, row * ow * channels, channels);
         });
 }
 

@@ -151,6 +151,8 @@ fn convolve<T: GemmElem + Float + Pod + Send + Sync>(
                 .map(move |(row, slice)| (image, row, slice))
         })
         .collect();
+    // Where a row of tiles' pixels start in the output.
+    let first_of = |image: usize, row: usize| (image * oh + 2 * row) * ow * k;
     let per_block = (BLOCK_TILES / across).max(1);
     let blocks = rows.len().div_ceil(per_block);
     if blocks >= 2 * rayon::current_num_threads() {
@@ -158,8 +160,8 @@ fn convolve<T: GemmElem + Float + Pod + Send + Sync>(
             with_scratch(g, block.len() * across, |s| {
                 run_block(x, g, u, block, s, false)
             });
-            for (_, _, pixels) in block {
-                finish.apply(pixels, k);
+            for (image, row, pixels) in block {
+                finish.apply(pixels, first_of(*image, *row), k);
             }
         });
     } else {
@@ -167,7 +169,7 @@ fn convolve<T: GemmElem + Float + Pod + Send + Sync>(
             run_block(x, g, u, &mut rows, s, true)
         });
         rows.par_iter_mut()
-            .for_each(|(_, _, pixels)| finish.apply(pixels, k));
+            .for_each(|(image, row, pixels)| finish.apply(pixels, first_of(*image, *row), k));
     }
 }
 
@@ -584,16 +586,20 @@ mod tests {
             let f = values(9 * channels * filters, 2);
             let shift = values(filters, 3);
             let shift_t = of(&shift);
+            // A residual of the output's shape: each tile's pixels find theirs.
+            let residual = values(batch * output[0] * output[1] * filters, 4);
+            let residual_t = of(&residual);
             let finish = Finish {
                 scale: None,
                 shift: Some(&shift_t[..]),
+                residual: Some(&residual_t[..]),
                 activation: Some(UnaryOp::Relu),
             };
             let mut out = vec![T::nan(); batch * output[0] * output[1] * filters];
             conv(&of(&x), &of(&f), &g, &finish, &mut out);
             let want = direct(&x, &f, &g);
             for (i, (&got, &want)) in out.iter().zip(&want).enumerate() {
-                let want = (want + shift[i % filters]).max(0.0);
+                let want = (want + shift[i % filters] + residual[i]).max(0.0);
                 let got = got.to_f64().unwrap();
                 assert!(
                     (got - want).abs() <= tolerance,

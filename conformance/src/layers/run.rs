@@ -114,6 +114,7 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
                         scale: Some(ts.clone()),
                         shift: Some(tt.clone()),
                         activation: Some(UnaryOp::Relu6),
+                        ..ConvEpilogue::default()
                     };
                     tx.conv2d_fused(&tf, options, *depthwise, &parts)?
                 }
@@ -265,6 +266,7 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
                 scale: Some(ts),
                 shift: Some(tt),
                 activation: *activation,
+                ..ConvEpilogue::default()
             };
             let got = tx.channel_affine(&epilogue)?;
             let want = crate::indices(&x.dims)

@@ -58,6 +58,12 @@ pub fn conv2d<Q: Queue>(
         part(&epilogue.scale, "scale")?,
         part(&epilogue.shift, "shift")?,
     );
+    if epilogue.residual.is_some() {
+        // `Device::conv_residual` is false here: the residual runs as an op after.
+        return Err(Error::invalid(
+            "a window kernel takes no residual (it is added after the convolution)",
+        ));
+    }
     let fused = window::Epilogue {
         scale: epilogue.scale.is_some(),
         shift: epilogue.shift.is_some(),

@@ -55,11 +55,13 @@ impl Nn {
 }
 
 /// A convolution, its bias (`norm` false) or inference batch norm, after a bias (`affine`)
-/// a `Mul` and an `AddV2` by per-channel vectors, and an optional `Relu`/`Relu6`, run as
-/// one step: the session's fusion (`crate::fusion`), as TensorFlow's remapper makes
-/// `_FusedConv2D`. Inputs: the convolution's two, then (`biased`) the bias or the batch
-/// norm's four parameters, then (`affine`) the scale and the shift, then (`padded`) the paddings of a
-/// zero `Pad` whose input is the first input, folded into a `VALID` convolution's padding.
+/// a `Mul` and an `AddV2` by per-channel vectors, (`residual`) the `AddV2` of a tensor of
+/// the output's shape, and an optional `Relu`/`Relu6`, run as one step: the session's
+/// fusion (`crate::fusion`), as TensorFlow's remapper makes `_FusedConv2D`. Inputs: the
+/// convolution's two, then (`biased`) the bias or the batch norm's four parameters, then
+/// (`affine`) the scale and the shift, then (`residual`) the residual, then (`padded`) the
+/// paddings of a zero `Pad` whose input is the first input, folded into a `VALID`
+/// convolution's padding.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct FusedConv {
     pub(crate) depthwise: bool,
@@ -73,6 +75,9 @@ pub(crate) struct FusedConv {
     /// Whether the output's height (1) is squeezed away (Keras's `Conv1D`; the `Squeeze`
     /// node is the chain's last).
     pub(crate) squeezed: bool,
+    /// Whether an `AddV2` of a tensor of the output's shape (a residual connection) follows,
+    /// before the activation: that tensor is an input, before the paddings.
+    pub(crate) residual: bool,
 }
 
 /// The attributes of a window op, in NHWC or NCHW 4-vectors as TensorFlow stores them.
@@ -456,15 +461,40 @@ pub(crate) fn run(op: Nn, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
 /// Run a fused convolution step (its nodes are `cx.chain`: the convolution, then the bias or
 /// batch norm).
 pub(crate) fn run_fused(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
-    let y = fused_conv(fused, cx)?;
+    // A fused residual `AddV2`'s other operand: the input before the paddings.
+    let residual = if fused.residual {
+        let at = cx.inputs.len() - 1 - usize::from(fused.padded);
+        Some(cx.tensor(at)?.into_owned())
+    } else {
+        None
+    };
+    let y = fused_conv(fused, residual.as_ref(), cx)?;
     one(match y.dims()[..] {
         [n, 1, w, c] if fused.squeezed => y.reshape([n, w, c])?,
         _ => y,
     })
 }
 
-/// The output of a fused convolution step, before any squeeze.
-fn fused_conv(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Tensor> {
+/// `activation(y + residual)`, each part optional: a fused step's tail where its ops run one
+/// after another.
+fn then_residual(
+    y: Tensor,
+    residual: Option<&Tensor>,
+    activation: Option<UnaryOp>,
+) -> Result<Tensor> {
+    let y = match residual {
+        Some(r) => y.add(r)?,
+        None => y,
+    };
+    match activation {
+        Some(op) => y.unary(op),
+        None => Ok(y),
+    }
+}
+
+/// The output of a fused convolution step (with `residual`, its fused `AddV2`'s other
+/// operand), before any squeeze.
+fn fused_conv(fused: FusedConv, residual: Option<&Tensor>, cx: &RunCtx<'_, '_>) -> Result<Tensor> {
     fn attrs(node: &crate::graph::Node) -> Attrs<'_> {
         Attrs {
             node: &node.name,
@@ -533,10 +563,7 @@ fn fused_conv(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Tensor> {
             let y = x
                 .conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?
                 .batch_norm(&scale, &offset, &mean, &variance, epsilon, options.format)?;
-            return Ok(match fused.activation {
-                Some(op) => y.unary(op)?,
-                None => y,
-            });
+            return then_residual(y, residual, fused.activation);
         }
         let (factor, shift) =
             Tensor::fold_batch_norm([&scale, &offset, &mean, &variance], epsilon, x.dtype())?;
@@ -555,7 +582,11 @@ fn fused_conv(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Tensor> {
                 // Not the per-channel vectors the plan saw: the ops one after another.
                 let y =
                     x.conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?;
-                return affine_ops(y, &scale, &shift, fused.activation);
+                return then_residual(
+                    affine_ops(y, &scale, &shift, None)?,
+                    residual,
+                    fused.activation,
+                );
             }
         }
     } else {
@@ -575,7 +606,11 @@ fn fused_conv(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Tensor> {
                 let y = x
                     .conv2d_fused(&filter, &options, fused.depthwise, &ConvEpilogue::default())?
                     .bias_add(&bias, options.format)?;
-                return affine_ops(y, &scale, &shift, fused.activation);
+                return then_residual(
+                    affine_ops(y, &scale, &shift, None)?,
+                    residual,
+                    fused.activation,
+                );
             };
             // ((conv + bias) * scale) + shift = conv * scale + (bias * scale + shift).
             epilogue.shift = Some(bias.mul(&scale_vector)?.add(&shift_vector)?);
@@ -584,7 +619,20 @@ fn fused_conv(fused: FusedConv, cx: &RunCtx<'_, '_>) -> Result<Tensor> {
             epilogue.shift = Some(bias.into_owned());
         }
     }
-    x.conv2d_fused(&filter, &options, fused.depthwise, &epilogue)
+    // The residual in the kernel's epilogue where it has the output's batch (the plan saw
+    // the rest of its shape); else added, as `AddV2` broadcasts, after it.
+    match residual {
+        Some(r) if r.dims().first() == x.dims().first() => {
+            epilogue.residual = Some(r.clone());
+            x.conv2d_fused(&filter, &options, fused.depthwise, &epilogue)
+        }
+        Some(r) => {
+            epilogue.activation = None;
+            let y = x.conv2d_fused(&filter, &options, fused.depthwise, &epilogue)?;
+            then_residual(y, Some(r), fused.activation)
+        }
+        None => x.conv2d_fused(&filter, &options, fused.depthwise, &epilogue),
+    }
 }
 
 /// `t` as a vector of `channels` values of `dtype`: from `[C]`, or `[1, 1, 1, C]` as Keras
@@ -615,6 +663,7 @@ pub(crate) fn run_channel_affine(
             scale: Some(scale),
             shift: Some(shift),
             activation,
+            ..ConvEpilogue::default()
         })?,
         // Not the per-channel vectors the plan saw: the ops one after another.
         _ => affine_ops(x.into_owned(), &scale, &shift, activation)?,

@@ -324,6 +324,9 @@ pub struct Epilogue<'a> {
     pub scale: Option<TensorView<'a>>,
     /// Then added to each channel.
     pub shift: Option<TensorView<'a>>,
+    /// Then added elementwise: a contiguous tensor of the output's shape (a residual
+    /// connection). Only passed to a device whose [`Device::conv_residual`] holds.
+    pub residual: Option<TensorView<'a>>,
     /// Then applied: `Relu` or `Relu6` (no other activation is passed to a kernel).
     pub activation: Option<UnaryOp>,
 }
@@ -583,6 +586,13 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
     /// compose them from the kernels above: a padded copy viewed as overlapping windows,
     /// then a matmul, a product and a sum, or a reduction.
     fn window_kernels(&self, dtype: DataType) -> bool {
+        let _ = dtype;
+        false
+    }
+
+    /// Whether [`Device::conv2d`] takes an [`Epilogue::residual`] for `dtype` (else the
+    /// residual and what follows it run as ops after the kernel). The default: no.
+    fn conv_residual(&self, dtype: DataType) -> bool {
         let _ = dtype;
         false
     }

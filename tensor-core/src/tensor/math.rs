@@ -271,7 +271,7 @@ impl Tensor {
     ///
     /// Besides operands of one dtype, an f32 `self` times bf16 weights (a matrix: `other`
     /// of rank 2) gives f32, multiplied in bf16 with f32 sums, on a device where
-    /// [`Device::bf16_weights`] holds: the session's mixed precision.
+    /// [`Device::bf16_weights`](crate::Device::bf16_weights) holds: the session's mixed precision.
     pub fn matmul_t(&self, other: &Tensor, transpose_a: bool, transpose_b: bool) -> Result<Tensor> {
         self.check_same_device(other, "matmul")?;
         let mixed = self.dtype == DataType::Float

@@ -62,7 +62,7 @@ pub struct Pool2dOptions {
 }
 
 /// What a fused convolution does to each output channel after it convolves:
-/// `activation(value * scale + shift)`, each part optional.
+/// `activation(value * scale + shift + residual)`, each part optional.
 #[derive(Debug, Clone, Default)]
 pub struct ConvEpilogue {
     /// One factor per output channel (a folded batch norm's `scale / sqrt(variance +
@@ -70,6 +70,10 @@ pub struct ConvEpilogue {
     pub scale: Option<Tensor>,
     /// Then one term per output channel (a bias, or a folded batch norm's shift).
     pub shift: Option<Tensor>,
+    /// Then a tensor of the output's shape and dtype, added elementwise (a residual
+    /// connection: ResNet's `AddV2` of the block's input; grappler's `_FusedConv2D` with
+    /// `fused_ops = [BiasAdd, Add, Relu]`). [`Tensor::channel_affine`] adds it by an op.
+    pub residual: Option<Tensor>,
     /// Then an elementwise op (`Relu`, `Relu6`, ...).
     pub activation: Option<UnaryOp>,
 }
@@ -94,23 +98,57 @@ impl ConvEpilogue {
         Ok(())
     }
 
-    /// The part a direct kernel takes (scale, shift, and `Relu` or `Relu6`), and the rest.
-    fn split(&self) -> (ConvEpilogue, ConvEpilogue) {
-        let kernel_takes = matches!(self.activation, None | Some(UnaryOp::Relu | UnaryOp::Relu6));
+    /// An `Err` unless `residual` has the (NHWC) output's `shape`, and `y`'s dtype and device.
+    fn check_residual(&self, residual: &Tensor, shape: &TensorShape, y: &Tensor) -> Result<()> {
+        if residual.shape() != shape || residual.dtype != y.dtype {
+            return Err(Error::invalid(format!(
+                "a fused convolution's residual must be a {} tensor of the output's shape {}, \
+                 got {} of shape {}",
+                y.dtype,
+                shape,
+                residual.dtype,
+                residual.shape()
+            )));
+        }
+        y.check_same_device(residual, "conv2d_fused")
+    }
+
+    /// The epilogue with its residual in NHWC, for an output in `format`.
+    fn in_nhwc(&self, format: DataFormat) -> Result<ConvEpilogue> {
+        Ok(ConvEpilogue {
+            residual: match &self.residual {
+                Some(r) if format != DataFormat::Nhwc => Some(r.to_nhwc(format, "Conv2D")?),
+                other => other.clone(),
+            },
+            ..self.clone()
+        })
+    }
+
+    /// The part a direct kernel takes (scale, shift, the residual where `residual` says the
+    /// kernel takes one, and `Relu` or `Relu6`), and the rest, applied after it by ops (an
+    /// activation the kernel cannot take, or any after a residual it does not).
+    fn split(&self, residual: bool) -> (ConvEpilogue, ConvEpilogue) {
         let mut fused = self.clone();
         let mut rest = ConvEpilogue::default();
-        if !kernel_takes {
-            fused.activation = None;
-            rest.activation = self.activation;
+        if !residual && self.residual.is_some() {
+            rest.residual = fused.residual.take();
+            rest.activation = fused.activation.take();
+        }
+        if !matches!(
+            fused.activation,
+            None | Some(UnaryOp::Relu | UnaryOp::Relu6)
+        ) {
+            rest.activation = fused.activation.take();
         }
         (fused, rest)
     }
 
-    /// The epilogue as a kernel takes it: views of its vectors.
+    /// The epilogue as a kernel takes it: views of its vectors (and residual).
     fn views(&self) -> Epilogue<'_> {
         Epilogue {
             scale: self.scale.as_ref().map(Tensor::view),
             shift: self.shift.as_ref().map(Tensor::view),
+            residual: self.residual.as_ref().map(Tensor::view),
             activation: self.activation,
         }
     }
@@ -122,6 +160,10 @@ impl ConvEpilogue {
         }
         if let Some(shift) = &self.shift {
             y = y.add(shift)?;
+        }
+        if let Some(residual) = &self.residual {
+            self.check_residual(residual, y.shape(), &y)?;
+            y = y.add(residual)?;
         }
         match self.activation {
             Some(op) => y.unary(op),
@@ -190,7 +232,7 @@ impl Tensor {
             None => return epilogue.apply(self.clone()),
         };
         epilogue.check(channels, self)?;
-        let (fused, rest) = epilogue.split();
+        let (fused, rest) = epilogue.split(false);
         let device = self.device();
         let x = self.contiguous()?;
         let views = fused.views();
@@ -255,7 +297,15 @@ impl Tensor {
             Some((f, depthwise, epilogue)) => {
                 let f = f.contiguous()?;
                 // The kernel takes the epilogue it can; ops apply the rest after it.
-                let (fused, rest) = epilogue.split();
+                if let Some(residual) = &epilogue.residual {
+                    epilogue.check_residual(residual, &shape, self)?;
+                }
+                let residual = device.conv_residual(self.dtype);
+                let (fused, rest) = epilogue.split(residual);
+                let fused = ConvEpilogue {
+                    residual: fused.residual.map(|r| r.contiguous()).transpose()?,
+                    ..fused
+                };
                 let views = fused.views();
                 let y = Tensor::produce(shape, self.dtype, device, |out| {
                     device.conv2d(&x.view(), &f.view(), &geometry, depthwise, &views, out)
@@ -381,6 +431,7 @@ impl Tensor {
             "Conv2D"
         };
         let x = self.to_nhwc(options.format, op)?;
+        let epilogue = &epilogue.in_nhwc(options.format)?;
         let [kh, kw, in_depth, filters] = filter_dims(filter, op)?;
         let depth = x.dims()[3];
         let grouped = !depthwise && in_depth > 0 && depth != in_depth && depth % in_depth == 0;
