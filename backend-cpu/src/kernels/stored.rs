@@ -25,6 +25,10 @@ pub(super) const NR: usize = 32;
 /// The most output rows per work item: a multiple of the tile's rows.
 const BLOCK_ROWS: usize = 10 * MR;
 
+/// Below this many multiply-adds a GEMM runs on the calling thread (about 4 us of one
+/// core's bf16 work: less than handing items to the pool and collecting them costs).
+const SERIAL_WORK: usize = 1 << 20;
+
 /// A GEMM's right operand as stored, with the register tile that multiplies by it.
 pub(super) trait Weights: Sync {
     /// The left operand's element as the tile reads it (f32, or two bf16 as a k-pair).
@@ -109,6 +113,14 @@ fn gemm<W: Weights>(
 ) {
     let o = w.n();
     let total = out.len() / o;
+    if total.saturating_mul(w.k()).saturating_mul(o) < SERIAL_WORK {
+        // Less work than waking the threads costs (a squeeze-excite block's 1x1 layers).
+        let (mut scratch, mut lanes) = (Vec::new(), Vec::new());
+        lay_out(0..total, &mut scratch, &mut lanes);
+        out.fill(0.0);
+        w.multiply(&lanes, 0..o, out);
+        return finish(out, 0);
+    }
     let threads = rayon::current_num_threads().max(1);
     // Whole tiles of rows, at least two blocks a thread where the rows allow.
     let block_rows = total
