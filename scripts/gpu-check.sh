@@ -9,7 +9,8 @@
 # to $OUT (or gpu-run/out; at most 8 files come back from a device run). What it runs: the
 # CUDA backend's whole conformance suite, the families the kit's IR renders (sparse,
 # layers) on NVIDIA's OpenCL and on its Vulkan driver through wgpu, the frozen TensorFlow
-# and Keras models on every device (CUDA with cuDNN), and
+# and Keras models on every device (CUDA with cuDNN), the zoo models of issue 50 under 20 MB
+# by `polytensor run` on every device, and
 # the CUDA benchmark (with the one built from BASE, if given, in the same run:
 # `BASE=<commit> scripts/gpu-check.sh build`).
 set -uo pipefail
@@ -52,6 +53,18 @@ build() {
         cp "$exe" "$RUN/bin/cuda_bench_base" && strip "$RUN/bin/cuda_bench_base"
         git worktree remove --force "$tree"
     fi
+    # The command, for the zoo of issue 50 on every device: its text CNN and transformer
+    # block (made by the models bench into target/zoo-bench, or here); its MobileNetV3Small
+    # and EfficientNetB0 are the Keras models' (the same networks, other seeds).
+    cargo build --release -q -p polytensor-cli || exit 1
+    cp target/release/polytensor "$RUN/bin/" && strip "$RUN/bin/polytensor"
+    mkdir -p "$RUN/zoo"
+    local zoo
+    for zoo in zoo_text_cnn zoo_transformer_encoder; do
+        [ -f "target/zoo-bench/$zoo.pb" ] ||
+            target/tf-venv/bin/python tests/python/keras_models.py target/zoo-bench "$zoo" >/dev/null
+        cp "target/zoo-bench/$zoo.pb" "$RUN/zoo/"
+    done
     cp -L /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 "$RUN/lib/"
     # The Vulkan loader and glvnd, which NVIDIA's Vulkan driver (libGLX_nvidia) needs: the
     # device's image has neither.
@@ -122,12 +135,32 @@ print(":".join(sorted({os.path.dirname(p) for d in site.getsitepackages()
         conformance::layers --nocapture
     POLYTENSOR_REQUIRE=cuda POLYTENSOR_REQUIRE_GOLDEN=1 \
         POLYTENSOR_KERAS_MODELS="$PWD/$RUN/keras-models" step models.txt \
-        "$RUN/bin/models" models:: --nocapture --test-threads=1
+        "$RUN/bin/models" models:: --skip saved_models:: --nocapture --test-threads=1
     local bench
     for bench in cuda_bench_base cuda_bench; do
         [ -x "$RUN/bin/$bench" ] || continue
         step "$bench.txt" "$RUN/bin/$bench" --bench --warm-up-time 1 --measurement-time 3
     done
+    # The zoo on every device (cuDNN on CUDA; NVIDIA's OpenCL and Vulkan drivers) in f32,
+    # and on the CPU in mixed precision too (`--bf16`: a change only where it has
+    # AVX512-BF16), median of 20 runs.
+    zoo() {
+        local model device batch
+        for model in "$RUN"/zoo/*.pb "$RUN"/keras-models/keras_{mobilenet_v3_small,efficientnet_b0}.pb; do
+            for device in cpu:0 cpu:0+bf16 cuda:0 opencl:0 wgpu:0; do
+                local mode=()
+                [ "$device" = cpu:0+bf16 ] && mode=(--bf16)
+                for batch in 1 16; do
+                    local result
+                    result=$(timeout 90 "$RUN/bin/polytensor" run "$model" \
+                        --device "${device%+bf16}" "${mode[@]}" --batch "$batch" --repeat 20 \
+                        2>&1 | grep -oE 'p50 [0-9.]+ ms|error.*' | head -1)
+                    echo "$(basename "$model" .pb) $device batch $batch: ${result:-no result}"
+                done
+            done
+        done
+    }
+    step zoo.txt zoo
     return $status
 }
 

@@ -15,6 +15,7 @@
 //! f32 convolves in f32 (`CUDNN_FMA_MATH`: no TF32 unless [`crate::CudaQueue::set_tf32`]
 //! allows it), f16 and bf16 accumulate in f32 on tensor cores, f64 in f64.
 
+use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
@@ -27,9 +28,21 @@ use polytensor_core::DataType;
 /// over for the next algorithm).
 const MAX_WORKSPACE: usize = 256 << 20;
 
-/// A cuDNN handle on the device's stream (a handle serves one call at a time).
+/// A cuDNN handle on the device's stream (a handle serves one call at a time), and the
+/// algorithm it chose for each convolution it was given.
 pub(crate) struct Dnn {
     handle: Mutex<Handle>,
+    /// cuDNN's first algorithm within the workspace limit for each convolution (`None`:
+    /// none), asked once: `cudnnGetConvolutionForwardAlgorithm_v7` took 1-2.5 ms a call on
+    /// an H200, more than MobileNetV3's 1x1 convolutions themselves.
+    chosen: Mutex<HashMap<Convolution, Option<Choice>>>,
+}
+
+/// An algorithm and the workspace it needs, in bytes.
+#[derive(Clone, Copy)]
+struct Choice {
+    algo: sys::cudnnConvolutionFwdAlgo_t,
+    memory: usize,
 }
 
 /// A raw cuDNN handle.
@@ -47,7 +60,7 @@ impl Drop for Handle {
 }
 
 /// The sizes and types of one convolution as cuDNN takes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Convolution {
     /// The image `[n, c, h, w]` (cuDNN's order of the NHWC tensor's dims).
     image: [c_int; 4],
@@ -231,6 +244,7 @@ impl Dnn {
             .map_err(|e| format!("setting cuDNN's stream: {e:?}"))?;
         Ok(Self {
             handle: Mutex::new(handle),
+            chosen: Mutex::default(),
         })
     }
 
@@ -246,33 +260,24 @@ impl Dnn {
     ) -> Result<bool, String> {
         let d = Descriptors::new(c)?;
         let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner());
-        const WANTED: usize =
-            sys::cudnnConvolutionFwdAlgo_t::CUDNN_CONVOLUTION_FWD_ALGO_COUNT as usize;
-        // SAFETY: zeroed perf structs are valid values (plain data; enums whose zero is a
-        // variant), overwritten by cuDNN below.
-        let mut found: [sys::cudnnConvolutionFwdAlgoPerf_t; WANTED] = unsafe { std::mem::zeroed() };
-        let mut count: c_int = 0;
-        // SAFETY: the handle and descriptors are live; `found` holds `WANTED` results and
-        // `count` receives how many were written.
-        unsafe {
-            dnn::get_convolution_forward_algorithm(
-                handle.0,
-                d.image,
-                d.filter,
-                d.conv,
-                d.output,
-                WANTED as c_int,
-                &mut count,
-                found.as_mut_ptr(),
-            )
-        }
-        .map_err(|e| format!("cudnnGetConvolutionForwardAlgorithm_v7: {e:?}"))?;
-        let usable = found[..(count.max(0) as usize).min(WANTED)]
-            .iter()
-            .find(|p| {
-                p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS && p.memory <= MAX_WORKSPACE
-            });
-        let Some(choice) = usable else {
+        let known = self
+            .chosen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(c)
+            .copied();
+        let choice = match known {
+            Some(choice) => choice,
+            None => {
+                let choice = Self::choose(&handle, &d)?;
+                self.chosen
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(*c, choice);
+                choice
+            }
+        };
+        let Some(choice) = choice else {
             return Ok(false);
         };
         let (_keep, space) = if choice.memory > 0 {
@@ -313,6 +318,41 @@ impl Dnn {
         }
         .map_err(|e| format!("cudnnConvolutionForward: {e:?}"))?;
         Ok(true)
+    }
+
+    /// cuDNN's first algorithm for the descriptors `d` whose workspace is within
+    /// [`MAX_WORKSPACE`] (`None` if none is).
+    fn choose(handle: &Handle, d: &Descriptors) -> Result<Option<Choice>, String> {
+        const WANTED: usize =
+            sys::cudnnConvolutionFwdAlgo_t::CUDNN_CONVOLUTION_FWD_ALGO_COUNT as usize;
+        // SAFETY: zeroed perf structs are valid values (plain data; enums whose zero is a
+        // variant), overwritten by cuDNN below.
+        let mut found: [sys::cudnnConvolutionFwdAlgoPerf_t; WANTED] = unsafe { std::mem::zeroed() };
+        let mut count: c_int = 0;
+        // SAFETY: the handle and descriptors are live; `found` holds `WANTED` results and
+        // `count` receives how many were written.
+        unsafe {
+            dnn::get_convolution_forward_algorithm(
+                handle.0,
+                d.image,
+                d.filter,
+                d.conv,
+                d.output,
+                WANTED as c_int,
+                &mut count,
+                found.as_mut_ptr(),
+            )
+        }
+        .map_err(|e| format!("cudnnGetConvolutionForwardAlgorithm_v7: {e:?}"))?;
+        Ok(found[..(count.max(0) as usize).min(WANTED)]
+            .iter()
+            .find(|p| {
+                p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS && p.memory <= MAX_WORKSPACE
+            })
+            .map(|p| Choice {
+                algo: p.algo,
+                memory: p.memory,
+            }))
     }
 }
 
