@@ -1,5 +1,6 @@
-//! f32 convolutions with bf16 weights: the session's mixed-precision pass (as oneDNN's auto
-//! mixed precision) rounds a constant filter to bf16 once, when the plan is made. Each
+//! f32 convolutions and dense layers with bf16 weights: the session's mixed-precision pass
+//! (as oneDNN's auto mixed precision) rounds constant weights to bf16 once, when the plan is
+//! made. Each
 //! call rounds the activations to bf16 as it lays out the GEMM's rows and multiplies on
 //! AVX512-BF16 (`vdpbf16ps`: twice the multiply-adds of an f32 FMA per instruction),
 //! summing in f32; the epilogue and the result are f32.
@@ -30,6 +31,7 @@ use super::{kept, winograd};
 /// k-pairs per block: a block of the filter's strip (256 k by 32 columns, 16 KiB) stays
 /// in cache while every row of a work item passes over it.
 const KC_PAIRS: usize = 128;
+
 /// Whether the CPU multiplies in bf16 here (else the filter is widened for the f32
 /// kernels): it has AVX512-BF16.
 pub(super) fn multiplies() -> bool {
