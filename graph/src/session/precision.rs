@@ -7,6 +7,8 @@
 //! rounds the activations as it lays them out and sums in f32. Depthwise convolutions keep
 //! f32 (they are bound by memory, not by multiply-adds).
 
+use std::collections::HashMap;
+
 use polytensor_core::{DataType, Tensor};
 
 use super::plan::{Plan, Source, Step};
@@ -19,6 +21,12 @@ impl Session {
     /// Give each convolution and matrix product step of `steps` that takes bf16 weights its
     /// weights rounded to bf16 (see the module's doc).
     pub(super) fn round_weights(&self, steps: &mut [Step]) {
+        // Each node's step (a plan runs a node once).
+        let step_of: HashMap<usize, usize> = steps
+            .iter()
+            .enumerate()
+            .map(|(at, s)| (s.node, at))
+            .collect();
         for at in 0..steps.len() {
             let step = &steps[at];
             let node = &self.graph.nodes[step.node];
@@ -41,10 +49,10 @@ impl Session {
             let Some(&Source::Node { node, index }) = step.inputs.get(1) else {
                 continue;
             };
-            let Some(filter) = steps[..at]
-                .iter()
-                .find(|s| s.node == node)
-                .and_then(|producer| self.constant_output(producer, index))
+            let Some(filter) = step_of
+                .get(&node)
+                .filter(|&&producer| producer < at)
+                .and_then(|&producer| self.constant_output(&steps[producer], index))
             else {
                 continue;
             };

@@ -267,6 +267,18 @@ impl Tensor {
         self.matmul_t(other, false, false)
     }
 
+    /// `matmul`'s error for operands whose reduced dims differ.
+    fn inner_dims_differ(&self, other: &Tensor, transpose_a: bool, transpose_b: bool) -> Error {
+        Error::shape(
+            "matmul",
+            format!(
+                "inner dims differ: {} x {} (transpose_a={transpose_a}, transpose_b={transpose_b})",
+                self.shape(),
+                other.shape()
+            ),
+        )
+    }
+
     /// Matrix product with either operand transposed first (its last two dims swapped).
     ///
     /// Besides operands of one dtype, an f32 `self` times bf16 weights (a matrix: `other`
@@ -290,15 +302,7 @@ impl Tensor {
             let (ad, [k2, n]) = (a.dims(), [b.dims()[0], b.dims()[1]]);
             let (m, k) = (ad[ad.len() - 2], ad[ad.len() - 1]);
             if k != k2 {
-                return Err(Error::shape(
-                    "matmul",
-                    format!(
-                        "inner dims differ: {} x {} (transpose_a={transpose_a}, \
-                         transpose_b={transpose_b})",
-                        self.shape(),
-                        other.shape()
-                    ),
-                ));
+                return Err(self.inner_dims_differ(other, transpose_a, transpose_b));
             }
             let batch = TensorShape::new(&ad[..ad.len() - 2])?;
             let device = self.device();
@@ -338,14 +342,7 @@ impl Tensor {
         let (m, k) = (ad[ad.len() - 2], ad[ad.len() - 1]);
         let (k2, n) = (bd[bd.len() - 2], bd[bd.len() - 1]);
         if k != k2 {
-            return Err(Error::shape(
-                "matmul",
-                format!(
-                    "inner dims differ: {} x {} (transpose_a={transpose_a}, transpose_b={transpose_b})",
-                    self.shape(),
-                    other.shape()
-                ),
-            ));
+            return Err(self.inner_dims_differ(other, transpose_a, transpose_b));
         }
         let batch_a = TensorShape::new(&ad[..ad.len() - 2])?;
         let batch_b = TensorShape::new(&bd[..bd.len() - 2])?;
