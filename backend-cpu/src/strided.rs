@@ -134,7 +134,20 @@ pub(crate) fn for_each_row<const N: usize>(
         return;
     }
     // Pieces of at least 4096 elements, about eight per thread.
-    let piece = (total / (threads * 8)).max(4096).min(row_len.max(1));
+    let piece = (total / (threads * 8)).max(4096);
+    if row_len < piece {
+        // Short rows (a broadcast of a few channels): whole rows per item, walked in order
+        // from the item's first, so that no item is a row of a few elements.
+        let rows_per_item = piece / row_len.max(1);
+        run_items(num_rows.div_ceil(rows_per_item), true, &|item| {
+            let first = item * rows_per_item;
+            let count = rows_per_item.min(num_rows - first);
+            for start in rows.starting_at(first).take(count) {
+                body(start, row_len);
+            }
+        });
+        return;
+    }
     let pieces_per_row = row_len.div_ceil(piece);
     run_items(num_rows * pieces_per_row, true, &|item| {
         let (row, part) = (item / pieces_per_row, item % pieces_per_row);
@@ -464,6 +477,10 @@ pub(crate) fn drive2<A: Element, B: Element, O: Element>(
         ],
     );
     let [ia, ib, io] = rows.inner_strides();
+    if let Some(joined) = JoinedRows::new(&rows, a.layout(), b.layout()) {
+        joined.run(k, sa, sb, output::<O>(out)?);
+        return Ok(());
+    }
     let dst = SharedOut::new(output::<O>(out)?);
     let streaming = crate::streaming::worth_streaming::<O>(dst.len);
     if io == 1 && wants_tiles(&rows) {
@@ -526,6 +543,91 @@ pub(crate) fn drive2<A: Element, B: Element, O: Element>(
         }
     });
     Ok(())
+}
+
+/// Rows of a few elements where one operand repeats one row (a per-channel constant beside
+/// an NHWC image: rows of 3) and the other runs contiguously beside the output. Walked row
+/// by row, each row costs more than its elements; instead the repeated row is laid out
+/// whole rows long in a buffer of about [`GATHER`] elements, and the output is filled in
+/// runs of that length.
+struct JoinedRows {
+    /// Elements per row.
+    row_len: usize,
+    /// Whether `a` (else `b`) is the repeated row.
+    a_repeats: bool,
+    /// The repeated operand's row start, the contiguous one's first element.
+    starts: [usize; 2],
+}
+
+impl JoinedRows {
+    /// Rows shorter than this go through [`JoinedRows`] when they can.
+    const SHORT: usize = 64;
+
+    fn new(rows: &StridedRows<3>, a: &Layout, b: &Layout) -> Option<Self> {
+        let row_len = rows.row_len();
+        if rows.num_rows() < 2 || row_len >= Self::SHORT || rows.inner_strides() != [1, 1, 1] {
+            return None;
+        }
+        let start = rows.row_start(0);
+        let (a_repeats, contiguous) = if rows.repeats_one_row(0) {
+            (true, b)
+        } else if rows.repeats_one_row(1) {
+            (false, a)
+        } else {
+            return None;
+        };
+        let run = contiguous_range(contiguous)?;
+        let repeated = start[usize::from(!a_repeats)];
+        Some(Self {
+            row_len,
+            a_repeats,
+            starts: [usize::try_from(repeated).ok()?, run.start],
+        })
+    }
+
+    fn run<A: Element, B: Element, O: Element>(
+        &self,
+        k: &Runs2<'_, A, B, O>,
+        sa: &[A],
+        sb: &[B],
+        out: &mut [O],
+    ) {
+        let rows_per_run = (GATHER / self.row_len).max(1);
+        let run = rows_per_run * self.row_len;
+        let [repeated, first] = self.starts;
+        let row = repeated..repeated + self.row_len;
+        let (rep_a, rep_b): (Vec<A>, Vec<B>) = if self.a_repeats {
+            (sa[row].repeat(rows_per_run), Vec::new())
+        } else {
+            (Vec::new(), sb[row].repeat(rows_per_run))
+        };
+        let fill = |o: &mut [O], at: usize| {
+            let (n, from) = (o.len(), first + at);
+            if self.a_repeats {
+                (k.both)(&rep_a[..n], &sb[from..from + n], o);
+            } else {
+                (k.both)(&sa[from..from + n], &rep_b[..n], o);
+            }
+        };
+        let total = out.len();
+        // Items of whole runs, at least 4096 elements, about eight per thread.
+        let threads = rayon::current_num_threads();
+        let per_item = if total >= PARALLEL_MIN_ELEMENTS && threads > 1 {
+            (total / (threads * 8)).max(4096).div_ceil(run) * run
+        } else {
+            total
+        };
+        let dst = SharedOut::new(out);
+        run_items(total.div_ceil(per_item.max(1)), per_item < total, &|item| {
+            let begin = item * per_item;
+            let end = (begin + per_item).min(total);
+            // SAFETY: items cover disjoint output ranges.
+            let o = unsafe { dst.run(begin, end - begin) };
+            for (i, piece) in o.chunks_mut(run).enumerate() {
+                fill(piece, begin + i * run);
+            }
+        });
+    }
 }
 
 /// `o.len()` (at most [`GATHER`]) outputs from element `first` of a row whose operands

@@ -466,3 +466,33 @@ proptest! {
         }
     }
 }
+
+/// A per-channel row of a few elements beside a contiguous image (`[n, h, w, c] - [c]`,
+/// either operand repeated, offsets into larger buffers, below and above the parallel size)
+/// gives each element `f(image, row[channel])`: the joined-rows path of the binary driver.
+#[test]
+fn a_short_repeated_row_beside_a_contiguous_operand() {
+    for &(n, c) in &[(2usize, 3usize), (16, 3), (3, 1), (16, 5), (1, 63), (40, 7)] {
+        let len = n * 32 * 32 * c;
+        let image: Vec<f32> = (0..len + 5).map(|i| (i % 97) as f32 * 0.5 - 7.0).collect();
+        let row: Vec<f32> = (0..c + 2).map(|i| i as f32 * 1.25 + 0.5).collect();
+        let image_t = Tensor::from_slice(&image, [len + 5], &cpu()).unwrap();
+        let image_t = image_t.slice(5..len + 5).unwrap();
+        let image_t = image_t.reshape([n, 32, 32, c]).unwrap();
+        let row_t = Tensor::from_slice(&row, [c + 2], &cpu()).unwrap();
+        let row_t = row_t
+            .slice(2..c + 2)
+            .unwrap()
+            .reshape([1, 1, 1, c])
+            .unwrap();
+        for op in [BinaryOp::Sub, BinaryOp::Div] {
+            let f = |x: f32, y: f32| if op == BinaryOp::Sub { x - y } else { x / y };
+            let got: Vec<f32> = image_t.binary(op, &row_t).unwrap().to_vec().unwrap();
+            let want: Vec<f32> = (0..len).map(|i| f(image[i + 5], row[2 + i % c])).collect();
+            assert_eq!(got, want, "[{n},32,32,{c}] {op:?} [{c}]");
+            let got: Vec<f32> = row_t.binary(op, &image_t).unwrap().to_vec().unwrap();
+            let want: Vec<f32> = (0..len).map(|i| f(row[2 + i % c], image[i + 5])).collect();
+            assert_eq!(got, want, "[{c}] {op:?} [{n},32,32,{c}]");
+        }
+    }
+}

@@ -68,6 +68,25 @@ impl<const N: usize> StridedRows<N> {
         positions
     }
 
+    /// These rows from row `row` on (`row < num_rows()`): the walk a thread takes over a
+    /// range of short rows, without dividing out each row's position.
+    pub fn starting_at(&self, row: usize) -> Self {
+        let mut rows = self.clone();
+        let mut rest = row;
+        for axis in (0..rows.outer.len()).rev() {
+            rows.index[axis] = rest % rows.outer[axis];
+            rest /= rows.outer[axis];
+        }
+        rows.next = (row < self.num_rows()).then(|| self.row_start(row));
+        rows
+    }
+
+    /// Whether operand `k` starts every row at the same position (a row broadcast along
+    /// every outer dim, such as a per-channel constant beside an image).
+    pub fn repeats_one_row(&self, k: usize) -> bool {
+        self.outer_strides[k].iter().all(|&s| s == 0)
+    }
+
     /// Elements per row.
     pub fn row_len(&self) -> usize {
         self.row_len
@@ -128,6 +147,16 @@ mod tests {
         let (len, [step]) = (rows.row_len(), rows.inner_strides());
         rows.flat_map(|[start]| (0..len as isize).map(move |i| start + i * step))
             .collect()
+    }
+
+    #[test]
+    fn starting_at_walks_the_rest_of_the_rows() {
+        let rows = StridedRows::new(&[3, 4, 5], [&[1, 3, 12], &[20, 5, 1]], [2, 0]);
+        let all: Vec<[isize; 2]> = rows.clone().collect();
+        for first in 0..=all.len() {
+            let rest: Vec<[isize; 2]> = rows.starting_at(first).collect();
+            assert_eq!(rest, all[first..], "from row {first}");
+        }
     }
 
     #[test]
