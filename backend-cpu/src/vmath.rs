@@ -489,10 +489,6 @@ pub(crate) enum Kernel {
     },
     /// The exact GELU, `(0.5 * x) * erfc(-x * (1/√2))`, rounded as Keras's five ops are.
     Gelu,
-    /// `exp(x - shift)`: a softmax's exponentials after its maximum.
-    ShiftedExp {
-        shift: f32,
-    },
 }
 
 #[inline(always)]
@@ -523,10 +519,6 @@ fn apply<M: MulAdd>(kernel: Kernel, src: &[f32], dst: &mut [f32]) -> bool {
             // A function, not a closure: a closure this large is outlined without the
             // target features (and calls software `fmaf`).
             each_inline!(gelu::<M>);
-            return true;
-        }
-        Kernel::ShiftedExp { shift } => {
-            each!(|x: f32| exp::<M>(x - shift));
             return true;
         }
     };
@@ -639,10 +631,58 @@ pub(crate) fn gelu_f32(src: &[f32], dst: &mut [f32]) {
     run_with(isa(), Kernel::Gelu, src, dst);
 }
 
-/// `dst = exp(src - shift)` in one pass, with the exp above (within 2 ulp of the shifted
-/// value's) and the best instruction set this CPU has.
-pub(crate) fn shifted_exp_f32(shift: f32, src: &[f32], dst: &mut [f32]) {
-    run_with(isa(), Kernel::ShiftedExp { shift }, src, dst);
+/// TensorFlow's `Softmax` (`log`: `LogSoftmax`) of each `width`-element row of `src` into
+/// `dst`, each row while it is in cache: its maximum and sum in vector lanes, then
+/// `exp(x - max) / sum` (the exponentials scaled by the sum's inverse, as TensorFlow's
+/// Eigen kernel does) or `x - max - log(sum)`; the best instruction set this CPU has,
+/// chosen once for all the rows.
+pub(crate) fn softmax_rows_f32(width: usize, log: bool, src: &[f32], dst: &mut [f32]) {
+    assert!(width > 0 && src.len() == dst.len() && src.len().is_multiple_of(width));
+    match isa() {
+        // SAFETY: `isa()` detected these features on this CPU.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { softmax_avx512(width, log, src, dst) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { softmax_avx2(width, log, src, dst) },
+        _ => softmax_rows::<Separate>(width, log, src, dst),
+    }
+}
+
+#[inline(always)]
+fn softmax_rows<M: MulAdd>(width: usize, log: bool, src: &[f32], dst: &mut [f32]) {
+    use crate::kernels::reduce_fast::{max_run, sum_run};
+    for (x, out) in src.chunks_exact(width).zip(dst.chunks_exact_mut(width)) {
+        let max = max_run(x);
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = exp::<M>(v - max);
+        }
+        let sum = sum_run(out) as f32;
+        if log {
+            // `x - max - log(sum)`, the shift subtracted first as TensorFlow does.
+            let log_sum = sum.ln();
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = (v - max) - log_sum;
+            }
+        } else {
+            let inverse = 1.0 / sum;
+            for o in out.iter_mut() {
+                *o *= inverse;
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")]
+unsafe fn softmax_avx512(width: usize, log: bool, src: &[f32], dst: &mut [f32]) {
+    softmax_rows::<Fused>(width, log, src, dst)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn softmax_avx2(width: usize, log: bool, src: &[f32], dst: &mut [f32]) {
+    softmax_rows::<Fused>(width, log, src, dst)
 }
 
 /// Whether `op` has a vectorised f32 kernel.

@@ -9,7 +9,7 @@ mod kept;
 pub(crate) mod matmul;
 mod mixed;
 pub(crate) mod reduce;
-mod reduce_fast;
+pub(crate) mod reduce_fast;
 pub(crate) mod segment;
 mod stored;
 pub(crate) mod unary;

@@ -18,6 +18,8 @@ const LANES: usize = 16;
 
 /// The sum of a contiguous run: 16 independent lanes (which the compiler vectorises) per
 /// chunk, chunks added in f64.
+// Always inlined, so that it takes the caller's target features (the softmax's rows).
+#[inline(always)]
 pub(crate) fn sum_run<T: FloatElem>(values: &[T]) -> f64 {
     values
         .chunks(CHUNK)
@@ -30,7 +32,14 @@ pub(crate) fn sum_run<T: FloatElem>(values: &[T]) -> f64 {
                 }
             }
             let tail: f64 = groups.remainder().iter().map(|&v| v.widen().to_f64()).sum();
-            lanes.iter().map(|l| l.to_f64()).sum::<f64>() + tail
+            // The lanes added pairwise (four vector steps, not sixteen dependent adds).
+            let mut wide: [f64; LANES] = std::array::from_fn(|i| lanes[i].to_f64());
+            for half in [8, 4, 2, 1] {
+                for i in 0..half {
+                    wide[i] += wide[i + half];
+                }
+            }
+            wide[0] + tail
         })
         .sum()
 }
@@ -362,6 +371,8 @@ fn smaller(a: f32, b: f32) -> f32 {
 
 /// The largest of `values` as [`larger`] has it, in 16 independent lanes (which the
 /// compiler vectorises); `-inf` for none.
+// Always inlined, so that it takes the caller's target features (the softmax's rows).
+#[inline(always)]
 pub(crate) fn max_run(values: &[f32]) -> f32 {
     let mut lanes = [f32::NEG_INFINITY; LANES];
     let mut groups = values.chunks_exact(LANES);
@@ -370,11 +381,16 @@ pub(crate) fn max_run(values: &[f32]) -> f32 {
             *lane = larger(*lane, v);
         }
     }
+    // The lanes folded pairwise (four vector steps, not sixteen dependent ones).
+    for half in [8, 4, 2, 1] {
+        for i in 0..half {
+            lanes[i] = larger(lanes[i], lanes[i + half]);
+        }
+    }
     groups
         .remainder()
         .iter()
-        .chain(&lanes)
-        .fold(f32::NEG_INFINITY, |m, &v| larger(m, v))
+        .fold(lanes[0], |m, &v| larger(m, v))
 }
 
 /// The maximum or minimum of a contiguous f32 tensor over consecutive `axes`, as `[outer,

@@ -5,7 +5,7 @@ use num_traits::{Float, Zero};
 use polytensor_core::{OutView, Result, TensorView, UnaryOp};
 use rayon::prelude::*;
 
-use super::{by_class, reduce_fast, unsupported};
+use super::{by_class, unsupported};
 use crate::scalar::{FloatElem, IntElem, Real};
 use crate::strided::{map1, map1_runs};
 use crate::vmath;
@@ -175,33 +175,16 @@ pub(crate) fn softmax(x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> R
     if n == 0 || width == 0 {
         return Ok(true);
     }
-    // Maximum and sum in vector lanes (a plain fold waits on each add); the exponentials
-    // scaled by the sum's inverse, as TensorFlow's Eigen kernel does.
-    let row = |(x, out): (&[f32], &mut [f32])| {
-        let max = reduce_fast::max_run(x);
-        vmath::shifted_exp_f32(max, x, out);
-        let sum = reduce_fast::sum_run(out) as f32;
-        if log {
-            // `x - max - log(sum)`, the shift subtracted first as TensorFlow does.
-            let log_sum = sum.ln();
-            out.iter_mut()
-                .zip(x)
-                .for_each(|(o, &v)| *o = (v - max) - log_sum);
-        } else {
-            let inverse = 1.0 / sum;
-            out.iter_mut().for_each(|o| *o *= inverse);
-        }
-    };
+    // Blocks of rows of a few thousand elements at least, each through the vectorised
+    // softmax of `vmath` (its lanes compiled for this CPU, chosen once per block).
+    let rows_per_block = (4096 / width).max(1);
+    let block = |(x, out): (&[f32], &mut [f32])| vmath::softmax_rows_f32(width, log, x, out);
     if n < crate::strided::PARALLEL_MIN_ELEMENTS {
-        src.chunks_exact(width)
-            .zip(dst.chunks_exact_mut(width))
-            .for_each(row);
+        block((src, dst));
     } else {
-        // Rows of a few thousand elements per task at least.
-        src.par_chunks_exact(width)
-            .zip(dst.par_chunks_exact_mut(width))
-            .with_min_len((4096 / width).max(1))
-            .for_each(row);
+        src.par_chunks(rows_per_block * width)
+            .zip(dst.par_chunks_mut(rows_per_block * width))
+            .for_each(block);
     }
     Ok(true)
 }
