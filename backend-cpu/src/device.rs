@@ -305,6 +305,17 @@ impl Device for CpuDevice {
         unary::softmax(x, log, out)
     }
 
+    fn layer_norm(
+        &self,
+        x: &TensorView<'_>,
+        gamma: Option<&TensorView<'_>>,
+        beta: Option<&TensorView<'_>>,
+        epsilon: f64,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        unary::layer_norm(x, gamma, beta, epsilon, out)
+    }
+
     fn window_kernels(&self, dtype: DataType) -> bool {
         window::runs(dtype)
     }

@@ -9,9 +9,12 @@
 //! A zero `Pad` that only feeds such a `VALID` convolution becomes its padding (Keras's
 //! `ZeroPadding2D` before a strided convolution). Keras's `Conv1D` (a `Squeeze` of the
 //! height between the convolution and its bias) fuses the same way, the step's output
-//! squeezed. Fusion never changes what a run returns:
+//! squeezed. Keras 3's layer normalization becomes one step ([`layer_norm`]). Fusion never
+//! changes what a run returns:
 //! a chain is fused only when nothing else reads or fetches the values it hides, and only
 //! when all of it is placed on one device.
+
+mod layer_norm;
 
 use std::collections::{HashMap, HashSet};
 
@@ -202,6 +205,7 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             ..Step::new(node, device, kind, inputs)
         });
     }
+    layer_norm::fuse_layer_norms(&mut slots, &reads, nodes);
     fuse_channel_affines(&mut slots, &reads, nodes);
     fuse_swishes(&mut slots, &reads, nodes);
     fuse_gelus(&mut slots, &reads, nodes);

@@ -203,6 +203,9 @@ fn graph_optimizations_keep_every_keras_models_results() {
             let residuals = ops("Conv2D+BiasAdd+Mul+AddV2+AddV2+Relu");
             assert_eq!((residuals, ops("AddV2"), ops("Relu")), (16, 0, 0), "{name}");
         }
+        // Every layer normalization (Keras 3's ten ops) runs as one step.
+        let unfused = steps.nodes.iter().filter(|n| n.op == "Rsqrt").count();
+        assert_eq!(unfused, 0, "{name}: a layer normalization left unfused");
         // Plans with TensorFlow 1.x control flow (a lowered loop) are not rewritten.
         assert!(
             kernels <= plain_kernels,

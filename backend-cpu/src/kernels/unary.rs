@@ -189,6 +189,81 @@ pub(crate) fn softmax(x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> R
     Ok(true)
 }
 
+/// `Device::layer_norm` for f32: each row's mean and biased variance (sums in the lanes of
+/// the `Mean` kernel, the squared differences laid in the output row first), then `x * inv
+/// + (-mean * inv + beta)` with `inv = rsqrt(var + epsilon) * gamma`, each op rounded as
+/// the graph's ops round; blocks of rows split across threads. `false` for other dtypes, a
+/// strided `x`, or `gamma`/`beta` that are not contiguous f32 of one value per column.
+pub(crate) fn layer_norm(
+    x: &TensorView<'_>,
+    gamma: Option<&TensorView<'_>>,
+    beta: Option<&TensorView<'_>>,
+    epsilon: f64,
+    out: &mut OutView<'_>,
+) -> Result<bool> {
+    use super::reduce_fast::sum_run;
+    if !one_pass_f32(x, out) {
+        return Ok(false);
+    }
+    let n = x.layout().num_elements();
+    let width = x.layout().shape().dims().last().copied().unwrap_or(1);
+    let (Some(gamma), Some(beta)) = (per_column(gamma, width)?, per_column(beta, width)?) else {
+        return Ok(false);
+    };
+    let start = x.layout().offset();
+    let src = &crate::strided::input::<f32>(x)?[start..start + n];
+    let dst = crate::strided::output::<f32>(out)?;
+    if n == 0 || width == 0 {
+        return Ok(true);
+    }
+    let epsilon = epsilon as f32;
+    let count = width as f64;
+    let row = |x: &[f32], out: &mut [f32]| {
+        let mean = (sum_run(x) / count) as f32;
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = (v - mean) * (v - mean);
+        }
+        let variance = (sum_run(out) / count) as f32;
+        let inv = 1.0 / (variance + epsilon).sqrt();
+        let negated = -mean;
+        for (c, (o, &v)) in out.iter_mut().zip(x).enumerate() {
+            let scale = gamma.map_or(inv, |g| inv * g[c]);
+            let shift = beta.map_or(negated * scale, |b| negated * scale + b[c]);
+            *o = v * scale + shift;
+        }
+    };
+    let rows_per_block = (4096 / width).max(1) * width;
+    let block = |(x, out): (&[f32], &mut [f32])| {
+        x.chunks_exact(width)
+            .zip(out.chunks_exact_mut(width))
+            .for_each(|(x, out)| row(x, out))
+    };
+    if n < crate::strided::PARALLEL_MIN_ELEMENTS {
+        block((src, dst));
+    } else {
+        src.par_chunks(rows_per_block)
+            .zip(dst.par_chunks_mut(rows_per_block))
+            .for_each(block);
+    }
+    Ok(true)
+}
+
+/// A layer normalization's `gamma` or `beta`: `Some(None)` when absent, `Some(values)` when
+/// contiguous f32 of `width` values, `None` (the ops run instead) otherwise.
+fn per_column<'a>(v: Option<&TensorView<'a>>, width: usize) -> Result<Option<Option<&'a [f32]>>> {
+    let Some(v) = v else { return Ok(Some(None)) };
+    if v.dtype() != polytensor_core::DataType::Float
+        || !v.layout().is_contiguous()
+        || v.layout().num_elements() != width
+    {
+        return Ok(None);
+    }
+    let start = v.layout().offset();
+    Ok(Some(Some(
+        &crate::strided::input::<f32>(v)?[start..start + width],
+    )))
+}
+
 /// `Device::swish` for f32: `x * sigmoid(beta * x)` in one vectorised pass, pieces split
 /// across threads. `false` for other dtypes or a strided `x`.
 pub(crate) fn swish(x: &TensorView<'_>, beta: f64, out: &mut OutView<'_>) -> Result<bool> {

@@ -78,6 +78,9 @@ pub enum Layer {
     ChannelAffine(Vec<usize>, Option<UnaryOp>),
     /// `Softmax` (or `LogSoftmax` when `true`) over the last dim.
     Softmax(Vec<usize>, bool),
+    /// Layer normalization over the last dim, with `gamma` and `beta` where `true` (the
+    /// session's fusion of Keras 3's ten ops).
+    LayerNorm(Vec<usize>, bool, bool),
     /// `Pad` with a value.
     Pad(Vec<usize>, Vec<(usize, usize)>, Scalar),
     /// `MirrorPad`.
@@ -163,6 +166,7 @@ impl Layer {
             Layer::Gelu(..) => "gelu",
             Layer::Softmax(_, true) => "log_softmax",
             Layer::Softmax(..) => "softmax",
+            Layer::LayerNorm(..) => "layer_norm",
             Layer::Pad(..) => "pad",
             Layer::MirrorPad(..) => "mirror_pad",
             Layer::Concat(..) => "concat",
@@ -483,6 +487,21 @@ pub fn layer_cases() -> Vec<LayerCase> {
         layers.push((
             format!("log_softmax_{name}"),
             Layer::Softmax(dims, true),
+            &FLOATS,
+        ));
+    }
+    // Rows on and off the vector width, with and without its parameters, and past the
+    // kernel's piece size.
+    for (dims, gamma, beta, name) in [
+        (vec![3, 5, 7], true, true, "3x5x7"),
+        (vec![4, 16], true, false, "4x16_gamma"),
+        (vec![2, 1, 9], false, true, "2x1x9_beta"),
+        (vec![5, 3], false, false, "5x3_plain"),
+        (vec![40, 1700], true, true, "40x1700"),
+    ] {
+        layers.push((
+            format!("layer_norm_{name}"),
+            Layer::LayerNorm(dims, gamma, beta),
             &FLOATS,
         ));
     }

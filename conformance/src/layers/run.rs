@@ -327,6 +327,39 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
                 .collect();
             (got, want, Tolerance::Ulps(8.0))
         }
+        Layer::LayerNorm(dims, gamma, beta) => {
+            let c = dims[dims.len() - 1];
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            let (g, tg) = inputs.next(&[c], Domain::Finite)?;
+            let (b, tb) = inputs.next(&[c], Domain::Finite)?;
+            let got = tx.layer_norm(gamma.then_some(&tg), beta.then_some(&tb), 1e-3)?;
+            let mut want = Vec::new();
+            for row in x.values.chunks(c) {
+                let row: Vec<f64> = row.iter().map(|v| v.to_f64()).collect();
+                let mean = row.iter().sum::<f64>() / c as f64;
+                let variance = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / c as f64;
+                let inv = 1.0 / (variance + 1e-3).sqrt();
+                // The mean's error scales with the row's magnitude, not with the mean.
+                let magnitude = row.iter().map(|v| v.abs()).sum::<f64>() / c as f64;
+                for (k, v) in row.iter().enumerate() {
+                    let scale = if *gamma {
+                        inv * g.values[k].to_f64()
+                    } else {
+                        inv
+                    };
+                    let shift = if *beta { b.values[k].to_f64() } else { 0.0 };
+                    let y = (v - mean) * scale + shift;
+                    want.push(Expected {
+                        value: data::round_to(dtype, Scalar::F64(y)),
+                        scale: (v.abs() + magnitude) * scale.abs() + shift.abs(),
+                        terms: c,
+                    });
+                }
+            }
+            // The mean's and the variance's sums over the row, then the rsqrt's, the
+            // products' and the sums' roundings.
+            (got, want, Tolerance::Epilogue)
+        }
         Layer::Softmax(dims, log) => {
             let (x, tx) = inputs.next(dims, Domain::Finite)?;
             let got = if *log {

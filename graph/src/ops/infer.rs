@@ -97,9 +97,11 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         }
         Kind::MatMul | Kind::BatchMatMul => matmul(cx, kind == Kind::BatchMatMul),
         Kind::Nn(op) => super::nn::infer(op, cx),
-        Kind::FusedConv(_) | Kind::ChannelAffine { .. } | Kind::Swish | Kind::Gelu => {
-            Err(cx.error("a fused step is made by a session, not a graph"))
-        }
+        Kind::FusedConv(_)
+        | Kind::ChannelAffine { .. }
+        | Kind::Swish
+        | Kind::Gelu
+        | Kind::LayerNorm { .. } => Err(cx.error("a fused step is made by a session, not a graph")),
         Kind::Array(op) => super::array::infer(op, cx),
         Kind::Sparse(op) => super::sparse::infer(op, cx),
         Kind::Collective(op) => super::collective::infer(op, cx),

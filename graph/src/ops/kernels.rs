@@ -283,6 +283,11 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
         Kind::ChannelAffine { activation } => super::nn::run_channel_affine(activation, cx),
         Kind::Swish => super::nn::run_swish(cx),
         Kind::Gelu => super::nn::run_gelu(cx),
+        Kind::LayerNorm {
+            epsilon,
+            gamma,
+            beta,
+        } => super::nn::run_layer_norm(cx, epsilon, gamma, beta),
         Kind::Array(op) => super::array::run(op, cx),
         Kind::Sparse(op) => super::sparse::run(op, cx),
         Kind::Collective(op) => super::collective::run(op, cx, cx.collectives),

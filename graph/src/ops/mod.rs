@@ -134,6 +134,14 @@ pub(crate) enum Kind {
     /// One step: Keras 3's exact GELU (`(x * 0.5) * Erfc(Neg(x) * (1/√2))`); made by the
     /// session (`crate::fusion`).
     Gelu,
+    /// Keras 3's layer normalization over the last axis run as one step (inputs: the
+    /// tensor, then `gamma` and `beta` where present); made by the session
+    /// (`crate::fusion`).
+    LayerNorm {
+        epsilon: f32,
+        gamma: bool,
+        beta: bool,
+    },
 }
 
 impl Kind {

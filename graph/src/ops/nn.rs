@@ -711,6 +711,24 @@ pub(crate) fn run_gelu(cx: &RunCtx<'_, '_>) -> Result<Outputs> {
     one(cx.tensor(0)?.gelu()?)
 }
 
+/// Keras 3's layer normalization run as one step (inputs: the tensor, then `gamma` and
+/// `beta` where the pattern had them).
+pub(crate) fn run_layer_norm(
+    cx: &RunCtx<'_, '_>,
+    epsilon: f32,
+    gamma: bool,
+    beta: bool,
+) -> Result<Outputs> {
+    let x = cx.tensor(0)?;
+    let gamma_t = if gamma { Some(cx.tensor(1)?) } else { None };
+    let beta_t = if beta {
+        Some(cx.tensor(1 + usize::from(gamma))?)
+    } else {
+        None
+    };
+    one(x.layer_norm(gamma_t.as_deref(), beta_t.as_deref(), f64::from(epsilon))?)
+}
+
 fn one(t: Tensor) -> Result<Outputs> {
     Ok(smallvec![Value::Tensor(t)])
 }

@@ -572,6 +572,24 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         Ok(false)
     }
 
+    /// Layer normalization over the last dim of the contiguous `x`, each row in one pass
+    /// while it is in cache, as Keras 3 writes it: `inv = rsqrt(var + epsilon) * gamma`,
+    /// `out = x * inv + (-mean * inv + beta)`, with the row's `mean` and (biased) `var`;
+    /// `gamma` and `beta` (contiguous, one value per column) each optional. Rounded as
+    /// those ops round. Returns whether it ran; `false`, the default, has the caller run
+    /// the ops.
+    fn layer_norm(
+        &self,
+        x: &TensorView<'_>,
+        gamma: Option<&TensorView<'_>>,
+        beta: Option<&TensorView<'_>>,
+        epsilon: f64,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        let _ = (x, gamma, beta, epsilon, out);
+        Ok(false)
+    }
+
     /// TensorFlow's `Softmax` (`log`: `LogSoftmax`) over the last dim of the contiguous
     /// `x`, each row in one pass while it is in cache: `exp(x - max) / sum`, or `x - max -
     /// log(sum)`. Returns whether it ran; `false`, the default, has the caller compose it

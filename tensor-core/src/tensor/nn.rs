@@ -696,6 +696,78 @@ impl Tensor {
         Ok((x, fused))
     }
 
+    /// Layer normalization over the last dim, as Keras 3's `LayerNormalization` computes
+    /// it: with the row's mean and biased variance, `inv = rsqrt(var + epsilon) * gamma`
+    /// and `x * inv + (-mean * inv + beta)`. `gamma` and `beta` hold one value per column
+    /// (shape `[C]`, or ones before it); either may be absent. One pass per row where the
+    /// device has the kernel ([`crate::Device::layer_norm`]), else those ops.
+    pub fn layer_norm(
+        &self,
+        gamma: Option<&Tensor>,
+        beta: Option<&Tensor>,
+        epsilon: f64,
+    ) -> Result<Tensor> {
+        let columns = self.check_layer_norm(gamma, beta)?;
+        let x = self.contiguous()?;
+        let device = self.device();
+        let per_column = |t: Option<&Tensor>| -> Result<Option<Tensor>> {
+            t.map(|t| t.contiguous()?.reshape([columns])).transpose()
+        };
+        let (gamma, beta) = (per_column(gamma)?, per_column(beta)?);
+        let fused = Tensor::produce_if(self.shape().clone(), self.dtype, device, |out| {
+            let (g, b) = (
+                gamma.as_ref().map(|g| g.view()),
+                beta.as_ref().map(|b| b.view()),
+            );
+            device.layer_norm(&x.view(), g.as_ref(), b.as_ref(), epsilon, out)
+        })?;
+        if let Some(y) = fused {
+            return Ok(y);
+        }
+        let mean = x.mean(&[-1], true)?;
+        let variance = x.squared_difference(&mean)?.mean(&[-1], true)?;
+        let epsilon = Tensor::full([0usize; 0], Scalar::F64(epsilon), self.dtype, device)?;
+        let mut inv = variance.add(&epsilon)?.rsqrt()?;
+        if let Some(gamma) = &gamma {
+            inv = inv.mul(gamma)?;
+        }
+        let mut shift = mean.neg()?.mul(&inv)?;
+        if let Some(beta) = &beta {
+            shift = shift.add(beta)?;
+        }
+        x.mul(&inv)?.add(&shift)
+    }
+
+    /// The number of columns of a layer normalization, after its checks: a float tensor
+    /// of rank 1 or more, `gamma` and `beta` of its dtype with one value per column.
+    fn check_layer_norm(&self, gamma: Option<&Tensor>, beta: Option<&Tensor>) -> Result<usize> {
+        if self.rank() == 0 || !self.dtype.is_float() {
+            return Err(Error::invalid(format!(
+                "layer_norm takes a half, bfloat16, float or double tensor of rank 1 or more, \
+                 not {} {}",
+                self.dtype,
+                self.shape()
+            )));
+        }
+        let columns = self.shape().dims().last().copied().unwrap_or(1);
+        for (name, t) in [("gamma", gamma), ("beta", beta)] {
+            let Some(t) = t else { continue };
+            let dims = t.shape().dims();
+            let per_column = dims.last().copied() == Some(columns)
+                && dims[..dims.len() - 1].iter().all(|&d| d == 1);
+            if t.dtype != self.dtype || !per_column {
+                return Err(Error::invalid(format!(
+                    "layer_norm's {name} must be {} with one value per column ({columns}), \
+                     not {} {}",
+                    self.dtype,
+                    t.dtype,
+                    t.shape()
+                )));
+            }
+        }
+        Ok(columns)
+    }
+
     /// TensorFlow's `Softmax` over the last dim: `exp(x - max) / sum(exp(x - max))`.
     pub fn softmax(&self) -> Result<Tensor> {
         if let Some(y) = self.softmax_kernel("Softmax", false)? {
