@@ -90,7 +90,7 @@ pub mod saved_model {
 
 pub use polytensor_core::{
     same_device, BinaryOp, Conv2dOptions, ConvEpilogue, DataFormat, DataType, Device, DeviceKind,
-    Element, Error, HostView, IntoShape, MirrorMode, Op, Padding, PartialTensorShape,
+    Element, Error, HostView, IntoShape, MirrorMode, Op, PackedFilter, Padding, PartialTensorShape,
     Pool2dOptions, ReduceOp, ResizeOptions, Result, Scalar, SparseTensor, StridedSliceSpec, Tensor,
     TensorShape, TensorSlice, UnaryOp,
 };

@@ -320,6 +320,10 @@ impl Device for CpuDevice {
         window::runs(dtype)
     }
 
+    fn filter_strip(&self, dtype: DataType, dims: [usize; 4]) -> Option<usize> {
+        window::filter_strip(dtype, dims)
+    }
+
     fn conv_residual(&self, dtype: DataType) -> bool {
         window::runs(dtype)
     }

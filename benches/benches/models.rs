@@ -111,6 +111,46 @@ fn conv2d_bf16_weights(c: &mut Criterion) {
     }
 }
 
+/// Filters packed once (`GraphOptimizations::packed_filters`, `PackedFilter`): eight late
+/// layers of a small image in turn (ResNet50's and VGG16's last 3x3 layers at batch 1,
+/// 75 MB of filters, past the caches as in a model's run), each filter as given and
+/// packed in strips.
+fn conv2d_packed_filters(c: &mut Criterion) {
+    let device = cpu();
+    for [n, h, w, ch, k, o] in [[1, 4, 4, 512, 3, 512], [1, 2, 2, 512, 3, 512]] {
+        let layers: Vec<_> = (0..8)
+            .map(|seed| {
+                let (x, _, options, flops) = conv_case([n, h, w, ch, k, o], &device);
+                let f = benches::tensor(&[k, k, ch, o], DataType::Float, 10 + seed, &device);
+                let packed = polytensor::PackedFilter::new(&f).unwrap();
+                (x, f, packed, options, flops)
+            })
+            .collect();
+        let flops = layers.iter().map(|l| l.4).sum();
+        let mut group =
+            c.benchmark_group(format!("conv2d_packed_filters_{k}x{k}_{h}x{w}x{ch}_b{n}"));
+        group.throughput(Throughput::Elements(flops));
+        group.bench_function("as_given", |b| {
+            b.iter(|| {
+                for (x, f, _, options, _) in &layers {
+                    black_box(x.conv2d(f, options).unwrap());
+                }
+            })
+        });
+        group.bench_function("packed", |b| {
+            b.iter(|| {
+                for (x, f, packed, options, _) in &layers {
+                    black_box(match packed {
+                        Some(p) => x.conv2d_packed(p, options, &Default::default()).unwrap(),
+                        None => x.conv2d(f, options).unwrap(),
+                    });
+                }
+            })
+        });
+        group.finish();
+    }
+}
+
 fn models(c: &mut Criterion) {
     let dir = workspace().join("../shared/tf-golden/models");
     if !dir.is_dir() {
@@ -421,6 +461,6 @@ fn saved_model(c: &mut Criterion) {
 criterion_group! {
     name = model_benches;
     config = benches::criterion_config();
-    targets = conv2d, conv2d_bf16_weights, models, keras, zoo, zoo_bf16, saved_model, gpu
+    targets = conv2d, conv2d_bf16_weights, conv2d_packed_filters, models, keras, zoo, zoo_bf16, saved_model, gpu
 }
 criterion_main!(model_benches);

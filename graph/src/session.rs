@@ -137,6 +137,12 @@ pub struct GraphOptimizations {
     /// significant bits): PERFORMANCE.md gives each zoo model's distance from f32. Without
     /// such a device nothing changes.
     pub bf16_weights: bool,
+    /// oneDNN's reordered weights: each large constant filter of an f32 convolution (not
+    /// depthwise) is laid out once, when the plan is made, as its device asks
+    /// ([`Device::filter_strip`]: on the CPU, in strips of 64 output channels, so that the
+    /// GEMM of a late layer at a small batch streams it from memory in order). The step
+    /// keeps the filter as given too, for whatever the kernel does not run.
+    pub packed_filters: bool,
 }
 
 impl Default for GraphOptimizations {
@@ -145,6 +151,7 @@ impl Default for GraphOptimizations {
             constant_folding: true,
             remapping: true,
             bf16_weights: false,
+            packed_filters: true,
         }
     }
 }
@@ -155,6 +162,7 @@ impl GraphOptimizations {
         constant_folding: false,
         remapping: false,
         bf16_weights: false,
+        packed_filters: false,
     };
 }
 
@@ -587,7 +595,7 @@ impl Session {
         let collectives = self.collectives.as_deref();
         let outputs = if step.uses_variables {
             run_step(
-                step.kind,
+                step,
                 node,
                 device,
                 &mut locked(&self.variables),
@@ -596,7 +604,7 @@ impl Session {
                 collectives,
             )
         } else {
-            run_step(step.kind, node, device, unused, inputs, chain, collectives)
+            run_step(step, node, device, unused, inputs, chain, collectives)
         }?;
         if let (Kind::Const, [Value::Tensor(t)]) = (step.kind, outputs.as_slice()) {
             let _ = self.constants[step.node].set(t.clone());
@@ -643,11 +651,11 @@ impl Session {
 /// Run one step's kernel with `variables` (the session's, held for the step, or an empty
 /// stand-in for a step that uses none).
 #[inline(always)]
-fn run_step<'a>(
-    kind: Kind,
+fn run_step<'a, 'v>(
+    step: &'v Step,
     node: &'a crate::graph::Node,
     device: &'a Arc<dyn Device>,
-    variables: &mut Variables,
+    variables: &'v mut Variables,
     inputs: SmallVec<[&'a Value; 4]>,
     chain: SmallVec<[&'a crate::graph::Node; 2]>,
     collectives: Option<&'a dyn Collectives>,
@@ -659,8 +667,9 @@ fn run_step<'a>(
         inputs,
         chain,
         collectives,
+        packed: step.packed.as_ref(),
     };
-    kernels::run(kind, &mut cx).map_err(|e| in_node(e, node))
+    kernels::run(step.kind, &mut cx).map_err(|e| in_node(e, node))
 }
 
 /// The value `source` names while a plan runs.

@@ -68,11 +68,12 @@ fn tiles(g: &WindowGeometry) -> usize {
 /// pixels (one at an odd height's end).
 type TileRow<'o, T> = (usize, usize, &'o mut [T]);
 
-/// `out = conv(x, f)` then `finish`, for `g` that [`applies`]: `x` NHWC, `f` HWIO, `out`
-/// NHWC, all contiguous.
+/// `out = conv(x, f)` then `finish`, for `g` that [`applies`]: `x` NHWC, `f` HWIO in
+/// strips of `width` filters (`[filters / width, 9 * channels, width]`; HWIO itself is one
+/// strip of every filter), `out` NHWC, all contiguous.
 pub(super) fn conv<T: GemmElem + Float + Pod + Send + Sync>(
     x: &[T],
-    f: &[T],
+    (f, width): (&[T], usize),
     g: &WindowGeometry,
     finish: &Finish<'_, T>,
     out: &mut [T],
@@ -82,7 +83,7 @@ pub(super) fn conv<T: GemmElem + Float + Pod + Send + Sync>(
         return;
     }
     with_buffer(&FILTERS, 16 * c * k, |u: &mut [T]| {
-        transform_filter(f, c, k, u);
+        transform_filter((f, width), c, k, u);
         convolve(x, g, &Plain { u, c, k }, finish, out);
     });
 }
@@ -104,7 +105,7 @@ pub(super) fn conv_rounded<P: Products<f32>>(
     }
     let wide: Vec<f32> = f.iter().map(|v| v.to_f32()).collect();
     with_buffer(&FILTERS, 16 * c * k, |u: &mut [f32]| {
-        transform_filter(&wide, c, k, u);
+        transform_filter((&wide, k), c, k, u);
         convolve(x, g, &rounded(u), finish, out);
     });
 }
@@ -313,9 +314,15 @@ fn run_block<T: GemmElem + Float + Pod + Send + Sync>(
     }
 }
 
-/// `U = G g Gᵀ` for every channel and filter of the HWIO filter `f`: 16 matrices of `[c,
-/// k]`, `G = [[1, 0, 0], [½, ½, ½], [½, -½, ½], [0, 0, 1]]`. Channels split across threads.
-fn transform_filter<T: Float + Send + Sync>(f: &[T], c: usize, k: usize, u: &mut [T]) {
+/// `U = G g Gᵀ` for every channel and filter of the filter `f` (HWIO in strips of `width`
+/// filters, as [`conv`] takes it): 16 matrices of `[c, k]`, `G = [[1, 0, 0], [½, ½, ½],
+/// [½, -½, ½], [0, 0, 1]]`. Channels split across threads.
+fn transform_filter<T: Float + Send + Sync>(
+    (f, width): (&[T], usize),
+    c: usize,
+    k: usize,
+    u: &mut [T],
+) {
     // Per channel: the 16 rows of `k` it owns, one in each matrix.
     let mut rows: Vec<Vec<&mut [T]>> = (0..c).map(|_| Vec::with_capacity(16)).collect();
     for matrix in u.chunks_mut(c * k) {
@@ -324,14 +331,18 @@ fn transform_filter<T: Float + Send + Sync>(f: &[T], c: usize, k: usize, u: &mut
         }
     }
     rows.par_iter_mut().enumerate().for_each(|(channel, out)| {
-        // Tap `(a, b)` of this channel: a row of `k` filters.
-        let taps: [&[T]; 9] = std::array::from_fn(|t| &f[(t * c + channel) * k..][..k]);
-        let mut out = out.iter_mut();
-        let out: [&mut [T]; 16] = std::array::from_fn(|_| match out.next() {
-            Some(row) => &mut row[..],
-            None => &mut [],
-        });
-        transform::<T, FilterTransform, 9, 16>(taps, out);
+        for (strip, first) in (0..k).step_by(width.max(1)).enumerate() {
+            // Tap `(a, b)` of this channel: a row of this strip's filters.
+            let taps: [&[T]; 9] = std::array::from_fn(|t| {
+                &f[strip * 9 * c * width + (t * c + channel) * width..][..width]
+            });
+            let mut rows = out.iter_mut();
+            let out: [&mut [T]; 16] = std::array::from_fn(|_| match rows.next() {
+                Some(row) => &mut row[first..first + width],
+                None => &mut [],
+            });
+            transform::<T, FilterTransform, 9, 16>(taps, out);
+        }
     });
 }
 
@@ -596,7 +607,7 @@ mod tests {
                 activation: Some(UnaryOp::Relu),
             };
             let mut out = vec![T::nan(); batch * output[0] * output[1] * filters];
-            conv(&of(&x), &of(&f), &g, &finish, &mut out);
+            conv(&of(&x), (&of(&f), filters), &g, &finish, &mut out);
             let want = direct(&x, &f, &g);
             for (i, (&got, &want)) in out.iter().zip(&want).enumerate() {
                 let want = (want + shift[i % filters] + residual[i]).max(0.0);

@@ -56,6 +56,9 @@ pub(crate) struct RunCtx<'a, 'v> {
     pub(crate) chain: SmallVec<[&'a Node; 2]>,
     /// The session's communicator, for collective ops.
     pub(crate) collectives: Option<&'a dyn Collectives>,
+    /// The step's filter (input 1) as the plan packed it for the device
+    /// ([`polytensor_core::PackedFilter`]), where it did.
+    pub(crate) packed: Option<&'v polytensor_core::PackedFilter>,
 }
 
 /// A kernel's outputs (most ops have one).

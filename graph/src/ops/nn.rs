@@ -619,19 +619,27 @@ fn fused_conv(fused: FusedConv, residual: Option<&Tensor>, cx: &RunCtx<'_, '_>) 
             epilogue.shift = Some(bias.into_owned());
         }
     }
+    // The filter as the plan packed it for the device, where it did.
+    let packed = cx
+        .packed
+        .filter(|p| !fused.depthwise && p.filter().dims() == filter.dims());
+    let convolve = |epilogue: &ConvEpilogue| match packed {
+        Some(packed) => x.conv2d_packed(packed, &options, epilogue),
+        None => x.conv2d_fused(&filter, &options, fused.depthwise, epilogue),
+    };
     // The residual in the kernel's epilogue where it has the output's batch (the plan saw
     // the rest of its shape); else added, as `AddV2` broadcasts, after it.
     match residual {
         Some(r) if r.dims().first() == x.dims().first() => {
             epilogue.residual = Some(r.clone());
-            x.conv2d_fused(&filter, &options, fused.depthwise, &epilogue)
+            convolve(&epilogue)
         }
         Some(r) => {
             epilogue.activation = None;
-            let y = x.conv2d_fused(&filter, &options, fused.depthwise, &epilogue)?;
+            let y = convolve(&epilogue)?;
             then_residual(y, Some(r), fused.activation)
         }
-        None => x.conv2d_fused(&filter, &options, fused.depthwise, &epilogue),
+        None => convolve(&epilogue),
     }
 }
 

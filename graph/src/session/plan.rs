@@ -51,6 +51,9 @@ pub(crate) struct Step {
     /// The step's second input (a convolution's filter) as the mixed-precision pass
     /// rounded it, read in place of its source's value.
     pub(crate) weights: Option<crate::ops::Value>,
+    /// A convolution's constant filter packed for its device, once (see
+    /// `Session::pack_filters`).
+    pub(crate) packed: Option<polytensor_core::PackedFilter>,
 }
 
 impl Step {
@@ -69,6 +72,7 @@ impl Step {
             release: Vec::new(),
             folded: None,
             weights: None,
+            packed: None,
         }
     }
 
@@ -146,6 +150,9 @@ impl Session {
             }
             if self.optimizations.bf16_weights {
                 self.round_weights(&mut steps);
+            }
+            if self.optimizations.packed_filters {
+                self.pack_filters(&mut steps);
             }
             None
         };

@@ -5,11 +5,13 @@
 //! ([`Device::bf16_weights`](polytensor_core::Device::bf16_weights)) are rounded to bf16
 //! once, when the plan is made; the step then reads the rounded weights, and the device
 //! rounds the activations as it lays them out and sums in f32. Depthwise convolutions keep
-//! f32 (they are bound by memory, not by multiply-adds).
+//! f32 (they are bound by memory, not by multiply-adds). Also the packing pass
+//! ([`GraphOptimizations::packed_filters`](super::GraphOptimizations)): each constant
+//! filter laid out once as its device's kernel reads it.
 
 use std::collections::HashMap;
 
-use polytensor_core::{DataType, Tensor};
+use polytensor_core::{DataType, PackedFilter, Tensor};
 
 use super::plan::{Plan, Source, Step};
 use super::stop::Stop;
@@ -21,12 +23,7 @@ impl Session {
     /// Give each convolution and matrix product step of `steps` that takes bf16 weights its
     /// weights rounded to bf16 (see the module's doc).
     pub(super) fn round_weights(&self, steps: &mut [Step]) {
-        // Each node's step (a plan runs a node once).
-        let step_of: HashMap<usize, usize> = steps
-            .iter()
-            .enumerate()
-            .map(|(at, s)| (s.node, at))
-            .collect();
+        let step_of = steps_by_node(steps);
         for at in 0..steps.len() {
             let step = &steps[at];
             let node = &self.graph.nodes[step.node];
@@ -46,14 +43,7 @@ impl Session {
             if !self.devices[step.device].bf16_weights() {
                 continue;
             }
-            let Some(&Source::Node { node, index }) = step.inputs.get(1) else {
-                continue;
-            };
-            let Some(filter) = step_of
-                .get(&node)
-                .filter(|&&producer| producer < at)
-                .and_then(|&producer| self.constant_output(&steps[producer], index))
-            else {
+            let Some(filter) = self.constant_weights(steps, &step_of, at) else {
                 continue;
             };
             if filter.dtype() != DataType::Float || filter.rank() != rank {
@@ -63,6 +53,43 @@ impl Session {
                 steps[at].weights = Some(Value::Tensor(rounded));
             }
         }
+    }
+
+    /// Lay out the constant filter of each fused convolution step (not depthwise) of
+    /// `steps` as its device asks, once ([`GraphOptimizations::packed_filters`]); a step
+    /// whose weights the mixed-precision pass rounded keeps those.
+    ///
+    /// [`GraphOptimizations::packed_filters`]: super::GraphOptimizations::packed_filters
+    pub(super) fn pack_filters(&self, steps: &mut [Step]) {
+        let step_of = steps_by_node(steps);
+        for at in 0..steps.len() {
+            let step = &steps[at];
+            let fits = matches!(step.kind, Kind::FusedConv(f) if !f.depthwise);
+            if !fits || step.weights.is_some() {
+                continue;
+            }
+            let Some(filter) = self.constant_weights(steps, &step_of, at) else {
+                continue;
+            };
+            if filter.rank() == 4 {
+                steps[at].packed = PackedFilter::new(&filter).ok().flatten();
+            }
+        }
+    }
+
+    /// The value of input 1 (the weights) of step `at` where an earlier step of `steps`
+    /// gives it as a constant.
+    fn constant_weights(
+        &self,
+        steps: &[Step],
+        step_of: &HashMap<usize, usize>,
+        at: usize,
+    ) -> Option<Tensor> {
+        let &Source::Node { node, index } = steps[at].inputs.get(1)? else {
+            return None;
+        };
+        let producer = *step_of.get(&node).filter(|&&producer| producer < at)?;
+        self.constant_output(&steps[producer], index)
     }
 
     /// Output `index` of `step` where it is a constant (a `Const`, or a folded result).
@@ -91,4 +118,13 @@ impl Session {
             _ => None,
         }
     }
+}
+
+/// Each node's step in `steps` (a plan runs a node once).
+fn steps_by_node(steps: &[Step]) -> HashMap<usize, usize> {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(at, s)| (s.node, at))
+        .collect()
 }

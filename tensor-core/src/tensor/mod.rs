@@ -12,7 +12,7 @@ use crate::ops::Op;
 use crate::shape::{IntoShape, TensorShape};
 
 pub use host::HostView;
-pub use nn::{Conv2dOptions, ConvEpilogue, Pool2dOptions};
+pub use nn::{Conv2dOptions, ConvEpilogue, PackedFilter, Pool2dOptions};
 pub(crate) use segment::with_rows;
 pub use shape_ops::MirrorMode;
 

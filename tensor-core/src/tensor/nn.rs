@@ -78,6 +78,46 @@ pub struct ConvEpilogue {
     pub activation: Option<UnaryOp>,
 }
 
+/// A convolution filter laid out once for its device's kernels, as TensorFlow's oneDNN
+/// keeps a reordered copy of each constant filter: the filter as given (HWIO), and its
+/// output channels in strips of the width the device asks for
+/// ([`crate::Device::filter_strip`]), each strip's `[k_h * k_w * in, width]` rows
+/// contiguous, so that a GEMM of few rows (a late layer of a small image, bound by reading
+/// the filter) streams it from memory in order. [`Tensor::conv2d_packed`] takes it.
+#[derive(Clone, Debug)]
+pub struct PackedFilter {
+    filter: Tensor,
+    strips: Tensor,
+}
+
+impl PackedFilter {
+    /// `filter` (HWIO, for a convolution that is not depthwise) packed for its device, or
+    /// `None` where the device takes filters as given.
+    pub fn new(filter: &Tensor) -> Result<Option<PackedFilter>> {
+        let [kh, kw, depth, filters] = filter_dims(filter, "Conv2D")?;
+        let width = filter
+            .device()
+            .filter_strip(filter.dtype, [kh, kw, depth, filters]);
+        let Some(width) = width.filter(|&w| w > 0 && filters % w == 0) else {
+            return Ok(None);
+        };
+        let taps = kh * kw * depth;
+        let strips = filter
+            .reshape([taps, filters / width, width])?
+            .permute(&[1, 0, 2])?
+            .contiguous()?;
+        Ok(Some(PackedFilter {
+            filter: filter.clone(),
+            strips,
+        }))
+    }
+
+    /// The filter as given (HWIO).
+    pub fn filter(&self) -> &Tensor {
+        &self.filter
+    }
+}
+
 impl ConvEpilogue {
     /// An `Err` unless `scale` and `shift` hold one value per channel of `x`'s dtype.
     fn check(&self, channels: usize, x: &Tensor) -> Result<()> {
@@ -254,7 +294,7 @@ impl Tensor {
     /// (`depthwise` or full); without one the op is pooling (`max` or average).
     fn direct_window(
         &self,
-        filter: Option<(&Tensor, bool, &ConvEpilogue)>,
+        filter: Option<(&Tensor, usize, bool, &ConvEpilogue)>,
         windows: [Window; 2],
         padding: &Padding,
         max: bool,
@@ -265,7 +305,7 @@ impl Tensor {
         }
         let dims = self.dims();
         let resolved = resolve_windows(&dims[1..3], &windows, padding)?;
-        let filters = filter.map_or(1, |(f, ..)| f.dims()[3]);
+        let filters = filter.map_or(1, |(_, filters, ..)| filters);
         let geometry = WindowGeometry {
             batch: dims[0],
             input: [dims[1], dims[2]],
@@ -282,8 +322,8 @@ impl Tensor {
             geometry
         };
         let out_channels = match filter {
-            Some((_, true, _)) => dims[3] * filters,
-            Some((_, false, _)) => filters,
+            Some((_, _, true, _)) => dims[3] * filters,
+            Some((_, _, false, _)) => filters,
             None => dims[3],
         };
         let shape = TensorShape::new(&[
@@ -294,7 +334,7 @@ impl Tensor {
         ])?;
         let x = self.contiguous()?;
         let out = match filter {
-            Some((f, depthwise, epilogue)) => {
+            Some((f, _, depthwise, epilogue)) => {
                 let f = f.contiguous()?;
                 // The kernel takes the epilogue it can; ops apply the rest after it.
                 if let Some(residual) = &epilogue.residual {
@@ -425,6 +465,37 @@ impl Tensor {
         depthwise: bool,
         epilogue: &ConvEpilogue,
     ) -> Result<Tensor> {
+        self.convolve(filter, None, options, depthwise, epilogue)
+    }
+
+    /// [`Tensor::conv2d_fused`] (not depthwise) by a filter its device laid out once: the
+    /// same checks and result, the device's kernel reading the packed layout where it runs
+    /// ([`PackedFilter`]).
+    pub fn conv2d_packed(
+        &self,
+        filter: &PackedFilter,
+        options: &Conv2dOptions,
+        epilogue: &ConvEpilogue,
+    ) -> Result<Tensor> {
+        self.convolve(
+            &filter.filter,
+            Some(&filter.strips),
+            options,
+            false,
+            epilogue,
+        )
+    }
+
+    /// A convolution by `filter` (HWIO), which the device's kernel reads as `packed` where
+    /// given and the kernel runs.
+    fn convolve(
+        &self,
+        filter: &Tensor,
+        packed: Option<&Tensor>,
+        options: &Conv2dOptions,
+        depthwise: bool,
+        epilogue: &ConvEpilogue,
+    ) -> Result<Tensor> {
         let op = if depthwise {
             "DepthwiseConv2dNative"
         } else {
@@ -459,7 +530,7 @@ impl Tensor {
         epilogue.check(channels, self)?;
         let spans = spatial_windows([kh, kw], options.strides, options.dilations);
         let direct = x.direct_window(
-            Some((filter, depthwise, epilogue)),
+            Some((packed.unwrap_or(filter), filters, depthwise, epilogue)),
             spans,
             &options.padding,
             false,

@@ -305,6 +305,66 @@ pub(crate) fn gemm_columns<T: GemmElem>(
     });
 }
 
+/// `out = a x b` for row-major `a` (`m x k`) and `out` (`m x n`), `b` laid out in strips
+/// of `width` columns (`[n / width, k, width]`, each strip contiguous: a filter packed by
+/// `Device::filter_strip`), one `gemm` per strip, so that each reads its part of `b` from
+/// memory in order. `parallel`: the strips split across the pool's threads (a GEMM of few
+/// rows); else on this thread.
+pub(crate) fn gemm_strips<T: GemmElem>(
+    (m, n, k): (usize, usize, usize),
+    a: &[T],
+    b: &[T],
+    width: usize,
+    out: &mut [T],
+    parallel: bool,
+) {
+    assert!(
+        width > 0
+            && n.is_multiple_of(width)
+            && a.len() >= m * k
+            && b.len() >= k * n
+            && out.len() >= m * n,
+        "gemm_strips operands"
+    );
+    let operands = Operands(a.as_ptr(), b.as_ptr(), out.as_mut_ptr());
+    let strip = |s: usize| {
+        let (a, b, out) = operands.parts();
+        // SAFETY: the assertion keeps every position read or written inside the slices:
+        // strip `s` is `k * width` elements of `b` from `s * k * width`, and writes columns
+        // `s * width..(s + 1) * width` of the `m` rows of `out` (row stride `n`), which no
+        // other strip writes; `out` is borrowed mutably for the call, and parallel strips
+        // are joined before it returns.
+        unsafe {
+            gemm::gemm(
+                m,
+                width,
+                k,
+                out.add(s * width),
+                1,
+                n as isize,
+                false,
+                a,
+                1,
+                k as isize,
+                b.add(s * k * width),
+                1,
+                width as isize,
+                T::zero(),
+                T::one(),
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+    };
+    if parallel {
+        (0..n / width).into_par_iter().for_each(strip);
+    } else {
+        (0..n / width).for_each(strip);
+    }
+}
+
 /// Columns `columns` of `out = a x b`, row-major `a` (`m x k`), `b` (`k x n`) and `out`
 /// (`m x n`), on this thread.
 ///
