@@ -49,12 +49,14 @@ const FEW_TAPS: usize = 16;
 const FEW_CHANNELS: usize = 8;
 
 /// Filters of at least this many elements are packed in strips (`Device::filter_strip`):
-/// 4 MiB of f32, past what stays in cache between runs, so each call reads the filter from
-/// memory. A GEMM of few rows (a late layer at batch 1) is bound by that read, and the
-/// filter's rows 2^n bytes apart stream at a third to a half of the bandwidth a strip's
-/// contiguous rows do (measured: 9.4 MiB at 4 and 16 rows, 0.74-1.2 ms as rows, 0.43-0.71
-/// ms as strips of 64).
-const STRIPED_FILTER: usize = 1 << 20;
+/// 1 MiB of f32. A model's filters together are past what stays in cache between runs, so
+/// each call reads its filter from memory, and a GEMM of few rows (a late layer at batch 1)
+/// is bound by that read: the filter's rows 2^n bytes apart stream at a third to a half of
+/// the bandwidth a strip's contiguous rows do (measured: 9.4 MiB at 4 and 16 rows,
+/// 0.74-1.2 ms as rows, 0.43-0.71 ms as strips of 64). From 4 MiB down to 1 MiB, ResNet50
+/// and InceptionV3 at batch 1 gained another 5-10%; below, nothing measurable for the
+/// memory the copies take.
+const STRIPED_FILTER: usize = 1 << 18;
 
 /// Whether the direct kernels run for `dtype`.
 pub(crate) fn runs(dtype: DataType) -> bool {
