@@ -24,6 +24,8 @@ The benchmark writes one command per line and reads one line back:
   `DIR/../index.json` (written by `tests/python/saved_models.py`) records for DIR's case,
   on its feeds, as what `time` runs: load plus first result; answers `ready`.
 - `time ITERS`: run the loaded session ITERS times; answers the seconds they took.
+- `ping`: answers `ready` (the benchmark waits for it before timing anything, so that no
+  row is timed while TensorFlow imports).
 Sessions run with THREADS intra-op threads and one inter-op thread, as the Rust side does.
 """
 
@@ -170,6 +172,9 @@ def main():
             def run(graph_def=graph_def):
                 with tf.Graph().as_default():
                     tf.graph_util.import_graph_def(graph_def, name="")
+        elif words[0] == "ping":
+            print("ready", flush=True)
+            continue
         elif words[0] == "time":
             iters = int(words[1])
             run()

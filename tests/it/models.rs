@@ -320,6 +320,46 @@ fn fetching_inside_a_fused_chain_unfuses_it() {
     assert!(diff <= 1e-4 * scale + 1e-5, "probs: {diff:e}");
 }
 
+/// A layer normalization runs as one step only where nothing else reads the values it
+/// hides: fetching its mean unfuses that one (its `Rsqrt` runs again), the other stays
+/// fused, and the model's result and the mean are those of the plain ops.
+#[test]
+fn fetching_inside_a_layer_normalization_unfuses_it() {
+    let Some(dir) = keras_models() else {
+        return;
+    };
+    let name = "keras_attention";
+    let model = models(&dir)
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, m)| m)
+        .expect("the attention model");
+    let graph = Graph::read_graph_def(dir.join(format!("{name}.pb"))).unwrap();
+    let cpu = polytensor::device("cpu:0").unwrap();
+    let (feeds, _) = feeds_and_fetches(&model, &cpu);
+    let feeds: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let mean = "functional_6_1/layer_normalization_1/moments/mean:0";
+    let fetches = ["Identity:0", mean];
+    let run = |optimizations| run_optimised(name, &graph, &feeds, &fetches, optimizations);
+    let (fused, steps) = run(GraphOptimizations::default());
+    let (plain, _) = run(GraphOptimizations::NONE);
+    let ops = |op: &str| steps.nodes.iter().filter(|n| n.op == op).count();
+    let fused_norms = steps
+        .nodes
+        .iter()
+        .filter(|n| n.op.starts_with("Mean+SquaredDifference"))
+        .count();
+    assert_eq!(
+        (ops("Rsqrt"), fused_norms),
+        (1, 1),
+        "one unfused, one fused"
+    );
+    for ((fetch, got), want) in fetches.iter().zip(&fused).zip(&plain) {
+        let (diff, scale) = differences(got, want);
+        assert!(diff <= 1e-5 * scale + 1e-6, "{fetch}: {diff:e}");
+    }
+}
+
 /// A traced run (`RunOptions::trace`, TensorFlow's `trace_level` with `RunMetadata`)
 /// records every kernel it runs on every device: the node, its op type (a fused chain's
 /// joined by `+`), the device, the time and the outputs, without changing what it returns;
