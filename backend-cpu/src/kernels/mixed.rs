@@ -346,14 +346,7 @@ mod tests {
 
     use crate::CpuDevice;
 
-    /// Small integers (a multiple of 1/4 for `x`): exact in bf16, and every product and sum
-    /// exact in f32, so the bf16 kernel must give the f32 kernels' bits whatever its order.
-    fn integers(dims: &[usize], seed: usize, step: f32) -> Vec<f32> {
-        let n: usize = dims.iter().product();
-        (0..n)
-            .map(|i| (((i * 7 + seed * 13) % 9) as f32 - 4.0) * step)
-            .collect()
-    }
+    use crate::kernels::test_data::{integers, shift};
 
     #[test]
     fn bf16_filters_give_the_f32_kernels_bits_on_every_edge() {
@@ -398,8 +391,7 @@ mod tests {
                 padding: padding.clone(),
                 ..Conv2dOptions::default()
             };
-            let shift: Vec<f32> = (0..filters).map(|i| i as f32 - 9.0).collect();
-            let shift = Tensor::from_slice(&shift, [filters], &cpu).unwrap();
+            let shift = shift(filters, &cpu);
             let wide = f.cast(DataType::Float).unwrap();
             let plain = x.conv2d(&wide, &options).unwrap();
             let residual = integers(&plain.dims(), 5, 2.0);

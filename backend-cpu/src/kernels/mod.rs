@@ -98,3 +98,27 @@ macro_rules! by_class {
     }};
 }
 pub(crate) use by_class;
+
+/// Data for the kernels' unit tests that compare two paths bit for bit.
+#[cfg(test)]
+pub(crate) mod test_data {
+    use std::sync::Arc;
+
+    use polytensor_core::{Device, Tensor};
+
+    /// Small integers times `step` (a multiple of 1/4 for images): exact in bf16, and every
+    /// product and sum exact in f32, so two kernels must give the same bits whatever the
+    /// order of their sums.
+    pub(crate) fn integers(dims: &[usize], seed: usize, step: f32) -> Vec<f32> {
+        let n: usize = dims.iter().product();
+        (0..n)
+            .map(|i| (((i * 7 + seed * 13) % 9) as f32 - 4.0) * step)
+            .collect()
+    }
+
+    /// A shift for each of `filters` channels (`i - 9`), as an epilogue takes it.
+    pub(crate) fn shift(filters: usize, device: &Arc<dyn Device>) -> Tensor {
+        let shift: Vec<f32> = (0..filters).map(|i| i as f32 - 9.0).collect();
+        Tensor::from_slice(&shift, [filters], device).expect("a shift")
+    }
+}

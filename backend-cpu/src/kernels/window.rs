@@ -976,14 +976,7 @@ mod tests {
 
     use crate::CpuDevice;
 
-    /// Small integers (`x` in quarters): every product and sum exact in f32, so a kernel
-    /// reading the filter in strips must give the rows' bits whatever its order.
-    fn integers(dims: &[usize], seed: usize, step: f32) -> Vec<f32> {
-        let n: usize = dims.iter().product();
-        (0..n)
-            .map(|i| (((i * 7 + seed * 13) % 9) as f32 - 4.0) * step)
-            .collect()
-    }
+    use crate::kernels::test_data::{integers, shift};
 
     #[test]
     fn packed_filters_give_the_rows_bits_on_every_path() {
@@ -1006,9 +999,8 @@ mod tests {
             let packed = PackedFilter::new(&f)
                 .unwrap()
                 .expect("a filter this large packs");
-            let shift: Vec<f32> = (0..filters).map(|i| i as f32 - 9.0).collect();
             let epilogue = ConvEpilogue {
-                shift: Some(Tensor::from_slice(&shift, [filters], &cpu).unwrap()),
+                shift: Some(shift(filters, &cpu)),
                 activation: Some(UnaryOp::Relu),
                 ..ConvEpilogue::default()
             };

@@ -335,26 +335,11 @@ pub(crate) fn gemm_strips<T: GemmElem>(
         // other strip writes; `out` is borrowed mutably for the call, and parallel strips
         // are joined before it returns.
         unsafe {
-            gemm::gemm(
-                m,
-                width,
-                k,
-                out.add(s * width),
-                1,
-                n as isize,
-                false,
+            gemm_block_of(
+                (m, width, k),
                 a,
-                1,
-                k as isize,
-                b.add(s * k * width),
-                1,
-                width as isize,
-                T::zero(),
-                T::one(),
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
+                (b.add(s * k * width), width),
+                (out.add(s * width), n),
             );
         }
     };
@@ -381,20 +366,45 @@ unsafe fn gemm_columns_of<T: GemmElem>(
 ) {
     // SAFETY: the caller's contract; the columns lie within `n`.
     unsafe {
+        gemm_block_of(
+            (m, columns.len(), k),
+            a,
+            (b.add(columns.start), n),
+            (out.add(columns.start), n),
+        );
+    }
+}
+
+/// `out = a x b` on this thread for row-major `a` (`m x k`, rows `k` apart), `b` (`k x n`,
+/// rows `b_rows` apart) and `out` (`m x n`, rows `out_rows` apart): one block of columns of
+/// a larger product.
+///
+/// # Safety
+///
+/// Every row and column given lies inside its allocation; nothing else reads or writes
+/// those elements of `out` during the call.
+unsafe fn gemm_block_of<T: GemmElem>(
+    (m, n, k): (usize, usize, usize),
+    a: *const T,
+    (b, b_rows): (*const T, usize),
+    (out, out_rows): (*mut T, usize),
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
         gemm::gemm(
             m,
-            columns.len(),
+            n,
             k,
-            out.add(columns.start),
+            out,
             1,
-            n as isize,
+            out_rows as isize,
             false,
             a,
             1,
             k as isize,
-            b.add(columns.start),
+            b,
             1,
-            n as isize,
+            b_rows as isize,
             T::zero(),
             T::one(),
             false,
