@@ -979,6 +979,10 @@ mod tests {
     use crate::kernels::test_data::{integers, shift};
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "filters of megabytes: the allocator's madvise, which Miri cannot call, and hours"
+    )]
     fn packed_filters_give_the_rows_bits_on_every_path() {
         let cpu = CpuDevice::shared();
         // (batch, h, w, channels, window, filters): few rows (the threads share the
