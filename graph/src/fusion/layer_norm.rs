@@ -90,7 +90,8 @@ impl LayerNorm {
         let (gamma, scale_slot, scale) = match rsqrt_readers[..] {
             [m] => {
                 let columns = columns.or_else(|| vector_length(slots, nodes, m, rsqrt_out));
-                let gamma = vector_operand(slots, nodes, m, BinaryOp::Mul, rsqrt_out, columns)?;
+                let gamma =
+                    vector_operand(slots, nodes, (m, device), BinaryOp::Mul, rsqrt_out, columns)?;
                 (Some(gamma), Some(m), out(m)?)
             }
             _ => (None, None, rsqrt_out),
@@ -125,7 +126,7 @@ impl LayerNorm {
         let plus_beta = vector_operand(
             slots,
             nodes,
-            after_shift,
+            (after_shift, device),
             BinaryOp::Add,
             shifted_out,
             columns,
@@ -259,18 +260,18 @@ fn single_reader(slots: &[Option<Step>], reads: &Reads, source: Source) -> Optio
     }
 }
 
-/// The other operand of the `op` step in `slot` that reads `from`, when it is a vector of
-/// `columns` values (`[C]`, or ones before it).
+/// The other operand of the `op` step in `slot` (on `device`) that reads `from`, when it is
+/// a vector of `columns` values (`[C]`, or ones before it).
 fn vector_operand(
     slots: &[Option<Step>],
     nodes: &[Node],
-    slot: usize,
+    (slot, device): (usize, usize),
     op: BinaryOp,
     from: Source,
     columns: Option<usize>,
 ) -> Option<Source> {
     let step = slots[slot].as_ref()?;
-    if step.kind != Kind::Binary(op) || step.inputs.len() != 2 {
+    if step.kind != Kind::Binary(op) || step.inputs.len() != 2 || step.device != device {
         return None;
     }
     let other = *step.inputs.iter().find(|&&i| i != from)?;
