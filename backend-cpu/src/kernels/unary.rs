@@ -175,18 +175,31 @@ pub(crate) fn softmax(x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> R
     if n == 0 || width == 0 {
         return Ok(true);
     }
-    // Blocks of rows of a few thousand elements at least, each through the vectorised
-    // softmax of `vmath` (its lanes compiled for this CPU, chosen once per block).
-    let rows_per_block = (4096 / width).max(1);
-    let block = |(x, out): (&[f32], &mut [f32])| vmath::softmax_rows_f32(width, log, x, out);
-    if n < crate::strided::PARALLEL_MIN_ELEMENTS {
-        block((src, dst));
-    } else {
-        src.par_chunks(rows_per_block * width)
-            .zip(dst.par_chunks_mut(rows_per_block * width))
-            .for_each(block);
-    }
+    // Each block through the vectorised softmax of `vmath` (its lanes compiled for this
+    // CPU, chosen once per block).
+    row_blocks(width, src, dst, |x, out| {
+        vmath::softmax_rows_f32(width, log, x, out)
+    });
     Ok(true)
+}
+
+/// `block(x, out)` over blocks of whole `width`-element rows of `src` and `dst`: one block
+/// below [`crate::strided::PARALLEL_MIN_ELEMENTS`], else blocks of a few thousand elements
+/// at least, split across threads.
+fn row_blocks(
+    width: usize,
+    src: &[f32],
+    dst: &mut [f32],
+    block: impl Fn(&[f32], &mut [f32]) + Sync,
+) {
+    if src.len() < crate::strided::PARALLEL_MIN_ELEMENTS {
+        block(src, dst);
+    } else {
+        let rows = (4096 / width).max(1) * width;
+        src.par_chunks(rows)
+            .zip(dst.par_chunks_mut(rows))
+            .for_each(|(x, out)| block(x, out));
+    }
 }
 
 /// `Device::layer_norm` for f32: each row's mean and biased variance (sums in the lanes of
@@ -232,19 +245,11 @@ pub(crate) fn layer_norm(
             *o = v * scale + shift;
         }
     };
-    let rows_per_block = (4096 / width).max(1) * width;
-    let block = |(x, out): (&[f32], &mut [f32])| {
+    row_blocks(width, src, dst, |x, out| {
         x.chunks_exact(width)
             .zip(out.chunks_exact_mut(width))
             .for_each(|(x, out)| row(x, out))
-    };
-    if n < crate::strided::PARALLEL_MIN_ELEMENTS {
-        block((src, dst));
-    } else {
-        src.par_chunks(rows_per_block)
-            .zip(dst.par_chunks_mut(rows_per_block))
-            .for_each(block);
-    }
+    });
     Ok(true)
 }
 

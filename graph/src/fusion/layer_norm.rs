@@ -12,7 +12,7 @@
 
 use polytensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
 
-use super::{per_channel, private_step, private_unary, scalar_f32, static_dims, Reads};
+use super::{per_channel, private_step, scalar_f32, static_dims, Reads};
 use crate::attr::Attrs;
 use crate::graph::Node;
 use crate::ops::Kind;
@@ -43,8 +43,8 @@ struct LayerNorm {
 impl LayerNorm {
     /// The pattern whose `Rsqrt` is in slot `r`, if it is one.
     fn find(slots: &[Option<Step>], reads: &Reads, nodes: &[Node], r: usize) -> Option<Self> {
-        let (rsqrt, device, into_rsqrt) = private_unary(&slots[r], reads, UnaryOp::Rsqrt)
-            .or_else(|| shared_unary(&slots[r], UnaryOp::Rsqrt))?;
+        // Its readers are checked below (one without gamma is read twice).
+        let (rsqrt, device, into_rsqrt) = unary_step(&slots[r], UnaryOp::Rsqrt)?;
         let step_of = |source: Source, kind: Kind| private_step(slots, reads, source, kind, device);
         let inputs = |slot: usize| slots[slot].as_ref().map(|s| s.inputs.as_slice());
         let out = |slot: usize| slots[slot].as_ref().map(|s| output(s.node));
@@ -212,8 +212,8 @@ fn output(node: usize) -> Source {
 }
 
 /// The step in `slot` if it applies `op` to one input (whoever reads it): its node, device
-/// and input. The rsqrt of a layer norm without `gamma` is read twice.
-fn shared_unary(slot: &Option<Step>, op: UnaryOp) -> Option<(usize, usize, Source)> {
+/// and input.
+fn unary_step(slot: &Option<Step>, op: UnaryOp) -> Option<(usize, usize, Source)> {
     let step = slot.as_ref()?;
     (step.kind == Kind::Unary(op) && step.inputs.len() == 1)
         .then(|| (step.node, step.device, step.inputs[0]))
