@@ -403,9 +403,10 @@ fn reductions(c: &mut Criterion) {
     group.finish();
 }
 
-/// The layout-bound layers of the models (issue 50): a softmax over rows, a join along the
-/// channels (DenseNet), an embedding lookup, a max over time (a global max pool), a max
-/// pool; candle beside them where it has the op.
+/// The layout-bound layers of the models (issue 50): a softmax over rows, a layer
+/// normalization (a transformer's), a per-channel constant subtracted from an NHWC image
+/// (Keras's `Normalization`), a join along the channels (DenseNet), an embedding lookup, a
+/// max over time (a global max pool), a max pool; candle beside them where it has the op.
 fn layers(c: &mut Criterion) {
     let device = cpu();
     let mut group = c.benchmark_group("layers_f32");
@@ -413,6 +414,29 @@ fn layers(c: &mut Criterion) {
     group.bench_function(
         BenchmarkId::new("polytensor", "softmax_4096x1024"),
         |bench| bench.iter(|| black_box(logits.softmax().unwrap())),
+    );
+    let (features, gamma, beta) = (
+        tensor(&[16, 64, 128], DataType::Float, 11, &device),
+        tensor(&[128], DataType::Float, 12, &device),
+        tensor(&[128], DataType::Float, 13, &device),
+    );
+    group.bench_function(
+        BenchmarkId::new("polytensor", "layer_norm_16x64x128"),
+        |bench| {
+            bench.iter(|| {
+                black_box(
+                    features
+                        .layer_norm(Some(&gamma), Some(&beta), 1e-6)
+                        .unwrap(),
+                )
+            })
+        },
+    );
+    let image = tensor(&[16, 64, 64, 3], DataType::Float, 14, &device);
+    let mean = tensor(&[1, 1, 1, 3], DataType::Float, 15, &device);
+    group.bench_function(
+        BenchmarkId::new("polytensor", "sub_16x64x64x3_by_channel"),
+        |bench| bench.iter(|| black_box(image.sub(&mean).unwrap())),
     );
     let (rows, a, b) = (16 * 32 * 32, 128, 32);
     let (left, right) = (
