@@ -154,8 +154,8 @@ enum ConvPath {
     Depthwise,
     /// Few input channels and taps: each tap times the filter's row of outputs.
     FewChannels,
-    /// Winograd's F(2x2, 3x3).
-    Winograd,
+    /// Winograd's minimal filtering, by the tiling given.
+    Winograd(winograd::Tiles),
     /// The implicit GEMM.
     Gemm,
 }
@@ -168,8 +168,8 @@ impl ConvPath {
             && g.windows[0].size * g.windows[1].size * g.channels <= FEW_TAPS
         {
             ConvPath::FewChannels
-        } else if winograd::applies(g) {
-            ConvPath::Winograd
+        } else if let Some(tiles) = winograd::tiling(g) {
+            ConvPath::Winograd(tiles)
         } else {
             ConvPath::Gemm
         }
@@ -202,7 +202,9 @@ impl ConvPath {
         match self {
             ConvPath::Depthwise => depthwise_conv(x, &rows(), g, finish, out),
             ConvPath::FewChannels => few_channels_conv(x, &rows(), g, finish, out),
-            ConvPath::Winograd => winograd::conv(x, f.strips(g.filters), g, finish, out),
+            ConvPath::Winograd(tiles) => {
+                winograd::conv(x, f.strips(g.filters), g, tiles, finish, out)
+            }
             ConvPath::Gemm => implicit_gemm(x, f, g, finish, out),
         }
     }
@@ -250,7 +252,11 @@ fn conv_mixed(
     let out = output::<f32>(out)?;
     match ConvPath::of(g, depthwise) {
         ConvPath::Gemm if mixed::multiplies() => mixed::conv(x, f, g, &finish, out),
-        ConvPath::Winograd if mixed::multiplies() => mixed::winograd(x, f, g, &finish, out),
+        // Mixed precision keeps F(2x2, 3x3), else the implicit GEMM (`conv_rounded`).
+        ConvPath::Winograd(_) if mixed::multiplies() && winograd::narrow(g) => {
+            mixed::winograd(x, f, g, &finish, out)
+        }
+        ConvPath::Winograd(_) if mixed::multiplies() => mixed::conv(x, f, g, &finish, out),
         path => {
             let wide: Vec<f32> = f.iter().map(|v| v.to_f32()).collect();
             path.run(x, &wide, g, &finish, out);
