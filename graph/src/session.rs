@@ -21,6 +21,7 @@ use crate::ops::{Kind, Value};
 mod call;
 mod dataflow;
 mod fold;
+mod overlap;
 mod placement;
 mod plan;
 mod plan_cache;
@@ -143,6 +144,12 @@ pub struct GraphOptimizations {
     /// GEMM of a late layer at a small batch streams it from memory in order). The step
     /// keeps the filter as given too, for whatever the kernel does not run.
     pub packed_filters: bool,
+    /// TensorFlow's inter-op parallelism, for independent branches: where two or more
+    /// convolutions or matmuls on a CPU device read nothing of each other (Inception's
+    /// towers, attention's query, key and value), they run side by side on the thread
+    /// pool, each kernel's own parallel loops within it (one pool: the cores are not
+    /// oversubscribed). Results do not change.
+    pub parallel_branches: bool,
 }
 
 impl Default for GraphOptimizations {
@@ -152,6 +159,7 @@ impl Default for GraphOptimizations {
             remapping: true,
             bf16_weights: false,
             packed_filters: true,
+            parallel_branches: true,
         }
     }
 }
@@ -163,6 +171,7 @@ impl GraphOptimizations {
         remapping: false,
         bf16_weights: false,
         packed_filters: false,
+        parallel_branches: false,
     };
 }
 
@@ -467,61 +476,118 @@ impl Session {
     }
 
     fn execute(&self, plan: &Plan, fed: &[Value], stop: &Stop) -> Result<Vec<Value>> {
-        let mut values: Vec<Option<Outputs>> = vec![None; self.graph.nodes.len()];
-        // Tensors copied to a device other than their producer's, by (source, device):
-        // made once per run for every step on that device that reads them.
-        let mut copies: HashMap<(Source, usize), Value> = HashMap::new();
+        let mut run = InOrder {
+            values: vec![None; self.graph.nodes.len()],
+            copies: HashMap::new(),
+        };
         // What a step that uses no variables is given in their place (never read).
         let mut unused = Variables::new();
-        let graph = &self.graph;
-        for step in &plan.steps {
+        let mut side_by_side = plan.side_by_side.iter().peekable();
+        let mut at = 0;
+        while let Some(step) = plan.steps.get(at) {
+            if let Some(range) = side_by_side.next_if(|range| range.start == at) {
+                self.run_side_by_side(plan, &plan.steps[range.clone()], &mut run, fed, stop)?;
+                at = range.end;
+                continue;
+            }
+            at += 1;
             stop.check()?;
             if let Some(folded) = &step.folded {
-                values[step.node] = Some(folded.clone());
+                run.values[step.node] = Some(folded.clone());
                 continue;
             }
             if let Some(constant) = self.constants[step.node].get() {
-                values[step.node] = Some(smallvec![Value::Tensor(constant.clone())]);
+                run.values[step.node] = Some(smallvec![Value::Tensor(constant.clone())]);
                 continue;
             }
-            for &source in step.inputs.iter().filter(|_| step.crosses) {
-                let key = (source, step.device);
-                if copies.contains_key(&key) {
-                    continue;
-                }
-                if let Some(copy) =
-                    self.copy_here(plan, step, source, read_value(&values, fed, graph, source)?)?
-                {
-                    copies.insert(key, copy);
-                }
-            }
-            let mut inputs: SmallVec<[&Value; 4]> = SmallVec::with_capacity(step.inputs.len());
-            for (i, &source) in step.inputs.iter().enumerate() {
-                let copy = step
-                    .crosses
-                    .then(|| copies.get(&(source, step.device)))
-                    .flatten();
-                inputs.push(match (copy, &step.weights) {
-                    (_, Some(weights)) if i == 1 => weights,
-                    (Some(copy), _) => copy,
-                    _ => read_value(&values, fed, graph, source)?,
-                });
-            }
+            self.copy_inputs(plan, step, &mut run, fed)?;
+            let inputs = self.inputs_of(step, &run, fed)?;
             let outputs = self.run_kernel(step, inputs, &mut unused, stop)?;
-            values[step.node] = Some(outputs);
-            for &done in &step.release {
-                values[done] = None;
-                if !copies.is_empty() {
-                    copies.retain(
-                        |(key, _), _| !matches!(key, Source::Node { node, .. } if *node == done),
-                    );
-                }
-            }
+            run.values[step.node] = Some(outputs);
+            run.release(step);
         }
         plan.fetches
             .iter()
-            .map(|&source| read_value(&values, fed, graph, source).cloned())
+            .map(|&source| read_value(&run.values, fed, &self.graph, source).cloned())
             .collect()
+    }
+
+    /// Run `steps` (a range of [`Plan::side_by_side`]: none reads another) on the thread
+    /// pool together, then release what they were the last to read.
+    fn run_side_by_side(
+        &self,
+        plan: &Plan,
+        steps: &[Step],
+        run: &mut InOrder,
+        fed: &[Value],
+        stop: &Stop,
+    ) -> Result<()> {
+        use rayon::prelude::*;
+        stop.check()?;
+        for step in steps {
+            self.copy_inputs(plan, step, run, fed)?;
+        }
+        let inputs = steps
+            .iter()
+            .map(|step| self.inputs_of(step, run, fed))
+            .collect::<Result<Vec<_>>>()?;
+        let outputs: Vec<Result<Outputs>> = steps
+            .par_iter()
+            .zip(inputs)
+            .map(|(step, inputs)| self.run_kernel(step, inputs, &mut Variables::new(), stop))
+            .collect();
+        for (step, outputs) in steps.iter().zip(outputs) {
+            run.values[step.node] = Some(outputs?);
+        }
+        for step in steps {
+            run.release(step);
+        }
+        Ok(())
+    }
+
+    /// Copy each input of `step` that lives on another device to the step's, once per run
+    /// for every step on that device that reads it.
+    fn copy_inputs(
+        &self,
+        plan: &Plan,
+        step: &Step,
+        run: &mut InOrder,
+        fed: &[Value],
+    ) -> Result<()> {
+        for &source in step.inputs.iter().filter(|_| step.crosses) {
+            let key = (source, step.device);
+            if run.copies.contains_key(&key) {
+                continue;
+            }
+            let value = read_value(&run.values, fed, &self.graph, source)?;
+            if let Some(copy) = self.copy_here(plan, step, source, value)? {
+                run.copies.insert(key, copy);
+            }
+        }
+        Ok(())
+    }
+
+    /// The values `step` reads: its copies where an input crossed devices, the rounded
+    /// weights where the plan made them.
+    fn inputs_of<'v>(
+        &self,
+        step: &'v Step,
+        run: &'v InOrder,
+        fed: &'v [Value],
+    ) -> Result<SmallVec<[&'v Value; 4]>> {
+        let mut inputs: SmallVec<[&Value; 4]> = SmallVec::with_capacity(step.inputs.len());
+        for (i, &source) in step.inputs.iter().enumerate() {
+            let copy = step
+                .crosses
+                .then(|| run.copies.get(&(source, step.device)))
+                .flatten();
+            inputs.push(match (copy, &step.weights) {
+                (_, Some(weights)) if i == 1 => weights,
+                (Some(copy), _) => copy,
+                _ => read_value(&run.values, fed, &self.graph, source)?,
+            });
+        }
+        Ok(inputs)
     }
 
     /// `value` (read from `source`) copied to `step`'s device, or `None` where it is a
@@ -673,6 +739,28 @@ fn run_step<'a, 'v>(
 }
 
 /// The value `source` names while a plan runs.
+/// What a run of a plan without frames holds: each node's outputs (until its last reader
+/// has run), and the tensors copied to a device other than their producer's, by (source,
+/// device): made once per run for every step on that device that reads them.
+struct InOrder {
+    values: Vec<Option<Outputs>>,
+    copies: HashMap<(Source, usize), Value>,
+}
+
+impl InOrder {
+    /// Drop what `step` was the last to read (and its copies).
+    fn release(&mut self, step: &Step) {
+        for &done in &step.release {
+            self.values[done] = None;
+            if !self.copies.is_empty() {
+                self.copies.retain(
+                    |(key, _), _| !matches!(key, Source::Node { node, .. } if *node == done),
+                );
+            }
+        }
+    }
+}
+
 fn read_value<'v>(
     values: &'v [Option<Outputs>],
     fed: &'v [Value],

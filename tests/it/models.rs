@@ -236,6 +236,42 @@ fn graph_optimizations_keep_every_keras_models_results() {
     assert!(fewer, "no model ran fewer kernels optimised");
 }
 
+/// Independent branches run side by side (`GraphOptimizations::parallel_branches`, on by
+/// default) give every Keras model the bits of its steps run one after another, and the
+/// same kernels.
+#[test]
+fn branches_side_by_side_keep_every_keras_models_bits() {
+    let Some(dir) = keras_models() else {
+        return;
+    };
+    let cpu = polytensor::device("cpu:0").unwrap();
+    for (name, model) in &models(&dir) {
+        let graph = Graph::read_graph_def(dir.join(format!("{name}.pb"))).unwrap();
+        let (feeds, fetches) = feeds_and_fetches(model, &cpu);
+        let feeds: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
+        let run = |optimizations| run_optimised(name, &graph, &feeds, &fetches, optimizations);
+        let (together, steps) = run(GraphOptimizations::default());
+        let (in_order, in_order_steps) = run(GraphOptimizations {
+            parallel_branches: false,
+            ..GraphOptimizations::default()
+        });
+        let ops = |stats: &StepStats| {
+            let mut ops: Vec<String> = stats.nodes.iter().map(|n| n.op.clone()).collect();
+            ops.sort();
+            ops
+        };
+        assert_eq!(ops(&steps), ops(&in_order_steps), "{name}");
+        for ((fetch, got), want) in fetches.iter().zip(&together).zip(&in_order) {
+            assert_eq!(
+                got.to_bytes().unwrap(),
+                want.to_bytes().unwrap(),
+                "{name} {fetch}"
+            );
+        }
+    }
+}
+
 /// The opt-in bf16 pass (`GraphOptimizations::bf16_weights`) keeps every Keras model within
 /// bf16's rounding of its f32 results (2% of the largest value: 8 significant bits through
 /// up to 50 layers), runs the same kernels, and changes results only where the CPU

@@ -88,6 +88,7 @@ impl Session {
             transfers: BTreeSet::new(),
             feeds: Vec::new(),
             frames: None,
+            side_by_side: Vec::new(),
         };
         let Ok(values) = self.execute(&plan, &[], &Stop::default()) else {
             // The run meets the error again, where it happens.

@@ -24,6 +24,9 @@ pub(crate) struct Plan {
     /// The frames of a plan with 1.x control flow, which the frame executor runs (`None`:
     /// the steps run once, in order).
     pub(super) frames: Option<Frames>,
+    /// Ranges of `steps` that run side by side, in order (`Session::overlap`); the other
+    /// steps run one after another.
+    pub(super) side_by_side: Vec<std::ops::Range<usize>>,
 }
 
 pub(crate) struct Step {
@@ -156,6 +159,11 @@ impl Session {
             }
             None
         };
+        let side_by_side = if frames.is_none() && self.optimizations.parallel_branches {
+            self.overlap(&mut steps, nodes)
+        } else {
+            Vec::new()
+        };
         // The last step reading each node's outputs releases them (fetched nodes never).
         let mut last_reader: HashMap<usize, usize> = HashMap::new();
         for (at, step) in steps.iter().enumerate() {
@@ -204,6 +212,7 @@ impl Session {
             transfers,
             feeds: signature.feeds.clone(),
             frames,
+            side_by_side,
         })
     }
 }

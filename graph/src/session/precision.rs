@@ -112,6 +112,7 @@ impl Session {
             transfers: Default::default(),
             feeds: Vec::new(),
             frames: None,
+            side_by_side: Vec::new(),
         };
         match self.execute(&plan, &[], &Stop::default()).ok()?.pop()? {
             Value::Tensor(t) => Some(t),

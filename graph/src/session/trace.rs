@@ -253,11 +253,12 @@ impl StepStats {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{} run(s): {:.3} ms per run, {:.3} ms of it in {} kernels",
+            "{} run(s): {:.3} ms per run, {} kernels taking {:.3} ms (summed: kernels run \
+             side by side overlap)",
             self.runs,
             ms(self.wall),
-            ms(kernels),
             self.nodes.len() / runs as usize,
+            ms(kernels),
         );
         let _ = writeln!(out, "\n{:>10} {:>6} {:>7}  op type", "ms/run", "%", "count");
         for op in self.by_op_type().iter().take(top) {
