@@ -301,6 +301,10 @@ impl Device for CpuDevice {
         unary::gelu(x, out)
     }
 
+    fn hard_swish(&self, x: &TensorView<'_>, divide: bool, out: &mut OutView<'_>) -> Result<bool> {
+        unary::hard_swish(x, divide, out)
+    }
+
     fn softmax(&self, x: &TensorView<'_>, log: bool, out: &mut OutView<'_>) -> Result<bool> {
         unary::softmax(x, log, out)
     }

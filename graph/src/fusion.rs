@@ -14,6 +14,7 @@
 //! a chain is fused only when nothing else reads or fetches the values it hides, and only
 //! when all of it is placed on one device.
 
+mod hard_swish;
 mod layer_norm;
 
 use std::collections::{HashMap, HashSet};
@@ -209,6 +210,7 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
     fuse_channel_affines(&mut slots, &reads, nodes);
     fuse_swishes(&mut slots, &reads, nodes);
     fuse_gelus(&mut slots, &reads, nodes);
+    hard_swish::fuse_hard_swishes(&mut slots, &reads, nodes);
     *steps = slots.into_iter().flatten().collect();
 }
 

@@ -203,6 +203,15 @@ fn graph_optimizations_keep_every_keras_models_results() {
             let residuals = ops("Conv2D+BiasAdd+Mul+AddV2+AddV2+Relu");
             assert_eq!((residuals, ops("AddV2"), ops("Relu")), (16, 0, 0), "{name}");
         }
+        if name == "keras_mobilenet_v3_small" {
+            // Every hard swish (four ops) runs as one step.
+            let ops = |op: &str| steps.nodes.iter().filter(|n| n.op == op).count();
+            let fused = ops("AddV2+Relu6+RealDiv+Mul");
+            assert!(
+                fused > 0 && ops("RealDiv") == 0,
+                "{name}: {fused} hard swishes fused"
+            );
+        }
         // Every layer normalization (Keras 3's ten ops) runs as one step.
         let unfused = steps.nodes.iter().filter(|n| n.op == "Rsqrt").count();
         assert_eq!(unfused, 0, "{name}: a layer normalization left unfused");

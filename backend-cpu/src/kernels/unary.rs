@@ -294,6 +294,27 @@ pub(crate) fn gelu(x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<bool> {
     Ok(true)
 }
 
+/// `Device::hard_swish` for f32: `x * (clamp(x + 3, 0, 6) / 6)` (or `* (1/6)` where not
+/// `divide`), each op rounded as its own kernel rounds, in one pass split across threads.
+/// `false` for other dtypes or a strided `x`.
+pub(crate) fn hard_swish(x: &TensorView<'_>, divide: bool, out: &mut OutView<'_>) -> Result<bool> {
+    if !one_pass_f32(x, out) {
+        return Ok(false);
+    }
+    let sixth = 1.0f32 / 6.0;
+    map1_runs(x, out, &|xs: &[f32], os: &mut [f32]| {
+        for (o, &x) in os.iter_mut().zip(xs) {
+            let clamped = (x + 3.0).clamp(0.0, 6.0);
+            *o = x * if divide {
+                clamped / 6.0
+            } else {
+                clamped * sixth
+            };
+        }
+    })?;
+    Ok(true)
+}
+
 /// Whether the one-pass f32 kernels take `x` for `out`: contiguous f32 of `out`'s shape.
 fn one_pass_f32(x: &TensorView<'_>, out: &OutView<'_>) -> bool {
     x.dtype() == polytensor_core::DataType::Float

@@ -73,6 +73,9 @@ pub enum Layer {
     /// The exact GELU, `(0.5 * x) * erfc(-x * (1/√2))`, in one pass (the session's fusion of
     /// Keras 3's five ops).
     Gelu(Vec<usize>),
+    /// The hard swish, `x * (relu6(x + 3) / 6)` (`* (1/6)` where not dividing), in one
+    /// pass (the session's fusion of Keras's four ops).
+    HardSwish(Vec<usize>, bool),
     /// A batch norm folded to `activation(x * scale + shift)` per channel of the last dim,
     /// in one pass (the session's fusion of a batch norm no convolution precedes).
     ChannelAffine(Vec<usize>, Option<UnaryOp>),
@@ -164,6 +167,7 @@ impl Layer {
             Layer::ChannelAffine(..) => "channel_affine",
             Layer::Swish(..) => "swish",
             Layer::Gelu(..) => "gelu",
+            Layer::HardSwish(..) => "hard_swish",
             Layer::Softmax(_, true) => "log_softmax",
             Layer::Softmax(..) => "softmax",
             Layer::LayerNorm(..) => "layer_norm",
@@ -473,6 +477,17 @@ pub fn layer_cases() -> Vec<LayerCase> {
             .collect::<Vec<_>>()
             .join("x");
         layers.push((format!("gelu_{name}"), Layer::Gelu(dims), &FLOATS));
+    }
+    // Dividing by 6 and multiplying by 1/6, small and past the kernels' piece size.
+    for (dims, divide, name) in [
+        (vec![3, 5, 7], true, "3x5x7_divide"),
+        (vec![70_001], false, "70001_by_a_sixth"),
+    ] {
+        layers.push((
+            format!("hard_swish_{name}"),
+            Layer::HardSwish(dims, divide),
+            &FLOATS,
+        ));
     }
     for (dims, name) in [
         (vec![3, 7], "3x7"),

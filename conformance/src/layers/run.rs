@@ -257,6 +257,33 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
             // erfc's 4 ulp, the products' roundings.
             (tx.gelu()?, want, Tolerance::Ulps(6.0))
         }
+        Layer::HardSwish(dims, divide) => {
+            let (x, tx) = inputs.next(dims, Domain::Finite)?;
+            let round = |v: f64| data::round_to(dtype, Scalar::F64(v)).to_f64();
+            let sixth = round(1.0 / 6.0);
+            let want = x
+                .values
+                .iter()
+                .map(|v| {
+                    let v = v.to_f64();
+                    // Each op rounds to the dtype, as in the graph.
+                    let clamped = round(v + 3.0).clamp(0.0, 6.0);
+                    let gate = round(if *divide {
+                        clamped / 6.0
+                    } else {
+                        clamped * sixth
+                    });
+                    let y = v * gate;
+                    Expected {
+                        value: data::round_to(dtype, Scalar::F64(y)),
+                        scale: y.abs(),
+                        terms: 1,
+                    }
+                })
+                .collect();
+            // The division's ulps on GPUs (2.5 in WGSL and OpenCL), the product's rounding.
+            (tx.hard_swish(*divide)?, want, Tolerance::Ulps(4.0))
+        }
         Layer::ChannelAffine(dims, activation) => {
             let c = dims[dims.len() - 1];
             let (x, tx) = inputs.next(dims, Domain::Finite)?;

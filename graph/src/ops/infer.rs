@@ -101,6 +101,7 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         | Kind::ChannelAffine { .. }
         | Kind::Swish
         | Kind::Gelu
+        | Kind::HardSwish { .. }
         | Kind::LayerNorm { .. } => Err(cx.error("a fused step is made by a session, not a graph")),
         Kind::Array(op) => super::array::infer(op, cx),
         Kind::Sparse(op) => super::sparse::infer(op, cx),

@@ -286,6 +286,7 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
         Kind::ChannelAffine { activation } => super::nn::run_channel_affine(activation, cx),
         Kind::Swish => super::nn::run_swish(cx),
         Kind::Gelu => super::nn::run_gelu(cx),
+        Kind::HardSwish { divide } => super::nn::run_hard_swish(cx, divide),
         Kind::LayerNorm {
             epsilon,
             gamma,

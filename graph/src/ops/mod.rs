@@ -134,6 +134,11 @@ pub(crate) enum Kind {
     /// One step: Keras 3's exact GELU (`(x * 0.5) * Erfc(Neg(x) * (1/√2))`); made by the
     /// session (`crate::fusion`).
     Gelu,
+    /// One step: Keras's hard swish (`x * (Relu6(x + 3) / 6)`, `divide` false where the
+    /// division is a product by 1/6); made by the session (`crate::fusion`).
+    HardSwish {
+        divide: bool,
+    },
     /// Keras 3's layer normalization over the last axis run as one step (inputs: the
     /// tensor, then `gamma` and `beta` where present); made by the session
     /// (`crate::fusion`).

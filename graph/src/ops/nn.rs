@@ -719,6 +719,11 @@ pub(crate) fn run_gelu(cx: &RunCtx<'_, '_>) -> Result<Outputs> {
     one(cx.tensor(0)?.gelu()?)
 }
 
+/// Keras's hard swish run as one step (input: the tensor).
+pub(crate) fn run_hard_swish(cx: &RunCtx<'_, '_>, divide: bool) -> Result<Outputs> {
+    one(cx.tensor(0)?.hard_swish(divide)?)
+}
+
 /// Keras 3's layer normalization run as one step (inputs: the tensor, then `gamma` and
 /// `beta` where the pattern had them).
 pub(crate) fn run_layer_norm(

@@ -563,6 +563,15 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         Ok(false)
     }
 
+    /// `out = x * (relu6(x + 3) / 6)` (the hard swish) in one pass over the contiguous `x`,
+    /// as Keras's MobileNetV3 writes it with four ops (`AddV2`, `Relu6`, `RealDiv`, `Mul`;
+    /// `divide` false: a `Mul` by 1/6 for the `RealDiv`), rounded as those ops round.
+    /// Returns whether it ran; `false`, the default, has the caller run the ops.
+    fn hard_swish(&self, x: &TensorView<'_>, divide: bool, out: &mut OutView<'_>) -> Result<bool> {
+        let _ = (x, divide, out);
+        Ok(false)
+    }
+
     /// `out = (0.5 * x) * erfc(-x * (1/√2))` (the exact GELU) in one pass over the
     /// contiguous `x`, as Keras 3 writes it with five ops (`Mul`, `Neg`, `Mul`, `Erfc`,
     /// `Mul`), rounded as those ops round. Returns whether it ran; `false`, the default, has

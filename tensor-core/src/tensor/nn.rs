@@ -745,6 +745,27 @@ impl Tensor {
         half.mul(&scaled.unary(UnaryOp::Erfc)?)
     }
 
+    /// The hard swish as Keras's MobileNetV3 writes it, `self * (relu6(self + 3) / 6)`
+    /// (`divide` false: `* (1/6)`, 1/6 rounded to the dtype, for `/ 6`), in one pass where
+    /// the device has the kernel
+    /// ([`crate::Device::hard_swish`]), else as those ops.
+    pub fn hard_swish(&self, divide: bool) -> Result<Tensor> {
+        let (x, fused) = self.one_pass("hard_swish", |device, x, out| {
+            device.hard_swish(x, divide, out)
+        })?;
+        if let Some(y) = fused {
+            return Ok(y);
+        }
+        let scalar = |v: f64| Tensor::full([0usize; 0], Scalar::F64(v), self.dtype, self.device());
+        let clamped = x.add(&scalar(3.0)?)?.unary(UnaryOp::Relu6)?;
+        let gate = if divide {
+            clamped.div(&scalar(6.0)?)?
+        } else {
+            clamped.mul(&scalar(1.0 / 6.0)?)?
+        };
+        x.mul(&gate)
+    }
+
     /// A fused float activation's start: an `Err` naming `op` unless this is a float tensor,
     /// then this tensor contiguous and the device's one-pass `kernel` result where it has
     /// one (`None` sends the caller to the ops).

@@ -1,0 +1,104 @@
+//! Keras's hard swish (MobileNetV3's activation), as it freezes:
+//!
+//! ```text
+//! out = x * (Relu6(x + 3) / 6)          (or `* (1/6)` for the division)
+//! ```
+//!
+//! (either operand order of the sum and the products) becomes one [`Kind::HardSwish`]
+//! step where the three values between are private to it: one pass over the tensor instead
+//! of four. The constants must be those f32 values, so the step rounds as the ops do.
+//! The hard sigmoid of a squeeze-excite block (`se * (Relu6(x + 3) / 6)`, the product by
+//! another tensor) is left as its ops: it runs on a vector per image.
+
+use polytensor_core::ops::{BinaryOp, UnaryOp};
+
+use super::{private_step, private_unary, scalar_f32, Reads};
+use crate::graph::Node;
+use crate::ops::{Division, Kind};
+use crate::session::{Source, Step};
+
+/// Fuse every hard swish of `slots` (steps in run order).
+pub(super) fn fuse_hard_swishes(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
+    let add = Kind::Binary(BinaryOp::Add);
+    let (mul, div) = (Kind::Binary(BinaryOp::Mul), Kind::Division(Division::Real));
+    for r in 0..slots.len() {
+        let Some((relu6_node, device, into_relu6)) =
+            private_unary(&slots[r], reads, UnaryOp::Relu6)
+        else {
+            continue;
+        };
+        // `x + 3`, private to the `Relu6`.
+        let Some(sum) = private_step(slots, reads, into_relu6, add, device) else {
+            continue;
+        };
+        let Some(x) = by_constant(slots, nodes, sum, 3.0) else {
+            continue;
+        };
+        // The `Relu6`'s value divided by 6 (or times 1/6), private to the last product.
+        let relu6_out = Source::Node {
+            node: relu6_node,
+            index: 0,
+        };
+        let gate = slots.iter().position(|t| {
+            t.as_ref().is_some_and(|t| {
+                (t.kind == div || t.kind == mul)
+                    && t.device == device
+                    && t.inputs.len() == 2
+                    && t.inputs.contains(&relu6_out)
+                    && reads.private(t.node)
+                    && !reads.controls.contains(&t.node)
+            })
+        });
+        let Some((gate, divide)) = gate.and_then(|g| {
+            let step = slots[g].as_ref()?;
+            let divide = step.kind == div;
+            let constant = if divide { 6.0 } else { 1.0 / 6.0 };
+            let other = *step.inputs.iter().find(|&&i| i != relu6_out)?;
+            let ordered = !divide || step.inputs[0] == relu6_out;
+            (ordered && scalar_f32(nodes, other) == Some(constant)).then_some((g, divide))
+        }) else {
+            continue;
+        };
+        let Some(gate_node) = slots[gate].as_ref().map(|t| t.node) else {
+            continue;
+        };
+        let gate_out = Source::Node {
+            node: gate_node,
+            index: 0,
+        };
+        // `x` times the gate: where the fused step goes.
+        let Some(last) = slots.iter().position(|t| {
+            t.as_ref().is_some_and(|t| {
+                t.kind == mul
+                    && t.device == device
+                    && t.inputs.len() == 2
+                    && t.inputs.contains(&gate_out)
+                    && t.inputs.contains(&x)
+                    && !reads.controls.contains(&t.node)
+            })
+        }) else {
+            continue;
+        };
+        let Some(node) = slots[last].as_ref().map(|t| t.node) else {
+            continue;
+        };
+        let chain = [sum, r, gate]
+            .into_iter()
+            .filter_map(|i| slots[i].take().map(|t| t.node))
+            .collect();
+        slots[last] = Some(Step {
+            chain,
+            ..Step::new(node, device, Kind::HardSwish { divide }, vec![x])
+        });
+    }
+}
+
+/// The other operand of the sum in slot `at` where one operand is the scalar constant
+/// `value`.
+fn by_constant(slots: &[Option<Step>], nodes: &[Node], at: usize, value: f32) -> Option<Source> {
+    match slots[at].as_ref()?.inputs[..] {
+        [a, b] if scalar_f32(nodes, b) == Some(value) => Some(a),
+        [a, b] if scalar_f32(nodes, a) == Some(value) => Some(b),
+        _ => None,
+    }
+}
