@@ -5,5 +5,6 @@
 
 mod conformance;
 mod embedded;
+mod fused;
 mod large_outputs;
 mod properties;
