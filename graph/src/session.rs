@@ -476,7 +476,7 @@ impl Session {
     }
 
     fn execute(&self, plan: &Plan, fed: &[Value], stop: &Stop) -> Result<Vec<Value>> {
-        let mut run = InOrder {
+        let mut run = RunValues {
             values: vec![None; self.graph.nodes.len()],
             copies: HashMap::new(),
         };
@@ -518,7 +518,7 @@ impl Session {
         &self,
         plan: &Plan,
         steps: &[Step],
-        run: &mut InOrder,
+        run: &mut RunValues,
         fed: &[Value],
         stop: &Stop,
     ) -> Result<()> {
@@ -551,7 +551,7 @@ impl Session {
         &self,
         plan: &Plan,
         step: &Step,
-        run: &mut InOrder,
+        run: &mut RunValues,
         fed: &[Value],
     ) -> Result<()> {
         for &source in step.inputs.iter().filter(|_| step.crosses) {
@@ -572,7 +572,7 @@ impl Session {
     fn inputs_of<'v>(
         &self,
         step: &'v Step,
-        run: &'v InOrder,
+        run: &'v RunValues,
         fed: &'v [Value],
     ) -> Result<SmallVec<[&'v Value; 4]>> {
         let mut inputs: SmallVec<[&Value; 4]> = SmallVec::with_capacity(step.inputs.len());
@@ -738,16 +738,15 @@ fn run_step<'a, 'v>(
     kernels::run(step.kind, &mut cx).map_err(|e| in_node(e, node))
 }
 
-/// The value `source` names while a plan runs.
 /// What a run of a plan without frames holds: each node's outputs (until its last reader
 /// has run), and the tensors copied to a device other than their producer's, by (source,
 /// device): made once per run for every step on that device that reads them.
-struct InOrder {
+struct RunValues {
     values: Vec<Option<Outputs>>,
     copies: HashMap<(Source, usize), Value>,
 }
 
-impl InOrder {
+impl RunValues {
     /// Drop what `step` was the last to read (and its copies).
     fn release(&mut self, step: &Step) {
         for &done in &step.release {
@@ -761,6 +760,7 @@ impl InOrder {
     }
 }
 
+/// The value `source` names while a plan runs.
 fn read_value<'v>(
     values: &'v [Option<Outputs>],
     fed: &'v [Value],

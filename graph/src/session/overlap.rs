@@ -10,8 +10,9 @@
 //! convolution, a matmul) on a CPU device, the plan is reordered by depth, those steps
 //! made contiguous, and their range run on the thread pool together, each kernel's own
 //! parallel loops nested in it (one pool, no extra threads: the cores are not
-//! oversubscribed). Everything else runs in order, as before; a plan without such a depth
-//! keeps its order.
+//! oversubscribed). Everything else runs in order, as before; a plan without such a depth,
+//! or with steps whose effects go beyond their outputs (variables, calls, collectives,
+//! prints), keeps its order.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -27,6 +28,23 @@ impl Session {
     /// contiguous, and return their ranges (in order); `steps` unchanged and no range where
     /// no depth has two.
     pub(super) fn overlap(&self, steps: &mut Vec<Step>, nodes: &[Node]) -> Vec<Range<usize>> {
+        // Steps with effects beyond their outputs (variables, seeded random streams, calls,
+        // collectives, prints and asserts) keep the plan's order among them: such a plan
+        // is not reordered.
+        let effects = steps.iter().any(|step| {
+            super::plan::touches_variables(step.kind)
+                || matches!(
+                    step.kind,
+                    Kind::Call(_)
+                        | Kind::Collective(_)
+                        | Kind::Debug(_)
+                        | Kind::Saver(_)
+                        | Kind::Table(_)
+                )
+        });
+        if effects {
+            return Vec::new();
+        }
         let depth = depths(steps, nodes);
         let side_by_side: Vec<bool> = steps
             .iter()

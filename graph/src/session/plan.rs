@@ -219,6 +219,6 @@ impl Session {
 
 /// Whether a node of `kind` reads or writes the session's variables itself: a variable op,
 /// or a stateful random op (its stream's position is kept with the variables).
-fn touches_variables(kind: Kind) -> bool {
+pub(super) fn touches_variables(kind: Kind) -> bool {
     kind.acts_on_variable() || matches!(kind, Kind::Generate(_))
 }
