@@ -242,16 +242,7 @@ fn fuse_swishes(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
             index: 0,
         };
         // The product of `x` and the sigmoid (of `x`'s shape: `beta` is a scalar).
-        let Some(last) = slots.iter().position(|t| {
-            t.as_ref().is_some_and(|t| {
-                t.kind == Kind::Binary(BinaryOp::Mul)
-                    && t.device == device
-                    && t.inputs.len() == 2
-                    && t.inputs.contains(&sigmoid_out)
-                    && t.inputs.contains(&x)
-                    && !reads.controls.contains(&t.node)
-            })
-        }) else {
+        let Some(last) = product_of(slots, reads, device, [sigmoid_out, x]) else {
             continue;
         };
         let Some(node) = slots[last].as_ref().map(|t| t.node) else {
@@ -338,6 +329,26 @@ fn fuse_gelus(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
             ..Step::new(node, device, Kind::Gelu, vec![x])
         });
     }
+}
+
+/// The slot of the product (on `device`, waited on by no control input) of `operands`, in
+/// either order.
+fn product_of(
+    slots: &[Option<Step>],
+    reads: &Reads,
+    device: usize,
+    [a, b]: [Source; 2],
+) -> Option<usize> {
+    slots.iter().position(|t| {
+        t.as_ref().is_some_and(|t| {
+            t.kind == Kind::Binary(BinaryOp::Mul)
+                && t.device == device
+                && t.inputs.len() == 2
+                && t.inputs.contains(&a)
+                && t.inputs.contains(&b)
+                && !reads.controls.contains(&t.node)
+        })
+    })
 }
 
 /// The step in `slot` if it applies `op` to one input and nothing else reads its value: its

@@ -178,6 +178,24 @@ fn run_optimised(
     (values, trace.take())
 }
 
+/// How a test runs one Keras model: on cpu:0 with the optimizations given, its outputs and
+/// trace ([`run_optimised`]).
+type RunWith<'a> = &'a dyn Fn(GraphOptimizations) -> (Vec<Tensor>, StepStats);
+
+/// `check(name, sidecar, fetches, run)` for every Keras model of `dir`, each fed as its
+/// sidecar says.
+fn for_every_keras_model(dir: &Path, mut check: impl FnMut(&str, &Json, &[&str], RunWith<'_>)) {
+    let cpu = polytensor::device("cpu:0").unwrap();
+    for (name, model) in &models(dir) {
+        let graph = Graph::read_graph_def(dir.join(format!("{name}.pb"))).unwrap();
+        let (feeds, fetches) = feeds_and_fetches(model, &cpu);
+        let feeds: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
+        let run = |optimizations| run_optimised(name, &graph, &feeds, &fetches, optimizations);
+        check(name, model, &fetches, &run);
+    }
+}
+
 /// The graph passes (constant folding, remapping) keep every Keras model's results: each
 /// runs on cpu:0 with every pass on (the default) and with none, within the model's
 /// tolerance of each other, and the passes leave fewer kernels to run.
@@ -186,14 +204,8 @@ fn graph_optimizations_keep_every_keras_models_results() {
     let Some(dir) = keras_models() else {
         return;
     };
-    let cpu = polytensor::device("cpu:0").unwrap();
     let mut fewer = false;
-    for (name, model) in &models(&dir) {
-        let graph = Graph::read_graph_def(dir.join(format!("{name}.pb"))).unwrap();
-        let (feeds, fetches) = feeds_and_fetches(model, &cpu);
-        let feeds: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
-        let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
-        let run = |optimizations| run_optimised(name, &graph, &feeds, &fetches, optimizations);
+    for_every_keras_model(&dir, |name, model, fetches, run| {
         let (optimised, steps) = run(GraphOptimizations::default());
         let (plain, plain_steps) = run(GraphOptimizations::NONE);
         let (kernels, plain_kernels) = (steps.nodes.len(), plain_steps.nodes.len());
@@ -241,7 +253,7 @@ fn graph_optimizations_keep_every_keras_models_results() {
             );
         }
         eprintln!("{name}: {kernels} kernels optimised, {plain_kernels} without");
-    }
+    });
     assert!(fewer, "no model ran fewer kernels optimised");
 }
 
@@ -253,13 +265,7 @@ fn branches_side_by_side_keep_every_keras_models_bits() {
     let Some(dir) = keras_models() else {
         return;
     };
-    let cpu = polytensor::device("cpu:0").unwrap();
-    for (name, model) in &models(&dir) {
-        let graph = Graph::read_graph_def(dir.join(format!("{name}.pb"))).unwrap();
-        let (feeds, fetches) = feeds_and_fetches(model, &cpu);
-        let feeds: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
-        let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
-        let run = |optimizations| run_optimised(name, &graph, &feeds, &fetches, optimizations);
+    for_every_keras_model(&dir, |name, _, fetches, run| {
         let (together, steps) = run(GraphOptimizations::default());
         let (in_order, in_order_steps) = run(GraphOptimizations {
             parallel_branches: false,
@@ -278,7 +284,7 @@ fn branches_side_by_side_keep_every_keras_models_bits() {
                 "{name} {fetch}"
             );
         }
-    }
+    });
 }
 
 /// The opt-in bf16 pass (`GraphOptimizations::bf16_weights`) keeps every Keras model within
@@ -290,15 +296,9 @@ fn bf16_weights_stay_near_float32_on_every_keras_model() {
     let Some(dir) = keras_models() else {
         return;
     };
-    let cpu = polytensor::device("cpu:0").unwrap();
-    let native = cpu.bf16_weights();
+    let native = polytensor::device("cpu:0").unwrap().bf16_weights();
     let mut changed = false;
-    for (name, model) in &models(&dir) {
-        let graph = Graph::read_graph_def(dir.join(format!("{name}.pb"))).unwrap();
-        let (feeds, fetches) = feeds_and_fetches(model, &cpu);
-        let feeds: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
-        let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
-        let run = |optimizations| run_optimised(name, &graph, &feeds, &fetches, optimizations);
+    for_every_keras_model(&dir, |name, _, fetches, run| {
         let (f32_values, steps) = run(GraphOptimizations::default());
         let mixed = GraphOptimizations {
             bf16_weights: true,
@@ -323,7 +323,7 @@ fn bf16_weights_stay_near_float32_on_every_keras_model() {
             changed |= diff > 0.0;
             eprintln!("{name} {fetch}: bf16 {diff:e} from f32 (largest |f32| {scale:e})");
         }
-    }
+    });
     assert!(
         changed || !native,
         "AVX512-BF16 is here, yet no model's results moved"

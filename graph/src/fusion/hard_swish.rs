@@ -12,7 +12,7 @@
 
 use polytensor_core::ops::{BinaryOp, UnaryOp};
 
-use super::{private_step, private_unary, scalar_f32, Reads};
+use super::{private_step, private_unary, product_of, scalar_f32, Reads};
 use crate::graph::Node;
 use crate::ops::{Division, Kind};
 use crate::session::{Source, Step};
@@ -67,16 +67,7 @@ pub(super) fn fuse_hard_swishes(slots: &mut [Option<Step>], reads: &Reads, nodes
             index: 0,
         };
         // `x` times the gate: where the fused step goes.
-        let Some(last) = slots.iter().position(|t| {
-            t.as_ref().is_some_and(|t| {
-                t.kind == mul
-                    && t.device == device
-                    && t.inputs.len() == 2
-                    && t.inputs.contains(&gate_out)
-                    && t.inputs.contains(&x)
-                    && !reads.controls.contains(&t.node)
-            })
-        }) else {
+        let Some(last) = product_of(slots, reads, device, [gate_out, x]) else {
             continue;
         };
         let Some(node) = slots[last].as_ref().map(|t| t.node) else {
