@@ -273,14 +273,7 @@ fn fuse_gelus(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
         };
         let step_of = |source: Source, kind: Kind| private_step(slots, reads, source, kind, device);
         // The product by a scalar constant `value`: its slot and its other operand.
-        let by_constant = |at: usize, value: f32| {
-            let inputs = &slots[at].as_ref()?.inputs;
-            match inputs[..] {
-                [a, b] if scalar_f32(nodes, b) == Some(value) => Some(a),
-                [a, b] if scalar_f32(nodes, a) == Some(value) => Some(b),
-                _ => None,
-            }
-        };
+        let by_constant = |at: usize, value: f32| by_constant(slots, nodes, at, value);
         let mul = Kind::Binary(BinaryOp::Mul);
         let Some(scaled) = step_of(into_erfc, mul) else {
             continue;
@@ -328,6 +321,16 @@ fn fuse_gelus(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
             chain,
             ..Step::new(node, device, Kind::Gelu, vec![x])
         });
+    }
+}
+
+/// The other operand of the binary step in slot `at` where one operand is the scalar f32
+/// constant `value`.
+fn by_constant(slots: &[Option<Step>], nodes: &[Node], at: usize, value: f32) -> Option<Source> {
+    match slots[at].as_ref()?.inputs[..] {
+        [a, b] if scalar_f32(nodes, b) == Some(value) => Some(a),
+        [a, b] if scalar_f32(nodes, a) == Some(value) => Some(b),
+        _ => None,
     }
 }
 

@@ -12,7 +12,7 @@
 
 use polytensor_core::ops::{BinaryOp, UnaryOp};
 
-use super::{private_step, private_unary, product_of, scalar_f32, Reads};
+use super::{by_constant, private_step, private_unary, product_of, scalar_f32, Reads};
 use crate::graph::Node;
 use crate::ops::{Division, Kind};
 use crate::session::{Source, Step};
@@ -81,15 +81,5 @@ pub(super) fn fuse_hard_swishes(slots: &mut [Option<Step>], reads: &Reads, nodes
             chain,
             ..Step::new(node, device, Kind::HardSwish { divide }, vec![x])
         });
-    }
-}
-
-/// The other operand of the sum in slot `at` where one operand is the scalar constant
-/// `value`.
-fn by_constant(slots: &[Option<Step>], nodes: &[Node], at: usize, value: f32) -> Option<Source> {
-    match slots[at].as_ref()?.inputs[..] {
-        [a, b] if scalar_f32(nodes, b) == Some(value) => Some(a),
-        [a, b] if scalar_f32(nodes, a) == Some(value) => Some(b),
-        _ => None,
     }
 }
