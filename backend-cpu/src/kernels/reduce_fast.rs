@@ -425,16 +425,15 @@ pub(crate) fn try_extreme_f32(
     }
     let shape = [outer, reduced, inner];
     Some(match op {
-        ReduceOp::Max => fold_rows(larger, x, out, shape),
-        _ => fold_rows(smaller, x, out, shape),
+        ReduceOp::Max => fold_rows::<true>(x, out, shape),
+        _ => fold_rows::<false>(x, out, shape),
     })
 }
 
-/// `out[o, j] = fold` over `r` of `x[o, r, j]`, for the contiguous f32 `x` as `[outer,
-/// reduced, inner]` (none of them 0): each outer block's rows folded into one, blocks split
-/// across threads when large.
-fn fold_rows(
-    fold: impl Fn(f32, f32) -> f32 + Sync,
+/// `out[o, j]` = the largest (`MAX`) or smallest over `r` of `x[o, r, j]`, for the
+/// contiguous f32 `x` as `[outer, reduced, inner]` (none of them 0): each outer block's rows
+/// folded into one, blocks split across threads when large.
+fn fold_rows<const MAX: bool>(
     x: &TensorView<'_>,
     out: &mut OutView<'_>,
     [outer, reduced, inner]: [usize; 3],
@@ -443,13 +442,7 @@ fn fold_rows(
     let src = &input::<f32>(x)?[start..start + outer * reduced * inner];
     let dst = output::<f32>(out)?;
     let block = |(o, acc): (usize, &mut [f32])| {
-        let rows = &src[o * reduced * inner..(o + 1) * reduced * inner];
-        acc.copy_from_slice(&rows[..inner]);
-        for row in rows.chunks_exact(inner).skip(1) {
-            for (a, &v) in acc.iter_mut().zip(row) {
-                *a = fold(*a, v);
-            }
-        }
+        fold_block::<MAX>(&src[o * reduced * inner..(o + 1) * reduced * inner], acc);
     };
     if outer * reduced * inner < PARALLEL_MIN_ELEMENTS {
         dst.chunks_exact_mut(inner).enumerate().for_each(block);
@@ -457,4 +450,43 @@ fn fold_rows(
         dst.par_chunks_exact_mut(inner).enumerate().for_each(block);
     }
     Ok(())
+}
+
+/// The `acc.len()`-wide rows of `rows` folded into `acc` by [`larger`] (`MAX`) or
+/// [`smaller`], with the widest vectors this CPU has (the baseline's lack a blend, which
+/// the NaN and signed-zero selects need).
+fn fold_block<const MAX: bool>(rows: &[f32], acc: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    match crate::vmath::detected() {
+        // SAFETY: the CPU has the instruction set each variant is compiled for.
+        crate::vmath::Isa::Avx512 => return unsafe { fold_block_avx512::<MAX>(rows, acc) },
+        // SAFETY: as above.
+        crate::vmath::Isa::Avx2 => return unsafe { fold_block_avx2::<MAX>(rows, acc) },
+        crate::vmath::Isa::Baseline => {}
+    }
+    fold_block_with::<MAX>(rows, acc)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")]
+unsafe fn fold_block_avx512<const MAX: bool>(rows: &[f32], acc: &mut [f32]) {
+    fold_block_with::<MAX>(rows, acc)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fold_block_avx2<const MAX: bool>(rows: &[f32], acc: &mut [f32]) {
+    fold_block_with::<MAX>(rows, acc)
+}
+
+/// [`fold_block`]'s loop, inlined into each instruction-set variant.
+#[inline(always)]
+fn fold_block_with<const MAX: bool>(rows: &[f32], acc: &mut [f32]) {
+    let inner = acc.len();
+    acc.copy_from_slice(&rows[..inner]);
+    for row in rows.chunks_exact(inner).skip(1) {
+        for (a, &v) in acc.iter_mut().zip(row) {
+            *a = if MAX { larger(*a, v) } else { smaller(*a, v) };
+        }
+    }
 }

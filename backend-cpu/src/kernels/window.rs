@@ -18,7 +18,7 @@ use polytensor_core::alloc::host_vec;
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{DataType, Element, Epilogue, OutView, Result, TensorView, UnaryOp};
 
-use super::matmul::{gemm_columns, gemm_rows, gemm_strips, GemmElem};
+use super::matmul::{gemm_columns, gemm_rows, gemm_rows_apart, gemm_strips, GemmElem};
 use super::{mixed, unsupported, winograd};
 use crate::strided::{input, output, PARALLEL_MIN_ELEMENTS};
 
@@ -88,13 +88,14 @@ enum Filter<'f, T> {
 }
 
 impl<'f, T: GemmElem + Float> Filter<'f, T> {
-    /// `out = a x filter` for `m` rows of `k` taps and `n` filters; `shared`: the threads
-    /// share the filter's columns (a GEMM of few rows), else on this thread.
-    fn gemm(self, (m, n, k): (usize, usize, usize), a: &[T], out: &mut [T], shared: bool) {
+    /// `out = a x filter` for `m` rows of `k` taps (`a_rows` elements apart) and `n`
+    /// filters; `shared`: the threads share the filter's columns (a GEMM of few rows), else
+    /// on this thread.
+    fn gemm(self, dims: (usize, usize, usize), a: (&[T], usize), out: &mut [T], shared: bool) {
         match self {
-            Filter::Rows(b) if shared => gemm_columns(m, n, k, a, b, out),
-            Filter::Rows(b) => gemm_rows(m, n, k, a, b, out),
-            Filter::Strips(b, width) => gemm_strips((m, n, k), a, b, width, out, shared),
+            Filter::Rows(b) if shared => gemm_columns(dims, a, b, out),
+            Filter::Rows(b) => gemm_rows_apart(dims, a, b, out),
+            Filter::Strips(b, width) => gemm_strips(dims, a, b, width, out, shared),
         }
     }
 
@@ -423,6 +424,9 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
         && g.output == g.input;
     let total = out.len() / o;
     let threads = rayon::current_num_threads();
+    if let Some(plan) = windows_in_place(g) {
+        return gemm_in_place(x, f, g, &plan, finish, out);
+    }
     // Fewer rows than a block with much work (a late layer of a small image), or a pointwise
     // convolution of fewer than 8 blocks a thread: one GEMM whose columns the threads share,
     // each packing only its part of the filter once, the panel packed whole (blocks of rows
@@ -441,7 +445,7 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
             packed = panel;
             &packed
         };
-        f.gemm((total, o, k), a, out, true);
+        f.gemm((total, o, k), (a, k), out, true);
         if out.len() < PARALLEL_MIN_ELEMENTS {
             finish.apply(out, 0, o);
         } else {
@@ -456,14 +460,122 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
         .for_each_init(Vec::new, |panel: &mut Vec<T>, (block, out)| {
             let (first, rows) = (block * BLOCK_ROWS, out.len() / o);
             if pointwise {
-                f.gemm((rows, o, k), &x[first * k..(first + rows) * k], out, false);
+                f.gemm(
+                    (rows, o, k),
+                    (&x[first * k..(first + rows) * k], k),
+                    out,
+                    false,
+                );
             } else {
                 panel.resize(rows * k, T::zero());
                 pack_taps(x, g, first, panel);
-                f.gemm((rows, o, k), panel, out, false);
+                f.gemm((rows, o, k), (panel, k), out, false);
             }
             finish.apply(out, first * o, o);
         });
+}
+
+/// Output pixels a row, with their whole window inside it, from which [`windows_in_place`]
+/// takes a convolution (fewer make GEMMs too short for their calls; their panels are small
+/// anyway).
+const IN_PLACE_PIXELS: usize = 16;
+
+/// Where the windows of a row's output pixels are runs of the input: one pixel high, not
+/// dilated across (Keras's `Conv1D`, which TensorFlow runs as `[1, k]` windows on `[batch,
+/// 1, width, channels]`). Then output pixel `p`'s window is `k_w * channels` consecutive
+/// values from input pixel `p * stride - before`, and the implicit GEMM reads the rows of
+/// the pixels whose windows lie inside the input in place, `stride * channels` apart: no
+/// im2col copy. The pixels at the edges whose windows reach into the padding are packed.
+struct InPlace {
+    /// The output pixels of a row whose windows lie inside the input.
+    inside: std::ops::Range<usize>,
+    /// Where the first of them starts in its input row (elements).
+    first: usize,
+    /// Elements between consecutive pixels' windows.
+    apart: usize,
+}
+
+/// The [`InPlace`] plan of `g`, where its windows are runs of the input and at least
+/// [`IN_PLACE_PIXELS`] a row lie inside it; `None` otherwise.
+fn windows_in_place(g: &WindowGeometry) -> Option<InPlace> {
+    let [high, across] = g.windows;
+    if high.size != 1 || across.dilation != 1 || across.stride == 0 {
+        return None;
+    }
+    let (iw, ow, before) = (g.input[1], g.output[1], g.before[1]);
+    // The first pixel whose window starts inside the row, and one past the last whose
+    // window ends inside it.
+    let start = before.div_ceil(across.stride);
+    let end = ow.min(((iw + before).checked_sub(across.size)? / across.stride) + 1);
+    let inside = start..end.max(start);
+    (inside.len() >= IN_PLACE_PIXELS).then(|| InPlace {
+        first: (start * across.stride - before) * g.channels,
+        inside,
+        apart: across.stride * g.channels,
+    })
+}
+
+/// [`implicit_gemm`] where [`windows_in_place`] holds: per row of output pixels, one GEMM
+/// whose rows are read from the input in place, and the edge pixels' windows packed; the
+/// rows split across the threads, or where they are too few, each row's filters.
+fn gemm_in_place<T: GemmElem + Float + Send + Sync>(
+    x: &[T],
+    f: Filter<'_, T>,
+    g: &WindowGeometry,
+    plan: &InPlace,
+    finish: &Finish<'_, T>,
+    out: &mut [T],
+) {
+    let (c, o) = (g.channels, g.filters);
+    let k = g.windows[1].size * c;
+    let [oh, ow] = g.output;
+    let [ih, iw] = g.input;
+    let threads = rayon::current_num_threads();
+    let InPlace {
+        ref inside,
+        first,
+        apart,
+    } = *plan;
+    let row = |r: usize, out: &mut [T], panel: &mut Vec<T>, shared: bool| {
+        let (image, y) = (r / oh, r % oh);
+        let Some(h) = g.tap(0, y, 0) else {
+            // A row of the padding.
+            out.fill(T::zero());
+            finish.apply(out, r * ow * o, o);
+            return;
+        };
+        let input = &x[(image * ih + h) * iw * c..][..iw * c];
+        let (before, rest) = out.split_at_mut(inside.start * o);
+        let (middle, after) = rest.split_at_mut(inside.len() * o);
+        f.gemm(
+            (inside.len(), o, k),
+            (&input[first..], apart),
+            middle,
+            shared,
+        );
+        // The edges: their windows packed, zeros in the padding.
+        for (pixels, at) in [(before, 0), (after, inside.end)] {
+            let count = pixels.len() / o;
+            if count > 0 {
+                panel.resize(count * k, T::zero());
+                pack_taps(x, g, r * ow + at, panel);
+                f.gemm((count, o, k), (panel, k), pixels, shared);
+            }
+        }
+        finish.apply(out, r * ow * o, o);
+    };
+    let rows = out.len() / (ow * o);
+    if rows >= 2 * threads {
+        out.par_chunks_mut(ow * o)
+            .enumerate()
+            .for_each_init(Vec::new, |panel, (r, out)| row(r, out, panel, false));
+    } else {
+        let shared = threads > 1 && o >= 16 * threads;
+        let mut panel = Vec::new();
+        for (r, out) in out.chunks_mut(ow * o).enumerate() {
+            row(r, out, &mut panel, shared);
+        }
+    }
 }
 
 /// The im2col rows of output rows `first..` into `panel` (one row of `k_h * k_w *
@@ -1025,6 +1137,86 @@ mod tests {
                 got.to_vec::<f32>().unwrap(),
                 want.to_vec::<f32>().unwrap(),
                 "[{batch},{h},{w},{c}] by {window}x{window} to {filters}"
+            );
+        }
+    }
+
+    /// `[1, k]` windows (Keras's `Conv1D`) read their rows from the input in place, and
+    /// pack those of the pixels at the padded edges: the definition's values on every split
+    /// (rows across threads, each row's filters or strips across threads, one thread),
+    /// strides 1 and 2, padding across and in height, an image of several rows, and a
+    /// packed filter.
+    #[test]
+    #[cfg_attr(miri, ignore = "a packed filter of megabytes: the allocator's madvise")]
+    fn one_dimensional_windows_read_the_input_in_place() {
+        let cpu = CpuDevice::shared();
+        // ([batch, height, width, channels], window, stride, [(before, after); 2], filters,
+        // packed).
+        let none = [(0, 0), (0, 0)];
+        let cases = [
+            ([8, 1, 40, 16], 3, 1, none, 32, false),
+            ([1, 1, 128, 64], 5, 1, none, 64, false),
+            ([2, 1, 37, 8], 4, 2, none, 20, false),
+            ([2, 3, 20, 8], 3, 1, none, 24, false),
+            ([4, 1, 30, 16], 5, 1, [(0, 0), (2, 2)], 32, false),
+            ([1, 1, 40, 32], 4, 2, [(0, 0), (3, 1)], 48, false),
+            ([2, 2, 24, 8], 3, 1, [(1, 0), (1, 1)], 16, false),
+            ([1, 1, 24, 512], 4, 1, none, 256, true),
+            ([3, 1, 20, 512], 4, 1, [(0, 0), (1, 2)], 256, true),
+        ];
+        for (dims, window, stride, pads, filters, packed) in cases {
+            let [batch, height, width, c] = dims;
+            let x = integers(&dims, 1, 0.25);
+            let f = integers(&[window, c, filters], 2, 1.0);
+            let [(top, bottom), (left, right)] = pads;
+            let oh = height + top + bottom;
+            let ow = (width + left + right - window) / stride + 1;
+            let mut want = vec![0f32; batch * oh * ow * filters];
+            for (row, out) in want.chunks_exact_mut(ow * filters).enumerate() {
+                let (image, y) = (row / oh, row % oh);
+                for (p, out) in out.chunks_exact_mut(filters).enumerate() {
+                    for (t, taps) in f.chunks_exact(c * filters).enumerate() {
+                        let (Some(h), Some(w)) = (
+                            y.checked_sub(top).filter(|&h| h < height),
+                            (p * stride + t).checked_sub(left).filter(|&w| w < width),
+                        ) else {
+                            continue;
+                        };
+                        let pixel = &x[((image * height + h) * width + w) * c..][..c];
+                        for (&v, weights) in pixel.iter().zip(taps.chunks_exact(filters)) {
+                            out.iter_mut().zip(weights).for_each(|(o, &w)| *o += v * w);
+                        }
+                    }
+                    out.iter_mut()
+                        .enumerate()
+                        .for_each(|(j, o)| *o = (*o + j as f32 - 9.0).max(0.0));
+                }
+            }
+            let x = Tensor::from_slice(&x, dims, &cpu).unwrap();
+            let f = Tensor::from_slice(&f, [1, window, c, filters], &cpu).unwrap();
+            let options = Conv2dOptions {
+                strides: [1, stride],
+                padding: Padding::Explicit(pads.to_vec()),
+                ..Conv2dOptions::default()
+            };
+            let epilogue = ConvEpilogue {
+                shift: Some(shift(filters, &cpu)),
+                activation: Some(UnaryOp::Relu),
+                ..ConvEpilogue::default()
+            };
+            let got = if packed {
+                let packed = PackedFilter::new(&f)
+                    .unwrap()
+                    .expect("a filter this large packs");
+                x.conv2d_packed(&packed, &options, &epilogue).unwrap()
+            } else {
+                x.conv2d_fused(&f, &options, false, &epilogue).unwrap()
+            };
+            assert_eq!(got.dims(), [batch, oh, ow, filters]);
+            assert_eq!(
+                got.to_vec::<f32>().unwrap(),
+                want,
+                "{dims:?} by 1x{window} of stride {stride}, padding {pads:?}, to {filters}"
             );
         }
     }

@@ -267,28 +267,54 @@ pub(crate) fn gemm_rows<T: GemmElem>(
     b: &[T],
     out: &mut [T],
 ) {
-    assert!(
-        a.len() >= m * k && b.len() >= k * n && out.len() >= m * n,
-        "gemm_rows operands"
-    );
-    // SAFETY: the assertion keeps every position read or written (row-major with the given
-    // dims) inside the slices; `out` is borrowed mutably, so nothing else reads it.
-    unsafe { gemm_columns_of(m, n, k, (a.as_ptr(), b.as_ptr(), out.as_mut_ptr()), 0..n) };
+    gemm_rows_apart((m, n, k), (a, k), b, out);
 }
 
-/// [`gemm_rows`] with the columns split across the pool's threads: each thread packs and
-/// multiplies only its part of `b`, what a GEMM of few rows (a late layer of a small image)
-/// needs to use every core without packing all of `b` on each.
-pub(crate) fn gemm_columns<T: GemmElem>(
-    m: usize,
-    n: usize,
-    k: usize,
-    a: &[T],
+/// [`gemm_rows`] with the rows of `a` (`k` values each) `a_rows` elements apart, which may
+/// overlap (`a_rows < k`: a 1-D convolution's windows read from its input in place).
+pub(crate) fn gemm_rows_apart<T: GemmElem>(
+    (m, n, k): (usize, usize, usize),
+    (a, a_rows): (&[T], usize),
     b: &[T],
     out: &mut [T],
 ) {
     assert!(
-        a.len() >= m * k && b.len() >= k * n && out.len() >= m * n,
+        spans(m, a_rows, k) <= a.len() && b.len() >= k * n && out.len() >= m * n,
+        "gemm_rows operands"
+    );
+    // SAFETY: the assertion keeps every position read or written (`a`'s rows `a_rows`
+    // apart, `b` and `out` row-major with the given dims) inside the slices; `out` is
+    // borrowed mutably, so nothing else reads it.
+    unsafe {
+        gemm_block_of(
+            (m, n, k),
+            (a.as_ptr(), a_rows),
+            (b.as_ptr(), n),
+            (out.as_mut_ptr(), n),
+        )
+    };
+}
+
+/// The elements that `rows` rows of `len` values, `apart` elements apart, span (0 for
+/// none; saturating, so that an assertion against a slice's length holds or fails).
+fn spans(rows: usize, apart: usize, len: usize) -> usize {
+    match rows {
+        0 => 0,
+        _ => (rows - 1).saturating_mul(apart).saturating_add(len),
+    }
+}
+
+/// [`gemm_rows_apart`] with the columns split across the pool's threads: each thread packs
+/// and multiplies only its part of `b`, what a GEMM of few rows (a late layer of a small
+/// image) needs to use every core without packing all of `b` on each.
+pub(crate) fn gemm_columns<T: GemmElem>(
+    (m, n, k): (usize, usize, usize),
+    (a, a_rows): (&[T], usize),
+    b: &[T],
+    out: &mut [T],
+) {
+    assert!(
+        spans(m, a_rows, k) <= a.len() && b.len() >= k * n && out.len() >= m * n,
         "gemm_columns operands"
     );
     let threads = rayon::current_num_threads().max(1);
@@ -296,23 +322,31 @@ pub(crate) fn gemm_columns<T: GemmElem>(
     let width = n.div_ceil(threads).next_multiple_of(16).min(n).max(1);
     let operands = Operands(a.as_ptr(), b.as_ptr(), out.as_mut_ptr());
     (0..n.div_ceil(width)).into_par_iter().for_each(|part| {
-        let first = part * width;
-        let columns = first..n.min(first + width);
+        let (a, b, out) = operands.parts();
+        let columns = part * width..n.min((part + 1) * width);
         // SAFETY: the assertion keeps every position read or written inside the slices;
-        // each part writes its own columns of `out`, which is borrowed mutably for the
-        // call, and the parts are joined before it returns.
-        unsafe { gemm_columns_of(m, n, k, operands.parts(), columns) };
+        // each part writes its own columns of `out` (rows `n` apart), which is borrowed
+        // mutably for the call, and the parts are joined before it returns.
+        unsafe {
+            gemm_block_of(
+                (m, columns.len(), k),
+                (a, a_rows),
+                (b.add(columns.start), n),
+                (out.add(columns.start), n),
+            );
+        }
     });
 }
 
-/// `out = a x b` for row-major `a` (`m x k`) and `out` (`m x n`), `b` laid out in strips
+/// `out = a x b` for row-major `a` (`m x k`, rows `a_rows` apart as [`gemm_rows_apart`]
+/// takes them) and `out` (`m x n`), `b` laid out in strips
 /// of `width` columns (`[n / width, k, width]`, each strip contiguous: a filter packed by
 /// `Device::filter_strip`), one `gemm` per strip, so that each reads its part of `b` from
 /// memory in order. `parallel`: the strips split across the pool's threads (a GEMM of few
 /// rows); else on this thread.
 pub(crate) fn gemm_strips<T: GemmElem>(
     (m, n, k): (usize, usize, usize),
-    a: &[T],
+    (a, a_rows): (&[T], usize),
     b: &[T],
     width: usize,
     out: &mut [T],
@@ -321,7 +355,7 @@ pub(crate) fn gemm_strips<T: GemmElem>(
     assert!(
         width > 0
             && n.is_multiple_of(width)
-            && a.len() >= m * k
+            && spans(m, a_rows, k) <= a.len()
             && b.len() >= k * n
             && out.len() >= m * n,
         "gemm_strips operands"
@@ -337,7 +371,7 @@ pub(crate) fn gemm_strips<T: GemmElem>(
         unsafe {
             gemm_block_of(
                 (m, width, k),
-                a,
+                (a, a_rows),
                 (b.add(s * k * width), width),
                 (out.add(s * width), n),
             );
@@ -350,32 +384,7 @@ pub(crate) fn gemm_strips<T: GemmElem>(
     }
 }
 
-/// Columns `columns` of `out = a x b`, row-major `a` (`m x k`), `b` (`k x n`) and `out`
-/// (`m x n`), on this thread.
-///
-/// # Safety
-///
-/// `a`, `b` and `out` point to at least `m * k`, `k * n` and `m * n` elements; nothing else
-/// reads or writes those columns of `out` during the call.
-unsafe fn gemm_columns_of<T: GemmElem>(
-    m: usize,
-    n: usize,
-    k: usize,
-    (a, b, out): (*const T, *const T, *mut T),
-    columns: std::ops::Range<usize>,
-) {
-    // SAFETY: the caller's contract; the columns lie within `n`.
-    unsafe {
-        gemm_block_of(
-            (m, columns.len(), k),
-            a,
-            (b.add(columns.start), n),
-            (out.add(columns.start), n),
-        );
-    }
-}
-
-/// `out = a x b` on this thread for row-major `a` (`m x k`, rows `k` apart), `b` (`k x n`,
+/// `out = a x b` on this thread for row-major `a` (`m x k`, rows `a_rows` apart), `b` (`k x n`,
 /// rows `b_rows` apart) and `out` (`m x n`, rows `out_rows` apart): one block of columns of
 /// a larger product.
 ///
@@ -385,7 +394,7 @@ unsafe fn gemm_columns_of<T: GemmElem>(
 /// those elements of `out` during the call.
 unsafe fn gemm_block_of<T: GemmElem>(
     (m, n, k): (usize, usize, usize),
-    a: *const T,
+    (a, a_rows): (*const T, usize),
     (b, b_rows): (*const T, usize),
     (out, out_rows): (*mut T, usize),
 ) {
@@ -401,7 +410,7 @@ unsafe fn gemm_block_of<T: GemmElem>(
             false,
             a,
             1,
-            k as isize,
+            a_rows as isize,
             b,
             1,
             b_rows as isize,
