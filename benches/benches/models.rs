@@ -2,6 +2,8 @@
 //! - `conv2d_3x3_56x56x64_b8_f32`, `conv2d_3x3_28x28x256_b8_f32`: one 3x3 SAME
 //!   convolution, 64 to 64 channels (3.7 GFLOP) and 256 to 256 (14.8), batch 8, with the
 //!   machine's FMA peak in `fma_peak_avx512` of the `cpu` bench;
+//! - `conv1d_k5_128x64_b16_f32`: Keras's `Conv1D` (the text CNN's widest layer, width 5,
+//!   64 to 64 channels, VALID), as TensorFlow runs it;
 //! - `model_cnn`, `model_mobilenet_v2`: `Session::run` of the frozen models of
 //!   `shared/tf-golden/models` at batch 2 and 32;
 //! - `model_keras_lstm`, `model_keras_gru`, `model_keras_attention`, `model_keras_unet`,
@@ -84,6 +86,27 @@ fn conv2d(c: &mut Criterion) {
         }
         group.finish();
     }
+}
+
+/// Keras's `Conv1D` as TensorFlow runs it (`[1, k]` windows, VALID, on `[n, 1, w, c]`):
+/// the text CNN's widest layer, whose windows the implicit GEMM reads in place.
+fn conv1d(c: &mut Criterion) {
+    let device = cpu();
+    let [n, w, ch, k, o] = [16, 128, 64, 5, 64];
+    let x = benches::tensor(&[n, 1, w, ch], DataType::Float, 1, &device);
+    let f = benches::tensor(&[1, k, ch, o], DataType::Float, 2, &device);
+    let options = Conv2dOptions::default();
+    let flops = 2 * n * (w - k + 1) * k * ch * o;
+    let mut group = c.benchmark_group(format!("conv1d_k{k}_{w}x{ch}_b{n}_f32"));
+    group.throughput(Throughput::Elements(flops as u64));
+    group.bench_function("polytensor", |b| {
+        b.iter(|| black_box(x.conv2d(&f, &options).unwrap()))
+    });
+    if let Some(mut tf) = TensorFlow::start() {
+        tf.load_conv1d([n, w, ch, k, o], threads());
+        group.bench_function("tensorflow", |b| b.iter_custom(|iters| tf.time(iters)));
+    }
+    group.finish();
 }
 
 /// The mixed-precision convolution (`GraphOptimizations::bf16_weights`): a pointwise and a
@@ -461,6 +484,6 @@ fn saved_model(c: &mut Criterion) {
 criterion_group! {
     name = model_benches;
     config = benches::criterion_config();
-    targets = conv2d, conv2d_bf16_weights, conv2d_packed_filters, models, keras, zoo, zoo_bf16, saved_model, gpu
+    targets = conv2d, conv1d, conv2d_bf16_weights, conv2d_packed_filters, models, keras, zoo, zoo_bf16, saved_model, gpu
 }
 criterion_main!(model_benches);

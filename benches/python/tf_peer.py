@@ -11,6 +11,9 @@ The benchmark writes one command per line and reads one line back:
   (`auto_mixed_precision_onednn_bfloat16`), oneDNN's bf16 on CPUs that have it.
 - `conv2d N H W C K O THREADS`: one Conv2D (NHWC, K x K, SAME, stride 1) of a seeded
   [N, H, W, C] input and a [K, K, C, O] filter; answers `ready`.
+- `conv1d N W C K O THREADS`: one Conv1D (`tf.nn.conv1d`, NWC, width K, VALID, stride 1,
+  as Keras's `Conv1D` runs it) of a seeded [N, W, C] input and a [K, C, O] filter; answers
+  `ready`.
 - `while PATH STEPS VERSION THREADS`: a `tf.compat.v1.while_loop` of STEPS iterations
   carrying a counter and a [16] float32 vector (`x * 0.999 + 0.5`), with control flow
   VERSION (`v1`: Switch/Merge/Enter/Exit/NextIteration; `v2`: StatelessWhile and its
@@ -114,6 +117,18 @@ def main():
                 y = tf.nn.conv2d(x, f, strides=1, padding="SAME")
                 # Fetching one element keeps the copy of the output out of the timing.
                 fetch = y[:1, :1, :1, :1]
+                init = tf.compat.v1.global_variables_initializer()
+            s = session(graph, threads)
+            s.run(init)
+            run = lambda: s.run(fetch)
+        elif words[0] == "conv1d":
+            n, w, c, k, o, threads = map(int, words[1:7])
+            graph = tf.Graph()
+            with graph.as_default():
+                x = tf.compat.v1.Variable(rng.standard_normal([n, w, c]).astype(np.float32))
+                f = tf.compat.v1.Variable(rng.standard_normal([k, c, o]).astype(np.float32))
+                y = tf.nn.conv1d(x, f, stride=1, padding="VALID")
+                fetch = y[:1, :1, :1]
                 init = tf.compat.v1.global_variables_initializer()
             s = session(graph, threads)
             s.run(init)

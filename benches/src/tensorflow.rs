@@ -151,6 +151,13 @@ impl TensorFlow {
         assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
     }
 
+    /// Load one Conv1D (VALID, stride 1) of a seeded `[n, w, c]` input and a `[k, c, o]`
+    /// filter, run on `threads` threads.
+    pub fn load_conv1d(&mut self, [n, w, c, k, o]: [usize; 5], threads: usize) {
+        let answer = self.ask(&format!("conv1d {n} {w} {c} {k} {o} {threads}"));
+        assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
+    }
+
     /// Load a counter loop of `steps` iterations written with control flow `version`
     /// (`"v1"` or `"v2"`), run on `threads` threads, and write its GraphDef to `path`.
     pub fn load_while(&mut self, path: &Path, steps: usize, version: &str, threads: usize) {

@@ -64,7 +64,8 @@ pub(crate) fn runs(dtype: DataType) -> bool {
 }
 
 /// `Device::filter_strip`: large f32 filters ([`STRIPED_FILTER`]) in strips of 64 output
-/// channels (four AVX-512 registers), or 32 where 64 does not divide them.
+/// channels (four AVX-512 registers), or 32 where that divides them and 64 does not; else
+/// 64, the last strip padded (Xception's 728 filters: 11 strips and one of 24).
 pub(crate) fn filter_strip(
     dtype: DataType,
     [kh, kw, channels, filters]: [usize; 4],
@@ -76,11 +77,17 @@ pub(crate) fn filter_strip(
     if dtype != DataType::Float || elements < STRIPED_FILTER {
         return None;
     }
-    [64, 32].into_iter().find(|w| filters.is_multiple_of(*w))
+    Some(
+        if !filters.is_multiple_of(64) && filters.is_multiple_of(32) {
+            32
+        } else {
+            64
+        },
+    )
 }
 
 /// A filter as the implicit GEMM reads it: its rows (HWIO, `k x filters`), or packed in
-/// strips of `width` filters (`[filters / width, k, width]`).
+/// strips of `width` filters (`[ceil(filters / width), k, width]`, the last strip padded).
 #[derive(Clone, Copy)]
 enum Filter<'f, T> {
     Rows(&'f [T]),
@@ -115,8 +122,11 @@ impl<'f, T: GemmElem + Float> Filter<'f, T> {
             Filter::Strips(b, width) => {
                 let mut rows = vec![T::zero(); k * n];
                 for (s, strip) in b.chunks_exact(k * width).enumerate() {
+                    // The strip's filters (fewer in a padded last strip).
+                    let first = s * width;
+                    let filters = width.min(n.saturating_sub(first));
                     for (tap, values) in strip.chunks_exact(width).enumerate() {
-                        rows[tap * n + s * width..][..width].copy_from_slice(values);
+                        rows[tap * n + first..][..filters].copy_from_slice(&values[..filters]);
                     }
                 }
                 std::borrow::Cow::Owned(rows)
@@ -223,7 +233,7 @@ fn conv_typed<T: GemmElem + Float + bytemuck::Pod + Send + Sync>(
     let finish = Finish::of(epilogue)?;
     // A filter of rank 3 is one `filter_strip` packed.
     let f = match filter.layout().shape().dims()[..] {
-        [strips, taps, width] if !depthwise && strips * width == g.filters => {
+        [strips, taps, width] if !depthwise && width > 0 && strips == g.filters.div_ceil(width) => {
             let expected = g.windows[0].size * g.windows[1].size * g.channels;
             if taps != expected {
                 return Err(polytensor_core::Error::invalid(format!(
@@ -1104,14 +1114,18 @@ mod tests {
     fn packed_filters_give_the_rows_bits_on_every_path() {
         let cpu = CpuDevice::shared();
         // (batch, h, w, channels, window, filters): few rows (the threads share the
-        // strips), blocks of rows, Winograd (the strips unpacked), pointwise few rows,
-        // strips of 32.
+        // strips), blocks of rows, Winograd (reading the strips), pointwise few rows,
+        // strips of 32, and padded last strips (Xception's 728 filters) on the same paths.
         let cases = [
             (1, 2, 2, 512, 3, 256),
             (2, 9, 9, 256, 3, 512),
             (4, 16, 16, 256, 3, 512),
             (1, 4, 4, 2048, 1, 512),
             (1, 3, 3, 2048, 1, 544),
+            (1, 6, 6, 728, 1, 728),
+            (2, 9, 9, 256, 3, 200),
+            (4, 16, 16, 256, 3, 200),
+            (1, 3, 3, 512, 3, 72),
         ];
         for (batch, h, w, c, window, filters) in cases {
             let x = integers(&[batch, h, w, c], 1, 0.25);
@@ -1234,7 +1248,11 @@ mod tests {
             cpu.filter_strip(DataType::Float, [1, 1, 2048, 544]),
             Some(32)
         );
-        assert_eq!(cpu.filter_strip(DataType::Float, [1, 1, 4096, 500]), None);
+        // 64 where 32 does not divide the filters: the last strip padded.
+        assert_eq!(
+            cpu.filter_strip(DataType::Float, [1, 1, 728, 728]),
+            Some(64)
+        );
         let f = Tensor::zeros([3, 3, 8, 16], DataType::Float, &cpu).unwrap();
         assert!(PackedFilter::new(&f).unwrap().is_none());
     }

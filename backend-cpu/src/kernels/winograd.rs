@@ -117,7 +117,8 @@ type TileRow<'o, T> = (usize, usize, &'o mut [T]);
 
 /// `out = conv(x, f)` then `finish` by the tiling `tiles` (a 3x3 convolution of stride 1
 /// with no dilation, as [`tiling`] picks): `x` NHWC, `f` HWIO in strips of `width` filters
-/// (`[filters / width, 9 * channels, width]`; HWIO itself is one strip of every filter),
+/// (`[ceil(filters / width), 9 * channels, width]`, the last padded; HWIO itself is one
+/// strip of every filter),
 /// `out` NHWC, all contiguous.
 pub(super) fn conv<T: GemmElem + Float + Pod + Send + Sync>(
     x: &[T],
@@ -429,13 +430,15 @@ fn transform_filter<
     }
     rows.par_iter_mut().enumerate().for_each(|(channel, out)| {
         for (strip, first) in (0..k).step_by(width.max(1)).enumerate() {
+            // The strip's filters (fewer in a padded last strip).
+            let filters = width.min(k - first);
             // Tap `(a, b)` of this channel: a row of this strip's filters.
             let taps: [&[T]; 9] = std::array::from_fn(|t| {
-                &f[strip * 9 * c * width + (t * c + channel) * width..][..width]
+                &f[strip * 9 * c * width + (t * c + channel) * width..][..filters]
             });
             let mut rows = out.iter_mut();
             let out: [&mut [T]; P] = std::array::from_fn(|_| match rows.next() {
-                Some(row) => &mut row[first..first + width],
+                Some(row) => &mut row[first..first + filters],
                 None => &mut [],
             });
             transform::<T, FilterTransform<W, N, M>, 9, P>(taps, out);

@@ -634,10 +634,10 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
 
     /// The width of the strips in which a [`crate::PackedFilter`] lays out a filter of
     /// `dims` (`[k_h, k_w, channels, filters]`) of `dtype` for this device's
-    /// [`Device::conv2d`]: the filters in strips of `width` (which divides them), each
-    /// strip's `[k_h * k_w * channels, width]` contiguous, so that a GEMM streams the
-    /// filter from memory in order (oneDNN's reordered weights). `None`, the default,
-    /// keeps filters as given.
+    /// [`Device::conv2d`]: the filters in strips of `width`, each strip's `[k_h * k_w *
+    /// channels, width]` contiguous (the last padded with zero filters where `width` does
+    /// not divide them), so that a GEMM streams the filter from memory in order (oneDNN's
+    /// reordered weights). `None`, the default, keeps filters as given.
     fn filter_strip(&self, dtype: DataType, dims: [usize; 4]) -> Option<usize> {
         let _ = (dtype, dims);
         None
@@ -649,8 +649,8 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
     /// channel `c * filters + f`). Then, per output channel, `epilogue`. Only called where
     /// [`Device::window_kernels`] holds; the filter's dtype is `x`'s, or bf16 for an f32
     /// `x` where [`Device::bf16_weights`] holds. A filter of rank 3 is one this device
-    /// packed ([`Device::filter_strip`]): `[filters / width, k_h * k_w * channels, width]`,
-    /// never depthwise.
+    /// packed ([`Device::filter_strip`]): `[ceil(filters / width), k_h * k_w * channels,
+    /// width]`, never depthwise.
     fn conv2d(
         &self,
         x: &TensorView<'_>,

@@ -82,8 +82,9 @@ pub struct ConvEpilogue {
 /// keeps a reordered copy of each constant filter: the filter as given (HWIO), and its
 /// output channels in strips of the width the device asks for
 /// ([`crate::Device::filter_strip`]), each strip's `[k_h * k_w * in, width]` rows
-/// contiguous, so that a GEMM of few rows (a late layer of a small image, bound by reading
-/// the filter) streams it from memory in order. [`Tensor::conv2d_packed`] takes it.
+/// contiguous (the last strip padded with zero filters where the width does not divide
+/// them), so that a GEMM of few rows (a late layer of a small image, bound by reading the
+/// filter) streams it from memory in order. [`Tensor::conv2d_packed`] takes it.
 #[derive(Clone, Debug)]
 pub struct PackedFilter {
     filter: Tensor,
@@ -98,12 +99,15 @@ impl PackedFilter {
         let width = filter
             .device()
             .filter_strip(filter.dtype, [kh, kw, depth, filters]);
-        let Some(width) = width.filter(|&w| w > 0 && filters % w == 0) else {
+        let Some(width) = width.filter(|&w| w > 0 && filters > 0) else {
             return Ok(None);
         };
         let taps = kh * kw * depth;
+        let strips = filters.div_ceil(width);
         let strips = filter
-            .reshape([taps, filters / width, width])?
+            .reshape([taps, filters])?
+            .pad(&[(0, 0), (0, strips * width - filters)], 0.0)?
+            .reshape([taps, strips, width])?
             .permute(&[1, 0, 2])?
             .contiguous()?;
         Ok(Some(PackedFilter {

@@ -339,11 +339,11 @@ pub(crate) fn gemm_columns<T: GemmElem>(
 }
 
 /// `out = a x b` for row-major `a` (`m x k`, rows `a_rows` apart as [`gemm_rows_apart`]
-/// takes them) and `out` (`m x n`), `b` laid out in strips
-/// of `width` columns (`[n / width, k, width]`, each strip contiguous: a filter packed by
-/// `Device::filter_strip`), one `gemm` per strip, so that each reads its part of `b` from
-/// memory in order. `parallel`: the strips split across the pool's threads (a GEMM of few
-/// rows); else on this thread.
+/// takes them) and `out` (`m x n`), `b` laid out in strips of `width` columns
+/// (`[ceil(n / width), k, width]`, each strip contiguous, the last padded: a filter packed
+/// by `Device::filter_strip`), one `gemm` per strip, so that each reads its part of `b`
+/// from memory in order. `parallel`: the strips split across the pool's threads (a GEMM of
+/// few rows); else on this thread.
 pub(crate) fn gemm_strips<T: GemmElem>(
     (m, n, k): (usize, usize, usize),
     (a, a_rows): (&[T], usize),
@@ -352,25 +352,28 @@ pub(crate) fn gemm_strips<T: GemmElem>(
     out: &mut [T],
     parallel: bool,
 ) {
+    let strips = n.div_ceil(width.max(1));
     assert!(
         width > 0
-            && n.is_multiple_of(width)
             && spans(m, a_rows, k) <= a.len()
-            && b.len() >= k * n
+            && b.len() >= strips.saturating_mul(k).saturating_mul(width)
             && out.len() >= m * n,
         "gemm_strips operands"
     );
     let operands = Operands(a.as_ptr(), b.as_ptr(), out.as_mut_ptr());
     let strip = |s: usize| {
         let (a, b, out) = operands.parts();
+        // The strip's columns (fewer in a padded last strip).
+        let columns = width.min(n - s * width);
         // SAFETY: the assertion keeps every position read or written inside the slices:
-        // strip `s` is `k * width` elements of `b` from `s * k * width`, and writes columns
-        // `s * width..(s + 1) * width` of the `m` rows of `out` (row stride `n`), which no
-        // other strip writes; `out` is borrowed mutably for the call, and parallel strips
-        // are joined before it returns.
+        // strip `s` is `k * width` elements of `b` from `s * k * width`, of which the
+        // `columns` first of each row are read, and writes columns `s * width..` (`columns`
+        // of them, within `n`) of the `m` rows of `out` (row stride `n`), which no other
+        // strip writes; `out` is borrowed mutably for the call, and parallel strips are
+        // joined before it returns.
         unsafe {
             gemm_block_of(
-                (m, width, k),
+                (m, columns, k),
                 (a, a_rows),
                 (b.add(s * k * width), width),
                 (out.add(s * width), n),
@@ -378,9 +381,9 @@ pub(crate) fn gemm_strips<T: GemmElem>(
         }
     };
     if parallel {
-        (0..n / width).into_par_iter().for_each(strip);
+        (0..strips).into_par_iter().for_each(strip);
     } else {
-        (0..n / width).for_each(strip);
+        (0..strips).for_each(strip);
     }
 }
 
