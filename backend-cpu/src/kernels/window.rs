@@ -525,9 +525,10 @@ fn windows_in_place(g: &WindowGeometry) -> Option<InPlace> {
     })
 }
 
-/// [`implicit_gemm`] where [`windows_in_place`] holds: per row of output pixels, one GEMM
-/// whose rows are read from the input in place, and the edge pixels' windows packed; the
-/// rows split across the threads, or where they are too few, each row's filters.
+/// [`implicit_gemm`] where [`windows_in_place`] holds: per row of output pixels, GEMMs of
+/// up to [`BLOCK_ROWS`] pixels whose rows are read from the input in place, and the edge
+/// pixels' windows packed. The rows and their blocks split across the threads; where the
+/// blocks are too few for that, each block's filters do.
 fn gemm_in_place<T: GemmElem + Float + Send + Sync>(
     x: &[T],
     f: Filter<'_, T>,
@@ -540,13 +541,15 @@ fn gemm_in_place<T: GemmElem + Float + Send + Sync>(
     let k = g.windows[1].size * c;
     let [oh, ow] = g.output;
     let [ih, iw] = g.input;
-    let threads = rayon::current_num_threads();
     let InPlace {
         ref inside,
         first,
         apart,
     } = *plan;
-    let row = |r: usize, out: &mut [T], panel: &mut Vec<T>, shared: bool| {
+    let threads = rayon::current_num_threads();
+    let blocks = out.len() / (ow * o) * inside.len().div_ceil(BLOCK_ROWS);
+    let shared = blocks < 2 * threads && threads > 1 && o >= 16 * threads;
+    let row = |panel: &mut Vec<T>, (r, out): (usize, &mut [T])| {
         let (image, y) = (r / oh, r % oh);
         let Some(h) = g.tap(0, y, 0) else {
             // A row of the padding.
@@ -557,12 +560,13 @@ fn gemm_in_place<T: GemmElem + Float + Send + Sync>(
         let input = &x[(image * ih + h) * iw * c..][..iw * c];
         let (before, rest) = out.split_at_mut(inside.start * o);
         let (middle, after) = rest.split_at_mut(inside.len() * o);
-        f.gemm(
-            (inside.len(), o, k),
-            (&input[first..], apart),
-            middle,
-            shared,
-        );
+        middle
+            .par_chunks_mut(BLOCK_ROWS * o)
+            .enumerate()
+            .for_each(|(block, pixels)| {
+                let a = &input[first + block * BLOCK_ROWS * apart..];
+                f.gemm((pixels.len() / o, o, k), (a, apart), pixels, shared);
+            });
         // The edges: their windows packed, zeros in the padding.
         for (pixels, at) in [(before, 0), (after, inside.end)] {
             let count = pixels.len() / o;
@@ -574,18 +578,9 @@ fn gemm_in_place<T: GemmElem + Float + Send + Sync>(
         }
         finish.apply(out, r * ow * o, o);
     };
-    let rows = out.len() / (ow * o);
-    if rows >= 2 * threads {
-        out.par_chunks_mut(ow * o)
-            .enumerate()
-            .for_each_init(Vec::new, |panel, (r, out)| row(r, out, panel, false));
-    } else {
-        let shared = threads > 1 && o >= 16 * threads;
-        let mut panel = Vec::new();
-        for (r, out) in out.chunks_mut(ow * o).enumerate() {
-            row(r, out, &mut panel, shared);
-        }
-    }
+    out.par_chunks_mut(ow * o)
+        .enumerate()
+        .for_each_init(Vec::new, row);
 }
 
 /// The im2col rows of output rows `first..` into `panel` (one row of `k_h * k_w *
@@ -1157,7 +1152,7 @@ mod tests {
 
     /// `[1, k]` windows (Keras's `Conv1D`) read their rows from the input in place, and
     /// pack those of the pixels at the padded edges: the definition's values on every split
-    /// (rows across threads, each row's filters or strips across threads, one thread),
+    /// (rows across threads, a long row's blocks, the filters or strips of few blocks),
     /// strides 1 and 2, padding across and in height, an image of several rows, and a
     /// packed filter.
     #[test]
@@ -1169,6 +1164,7 @@ mod tests {
         let none = [(0, 0), (0, 0)];
         let cases = [
             ([8, 1, 40, 16], 3, 1, none, 32, false),
+            ([1, 1, 700, 8], 5, 1, [(0, 0), (2, 2)], 16, false),
             ([1, 1, 128, 64], 5, 1, none, 64, false),
             ([2, 1, 37, 8], 4, 2, none, 20, false),
             ([2, 3, 20, 8], 3, 1, none, 24, false),
