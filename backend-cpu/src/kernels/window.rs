@@ -490,8 +490,8 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
 /// anyway).
 const IN_PLACE_PIXELS: usize = 16;
 
-/// Where the windows of a row's output pixels are runs of the input: one pixel high, not
-/// dilated across (Keras's `Conv1D`, which TensorFlow runs as `[1, k]` windows on `[batch,
+/// Where the windows of a row's output pixels are runs of the input: one pixel high, two
+/// or more wide, not dilated across (Keras's `Conv1D`, which TensorFlow runs as `[1, k]` windows on `[batch,
 /// 1, width, channels]`). Then output pixel `p`'s window is `k_w * channels` consecutive
 /// values from input pixel `p * stride - before`, and the implicit GEMM reads the rows of
 /// the pixels whose windows lie inside the input in place, `stride * channels` apart: no
@@ -509,7 +509,8 @@ struct InPlace {
 /// [`IN_PLACE_PIXELS`] a row lie inside it; `None` otherwise.
 fn windows_in_place(g: &WindowGeometry) -> Option<InPlace> {
     let [high, across] = g.windows;
-    if high.size != 1 || across.dilation != 1 || across.stride == 0 {
+    // A 1x1 window keeps the pointwise path (blocks of rows across the image's rows).
+    if high.size != 1 || across.size < 2 || across.dilation != 1 || across.stride == 0 {
         return None;
     }
     let (iw, ow, before) = (g.input[1], g.output[1], g.before[1]);
