@@ -8,8 +8,9 @@
 //! Only operations that give the same result on every run fold (no variable, random,
 //! stateful, control-flow, collective, debugging or function-calling op), and only what the
 //! plan does not feed. A result whose static shape makes it larger than
-//! [`MAX_FOLDED_BYTES`] is left to run (as TensorFlow's `kMaxConstantSize`), and so is a
-//! plan whose folding fails: the run then reports the error as it would have.
+//! [`MAX_FOLDED_BYTES`] is left to run (as TensorFlow's `kMaxConstantSize`), unless it is an
+//! `Identity`, which keeps no new bytes; so is a plan whose folding fails: the run then
+//! reports the error as it would have.
 
 use std::collections::BTreeSet;
 
@@ -37,7 +38,7 @@ impl Session {
                     .iter()
                     .all(|s| matches!(*s, Source::Node { node, .. } if foldable[node]))
                 && node.control_inputs.iter().all(|&c| foldable[c])
-                && (step.kind == Kind::Const || !too_big(node));
+                && (aliases(step.kind) || !too_big(node));
         }
         // The folded nodes something else reads: their values stay in the plan.
         let mut kept: BTreeSet<usize> = BTreeSet::new();
@@ -151,6 +152,14 @@ fn pure(kind: Kind) -> bool {
     }
 }
 
+/// Whether a node of `kind` folds whatever its size: a `Const`, or an `Identity` of one,
+/// whose result is its input's buffer, so that folding it keeps no new bytes (the size limit
+/// is for new constants; Keras's `ReadVariableOp` of a filter of more than 10 MiB, which
+/// the step after it must see as a constant to pack it).
+fn aliases(kind: Kind) -> bool {
+    matches!(kind, Kind::Const | Kind::Identity | Kind::IdentityN)
+}
+
 /// Whether an output of `node` is known, from its static shape, to be larger than
 /// [`MAX_FOLDED_BYTES`].
 fn too_big(node: &Node) -> bool {
@@ -159,4 +168,56 @@ fn too_big(node: &Node) -> bool {
             .num_elements()
             .is_some_and(|n| n.saturating_mul(dtype.size()) > MAX_FOLDED_BYTES)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use polytensor_core::{DataType, PartialTensorShape, Tensor};
+
+    use super::super::SessionOptions;
+    use super::*;
+    use crate::graph::Graph;
+
+    /// A constant of more than [`MAX_FOLDED_BYTES`] read through an `Identity` folds (the
+    /// `Identity` keeps no new bytes, and the product after it sees a constant), while a
+    /// computed result of that size still runs; the values are those of the graph.
+    #[test]
+    #[cfg_attr(miri, ignore = "a constant of 12 MiB")]
+    fn identities_of_large_constants_fold_and_large_results_run() {
+        let cpu = polytensor_cpu::CpuDevice::shared();
+        let mut g = Graph::new();
+        let x = g
+            .placeholder(DataType::Float, &PartialTensorShape::unknown_rank())
+            .unwrap();
+        let rows = MAX_FOLDED_BYTES / 4 / 512 + 512;
+        let values: Vec<f32> = (0..rows * 512).map(|i| (i % 7) as f32 - 3.0).collect();
+        let weights = g.constant_values(&values, &[rows, 512]).unwrap();
+        let read = g.op("Identity").input(&weights).build_output().unwrap();
+        let doubled = g.add(&read, &read).unwrap();
+        let product = g.matmul(&x, &read).unwrap();
+        let session = Session::with_options(&g, SessionOptions::new(vec![cpu.clone()])).unwrap();
+        let input = Tensor::from_slice(&vec![1f32; rows], [1, rows], &cpu).unwrap();
+        let signature = session
+            .signature(&[(&x, &input)], &[&product, &doubled], &[])
+            .unwrap();
+        let plan = session.plan(&signature).unwrap();
+        let kinds: Vec<Kind> = plan.steps.iter().map(|s| s.kind).collect();
+        assert!(!kinds.contains(&Kind::Identity), "{kinds:?}");
+        assert!(kinds.contains(&Kind::MatMul), "{kinds:?}");
+        assert!(
+            kinds.iter().any(|k| matches!(k, Kind::Binary(_))),
+            "the sum of 12 MiB runs: {kinds:?}"
+        );
+        let got = session
+            .run(&[(&x, &input)], &[&product, &doubled], &[])
+            .unwrap();
+        let column = |j: usize| values.iter().skip(j).step_by(512).sum::<f32>();
+        let product = got[0].to_vec::<f32>().unwrap();
+        assert_eq!(product[..3], [column(0), column(1), column(2)]);
+        let doubled = got[1].to_vec::<f32>().unwrap();
+        assert_eq!(
+            doubled[..3],
+            [2.0 * values[0], 2.0 * values[1], 2.0 * values[2]]
+        );
+    }
 }
