@@ -1169,6 +1169,77 @@ mod tests {
         }
     }
 
+    /// A convolution of `dims` (NHWC) by a `window` of `filters` (HWIO) with `strides` and
+    /// explicit `pads` (`(before, after)` per spatial dim), a shift and `Relu` after it, has
+    /// the definition's values (exact: the data are small multiples of 1/4); by a packed
+    /// filter where `packed`.
+    fn check_against_the_definition(
+        dims: [usize; 4],
+        window: [usize; 2],
+        strides: [usize; 2],
+        pads: [(usize, usize); 2],
+        filters: usize,
+        packed: bool,
+    ) {
+        let cpu = CpuDevice::shared();
+        let [batch, height, width, c] = dims;
+        let [kh, kw] = window;
+        let x = integers(&dims, 1, 0.25);
+        let f = integers(&[kh, kw, c, filters], 2, 1.0);
+        let [(top, bottom), (left, right)] = pads;
+        let oh = (height + top + bottom - kh) / strides[0] + 1;
+        let ow = (width + left + right - kw) / strides[1] + 1;
+        let mut want = vec![0f32; batch * oh * ow * filters];
+        for (pixel, out) in want.chunks_exact_mut(filters).enumerate() {
+            let (image, y, p) = (pixel / (oh * ow), pixel / ow % oh, pixel % ow);
+            for (t, taps) in f.chunks_exact(c * filters).enumerate() {
+                let (Some(h), Some(w)) = (
+                    (y * strides[0] + t / kw)
+                        .checked_sub(top)
+                        .filter(|&h| h < height),
+                    (p * strides[1] + t % kw)
+                        .checked_sub(left)
+                        .filter(|&w| w < width),
+                ) else {
+                    continue;
+                };
+                let values = &x[((image * height + h) * width + w) * c..][..c];
+                for (&v, weights) in values.iter().zip(taps.chunks_exact(filters)) {
+                    out.iter_mut().zip(weights).for_each(|(o, &w)| *o += v * w);
+                }
+            }
+            out.iter_mut()
+                .enumerate()
+                .for_each(|(j, o)| *o = (*o + j as f32 - 9.0).max(0.0));
+        }
+        let x = Tensor::from_slice(&x, dims, &cpu).unwrap();
+        let f = Tensor::from_slice(&f, [kh, kw, c, filters], &cpu).unwrap();
+        let options = Conv2dOptions {
+            strides,
+            padding: Padding::Explicit(pads.to_vec()),
+            ..Conv2dOptions::default()
+        };
+        let epilogue = ConvEpilogue {
+            shift: Some(shift(filters, &cpu)),
+            activation: Some(UnaryOp::Relu),
+            ..ConvEpilogue::default()
+        };
+        let got = if packed {
+            let packed = PackedFilter::new(&f)
+                .unwrap()
+                .expect("a filter this large packs");
+            x.conv2d_packed(&packed, &options, &epilogue).unwrap()
+        } else {
+            x.conv2d_fused(&f, &options, false, &epilogue).unwrap()
+        };
+        assert_eq!(got.dims(), [batch, oh, ow, filters]);
+        assert_eq!(
+            got.to_vec::<f32>().unwrap(),
+            want,
+            "{dims:?} by {window:?} of strides {strides:?}, padding {pads:?}, to {filters}"
+        );
+    }
+
     /// `[1, k]` windows (Keras's `Conv1D`) read their rows from the input in place, and
     /// pack those of the pixels at the padded edges: the definition's values on every split
     /// (rows across threads, a long row's blocks, the filters or strips of few blocks),
@@ -1177,9 +1248,8 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "a packed filter of megabytes: the allocator's madvise")]
     fn one_dimensional_windows_read_the_input_in_place() {
-        let cpu = CpuDevice::shared();
-        // ([batch, height, width, channels], window, stride, [(before, after); 2], filters,
-        // packed).
+        // ([batch, height, width, channels], width of the window, stride, padding,
+        // filters, packed).
         let none = [(0, 0), (0, 0)];
         let cases = [
             ([8, 1, 40, 16], 3, 1, none, 32, false),
@@ -1194,59 +1264,26 @@ mod tests {
             ([3, 1, 20, 512], 4, 1, [(0, 0), (1, 2)], 256, true),
         ];
         for (dims, window, stride, pads, filters, packed) in cases {
-            let [batch, height, width, c] = dims;
-            let x = integers(&dims, 1, 0.25);
-            let f = integers(&[window, c, filters], 2, 1.0);
-            let [(top, bottom), (left, right)] = pads;
-            let oh = height + top + bottom;
-            let ow = (width + left + right - window) / stride + 1;
-            let mut want = vec![0f32; batch * oh * ow * filters];
-            for (row, out) in want.chunks_exact_mut(ow * filters).enumerate() {
-                let (image, y) = (row / oh, row % oh);
-                for (p, out) in out.chunks_exact_mut(filters).enumerate() {
-                    for (t, taps) in f.chunks_exact(c * filters).enumerate() {
-                        let (Some(h), Some(w)) = (
-                            y.checked_sub(top).filter(|&h| h < height),
-                            (p * stride + t).checked_sub(left).filter(|&w| w < width),
-                        ) else {
-                            continue;
-                        };
-                        let pixel = &x[((image * height + h) * width + w) * c..][..c];
-                        for (&v, weights) in pixel.iter().zip(taps.chunks_exact(filters)) {
-                            out.iter_mut().zip(weights).for_each(|(o, &w)| *o += v * w);
-                        }
-                    }
-                    out.iter_mut()
-                        .enumerate()
-                        .for_each(|(j, o)| *o = (*o + j as f32 - 9.0).max(0.0));
-                }
-            }
-            let x = Tensor::from_slice(&x, dims, &cpu).unwrap();
-            let f = Tensor::from_slice(&f, [1, window, c, filters], &cpu).unwrap();
-            let options = Conv2dOptions {
-                strides: [1, stride],
-                padding: Padding::Explicit(pads.to_vec()),
-                ..Conv2dOptions::default()
-            };
-            let epilogue = ConvEpilogue {
-                shift: Some(shift(filters, &cpu)),
-                activation: Some(UnaryOp::Relu),
-                ..ConvEpilogue::default()
-            };
-            let got = if packed {
-                let packed = PackedFilter::new(&f)
-                    .unwrap()
-                    .expect("a filter this large packs");
-                x.conv2d_packed(&packed, &options, &epilogue).unwrap()
-            } else {
-                x.conv2d_fused(&f, &options, false, &epilogue).unwrap()
-            };
-            assert_eq!(got.dims(), [batch, oh, ow, filters]);
-            assert_eq!(
-                got.to_vec::<f32>().unwrap(),
-                want,
-                "{dims:?} by 1x{window} of stride {stride}, padding {pads:?}, to {filters}"
-            );
+            check_against_the_definition(dims, [1, window], [1, stride], pads, filters, packed);
+        }
+    }
+
+    /// The implicit GEMM's splits have the definition's values: blocks of rows, few rows
+    /// split in two (DenseNet's 32 filters on an 8x8 image), few rows whose filters the
+    /// threads share, a stride of 2, and few rows of a packed filter split in two.
+    #[test]
+    #[cfg_attr(miri, ignore = "a packed filter of megabytes: the allocator's madvise")]
+    fn the_implicit_gemm_matches_the_definition_on_every_split() {
+        let same = [(1, 1), (1, 1)];
+        let cases = [
+            ([2, 12, 12, 40], [3, 3], [1, 1], same, 24, false),
+            ([1, 8, 8, 128], [3, 3], [1, 1], same, 32, false),
+            ([1, 5, 5, 256], [3, 3], [1, 1], same, 256, false),
+            ([1, 9, 9, 64], [3, 3], [2, 2], [(0, 1), (0, 1)], 96, false),
+            ([1, 8, 8, 512], [3, 3], [1, 1], same, 64, true),
+        ];
+        for (dims, window, strides, pads, filters, packed) in cases {
+            check_against_the_definition(dims, window, strides, pads, filters, packed);
         }
     }
 
