@@ -73,7 +73,8 @@ pub(crate) fn runs(dtype: DataType) -> bool {
 
 /// `Device::filter_strip`: large f32 filters ([`STRIPED_FILTER`]) in strips of 64 output
 /// channels (four AVX-512 registers), or 32 where that divides them and 64 does not; else
-/// 64, the last strip padded (Xception's 728 filters: 11 strips and one of 24).
+/// 64, the last strip padded, where the padding is at most an eighth of the filters
+/// (Xception's 728: 11 strips and one of 24, 40 zero filters); else as given.
 pub(crate) fn filter_strip(
     dtype: DataType,
     [kh, kw, channels, filters]: [usize; 4],
@@ -85,13 +86,14 @@ pub(crate) fn filter_strip(
     if dtype != DataType::Float || elements < STRIPED_FILTER {
         return None;
     }
-    Some(
-        if !filters.is_multiple_of(64) && filters.is_multiple_of(32) {
-            32
-        } else {
-            64
-        },
-    )
+    let padding = filters.next_multiple_of(64) - filters;
+    if filters.is_multiple_of(64) {
+        Some(64)
+    } else if filters.is_multiple_of(32) {
+        Some(32)
+    } else {
+        (padding.saturating_mul(8) <= filters).then_some(64)
+    }
 }
 
 /// A filter as the implicit GEMM reads it: its rows (HWIO, `k x filters`), or packed in
@@ -1137,9 +1139,9 @@ mod tests {
             (1, 4, 4, 2048, 1, 512),
             (1, 3, 3, 2048, 1, 544),
             (1, 6, 6, 728, 1, 728),
-            (2, 9, 9, 256, 3, 200),
-            (4, 16, 16, 256, 3, 200),
-            (1, 3, 3, 512, 3, 72),
+            (2, 9, 9, 256, 3, 360),
+            (4, 16, 16, 256, 3, 360),
+            (1, 3, 3, 512, 3, 232),
         ];
         for (batch, h, w, c, window, filters) in cases {
             let x = integers(&[batch, h, w, c], 1, 0.25);
@@ -1300,10 +1302,20 @@ mod tests {
             cpu.filter_strip(DataType::Float, [1, 1, 2048, 544]),
             Some(32)
         );
-        // 64 where 32 does not divide the filters: the last strip padded.
+        // 64 where 32 does not divide the filters: the last strip padded, by an eighth of
+        // them at most.
         assert_eq!(
             cpu.filter_strip(DataType::Float, [1, 1, 728, 728]),
             Some(64)
+        );
+        assert_eq!(
+            cpu.filter_strip(DataType::Float, [1, 1, 4096, 500]),
+            Some(64)
+        );
+        assert_eq!(cpu.filter_strip(DataType::Float, [3, 3, 4096, 40]), None);
+        assert_eq!(
+            cpu.filter_strip(DataType::Float, [1, 1, 4096, 480]),
+            Some(32)
         );
         let f = Tensor::zeros([3, 3, 8, 16], DataType::Float, &cpu).unwrap();
         assert!(PackedFilter::new(&f).unwrap().is_none());
