@@ -245,20 +245,14 @@ fn fuse_swishes(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
         let Some(last) = product_of(slots, reads, device, [sigmoid_out, x]) else {
             continue;
         };
-        let Some(node) = slots[last].as_ref().map(|t| t.node) else {
-            continue;
-        };
-        let mut chain = Vec::new();
+        let mut taken = Vec::new();
         let mut inputs = vec![x];
         if let Some((m, _, beta)) = scaled {
-            chain.extend(slots[m].take().map(|t| t.node));
+            taken.push(m);
             inputs.push(beta);
         }
-        chain.extend(slots[s].take().map(|t| t.node));
-        slots[last] = Some(Step {
-            chain,
-            ..Step::new(node, device, Kind::Swish, inputs)
-        });
+        taken.push(s);
+        fuse_into(slots, last, &taken, (device, Kind::Swish), inputs);
     }
 }
 
@@ -310,18 +304,37 @@ fn fuse_gelus(slots: &mut [Option<Step>], reads: &Reads, nodes: &[Node]) {
         let (Some(last), Some(half)) = (last, half) else {
             continue;
         };
-        let Some(node) = slots[last].as_ref().map(|t| t.node) else {
-            continue;
-        };
-        let chain = [half, neg, scaled, e]
-            .into_iter()
-            .filter_map(|i| slots[i].take().map(|t| t.node))
-            .collect();
-        slots[last] = Some(Step {
-            chain,
-            ..Step::new(node, device, Kind::Gelu, vec![x])
-        });
+        fuse_into(
+            slots,
+            last,
+            &[half, neg, scaled, e],
+            (device, Kind::Gelu),
+            vec![x],
+        );
     }
+}
+
+/// The step in slot `last` becomes one of `kind` on `device` reading `inputs`, under the
+/// same node, with the steps of the slots `taken` emptied into its chain in that order
+/// (nothing changes where `last` is empty).
+fn fuse_into(
+    slots: &mut [Option<Step>],
+    last: usize,
+    taken: &[usize],
+    (device, kind): (usize, Kind),
+    inputs: Vec<Source>,
+) {
+    let Some(node) = slots[last].as_ref().map(|t| t.node) else {
+        return;
+    };
+    let chain = taken
+        .iter()
+        .filter_map(|&i| slots[i].take().map(|t| t.node))
+        .collect();
+    slots[last] = Some(Step {
+        chain,
+        ..Step::new(node, device, kind, inputs)
+    });
 }
 
 /// The other operand of the binary step in slot `at` where one operand is the scalar f32

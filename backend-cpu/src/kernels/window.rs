@@ -1293,31 +1293,21 @@ mod tests {
     #[test]
     fn small_and_f64_filters_stay_as_given() {
         let cpu = CpuDevice::shared();
-        assert_eq!(cpu.filter_strip(DataType::Float, [3, 3, 64, 64]), None);
-        assert_eq!(cpu.filter_strip(DataType::Double, [3, 3, 512, 512]), None);
-        assert_eq!(
-            cpu.filter_strip(DataType::Float, [3, 3, 512, 512]),
-            Some(64)
-        );
-        assert_eq!(
-            cpu.filter_strip(DataType::Float, [1, 1, 2048, 544]),
-            Some(32)
-        );
-        // 64 where 32 does not divide the filters: the last strip padded, by an eighth of
-        // them at most.
-        assert_eq!(
-            cpu.filter_strip(DataType::Float, [1, 1, 728, 728]),
-            Some(64)
-        );
-        assert_eq!(
-            cpu.filter_strip(DataType::Float, [1, 1, 4096, 500]),
-            Some(64)
-        );
-        assert_eq!(cpu.filter_strip(DataType::Float, [3, 3, 4096, 40]), None);
-        assert_eq!(
-            cpu.filter_strip(DataType::Float, [1, 1, 4096, 480]),
-            Some(32)
-        );
+        let cases = [
+            (DataType::Float, [3, 3, 64, 64], None),
+            (DataType::Double, [3, 3, 512, 512], None),
+            (DataType::Float, [3, 3, 512, 512], Some(64)),
+            (DataType::Float, [1, 1, 2048, 544], Some(32)),
+            // 64 where 32 does not divide the filters: the last strip padded, by an eighth
+            // of them at most.
+            (DataType::Float, [1, 1, 728, 728], Some(64)),
+            (DataType::Float, [1, 1, 4096, 500], Some(64)),
+            (DataType::Float, [3, 3, 4096, 40], None),
+            (DataType::Float, [1, 1, 4096, 480], Some(32)),
+        ];
+        for (dtype, dims, want) in cases {
+            assert_eq!(cpu.filter_strip(dtype, dims), want, "{dtype:?} {dims:?}");
+        }
         let f = Tensor::zeros([3, 3, 8, 16], DataType::Float, &cpu).unwrap();
         assert!(PackedFilter::new(&f).unwrap().is_none());
     }

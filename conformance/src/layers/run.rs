@@ -79,6 +79,22 @@ pub(crate) fn exact(value: Scalar) -> Expected {
     }
 }
 
+/// `y(v)` for each value `v` of `x`, rounded to `dtype`, relative to its own magnitude (an
+/// elementwise layer's expectation).
+fn each(dtype: DataType, x: &Values, y: impl Fn(f64) -> f64) -> Vec<Expected> {
+    x.values
+        .iter()
+        .map(|v| {
+            let y = y(v.to_f64());
+            Expected {
+                value: data::round_to(dtype, Scalar::F64(y)),
+                scale: y.abs(),
+                terms: 1,
+            }
+        })
+        .collect()
+}
+
 fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
     let mut inputs = Inputs {
         device,
@@ -218,42 +234,22 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
         }
         Layer::Swish(dims, beta) => {
             let (x, tx) = inputs.next(dims, Domain::Finite)?;
-            let want = x
-                .values
-                .iter()
-                .map(|v| {
-                    let v = v.to_f64();
-                    // The argument rounds to the dtype, as the product in the graph does.
-                    let arg = data::round_to(dtype, Scalar::F64(beta * v)).to_f64();
-                    let y = v / (1.0 + (-arg).exp());
-                    Expected {
-                        value: data::round_to(dtype, Scalar::F64(y)),
-                        scale: y.abs(),
-                        terms: 1,
-                    }
-                })
-                .collect();
+            let want = each(dtype, &x, |v| {
+                // The argument rounds to the dtype, as the product in the graph does.
+                let arg = data::round_to(dtype, Scalar::F64(beta * v)).to_f64();
+                v / (1.0 + (-arg).exp())
+            });
             // The sigmoid's 4 ulp, the product's rounding and the rounded argument's effect.
             (tx.swish(*beta)?, want, Tolerance::Ulps(6.0))
         }
         Layer::Gelu(dims) => {
             let (x, tx) = inputs.next(dims, Domain::Finite)?;
             let scale = data::round_to(dtype, Scalar::F64(std::f64::consts::FRAC_1_SQRT_2));
-            let want = x
-                .values
-                .iter()
-                .map(|v| {
-                    let v = v.to_f64();
-                    // The argument rounds to the dtype, as the product in the graph does.
-                    let arg = data::round_to(dtype, Scalar::F64(-v * scale.to_f64())).to_f64();
-                    let y = 0.5 * v * libm::erfc(arg);
-                    Expected {
-                        value: data::round_to(dtype, Scalar::F64(y)),
-                        scale: y.abs(),
-                        terms: 1,
-                    }
-                })
-                .collect();
+            let want = each(dtype, &x, |v| {
+                // The argument rounds to the dtype, as the product in the graph does.
+                let arg = data::round_to(dtype, Scalar::F64(-v * scale.to_f64())).to_f64();
+                0.5 * v * libm::erfc(arg)
+            });
             // erfc's 4 ulp, the products' roundings.
             (tx.gelu()?, want, Tolerance::Ulps(6.0))
         }
@@ -261,26 +257,16 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
             let (x, tx) = inputs.next(dims, Domain::Finite)?;
             let round = |v: f64| data::round_to(dtype, Scalar::F64(v)).to_f64();
             let sixth = round(1.0 / 6.0);
-            let want = x
-                .values
-                .iter()
-                .map(|v| {
-                    let v = v.to_f64();
-                    // Each op rounds to the dtype, as in the graph.
-                    let clamped = round(v + 3.0).clamp(0.0, 6.0);
-                    let gate = round(if *divide {
-                        clamped / 6.0
-                    } else {
-                        clamped * sixth
-                    });
-                    let y = v * gate;
-                    Expected {
-                        value: data::round_to(dtype, Scalar::F64(y)),
-                        scale: y.abs(),
-                        terms: 1,
-                    }
-                })
-                .collect();
+            let want = each(dtype, &x, |v| {
+                // Each op rounds to the dtype, as in the graph.
+                let clamped = round(v + 3.0).clamp(0.0, 6.0);
+                let gate = round(if *divide {
+                    clamped / 6.0
+                } else {
+                    clamped * sixth
+                });
+                v * gate
+            });
             // The division's ulps on GPUs (2.5 in WGSL and OpenCL), the product's rounding.
             (tx.hard_swish(*divide)?, want, Tolerance::Ulps(4.0))
         }

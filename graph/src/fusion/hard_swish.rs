@@ -12,7 +12,7 @@
 
 use polytensor_core::ops::{BinaryOp, UnaryOp};
 
-use super::{by_constant, private_step, private_unary, product_of, scalar_f32, Reads};
+use super::{by_constant, fuse_into, private_step, private_unary, product_of, scalar_f32, Reads};
 use crate::graph::Node;
 use crate::ops::{Division, Kind};
 use crate::session::{Source, Step};
@@ -70,16 +70,12 @@ pub(super) fn fuse_hard_swishes(slots: &mut [Option<Step>], reads: &Reads, nodes
         let Some(last) = product_of(slots, reads, device, [gate_out, x]) else {
             continue;
         };
-        let Some(node) = slots[last].as_ref().map(|t| t.node) else {
-            continue;
-        };
-        let chain = [sum, r, gate]
-            .into_iter()
-            .filter_map(|i| slots[i].take().map(|t| t.node))
-            .collect();
-        slots[last] = Some(Step {
-            chain,
-            ..Step::new(node, device, Kind::HardSwish { divide }, vec![x])
-        });
+        fuse_into(
+            slots,
+            last,
+            &[sum, r, gate],
+            (device, Kind::HardSwish { divide }),
+            vec![x],
+        );
     }
 }

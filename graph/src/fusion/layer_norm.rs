@@ -12,7 +12,7 @@
 
 use polytensor_core::ops::{BinaryOp, ReduceOp, UnaryOp};
 
-use super::{per_channel, private_step, scalar_f32, static_dims, Reads};
+use super::{fuse_into, per_channel, private_step, scalar_f32, static_dims, Reads};
 use crate::attr::Attrs;
 use crate::graph::Node;
 use crate::ops::Kind;
@@ -183,14 +183,6 @@ impl LayerNorm {
 
     /// Put the fused step in the last slot and empty the others.
     fn replace(self, slots: &mut [Option<Step>]) {
-        let Some(node) = slots[self.last].as_ref().map(|s| s.node) else {
-            return;
-        };
-        let chain = self
-            .inner
-            .iter()
-            .filter_map(|&i| slots[i].take().map(|s| s.node))
-            .collect();
         let mut inputs = vec![self.x];
         inputs.extend(self.gamma);
         inputs.extend(self.beta);
@@ -199,10 +191,7 @@ impl LayerNorm {
             gamma: self.gamma.is_some(),
             beta: self.beta.is_some(),
         };
-        slots[self.last] = Some(Step {
-            chain,
-            ..Step::new(node, self.device, kind, inputs)
-        });
+        fuse_into(slots, self.last, &self.inner, (self.device, kind), inputs);
     }
 }
 
