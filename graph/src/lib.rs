@@ -12,6 +12,7 @@ mod builders;
 mod frames;
 mod function;
 mod fusion;
+mod gradients;
 mod graph;
 mod graph_def;
 mod library;

@@ -42,6 +42,7 @@ pub mod shape;
 pub mod slice;
 pub mod sparse;
 pub mod stats;
+pub mod train;
 
 pub use alloc::{
     Allocator, AllocatorInfo, AllocatorStats, CachingAllocator, HostAllocator, HostBlock,

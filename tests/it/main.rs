@@ -24,3 +24,4 @@ mod serde;
 mod sparse_graph_tensorflow;
 mod sparse_ops_tensorflow;
 mod sparse_tensorflow;
+mod training;

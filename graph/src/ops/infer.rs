@@ -112,6 +112,8 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         Kind::Table(op) => super::table::infer(op, cx),
         Kind::List(op) => super::list::infer(op, cx),
         Kind::Generate(op) => super::generate::infer(op, cx),
+        Kind::Grad(op) => super::grad::infer(op, cx),
+        Kind::Apply(rule) => super::optimizer::infer(rule, cx),
         Kind::Flow(op) => super::flow::infer(op, cx),
         Kind::Call(op) => super::flow::infer_call(op, cx),
         Kind::Reduce(_) | Kind::Arg(_) => reduction(cx, kind),

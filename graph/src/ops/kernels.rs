@@ -166,7 +166,7 @@ impl RunCtx<'_, '_> {
     }
 
     /// The current value of variable `name`, or TensorFlow's error for a missing one.
-    fn read_variable(&self, name: &str) -> Result<Tensor> {
+    pub(crate) fn read_variable(&self, name: &str) -> Result<Tensor> {
         let value = self.variables.get(name).ok_or_else(|| {
             let status = if self.variables.is_empty() {
                 "Container localhost does not exist.".to_string()
@@ -301,6 +301,8 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
         Kind::Saver(op) => super::saver::run(op, cx),
         Kind::List(op) => super::list::run(op, cx),
         Kind::Generate(op) => super::generate::run(op, cx),
+        Kind::Grad(op) => super::grad::run(op, cx),
+        Kind::Apply(rule) => super::optimizer::run(rule, cx),
         Kind::Select { v1 } => one(select(cx, v1)?),
         Kind::MatMul | Kind::BatchMatMul => {
             let attrs = cx.attrs();

@@ -14,10 +14,12 @@ pub(crate) mod collective;
 mod debug;
 pub(crate) mod flow;
 mod generate;
+pub(crate) mod grad;
 pub(crate) mod infer;
 pub(crate) mod kernels;
 pub(crate) mod list;
 mod nn;
+mod optimizer;
 mod saver;
 mod sparse;
 mod strings;
@@ -28,6 +30,7 @@ use collective::Collective;
 use debug::Debug;
 pub(crate) use flow::{Call, Flow};
 use generate::Generate;
+use grad::GradOp;
 use list::ListOp;
 pub(crate) use nn::{FusedConv, Nn};
 use polytensor_core::random::Distribution;
@@ -96,6 +99,10 @@ pub(crate) enum Kind {
     Array(Array),
     /// `LinSpace` and the seeded random ops ([`generate`]).
     Generate(Generate),
+    /// A gradient or loss op ([`grad`]).
+    Grad(GradOp),
+    /// A `ResourceApply*` optimizer step ([`optimizer`]).
+    Apply(polytensor_core::train::Rule),
     /// TensorFlow 1.x control flow, run by the session's frame executor ([`flow`]).
     Flow(Flow),
     /// A functional op calling functions of the graph's library ([`flow`]).
@@ -166,6 +173,7 @@ impl Kind {
                 | Kind::ResourceGather
                 | Kind::RefAssign
                 | Kind::RefAssignAdd
+                | Kind::Apply(_)
         )
     }
 }
@@ -379,6 +387,7 @@ pub(crate) fn output_args(op_type: &str) -> Option<&'static [&'static str]> {
         _ => match find(op_type)? {
             Kind::Sparse(op) => sparse::output_args(op),
             Kind::List(op) => op.output_args(),
+            Kind::Grad(op) => op.output_args(),
             _ => None,
         },
     }
@@ -408,6 +417,8 @@ fn registry() -> impl Iterator<Item = (&'static str, Kind)> {
         .chain(family(strings::OPS, Kind::Strings))
         .chain(family(saver::OPS, Kind::Saver))
         .chain(family(table::OPS, Kind::Table))
+        .chain(family(grad::OPS, Kind::Grad))
+        .chain(family(optimizer::OPS, Kind::Apply))
 }
 
 /// Where the value of a type attribute comes from.
@@ -477,6 +488,8 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::List(op) => op.typed(),
         Kind::Strings(op) => op.typed(),
         Kind::Table(op) => op.typed(),
+        Kind::Grad(op) => op.typed(),
+        Kind::Apply(rule) => optimizer::typed(rule),
         _ => &[],
     };
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();

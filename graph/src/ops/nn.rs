@@ -81,7 +81,7 @@ pub(crate) struct FusedConv {
 }
 
 /// The attributes of a window op, in NHWC or NCHW 4-vectors as TensorFlow stores them.
-struct WindowAttrs {
+pub(super) struct WindowAttrs {
     format: DataFormat,
     padding: Padding,
     /// `[height, width]` of `strides`, `ksize` (pooling) and `dilations`.
@@ -197,7 +197,7 @@ impl WindowOpDef {
 impl WindowAttrs {
     /// The attributes of window op `op`, refused as TensorFlow's op definition and shape
     /// function refuse them.
-    fn read(attrs: &Attrs<'_>, op: Nn) -> Result<Self> {
+    pub(super) fn read(attrs: &Attrs<'_>, op: Nn) -> Result<Self> {
         let def = WindowOpDef::of(op);
         let format = def.choice(attrs, "data_format", Some("NHWC"), def.formats)?;
         let format = DataFormat::from_name(&format)?;
@@ -256,7 +256,8 @@ impl WindowAttrs {
         })
     }
 
-    fn conv(&self) -> Conv2dOptions {
+    /// The convolution's options.
+    pub(super) fn conv(&self) -> Conv2dOptions {
         Conv2dOptions {
             strides: self.strides,
             dilations: self.dilations,
@@ -265,7 +266,8 @@ impl WindowAttrs {
         }
     }
 
-    fn pool(&self) -> Pool2dOptions {
+    /// The pool's options.
+    pub(super) fn pool(&self) -> Pool2dOptions {
         Pool2dOptions {
             window: self.ksize,
             strides: self.strides,

@@ -192,6 +192,8 @@ mod nn;
 
 mod conv_transpose;
 
+mod nn_grad;
+
 mod segment;
 
 mod sequences;

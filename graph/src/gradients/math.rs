@@ -1,0 +1,331 @@
+//! The gradients of the math ops, as TensorFlow's `math_grad.py` writes them: elementwise
+//! ops (each operand's gradient summed over the axes it was broadcast along),
+//! `MatMul`, `Sum`, `Mean`, `AddN`, `Cast`.
+
+use polytensor_core::{DataType, Result};
+
+use super::{Forward, GradFn};
+use crate::attr::AttrValue;
+use crate::graph::{Graph, Output};
+
+/// The gradient function of a math op type (`Some(None)`: it has none).
+pub(super) fn registered(op_type: &str) -> Option<Option<GradFn>> {
+    let function: GradFn = match op_type {
+        "Add" | "AddV2" => add,
+        "Sub" => sub,
+        "Mul" => mul,
+        "RealDiv" | "Div" => real_div,
+        "Maximum" | "Minimum" => max_min,
+        "SquaredDifference" => squared_difference,
+        "Neg" => neg,
+        "Square" => square,
+        "Exp" => exp,
+        "Log" => log,
+        "Abs" => abs,
+        "Sqrt" | "Rsqrt" | "Reciprocal" | "Tanh" | "Sigmoid" => by_output,
+        "MatMul" => matmul,
+        "Sum" => sum,
+        "Mean" => mean,
+        "AddN" => add_n,
+        "Cast" => cast,
+        "Shape"
+        | "ShapeN"
+        | "Size"
+        | "Rank"
+        | "ZerosLike"
+        | "OnesLike"
+        | "Equal"
+        | "NotEqual"
+        | "Less"
+        | "LessEqual"
+        | "Greater"
+        | "GreaterEqual"
+        | "LogicalAnd"
+        | "LogicalOr"
+        | "LogicalNot"
+        | "ArgMax"
+        | "ArgMin"
+        | "Floor"
+        | "Ceil"
+        | "Round"
+        | "Sign"
+        | "FloorDiv"
+        | "FloorMod"
+        | "TruncateDiv"
+        | "BroadcastGradientArgs"
+        | "Range" => return Some(None),
+        _ => return None,
+    };
+    Some(Some(function))
+}
+
+/// Output `i`'s gradient, or an error for an op that needs it and got none.
+pub(super) fn dy<'a>(forward: &Forward, dys: &'a [Option<Output>], i: usize) -> Result<&'a Output> {
+    dys.get(i).and_then(Option::as_ref).ok_or_else(|| {
+        polytensor_core::Error::invalid(format!(
+            "no gradient reached output {i} of '{}'",
+            forward.op.name()
+        ))
+    })
+}
+
+/// `a op b` for a binary op type.
+fn binary(g: &mut Graph, op_type: &str, a: &Output, b: &Output) -> Result<Output> {
+    g.apply(op_type, &[a, b], Vec::new())
+}
+
+fn unary(g: &mut Graph, op_type: &str, x: &Output) -> Result<Output> {
+    g.apply(op_type, &[x], Vec::new())
+}
+
+/// The gradients `gx` and `gy` of a broadcasting op's operands, each summed over the axes
+/// its operand was broadcast along and reshaped to it (`BroadcastGradientArgs`, `Sum`,
+/// `Reshape`), unless both shapes are known and equal.
+fn unbroadcast(
+    g: &mut Graph,
+    forward: &Forward,
+    gx: Output,
+    gy: Output,
+) -> Result<Vec<Option<Output>>> {
+    let (x, y) = (&forward.inputs[0], &forward.inputs[1]);
+    let known = |o: &Output| {
+        o.shape()
+            .dims()
+            .filter(|d| d.iter().all(Option::is_some))
+            .map(<[_]>::to_vec)
+    };
+    if known(x).is_some() && known(x) == known(y) {
+        return Ok(vec![Some(gx), Some(gy)]);
+    }
+    let (sx, sy) = (g.shape_of(x)?, g.shape_of(y)?);
+    let args = g
+        .op("BroadcastGradientArgs")
+        .input(&sx)
+        .input(&sy)
+        .build()?;
+    let (rx, ry) = (g.output(&args, 0)?, g.output(&args, 1)?);
+    let mut reduced = |grad: &Output, axes: &Output, shape: &Output| -> Result<Output> {
+        let summed = g.apply(
+            "Sum",
+            &[grad, axes],
+            vec![("keep_dims".into(), false.into())],
+        )?;
+        binary(g, "Reshape", &summed, shape)
+    };
+    let gx = reduced(&gx, &rx, &sx)?;
+    let gy = reduced(&gy, &ry, &sy)?;
+    Ok(vec![Some(gx), Some(gy)])
+}
+
+fn add(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let dy = dy(f, dys, 0)?.clone();
+    unbroadcast(g, f, dy.clone(), dy)
+}
+
+fn sub(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let dy = dy(f, dys, 0)?;
+    let negated = unary(g, "Neg", dy)?;
+    unbroadcast(g, f, dy.clone(), negated)
+}
+
+fn mul(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let dy = dy(f, dys, 0)?;
+    let gx = binary(g, "Mul", dy, &f.inputs[1])?;
+    let gy = binary(g, "Mul", &f.inputs[0], dy)?;
+    unbroadcast(g, f, gx, gy)
+}
+
+/// `gx = dy / y`, `gy = dy * ((-x / y) / y)`.
+fn real_div(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let (dy, x, y) = (dy(f, dys, 0)?, &f.inputs[0], &f.inputs[1]);
+    let gx = binary(g, "RealDiv", dy, y)?;
+    let negated = unary(g, "Neg", x)?;
+    let once = binary(g, "RealDiv", &negated, y)?;
+    let twice = binary(g, "RealDiv", &once, y)?;
+    let gy = binary(g, "Mul", dy, &twice)?;
+    unbroadcast(g, f, gx, gy)
+}
+
+/// The gradient goes to `x` where it is the result (`x >= y` for `Maximum`, `x <= y` for
+/// `Minimum`), else to `y`.
+fn max_min(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let (dy, x, y) = (dy(f, dys, 0)?, &f.inputs[0], &f.inputs[1]);
+    let compare = match f.op.op_type() {
+        "Maximum" => "GreaterEqual",
+        _ => "LessEqual",
+    };
+    let to_x = binary(g, compare, x, y)?;
+    let zeros = unary(g, "ZerosLike", dy)?;
+    let gx = g.apply("SelectV2", &[&to_x, dy, &zeros], Vec::new())?;
+    let gy = g.apply("SelectV2", &[&to_x, &zeros, dy], Vec::new())?;
+    unbroadcast(g, f, gx, gy)
+}
+
+/// `gx = (2 * dy) * (x - y)`, `gy = -gx`.
+fn squared_difference(
+    g: &mut Graph,
+    f: &Forward,
+    dys: &[Option<Output>],
+) -> Result<Vec<Option<Output>>> {
+    let (dy, x, y) = (dy(f, dys, 0)?, &f.inputs[0], &f.inputs[1]);
+    let two = g.constant_of(2.0, dy.dtype())?;
+    let doubled = binary(g, "Mul", &two, dy)?;
+    let difference = binary(g, "Sub", x, y)?;
+    let gx = binary(g, "Mul", &doubled, &difference)?;
+    let gy = unary(g, "Neg", &gx)?;
+    unbroadcast(g, f, gx, gy)
+}
+
+fn neg(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    Ok(vec![Some(unary(g, "Neg", dy(f, dys, 0)?)?)])
+}
+
+/// `dy * (2 * x)`.
+fn square(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let dy = dy(f, dys, 0)?;
+    let two = g.constant_of(2.0, dy.dtype())?;
+    let doubled = binary(g, "Mul", &two, &f.inputs[0])?;
+    Ok(vec![Some(binary(g, "Mul", dy, &doubled)?)])
+}
+
+/// `dy * y`.
+fn exp(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    Ok(vec![Some(binary(g, "Mul", dy(f, dys, 0)?, &f.outputs[0])?)])
+}
+
+/// `dy * Reciprocal(x)`.
+fn log(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let inverse = unary(g, "Reciprocal", &f.inputs[0])?;
+    Ok(vec![Some(binary(g, "Mul", dy(f, dys, 0)?, &inverse)?)])
+}
+
+/// `dy * Sign(x)`.
+fn abs(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let sign = unary(g, "Sign", &f.inputs[0])?;
+    Ok(vec![Some(binary(g, "Mul", dy(f, dys, 0)?, &sign)?)])
+}
+
+/// `SqrtGrad(y, dy)` and the other gradient ops of an activation's output.
+fn by_output(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let op_type = format!("{}Grad", f.op.op_type());
+    Ok(vec![Some(binary(
+        g,
+        &op_type,
+        &f.outputs[0],
+        dy(f, dys, 0)?,
+    )?)])
+}
+
+/// `MatMul`'s: each operand's gradient another `MatMul` of the gradient and the other
+/// operand, transposed as the forward's flags ask.
+fn matmul(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let (dy, a, b) = (dy(f, dys, 0)?, &f.inputs[0], &f.inputs[1]);
+    let mut product = |x: &Output, y: &Output, ta: bool, tb: bool| {
+        g.apply(
+            "MatMul",
+            &[x, y],
+            vec![
+                ("transpose_a".into(), ta.into()),
+                ("transpose_b".into(), tb.into()),
+            ],
+        )
+    };
+    let (ga, gb) = match (f.flag("transpose_a")?, f.flag("transpose_b")?) {
+        (false, false) => (product(dy, b, false, true)?, product(a, dy, true, false)?),
+        (false, true) => (product(dy, b, false, false)?, product(dy, a, true, false)?),
+        (true, false) => (product(b, dy, false, true)?, product(a, dy, false, false)?),
+        (true, true) => (product(b, dy, true, true)?, product(dy, a, true, true)?),
+    };
+    Ok(vec![Some(ga), Some(gb)])
+}
+
+/// `Sum`'s: the gradient reshaped with the summed axes kept as 1s, then broadcast to the
+/// input's shape.
+fn sum(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    Ok(vec![Some(spread(g, f, dy(f, dys, 0)?)?), None])
+}
+
+/// `dy` of a reduction spread back over its input: `BroadcastTo(Reshape(dy, kept), Shape(x))`
+/// with `kept` the input's shape with the reduced axes 1.
+fn spread(g: &mut Graph, f: &Forward, dy: &Output) -> Result<Output> {
+    let x = &f.inputs[0];
+    let shape = g.shape_of(x)?;
+    // 1 on the reduced axes, 0 on the others.
+    let reduced = match (x.shape().rank(), g.const_ints(&f.inputs[1])) {
+        (Some(rank), Some(axes)) => {
+            let reduced: Vec<i32> = (0..rank as i64)
+                .map(|d| i32::from(axes.iter().any(|&a| a == d || a + rank as i64 == d)))
+                .collect();
+            g.constant_values(&reduced, &[rank])?
+        }
+        // The rank or the axes known only when it runs: the axes one-hot over the rank.
+        _ => {
+            let rank = g.shape_of(&shape)?;
+            let scalar = g.constant_values::<i32>(&[], &[0])?;
+            let depth = binary(g, "Reshape", &rank, &scalar)?;
+            let axes = g.apply(
+                "Cast",
+                &[&f.inputs[1]],
+                vec![("DstT".into(), DataType::Int32.into())],
+            )?;
+            let axes = binary(g, "FloorMod", &axes, &depth)?;
+            let (on, off) = (g.constant(1i32)?, g.constant(0i32)?);
+            let hot = g.apply("OneHot", &[&axes, &depth, &on, &off], Vec::new())?;
+            let first = g.constant_values(&[0i32], &[1])?;
+            let count = g.apply(
+                "Sum",
+                &[&hot, &first],
+                vec![("keep_dims".into(), false.into())],
+            )?;
+            binary(g, "Minimum", &count, &on)?
+        }
+    };
+    let one = g.constant(1i32)?;
+    let keep = binary(g, "Sub", &one, &reduced)?;
+    let masked = binary(g, "Mul", &shape, &keep)?;
+    let kept = binary(g, "AddV2", &masked, &reduced)?;
+    let reshaped = binary(g, "Reshape", dy, &kept)?;
+    binary(g, "BroadcastTo", &reshaped, &shape)
+}
+
+/// `Mean`'s: `Sum`'s divided by the number of elements each result is the mean of.
+fn mean(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let dy = dy(f, dys, 0)?;
+    let spread = spread(g, f, dy)?;
+    let first = g.constant_values(&[0i32], &[1])?;
+    let mut size = |t: &Output| -> Result<Output> {
+        let shape = g.shape_of(t)?;
+        g.apply(
+            "Prod",
+            &[&shape, &first],
+            vec![("keep_dims".into(), false.into())],
+        )
+    };
+    let (all, each) = (size(&f.inputs[0])?, size(&f.outputs[0])?);
+    let one = g.constant(1i32)?;
+    let each = binary(g, "Maximum", &each, &one)?;
+    let count = binary(g, "FloorDiv", &all, &each)?;
+    let count = g.apply("Cast", &[&count], vec![("DstT".into(), dy.dtype().into())])?;
+    Ok(vec![Some(binary(g, "RealDiv", &spread, &count)?), None])
+}
+
+/// `AddN`'s: the gradient, to every input.
+fn add_n(_: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let dy = dy(f, dys, 0)?;
+    Ok(vec![Some(dy.clone()); f.inputs.len()])
+}
+
+/// `Cast`'s: the gradient cast back, between float (or complex) types; none otherwise.
+fn cast(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let source = f.inputs[0].dtype();
+    let continuous = |d: DataType| d.is_float() || d.is_complex();
+    if !continuous(source) || !continuous(f.outputs[0].dtype()) {
+        return Ok(vec![None]);
+    }
+    let back = g.apply(
+        "Cast",
+        &[dy(f, dys, 0)?],
+        vec![("DstT".into(), AttrValue::from(source))],
+    )?;
+    Ok(vec![Some(back)])
+}

@@ -1,0 +1,382 @@
+//! The ops TensorFlow's gradients are made of (`tf.gradients` writes them; so does
+//! [`crate::Graph::gradients`]) and the losses: the activations' gradients (`ReluGrad`,
+//! `SigmoidGrad`, ...), `BiasAddGrad`, `Conv2DBackpropFilter`, `MaxPoolGrad`,
+//! `AvgPoolGrad`, `BroadcastGradientArgs`, `ZerosLike`, `OnesLike`, `ShapeN`, `L2Loss` and
+//! the softmax cross entropies. Kernels are the eager tensor API's, on every device.
+
+use smallvec::smallvec;
+
+use polytensor_core::ops::UnaryOp;
+use polytensor_core::partial_shape::Dim;
+use polytensor_core::plan::window::DataFormat;
+use polytensor_core::{DataType, Error, PartialTensorShape, Result, Tensor};
+
+use super::infer::known;
+use super::kernels::{Outputs, RunCtx};
+use super::nn::WindowAttrs;
+use super::{InferCtx, Nn, Source, Value};
+use crate::graph::Typed;
+
+/// A gradient or loss op.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum GradOp {
+    /// The gradient through an activation: `ReluGrad(gradients, features)`,
+    /// `SigmoidGrad(y, dy)` and the like ([`Tensor::unary_grad`]).
+    Unary(UnaryOp),
+    BiasAddGrad,
+    /// `Conv2DBackpropFilter(input, filter_sizes, out_backprop)`.
+    ConvFilter,
+    /// `MaxPoolGrad(orig_input, orig_output, grad)`.
+    MaxPoolGrad,
+    /// `AvgPoolGrad(orig_input_shape, grad)`.
+    AvgPoolGrad,
+    /// `BroadcastGradientArgs(s0, s1)`: the axes each operand of a broadcasting op sums
+    /// its gradient over.
+    BroadcastArgs,
+    /// `ZerosLike` (`ones` false) and `OnesLike`.
+    Like {
+        ones: bool,
+    },
+    /// `ShapeN`: the shape of each of its inputs.
+    ShapeN,
+    L2Loss,
+    /// `SoftmaxCrossEntropyWithLogits` and (`sparse`) `SparseSoftmaxCrossEntropyWithLogits`:
+    /// `(loss, backprop)`.
+    CrossEntropy {
+        sparse: bool,
+    },
+}
+
+/// Gradient and loss op types by TensorFlow's name.
+pub(crate) const OPS: &[(&str, GradOp)] = &[
+    ("ReluGrad", GradOp::Unary(UnaryOp::Relu)),
+    ("Relu6Grad", GradOp::Unary(UnaryOp::Relu6)),
+    ("SigmoidGrad", GradOp::Unary(UnaryOp::Sigmoid)),
+    ("TanhGrad", GradOp::Unary(UnaryOp::Tanh)),
+    ("SqrtGrad", GradOp::Unary(UnaryOp::Sqrt)),
+    ("RsqrtGrad", GradOp::Unary(UnaryOp::Rsqrt)),
+    ("ReciprocalGrad", GradOp::Unary(UnaryOp::Recip)),
+    ("BiasAddGrad", GradOp::BiasAddGrad),
+    ("Conv2DBackpropFilter", GradOp::ConvFilter),
+    ("MaxPoolGrad", GradOp::MaxPoolGrad),
+    ("AvgPoolGrad", GradOp::AvgPoolGrad),
+    ("BroadcastGradientArgs", GradOp::BroadcastArgs),
+    ("ZerosLike", GradOp::Like { ones: false }),
+    ("OnesLike", GradOp::Like { ones: true }),
+    ("ShapeN", GradOp::ShapeN),
+    ("L2Loss", GradOp::L2Loss),
+    (
+        "SoftmaxCrossEntropyWithLogits",
+        GradOp::CrossEntropy { sparse: false },
+    ),
+    (
+        "SparseSoftmaxCrossEntropyWithLogits",
+        GradOp::CrossEntropy { sparse: true },
+    ),
+];
+
+impl GradOp {
+    /// The type attributes tied to the inputs.
+    pub(crate) fn typed(self) -> &'static [(&'static str, Source)] {
+        use Source::{Count, Input};
+        match self {
+            GradOp::Unary(_) | GradOp::BroadcastArgs | GradOp::CrossEntropy { sparse: false } => {
+                &[("T", Input(0)), ("T", Input(1))]
+            }
+            GradOp::CrossEntropy { sparse: true } => &[("T", Input(0)), ("Tlabels", Input(1))],
+            GradOp::BiasAddGrad | GradOp::Like { .. } | GradOp::L2Loss => &[("T", Input(0))],
+            GradOp::ConvFilter => &[("T", Input(0)), ("T", Input(2))],
+            GradOp::MaxPoolGrad => &[("T", Input(0)), ("T", Input(1)), ("T", Input(2))],
+            GradOp::AvgPoolGrad => &[("T", Input(1))],
+            GradOp::ShapeN => &[("N", Count), ("T", Input(0))],
+        }
+    }
+
+    /// The names of the outputs of the ops with two.
+    pub(crate) fn output_args(self) -> Option<&'static [&'static str]> {
+        match self {
+            GradOp::BroadcastArgs => Some(&["r0", "r1"]),
+            GradOp::CrossEntropy { .. } => Some(&["loss", "backprop"]),
+            _ => None,
+        }
+    }
+}
+
+/// The static outputs of `op`.
+pub(crate) fn infer(op: GradOp, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
+    let input = |i: usize| -> Result<Typed> {
+        cx.inputs
+            .get(i)
+            .cloned()
+            .ok_or_else(|| cx.error(format!("input {i} is missing")))
+    };
+    let float = |dtype: DataType| -> Result<DataType> {
+        if dtype.is_float() {
+            Ok(dtype)
+        } else {
+            Err(cx.error(format!(
+                "{} takes half, bfloat16, float and double, not {dtype}",
+                cx.op_type
+            )))
+        }
+    };
+    match op {
+        GradOp::Unary(_) => {
+            cx.exactly(2)?;
+            let ((a, sa), (b, sb)) = (input(0)?, input(1)?);
+            if a != b {
+                return Err(cx.type_mismatch(1, a));
+            }
+            let shape = sa
+                .merge_with(&sb)
+                .map_err(|_| cx.error("the gradient and the value must have one shape"))?;
+            Ok(vec![(float(a)?, shape)])
+        }
+        GradOp::BiasAddGrad => {
+            cx.exactly(1)?;
+            let (dtype, shape) = input(0)?;
+            let format = DataFormat::from_name(&cx.attrs().string_or("data_format", "NHWC")?)?;
+            let channels = match (shape.dims(), format) {
+                (Some(dims), _) if dims.len() < 2 => {
+                    return Err(cx.error(format!("Input tensor must be at least 2D: {shape}")))
+                }
+                (Some(dims), DataFormat::Nhwc) => dims[dims.len() - 1],
+                (Some(dims), DataFormat::Nchw) => dims[1],
+                (None, _) => None,
+            };
+            Ok(vec![(dtype, known([channels])?)])
+        }
+        GradOp::ConvFilter => {
+            cx.exactly(3)?;
+            WindowAttrs::read(&cx.attrs(), Nn::Conv2D)?;
+            let dtype = float(input(0)?.0)?;
+            if input(2)?.0 != dtype {
+                return Err(cx.type_mismatch(2, dtype));
+            }
+            cx.with_rank(1, 1)?;
+            Ok(vec![(dtype, cx.shape_value(1)?)])
+        }
+        GradOp::MaxPoolGrad => {
+            cx.exactly(3)?;
+            WindowAttrs::read(&cx.attrs(), Nn::MaxPool)?;
+            let (dtype, shape) = input(0)?;
+            Ok(vec![(dtype, shape)])
+        }
+        GradOp::AvgPoolGrad => {
+            cx.exactly(2)?;
+            WindowAttrs::read(&cx.attrs(), Nn::AvgPool)?;
+            cx.with_rank(0, 1)?;
+            Ok(vec![(float(input(1)?.0)?, cx.shape_value(0)?)])
+        }
+        GradOp::BroadcastArgs => {
+            cx.exactly(2)?;
+            let dtype = input(0)?.0;
+            if !matches!(dtype, DataType::Int32 | DataType::Int64) {
+                return Err(cx.error(format!("the shapes must be int32 or int64, not {dtype}")));
+            }
+            let vector = known([None])?;
+            Ok(vec![(dtype, vector.clone()), (dtype, vector)])
+        }
+        GradOp::Like { .. } => {
+            cx.exactly(1)?;
+            Ok(vec![input(0)?])
+        }
+        GradOp::ShapeN => {
+            let out = cx.attrs().dtype_or("out_type", DataType::Int32)?;
+            cx.inputs
+                .iter()
+                .map(|(_, shape)| Ok((out, known([shape.rank()])?)))
+                .collect()
+        }
+        GradOp::L2Loss => {
+            cx.exactly(1)?;
+            Ok(vec![(float(input(0)?.0)?, PartialTensorShape::new(&[])?)])
+        }
+        GradOp::CrossEntropy { sparse } => {
+            cx.exactly(2)?;
+            let (dtype, features) = input(0)?;
+            let dtype = float(dtype)?;
+            let labels = input(1)?;
+            if !sparse && labels.0 != dtype {
+                return Err(cx.type_mismatch(1, dtype));
+            }
+            let dims: Vec<Dim> = match features.dims() {
+                Some(&[batch, classes]) => vec![batch, classes],
+                Some(_) if sparse => {
+                    return Err(cx.error(format!("logits must be 2-D, but got shape {features}")))
+                }
+                _ => vec![None, None],
+            };
+            Ok(vec![
+                (dtype, known([dims[0]])?),
+                (dtype, PartialTensorShape::new(&dims)?),
+            ])
+        }
+    }
+}
+
+/// Run `op`.
+pub(crate) fn run(op: GradOp, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
+    let one = |t: Tensor| Ok(smallvec![Value::Tensor(t)]);
+    match op {
+        GradOp::Unary(unary) => {
+            // `ReluGrad(gradients, features)`; the others take `(y, dy)`.
+            let (value, dy) = match unary {
+                UnaryOp::Relu | UnaryOp::Relu6 => (cx.tensor(1)?, cx.tensor(0)?),
+                _ => (cx.tensor(0)?, cx.tensor(1)?),
+            };
+            one(Tensor::unary_grad(unary, &value, &dy)?)
+        }
+        GradOp::BiasAddGrad => {
+            let format = DataFormat::from_name(&cx.attrs().string_or("data_format", "NHWC")?)?;
+            one(cx.tensor(0)?.bias_add_grad(format)?)
+        }
+        GradOp::ConvFilter => {
+            let sizes = four_dims(cx, 1, "filter_sizes")?;
+            let options = WindowAttrs::read(&cx.attrs(), Nn::Conv2D)?.conv();
+            one(cx
+                .tensor(0)?
+                .conv2d_backprop_filter(sizes, &*cx.tensor(2)?, &options)?)
+        }
+        GradOp::MaxPoolGrad => {
+            let options = WindowAttrs::read(&cx.attrs(), Nn::MaxPool)?.pool();
+            one(cx
+                .tensor(0)?
+                .max_pool2d_grad(&*cx.tensor(1)?, &*cx.tensor(2)?, &options)?)
+        }
+        GradOp::AvgPoolGrad => {
+            let dims = four_dims(cx, 0, "orig_input_shape")?;
+            let options = WindowAttrs::read(&cx.attrs(), Nn::AvgPool)?.pool();
+            one(cx.tensor(1)?.avg_pool2d_grad(dims, &options)?)
+        }
+        GradOp::BroadcastArgs => {
+            let (s0, s1) = (cx.ints(0)?, cx.ints(1)?);
+            let [r0, r1] = broadcast_gradient_args(&s0, &s1)?;
+            let dtype = cx.tensor(0)?.dtype();
+            let vector = |axes: Vec<i64>| Tensor::from_vec(axes, cx.device)?.cast(dtype);
+            Ok(smallvec![
+                Value::Tensor(vector(r0)?),
+                Value::Tensor(vector(r1)?)
+            ])
+        }
+        GradOp::Like { ones } => {
+            let x = cx.tensor(0)?;
+            let value = polytensor_core::Scalar::I64(i64::from(ones));
+            one(Tensor::full(x.dims(), value, x.dtype(), cx.device)?)
+        }
+        GradOp::ShapeN => {
+            let out = cx.attrs().dtype_or("out_type", DataType::Int32)?;
+            (0..cx.inputs.len())
+                .map(|i| {
+                    let dims: Vec<i64> = cx.tensor(i)?.dims().iter().map(|&d| d as i64).collect();
+                    Ok(Value::Tensor(Tensor::from_vec(dims, cx.device)?.cast(out)?))
+                })
+                .collect()
+        }
+        GradOp::L2Loss => one(cx.tensor(0)?.l2_loss()?),
+        GradOp::CrossEntropy { sparse } => {
+            let (features, labels) = (cx.tensor(0)?, cx.tensor(1)?);
+            let (loss, backprop) = if sparse {
+                features.sparse_softmax_cross_entropy(&labels)?
+            } else {
+                features.softmax_cross_entropy(&labels)?
+            };
+            Ok(smallvec![Value::Tensor(loss), Value::Tensor(backprop)])
+        }
+    }
+}
+
+/// Input `i`, a vector of 4 dims (`filter_sizes`, `orig_input_shape`).
+fn four_dims(cx: &RunCtx<'_, '_>, i: usize, name: &str) -> Result<[usize; 4]> {
+    let dims = cx.ints(i)?;
+    let dims: Vec<usize> = dims
+        .iter()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| Error::invalid(format!("Dimension {d} must be >= 0")))
+        })
+        .collect::<Result<_>>()?;
+    dims.try_into().map_err(|d: Vec<usize>| {
+        Error::invalid(format!(
+            "{} '{}': {name} must be a vector of 4 dims, got {d:?}",
+            cx.node.op_type, cx.node.name
+        ))
+    })
+}
+
+/// TensorFlow's `BroadcastGradientArgs`: for shapes `s0` and `s1`, the axes of their
+/// broadcast shape each one's gradient is summed over (a dim where it is 1, or that it
+/// lacks, and the other is not; a dim where all are 1 is summed by both), ascending.
+pub(crate) fn broadcast_gradient_args(s0: &[i64], s1: &[i64]) -> Result<[Vec<i64>; 2]> {
+    let rank = s0.len().max(s1.len());
+    let padded = |s: &[i64]| -> Vec<i64> {
+        let mut dims = vec![1; rank - s.len()];
+        dims.extend_from_slice(s);
+        dims
+    };
+    let (a, b) = (padded(s0), padded(s1));
+    let mut reduce = [Vec::new(), Vec::new()];
+    for d in 0..rank {
+        let (x, y) = (a[d], b[d]);
+        if x != y && x != 1 && y != 1 {
+            let show = |s: &[i64]| {
+                let dims: Vec<String> = s.iter().map(i64::to_string).collect();
+                format!("[{}]", dims.join(","))
+            };
+            return Err(Error::invalid(format!(
+                "Incompatible shapes: {} vs. {}",
+                show(s0),
+                show(s1)
+            )));
+        }
+        if x == 1 {
+            reduce[0].push(d as i64);
+        }
+        if y == 1 {
+            reduce[1].push(d as i64);
+        }
+        if x == 1 && y == 1 {
+            continue;
+        }
+        // Only the operand that is 1 where the other is not sums over d.
+        if x != 1 {
+            reduce[0].retain(|&r| r != d as i64);
+        }
+        if y != 1 {
+            reduce[1].retain(|&r| r != d as i64);
+        }
+    }
+    Ok(reduce)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::broadcast_gradient_args;
+
+    #[test]
+    fn broadcast_gradient_args_are_tensorflows() {
+        // (s0, s1, r0, r1), as TensorFlow 2.21's `broadcast_gradient_args` gives them.
+        let cases: &[(&[i64], &[i64], &[i64], &[i64])] = &[
+            (&[2, 3], &[3], &[], &[0]),
+            (&[2, 3], &[2, 3], &[], &[]),
+            (&[1], &[2, 3], &[0, 1], &[]),
+            (&[4, 1, 3], &[5, 1], &[1], &[0, 2]),
+            (&[1, 1], &[1], &[0, 1], &[0, 1]),
+            (&[], &[2], &[0], &[]),
+        ];
+        for &(s0, s1, r0, r1) in cases {
+            let [got0, got1] = broadcast_gradient_args(s0, s1).unwrap();
+            assert_eq!(
+                (got0.as_slice(), got1.as_slice()),
+                (r0, r1),
+                "{s0:?} {s1:?}"
+            );
+        }
+        let error = broadcast_gradient_args(&[2, 3], &[4])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("Incompatible shapes: [2,3] vs. [4]"),
+            "{error}"
+        );
+    }
+}

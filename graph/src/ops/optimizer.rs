@@ -1,0 +1,155 @@
+//! TensorFlow's optimizers as its graphs hold them: `ResourceApplyGradientDescent`,
+//! `ResourceApplyMomentum`, `ResourceApplyKerasMomentum`, `ResourceApplyAdam`,
+//! `ResourceApplyAdagrad`, `ResourceApplyAdagradV2` and `ResourceApplyRMSProp`, each
+//! updating a resource variable and its slot variables in place by
+//! [`polytensor_core::train::Rule`], on the device the op is placed on.
+
+use smallvec::SmallVec;
+
+use polytensor_core::train::{Operand, Rule};
+use polytensor_core::{DataType, Result, Tensor};
+
+use super::kernels::{Outputs, RunCtx};
+use super::{InferCtx, Source};
+use crate::graph::Typed;
+
+/// Optimizer op types by TensorFlow's name (the attributes pick the variant at run time).
+pub(crate) const OPS: &[(&str, Rule)] = &[
+    ("ResourceApplyGradientDescent", Rule::GradientDescent),
+    ("ResourceApplyMomentum", Rule::Momentum { nesterov: false }),
+    (
+        "ResourceApplyKerasMomentum",
+        Rule::KerasMomentum { nesterov: false },
+    ),
+    ("ResourceApplyAdam", Rule::Adam { nesterov: false }),
+    ("ResourceApplyAdagrad", Rule::Adagrad { update_slots: true }),
+    (
+        "ResourceApplyAdagradV2",
+        Rule::AdagradV2 { update_slots: true },
+    ),
+    ("ResourceApplyRMSProp", Rule::RmsProp),
+];
+
+/// The type attribute `T`: one entry per tensor input (the scalars and the gradient).
+pub(crate) fn typed(rule: Rule) -> &'static [(&'static str, Source)] {
+    use Source::Input;
+    match rule {
+        Rule::GradientDescent => &[("T", Input(1)), ("T", Input(2))],
+        Rule::Momentum { .. } | Rule::KerasMomentum { .. } => {
+            &[("T", Input(2)), ("T", Input(3)), ("T", Input(4))]
+        }
+        Rule::Adam { .. } => &[
+            ("T", Input(3)),
+            ("T", Input(4)),
+            ("T", Input(5)),
+            ("T", Input(6)),
+            ("T", Input(7)),
+            ("T", Input(8)),
+            ("T", Input(9)),
+        ],
+        Rule::Adagrad { .. } => &[("T", Input(2)), ("T", Input(3))],
+        Rule::AdagradV2 { .. } => &[("T", Input(2)), ("T", Input(3)), ("T", Input(4))],
+        Rule::RmsProp => &[
+            ("T", Input(3)),
+            ("T", Input(4)),
+            ("T", Input(5)),
+            ("T", Input(6)),
+            ("T", Input(7)),
+        ],
+    }
+}
+
+/// The rule with the node's attributes (`use_nesterov`, `update_slots`).
+fn configured(rule: Rule, cx: &RunCtx<'_, '_>) -> Result<Rule> {
+    let attrs = cx.attrs();
+    Ok(match rule {
+        Rule::Momentum { .. } => Rule::Momentum {
+            nesterov: attrs.bool_or("use_nesterov", false)?,
+        },
+        Rule::KerasMomentum { .. } => Rule::KerasMomentum {
+            nesterov: attrs.bool_or("use_nesterov", false)?,
+        },
+        Rule::Adam { .. } => Rule::Adam {
+            nesterov: attrs.bool_or("use_nesterov", false)?,
+        },
+        Rule::Adagrad { .. } => Rule::Adagrad {
+            update_slots: attrs.bool_or("update_slots", true)?,
+        },
+        Rule::AdagradV2 { .. } => Rule::AdagradV2 {
+            update_slots: attrs.bool_or("update_slots", true)?,
+        },
+        other => other,
+    })
+}
+
+/// The static outputs (none), checking the inputs: handles where the variables go, and
+/// scalars and the gradient of one float dtype.
+pub(crate) fn infer(rule: Rule, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
+    let operands = rule.operands();
+    let inputs = cx.exactly(operands.len())?;
+    let dtype = cx.attrs().dtype_or("T", DataType::Float)?;
+    for (i, (operand, (input, shape))) in operands.iter().zip(inputs).enumerate() {
+        match operand {
+            Operand::Var | Operand::Slot(_) => {
+                if *input != DataType::Resource {
+                    return Err(cx.type_mismatch(i, DataType::Resource));
+                }
+            }
+            Operand::Scalar(name) => {
+                if *input != dtype {
+                    return Err(cx.type_mismatch(i, dtype));
+                }
+                if let Some(rank) = shape.rank().filter(|&r| r != 0) {
+                    return Err(cx.error(format!("{name} is not a scalar: rank {rank}")));
+                }
+            }
+            Operand::Grad => {
+                if *input != dtype {
+                    return Err(cx.type_mismatch(i, dtype));
+                }
+            }
+        }
+    }
+    if !dtype.is_float() {
+        return Err(cx.error(format!(
+            "{} takes half, bfloat16, float and double, not {dtype}",
+            cx.op_type
+        )));
+    }
+    Ok(Vec::new())
+}
+
+/// Run one update: read the variable and its slots, apply the rule, write them back.
+pub(crate) fn run(rule: Rule, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
+    let rule = configured(rule, cx)?;
+    let operands = rule.operands();
+    let (mut var, mut slots, mut scalars, mut grad) =
+        (None, SmallVec::<[_; 2]>::new(), Vec::new(), None);
+    for (i, operand) in operands.iter().enumerate() {
+        match operand {
+            Operand::Var => {
+                let name = cx.variable(i)?;
+                var = Some((cx.read_variable(&name)?, name));
+            }
+            Operand::Slot(_) => {
+                let name = cx.variable(i)?;
+                slots.push((cx.read_variable(&name)?, name));
+            }
+            Operand::Scalar(_) => scalars.push(cx.tensor(i)?.into_owned()),
+            Operand::Grad => grad = Some(cx.tensor(i)?.into_owned()),
+        }
+    }
+    let (Some((value, name)), Some(grad)) = (var, grad) else {
+        return Err(polytensor_core::Error::invalid(format!(
+            "{} '{}' lacks its variable or gradient",
+            cx.node.op_type, cx.node.name
+        )));
+    };
+    let values: Vec<Tensor> = slots.iter().map(|(t, _)| t.clone()).collect();
+    let (value, values) = rule.apply(&value, &values, &scalars, &grad)?;
+    cx.variables.insert(name, value);
+    for ((_, name), value) in slots.into_iter().zip(values) {
+        cx.variables.insert(name, value);
+    }
+    Ok(Outputs::new())
+}

@@ -1,0 +1,147 @@
+"""TensorFlow-written training graphs, for tests/it/training.rs. Each case is a
+`tf.compat.v1` graph of a small model and a scalar loss, its weights initialised from
+constants (so the values are the same wherever they run):
+
+- `NAME.forward.pb`: the graph up to the loss, before any gradient is taken;
+- `NAME.pb`: the same graph after `tf.gradients(loss, weights)` and an optimizer's
+  `minimize` added TensorFlow's gradient and update ops;
+- `NAME.json`: the feeds, the loss's and the gradients' names in both graphs and their
+  values in TensorFlow, and a training run: the optimizer's op, the batches it is fed in
+  turn, the number of steps, and the weights TensorFlow ends with.
+
+The cases: a CNN (convolutions, bias, ReLU, max and average pools, ReLU6, a dense layer with
+tanh and sigmoid, sparse and dense softmax cross entropy, an L2 penalty) trained with
+Nesterov momentum and with Adam, and an MLP trained with plain momentum, gradient descent,
+Adagrad and RMSProp. The directory is the only argument; `index.json` lists the cases.
+"""
+
+import json
+import pathlib
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+v1 = tf.compat.v1
+STEPS = 20
+
+
+def spec(value):
+    value = np.asarray(value)
+    return {"dtype": str(value.dtype), "shape": list(value.shape),
+            "data_hex": value.tobytes().hex()}
+
+
+def cnn(rng, batch):
+    """A small CNN on 12x12x3 images, 10 classes; its weights, inputs and loss."""
+    weights = {
+        "conv1": rng.normal(0, 0.3, [3, 3, 3, 8]), "bias1": rng.normal(0, 0.1, [8]),
+        "conv2": rng.normal(0, 0.2, [3, 3, 8, 12]), "bias2": rng.normal(0, 0.1, [12]),
+        "dense": rng.normal(0, 0.2, [2 * 2 * 12, 10]), "bias3": rng.normal(0, 0.1, [10]),
+    }
+    w = {k: v1.get_variable(k, initializer=tf.constant(v.astype(np.float32)))
+         for k, v in weights.items()}
+    x = v1.placeholder(tf.float32, [batch, 12, 12, 3], name="x")
+    y = v1.placeholder(tf.int32, [batch], name="y")
+    h = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w["conv1"], 1, "SAME"), w["bias1"]))
+    h = tf.nn.max_pool2d(h, 2, 2, "VALID")
+    h = tf.nn.conv2d(h, w["conv2"], 2, "VALID")
+    h = tf.nn.relu6(tf.nn.bias_add(h, w["bias2"]) * 2.0)
+    h = tf.nn.avg_pool2d(h, 3, 1, "SAME")
+    h = tf.reshape(h, [batch, 2 * 2 * 12])
+    logits = tf.matmul(tf.tanh(h), w["dense"]) + w["bias3"]
+    logits = logits * tf.sigmoid(logits)
+    sparse = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+    dense = tf.nn.softmax_cross_entropy_with_logits(
+        labels=tf.one_hot(y, 10) * 0.9 + 0.01, logits=logits)
+    loss = tf.reduce_mean(sparse + 0.5 * dense) + 1e-3 * tf.nn.l2_loss(w["dense"])
+    data = lambda: {"x:0": rng.normal(0, 1, [batch, 12, 12, 3]).astype(np.float32),
+                    "y:0": rng.integers(0, 10, [batch]).astype(np.int32)}
+    return w, loss, data
+
+
+def mlp(rng, batch):
+    """A two-layer MLP on 20 features, 5 classes; its weights, inputs and loss."""
+    weights = {"w1": rng.normal(0, 0.3, [20, 32]), "b1": np.zeros([32]),
+               "w2": rng.normal(0, 0.3, [32, 5]), "b2": rng.normal(0, 0.1, [5])}
+    w = {k: v1.get_variable(k, initializer=tf.constant(v.astype(np.float32)))
+         for k, v in weights.items()}
+    x = v1.placeholder(tf.float32, [None, 20], name="x")
+    y = v1.placeholder(tf.int32, [None], name="y")
+    h = tf.nn.relu(tf.matmul(x, w["w1"]) + w["b1"])
+    h = tf.nn.sigmoid(h) - tf.square(h) * 0.01
+    logits = tf.matmul(h, w["w2"]) + w["b2"]
+    loss = tf.reduce_mean(
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    data = lambda: {"x:0": rng.normal(0, 1, [batch, 20]).astype(np.float32),
+                    "y:0": rng.integers(0, 5, [batch]).astype(np.int32)}
+    return w, loss, data
+
+
+OPTIMIZERS = {
+    "nesterov": lambda: v1.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),
+    "momentum": lambda: v1.train.MomentumOptimizer(0.1, 0.9),
+    "adam": lambda: v1.train.AdamOptimizer(0.01),
+    "sgd": lambda: v1.train.GradientDescentOptimizer(0.2),
+    "adagrad": lambda: v1.train.AdagradOptimizer(0.1),
+    "rmsprop": lambda: v1.train.RMSPropOptimizer(0.01, momentum=0.5),
+}
+
+CASES = [("cnn_nesterov", cnn, 8, "nesterov"), ("cnn_adam", cnn, 8, "adam"),
+         ("mlp_momentum", mlp, 32, "momentum"), ("mlp_sgd", mlp, 32, "sgd"),
+         ("mlp_adagrad", mlp, 32, "adagrad"), ("mlp_rmsprop", mlp, 32, "rmsprop")]
+
+
+def case(out, name, model, batch, optimizer, seed):
+    rng = np.random.default_rng(seed)
+    graph = tf.Graph()
+    with graph.as_default():
+        w, loss, data = model(rng, batch)
+        loss = tf.identity(loss, name="loss")
+        forward = graph.as_graph_def()
+        names = sorted(w)
+        grads = tf.gradients(loss, [w[k] for k in names])
+        grads = [tf.identity(g, name="grad_" + k) for g, k in zip(grads, names)]
+        train = OPTIMIZERS[optimizer]().minimize(loss, name="train")
+        finals = [tf.identity(w[k], name="final_" + k) for k in names]
+        init = v1.global_variables_initializer()
+        batches = [data() for _ in range(4)]
+        with v1.Session(graph=graph) as session:
+            session.run(init)
+            values = session.run([loss] + grads, batches[0])
+            for step in range(STEPS):
+                session.run(train, batches[step % len(batches)])
+            trained = session.run(finals)
+        types = sorted({n.op for n in graph.as_graph_def().node})
+    (out / f"{name}.forward.pb").write_bytes(forward.SerializeToString())
+    (out / f"{name}.pb").write_bytes(graph.as_graph_def().SerializeToString())
+    record = {
+        "init": init.name,
+        # The weights' handles: what the gradients are of.
+        "weights": [w[k].handle.name for k in names],
+        # Their initializers, in the forward graph as in the whole.
+        "initializers": [w[k].initializer.name for k in names],
+        "feeds": {k: spec(v) for k, v in batches[0].items()},
+        "loss": "loss:0",
+        "grads": [g.name for g in grads],
+        "expected": [spec(v) for v in values],
+        "train": {"op": train.name, "steps": STEPS,
+                  "batches": [{k: spec(v) for k, v in b.items()} for b in batches],
+                  "fetches": [f.name for f in finals],
+                  "expected": [spec(v) for v in trained]},
+        "op_types": types,
+    }
+    (out / f"{name}.json").write_text(json.dumps(record))
+
+
+def main():
+    out = pathlib.Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    for seed, (name, model, batch, optimizer) in enumerate(CASES):
+        case(out, name, model, batch, optimizer, seed)
+    (out / "index.json").write_text(json.dumps([c[0] for c in CASES]))
+    print(f"tf_training.py: {len(CASES)} cases in {out}")
+
+
+if __name__ == "__main__":
+    main()
