@@ -17,6 +17,7 @@ mod graph;
 mod graph_def;
 mod library;
 mod ops;
+mod optimizer;
 pub mod placer;
 pub mod proto;
 pub mod saved_model;
@@ -27,6 +28,7 @@ pub use attr::{int_list, type_list, AttrKind, AttrValue, ListValue};
 pub use graph::{python_shape, Graph, OpBuilder, Operation, Output};
 pub use graph_def::{ImportOptions, Imported};
 pub use ops::op_types;
+pub use optimizer::{Optimizer, Training};
 pub use placer::DeviceSpec;
 pub use saved_model::SavedModel;
 pub use session::{

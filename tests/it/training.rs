@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::golden;
-use polytensor::graph::{Graph, Session, SessionOptions};
-use polytensor::{Device, Tensor};
+use polytensor::graph::{Graph, Optimizer, Session, SessionOptions};
+use polytensor::{DataType, Device, Tensor};
 use serde_json::Value as Json;
 
 /// The cases `tf_training.py` wrote: (name, folder).
@@ -205,4 +205,164 @@ fn polytensors_gradients_are_tensorflows_on_every_device() {
         }
         println!("{case}: polytensor's gradients are TensorFlow's");
     }
+}
+
+/// The optimizer a case's `"optimizer"` spec describes.
+fn optimizer(spec: &Json) -> Optimizer {
+    let number = |name: &str| spec[name].as_f64().unwrap();
+    match spec["kind"].as_str().unwrap() {
+        "momentum" => Optimizer::Momentum {
+            learning_rate: number("learning_rate"),
+            momentum: number("momentum"),
+            nesterov: spec["nesterov"].as_bool().unwrap(),
+        },
+        "adam" => Optimizer::Adam {
+            learning_rate: number("learning_rate"),
+            beta1: number("beta1"),
+            beta2: number("beta2"),
+            epsilon: number("epsilon"),
+        },
+        "sgd" => Optimizer::GradientDescent {
+            learning_rate: number("learning_rate"),
+        },
+        "adagrad" => Optimizer::Adagrad {
+            learning_rate: number("learning_rate"),
+            initial_accumulator: number("initial_accumulator"),
+        },
+        "rmsprop" => Optimizer::RmsProp {
+            learning_rate: number("learning_rate"),
+            decay: number("decay"),
+            momentum: number("momentum"),
+            epsilon: number("epsilon"),
+        },
+        other => panic!("no optimizer {other}"),
+    }
+}
+
+#[test]
+fn polytensors_training_is_tensorflows_and_tensorflow_runs_and_restores_it() {
+    let Some((cases, dir)) = cases() else {
+        return;
+    };
+    let python = common::TENSORFLOW.python("tensorflow").unwrap();
+    let folder = std::env::temp_dir().join(format!("polytensor-trained-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    // What TensorFlow is to run of the graphs polytensor writes, and what it must end with.
+    let mut plans = Vec::new();
+    for case in &cases {
+        let spec = golden::json(dir.join(format!("{case}.json")));
+        let mut graph = read(&dir, format!("{case}.forward.pb"));
+        let loss = graph.tensor(spec["loss"].as_str().unwrap()).unwrap();
+        let weights: Vec<_> = names(&spec["weights"])
+            .into_iter()
+            .map(|w| graph.tensor(w).unwrap())
+            .collect();
+        let training = graph
+            .minimize(&loss, &weights, &optimizer(&spec["optimizer"]))
+            .unwrap();
+        let finals: Vec<String> = weights
+            .iter()
+            .map(|w| {
+                let read = graph.op("ReadVariableOp").input(w);
+                read.attr("dtype", DataType::Float)
+                    .build_output()
+                    .unwrap()
+                    .name()
+            })
+            .collect();
+        let finals: Vec<&str> = finals.iter().map(String::as_str).collect();
+        let train = &spec["train"];
+        for device in golden::devices() {
+            let at = format!("{case} on {}", device.name());
+            let session = session(&graph, &device, &names(&spec["initializers"]));
+            session
+                .run_by_name(&[], &[], &[training.init.name()])
+                .unwrap();
+            let batches: Vec<Vec<(String, Tensor)>> = train["batches"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| feeds(b, &device))
+                .collect();
+            for step in 0..train["steps"].as_u64().unwrap() as usize {
+                let batch = &batches[step % batches.len()];
+                let batch: Vec<(&str, &Tensor)> =
+                    batch.iter().map(|(n, t)| (n.as_str(), t)).collect();
+                session
+                    .run_by_name(&batch, &[], &[training.step.name()])
+                    .unwrap();
+            }
+            let trained = session.run_by_name(&[], &finals, &[]).unwrap();
+            let expected = train["expected"].as_array().unwrap();
+            for ((got, want), name) in trained.iter().zip(expected).zip(&finals) {
+                let want = golden::tensor(want, &golden::devices()[0]);
+                assert_close(&format!("{at}: trained {name}"), got, &want);
+            }
+            if device.name() != "cpu:0" {
+                continue;
+            }
+            // The trained weights as a checkpoint, restored by TensorFlow's `RestoreV2`.
+            let prefix = folder.join(format!("{case}.ckpt"));
+            let mut writer = polytensor::checkpoint::Writer::new(&prefix).unwrap();
+            let variables: Vec<&str> = weights.iter().map(|w| w.op().name()).collect();
+            for (name, value) in variables.iter().zip(&trained) {
+                writer.add(name, value).unwrap();
+            }
+            writer.finish().unwrap();
+            let mut args = vec![prefix.as_os_str()];
+            args.extend(variables.iter().map(std::ffi::OsStr::new));
+            let restored: Json =
+                serde_json::from_str(common::run_script(&python, "tf_restore.py", &args).trim())
+                    .unwrap();
+            for ((restored, saved), name) in restored
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(&trained)
+                .zip(&variables)
+            {
+                let restored = golden::tensor(restored, &device);
+                assert_eq!(
+                    restored.to_bytes().unwrap(),
+                    saved.to_bytes().unwrap(),
+                    "{at}: {name} as TensorFlow restores it"
+                );
+            }
+        }
+        let path = folder.join(format!("{case}.pb"));
+        std::fs::write(&path, graph.to_graph_def_bytes()).unwrap();
+        let mut init = names(&spec["initializers"]);
+        init.push(training.init.name());
+        plans.push(serde_json::json!({
+            "graph": path, "init": init, "step": training.step.name(),
+            "batches": train["batches"], "steps": train["steps"], "fetches": finals,
+            "expected": train["expected"],
+        }));
+        println!("{case}: trained by polytensor as by TensorFlow; TensorFlow restores it");
+    }
+    // TensorFlow runs the training graphs polytensor wrote to the same weights.
+    let plan = folder.join("plans.json");
+    std::fs::write(&plan, serde_json::to_vec(&plans).unwrap()).unwrap();
+    let ran: Json = serde_json::from_str(
+        common::run_script(&python, "tf_run_training.py", &[plan.as_os_str()]).trim(),
+    )
+    .unwrap();
+    let cpu = &golden::devices()[0];
+    for ((plan, values), case) in plans.iter().zip(ran.as_array().unwrap()).zip(&cases) {
+        for ((got, want), name) in values
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(plan["expected"].as_array().unwrap())
+            .zip(names(&plan["fetches"]))
+        {
+            let (got, want) = (golden::tensor(got, cpu), golden::tensor(want, cpu));
+            assert_close(
+                &format!("{case}: {name} as TensorFlow trains polytensor's graph"),
+                &got,
+                &want,
+            );
+        }
+    }
+    std::fs::remove_dir_all(folder).unwrap();
 }

@@ -78,14 +78,36 @@ def mlp(rng, batch):
     return w, loss, data
 
 
+# Each optimizer as the test builds it in polytensor (`Graph::minimize`), and in TensorFlow.
 OPTIMIZERS = {
-    "nesterov": lambda: v1.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),
-    "momentum": lambda: v1.train.MomentumOptimizer(0.1, 0.9),
-    "adam": lambda: v1.train.AdamOptimizer(0.01),
-    "sgd": lambda: v1.train.GradientDescentOptimizer(0.2),
-    "adagrad": lambda: v1.train.AdagradOptimizer(0.1),
-    "rmsprop": lambda: v1.train.RMSPropOptimizer(0.01, momentum=0.5),
+    "nesterov": {"kind": "momentum", "learning_rate": 0.05, "momentum": 0.9, "nesterov": True},
+    "momentum": {"kind": "momentum", "learning_rate": 0.1, "momentum": 0.9, "nesterov": False},
+    # Adam's epsilon is 1e-3, not its default 1e-8: with 1e-8, Adam takes a full step for a
+    # gradient at the level of float32 rounding, in the direction of that rounding, so two
+    # float32 implementations (any order of summation) part by ~3e-5 in 20 steps on some
+    # weights; with 1e-3, polytensor is within 1% of the tolerance on every device.
+    "adam": {"kind": "adam", "learning_rate": 0.01, "beta1": 0.9, "beta2": 0.999,
+             "epsilon": 1e-3},
+    "sgd": {"kind": "sgd", "learning_rate": 0.2},
+    "adagrad": {"kind": "adagrad", "learning_rate": 0.1, "initial_accumulator": 0.1},
+    "rmsprop": {"kind": "rmsprop", "learning_rate": 0.01, "decay": 0.9, "momentum": 0.5,
+                "epsilon": 1e-10},
 }
+
+
+def tensorflow_optimizer(o):
+    kind = o["kind"]
+    if kind == "momentum":
+        return v1.train.MomentumOptimizer(o["learning_rate"], o["momentum"],
+                                          use_nesterov=o["nesterov"])
+    if kind == "adam":
+        return v1.train.AdamOptimizer(o["learning_rate"], o["beta1"], o["beta2"], o["epsilon"])
+    if kind == "sgd":
+        return v1.train.GradientDescentOptimizer(o["learning_rate"])
+    if kind == "adagrad":
+        return v1.train.AdagradOptimizer(o["learning_rate"], o["initial_accumulator"])
+    return v1.train.RMSPropOptimizer(o["learning_rate"], o["decay"], o["momentum"], o["epsilon"])
+
 
 CASES = [("cnn_nesterov", cnn, 8, "nesterov"), ("cnn_adam", cnn, 8, "adam"),
          ("mlp_momentum", mlp, 32, "momentum"), ("mlp_sgd", mlp, 32, "sgd"),
@@ -102,7 +124,7 @@ def case(out, name, model, batch, optimizer, seed):
         names = sorted(w)
         grads = tf.gradients(loss, [w[k] for k in names])
         grads = [tf.identity(g, name="grad_" + k) for g, k in zip(grads, names)]
-        train = OPTIMIZERS[optimizer]().minimize(loss, name="train")
+        train = tensorflow_optimizer(OPTIMIZERS[optimizer]).minimize(loss, name="train")
         finals = [tf.identity(w[k], name="final_" + k) for k in names]
         init = v1.global_variables_initializer()
         batches = [data() for _ in range(4)]
@@ -125,6 +147,7 @@ def case(out, name, model, batch, optimizer, seed):
         "loss": "loss:0",
         "grads": [g.name for g in grads],
         "expected": [spec(v) for v in values],
+        "optimizer": OPTIMIZERS[optimizer],
         "train": {"op": train.name, "steps": STEPS,
                   "batches": [{k: spec(v) for k, v in b.items()} for b in batches],
                   "fetches": [f.name for f in finals],
