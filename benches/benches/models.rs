@@ -27,6 +27,10 @@
 //! - `conv2d_bf16_weights_*`: the mixed-precision convolution kernels (implicit GEMM and
 //!   Winograd's), each with its f32 filter and with it rounded to bf16.
 //!
+//! - `train_step_mnist_cnn_b32`, `train_step_mlp_b32`: one training step (forward,
+//!   backward, Adam) of Keras's MNIST CNN and of an MLP at batch 32, the graph
+//!   `Graph::minimize` writes (`benches::training`), beside TensorFlow running that graph.
+//!
 //! - `saved_model_load_and_first_run`: `SavedModel::load` of a SavedModel directory plus
 //!   its first signature call (the time to a first result), for three SavedModels
 //!   `tests/python/saved_models.py` makes into `target/saved-models-bench` (a Keras
@@ -481,9 +485,38 @@ fn saved_model(c: &mut Criterion) {
     group.finish();
 }
 
+/// One training step (forward, backward and Adam) of Keras's MNIST CNN and of an MLP at
+/// batch 32, the graph `Graph::minimize` writes, run by polytensor and by TensorFlow.
+fn training(c: &mut Criterion) {
+    let device = cpu();
+    let dir = workspace().join("target/training-bench");
+    let steps = [
+        ("mnist_cnn", benches::training::mnist_cnn(32, &device)),
+        ("mlp", benches::training::mlp(32, &device)),
+    ];
+    let mut tf = TensorFlow::start();
+    for (name, step) in steps {
+        let step = step.expect("the training graph");
+        let session = Session::with_options(&step.graph, SessionOptions::new(vec![device.clone()]))
+            .expect("a session");
+        let init: Vec<_> = step.init.iter().collect();
+        session.run(&[], &[], &init).expect("initialised");
+        let feeds: Vec<_> = step.feeds.iter().map(|(p, v)| (p, v)).collect();
+        let mut group = c.benchmark_group(format!("train_step_{name}_b32"));
+        group.bench_function("polytensor", |b| {
+            b.iter(|| black_box(session.run(&feeds, &[], &[&step.step]).unwrap()))
+        });
+        if let Some(tf) = tf.as_mut() {
+            tf.load_training(&step.write(&dir, name).expect("written"), threads());
+            group.bench_function("tensorflow", |b| b.iter_custom(|iters| tf.time(iters)));
+        }
+        group.finish();
+    }
+}
+
 criterion_group! {
     name = model_benches;
     config = benches::criterion_config();
-    targets = conv2d, conv1d, conv2d_bf16_weights, conv2d_packed_filters, models, keras, zoo, zoo_bf16, saved_model, gpu
+    targets = training, conv2d, conv1d, conv2d_bf16_weights, conv2d_packed_filters, models, keras, zoo, zoo_bf16, saved_model, gpu
 }
 criterion_main!(model_benches);

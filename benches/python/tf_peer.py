@@ -133,6 +133,18 @@ def main():
             s = session(graph, threads)
             s.run(init)
             run = lambda: s.run(fetch)
+        elif words[0] == "train":
+            # A training step polytensor wrote (`Graph::minimize`): the same graph in both.
+            path, threads = words[1], int(words[2])
+            with open(path[: -len(".pb")] + ".json") as f:
+                sidecar = json.load(f)
+            graph = imported(path)
+            feed = {graph.get_tensor_by_name(name): decoded(spec)
+                    for name, spec in sidecar["feeds"].items()}
+            step = graph.get_operation_by_name(sidecar["step"])
+            s = session(graph, threads)
+            s.run([graph.get_operation_by_name(name) for name in sidecar["init"]])
+            run = lambda: s.run(step, feed)
         elif words[0] == "while":
             path, steps, version, threads = words[1], int(words[2]), words[3], int(words[4])
             if version == "v1":

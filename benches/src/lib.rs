@@ -12,6 +12,7 @@ use std::sync::Arc;
 #[cfg(feature = "peers")]
 pub mod peers;
 pub mod tensorflow;
+pub mod training;
 
 /// Deterministic values in [-1, 1).
 pub fn values(n: usize, seed: u64) -> Vec<f32> {

@@ -158,6 +158,13 @@ impl TensorFlow {
         assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
     }
 
+    /// Load a training step polytensor wrote ([`crate::training::TrainingStep::write`] at
+    /// `path`), its variables initialised, run on `threads` threads.
+    pub fn load_training(&mut self, path: &Path, threads: usize) {
+        let answer = self.ask(&format!("train {} {threads}", path.display()));
+        assert_eq!(answer, "ready", "TensorFlow peer: {answer}");
+    }
+
     /// Load a counter loop of `steps` iterations written with control flow `version`
     /// (`"v1"` or `"v2"`), run on `threads` threads, and write its GraphDef to `path`.
     pub fn load_while(&mut self, path: &Path, steps: usize, version: &str, threads: usize) {

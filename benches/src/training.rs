@@ -1,0 +1,214 @@
+//! The training benchmarks' models, built as TensorFlow graphs with `Graph::minimize`
+//! (Adam), so that polytensor and TensorFlow run the very same training step: Keras's
+//! MNIST CNN (28x28x1 images; 3x3 convolutions of 32 and 64 filters, each with ReLU and 2x2
+//! max pooling; a dense layer of 128 with ReLU; 10 classes) and an MLP (784, 256, 256, 10,
+//! ReLU), each with sparse softmax cross entropy.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use polytensor::graph::{int_list, Graph, Operation, Optimizer, Output};
+use polytensor::{DataType, Device, PartialTensorShape, Result, Tensor};
+
+/// A training step ready to run: the graph, what initialises it, the step, and one batch.
+pub struct TrainingStep {
+    /// The model, its loss and its optimizer.
+    pub graph: Graph,
+    /// The weights' and the optimizer's initializers.
+    pub init: Vec<Operation>,
+    /// One Adam step.
+    pub step: Operation,
+    /// The batch fed to every step: (placeholder, value).
+    pub feeds: Vec<(Output, Tensor)>,
+}
+
+impl TrainingStep {
+    /// Write the graph to `dir/NAME.pb` and `dir/NAME.json` (the init and step op names and
+    /// the feeds), what the TensorFlow peer's `train` command loads.
+    pub fn write(&self, dir: &Path, name: &str) -> std::io::Result<std::path::PathBuf> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(format!("{name}.pb"));
+        std::fs::write(&path, self.graph.to_graph_def_bytes())?;
+        let feeds: serde_json::Map<String, serde_json::Value> = self
+            .feeds
+            .iter()
+            .map(|(placeholder, value)| {
+                let spec = serde_json::json!({
+                    "dtype": value.dtype().name(),
+                    "shape": value.dims(),
+                    "data_hex": value.to_bytes().expect("feed bytes").iter()
+                        .map(|b| format!("{b:02x}")).collect::<String>(),
+                });
+                (placeholder.name(), spec)
+            })
+            .collect();
+        let sidecar = serde_json::json!({
+            "init": self.init.iter().map(|op| op.name()).collect::<Vec<_>>(),
+            "step": self.step.name(),
+            "feeds": feeds,
+        });
+        std::fs::write(dir.join(format!("{name}.json")), sidecar.to_string())?;
+        Ok(path)
+    }
+}
+
+/// Keras's MNIST CNN at `batch`, trained with Adam.
+pub fn mnist_cnn(batch: usize, device: &Arc<dyn Device>) -> Result<TrainingStep> {
+    let mut model = Model::new([28, 28, 1], batch)?;
+    let x = model.conv_relu_pool(model.input.clone(), [3, 3, 1, 32])?;
+    let x = model.conv_relu_pool(x, [3, 3, 32, 64])?;
+    let flat = model.graph.constant_values(&[-1i32, 7 * 7 * 64], &[2])?;
+    let x = model.graph.op("Reshape").input(&x).input(&flat).build_output()?;
+    let x = model.dense(&x, [7 * 7 * 64, 128], true)?;
+    let logits = model.dense(&x, [128, 10], false)?;
+    model.finish(&logits, device)
+}
+
+/// An MLP (784, 256, 256, 10) at `batch`, trained with Adam.
+pub fn mlp(batch: usize, device: &Arc<dyn Device>) -> Result<TrainingStep> {
+    let mut model = Model::new([784, 0, 0], batch)?;
+    let x = model.dense(&model.input.clone(), [784, 256], true)?;
+    let x = model.dense(&x, [256, 256], true)?;
+    let logits = model.dense(&x, [256, 10], false)?;
+    model.finish(&logits, device)
+}
+
+/// A model being built: its graph, input, labels and weights.
+struct Model {
+    graph: Graph,
+    input: Output,
+    labels: Output,
+    dims: Vec<usize>,
+    weights: Vec<Output>,
+    init: Vec<Operation>,
+}
+
+impl Model {
+    /// A model of `[batch, dims...]` inputs (trailing zero dims left out).
+    fn new(dims: [usize; 3], batch: usize) -> Result<Self> {
+        let mut graph = Graph::new();
+        let mut all = vec![batch];
+        all.extend(dims.iter().copied().filter(|&d| d > 0));
+        let known: Vec<Option<usize>> = all.iter().map(|&d| Some(d)).collect();
+        let input =
+            graph.placeholder_named("input", DataType::Float, &PartialTensorShape::new(&known)?)?;
+        let labels = graph.placeholder_named(
+            "labels",
+            DataType::Int32,
+            &PartialTensorShape::new(&[Some(batch)])?,
+        )?;
+        Ok(Model {
+            graph,
+            input,
+            labels,
+            dims: all,
+            weights: Vec::new(),
+            init: Vec::new(),
+        })
+    }
+
+    /// A weight of `dims` initialised to a seeded truncated normal times `scale` (zeros for
+    /// a scale of 0); its read.
+    fn weight(&mut self, dims: &[usize], scale: f32) -> Result<Output> {
+        let g = &mut self.graph;
+        let name = format!("w{}", self.weights.len());
+        let known: Vec<Option<usize>> = dims.iter().map(|&d| Some(d)).collect();
+        let handle = g
+            .op("VarHandleOp")
+            .name(&name)
+            .attr("dtype", DataType::Float)
+            .attr("shape", &PartialTensorShape::new(&known)?)
+            .attr("shared_name", name.as_str())
+            .build_output()?;
+        let shape: Vec<i32> = dims.iter().map(|&d| d as i32).collect();
+        let shape = g.constant_values(&shape, &[dims.len()])?;
+        let random = g
+            .op("TruncatedNormal")
+            .input(&shape)
+            .attr("dtype", DataType::Float)
+            .attr("seed", 1i64)
+            .attr("seed2", self.weights.len() as i64 + 1)
+            .build_output()?;
+        let scale = g.constant(scale)?;
+        let value = g.mul(&random, &scale)?;
+        self.init.push(
+            g.op("AssignVariableOp")
+                .input(&handle)
+                .input(&value)
+                .attr("dtype", DataType::Float)
+                .build()?,
+        );
+        self.weights.push(handle.clone());
+        g.op("ReadVariableOp")
+            .input(&handle)
+            .attr("dtype", DataType::Float)
+            .build_output()
+    }
+
+    /// `MaxPool(Relu(BiasAdd(Conv2D(x, filter), bias)))`, SAME 3x3 and 2x2 pooling.
+    fn conv_relu_pool(&mut self, x: Output, filter: [usize; 4]) -> Result<Output> {
+        let fan_in = (filter[0] * filter[1] * filter[2]) as f32;
+        let kernel = self.weight(&filter, (2.0 / fan_in).sqrt())?;
+        let bias = self.weight(&[filter[3]], 0.0)?;
+        let g = &mut self.graph;
+        let conv = g
+            .op("Conv2D")
+            .input(&x)
+            .input(&kernel)
+            .attr("strides", int_list(&[1, 1, 1, 1]))
+            .attr("padding", "SAME")
+            .build_output()?;
+        let biased = g.op("BiasAdd").input(&conv).input(&bias).build_output()?;
+        let relu = g.unary("Relu", &biased)?;
+        g.op("MaxPool")
+            .input(&relu)
+            .attr("ksize", int_list(&[1, 2, 2, 1]))
+            .attr("strides", int_list(&[1, 2, 2, 1]))
+            .attr("padding", "VALID")
+            .build_output()
+    }
+
+    /// `Relu(BiasAdd(MatMul(x, w), b))` (no ReLU unless `relu`).
+    fn dense(&mut self, x: &Output, [inputs, outputs]: [usize; 2], relu: bool) -> Result<Output> {
+        let w = self.weight(&[inputs, outputs], (2.0 / inputs as f32).sqrt())?;
+        let b = self.weight(&[outputs], 0.0)?;
+        let g = &mut self.graph;
+        let product = g.matmul(x, &w)?;
+        let biased = g.op("BiasAdd").input(&product).input(&b).build_output()?;
+        if relu {
+            g.unary("Relu", &biased)
+        } else {
+            Ok(biased)
+        }
+    }
+
+    /// The loss (mean sparse softmax cross entropy), Adam's step, and a seeded batch.
+    fn finish(mut self, logits: &Output, device: &Arc<dyn Device>) -> Result<TrainingStep> {
+        let g = &mut self.graph;
+        let losses = g
+            .op("SparseSoftmaxCrossEntropyWithLogits")
+            .input(logits)
+            .input(&self.labels)
+            .build_output()?;
+        let axis = g.constant_values(&[0i32], &[1])?;
+        let loss = g.op("Mean").input(&losses).input(&axis).build_output()?;
+        let adam = Optimizer::Adam {
+            learning_rate: 0.001,
+            beta1: 0.9,
+            beta2: 0.999,
+            epsilon: 1e-7,
+        };
+        let training = g.minimize(&loss, &self.weights, &adam)?;
+        self.init.push(training.init);
+        let batch = self.dims[0];
+        let images = crate::tensor(&self.dims, DataType::Float, 3, device);
+        let labels: Vec<i32> = (0..batch as i32).map(|i| (i * 7) % 10).collect();
+        let labels = Tensor::from_slice(&labels, [batch], device)?;
+        Ok(TrainingStep {
+            graph: self.graph,
+            init: self.init,
+            step: training.step,
+            feeds: vec![(self.input, images), (self.labels, labels)],
+        })
+    }
+}
