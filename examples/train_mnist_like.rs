@@ -18,9 +18,10 @@ const BATCH: usize = 32;
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let device = polytensor::device(&args.next().unwrap_or_else(|| "cpu:0".into()))?;
-    let steps: usize = args.next().map_or(Ok(60), |s| s.parse()).map_err(|e| {
-        polytensor::Error::invalid(format!("STEPS must be a number: {e}"))
-    })?;
+    let steps: usize = args
+        .next()
+        .map_or(Ok(60), |s| s.parse())
+        .map_err(|e| polytensor::Error::invalid(format!("STEPS must be a number: {e}")))?;
 
     let mut graph = Graph::new();
     let images = graph.placeholder_named(
@@ -57,7 +58,11 @@ fn main() -> Result<()> {
         .input(&labels)
         .build_output()?;
     let axis = graph.constant_values(&[0i32], &[1])?;
-    let loss = graph.op("Mean").input(&losses).input(&axis).build_output()?;
+    let loss = graph
+        .op("Mean")
+        .input(&losses)
+        .input(&axis)
+        .build_output()?;
     let adam = Optimizer::Adam {
         learning_rate: 0.01,
         beta1: 0.9,
@@ -153,7 +158,11 @@ impl Synthetic {
             patterns: Vec::new(),
         };
         data.patterns = (0..CLASSES)
-            .map(|_| (0..SIDE * SIDE).map(|_| data.uniform() * 2.0 - 1.0).collect())
+            .map(|_| {
+                (0..SIDE * SIDE)
+                    .map(|_| data.uniform() * 2.0 - 1.0)
+                    .collect()
+            })
             .collect();
         data
     }

@@ -658,6 +658,26 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, O: Element>(
 ) -> Result<()> {
     check_shapes("map", &[a.layout(), b.layout(), c.layout()], out.layout())?;
     let (sa, sb, sc) = (input::<A>(a)?, input::<B>(b)?, input::<C>(c)?);
+    // Every operand contiguous or one broadcast element: runs of the three zipped, in
+    // pieces across threads.
+    if let (Some(xa), Some(xb), Some(xc)) = (Flat::of(a, sa), Flat::of(b, sb), Flat::of(c, sc)) {
+        let total = out.layout().num_elements();
+        let threads = rayon::current_num_threads();
+        let piece = (total / (threads * 8)).max(4096);
+        let dst = SharedOut::new(output::<O>(out)?);
+        let parallel = total >= PARALLEL_MIN_ELEMENTS && threads > 1;
+        run_items(total.div_ceil(piece), parallel, &|item| {
+            let start = item * piece;
+            let len = piece.min(total - start);
+            // SAFETY: each item owns elements `start..start + len` of the output.
+            let os = unsafe { dst.run(start, len) };
+            let (ra, rb, rc) = (xa.run(start, len), xb.run(start, len), xc.run(start, len));
+            for (i, o) in os.iter_mut().enumerate() {
+                *o = f(ra.get(i), rb.get(i), rc.get(i));
+            }
+        });
+        return Ok(());
+    }
     let out_strides = contiguous_strides(out.layout().shape());
     let rows = StridedRows::new(
         &out.layout().shape().dims(),
@@ -684,6 +704,42 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, O: Element>(
         }
     });
     Ok(())
+}
+
+/// An operand of an elementwise kernel that is contiguous or one element broadcast.
+#[derive(Clone, Copy)]
+enum Flat<'a, T> {
+    Run(&'a [T]),
+    Splat(T),
+}
+
+impl<'a, T: Element> Flat<'a, T> {
+    /// `view` (its elements `data`) as contiguous or broadcast, if it is either.
+    fn of(view: &TensorView<'_>, data: &'a [T]) -> Option<Self> {
+        let layout = view.layout();
+        if let Some(range) = contiguous_range(layout) {
+            return Some(Flat::Run(&data[range]));
+        }
+        let splat = layout.strides().iter().all(|&s| s == 0);
+        splat.then(|| data.get(layout.offset()).copied().map(Flat::Splat))?
+    }
+
+    /// The part of `len` elements from `start`.
+    fn run(self, start: usize, len: usize) -> Self {
+        match self {
+            Flat::Run(data) => Flat::Run(&data[start..start + len]),
+            splat => splat,
+        }
+    }
+
+    /// Element `i`.
+    #[inline(always)]
+    fn get(self, i: usize) -> T {
+        match self {
+            Flat::Run(data) => data[i],
+            Flat::Splat(value) => value,
+        }
+    }
 }
 
 /// `out[i] = f(i)` over the output's elements in row-major order.

@@ -58,7 +58,12 @@ pub fn mnist_cnn(batch: usize, device: &Arc<dyn Device>) -> Result<TrainingStep>
     let x = model.conv_relu_pool(model.input.clone(), [3, 3, 1, 32])?;
     let x = model.conv_relu_pool(x, [3, 3, 32, 64])?;
     let flat = model.graph.constant_values(&[-1i32, 7 * 7 * 64], &[2])?;
-    let x = model.graph.op("Reshape").input(&x).input(&flat).build_output()?;
+    let x = model
+        .graph
+        .op("Reshape")
+        .input(&x)
+        .input(&flat)
+        .build_output()?;
     let x = model.dense(&x, [7 * 7 * 64, 128], true)?;
     let logits = model.dense(&x, [128, 10], false)?;
     model.finish(&logits, device)

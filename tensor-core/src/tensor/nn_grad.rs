@@ -48,11 +48,14 @@ impl Tensor {
         let number = |v: f64| Tensor::full(TensorShape::scalar(), v, dy.dtype, dy.device());
         let zero = number(0.0)?;
         match op {
-            UnaryOp::Relu => value.binary(BinaryOp::Gt, &zero)?.where_(dy, &zero),
-            UnaryOp::Relu6 => value
-                .binary(BinaryOp::Gt, &zero)?
-                .binary(BinaryOp::And, &value.binary(BinaryOp::Lt, &number(6.0)?)?)?
-                .where_(dy, &zero),
+            // dy * (x > 0), a product as TensorFlow's (a NaN gradient stays NaN).
+            UnaryOp::Relu => dy.mul(&value.binary(BinaryOp::Gt, &zero)?.cast(dy.dtype)?),
+            UnaryOp::Relu6 => dy.mul(
+                &value
+                    .binary(BinaryOp::Gt, &zero)?
+                    .binary(BinaryOp::And, &value.binary(BinaryOp::Lt, &number(6.0)?)?)?
+                    .cast(dy.dtype)?,
+            ),
             // dy * y * (1 - y), in that order, as TensorFlow's functor.
             UnaryOp::Sigmoid => dy.mul(value)?.mul(&number(1.0)?.sub(value)?),
             // dy * (1 - y * y).
@@ -195,6 +198,11 @@ impl Tensor {
             .pad(&[(0, 0), (top, bottom), (left, right), (0, 0)], lowest)?
             .contiguous()?;
         let zero = Tensor::full(TensorShape::scalar(), 0.0, dy.dtype, dy.device())?;
+        if let Some(windows) = geometry.tiles(&padded)? {
+            return geometry
+                .max_tiles_grad(&windows, &y, &dy, &zero)?
+                .into_format(options.format);
+        }
         let mut taken: Option<Tensor> = None;
         let mut canvas: Option<Tensor> = None;
         for a in 0..options.window[0] {
@@ -479,6 +487,71 @@ impl PoolGeometry {
                 strides[3],
             ],
             offset as usize,
+        )
+    }
+
+    /// Where the windows tile the padded input (the stride is the window), `padded` as
+    /// `[batch, out_h, k_h, out_w, k_w, channels]`: each window's elements at once.
+    fn tiles(&self, padded: &Tensor) -> Result<Option<Tensor>> {
+        if self.strides != self.window {
+            return Ok(None);
+        }
+        let [kh, kw] = self.window;
+        let [oh, ow] = [self.dims[0].output, self.dims[1].output];
+        let [n, c] = [self.input[0], self.input[3]];
+        let cropped = padded.narrow(1, 0, oh * kh)?.narrow(2, 0, ow * kw)?;
+        Ok(Some(cropped.contiguous()?.reshape([n, oh, kh, ow, kw, c])?))
+    }
+
+    /// `MaxPoolGrad` on tiling windows ([`PoolGeometry::tiles`]): each window's gradient to
+    /// its first element (row-major) equal to the maximum. The taps are ranked `k_h * k_w`
+    /// down to 1; the first maximum is the one of highest rank among those equal to `y`.
+    fn max_tiles_grad(
+        &self,
+        windows: &Tensor,
+        y: &Tensor,
+        dy: &Tensor,
+        zero: &Tensor,
+    ) -> Result<Tensor> {
+        let [kh, kw] = self.window;
+        let [oh, ow] = [self.dims[0].output, self.dims[1].output];
+        let [n, c] = [self.input[0], self.input[3]];
+        let per_window = [n, oh, 1, ow, 1, c];
+        let hits = windows.binary(BinaryOp::Eq, &y.reshape(per_window)?)?;
+        // Ranks in float32 (exact to 2^24 taps), whose reduction over one middle axis at a
+        // time has the fast kernels.
+        let ranks: Vec<f32> = (0..kh * kw).rev().map(|r| (r + 1) as f32).collect();
+        let ranks = Tensor::from_slice(&ranks, [1, 1, kh, 1, kw, 1], windows.device())?;
+        let scores = hits.cast(DataType::Float)?.mul(&ranks)?;
+        let best = scores
+            .reshape([n * oh * kh * ow, kw, c])?
+            .reduce(ReduceOp::Max, &[1], false)?
+            .reshape([n * oh, kh, ow * c])?
+            .reduce(ReduceOp::Max, &[1], false)?
+            .reshape(per_window)?;
+        let first = scores
+            .binary(BinaryOp::Eq, &best)?
+            .binary(BinaryOp::And, &hits)?;
+        let spread = dy
+            .reshape(per_window)?
+            .broadcast_to(windows.dims())?
+            .contiguous()?;
+        let grad = first
+            .where_(&spread, zero)?
+            .reshape([n, oh * kh, ow * kw, c])?;
+        // The input's rows and columns: past the padding before, padded with zeros where
+        // the windows stop short of the input's end.
+        let [(top, _), (left, _)] = self.pads();
+        let [h, w] = [self.input[1], self.input[2]];
+        let grad = grad.narrow(1, top, (oh * kh - top).min(h))?;
+        let grad = grad.narrow(2, left, (ow * kw - left).min(w))?;
+        let rest = [h - grad.dims()[1], w - grad.dims()[2]];
+        if rest == [0, 0] {
+            return grad.contiguous();
+        }
+        grad.pad(
+            &[(0, 0), (0, rest[0]), (0, rest[1]), (0, 0)],
+            Scalar::F64(0.0),
         )
     }
 
