@@ -451,3 +451,227 @@ fn a_tensorflow_graph_with_collective_ops_spans_the_ranks() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// An MLP (6 features, 8 hidden with ReLU, 3 classes, mean sparse softmax cross entropy)
+/// whose Adam step takes its gradients as fed placeholders (`Graph::apply_gradients`):
+/// the graph, the features and labels, the gradients (`Graph::gradients`), their
+/// placeholders, the step, the initializers and the weights' reads.
+struct Mlp {
+    graph: polytensor::graph::Graph,
+    x: polytensor::graph::Output,
+    y: polytensor::graph::Output,
+    gradients: Vec<polytensor::graph::Output>,
+    fed: Vec<polytensor::graph::Output>,
+    step: polytensor::graph::Operation,
+    init: Vec<polytensor::graph::Operation>,
+    reads: Vec<polytensor::graph::Output>,
+}
+
+fn mlp() -> Mlp {
+    use polytensor::graph::{Graph, Optimizer};
+    use polytensor::PartialTensorShape;
+    let mut g = Graph::new();
+    let known = |dims: &[usize]| {
+        PartialTensorShape::new(&dims.iter().map(|&d| Some(d)).collect::<Vec<_>>()).unwrap()
+    };
+    let x = g
+        .placeholder_named(
+            "x",
+            DataType::Float,
+            &PartialTensorShape::new(&[None, Some(6)]).unwrap(),
+        )
+        .unwrap();
+    let y = g
+        .placeholder_named(
+            "y",
+            DataType::Int32,
+            &PartialTensorShape::new(&[None]).unwrap(),
+        )
+        .unwrap();
+    let (mut weights, mut init, mut reads) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, dims) in [vec![6, 8], vec![8], vec![8, 3], vec![3]]
+        .into_iter()
+        .enumerate()
+    {
+        let count: usize = dims.iter().product();
+        let values: Vec<f32> = (0..count)
+            .map(|j| ((i * 31 + j * 7) % 13) as f32 / 13.0 - 0.45)
+            .collect();
+        let name = format!("w{i}");
+        let handle = g
+            .op("VarHandleOp")
+            .name(&name)
+            .attr("dtype", DataType::Float)
+            .attr("shape", &known(&dims))
+            .attr("shared_name", name.as_str())
+            .build_output()
+            .unwrap();
+        let value = g.constant_values(&values, &dims).unwrap();
+        init.push(
+            g.op("AssignVariableOp")
+                .input(&handle)
+                .input(&value)
+                .attr("dtype", DataType::Float)
+                .build()
+                .unwrap(),
+        );
+        reads.push(
+            g.op("ReadVariableOp")
+                .input(&handle)
+                .attr("dtype", DataType::Float)
+                .build_output()
+                .unwrap(),
+        );
+        weights.push(handle);
+    }
+    let hidden = g.matmul(&x, &reads[0]).unwrap();
+    let hidden = g
+        .op("BiasAdd")
+        .input(&hidden)
+        .input(&reads[1])
+        .build_output()
+        .unwrap();
+    let hidden = g.unary("Relu", &hidden).unwrap();
+    let logits = g.matmul(&hidden, &reads[2]).unwrap();
+    let logits = g
+        .op("BiasAdd")
+        .input(&logits)
+        .input(&reads[3])
+        .build_output()
+        .unwrap();
+    let losses = g
+        .op("SparseSoftmaxCrossEntropyWithLogits")
+        .input(&logits)
+        .input(&y)
+        .build_output()
+        .unwrap();
+    let axis = g.constant_values(&[0i32], &[1]).unwrap();
+    let loss = g
+        .op("Mean")
+        .input(&losses)
+        .input(&axis)
+        .build_output()
+        .unwrap();
+    let gradients: Vec<_> = g
+        .gradients(&[loss], &weights, None)
+        .unwrap()
+        .into_iter()
+        .map(Option::unwrap)
+        .collect();
+    let fed: Vec<_> = gradients
+        .iter()
+        .enumerate()
+        .map(|(i, grad)| {
+            g.placeholder_named(&format!("grad{i}"), DataType::Float, grad.shape())
+                .unwrap()
+        })
+        .collect();
+    let adam = Optimizer::Adam {
+        learning_rate: 0.05,
+        beta1: 0.9,
+        beta2: 0.999,
+        epsilon: 1e-3,
+    };
+    let training = g.apply_gradients(&fed, &weights, &adam).unwrap();
+    init.push(training.init);
+    Mlp {
+        graph: g,
+        x,
+        y,
+        gradients,
+        fed,
+        step: training.step,
+        init,
+        reads,
+    }
+}
+
+/// Batch `step` of 8 examples, rows `rows` of it: features and labels.
+fn batch(step: usize, rows: std::ops::Range<usize>, device: &Arc<dyn Device>) -> (Tensor, Tensor) {
+    let features: Vec<f32> = rows
+        .clone()
+        .flat_map(|r| (0..6).map(move |j| ((step * 8 + r) as f32 * 0.37 + j as f32 * 1.3).sin()))
+        .collect();
+    let labels: Vec<i32> = rows.clone().map(|r| ((step + r) % 3) as i32).collect();
+    (
+        Tensor::from_slice(&features, [rows.len(), 6], device).unwrap(),
+        Tensor::from_slice(&labels, [rows.len()], device).unwrap(),
+    )
+}
+
+/// Train `model` for 10 steps: each step's gradients from `gradients_of(step)`, then Adam.
+fn train(
+    model: &Mlp,
+    session: &polytensor::graph::Session,
+    mut gradients_of: impl FnMut(usize) -> Vec<Tensor>,
+) -> Vec<Vec<f32>> {
+    let init: Vec<_> = model.init.iter().collect();
+    session.run(&[], &[], &init).unwrap();
+    for step in 0..10 {
+        let grads = gradients_of(step);
+        let feeds: Vec<_> = model.fed.iter().zip(&grads).collect();
+        session.run(&feeds, &[], &[&model.step]).unwrap();
+    }
+    let reads: Vec<_> = model.reads.iter().collect();
+    let weights = session.run(&[], &reads, &[]).unwrap();
+    weights.iter().map(|w| w.to_vec::<f32>().unwrap()).collect()
+}
+
+/// Data-parallel training under `mpirun -np 2`: each rank takes its half of every batch,
+/// its gradients all-reduced over MPI to their mean, and applies Adam; after 10 steps
+/// every rank holds the weights one process reaches training on the whole batches.
+#[test]
+fn data_parallel_training_matches_one_process_on_the_whole_batch() {
+    if child() {
+        as_rank(|world| {
+            use polytensor::graph::Session;
+            let device = cpu();
+            let model = mlp();
+            let (rank, size) = (world.rank(), world.size());
+            let whole = Session::new(&model.graph, device.clone());
+            let alone = train(&model, &whole, |step| {
+                let (x, y) = batch(step, 0..8, &device);
+                let fetches: Vec<_> = model.gradients.iter().collect();
+                whole
+                    .run(&[(&model.x, &x), (&model.y, &y)], &fetches, &[])
+                    .unwrap()
+            });
+            let parallel = Session::new(&model.graph, device.clone());
+            let share = 8 / size;
+            let together = train(&model, &parallel, |step| {
+                let (x, y) = batch(step, rank * share..(rank + 1) * share, &device);
+                let fetches: Vec<_> = model.gradients.iter().collect();
+                let local = parallel
+                    .run(&[(&model.x, &x), (&model.y, &y)], &fetches, &[])
+                    .unwrap();
+                local
+                    .iter()
+                    .map(|g| world.all_reduce(g, Reduction::Mean).unwrap())
+                    .collect()
+            });
+            for (i, (a, b)) in alone.iter().zip(&together).enumerate() {
+                for (x, y) in a.iter().zip(b) {
+                    assert!(
+                        (x - y).abs() <= 1e-5 * x.abs().max(1.0),
+                        "rank {rank}: weight {i}: {a:?} alone, {b:?} data-parallel"
+                    );
+                }
+            }
+            // Every rank holds the same weights.
+            for weight in &together {
+                let mine = Tensor::from_slice(weight, [weight.len()], &device).unwrap();
+                let everyone = world.all_gather(&mine).unwrap().to_vec::<f32>().unwrap();
+                for copy in everyone.chunks(weight.len()) {
+                    assert_eq!(copy, weight.as_slice(), "rank {rank}'s copy differs");
+                }
+            }
+        });
+    } else {
+        mpirun(
+            2,
+            "data_parallel_training_matches_one_process_on_the_whole_batch",
+            &[],
+            Ending::Clean,
+        );
+    }
+}

@@ -134,6 +134,35 @@ impl Graph {
         })
     }
 
+    /// `optimizer.apply_gradients(zip(gradients, weights))`: one step of `optimizer` on
+    /// `weights` (resource handles) by the given `gradients` (one per weight, of its dtype
+    /// and shape): gradients computed elsewhere, such as fed placeholders holding the mean
+    /// of every rank's gradients in data-parallel training.
+    pub fn apply_gradients(
+        &mut self,
+        gradients: &[Output],
+        weights: &[Output],
+        optimizer: &Optimizer,
+    ) -> Result<Training> {
+        if gradients.len() != weights.len() || gradients.is_empty() {
+            return Err(Error::invalid(format!(
+                "apply_gradients takes one gradient per weight, got {} for {}",
+                gradients.len(),
+                weights.len()
+            )));
+        }
+        let dtype = gradients[0].dtype();
+        let gradients: Vec<Option<Output>> = gradients.iter().cloned().map(Some).collect();
+        let (step, init) = self.name_scope(optimizer.name(), |g| {
+            g.optimizer_step(weights, &gradients, optimizer, dtype)
+        })?;
+        Ok(Training {
+            step,
+            init,
+            gradients,
+        })
+    }
+
     /// The step and the slots' initialiser, in the optimizer's name scope.
     fn optimizer_step(
         &mut self,
