@@ -366,3 +366,54 @@ fn polytensors_training_is_tensorflows_and_tensorflow_runs_and_restores_it() {
     }
     std::fs::remove_dir_all(folder).unwrap();
 }
+
+/// The gradient of a max pool by the definition: each window's `dy` to its first element
+/// (row-major) equal to the window's maximum.
+fn first_maxima(
+    x: &[f32],
+    [h, w]: [usize; 2],
+    window: [usize; 2],
+    strides: [usize; 2],
+) -> Vec<f32> {
+    let out = [0, 1].map(|d| ([h, w][d] - window[d]) / strides[d] + 1);
+    let mut grad = vec![0.0; h * w];
+    for i in 0..out[0] {
+        for j in 0..out[1] {
+            let taps = (0..window[0]).flat_map(|a| (0..window[1]).map(move |b| (a, b)));
+            let at = |(a, b): (usize, usize)| (i * strides[0] + a) * w + j * strides[1] + b;
+            let best = taps.clone().map(|t| x[at(t)]).fold(f32::MIN, f32::max);
+            let first = taps.map(at).find(|&p| x[p] == best).unwrap();
+            grad[first] += 1.0;
+        }
+    }
+    grad
+}
+
+/// TensorFlow's `MaxPoolGrad` gives each window's gradient to its first maximum, where
+/// finite differences cannot tell (ties: ReLU's zeros): on tiling windows (one pass over
+/// them) and overlapping ones (tap by tap), on every device.
+#[test]
+fn max_pool_gradients_go_to_the_first_maximum_of_each_window() {
+    use polytensor::{DataFormat, Padding, Pool2dOptions};
+    let zeros = vec![0.0f32; 36];
+    let few: Vec<f32> = (0..36).map(|i| ((i * 7) % 3) as f32).collect();
+    for device in golden::devices() {
+        for x in [&zeros, &few] {
+            for (window, strides) in [([2, 2], [2, 2]), ([3, 3], [1, 1]), ([2, 3], [2, 1])] {
+                let options = Pool2dOptions {
+                    window,
+                    strides,
+                    padding: Padding::Valid,
+                    format: DataFormat::Nhwc,
+                };
+                let t = Tensor::from_slice(x, [1, 6, 6, 1], &device).unwrap();
+                let y = t.max_pool2d(&options).unwrap();
+                let dy = Tensor::ones(y.dims(), DataType::Float, &device).unwrap();
+                let got = t.max_pool2d_grad(&y, &dy, &options).unwrap();
+                let want = first_maxima(x, [6, 6], window, strides);
+                let at = format!("{window:?} {strides:?} on {}", device.name());
+                assert_eq!(got.to_vec::<f32>().unwrap(), want, "{at}");
+            }
+        }
+    }
+}

@@ -12,10 +12,12 @@
 //! The catalogue is this module; [`run_layer`] (`run.rs`) runs a case through the public
 //! `Tensor` API and `reference.rs` holds the naive references it compares with.
 
+mod gradient;
 mod keras;
 mod reference;
 mod run;
 
+pub use gradient::Gradient;
 pub(crate) use run::exact;
 pub use run::run_layer;
 
@@ -143,6 +145,8 @@ pub enum Layer {
     },
     /// `Einsum` of operands of these dims (labels without `...`).
     Einsum(String, Vec<Vec<usize>>),
+    /// A gradient op, against finite differences of its forward ([`Gradient`]).
+    Gradient(Gradient),
 }
 
 impl Layer {
@@ -187,6 +191,7 @@ impl Layer {
             Layer::Resize { bilinear: true, .. } => "resize_bilinear",
             Layer::Resize { .. } => "resize_nearest",
             Layer::Einsum(..) => "einsum",
+            Layer::Gradient(op) => op.name(),
         }
     }
 }
@@ -763,6 +768,10 @@ pub fn layer_cases() -> Vec<LayerCase> {
             Layer::Einsum(equation.into(), dims),
             &FLOATS,
         ));
+    }
+    for (name, op) in gradient::cases() {
+        let label = format!("{}_{name}", op.name());
+        layers.push((label, Layer::Gradient(op), &[DataType::Float]));
     }
     let mut cases = Vec::new();
     for (name, layer, dtypes) in layers {

@@ -45,11 +45,28 @@ impl Inputs<'_> {
 
     /// The next input, of `dims`, drawn from `domain`.
     pub(super) fn next(&mut self, dims: &[usize], domain: Domain) -> Result<(Values, Tensor)> {
+        self.next_mapped(dims, domain, None)
+    }
+
+    /// [`Inputs::next`] with each value `v` drawn replaced by `map(v)` (rounded to the
+    /// dtype): a range no domain has.
+    pub(super) fn next_mapped(
+        &mut self,
+        dims: &[usize],
+        domain: Domain,
+        map: Option<fn(f64) -> f64>,
+    ) -> Result<(Values, Tensor)> {
         let n: usize = dims.iter().product();
         let mut rng = Rng::for_case(&format!("{}#{}", self.case.name, self.count));
+        let mut drawn = data::values(self.case.dtype, n, domain, &mut rng);
+        if let Some(map) = map {
+            for v in &mut drawn {
+                *v = data::round_to(self.case.dtype, Scalar::F64(map(v.to_f64())));
+            }
+        }
         let values = Values {
             dims: dims.to_vec(),
-            values: data::values(self.case.dtype, n, domain, &mut rng),
+            values: drawn,
         };
         let variant = if self.count == 0 {
             self.case.variant
@@ -103,6 +120,7 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
     };
     let dtype = case.dtype;
     let (got, want, tolerance): (Tensor, Vec<Expected>, Tolerance) = match &case.layer {
+        Layer::Gradient(op) => super::gradient::run(op, &mut inputs)?,
         Layer::Conv {
             image,
             filter,
