@@ -102,7 +102,7 @@ pub use registry::{
 // own module: the core's plus the registry.)
 pub use polytensor_core::{
     alloc, buffer, checkpoint, device, dtype, element, error, float8, layout, ops, partial_shape,
-    plan, proto, random, shape, slice, sparse, stats, tensor,
+    plan, proto, random, shape, slice, sparse, stats, tensor, train,
 };
 
 /// The `half` crate, whose `f16` and `bf16` are the element types of `float16` and

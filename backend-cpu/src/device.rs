@@ -309,6 +309,18 @@ impl Device for CpuDevice {
         unary::softmax(x, log, out)
     }
 
+    fn apply_update(
+        &self,
+        rule: polytensor_core::train::Rule,
+        var: &TensorView<'_>,
+        slots: &[TensorView<'_>],
+        scalars: &[f64],
+        grad: &TensorView<'_>,
+        outs: &mut [OutView<'_>],
+    ) -> Result<bool> {
+        crate::kernels::optimizer::apply_update(rule, var, slots, scalars, grad, outs)
+    }
+
     fn layer_norm(
         &self,
         x: &TensorView<'_>,

@@ -98,6 +98,8 @@ impl Rule {
     /// The variable's and its slots' new values (slots in [`Rule::operands`] order) from
     /// their values, the scalars (in that order) and the gradient, with TensorFlow's checks:
     /// every slot and the gradient of the variable's shape, the hyperparameters scalars.
+    /// In one pass where the device has the kernel ([`crate::Device::apply_update`]), else
+    /// as elementwise ops; both round as [`Rule::update`] on tensors.
     pub fn apply(
         self,
         var: &Tensor,
@@ -137,49 +139,146 @@ impl Rule {
                 )));
             }
         }
-        let one = || Tensor::full([0usize; 0], 1.0, var.dtype(), var.device());
-        let (g, s) = (grad, scalars);
+        if let Some(fused) = self.fused(var, slots, scalars, grad)? {
+            return Ok(fused);
+        }
+        let pick = |i: usize, all: &[Tensor]| all.get(i).unwrap_or(var).clone();
+        let slots2 = [pick(0, slots), pick(1, slots)];
+        let scalars6 = [0, 1, 2, 3, 4, 5].map(|i| pick(i, scalars));
+        let (value, updated) = self.update(var, &slots2, &scalars6, grad)?;
+        Ok((value, updated.into_iter().take(slots.len()).collect()))
+    }
+
+    /// The update in one pass on the device, where it has the kernel and every tensor is
+    /// contiguous, of one dtype and on the variable's device.
+    fn fused(
+        self,
+        var: &Tensor,
+        slots: &[Tensor],
+        scalars: &[Tensor],
+        grad: &Tensor,
+    ) -> Result<Option<(Tensor, Vec<Tensor>)>> {
+        let device = var.device();
+        let fits = |t: &Tensor| {
+            t.dtype() == var.dtype()
+                && t.is_contiguous()
+                && crate::device::same_device(t.device(), device)
+        };
+        if !slots.iter().chain([grad, var]).all(fits) {
+            return Ok(None);
+        }
+        let numbers = scalars
+            .iter()
+            .map(|s| s.cast(crate::DataType::Double)?.item::<f64>())
+            .collect::<Result<Vec<f64>>>()?;
+        let views: Vec<_> = slots.iter().map(Tensor::view).collect();
+        let made =
+            Tensor::produce_many(slots.len() + 1, var.shape(), var.dtype(), device, |outs| {
+                device.apply_update(self, &var.view(), &views, &numbers, &grad.view(), outs)
+            })?;
+        Ok(made.map(|mut outs| {
+            let value = outs.remove(0);
+            (value, outs)
+        }))
+    }
+
+    /// The rule itself, written once over [`Arithmetic`]: whole tensors (the elementwise
+    /// ops a device runs) or single numbers (a device's fused kernel, element by element).
+    /// `slots` and `scalars` hold the rule's in [`Rule::operands`] order, padded with any
+    /// value; the new slots come back in that order, padded likewise.
+    pub fn update<A: Arithmetic>(
+        self,
+        var: &A,
+        slots: &[A; 2],
+        scalars: &[A; 6],
+        g: &A,
+    ) -> Result<(A, [A; 2])> {
+        self.step(&self.prepare(var, scalars)?, var, slots, g)
+    }
+
+    /// What [`Rule::update`] computes from the hyperparameters alone (Adam's step size
+    /// `lr * sqrt(1 - beta2^t) / (1 - beta1^t)`, the decays' complements), once per update:
+    /// what [`Rule::step`] takes. `like` gives the numbers' type (its value is not read).
+    pub fn prepare<A: Arithmetic>(self, like: &A, scalars: &[A; 6]) -> Result<[A; 6]> {
+        let s = scalars;
+        let one = || like.number(1.0);
         Ok(match self {
-            Rule::GradientDescent => (var.sub(&g.mul(&s[0])?)?, vec![]),
+            Rule::Adam { .. } => {
+                let [beta1_power, beta2_power, lr, beta1, beta2, epsilon] = s;
+                let one = one()?;
+                let alpha = lr
+                    .mul(&one.sub(beta2_power)?.sqrt()?)?
+                    .div(&one.sub(beta1_power)?)?;
+                let (keep1, keep2) = (one.sub(beta1)?, one.sub(beta2)?);
+                [
+                    alpha,
+                    keep1,
+                    keep2,
+                    beta1.clone(),
+                    epsilon.clone(),
+                    epsilon.clone(),
+                ]
+            }
+            Rule::RmsProp => {
+                let [lr, rho, momentum, epsilon, _, _] = s;
+                let keep = one()?.sub(rho)?;
+                [
+                    lr.clone(),
+                    keep,
+                    momentum.clone(),
+                    epsilon.clone(),
+                    lr.clone(),
+                    lr.clone(),
+                ]
+            }
+            _ => s.clone(),
+        })
+    }
+
+    /// One update from [`Rule::prepare`]'s numbers `p`: the variable's and slots' new
+    /// values (as [`Rule::update`]).
+    #[inline(always)]
+    pub fn step<A: Arithmetic>(
+        self,
+        p: &[A; 6],
+        var: &A,
+        slots: &[A; 2],
+        g: &A,
+    ) -> Result<(A, [A; 2])> {
+        let unused = || slots[1].clone();
+        Ok(match self {
+            Rule::GradientDescent => (var.sub(&g.mul(&p[0])?)?, [unused(), unused()]),
             Rule::Momentum { nesterov } => {
-                let (lr, momentum) = (&s[0], &s[1]);
+                let (lr, momentum) = (&p[0], &p[1]);
                 let accum = slots[0].mul(momentum)?.add(g)?;
                 let step = if nesterov {
                     g.mul(lr)?.add(&accum.mul(momentum)?.mul(lr)?)?
                 } else {
                     accum.mul(lr)?
                 };
-                (var.sub(&step)?, vec![accum])
+                (var.sub(&step)?, [accum, unused()])
             }
             Rule::KerasMomentum { nesterov } => {
-                let (lr, momentum) = (&s[0], &s[1]);
+                let (lr, momentum) = (&p[0], &p[1]);
                 let accum = slots[0].mul(momentum)?.sub(&g.mul(lr)?)?;
                 let step = if nesterov {
                     accum.mul(momentum)?.sub(&g.mul(lr)?)?
                 } else {
                     accum.clone()
                 };
-                (var.add(&step)?, vec![accum])
+                (var.add(&step)?, [accum, unused()])
             }
             Rule::Adam { nesterov } => {
-                let [beta1_power, beta2_power, lr, beta1, beta2, epsilon] =
-                    [0, 1, 2, 3, 4, 5].map(|i| &s[i]);
-                let one = one()?;
-                let alpha = lr
-                    .mul(&one.sub(beta2_power)?.unary(UnaryOp::Sqrt)?)?
-                    .div(&one.sub(beta1_power)?)?;
-                let (keep1, keep2) = (one.sub(beta1)?, one.sub(beta2)?);
-                let m = slots[0].add(&g.sub(&slots[0])?.mul(&keep1)?)?;
-                let v = slots[1].add(&g.mul(g)?.sub(&slots[1])?.mul(&keep2)?)?;
+                let [alpha, keep1, keep2, beta1, epsilon, _] = p;
+                let m = slots[0].add(&g.sub(&slots[0])?.mul(keep1)?)?;
+                let v = slots[1].add(&g.mul(g)?.sub(&slots[1])?.mul(keep2)?)?;
                 let direction = if nesterov {
-                    g.mul(&keep1)?.add(&beta1.mul(&m)?)?
+                    g.mul(keep1)?.add(&beta1.mul(&m)?)?
                 } else {
                     m.clone()
                 };
-                let step = direction
-                    .mul(&alpha)?
-                    .div(&v.unary(UnaryOp::Sqrt)?.add(epsilon)?)?;
-                (var.sub(&step)?, vec![m, v])
+                let step = direction.mul(alpha)?.div(&v.sqrt()?.add(epsilon)?)?;
+                (var.sub(&step)?, [m, v])
             }
             Rule::Adagrad { update_slots } | Rule::AdagradV2 { update_slots } => {
                 let accum = if update_slots {
@@ -188,24 +287,102 @@ impl Rule {
                     slots[0].clone()
                 };
                 let step = match self {
-                    Rule::AdagradV2 { .. } => g
-                        .mul(&s[0])?
-                        .div(&accum.unary(UnaryOp::Sqrt)?.add(&s[1])?)?,
-                    _ => g.mul(&s[0])?.mul(&accum.unary(UnaryOp::Rsqrt)?)?,
+                    Rule::AdagradV2 { .. } => g.mul(&p[0])?.div(&accum.sqrt()?.add(&p[1])?)?,
+                    _ => g.mul(&p[0])?.mul(&accum.rsqrt()?)?,
                 };
-                (var.sub(&step)?, vec![accum])
+                (var.sub(&step)?, [accum, unused()])
             }
             Rule::RmsProp => {
-                let [lr, rho, momentum, epsilon] = [0, 1, 2, 3].map(|i| &s[i]);
-                let ms = slots[0].add(&g.mul(g)?.sub(&slots[0])?.mul(&one()?.sub(rho)?)?)?;
+                let [lr, keep, momentum, epsilon, _, _] = p;
+                let ms = slots[0].add(&g.mul(g)?.sub(&slots[0])?.mul(keep)?)?;
                 let mom = slots[1]
                     .mul(momentum)?
-                    .add(&g.mul(lr)?.div(&ms.add(epsilon)?.unary(UnaryOp::Sqrt)?)?)?;
-                (var.sub(&mom)?, vec![ms, mom])
+                    .add(&g.mul(lr)?.div(&ms.add(epsilon)?.sqrt()?)?)?;
+                (var.sub(&mom)?, [ms, mom])
             }
         })
     }
 }
+
+/// The arithmetic [`Rule::update`] is written in: tensors, elementwise on their device, or
+/// numbers, one element of a fused kernel (`f32`, `f64`; rounded as the tensors' ops).
+pub trait Arithmetic: Clone + Sized {
+    /// `self + other`.
+    fn add(&self, other: &Self) -> Result<Self>;
+    /// `self - other`.
+    fn sub(&self, other: &Self) -> Result<Self>;
+    /// `self * other`.
+    fn mul(&self, other: &Self) -> Result<Self>;
+    /// `self / other`.
+    fn div(&self, other: &Self) -> Result<Self>;
+    /// The square root.
+    fn sqrt(&self) -> Result<Self>;
+    /// `1 / sqrt(self)`.
+    fn rsqrt(&self) -> Result<Self>;
+    /// `value` as one of these (a scalar of the tensor's dtype on its device).
+    fn number(&self, value: f64) -> Result<Self>;
+}
+
+impl Arithmetic for Tensor {
+    fn add(&self, other: &Self) -> Result<Self> {
+        Tensor::add(self, other)
+    }
+    fn sub(&self, other: &Self) -> Result<Self> {
+        Tensor::sub(self, other)
+    }
+    fn mul(&self, other: &Self) -> Result<Self> {
+        Tensor::mul(self, other)
+    }
+    fn div(&self, other: &Self) -> Result<Self> {
+        Tensor::div(self, other)
+    }
+    fn sqrt(&self) -> Result<Self> {
+        self.unary(UnaryOp::Sqrt)
+    }
+    fn rsqrt(&self) -> Result<Self> {
+        self.unary(UnaryOp::Rsqrt)
+    }
+    fn number(&self, value: f64) -> Result<Self> {
+        Tensor::full([0usize; 0], value, self.dtype(), self.device())
+    }
+}
+
+macro_rules! float_arithmetic {
+    ($($t:ty),*) => {$(
+        impl Arithmetic for $t {
+            #[inline(always)]
+            fn add(&self, other: &Self) -> Result<Self> {
+                Ok(self + other)
+            }
+            #[inline(always)]
+            fn sub(&self, other: &Self) -> Result<Self> {
+                Ok(self - other)
+            }
+            #[inline(always)]
+            fn mul(&self, other: &Self) -> Result<Self> {
+                Ok(self * other)
+            }
+            #[inline(always)]
+            fn div(&self, other: &Self) -> Result<Self> {
+                Ok(self / other)
+            }
+            #[inline(always)]
+            fn sqrt(&self) -> Result<Self> {
+                Ok(<$t>::sqrt(*self))
+            }
+            #[inline(always)]
+            fn rsqrt(&self) -> Result<Self> {
+                Ok(1.0 / <$t>::sqrt(*self))
+            }
+            #[inline(always)]
+            fn number(&self, value: f64) -> Result<Self> {
+                Ok(value as $t)
+            }
+        }
+    )*};
+}
+
+float_arithmetic!(f32, f64);
 
 /// TensorFlow's check that a slot or the gradient has the variable's shape.
 fn same_shape(var: &Tensor, name: &str, other: &Tensor) -> Result<()> {

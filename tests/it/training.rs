@@ -417,3 +417,76 @@ fn max_pool_gradients_go_to_the_first_maximum_of_each_window() {
         }
     }
 }
+
+/// Every optimizer rule fused in one pass (the CPU's `apply_update`) gives the bits of the
+/// same rule as elementwise ops, in float32 and float64.
+#[test]
+fn fused_updates_are_the_elementwise_ops_bit_for_bit() {
+    use polytensor::train::Rule;
+    let cpu = golden::devices()[0].clone();
+    let rules = [
+        Rule::GradientDescent,
+        Rule::Momentum { nesterov: false },
+        Rule::Momentum { nesterov: true },
+        Rule::KerasMomentum { nesterov: true },
+        Rule::Adam { nesterov: false },
+        Rule::Adam { nesterov: true },
+        Rule::Adagrad { update_slots: true },
+        Rule::AdagradV2 {
+            update_slots: false,
+        },
+        Rule::RmsProp,
+    ];
+    for dtype in [DataType::Float, DataType::Double] {
+        let tensor = |seed: usize, positive: bool| {
+            let values: Vec<f64> = (0..70_000)
+                .map(|i| {
+                    let v = ((i * 7919 + seed * 104_729) % 1000) as f64 / 500.0 - 1.0;
+                    if positive {
+                        v.abs() + 0.1
+                    } else {
+                        v
+                    }
+                })
+                .collect();
+            Tensor::from_slice(&values, [350, 200], &cpu)
+                .unwrap()
+                .cast(dtype)
+                .unwrap()
+        };
+        for rule in rules {
+            let count = |kind: fn(&polytensor::train::Operand) -> bool| {
+                rule.operands().iter().filter(|o| kind(o)).count()
+            };
+            let slots: Vec<Tensor> =
+                (0..count(|o| matches!(o, polytensor::train::Operand::Slot(_))))
+                    .map(|i| tensor(i + 1, true))
+                    .collect();
+            let scalars: Vec<Tensor> =
+                (0..count(|o| matches!(o, polytensor::train::Operand::Scalar(_))))
+                    .map(|i| {
+                        Tensor::scalar(0.05 * (i + 1) as f64, &cpu)
+                            .unwrap()
+                            .cast(dtype)
+                            .unwrap()
+                    })
+                    .collect();
+            let (var, grad) = (tensor(7, false), tensor(8, false));
+            let (fused, fused_slots) = rule.apply(&var, &slots, &scalars, &grad).unwrap();
+            let pick = |i: usize, all: &[Tensor]| all.get(i).unwrap_or(&var).clone();
+            let (value, updated) = rule
+                .update(
+                    &var,
+                    &[pick(0, &slots), pick(1, &slots)],
+                    &[0, 1, 2, 3, 4, 5].map(|i| pick(i, &scalars)),
+                    &grad,
+                )
+                .unwrap();
+            let at = format!("{rule:?} in {dtype}");
+            assert_eq!(fused.to_bytes().unwrap(), value.to_bytes().unwrap(), "{at}");
+            for (a, b) in fused_slots.iter().zip(&updated) {
+                assert_eq!(a.to_bytes().unwrap(), b.to_bytes().unwrap(), "{at}: a slot");
+            }
+        }
+    }
+}

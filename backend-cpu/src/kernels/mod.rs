@@ -8,6 +8,7 @@ pub(crate) mod fill;
 mod kept;
 pub(crate) mod matmul;
 mod mixed;
+pub(crate) mod optimizer;
 pub(crate) mod reduce;
 pub(crate) mod reduce_fast;
 pub(crate) mod segment;

@@ -608,6 +608,26 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         Ok(false)
     }
 
+    /// One optimizer update of `rule` in one pass over contiguous tensors of one dtype:
+    /// reads the variable `var`, its `slots` (as many as the rule keeps, in
+    /// [`Rule::operands`](crate::train::Rule::operands) order) and `grad`, with the
+    /// hyperparameters `scalars` (in that order), and writes the variable's new value to
+    /// `outs[0]` and the slots' to the rest, rounded as
+    /// [`Rule::update`](crate::train::Rule::update) on tensors rounds. Returns whether it
+    /// ran; `false`, the default, has the caller run the rule as elementwise ops.
+    fn apply_update(
+        &self,
+        rule: crate::train::Rule,
+        var: &TensorView<'_>,
+        slots: &[TensorView<'_>],
+        scalars: &[f64],
+        grad: &TensorView<'_>,
+        outs: &mut [OutView<'_>],
+    ) -> Result<bool> {
+        let _ = (rule, var, slots, scalars, grad, outs);
+        Ok(false)
+    }
+
     /// Whether [`Device::conv2d`] and [`Device::pool2d`] run for `dtype`. Devices without
     /// such kernels (the default) run TensorFlow's window ops as the `Tensor` methods
     /// compose them from the kernels above: a padded copy viewed as overlapping windows,

@@ -281,6 +281,41 @@ impl Tensor {
         Ok(ran.then_some(made))
     }
 
+    /// `count` contiguous tensors of `shape` and `dtype` that one kernel writes (its
+    /// outputs in order), or `None` where the kernel did not run (returned `false`).
+    pub(crate) fn produce_many(
+        count: usize,
+        shape: &TensorShape,
+        dtype: DataType,
+        device: &Arc<dyn Device>,
+        kernel: impl FnOnce(&mut [OutView<'_>]) -> Result<bool>,
+    ) -> Result<Option<Vec<Self>>> {
+        let bytes = byte_len(shape, dtype)?;
+        let storages = (0..count)
+            .map(|_| Storage::allocate(device, bytes, false))
+            .collect::<Result<Vec<_>>>()?;
+        let layout = Layout::contiguous(shape.clone());
+        if layout.num_elements() > 0 {
+            let mut outs: Vec<OutView<'_>> = storages
+                .iter()
+                .map(|storage| OutView::new(TensorView::new(dtype, &layout, storage.buffer())))
+                .collect();
+            if !kernel(&mut outs)? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(
+            storages
+                .into_iter()
+                .map(|storage| Self {
+                    dtype,
+                    layout: layout.clone(),
+                    storage,
+                })
+                .collect(),
+        ))
+    }
+
     pub(super) fn produce(
         shape: TensorShape,
         dtype: DataType,

@@ -1,0 +1,110 @@
+//! `Device::apply_update`: an optimizer's update in one pass, each element's new variable
+//! and slots by [`Rule::step`] on numbers (rounded as the elementwise ops round), pieces
+//! split across threads. Float32 and float64; other dtypes run as elementwise ops.
+
+use polytensor_core::train::{Arithmetic, Rule};
+
+use polytensor_core::{DataType, Element, OutView, Result, TensorView};
+
+use crate::strided::{input, output, run_items, SharedOut, PARALLEL_MIN_ELEMENTS};
+
+/// [`Device::apply_update`](polytensor_core::Device::apply_update) on the CPU.
+pub(crate) fn apply_update(
+    rule: Rule,
+    var: &TensorView<'_>,
+    slots: &[TensorView<'_>],
+    scalars: &[f64],
+    grad: &TensorView<'_>,
+    outs: &mut [OutView<'_>],
+) -> Result<bool> {
+    match var.dtype() {
+        DataType::Float => update::<f32>(rule, var, slots, scalars, grad, outs),
+        DataType::Double => update::<f64>(rule, var, slots, scalars, grad, outs),
+        _ => Ok(false),
+    }
+}
+
+/// The elements of a contiguous view, or `None`.
+fn elements<'a, T: Element>(view: &TensorView<'a>) -> Result<Option<&'a [T]>> {
+    let layout = view.layout();
+    if !layout.is_contiguous() {
+        return Ok(None);
+    }
+    let start = layout.offset();
+    Ok(input::<T>(view)?.get(start..start + layout.num_elements()))
+}
+
+/// Elements per block of the update loop.
+const BLOCK: usize = 64;
+
+fn update<T: Element + Arithmetic + Copy + Send + Sync>(
+    rule: Rule,
+    var: &TensorView<'_>,
+    slots: &[TensorView<'_>],
+    scalars: &[f64],
+    grad: &TensorView<'_>,
+    outs: &mut [OutView<'_>],
+) -> Result<bool> {
+    let (Some(var), Some(grad)) = (elements::<T>(var)?, elements::<T>(grad)?) else {
+        return Ok(false);
+    };
+    let mut kept: [&[T]; 2] = [var, var];
+    for (slot, view) in kept.iter_mut().zip(slots) {
+        match elements::<T>(view)? {
+            Some(values) => *slot = values,
+            None => return Ok(false),
+        }
+    }
+    let number = |v: f64| T::from_scalar(polytensor_core::Scalar::F64(v));
+    let mut numbers = [number(0.0); 6];
+    for (slot_number, &value) in numbers.iter_mut().zip(scalars) {
+        *slot_number = number(value);
+    }
+    let prepared = rule.prepare(&numbers[0], &numbers)?;
+    let written: Vec<SharedOut<T>> = outs
+        .iter_mut()
+        .map(|out| output::<T>(out).map(|o| SharedOut::new(o)))
+        .collect::<Result<_>>()?;
+    let total = var.len();
+    let threads = rayon::current_num_threads();
+    let piece = (total / (threads * 8)).max(4096);
+    let parallel = total >= PARALLEL_MIN_ELEMENTS && threads > 1;
+    let failure = std::sync::Mutex::new(None);
+    run_items(total.div_ceil(piece), parallel, &|item| {
+        let start = item * piece;
+        let len = piece.min(total - start);
+        // SAFETY: each item owns elements `start..start + len` of every output.
+        let mut runs: Vec<&mut [T]> = written
+            .iter()
+            .map(|w| unsafe { w.run(start, len) })
+            .collect();
+        let inputs = [var, grad, kept[0], kept[1]].map(|s| &s[start..start + len]);
+        // Blocks of a few elements into local arrays, then copied out: the loop over a
+        // block holds no indirection.
+        let mut block = [[numbers[0]; BLOCK]; 3];
+        for first in (0..len).step_by(BLOCK) {
+            let n = BLOCK.min(len - first);
+            let [v, g, s0, s1] = inputs.map(|s| &s[first..first + n]);
+            for i in 0..n {
+                match rule.step(&prepared, &v[i], &[s0[i], s1[i]], &g[i]) {
+                    Ok((value, [a, b])) => {
+                        block[0][i] = value;
+                        block[1][i] = a;
+                        block[2][i] = b;
+                    }
+                    Err(e) => {
+                        *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        return;
+                    }
+                }
+            }
+            for (run, values) in runs.iter_mut().zip(&block) {
+                run[first..first + n].copy_from_slice(&values[..n]);
+            }
+        }
+    });
+    match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(true),
+    }
+}
