@@ -380,6 +380,17 @@ impl Device for CpuDevice {
         window::pool2d(x, geometry, max, out)
     }
 
+    fn max_pool_grad(
+        &self,
+        x: &TensorView<'_>,
+        y: &TensorView<'_>,
+        dy: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        crate::kernels::pool_grad::max_pool_grad(x, y, dy, geometry, out)
+    }
+
     fn segment_reduce(
         &self,
         op: SegmentOp,

@@ -184,7 +184,9 @@ fn polytensors_gradients_are_tensorflows_on_every_device() {
             .into_iter()
             .map(|w| graph.tensor(w).unwrap())
             .collect();
-        let grads = graph.gradients(&[loss.clone()], &weights, None).unwrap();
+        let grads = graph
+            .gradients(std::slice::from_ref(&loss), &weights, None)
+            .unwrap();
         let mut fetches = vec![loss.name()];
         for (grad, weight) in grads.iter().zip(&weights) {
             let grad = grad

@@ -9,6 +9,7 @@ mod kept;
 pub(crate) mod matmul;
 mod mixed;
 pub(crate) mod optimizer;
+pub(crate) mod pool_grad;
 pub(crate) mod reduce;
 pub(crate) mod reduce_fast;
 pub(crate) mod segment;

@@ -352,10 +352,18 @@ pub(crate) fn broadcast_gradient_args(s0: &[i64], s1: &[i64]) -> Result<[Vec<i64
 mod tests {
     use super::broadcast_gradient_args;
 
+    /// Two shapes and the axes each one's gradient sums over.
+    type Case = (
+        &'static [i64],
+        &'static [i64],
+        &'static [i64],
+        &'static [i64],
+    );
+
     #[test]
     fn broadcast_gradient_args_are_tensorflows() {
         // (s0, s1, r0, r1), as TensorFlow 2.21's `broadcast_gradient_args` gives them.
-        let cases: &[(&[i64], &[i64], &[i64], &[i64])] = &[
+        let cases: &[Case] = &[
             (&[2, 3], &[3], &[], &[0]),
             (&[2, 3], &[2, 3], &[], &[]),
             (&[1], &[2, 3], &[0, 1], &[]),

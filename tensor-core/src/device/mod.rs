@@ -720,6 +720,23 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         Err(Error::unsupported("pool2d", x.dtype(), self.name()))
     }
 
+    /// TensorFlow's `MaxPoolGrad` in one pass: the gradient `dy` of a max pool of `x`
+    /// (its output `y`), all contiguous NHWC, taken back to `out` (of `x`'s shape): each
+    /// window's gradient added at its first element (row-major, padding skipped) equal to
+    /// the window's maximum. Returns whether it ran; `false`, the default, has the caller
+    /// compose it from elementwise ops and reductions.
+    fn max_pool_grad(
+        &self,
+        x: &TensorView<'_>,
+        y: &TensorView<'_>,
+        dy: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        let _ = (x, y, dy, geometry, out);
+        Ok(false)
+    }
+
     /// A segment reduction (`polytensor_core::plan::segment`): output row `s` of the
     /// contiguous `out` combines, by `op`, the rows of the contiguous `data` that
     /// `segments` lists for it, in order. Every backend checks its operands with

@@ -11,7 +11,7 @@ use crate::dtype::DataType;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
-use crate::plan::window::{DataFormat, Padding, Window, WindowDim};
+use crate::plan::window::{DataFormat, Padding, Window, WindowDim, WindowGeometry};
 use crate::shape::TensorShape;
 
 impl Tensor {
@@ -192,6 +192,15 @@ impl Tensor {
             dy.to_nhwc(options.format, OP)?,
         );
         let geometry = PoolGeometry::new(OP, &x.dims(), options, &y, &dy)?;
+        let (x, y, dy) = (x.contiguous()?, y.contiguous()?, dy.contiguous()?);
+        let device = x.device();
+        let windows = geometry.windows();
+        let direct = Tensor::produce_if(x.shape().clone(), x.dtype, device, |out| {
+            device.max_pool_grad(&x.view(), &y.view(), &dy.view(), &windows, out)
+        })?;
+        if let Some(grad) = direct {
+            return grad.into_format(options.format);
+        }
         let lowest = Scalar::F64(f64::NEG_INFINITY);
         let [(top, bottom), (left, right)] = geometry.pads();
         let padded = x
@@ -455,6 +464,23 @@ impl PoolGeometry {
             window: options.window,
             strides: options.strides,
         })
+    }
+
+    /// The windows as a device's window kernels take them.
+    fn windows(&self) -> WindowGeometry {
+        WindowGeometry {
+            batch: self.input[0],
+            input: [self.input[1], self.input[2]],
+            channels: self.input[3],
+            windows: [0, 1].map(|d| Window {
+                size: self.window[d],
+                stride: self.strides[d],
+                dilation: 1,
+            }),
+            before: [self.dims[0].before, self.dims[1].before],
+            output: [self.dims[0].output, self.dims[1].output],
+            filters: 1,
+        }
     }
 
     /// The padding of the input that every window's every tap lies in.

@@ -1,0 +1,100 @@
+//! `Device::max_pool_grad`: TensorFlow's `MaxPoolGrad` in one pass, each image on its own
+//! thread: per window, the gradient added at the first element (row-major, padding
+//! skipped) that equals the window's maximum, channels innermost.
+
+use polytensor_core::plan::window::WindowGeometry;
+use polytensor_core::{DataType, Element, OutView, Result, TensorView};
+
+use crate::strided::{input, output, run_items, SharedOut};
+
+/// [`Device::max_pool_grad`](polytensor_core::Device::max_pool_grad) on the CPU, for float32
+/// and float64.
+pub(crate) fn max_pool_grad(
+    x: &TensorView<'_>,
+    y: &TensorView<'_>,
+    dy: &TensorView<'_>,
+    geometry: &WindowGeometry,
+    out: &mut OutView<'_>,
+) -> Result<bool> {
+    match x.dtype() {
+        DataType::Float => run::<f32>(x, y, dy, geometry, out),
+        DataType::Double => run::<f64>(x, y, dy, geometry, out),
+        _ => Ok(false),
+    }
+}
+
+/// The elements of a contiguous view of `count` elements, or `None`.
+fn elements<'a, T: Element>(view: &TensorView<'a>, count: usize) -> Result<Option<&'a [T]>> {
+    let layout = view.layout();
+    if !layout.is_contiguous() || layout.num_elements() != count {
+        return Ok(None);
+    }
+    let start = layout.offset();
+    Ok(input::<T>(view)?.get(start..start + count))
+}
+
+fn run<T: Element + PartialEq + std::ops::Add<Output = T>>(
+    x: &TensorView<'_>,
+    y: &TensorView<'_>,
+    dy: &TensorView<'_>,
+    g: &WindowGeometry,
+    out: &mut OutView<'_>,
+) -> Result<bool> {
+    let [h, w] = g.input;
+    let [oh, ow] = g.output;
+    let c = g.channels;
+    let image = h * w * c;
+    let pooled = oh * ow * c;
+    let (Some(x), Some(y), Some(dy)) = (
+        elements::<T>(x, g.batch * image)?,
+        elements::<T>(y, g.batch * pooled)?,
+        elements::<T>(dy, g.batch * pooled)?,
+    ) else {
+        return Ok(false);
+    };
+    let grad = output::<T>(out)?;
+    let zero = T::from_scalar(polytensor_core::Scalar::F64(0.0));
+    grad.fill(zero);
+    let shared = SharedOut::new(grad);
+    let [top, left] = g.before.map(|b| b as isize);
+    let [wh, ww] = g.windows;
+    run_items(g.batch, g.batch > 1, &|b| {
+        // SAFETY: each item owns image `b` of the output.
+        let grad = unsafe { shared.run(b * image, image) };
+        let (x, y, dy) = (
+            &x[b * image..][..image],
+            &y[b * pooled..][..pooled],
+            &dy[b * pooled..][..pooled],
+        );
+        let mut found = vec![false; c];
+        for i in 0..oh {
+            for j in 0..ow {
+                found.fill(false);
+                let at = (i * ow + j) * c;
+                let (best, step) = (&y[at..at + c], &dy[at..at + c]);
+                for a in 0..wh.size {
+                    let row = (i * wh.stride + a) as isize - top;
+                    if row < 0 || row >= h as isize {
+                        continue;
+                    }
+                    for t in 0..ww.size {
+                        let col = (j * ww.stride + t) as isize - left;
+                        if col < 0 || col >= w as isize {
+                            continue;
+                        }
+                        let pixel = (row as usize * w + col as usize) * c;
+                        let (values, sums) = (&x[pixel..pixel + c], &mut grad[pixel..pixel + c]);
+                        // Branch-free, so that the channels vectorise: a miss adds zero.
+                        let lanes = found.iter_mut().zip(values).zip(best).zip(step);
+                        for ((((seen, &v), &top), &d), sum) in lanes.zip(sums.iter_mut()) {
+                            let hit = !*seen & (v == top);
+                            *seen |= hit;
+                            *sum = *sum + if hit { d } else { zero };
+                        }
+                    }
+                }
+            }
+        }
+    });
+    Ok(true)
+}
