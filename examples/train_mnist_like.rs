@@ -7,7 +7,7 @@
 //! Run with `cargo run --release --example train_mnist_like -- [DEVICE] [STEPS]`
 //! (`cpu:0` and 60 steps by default; `wgpu:0`, `opencl:0` or `cuda:0` where present).
 
-use polytensor::graph::{int_list, Graph, Optimizer, Output, Session, SessionOptions};
+use polytensor::graph::{Graph, Optimizer, Output, Session, SessionOptions, Variable};
 use polytensor::prelude::*;
 use polytensor::PartialTensorShape;
 
@@ -37,10 +37,10 @@ fn main() -> Result<()> {
     let mut weights = Vec::new();
     let mut initializers = Vec::new();
     let mut weight = |g: &mut Graph, name: &str, dims: &[usize], scale: f32| -> Result<Output> {
-        let (handle, read, init) = variable(g, name, dims, scale)?;
-        weights.push(handle);
-        initializers.push(init);
-        Ok(read)
+        let variable = variable(g, name, dims, scale)?;
+        weights.push(variable.handle);
+        initializers.push(variable.initializer);
+        Ok(variable.value)
     };
     let conv1 = weight(&mut graph, "conv1", &[3, 3, 1, 8], 0.3)?;
     let bias1 = weight(&mut graph, "bias1", &[8], 0.0)?;
@@ -86,63 +86,28 @@ fn main() -> Result<()> {
 }
 
 /// A resource variable of `dims` initialised to a truncated normal times `scale` (zeros for
-/// a scale of 0): its handle, a read of it, and its initializer.
-fn variable(
-    g: &mut Graph,
-    name: &str,
-    dims: &[usize],
-    scale: f32,
-) -> Result<(Output, Output, polytensor::graph::Operation)> {
-    let shape = PartialTensorShape::new(&dims.iter().map(|&d| Some(d)).collect::<Vec<_>>())?;
-    let handle = g
-        .op("VarHandleOp")
-        .name(name)
-        .attr("dtype", DataType::Float)
-        .attr("shape", &shape)
-        .attr("shared_name", name)
-        .build_output()?;
+/// a scale of 0).
+fn variable(g: &mut Graph, name: &str, dims: &[usize], scale: f32) -> Result<Variable> {
     let dims_i32: Vec<i32> = dims.iter().map(|&d| d as i32).collect();
-    let dims_t = g.constant_values(&dims_i32, &[dims.len()])?;
+    let shape = g.constant_values(&dims_i32, &[dims.len()])?;
     let random = g
         .op("TruncatedNormal")
-        .input(&dims_t)
+        .input(&shape)
         .attr("dtype", DataType::Float)
         .attr("seed", 1i64)
         .attr("seed2", dims.iter().product::<usize>() as i64)
         .build_output()?;
     let scale = g.constant(scale)?;
-    let value = g.mul(&random, &scale)?;
-    let init = g
-        .op("AssignVariableOp")
-        .input(&handle)
-        .input(&value)
-        .attr("dtype", DataType::Float)
-        .build()?;
-    let read = g
-        .op("ReadVariableOp")
-        .input(&handle)
-        .attr("dtype", DataType::Float)
-        .build_output()?;
-    Ok((handle, read, init))
+    let initial = g.mul(&random, &scale)?;
+    g.resource_variable(name, &initial)
 }
 
 /// `MaxPool(Relu(BiasAdd(Conv2D(x, filter), bias)))`, 2x2 pooling.
 fn conv_block(g: &mut Graph, x: &Output, filter: &Output, bias: &Output) -> Result<Output> {
-    let conv = g
-        .op("Conv2D")
-        .input(x)
-        .input(filter)
-        .attr("strides", int_list(&[1, 1, 1, 1]))
-        .attr("padding", "SAME")
-        .build_output()?;
-    let biased = g.op("BiasAdd").input(&conv).input(bias).build_output()?;
+    let conv = g.conv2d(x, filter, [1, 1], "SAME")?;
+    let biased = g.bias_add(&conv, bias)?;
     let relu = g.unary("Relu", &biased)?;
-    g.op("MaxPool")
-        .input(&relu)
-        .attr("ksize", int_list(&[1, 2, 2, 1]))
-        .attr("strides", int_list(&[1, 2, 2, 1]))
-        .attr("padding", "VALID")
-        .build_output()
+    g.max_pool(&relu, [2, 2], [2, 2], "VALID")
 }
 
 /// Ten fixed random patterns; a batch is random classes' patterns plus noise.

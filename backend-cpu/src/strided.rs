@@ -21,6 +21,16 @@ pub(crate) fn input<'a, T: Element>(view: &TensorView<'a>) -> Result<&'a [T]> {
     })
 }
 
+/// The elements of a contiguous input, as `T`; `None` for a strided one.
+pub(crate) fn contiguous_input<'a, T: Element>(view: &TensorView<'a>) -> Result<Option<&'a [T]>> {
+    let layout = view.layout();
+    if !layout.is_contiguous() {
+        return Ok(None);
+    }
+    let start = layout.offset();
+    Ok(input::<T>(view)?.get(start..start + layout.num_elements()))
+}
+
 /// The elements of an output, as `T`.
 pub(crate) fn output<'o, T: Element>(out: &'o mut OutView<'_>) -> Result<&'o mut [T]> {
     let dtype = out.dtype();

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use polytensor::graph::{int_list, Graph, Operation, Optimizer, Output};
+use polytensor::graph::{Graph, Operation, Optimizer, Output};
 use polytensor::{DataType, Device, PartialTensorShape, Result, Tensor};
 
 /// A training step ready to run: the graph, what initialises it, the step, and one batch.
@@ -117,14 +117,6 @@ impl Model {
     fn weight(&mut self, dims: &[usize], scale: f32) -> Result<Output> {
         let g = &mut self.graph;
         let name = format!("w{}", self.weights.len());
-        let known: Vec<Option<usize>> = dims.iter().map(|&d| Some(d)).collect();
-        let handle = g
-            .op("VarHandleOp")
-            .name(&name)
-            .attr("dtype", DataType::Float)
-            .attr("shape", &PartialTensorShape::new(&known)?)
-            .attr("shared_name", name.as_str())
-            .build_output()?;
         let shape: Vec<i32> = dims.iter().map(|&d| d as i32).collect();
         let shape = g.constant_values(&shape, &[dims.len()])?;
         let random = g
@@ -135,19 +127,11 @@ impl Model {
             .attr("seed2", self.weights.len() as i64 + 1)
             .build_output()?;
         let scale = g.constant(scale)?;
-        let value = g.mul(&random, &scale)?;
-        self.init.push(
-            g.op("AssignVariableOp")
-                .input(&handle)
-                .input(&value)
-                .attr("dtype", DataType::Float)
-                .build()?,
-        );
-        self.weights.push(handle.clone());
-        g.op("ReadVariableOp")
-            .input(&handle)
-            .attr("dtype", DataType::Float)
-            .build_output()
+        let initial = g.mul(&random, &scale)?;
+        let variable = g.resource_variable(&name, &initial)?;
+        self.init.push(variable.initializer);
+        self.weights.push(variable.handle);
+        Ok(variable.value)
     }
 
     /// `MaxPool(Relu(BiasAdd(Conv2D(x, filter), bias)))`, SAME 3x3 and 2x2 pooling.
@@ -156,21 +140,10 @@ impl Model {
         let kernel = self.weight(&filter, (2.0 / fan_in).sqrt())?;
         let bias = self.weight(&[filter[3]], 0.0)?;
         let g = &mut self.graph;
-        let conv = g
-            .op("Conv2D")
-            .input(&x)
-            .input(&kernel)
-            .attr("strides", int_list(&[1, 1, 1, 1]))
-            .attr("padding", "SAME")
-            .build_output()?;
-        let biased = g.op("BiasAdd").input(&conv).input(&bias).build_output()?;
+        let conv = g.conv2d(&x, &kernel, [1, 1], "SAME")?;
+        let biased = g.bias_add(&conv, &bias)?;
         let relu = g.unary("Relu", &biased)?;
-        g.op("MaxPool")
-            .input(&relu)
-            .attr("ksize", int_list(&[1, 2, 2, 1]))
-            .attr("strides", int_list(&[1, 2, 2, 1]))
-            .attr("padding", "VALID")
-            .build_output()
+        g.max_pool(&relu, [2, 2], [2, 2], "VALID")
     }
 
     /// `Relu(BiasAdd(MatMul(x, w), b))` (no ReLU unless `relu`).
@@ -179,7 +152,7 @@ impl Model {
         let b = self.weight(&[outputs], 0.0)?;
         let g = &mut self.graph;
         let product = g.matmul(x, &w)?;
-        let biased = g.op("BiasAdd").input(&product).input(&b).build_output()?;
+        let biased = g.bias_add(&product, &b)?;
         if relu {
             g.unary("Relu", &biased)
         } else {

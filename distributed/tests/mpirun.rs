@@ -471,9 +471,6 @@ fn mlp() -> Mlp {
     use polytensor::graph::{Graph, Optimizer};
     use polytensor::PartialTensorShape;
     let mut g = Graph::new();
-    let known = |dims: &[usize]| {
-        PartialTensorShape::new(&dims.iter().map(|&d| Some(d)).collect::<Vec<_>>()).unwrap()
-    };
     let x = g
         .placeholder_named(
             "x",
@@ -497,32 +494,11 @@ fn mlp() -> Mlp {
         let values: Vec<f32> = (0..count)
             .map(|j| ((i * 31 + j * 7) % 13) as f32 / 13.0 - 0.45)
             .collect();
-        let name = format!("w{i}");
-        let handle = g
-            .op("VarHandleOp")
-            .name(&name)
-            .attr("dtype", DataType::Float)
-            .attr("shape", &known(&dims))
-            .attr("shared_name", name.as_str())
-            .build_output()
-            .unwrap();
-        let value = g.constant_values(&values, &dims).unwrap();
-        init.push(
-            g.op("AssignVariableOp")
-                .input(&handle)
-                .input(&value)
-                .attr("dtype", DataType::Float)
-                .build()
-                .unwrap(),
-        );
-        reads.push(
-            g.op("ReadVariableOp")
-                .input(&handle)
-                .attr("dtype", DataType::Float)
-                .build_output()
-                .unwrap(),
-        );
-        weights.push(handle);
+        let initial = g.constant_values(&values, &dims).unwrap();
+        let variable = g.resource_variable(&format!("w{i}"), &initial).unwrap();
+        init.push(variable.initializer);
+        reads.push(variable.value);
+        weights.push(variable.handle);
     }
     let hidden = g.matmul(&x, &reads[0]).unwrap();
     let hidden = g

@@ -5,7 +5,19 @@ use polytensor_core::element::as_bytes;
 use polytensor_core::proto::make_tensor_proto_from_bytes;
 use polytensor_core::{DataType, Element, PartialTensorShape, Result, Tensor, TensorShape};
 
-use crate::graph::{Graph, Output};
+use crate::attr::int_list;
+use crate::graph::{Graph, Operation, Output};
+
+/// A resource variable as [`Graph::resource_variable`] adds it.
+#[derive(Clone, Debug)]
+pub struct Variable {
+    /// The `VarHandleOp`'s handle: what [`Graph::gradients`] and [`Graph::minimize`] take.
+    pub handle: Output,
+    /// The `AssignVariableOp` that sets it to its initial value.
+    pub initializer: Operation,
+    /// A `ReadVariableOp` of it: its value where the model uses it.
+    pub value: Output,
+}
 
 impl Graph {
     /// `tf.constant(value)`: a scalar `Const`.
@@ -95,6 +107,73 @@ impl Graph {
     /// `a * b` (`Mul`, named `mul`).
     pub fn mul(&mut self, a: &Output, b: &Output) -> Result<Output> {
         self.binary("Mul", "mul", a, b)
+    }
+
+    /// `tf.Variable(initial, name=name)` as TensorFlow 2 makes it: a `VarHandleOp` named
+    /// `name` (its `shared_name`) of `initial`'s dtype and static shape, the
+    /// `AssignVariableOp` that initialises it, and a `ReadVariableOp` of it.
+    pub fn resource_variable(&mut self, name: &str, initial: &Output) -> Result<Variable> {
+        let handle = self
+            .op("VarHandleOp")
+            .name(name)
+            .attr("dtype", initial.dtype())
+            .attr("shape", initial.shape())
+            .attr("shared_name", name)
+            .build_output()?;
+        let initializer = self
+            .op("AssignVariableOp")
+            .input(&handle)
+            .input(initial)
+            .attr("dtype", initial.dtype())
+            .build()?;
+        let value = self
+            .op("ReadVariableOp")
+            .input(&handle)
+            .attr("dtype", initial.dtype())
+            .build_output()?;
+        Ok(Variable {
+            handle,
+            initializer,
+            value,
+        })
+    }
+
+    /// `tf.nn.conv2d(x, filter, strides, padding)` of NHWC images (`padding` `"SAME"` or
+    /// `"VALID"`).
+    pub fn conv2d(
+        &mut self,
+        x: &Output,
+        filter: &Output,
+        [sh, sw]: [usize; 2],
+        padding: &str,
+    ) -> Result<Output> {
+        self.op("Conv2D")
+            .input(x)
+            .input(filter)
+            .attr("strides", int_list(&[1, sh as i64, sw as i64, 1]))
+            .attr("padding", padding)
+            .build_output()
+    }
+
+    /// `tf.nn.max_pool2d(x, window, strides, padding)` of NHWC images.
+    pub fn max_pool(
+        &mut self,
+        x: &Output,
+        [kh, kw]: [usize; 2],
+        [sh, sw]: [usize; 2],
+        padding: &str,
+    ) -> Result<Output> {
+        self.op("MaxPool")
+            .input(x)
+            .attr("ksize", int_list(&[1, kh as i64, kw as i64, 1]))
+            .attr("strides", int_list(&[1, sh as i64, sw as i64, 1]))
+            .attr("padding", padding)
+            .build_output()
+    }
+
+    /// `tf.nn.bias_add(x, bias)` (NHWC: the bias per last dim).
+    pub fn bias_add(&mut self, x: &Output, bias: &Output) -> Result<Output> {
+        self.op("BiasAdd").input(x).input(bias).build_output()
     }
 
     /// `tf.matmul(a, b)` (`MatMul`).

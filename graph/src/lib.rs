@@ -25,6 +25,7 @@ mod session;
 mod sparse;
 
 pub use attr::{int_list, type_list, AttrKind, AttrValue, ListValue};
+pub use builders::Variable;
 pub use graph::{python_shape, Graph, OpBuilder, Operation, Output};
 pub use graph_def::{ImportOptions, Imported};
 pub use ops::op_types;

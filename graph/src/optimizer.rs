@@ -123,15 +123,7 @@ impl Graph {
                 names.join(", ")
             )));
         }
-        let dtype = loss.dtype();
-        let (step, init) = self.name_scope(optimizer.name(), |g| {
-            g.optimizer_step(weights, &gradients, optimizer, dtype)
-        })?;
-        Ok(Training {
-            step,
-            init,
-            gradients,
-        })
+        self.training(weights, gradients, optimizer, loss.dtype())
     }
 
     /// `optimizer.apply_gradients(zip(gradients, weights))`: one step of `optimizer` on
@@ -152,7 +144,18 @@ impl Graph {
             )));
         }
         let dtype = gradients[0].dtype();
-        let gradients: Vec<Option<Output>> = gradients.iter().cloned().map(Some).collect();
+        let gradients = gradients.iter().cloned().map(Some).collect();
+        self.training(weights, gradients, optimizer, dtype)
+    }
+
+    /// The optimizer's step on `weights` by `gradients`, in its name scope.
+    fn training(
+        &mut self,
+        weights: &[Output],
+        gradients: Vec<Option<Output>>,
+        optimizer: &Optimizer,
+        dtype: DataType,
+    ) -> Result<Training> {
         let (step, init) = self.name_scope(optimizer.name(), |g| {
             g.optimizer_step(weights, &gradients, optimizer, dtype)
         })?;

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::golden;
-use polytensor::graph::{Graph, Optimizer, Session, SessionOptions};
+use polytensor::graph::{Graph, Optimizer, Output, Session, SessionOptions};
 use polytensor::{DataType, Device, Tensor};
 use serde_json::Value as Json;
 
@@ -97,8 +97,35 @@ fn check_gradients(case: &str, session: &Session, fetches: &[&str], spec: &Json)
     }
 }
 
+/// Run the case's training: op `step` fed each of its batches in turn, for its steps.
+fn run_steps(session: &Session, train: &Json, device: &Arc<dyn Device>, step: &str) {
+    let batches: Vec<Vec<(String, Tensor)>> = train["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| feeds(b, device))
+        .collect();
+    for i in 0..train["steps"].as_u64().unwrap() as usize {
+        let batch = &batches[i % batches.len()];
+        let batch: Vec<(&str, &Tensor)> = batch.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        session.run_by_name(&batch, &[], &[step]).unwrap();
+    }
+}
+
 fn read(dir: &Path, file: String) -> Graph {
     Graph::from_graph_def_bytes(&std::fs::read(dir.join(file)).unwrap()).unwrap()
+}
+
+/// A case's spec, its graph before the gradients, the loss and the weights' handles.
+fn forward(dir: &Path, case: &str) -> (Json, Graph, Output, Vec<Output>) {
+    let spec = golden::json(dir.join(format!("{case}.json")));
+    let graph = read(dir, format!("{case}.forward.pb"));
+    let loss = graph.tensor(spec["loss"].as_str().unwrap()).unwrap();
+    let weights = names(&spec["weights"])
+        .into_iter()
+        .map(|w| graph.tensor(w).unwrap())
+        .collect();
+    (spec, graph, loss, weights)
 }
 
 #[test]
@@ -118,19 +145,7 @@ fn tensorflows_gradient_and_training_graphs_run_on_every_device() {
             let mut fetches = vec![spec["loss"].as_str().unwrap()];
             fetches.extend(names(&spec["grads"]));
             check_gradients(&at, &session, &fetches, &spec);
-            let batches: Vec<Vec<(String, Tensor)>> = train["batches"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|b| feeds(b, &device))
-                .collect();
-            let op = train["op"].as_str().unwrap();
-            for step in 0..train["steps"].as_u64().unwrap() as usize {
-                let batch = &batches[step % batches.len()];
-                let batch: Vec<(&str, &Tensor)> =
-                    batch.iter().map(|(n, t)| (n.as_str(), t)).collect();
-                session.run_by_name(&batch, &[], &[op]).unwrap();
-            }
+            run_steps(&session, train, &device, train["op"].as_str().unwrap());
             let finals = names(&train["fetches"]);
             let got = session.run_by_name(&[], &finals, &[]).unwrap();
             for ((got, want), name) in got
@@ -177,13 +192,7 @@ fn polytensors_gradients_are_tensorflows_on_every_device() {
         return;
     };
     for case in &cases {
-        let spec = golden::json(dir.join(format!("{case}.json")));
-        let mut graph = read(&dir, format!("{case}.forward.pb"));
-        let loss = graph.tensor(spec["loss"].as_str().unwrap()).unwrap();
-        let weights: Vec<_> = names(&spec["weights"])
-            .into_iter()
-            .map(|w| graph.tensor(w).unwrap())
-            .collect();
+        let (spec, mut graph, loss, weights) = forward(&dir, case);
         let grads = graph
             .gradients(std::slice::from_ref(&loss), &weights, None)
             .unwrap();
@@ -252,13 +261,7 @@ fn polytensors_training_is_tensorflows_and_tensorflow_runs_and_restores_it() {
     // What TensorFlow is to run of the graphs polytensor writes, and what it must end with.
     let mut plans = Vec::new();
     for case in &cases {
-        let spec = golden::json(dir.join(format!("{case}.json")));
-        let mut graph = read(&dir, format!("{case}.forward.pb"));
-        let loss = graph.tensor(spec["loss"].as_str().unwrap()).unwrap();
-        let weights: Vec<_> = names(&spec["weights"])
-            .into_iter()
-            .map(|w| graph.tensor(w).unwrap())
-            .collect();
+        let (spec, mut graph, loss, weights) = forward(&dir, case);
         let training = graph
             .minimize(&loss, &weights, &optimizer(&spec["optimizer"]))
             .unwrap();
@@ -280,20 +283,7 @@ fn polytensors_training_is_tensorflows_and_tensorflow_runs_and_restores_it() {
             session
                 .run_by_name(&[], &[], &[training.init.name()])
                 .unwrap();
-            let batches: Vec<Vec<(String, Tensor)>> = train["batches"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|b| feeds(b, &device))
-                .collect();
-            for step in 0..train["steps"].as_u64().unwrap() as usize {
-                let batch = &batches[step % batches.len()];
-                let batch: Vec<(&str, &Tensor)> =
-                    batch.iter().map(|(n, t)| (n.as_str(), t)).collect();
-                session
-                    .run_by_name(&batch, &[], &[training.step.name()])
-                    .unwrap();
-            }
+            run_steps(&session, train, &device, training.step.name());
             let trained = session.run_by_name(&[], &finals, &[]).unwrap();
             let expected = train["expected"].as_array().unwrap();
             for ((got, want), name) in trained.iter().zip(expected).zip(&finals) {

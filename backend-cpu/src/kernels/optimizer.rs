@@ -6,7 +6,7 @@ use polytensor_core::train::{Arithmetic, Rule};
 
 use polytensor_core::{DataType, Element, OutView, Result, TensorView};
 
-use crate::strided::{input, output, run_items, SharedOut, PARALLEL_MIN_ELEMENTS};
+use crate::strided::{contiguous_input, output, run_items, SharedOut, PARALLEL_MIN_ELEMENTS};
 
 /// [`Device::apply_update`](polytensor_core::Device::apply_update) on the CPU.
 pub(crate) fn apply_update(
@@ -24,16 +24,6 @@ pub(crate) fn apply_update(
     }
 }
 
-/// The elements of a contiguous view, or `None`.
-fn elements<'a, T: Element>(view: &TensorView<'a>) -> Result<Option<&'a [T]>> {
-    let layout = view.layout();
-    if !layout.is_contiguous() {
-        return Ok(None);
-    }
-    let start = layout.offset();
-    Ok(input::<T>(view)?.get(start..start + layout.num_elements()))
-}
-
 /// Elements per block of the update loop.
 const BLOCK: usize = 64;
 
@@ -45,12 +35,13 @@ fn update<T: Element + Arithmetic + Copy + Send + Sync>(
     grad: &TensorView<'_>,
     outs: &mut [OutView<'_>],
 ) -> Result<bool> {
-    let (Some(var), Some(grad)) = (elements::<T>(var)?, elements::<T>(grad)?) else {
+    let (Some(var), Some(grad)) = (contiguous_input::<T>(var)?, contiguous_input::<T>(grad)?)
+    else {
         return Ok(false);
     };
     let mut kept: [&[T]; 2] = [var, var];
     for (slot, view) in kept.iter_mut().zip(slots) {
-        match elements::<T>(view)? {
+        match contiguous_input::<T>(view)? {
             Some(values) => *slot = values,
             None => return Ok(false),
         }

@@ -5,7 +5,7 @@
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{DataType, Element, OutView, Result, TensorView};
 
-use crate::strided::{input, output, run_items, SharedOut};
+use crate::strided::{contiguous_input, output, run_items, SharedOut};
 
 /// [`Device::max_pool_grad`](polytensor_core::Device::max_pool_grad) on the CPU, for float32
 /// and float64.
@@ -25,12 +25,7 @@ pub(crate) fn max_pool_grad(
 
 /// The elements of a contiguous view of `count` elements, or `None`.
 fn elements<'a, T: Element>(view: &TensorView<'a>, count: usize) -> Result<Option<&'a [T]>> {
-    let layout = view.layout();
-    if !layout.is_contiguous() || layout.num_elements() != count {
-        return Ok(None);
-    }
-    let start = layout.offset();
-    Ok(input::<T>(view)?.get(start..start + count))
+    Ok(contiguous_input::<T>(view)?.filter(|values| values.len() == count))
 }
 
 fn run<T: Element + PartialEq + std::ops::Add<Output = T>>(

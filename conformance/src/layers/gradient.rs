@@ -13,7 +13,7 @@
 use polytensor_core::plan::window::DataFormat;
 use polytensor_core::{Conv2dOptions, DataType, Pool2dOptions, Result, Scalar, Tensor, UnaryOp};
 
-use super::reference::{reference_conv, reference_pool, resolve, spatial};
+use super::reference::{output_dims, reference_conv, reference_pool, spatial};
 use super::run::Inputs;
 use crate::data::{self, Domain};
 use crate::reference::Expected;
@@ -266,12 +266,8 @@ pub(super) fn run(
                 options.strides,
                 options.dilations,
             );
-            let resolved = resolve(&windows, &options.padding)?;
-            let [oh, ow] = [resolved[0].output, resolved[1].output];
-            let out = match options.format {
-                DataFormat::Nhwc => [image[0], oh, ow, filter[3]],
-                DataFormat::Nchw => [image[0], filter[3], oh, ow],
-            };
+            let out = output_dims(options.format, image, &windows, &options.padding, filter[3])?;
+            let terms = image[0] * (out.iter().product::<usize>() / image[0] / filter[3]);
             let (x, tx) = inputs.next(image, Domain::Finite)?;
             let (dy, tdy) = inputs.next(&out, Domain::Finite)?;
             let got = tx.conv2d_backprop_filter(*filter, &tdy, options)?;
@@ -298,11 +294,7 @@ pub(super) fn run(
                 |_| 1.0,
                 |f| loss(&of(image, &abs(&x64)), &abs(&dy64), f),
             )?;
-            Ok((
-                got,
-                expected(want, scales, image[0] * oh * ow),
-                Tolerance::Accumulated,
-            ))
+            Ok((got, expected(want, scales, terms), Tolerance::Accumulated))
         }
         Gradient::Pool {
             image,
@@ -316,16 +308,8 @@ pub(super) fn run(
                 options.strides,
                 [1, 1],
             );
-            let resolved = resolve(&windows, &options.padding)?;
-            let [oh, ow] = [resolved[0].output, resolved[1].output];
-            let channels = match options.format {
-                DataFormat::Nhwc => image[3],
-                DataFormat::Nchw => image[1],
-            };
-            let out = match options.format {
-                DataFormat::Nhwc => [image[0], oh, ow, channels],
-                DataFormat::Nchw => [image[0], channels, oh, ow],
-            };
+            let channels = image[options.format.channel_axis(4)];
+            let out = output_dims(options.format, image, &windows, &options.padding, channels)?;
             let (x, tx) = inputs.next(image, Domain::Finite)?;
             let (dy, tdy) = inputs.next(&out, Domain::Finite)?;
             let dims: [usize; 4] = [image[0], image[1], image[2], image[3]];

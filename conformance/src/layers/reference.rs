@@ -43,6 +43,23 @@ pub(super) fn resolve(windows: &[(usize, Window); 2], padding: &Padding) -> Resu
     )
 }
 
+/// The output dims, in `format`, of a window op on an image of `image` dims with these
+/// `windows`, `padding` and output `channels`.
+pub(super) fn output_dims(
+    format: DataFormat,
+    image: &[usize],
+    windows: &[(usize, Window); 2],
+    padding: &Padding,
+    channels: usize,
+) -> Result<[usize; 4]> {
+    let resolved = resolve(windows, padding)?;
+    let [oh, ow] = [resolved[0].output, resolved[1].output];
+    Ok(match format {
+        DataFormat::Nhwc => [image[0], oh, ow, channels],
+        DataFormat::Nchw => [image[0], channels, oh, ow],
+    })
+}
+
 /// An image in NHWC order: index `[n, h, w, c]` of `x` stored in `format`.
 pub(super) fn pixel(x: &Values, format: DataFormat, [n, h, w, c]: [usize; 4]) -> Scalar {
     match format {

@@ -8,10 +8,9 @@ use polytensor_core::{
     ConvEpilogue, DataType, Device, Error, MirrorMode, Result, Scalar, Tensor, UnaryOp,
 };
 
-use polytensor_core::plan::window::DataFormat;
-
 use super::reference::{
-    concat_reference, reference_conv, reference_conv_transpose, reference_pool, resolve, spatial,
+    concat_reference, output_dims, reference_conv, reference_conv_transpose, reference_pool,
+    spatial,
 };
 use super::{Layer, LayerCase};
 use crate::data::{self, Domain, Rng};
@@ -192,12 +191,8 @@ fn execute(device: &Arc<dyn Device>, case: &LayerCase) -> Result<Outcome> {
                 options.strides,
                 options.dilations,
             );
-            let resolved = resolve(&windows, &options.padding)?;
-            let [oh, ow] = [resolved[0].output, resolved[1].output];
-            let gradient = match options.format {
-                DataFormat::Nhwc => [image[0], oh, ow, filter[3]],
-                DataFormat::Nchw => [image[0], filter[3], oh, ow],
-            };
+            let gradient =
+                output_dims(options.format, image, &windows, &options.padding, filter[3])?;
             let (dy, tdy) = inputs.next(&gradient, Domain::Finite)?;
             let (f, tf) = inputs.next(filter, Domain::Finite)?;
             let got = tdy.conv2d_backprop_input(&tf, image, options)?;
