@@ -186,6 +186,16 @@ impl Tensor {
         options: &Pool2dOptions,
     ) -> Result<Tensor> {
         const OP: &str = "MaxPoolGrad";
+        for other in [y, dy] {
+            self.check_same_device(other, "max_pool2d_grad")?;
+            if other.dtype != self.dtype {
+                return Err(Error::DTypeMismatch {
+                    op: OP,
+                    expected: self.dtype.to_string(),
+                    found: other.dtype,
+                });
+            }
+        }
         let x = self.to_nhwc(options.format, OP)?;
         let (y, dy) = (
             y.to_nhwc(options.format, OP)?,
