@@ -314,7 +314,7 @@ impl Device for CpuDevice {
         rule: polytensor_core::train::Rule,
         var: &TensorView<'_>,
         slots: &[TensorView<'_>],
-        scalars: &[f64],
+        scalars: &[TensorView<'_>],
         grad: &TensorView<'_>,
         outs: &mut [OutView<'_>],
     ) -> Result<bool> {

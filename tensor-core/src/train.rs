@@ -164,14 +164,11 @@ impl Rule {
                 && t.is_contiguous()
                 && crate::device::same_device(t.device(), device)
         };
-        if !slots.iter().chain([grad, var]).all(fits) {
+        if !slots.iter().chain(scalars).chain([grad, var]).all(fits) {
             return Ok(None);
         }
-        let numbers = scalars
-            .iter()
-            .map(|s| s.cast(crate::DataType::Double)?.item::<f64>())
-            .collect::<Result<Vec<f64>>>()?;
         let views: Vec<_> = slots.iter().map(Tensor::view).collect();
+        let numbers: Vec<_> = scalars.iter().map(Tensor::view).collect();
         let made =
             Tensor::produce_many(slots.len() + 1, var.shape(), var.dtype(), device, |outs| {
                 device.apply_update(self, &var.view(), &views, &numbers, &grad.view(), outs)

@@ -13,7 +13,7 @@ pub(crate) fn apply_update(
     rule: Rule,
     var: &TensorView<'_>,
     slots: &[TensorView<'_>],
-    scalars: &[f64],
+    scalars: &[TensorView<'_>],
     grad: &TensorView<'_>,
     outs: &mut [OutView<'_>],
 ) -> Result<bool> {
@@ -31,7 +31,7 @@ fn update<T: Element + Arithmetic + Copy + Send + Sync>(
     rule: Rule,
     var: &TensorView<'_>,
     slots: &[TensorView<'_>],
-    scalars: &[f64],
+    scalars: &[TensorView<'_>],
     grad: &TensorView<'_>,
     outs: &mut [OutView<'_>],
 ) -> Result<bool> {
@@ -46,10 +46,12 @@ fn update<T: Element + Arithmetic + Copy + Send + Sync>(
             None => return Ok(false),
         }
     }
-    let number = |v: f64| T::from_scalar(polytensor_core::Scalar::F64(v));
-    let mut numbers = [number(0.0); 6];
-    for (slot_number, &value) in numbers.iter_mut().zip(scalars) {
-        *slot_number = number(value);
+    let mut numbers = [T::from_scalar(polytensor_core::Scalar::F64(0.0)); 6];
+    for (number, view) in numbers.iter_mut().zip(scalars) {
+        match contiguous_input::<T>(view)?.and_then(|values| values.first()) {
+            Some(&value) => *number = value,
+            None => return Ok(false),
+        }
     }
     let prepared = rule.prepare(&numbers[0], &numbers)?;
     let written: Vec<SharedOut<T>> = outs

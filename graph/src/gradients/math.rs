@@ -74,10 +74,6 @@ fn binary(g: &mut Graph, op_type: &str, a: &Output, b: &Output) -> Result<Output
     g.apply(op_type, &[a, b], Vec::new())
 }
 
-fn unary(g: &mut Graph, op_type: &str, x: &Output) -> Result<Output> {
-    g.apply(op_type, &[x], Vec::new())
-}
-
 /// The gradients `gx` and `gy` of a broadcasting op's operands, each summed over the axes
 /// its operand was broadcast along and reshaped to it (`BroadcastGradientArgs`, `Sum`,
 /// `Reshape`), unless both shapes are known and equal.
@@ -124,7 +120,7 @@ fn add(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<
 
 fn sub(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
     let dy = dy(f, dys, 0)?;
-    let negated = unary(g, "Neg", dy)?;
+    let negated = g.unary("Neg", dy)?;
     unbroadcast(g, f, dy.clone(), negated)
 }
 
@@ -139,7 +135,7 @@ fn mul(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<
 fn real_div(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
     let (dy, x, y) = (dy(f, dys, 0)?, &f.inputs[0], &f.inputs[1]);
     let gx = binary(g, "RealDiv", dy, y)?;
-    let negated = unary(g, "Neg", x)?;
+    let negated = g.unary("Neg", x)?;
     let once = binary(g, "RealDiv", &negated, y)?;
     let twice = binary(g, "RealDiv", &once, y)?;
     let gy = binary(g, "Mul", dy, &twice)?;
@@ -155,7 +151,7 @@ fn max_min(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Opt
         _ => "LessEqual",
     };
     let to_x = binary(g, compare, x, y)?;
-    let zeros = unary(g, "ZerosLike", dy)?;
+    let zeros = g.unary("ZerosLike", dy)?;
     let gx = g.apply("SelectV2", &[&to_x, dy, &zeros], Vec::new())?;
     let gy = g.apply("SelectV2", &[&to_x, &zeros, dy], Vec::new())?;
     unbroadcast(g, f, gx, gy)
@@ -172,12 +168,12 @@ fn squared_difference(
     let doubled = binary(g, "Mul", &two, dy)?;
     let difference = binary(g, "Sub", x, y)?;
     let gx = binary(g, "Mul", &doubled, &difference)?;
-    let gy = unary(g, "Neg", &gx)?;
+    let gy = g.unary("Neg", &gx)?;
     unbroadcast(g, f, gx, gy)
 }
 
 fn neg(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
-    Ok(vec![Some(unary(g, "Neg", dy(f, dys, 0)?)?)])
+    Ok(vec![Some(g.unary("Neg", dy(f, dys, 0)?)?)])
 }
 
 /// `dy * (2 * x)`.
@@ -195,13 +191,13 @@ fn exp(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<
 
 /// `dy * Reciprocal(x)`.
 fn log(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
-    let inverse = unary(g, "Reciprocal", &f.inputs[0])?;
+    let inverse = g.unary("Reciprocal", &f.inputs[0])?;
     Ok(vec![Some(binary(g, "Mul", dy(f, dys, 0)?, &inverse)?)])
 }
 
 /// `dy * Sign(x)`.
 fn abs(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
-    let sign = unary(g, "Sign", &f.inputs[0])?;
+    let sign = g.unary("Sign", &f.inputs[0])?;
     Ok(vec![Some(binary(g, "Mul", dy(f, dys, 0)?, &sign)?)])
 }
 

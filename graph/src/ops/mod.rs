@@ -489,12 +489,12 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::Strings(op) => op.typed(),
         Kind::Table(op) => op.typed(),
         Kind::Grad(op) => op.typed(),
-        Kind::Apply(rule) => optimizer::typed(rule),
         _ => &[],
     };
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();
     match kind {
         Kind::AddN | Kind::Einsum => derived.extend((0..inputs.len()).map(|i| ("T", Input(i)))),
+        Kind::Apply(rule) => derived.extend(optimizer::typed(rule)),
         Kind::Array(op @ (Array::Concat | Array::Pack)) => {
             derived.extend(array::per_value(inputs.len(), op == Array::Concat))
         }

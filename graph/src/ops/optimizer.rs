@@ -30,33 +30,14 @@ pub(crate) const OPS: &[(&str, Rule)] = &[
     ("ResourceApplyRMSProp", Rule::RmsProp),
 ];
 
-/// The type attribute `T`: one entry per tensor input (the scalars and the gradient).
-pub(crate) fn typed(rule: Rule) -> &'static [(&'static str, Source)] {
-    use Source::Input;
-    match rule {
-        Rule::GradientDescent => &[("T", Input(1)), ("T", Input(2))],
-        Rule::Momentum { .. } | Rule::KerasMomentum { .. } => {
-            &[("T", Input(2)), ("T", Input(3)), ("T", Input(4))]
-        }
-        Rule::Adam { .. } => &[
-            ("T", Input(3)),
-            ("T", Input(4)),
-            ("T", Input(5)),
-            ("T", Input(6)),
-            ("T", Input(7)),
-            ("T", Input(8)),
-            ("T", Input(9)),
-        ],
-        Rule::Adagrad { .. } => &[("T", Input(2)), ("T", Input(3))],
-        Rule::AdagradV2 { .. } => &[("T", Input(2)), ("T", Input(3)), ("T", Input(4))],
-        Rule::RmsProp => &[
-            ("T", Input(3)),
-            ("T", Input(4)),
-            ("T", Input(5)),
-            ("T", Input(6)),
-            ("T", Input(7)),
-        ],
-    }
+/// The type attribute `T`: one entry per tensor input (the scalars and the gradient; the
+/// variable and slots are handles).
+pub(crate) fn typed(rule: Rule) -> impl Iterator<Item = (&'static str, Source)> {
+    rule.operands()
+        .iter()
+        .enumerate()
+        .filter(|(_, operand)| matches!(operand, Operand::Scalar(_) | Operand::Grad))
+        .map(|(i, _)| ("T", Source::Input(i)))
 }
 
 /// The rule with the node's attributes (`use_nesterov`, `update_slots`).

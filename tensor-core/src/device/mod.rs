@@ -611,7 +611,8 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
     /// One optimizer update of `rule` in one pass over contiguous tensors of one dtype:
     /// reads the variable `var`, its `slots` (as many as the rule keeps, in
     /// [`Rule::operands`](crate::train::Rule::operands) order) and `grad`, with the
-    /// hyperparameters `scalars` (in that order), and writes the variable's new value to
+    /// hyperparameters `scalars` (0-d tensors of that dtype, in that order; a device reads
+    /// them where it computes, so one without the kernel reads nothing), and writes the variable's new value to
     /// `outs[0]` and the slots' to the rest, rounded as
     /// [`Rule::update`](crate::train::Rule::update) on tensors rounds. Returns whether it
     /// ran; `false`, the default, has the caller run the rule as elementwise ops.
@@ -620,7 +621,7 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         rule: crate::train::Rule,
         var: &TensorView<'_>,
         slots: &[TensorView<'_>],
-        scalars: &[f64],
+        scalars: &[TensorView<'_>],
         grad: &TensorView<'_>,
         outs: &mut [OutView<'_>],
     ) -> Result<bool> {
