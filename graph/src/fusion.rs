@@ -77,7 +77,10 @@ pub(crate) fn fuse(steps: &mut Vec<Step>, fetches: &[Source], nodes: &[Node]) {
             Kind::Binary(BinaryOp::Mul) => (false, false),
             _ => continue,
         };
-        if !nhwc(&nodes[follow.node]) || controls.contains(&follow.node) {
+        if !nhwc(&nodes[follow.node])
+            || controls.contains(&follow.node)
+            || (norm && !inference(&nodes[follow.node]))
+        {
             continue;
         }
         let follow_node = follow.node;
@@ -693,6 +696,16 @@ fn valid(node: &Node) -> bool {
 }
 
 /// Whether a node's `data_format` is NHWC (TensorFlow's default).
+/// Whether batch norm `node` runs in inference (`is_training = false`): only then is it a
+/// per-channel product and sum to fold into a convolution.
+fn inference(node: &Node) -> bool {
+    let attrs = Attrs {
+        node: &node.name,
+        attrs: &node.attrs,
+    };
+    attrs.bool_or("is_training", true).is_ok_and(|t| !t)
+}
+
 fn nhwc(node: &Node) -> bool {
     let attrs = Attrs {
         node: &node.name,

@@ -66,8 +66,8 @@ pub use shape::{IntoShape, TensorShape};
 pub use slice::{Extent, TensorSlice};
 pub use sparse::SparseTensor;
 pub use tensor::{
-    same_device, Conv2dOptions, ConvEpilogue, HostView, MirrorMode, PackedFilter, Pool2dOptions,
-    ResizeOptions, Tensor,
+    same_device, BatchNormGradients, BatchNormStatistics, Conv2dOptions, ConvEpilogue, HostView,
+    MirrorMode, PackedFilter, Pool2dOptions, ResizeOptions, Tensor,
 };
 
 #[doc(hidden)]

@@ -1,5 +1,5 @@
-//! Training against TensorFlow: `tests/python/tf_training.py` writes small models (a CNN
-//! and an MLP) as `tf.compat.v1` graphs with their loss, TensorFlow's gradients of it
+//! Training against TensorFlow: `tests/python/tf_training.py` writes small models (a CNN,
+//! an MLP, a MobileNet-like stack with batch norms in training) as `tf.compat.v1` graphs with their loss, TensorFlow's gradients of it
 //! (`tf.gradients`) and an optimizer's update ops, with TensorFlow's values. On every device
 //! present (cpu:0, opencl:0 and wgpu:0 in CI):
 //!
@@ -168,6 +168,9 @@ fn tensorflows_gradient_and_training_graphs_run_on_every_device() {
         "BiasAddGrad",
         "Conv2DBackpropFilter",
         "Conv2DBackpropInput",
+        "DepthwiseConv2dNativeBackpropInput",
+        "DepthwiseConv2dNativeBackpropFilter",
+        "FusedBatchNormGradV3",
         "MaxPoolGrad",
         "AvgPoolGrad",
         "BroadcastGradientArgs",

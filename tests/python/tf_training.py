@@ -12,7 +12,8 @@ constants (so the values are the same wherever they run):
 The cases: a CNN (convolutions, bias, ReLU, max and average pools, ReLU6, a dense layer with
 tanh and sigmoid, sparse and dense softmax cross entropy, an L2 penalty) trained with
 Nesterov momentum and with Adam, and an MLP trained with plain momentum, gradient descent,
-Adagrad and RMSProp. The directory is the only argument; `index.json` lists the cases.
+Adagrad and RMSProp, and a MobileNet-like stack (batch norms in training, depthwise
+convolutions) trained with momentum. The directory is the only argument; `index.json` lists the cases.
 """
 
 import json
@@ -78,6 +79,38 @@ def mlp(rng, batch):
     return w, loss, data
 
 
+def mobile(rng, batch):
+    """A MobileNet-like stack on 10x10x3 images, 6 classes: a convolution, batch norms in
+    training (the batch's statistics), ReLU6, depthwise convolutions (a multiplier of 2 at
+    stride 2; a VALID one after a `Pad`), a 1x1 projection and a global mean."""
+    weights = {
+        "conv": rng.normal(0, 0.3, [3, 3, 3, 8]),
+        "gamma1": rng.normal(1, 0.1, [8]), "beta1": rng.normal(0, 0.1, [8]),
+        "depthwise1": rng.normal(0, 0.3, [3, 3, 8, 2]),
+        "gamma2": rng.normal(1, 0.1, [16]), "beta2": rng.normal(0, 0.1, [16]),
+        "depthwise2": rng.normal(0, 0.3, [3, 3, 16, 1]),
+        "project": rng.normal(0, 0.2, [1, 1, 16, 6]),
+    }
+    w = {k: v1.get_variable(k, initializer=tf.constant(v.astype(np.float32)))
+         for k, v in weights.items()}
+    x = v1.placeholder(tf.float32, [batch, 10, 10, 3], name="x")
+    y = v1.placeholder(tf.int32, [batch], name="y")
+    h = tf.nn.conv2d(x, w["conv"], 1, "SAME")
+    h, _, _ = v1.nn.fused_batch_norm(h, w["gamma1"], w["beta1"], epsilon=1e-3, is_training=True)
+    h = tf.nn.relu6(h)
+    h = tf.nn.depthwise_conv2d(h, w["depthwise1"], [1, 2, 2, 1], "SAME")
+    h, _, _ = v1.nn.fused_batch_norm(h, w["gamma2"], w["beta2"], epsilon=1e-3, is_training=True)
+    h = tf.nn.relu6(h)
+    h = tf.pad(h, [[0, 0], [1, 1], [1, 1], [0, 0]])
+    h = tf.nn.depthwise_conv2d(h, w["depthwise2"], [1, 1, 1, 1], "VALID")
+    h = tf.nn.conv2d(h, w["project"], 1, "VALID")
+    logits = tf.reduce_mean(h, [1, 2])
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    data = lambda: {"x:0": rng.normal(0, 1, [batch, 10, 10, 3]).astype(np.float32),
+                    "y:0": rng.integers(0, 6, [batch]).astype(np.int32)}
+    return w, loss, data
+
+
 # Each optimizer as the test builds it in polytensor (`Graph::minimize`), and in TensorFlow.
 OPTIMIZERS = {
     "nesterov": {"kind": "momentum", "learning_rate": 0.05, "momentum": 0.9, "nesterov": True},
@@ -111,7 +144,8 @@ def tensorflow_optimizer(o):
 
 CASES = [("cnn_nesterov", cnn, 8, "nesterov"), ("cnn_adam", cnn, 8, "adam"),
          ("mlp_momentum", mlp, 32, "momentum"), ("mlp_sgd", mlp, 32, "sgd"),
-         ("mlp_adagrad", mlp, 32, "adagrad"), ("mlp_rmsprop", mlp, 32, "rmsprop")]
+         ("mlp_adagrad", mlp, 32, "adagrad"), ("mlp_rmsprop", mlp, 32, "rmsprop"),
+         ("mobile_momentum", mobile, 8, "momentum")]
 
 
 def case(out, name, model, batch, optimizer, seed):

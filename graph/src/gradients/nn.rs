@@ -1,6 +1,7 @@
 //! The gradients of the neural-network ops and losses, as TensorFlow's `nn_grad.py` writes
 //! them: activations (`ReluGrad`, `Relu6Grad`), `BiasAdd`, `Conv2D`
-//! (`Conv2DBackpropInput`, `Conv2DBackpropFilter`), `MaxPool`, `AvgPool`, `Softmax`,
+//! (`Conv2DBackpropInput`, `Conv2DBackpropFilter`), `DepthwiseConv2dNative` (its two
+//! backprops), `FusedBatchNormV3` (`FusedBatchNormGradV3`), `MaxPool`, `AvgPool`, `Softmax`,
 //! `LogSoftmax`, the softmax cross entropies and `L2Loss`.
 
 use polytensor_core::{Error, Result};
@@ -16,6 +17,8 @@ pub(super) fn registered(op_type: &str) -> Option<Option<GradFn>> {
         "Relu6" => relu6,
         "BiasAdd" => bias_add,
         "Conv2D" => conv2d,
+        "DepthwiseConv2dNative" => depthwise,
+        "FusedBatchNormV3" => batch_norm,
         "MaxPool" => max_pool,
         "AvgPool" => avg_pool,
         "Softmax" => softmax,
@@ -69,6 +72,73 @@ fn conv2d(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Opti
     )?;
     let dfilter = g.apply("Conv2DBackpropFilter", &[x, &filter_shape, dy], attrs)?;
     Ok(vec![Some(dx), Some(dfilter)])
+}
+
+/// `DepthwiseConv2dNativeBackpropInput` to the input, `...Filter` to the filter.
+fn depthwise(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let (dy, x, filter) = (dy(f, dys, 0)?, &f.inputs[0], &f.inputs[1]);
+    let attrs = f.attrs_named(&[
+        "strides",
+        "padding",
+        "explicit_paddings",
+        "dilations",
+        "data_format",
+    ]);
+    let (x_shape, filter_shape) = (g.shape_of(x)?, g.shape_of(filter)?);
+    let dx = g.apply(
+        "DepthwiseConv2dNativeBackpropInput",
+        &[&x_shape, filter, dy],
+        attrs.clone(),
+    )?;
+    let dfilter = g.apply(
+        "DepthwiseConv2dNativeBackpropFilter",
+        &[x, &filter_shape, dy],
+        attrs,
+    )?;
+    Ok(vec![Some(dx), Some(dfilter)])
+}
+
+/// `FusedBatchNormGradV3` to the image, the scale and the offset: in training through the
+/// batch's statistics (the op's reserve spaces), in inference with the population's (its
+/// mean and variance inputs); none to those inputs.
+fn batch_norm(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    if dys[1..].iter().any(Option::is_some) {
+        return Err(Error::invalid(format!(
+            "the gradient of '{}' through its batch statistics is not supported (only through \
+             its output y)",
+            f.op.name()
+        )));
+    }
+    let training = f.flag("is_training")?;
+    let (mean, variance) = if training {
+        (&f.outputs[3], &f.outputs[4])
+    } else {
+        (&f.inputs[3], &f.inputs[4])
+    };
+    let inputs = [
+        dy(f, dys, 0)?,
+        &f.inputs[0],
+        &f.inputs[1],
+        mean,
+        variance,
+        &f.outputs[5],
+    ];
+    let mut builder = g
+        .op("FusedBatchNormGradV3")
+        .inputs(&inputs.map(Output::clone))
+        .attr("is_training", training);
+    for (name, value) in f.attrs_named(&["epsilon", "data_format"]) {
+        builder = builder.attr(&name, value);
+    }
+    let grads = builder.build()?;
+    let outputs = g.outputs(&grads)?;
+    Ok(vec![
+        Some(outputs[0].clone()),
+        Some(outputs[1].clone()),
+        Some(outputs[2].clone()),
+        None,
+        None,
+    ])
 }
 
 /// `MaxPoolGrad(x, y, dy)`.

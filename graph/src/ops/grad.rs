@@ -1,6 +1,8 @@
 //! The ops TensorFlow's gradients are made of (`tf.gradients` writes them; so does
 //! [`crate::Graph::gradients`]) and the losses: the activations' gradients (`ReluGrad`,
-//! `SigmoidGrad`, ...), `BiasAddGrad`, `Conv2DBackpropFilter`, `MaxPoolGrad`,
+//! `SigmoidGrad`, ...), `BiasAddGrad`, `Conv2DBackpropFilter`, the depthwise convolution's
+//! two (`DepthwiseConv2dNativeBackpropInput`, `...Filter`), `FusedBatchNormGradV3`,
+//! `MaxPoolGrad`,
 //! `AvgPoolGrad`, `BroadcastGradientArgs`, `ZerosLike`, `OnesLike`, `ShapeN`, `L2Loss` and
 //! the softmax cross entropies. Kernels are the eager tensor API's, on every device.
 
@@ -24,8 +26,16 @@ pub(crate) enum GradOp {
     /// `SigmoidGrad(y, dy)` and the like ([`Tensor::unary_grad`]).
     Unary(UnaryOp),
     BiasAddGrad,
-    /// `Conv2DBackpropFilter(input, filter_sizes, out_backprop)`.
-    ConvFilter,
+    /// `Conv2DBackpropFilter(input, filter_sizes, out_backprop)` and (`depthwise`)
+    /// `DepthwiseConv2dNativeBackpropFilter`.
+    ConvFilter {
+        depthwise: bool,
+    },
+    /// `DepthwiseConv2dNativeBackpropInput(input_sizes, filter, out_backprop)`.
+    DepthwiseInput,
+    /// `FusedBatchNormGradV3(y_backprop, x, scale, reserve_space_1, reserve_space_2,
+    /// reserve_space_3)`.
+    BatchNormGrad,
     /// `MaxPoolGrad(orig_input, orig_output, grad)`.
     MaxPoolGrad,
     /// `AvgPoolGrad(orig_input_shape, grad)`.
@@ -57,7 +67,16 @@ pub(crate) const OPS: &[(&str, GradOp)] = &[
     ("RsqrtGrad", GradOp::Unary(UnaryOp::Rsqrt)),
     ("ReciprocalGrad", GradOp::Unary(UnaryOp::Recip)),
     ("BiasAddGrad", GradOp::BiasAddGrad),
-    ("Conv2DBackpropFilter", GradOp::ConvFilter),
+    (
+        "Conv2DBackpropFilter",
+        GradOp::ConvFilter { depthwise: false },
+    ),
+    (
+        "DepthwiseConv2dNativeBackpropFilter",
+        GradOp::ConvFilter { depthwise: true },
+    ),
+    ("DepthwiseConv2dNativeBackpropInput", GradOp::DepthwiseInput),
+    ("FusedBatchNormGradV3", GradOp::BatchNormGrad),
     ("MaxPoolGrad", GradOp::MaxPoolGrad),
     ("AvgPoolGrad", GradOp::AvgPoolGrad),
     ("BroadcastGradientArgs", GradOp::BroadcastArgs),
@@ -85,7 +104,16 @@ impl GradOp {
             }
             GradOp::CrossEntropy { sparse: true } => &[("T", Input(0)), ("Tlabels", Input(1))],
             GradOp::BiasAddGrad | GradOp::Like { .. } | GradOp::L2Loss => &[("T", Input(0))],
-            GradOp::ConvFilter => &[("T", Input(0)), ("T", Input(2))],
+            GradOp::ConvFilter { .. } => &[("T", Input(0)), ("T", Input(2))],
+            GradOp::DepthwiseInput => &[("T", Input(1)), ("T", Input(2))],
+            GradOp::BatchNormGrad => &[
+                ("T", Input(0)),
+                ("T", Input(1)),
+                ("U", Input(2)),
+                ("U", Input(3)),
+                ("U", Input(4)),
+                ("U", Input(5)),
+            ],
             GradOp::MaxPoolGrad => &[("T", Input(0)), ("T", Input(1)), ("T", Input(2))],
             GradOp::AvgPoolGrad => &[("T", Input(1))],
             GradOp::ShapeN => &[("N", Count), ("T", Input(0))],
@@ -97,6 +125,13 @@ impl GradOp {
         match self {
             GradOp::BroadcastArgs => Some(&["r0", "r1"]),
             GradOp::CrossEntropy { .. } => Some(&["loss", "backprop"]),
+            GradOp::BatchNormGrad => Some(&[
+                "x_backprop",
+                "scale_backprop",
+                "offset_backprop",
+                "reserve_space_4",
+                "reserve_space_5",
+            ]),
             _ => None,
         }
     }
@@ -146,15 +181,44 @@ pub(crate) fn infer(op: GradOp, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             };
             Ok(vec![(dtype, known([channels])?)])
         }
-        GradOp::ConvFilter => {
+        GradOp::ConvFilter { depthwise } => {
             cx.exactly(3)?;
-            WindowAttrs::read(&cx.attrs(), Nn::Conv2D)?;
+            WindowAttrs::read(&cx.attrs(), conv_kind(depthwise))?;
             let dtype = float(input(0)?.0)?;
             if input(2)?.0 != dtype {
                 return Err(cx.type_mismatch(2, dtype));
             }
             cx.with_rank(1, 1)?;
             Ok(vec![(dtype, cx.shape_value(1)?)])
+        }
+        GradOp::DepthwiseInput => {
+            cx.exactly(3)?;
+            WindowAttrs::read(&cx.attrs(), Nn::Depthwise)?;
+            let dtype = float(input(1)?.0)?;
+            if input(2)?.0 != dtype {
+                return Err(cx.type_mismatch(2, dtype));
+            }
+            cx.with_rank(0, 1)?;
+            Ok(vec![(dtype, cx.shape_value(0)?)])
+        }
+        GradOp::BatchNormGrad => {
+            cx.exactly(6)?;
+            let ((dtype, dy), (x_dtype, x)) = (input(0)?, input(1)?);
+            if x_dtype != dtype {
+                return Err(cx.type_mismatch(1, dtype));
+            }
+            let shape = dy
+                .merge_with(&x)
+                .map_err(|_| cx.error("x and y_backprop must have same shape"))?;
+            let u = float(input(2)?.0)?;
+            let channels = known([None])?;
+            Ok(vec![
+                (float(dtype)?, shape),
+                (u, channels.clone()),
+                (u, channels),
+                (u, known([Some(0)])?),
+                (u, known([Some(0)])?),
+            ])
         }
         GradOp::MaxPoolGrad => {
             cx.exactly(3)?;
@@ -231,12 +295,41 @@ pub(crate) fn run(op: GradOp, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
             let format = DataFormat::from_name(&cx.attrs().string_or("data_format", "NHWC")?)?;
             one(cx.tensor(0)?.bias_add_grad(format)?)
         }
-        GradOp::ConvFilter => {
+        GradOp::ConvFilter { depthwise } => {
             let sizes = four_dims(cx, 1, "filter_sizes")?;
-            let options = WindowAttrs::read(&cx.attrs(), Nn::Conv2D)?.conv();
+            let options = WindowAttrs::read(&cx.attrs(), conv_kind(depthwise))?.conv();
+            let (x, dy) = (cx.tensor(0)?, cx.tensor(2)?);
+            one(if depthwise {
+                x.depthwise_conv2d_backprop_filter(sizes, &dy, &options)?
+            } else {
+                x.conv2d_backprop_filter(sizes, &dy, &options)?
+            })
+        }
+        GradOp::DepthwiseInput => {
+            let sizes = four_dims(cx, 0, "input_sizes")?;
+            let options = WindowAttrs::read(&cx.attrs(), Nn::Depthwise)?.conv();
             one(cx
-                .tensor(0)?
-                .conv2d_backprop_filter(sizes, &*cx.tensor(2)?, &options)?)
+                .tensor(2)?
+                .depthwise_conv2d_backprop_input(&*cx.tensor(1)?, &sizes, &options)?)
+        }
+        GradOp::BatchNormGrad => {
+            let attrs = cx.attrs();
+            let format = DataFormat::from_name(&attrs.string_or("data_format", "NHWC")?)?;
+            let epsilon = attrs.float_or("epsilon", 1e-4)?;
+            let training = attrs.bool_or("is_training", true)?;
+            let [dy, x, scale, mean, variance] =
+                [0, 1, 2, 3, 4].map(|i| cx.tensor(i).map(|t| t.into_owned()));
+            let grads =
+                dy?.batch_norm_grad(&x?, &scale?, &mean?, &variance?, epsilon, format, training)?;
+            let u = grads.scale.dtype();
+            let empty = || Tensor::zeros([0usize], u, cx.device);
+            Ok(smallvec![
+                Value::Tensor(grads.x),
+                Value::Tensor(grads.scale),
+                Value::Tensor(grads.offset),
+                Value::Tensor(empty()?),
+                Value::Tensor(empty()?),
+            ])
         }
         GradOp::MaxPoolGrad => {
             let options = WindowAttrs::read(&cx.attrs(), Nn::MaxPool)?.pool();
@@ -283,6 +376,15 @@ pub(crate) fn run(op: GradOp, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
             };
             Ok(smallvec![Value::Tensor(loss), Value::Tensor(backprop)])
         }
+    }
+}
+
+/// The forward convolution whose attributes a filter gradient reads.
+fn conv_kind(depthwise: bool) -> Nn {
+    if depthwise {
+        Nn::Depthwise
+    } else {
+        Nn::Conv2D
     }
 }
 

@@ -29,7 +29,8 @@ pub(crate) enum Nn {
     MaxPool,
     AvgPool,
     BiasAdd,
-    /// `FusedBatchNormV3` with `is_training = false`.
+    /// `FusedBatchNormV3`: in inference (`is_training = false`) with the population's
+    /// statistics, in training with the batch's.
     BatchNorm,
     Softmax,
     LogSoftmax,
@@ -327,12 +328,7 @@ pub(crate) fn infer(op: Nn, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
         }
         Nn::Softmax | Nn::LogSoftmax | Nn::BiasAdd => Ok(vec![(dtype, shape)]),
         Nn::BatchNorm => {
-            if attrs.bool_or("is_training", true)? {
-                return Err(cx.error(
-                    "FusedBatchNormV3 runs in inference only here (is_training = false); \
-                     training statistics are not supported",
-                ));
-            }
+            attrs.bool_or("is_training", true)?;
             let u = input(1)?.0;
             let channels = PartialTensorShape::new(&[None])?;
             let mut outputs = vec![(dtype, shape)];
@@ -444,6 +440,27 @@ pub(crate) fn run(op: Nn, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
                 [1, 2, 3, 4].map(|i| cx.tensor(i).map(|t| t.into_owned()));
             let (mean, variance) = (mean?, variance?);
             let epsilon = attrs.float_or("epsilon", 1e-4)?;
+            if attrs.bool_or("is_training", true)? {
+                let factor = attrs.float_or("exponential_avg_factor", 1.0)?;
+                let (y, statistics) = x.batch_norm_training(
+                    &scale?,
+                    &offset?,
+                    &mean,
+                    &variance,
+                    epsilon,
+                    factor,
+                    format()?,
+                )?;
+                let empty = polytensor_core::Tensor::zeros([0usize], mean.dtype(), cx.device)?;
+                return Ok(smallvec![
+                    Value::Tensor(y),
+                    Value::Tensor(statistics.mean),
+                    Value::Tensor(statistics.variance),
+                    Value::Tensor(statistics.saved_mean),
+                    Value::Tensor(statistics.saved_variance),
+                    Value::Tensor(empty),
+                ]);
+            }
             let y = x.batch_norm(&scale?, &offset?, &mean, &variance, epsilon, format()?)?;
             // Inference passes the population statistics through, as TensorFlow's kernel.
             let empty = polytensor_core::Tensor::zeros([0usize], mean.dtype(), cx.device)?;

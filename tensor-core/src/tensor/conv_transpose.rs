@@ -42,18 +42,74 @@ impl Tensor {
         input_sizes: &[usize],
         options: &Conv2dOptions,
     ) -> Result<Tensor> {
+        self.backprop_input(filter, input_sizes, options, false)
+    }
+
+    /// TensorFlow's `DepthwiseConv2dNativeBackpropInput`: this output gradient (`[batch,
+    /// out_h, out_w, channels * multiplier]`, or NCHW) taken back through the depthwise
+    /// convolution by the `[k_h, k_w, channels, multiplier]` `filter` of an input of
+    /// `input_sizes` (4 dims in `options`' format): each channel's transposed convolution
+    /// by its own filters, summed over the multiplier.
+    ///
+    /// ```
+    /// use polytensor_core::{Conv2dOptions, DataType, Padding, Tensor};
+    /// let cpu = polytensor_cpu::CpuDevice::shared();
+    /// // Two channels, each through a 1x1 filter of its own (2 and 3).
+    /// let dy = Tensor::from_slice(&[1.0f32, 1.0], [1, 1, 1, 2], &cpu).unwrap();
+    /// let filter = Tensor::from_slice(&[2.0f32, 3.0], [1, 1, 2, 1], &cpu).unwrap();
+    /// let options = Conv2dOptions { padding: Padding::Valid, ..Default::default() };
+    /// let dx = dy.depthwise_conv2d_backprop_input(&filter, &[1, 1, 1, 2], &options).unwrap();
+    /// assert_eq!(dx.to_vec::<f32>().unwrap(), [2.0, 3.0]);
+    /// ```
+    pub fn depthwise_conv2d_backprop_input(
+        &self,
+        filter: &Tensor,
+        input_sizes: &[usize],
+        options: &Conv2dOptions,
+    ) -> Result<Tensor> {
+        self.backprop_input(filter, input_sizes, options, true)
+    }
+
+    /// The transposed convolution (`depthwise`: of a depthwise convolution, each channel by
+    /// its own `multiplier` filters) of this output gradient.
+    fn backprop_input(
+        &self,
+        filter: &Tensor,
+        input_sizes: &[usize],
+        options: &Conv2dOptions,
+        depthwise: bool,
+    ) -> Result<Tensor> {
+        let op = if depthwise {
+            "DepthwiseConv2dNativeBackpropInput"
+        } else {
+            OP
+        };
         if self.rank() != 4 {
             return Err(Error::invalid(format!(
                 "input_sizes must be 4-dimensional, got: {}",
                 self.rank()
             )));
         }
-        let dy = self.to_nhwc(options.format, OP)?;
-        let [kh, kw, in_depth, filters] = filter_dims(filter, OP)?;
+        let dy = self.to_nhwc(options.format, op)?;
+        let [kh, kw, in_depth, per_channel] = filter_dims(filter, op)?;
+        let filters = if depthwise {
+            in_depth.checked_mul(per_channel).ok_or_else(|| {
+                Error::invalid(format!(
+                    "{op}: the filter's {in_depth} x {per_channel} overflows"
+                ))
+            })?
+        } else {
+            per_channel
+        };
         let [batch, out_h, out_w, out_depth] = [0, 1, 2, 3].map(|d| dy.dims()[d]);
         let [n, h, w, c] = image_dims(input_sizes, options.format, batch, in_depth)?;
-        check_dtypes(OP, self, filter)?;
+        check_dtypes(op, self, filter)?;
         self.check_same_device(filter, "conv2d_backprop_input")?;
+        if depthwise && c != in_depth {
+            return Err(Error::invalid(format!(
+                "{op}: input_sizes and filter must have the same depth: {c} vs {in_depth}"
+            )));
+        }
         if c != in_depth {
             return Err(Error::invalid(if in_depth > 0 && c % in_depth == 0 {
                 format!(
@@ -61,17 +117,17 @@ impl Tensor {
                      depth {c} doesn't match filter input depth {in_depth}"
                 )
             } else {
-                format!("{OP}: input depth must be evenly divisible by filter depth")
+                format!("{op}: input depth must be evenly divisible by filter depth")
             }));
         }
         if filters != out_depth {
             return Err(Error::invalid(format!(
-                "{OP}: filter and out_backprop must have the same out_depth"
+                "{op}: filter and out_backprop must have the same out_depth"
             )));
         }
         if n != batch {
             return Err(Error::invalid(format!(
-                "{OP}: input and out_backprop must have the same batch size. Input batch: \
+                "{op}: input and out_backprop must have the same batch size. Input batch: \
                  {n}, outbackprop batch: {batch}, batch_dim: 0"
             )));
         }
@@ -82,7 +138,7 @@ impl Tensor {
             let resolved = window.resolve(input[d], &options.padding, d)?;
             if resolved.output != actual {
                 return Err(Error::invalid(format!(
-                    "{OP}: Size of out_backprop doesn't match computed: actual = {actual}, \
+                    "{op}: Size of out_backprop doesn't match computed: actual = {actual}, \
                      computed = {} spatial_dim: {} input: {} filter: {} output: {actual} \
                      stride: {} dilation: {}",
                     resolved.output,
@@ -104,6 +160,11 @@ impl Tensor {
             output: [out_h, out_w],
             filters,
         };
+        if depthwise {
+            return dy
+                .composed_backprop_input(filter, &geometry, true)?
+                .into_format(options.format);
+        }
         let image = TensorShape::new(&[n, h, w, c])?;
         let device = self.device();
         let direct = |dtype: DataType| -> Result<Option<Tensor>> {
@@ -125,9 +186,9 @@ impl Tensor {
             Some(out) => out,
             None if widened != self.dtype => match direct(widened)? {
                 Some(out) => out,
-                None => dy.composed_backprop_input(filter, &geometry)?,
+                None => dy.composed_backprop_input(filter, &geometry, false)?,
             },
-            None => dy.composed_backprop_input(filter, &geometry)?,
+            None => dy.composed_backprop_input(filter, &geometry, false)?,
         };
         out.into_format(options.format)
     }
@@ -136,8 +197,16 @@ impl Tensor {
     /// every device has: its pixels spread `stride` apart (zeros between), then a stride-1
     /// convolution with the filter turned half a turn (`[k_h, k_w, filters, channels]`),
     /// padded (or cropped) so that tap `i` of image row `y` meets gradient row
-    /// `(y + before - i * dilation) / stride`.
-    fn composed_backprop_input(&self, filter: &Tensor, g: &WindowGeometry) -> Result<Tensor> {
+    /// `(y + before - i * dilation) / stride`. `depthwise`: the filter is a depthwise
+    /// convolution's `[k_h, k_w, channels, multiplier]`, turned and convolved channel by
+    /// channel (each of the `channels * multiplier` gradient channels by its own tap), and
+    /// each channel's `multiplier` results summed.
+    fn composed_backprop_input(
+        &self,
+        filter: &Tensor,
+        g: &WindowGeometry,
+        depthwise: bool,
+    ) -> Result<Tensor> {
         let [sh, sw] = [g.windows[0].stride, g.windows[1].stride];
         let [oh, ow] = g.output;
         if g.input_elements()? == 0 || self.num_elements() == 0 {
@@ -158,10 +227,18 @@ impl Tensor {
             .reshape([g.batch, oh * sh, ow * sw, g.filters])?
             .narrow(1, 0, (oh - 1) * sh + 1)?
             .narrow(2, 0, (ow - 1) * sw + 1)?;
-        let turned = filter
-            .reverse(&[0, 1])?
-            .permute(&[0, 1, 3, 2])?
-            .contiguous()?;
+        let [kh, kw] = [0, 1].map(|d| filter.dims()[d]);
+        let turned = if depthwise {
+            filter
+                .reverse(&[0, 1])?
+                .contiguous()?
+                .reshape([kh, kw, g.filters, 1])?
+        } else {
+            filter
+                .reverse(&[0, 1])?
+                .permute(&[0, 1, 3, 2])?
+                .contiguous()?
+        };
         // Per spatial dim: the spread gradient's padding before and after (a negative one
         // crops it) for a stride-1 convolution whose output has the image's size.
         let mut spread = spread;
@@ -184,7 +261,14 @@ impl Tensor {
             padding: Padding::Explicit(pads),
             format: DataFormat::Nhwc,
         };
-        spread.conv2d(&turned, &options)
+        if !depthwise {
+            return spread.conv2d(&turned, &options);
+        }
+        let [n, h, w, c] = [g.batch, g.input[0], g.input[1], g.channels];
+        spread
+            .depthwise_conv2d(&turned, &options)?
+            .reshape([n, h, w, c, g.filters / c.max(1)])?
+            .reduce(crate::ops::ReduceOp::Sum, &[4], false)
     }
 }
 

@@ -194,6 +194,9 @@ mod conv_transpose;
 
 mod nn_grad;
 
+mod norm_train;
+pub use norm_train::{BatchNormGradients, BatchNormStatistics};
+
 mod segment;
 
 mod sequences;

@@ -103,76 +103,118 @@ impl Tensor {
         options: &Conv2dOptions,
     ) -> Result<Tensor> {
         const OP: &str = "Conv2DBackpropFilter";
-        self.check_same_device(dy, "conv2d_backprop_filter")?;
-        if self.dtype != dy.dtype {
-            return Err(Error::DTypeMismatch {
-                op: OP,
-                expected: self.dtype.to_string(),
-                found: dy.dtype,
-            });
-        }
-        let x = self.to_nhwc(options.format, OP)?;
-        let dy = dy.to_nhwc(options.format, OP)?;
+        let (x, dy) = self.filter_grad_operands(dy, options, OP)?;
         let [kh, kw, in_depth, filters] = filter_sizes;
-        let [batch, h, w, channels] = [0, 1, 2, 3].map(|d| x.dims()[d]);
-        if in_depth != channels {
+        let batch = x.dims()[0];
+        if in_depth != x.dims()[3] {
             return Err(Error::invalid(format!(
-                "{OP}: input depth {channels} must equal the filter's input depth {in_depth} \
-                 (grouped convolutions have no gradient here)"
+                "{OP}: input depth {} must equal the filter's input depth {in_depth} \
+                 (grouped convolutions have no gradient here)",
+                x.dims()[3]
             )));
         }
-        if dy.dims()[0] != batch || dy.dims()[3] != filters {
+        if dy.dims()[3] != filters {
             return Err(Error::invalid(format!(
-                "{OP}: out_backprop {} does not match the input batch {batch} and the filter's \
-                 {filters} filters",
+                "{OP}: out_backprop {} does not match the filter's {filters} filters",
                 dy.shape()
             )));
         }
-        let mut pads = [(0usize, 0usize); 2];
-        let mut crop = [h, w];
-        for (d, (size, input)) in [(kh, h), (kw, w)].into_iter().enumerate() {
-            let window = Window {
-                size,
-                stride: options.strides[d],
-                dilation: options.dilations[d],
-            };
-            let resolved = window.resolve(input, &options.padding, d)?;
-            let out = dy.dims()[1 + d];
-            if resolved.output != out {
-                return Err(Error::invalid(format!(
-                    "{OP}: Size of out_backprop doesn't match computed: actual = {out}, computed \
-                     = {} spatial_dim: {} input: {input} filter: {size} output: {out} stride: {} \
-                     dilation: {}",
-                    resolved.output,
-                    d + 1,
-                    window.stride,
-                    window.dilation
-                )));
-            }
-            // The input rows the windows reach, padding included: the last tap of the last
-            // window is the end (rows past it, which VALID strides skip, are cropped).
-            let reach = window.span()? + (out.max(1) - 1) * window.stride;
-            let end = reach.saturating_sub(resolved.before);
-            crop[d] = end.min(input);
-            pads[d] = (resolved.before, end.saturating_sub(input));
-        }
-        let x = x.narrow(1, 0, crop[0])?.narrow(2, 0, crop[1])?;
-        // [channels, h, w, batch] images, convolved with [out_h, out_w, batch, filters].
-        let images = x.permute(&[3, 1, 2, 0])?.contiguous()?;
-        let taps = dy.permute(&[1, 2, 0, 3])?.contiguous()?;
-        let swapped = Conv2dOptions {
-            strides: options.dilations,
-            dilations: options.strides,
-            padding: Padding::Explicit(pads.to_vec()),
-            format: DataFormat::Nhwc,
-        };
+        let (x, swapped) = filter_grad_window(&x, &dy, [kh, kw], options, OP)?;
         if batch == 0 || dy.dims()[1] == 0 || dy.dims()[2] == 0 {
             return Tensor::zeros(filter_sizes, self.dtype, self.device());
         }
+        // [channels, h, w, batch] images, convolved with [out_h, out_w, batch, filters].
+        let images = x.permute(&[3, 1, 2, 0])?.contiguous()?;
+        let taps = dy.permute(&[1, 2, 0, 3])?.contiguous()?;
         images
             .conv2d(&taps, &swapped)?
             .permute(&[1, 2, 0, 3])?
             .contiguous()
+    }
+
+    /// TensorFlow's `DepthwiseConv2dNativeBackpropFilter`: the gradient of a depthwise
+    /// convolution's filter (of dims `filter_sizes`, `[k_h, k_w, channels, multiplier]`)
+    /// from this, its input, and `dy`, the gradient of its output; `options` are the
+    /// forward convolution's.
+    ///
+    /// It is itself a depthwise convolution, of one image whose channels are the input's
+    /// `(batch, channel, multiplier)` triples (each channel repeated `multiplier` times),
+    /// each by its own filter, that channel's gradient, at the forward's dilation as stride
+    /// and its stride as dilation; the results summed over the batch.
+    pub fn depthwise_conv2d_backprop_filter(
+        &self,
+        filter_sizes: [usize; 4],
+        dy: &Tensor,
+        options: &Conv2dOptions,
+    ) -> Result<Tensor> {
+        const OP: &str = "DepthwiseConv2dNativeBackpropFilter";
+        let (x, dy) = self.filter_grad_operands(dy, options, OP)?;
+        let [kh, kw, channels, multiplier] = filter_sizes;
+        let [batch, h, w, depth] = [0, 1, 2, 3].map(|d| x.dims()[d]);
+        if depth != channels {
+            return Err(Error::invalid(format!(
+                "{OP}: input and filter must have the same depth: {depth} vs {channels}"
+            )));
+        }
+        let lanes = channels.checked_mul(multiplier);
+        if lanes != Some(dy.dims()[3]) {
+            return Err(Error::invalid(format!(
+                "{OP}: out_backprop {} does not match the filter's {channels} x {multiplier} \
+                 output channels",
+                dy.shape()
+            )));
+        }
+        let (x, swapped) = filter_grad_window(&x, &dy, [kh, kw], options, OP)?;
+        let [out_h, out_w] = [dy.dims()[1], dy.dims()[2]];
+        if batch == 0 || out_h == 0 || out_w == 0 || h == 0 || w == 0 {
+            return Tensor::zeros(filter_sizes, self.dtype, self.device());
+        }
+        let [h, w] = [x.dims()[1], x.dims()[2]];
+        let lanes = TensorShape::new(&[batch, channels, multiplier])?.num_elements();
+        // [1, h, w, (n, c, m)]: channel c of image n, once per multiplier.
+        let image = x
+            .permute(&[1, 2, 0, 3])?
+            .reshape([h, w, batch, channels, 1])?
+            .broadcast_to([h, w, batch, channels, multiplier])?
+            .contiguous()?
+            .reshape([1, h, w, lanes])?;
+        // [out_h, out_w, (n, c, m), 1]: each lane's filter is its gradient.
+        let taps = dy
+            .permute(&[1, 2, 0, 3])?
+            .contiguous()?
+            .reshape([out_h, out_w, lanes, 1])?;
+        image
+            .depthwise_conv2d(&taps, &swapped)?
+            .reshape([kh, kw, batch, channels, multiplier])?
+            .reduce(ReduceOp::Sum, &[2], false)
+    }
+
+    /// This input and `dy` of a convolution whose filter's gradient `op` takes, in NHWC,
+    /// checked: one device and dtype, the same batch.
+    fn filter_grad_operands(
+        &self,
+        dy: &Tensor,
+        options: &Conv2dOptions,
+        op: &'static str,
+    ) -> Result<(Tensor, Tensor)> {
+        self.check_same_device(dy, "conv2d_backprop_filter")?;
+        if self.dtype != dy.dtype {
+            return Err(Error::DTypeMismatch {
+                op,
+                expected: self.dtype.to_string(),
+                found: dy.dtype,
+            });
+        }
+        let x = self.to_nhwc(options.format, op)?;
+        let dy = dy.to_nhwc(options.format, op)?;
+        if dy.dims()[0] != x.dims()[0] {
+            return Err(Error::invalid(format!(
+                "{op}: input and out_backprop must have the same batch size: {} vs {}",
+                x.dims()[0],
+                dy.dims()[0]
+            )));
+        }
+        Ok((x, dy))
     }
 
     /// TensorFlow's `MaxPoolGrad`: the gradient of a max pool's input from this, its input,
@@ -636,4 +678,54 @@ impl PoolGeometry {
             .narrow(2, self.dims[1].before, self.input[2])?
             .contiguous()
     }
+}
+
+/// The NHWC input `x` of a convolution by a `taps` filter, cropped to the rows its windows
+/// reach, and the options of the convolution of it by `dy` that gives the filter's
+/// gradient: the forward's padding (what remains past the crop), its dilation as the
+/// stride and its stride as the dilation. `Err` where `dy`'s size is not the forward's.
+fn filter_grad_window(
+    x: &Tensor,
+    dy: &Tensor,
+    taps: [usize; 2],
+    options: &Conv2dOptions,
+    op: &str,
+) -> Result<(Tensor, Conv2dOptions)> {
+    let mut pads = [(0usize, 0usize); 2];
+    let mut crop = [x.dims()[1], x.dims()[2]];
+    for d in 0..2 {
+        let (size, input) = (taps[d], x.dims()[1 + d]);
+        let window = Window {
+            size,
+            stride: options.strides[d],
+            dilation: options.dilations[d],
+        };
+        let resolved = window.resolve(input, &options.padding, d)?;
+        let out = dy.dims()[1 + d];
+        if resolved.output != out {
+            return Err(Error::invalid(format!(
+                "{op}: Size of out_backprop doesn't match computed: actual = {out}, computed = \
+                 {} spatial_dim: {} input: {input} filter: {size} output: {out} stride: {} \
+                 dilation: {}",
+                resolved.output,
+                d + 1,
+                window.stride,
+                window.dilation
+            )));
+        }
+        // The input rows the windows reach, padding included: the last tap of the last
+        // window is the end (rows past it, which VALID strides skip, are cropped).
+        let reach = window.span()? + (out.max(1) - 1) * window.stride;
+        let end = reach.saturating_sub(resolved.before);
+        crop[d] = end.min(input);
+        pads[d] = (resolved.before, end.saturating_sub(input));
+    }
+    let x = x.narrow(1, 0, crop[0])?.narrow(2, 0, crop[1])?;
+    let swapped = Conv2dOptions {
+        strides: options.dilations,
+        dilations: options.strides,
+        padding: Padding::Explicit(pads.to_vec()),
+        format: DataFormat::Nhwc,
+    };
+    Ok((x, swapped))
 }
