@@ -221,6 +221,75 @@ fn polytensors_gradients_are_tensorflows_on_every_device() {
     }
 }
 
+/// `tf.gradients` of frozen models with respect to every weight (`Const`), weighted by a
+/// random `grad_ys`: Keras's MobileNetV2 and a stack of batch norms and depthwise
+/// convolutions frozen the TF2 way, and the public frozen models where `../shared` has
+/// them (`tests/python/tf_frozen_gradients.py`, which feeds each the input, of a few, that
+/// keeps its ReLUs' inputs farthest from their kinks). [`Graph::gradients`] gives
+/// TensorFlow's on every device.
+#[test]
+fn frozen_models_gradients_are_tensorflows_on_every_device() {
+    let Some(dir) = common::generated(
+        "tf_frozen_gradients.py",
+        "tf-frozen-gradients",
+        "tensorflow",
+        "POLYTENSOR_TF_FROZEN_GRADIENTS",
+    ) else {
+        return;
+    };
+    let index: Json = golden::json(dir.join("index.json"));
+    for case in names(&index) {
+        let spec = golden::json(dir.join(format!("{case}.json")));
+        let mut graph = read(&dir, format!("{case}.pb"));
+        let output = graph.tensor(spec["output"].as_str().unwrap()).unwrap();
+        let shape = polytensor::PartialTensorShape::unknown_rank();
+        let grad_ys = graph
+            .placeholder_named("grad_ys", DataType::Float, &shape)
+            .unwrap();
+        let weights: Vec<Output> = names(&spec["weights"])
+            .iter()
+            .map(|w| graph.tensor(&format!("{w}:0")).unwrap())
+            .collect();
+        let grads = graph
+            .gradients(
+                std::slice::from_ref(&output),
+                &weights,
+                Some(&[grad_ys.clone()]),
+            )
+            .unwrap();
+        let fetches: Vec<String> = grads
+            .iter()
+            .zip(&weights)
+            .map(|(g, w)| {
+                g.as_ref()
+                    .unwrap_or_else(|| panic!("{case}: no gradient of {w}"))
+                    .name()
+            })
+            .collect();
+        let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
+        for device in golden::devices() {
+            let at = format!("{case} on {}", device.name());
+            let session = session(&graph, &device, &[]);
+            let input = golden::tensor(&spec["feeds"]["input"], &device);
+            let weighting = golden::tensor(&spec["feeds"]["grad_ys"], &device);
+            let feeds = [
+                (spec["input"].as_str().unwrap(), &input),
+                ("grad_ys:0", &weighting),
+            ];
+            let got = session.run_by_name(&feeds, &fetches, &[]).unwrap();
+            for ((got, want), name) in got
+                .iter()
+                .zip(spec["expected"].as_array().unwrap())
+                .zip(names(&spec["weights"]))
+            {
+                let want = golden::tensor(want, &golden::devices()[0]);
+                assert_close(&format!("{at}: the gradient of {name}"), got, &want);
+            }
+            println!("{at}: TensorFlow's gradients of {} weights", weights.len());
+        }
+    }
+}
+
 /// The optimizer a case's `"optimizer"` spec describes.
 fn optimizer(spec: &Json) -> Optimizer {
     let number = |name: &str| spec[name].as_f64().unwrap();
