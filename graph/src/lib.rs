@@ -26,6 +26,7 @@ mod sparse;
 
 pub use attr::{int_list, type_list, AttrKind, AttrValue, ListValue};
 pub use builders::Variable;
+pub use gradients::{Gradient, IndexedSlices};
 pub use graph::{python_shape, Graph, OpBuilder, Operation, Output};
 pub use graph_def::{ImportOptions, Imported};
 pub use ops::op_types;

@@ -1,12 +1,17 @@
 //! Training a graph: [`Graph::minimize`] adds an [`Optimizer`]'s step as TensorFlow 1.x's
 //! `tf.compat.v1.train` optimizers write it: the gradients ([`Graph::gradients`]), a slot
 //! variable per weight where the rule keeps one (named `weight/Momentum`, `weight/Adam`,
-//! ...), and one `ResourceApply*` op per weight, grouped under a `NoOp`. The step runs on
-//! every device, and TensorFlow runs the graph as written.
+//! ...), and one `ResourceApply*` op per weight, grouped under a `NoOp`. A weight read by
+//! gathers (an embedding) gets a sparse update of the rows read, as TensorFlow's: its
+//! slices summed by row (`Unique`, `UnsortedSegmentSum`) and `ResourceSparseApply*`
+//! (`ResourceScatterAdd` for gradient descent; Adam's is its dense update, which TensorFlow
+//! 1.x's sparse Adam equals). The step runs on every device, and TensorFlow runs the graph
+//! as written.
 
 use polytensor_core::{DataType, Error, PartialTensorShape, Result};
 
 use crate::attr::AttrValue;
+use crate::gradients::{Gradient, IndexedSlices};
 use crate::graph::{Graph, Operation, Output};
 
 /// An optimizer and its hyperparameters (TensorFlow 1.x's defaults where it has them).
@@ -66,8 +71,9 @@ pub struct Training {
     /// Initialises the optimizer's slot variables (the weights are initialised by their
     /// own initializers).
     pub init: Operation,
-    /// Each weight's gradient (`None` where the loss does not depend on it).
-    pub gradients: Vec<Option<Output>>,
+    /// Each weight's gradient (`None` where the loss does not depend on it; slices for a
+    /// table read by gathers).
+    pub gradients: Vec<Option<Gradient>>,
 }
 
 impl Optimizer {
@@ -115,7 +121,7 @@ impl Graph {
                 )));
             }
         }
-        let gradients = self.gradients(std::slice::from_ref(loss), weights, None)?;
+        let gradients = self.indexed_gradients(std::slice::from_ref(loss), weights, None)?;
         if gradients.iter().all(Option::is_none) {
             let names: Vec<String> = weights.iter().map(Output::name).collect();
             return Err(Error::invalid(format!(
@@ -144,7 +150,10 @@ impl Graph {
             )));
         }
         let dtype = gradients[0].dtype();
-        let gradients = gradients.iter().cloned().map(Some).collect();
+        let gradients = gradients
+            .iter()
+            .map(|g| Some(Gradient::Dense(g.clone())))
+            .collect();
         self.training(weights, gradients, optimizer, dtype)
     }
 
@@ -152,7 +161,7 @@ impl Graph {
     fn training(
         &mut self,
         weights: &[Output],
-        gradients: Vec<Option<Output>>,
+        gradients: Vec<Option<Gradient>>,
         optimizer: &Optimizer,
         dtype: DataType,
     ) -> Result<Training> {
@@ -170,7 +179,7 @@ impl Graph {
     fn optimizer_step(
         &mut self,
         weights: &[Output],
-        gradients: &[Option<Output>],
+        gradients: &[Option<Gradient>],
         optimizer: &Optimizer,
         dtype: DataType,
     ) -> Result<(Operation, Operation)> {
@@ -244,15 +253,19 @@ impl Graph {
                 continue;
             };
             let weight_name = weight.op().name().to_string();
+            let grad_dtype = match gradient {
+                Gradient::Dense(dense) => dense.dtype(),
+                Gradient::Slices(slices) => slices.values.dtype(),
+            };
             let mut slots = Vec::new();
             for (suffix, first) in optimizer.slots() {
+                // The slot starts as the weight's shape filled with its first value.
+                let value = self.read(weight, grad_dtype)?;
                 let slot = self.variable_handle(
                     &format!("{weight_name}/{suffix}"),
-                    gradient.dtype(),
-                    gradient.shape(),
+                    grad_dtype,
+                    value.shape(),
                 )?;
-                // The slot starts as the weight's shape filled with its first value.
-                let value = self.read(weight, gradient.dtype())?;
                 let shape = self.shape_of(&value)?;
                 let fill = scalar(self, "slot_value", first)?;
                 let filled = self.op("Fill").input(&shape).input(&fill).build_output()?;
@@ -286,8 +299,78 @@ impl Graph {
         Ok((step, init))
     }
 
-    /// The `ResourceApply*` op of one weight.
+    /// The update op of one weight: `ResourceApply*`, or for slices the sparse form.
     fn apply_update(
+        &mut self,
+        optimizer: &Optimizer,
+        weight: &Output,
+        slots: &[Output],
+        hyper: &[Output],
+        gradient: &Gradient,
+    ) -> Result<Operation> {
+        let gradient = match gradient {
+            Gradient::Dense(dense) => dense,
+            Gradient::Slices(slices) => match optimizer {
+                Optimizer::Adam { .. } => &self.densify(gradient)?,
+                _ => return self.apply_sparse_update(optimizer, weight, slots, hyper, slices),
+            },
+        };
+        self.apply_dense_update(optimizer, weight, slots, hyper, gradient)
+    }
+
+    /// The `ResourceSparseApply*` op of one weight (`ResourceScatterAdd` of `-lr * values`
+    /// for gradient descent), its slices first summed by row but for gradient descent.
+    fn apply_sparse_update(
+        &mut self,
+        optimizer: &Optimizer,
+        weight: &Output,
+        slots: &[Output],
+        hyper: &[Output],
+        slices: &IndexedSlices,
+    ) -> Result<Operation> {
+        if let Optimizer::GradientDescent { .. } = optimizer {
+            let negated = self.unary("Neg", &slices.values)?;
+            let step = self.apply("Mul", &[&negated, &hyper[0]], Vec::new())?;
+            return self
+                .op("ResourceScatterAdd")
+                .input(weight)
+                .input(&slices.indices)
+                .input(&step)
+                .attr("dtype", step.dtype())
+                .build();
+        }
+        let slices = self.deduplicated(slices)?;
+        let (values, indices) = (&slices.values, &slices.indices);
+        let (op_type, inputs, attrs): (&str, Vec<&Output>, Vec<(&str, AttrValue)>) =
+            match *optimizer {
+                Optimizer::Momentum { nesterov, .. } => (
+                    "ResourceSparseApplyMomentum",
+                    vec![weight, &slots[0], &hyper[0], values, indices, &hyper[1]],
+                    vec![("use_nesterov", nesterov.into())],
+                ),
+                Optimizer::Adagrad { .. } => (
+                    "ResourceSparseApplyAdagrad",
+                    vec![weight, &slots[0], &hyper[0], values, indices],
+                    vec![("update_slots", true.into())],
+                ),
+                Optimizer::RmsProp { .. } => {
+                    let mut inputs = vec![weight, &slots[0], &slots[1]];
+                    inputs.extend(hyper);
+                    inputs.extend([values, indices]);
+                    ("ResourceSparseApplyRMSProp", inputs, vec![])
+                }
+                Optimizer::GradientDescent { .. } | Optimizer::Adam { .. } => {
+                    return Err(Error::invalid(format!(
+                        "{} has no sparse update op",
+                        optimizer.name()
+                    )))
+                }
+            };
+        self.update_op(op_type, &inputs, attrs)
+    }
+
+    /// The `ResourceApply*` op of one weight.
+    fn apply_dense_update(
         &mut self,
         optimizer: &Optimizer,
         weight: &Output,
@@ -329,6 +412,16 @@ impl Graph {
                     ("ResourceApplyRMSProp", inputs, vec![])
                 }
             };
+        self.update_op(op_type, &inputs, attrs)
+    }
+
+    /// An optimizer op of `op_type` on `inputs` with `attrs` (and `use_locking` false).
+    fn update_op(
+        &mut self,
+        op_type: &str,
+        inputs: &[&Output],
+        attrs: Vec<(&str, AttrValue)>,
+    ) -> Result<Operation> {
         let mut builder = self.op(op_type).attr("use_locking", false);
         for input in inputs {
             builder = builder.input(input);

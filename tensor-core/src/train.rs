@@ -17,8 +17,10 @@ pub enum Operand {
     Slot(&'static str),
     /// A scalar hyperparameter, by TensorFlow's input name.
     Scalar(&'static str),
-    /// The gradient.
+    /// The gradient (of the rows `Indices` names, in a sparse update).
     Grad,
+    /// The rows of the variable a sparse update's gradient is of (`ResourceSparseApply*`).
+    Indices,
 }
 
 /// One of TensorFlow's update rules.
@@ -93,6 +95,122 @@ impl Rule {
                 Grad,
             ],
         }
+    }
+
+    /// The inputs of the rule's sparse op (`ResourceSparseApply*`: [`Rule::operands`] with
+    /// the indices after the gradient), where TensorFlow has one: not for gradient descent
+    /// (`ResourceScatterAdd` does it) or Adam.
+    pub fn sparse_operands(self) -> Option<&'static [Operand]> {
+        use Operand::*;
+        Some(match self {
+            Rule::GradientDescent | Rule::Adam { .. } => return None,
+            Rule::Momentum { .. } | Rule::KerasMomentum { .. } => &[
+                Var,
+                Slot("accum"),
+                Scalar("lr"),
+                Grad,
+                Indices,
+                Scalar("momentum"),
+            ],
+            Rule::Adagrad { .. } => &[Var, Slot("accum"), Scalar("lr"), Grad, Indices],
+            Rule::AdagradV2 { .. } => &[
+                Var,
+                Slot("accum"),
+                Scalar("lr"),
+                Scalar("epsilon"),
+                Grad,
+                Indices,
+            ],
+            Rule::RmsProp => &[
+                Var,
+                Slot("ms"),
+                Slot("mom"),
+                Scalar("lr"),
+                Scalar("rho"),
+                Scalar("momentum"),
+                Scalar("epsilon"),
+                Grad,
+                Indices,
+            ],
+        })
+    }
+
+    /// The sparse update (`ResourceSparseApply*`): row `indices[i]` of the variable and its
+    /// slots updated by the rule with row `i` of `grad`, the others unchanged; a row named
+    /// twice is updated twice, in order, as TensorFlow's kernels loop. `grad` is
+    /// `[indices.len()] + var.dims[1..]`; every index within the variable's rows.
+    pub fn apply_rows(
+        self,
+        var: &Tensor,
+        slots: &[Tensor],
+        scalars: &[Tensor],
+        grad: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        if var.rank() == 0 {
+            return Err(Error::invalid("var must be at least 1 dimensional"));
+        }
+        if indices.rank() != 1 {
+            return Err(Error::invalid(format!(
+                "indices must be one-dimensional: {}",
+                indices.shape()
+            )));
+        }
+        for slot in slots {
+            same_shape(var, "accum", slot)?;
+        }
+        let ids = indices.index_values()?;
+        if grad.rank() == 0 || grad.dims()[0] != ids.len() || grad.dims()[1..] != var.dims()[1..] {
+            return Err(Error::invalid(format!(
+                "grad must be the size of indices ({}) in its first dimension and match var                  {} in the others: {}",
+                ids.len(),
+                var.shape(),
+                grad.shape()
+            )));
+        }
+        let rows = var.dims()[0];
+        if let Some((at, &id)) = ids
+            .iter()
+            .enumerate()
+            .find(|&(_, &id)| id < 0 || id as usize >= rows)
+        {
+            return Err(Error::invalid(format!(
+                "Index {id} at offset {at} in indices is out of range [0, {rows})"
+            )));
+        }
+        // Round r updates the r-th mention of each row: rows distinct within a round.
+        let mut mentions = std::collections::HashMap::new();
+        let mut rounds: Vec<(Vec<i32>, Vec<i32>)> = Vec::new();
+        for (position, &id) in ids.iter().enumerate() {
+            let round: &mut usize = mentions.entry(id).or_default();
+            if rounds.len() == *round {
+                rounds.push((Vec::new(), Vec::new()));
+            }
+            rounds[*round].0.push(position as i32);
+            rounds[*round].1.push(id as i32);
+            *round += 1;
+        }
+        let device = var.device();
+        let (mut var, mut slots) = (var.clone(), slots.to_vec());
+        for (positions, ids) in rounds {
+            let positions = Tensor::from_vec(positions, device)?;
+            let ids = Tensor::from_vec(ids, device)?;
+            let taken: Vec<Tensor> = slots
+                .iter()
+                .map(|s| s.gather(&ids, 0, 0))
+                .collect::<Result<_>>()?;
+            let (value, updated) = self.apply(
+                &var.gather(&ids, 0, 0)?,
+                &taken,
+                scalars,
+                &grad.gather(&positions, 0, 0)?,
+            )?;
+            var = var.replace_rows(&ids, &value)?;
+            for (slot, value) in slots.iter_mut().zip(&updated) {
+                *slot = slot.replace_rows(&ids, value)?;
+            }
+        }
+        Ok((var, slots))
     }
 
     /// The variable's and its slots' new values (slots in [`Rule::operands`] order) from

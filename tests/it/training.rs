@@ -1,5 +1,6 @@
 //! Training against TensorFlow: `tests/python/tf_training.py` writes small models (a CNN,
-//! an MLP, a MobileNet-like stack with batch norms in training) as `tf.compat.v1` graphs with their loss, TensorFlow's gradients of it
+//! an MLP, a MobileNet-like stack with batch norms in training, a text model with an
+//! embedding) as `tf.compat.v1` graphs with their loss, TensorFlow's gradients of it
 //! (`tf.gradients`) and an optimizer's update ops, with TensorFlow's values. On every device
 //! present (cpu:0, opencl:0 and wgpu:0 in CI):
 //!
@@ -184,6 +185,16 @@ fn tensorflows_gradient_and_training_graphs_run_on_every_device() {
         "ResourceApplyGradientDescent",
         "ResourceApplyAdagrad",
         "ResourceApplyRMSProp",
+        "ResourceSparseApplyMomentum",
+        "ResourceSparseApplyAdagrad",
+        "ResourceSparseApplyRMSProp",
+        "ResourceScatterAdd",
+        "AssignSubVariableOp",
+        "Unique",
+        "UnsortedSegmentSum",
+        "StridedSliceGrad",
+        "ConcatOffset",
+        "BatchMatMulV2",
     ] {
         assert!(ops.contains(op), "no case has {op}: {ops:?}");
     }
@@ -332,6 +343,7 @@ fn polytensors_training_is_tensorflows_and_tensorflow_runs_and_restores_it() {
     std::fs::create_dir_all(&folder).unwrap();
     // What TensorFlow is to run of the graphs polytensor writes, and what it must end with.
     let mut plans = Vec::new();
+    let mut written = BTreeSet::new();
     for case in &cases {
         let (spec, mut graph, loss, weights) = forward(&dir, case);
         let training = graph
@@ -393,6 +405,7 @@ fn polytensors_training_is_tensorflows_and_tensorflow_runs_and_restores_it() {
                 );
             }
         }
+        written.extend(graph.operations().map(|op| op.op_type().to_string()));
         let path = folder.join(format!("{case}.pb"));
         std::fs::write(&path, graph.to_graph_def_bytes()).unwrap();
         let mut init = names(&spec["initializers"]);
@@ -403,6 +416,19 @@ fn polytensors_training_is_tensorflows_and_tensorflow_runs_and_restores_it() {
             "expected": train["expected"],
         }));
         println!("{case}: trained by polytensor as by TensorFlow; TensorFlow restores it");
+    }
+    // The embedding's updates are sparse, as TensorFlow's.
+    for op in [
+        "ResourceSparseApplyMomentum",
+        "ResourceSparseApplyAdagrad",
+        "ResourceSparseApplyRMSProp",
+        "ResourceScatterAdd",
+        "Unique",
+    ] {
+        assert!(
+            written.contains(op),
+            "polytensor wrote no {op}: {written:?}"
+        );
     }
     // TensorFlow runs the training graphs polytensor wrote to the same weights.
     let plan = folder.join("plans.json");

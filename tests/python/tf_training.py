@@ -12,8 +12,10 @@ constants (so the values are the same wherever they run):
 The cases: a CNN (convolutions, bias, ReLU, max and average pools, ReLU6, a dense layer with
 tanh and sigmoid, sparse and dense softmax cross entropy, an L2 penalty) trained with
 Nesterov momentum and with Adam, and an MLP trained with plain momentum, gradient descent,
-Adagrad and RMSProp, and a MobileNet-like stack (batch norms in training, depthwise
-convolutions) trained with momentum. The directory is the only argument; `index.json` lists the cases.
+Adagrad and RMSProp, a MobileNet-like stack (batch norms in training, depthwise
+convolutions) trained with momentum, and a text model (an embedding, whose sparse gradient
+TensorFlow's optimizers apply with `ResourceSparseApply*` ops, attention, slices) trained
+with each optimizer. The directory is the only argument; `index.json` lists the cases.
 """
 
 import json
@@ -111,6 +113,41 @@ def mobile(rng, batch):
     return w, loss, data
 
 
+def text(rng, batch):
+    """A small text classifier on sequences of 6 token ids, 4 classes: an embedding table
+    (a variable read by gathers) and a position table (gathered from a read), a single
+    self-attention (batched matmuls), a split, gated halves, strided slices (a negative
+    step among them), max and mean pooling, ERF and power activations, a leaky `where`."""
+    vocab, width, length = 20, 8, 6
+    weights = {
+        "embedding": rng.normal(0, 0.5, [vocab, width]),
+        "position": rng.normal(0, 0.1, [length, width]),
+        "query": rng.normal(0, 0.3, [width, width]),
+        "dense": rng.normal(0, 0.3, [3 * width, 4]), "bias": rng.normal(0, 0.1, [4]),
+    }
+    w = {k: v1.get_variable(k, initializer=tf.constant(v.astype(np.float32)))
+         for k, v in weights.items()}
+    ids = v1.placeholder(tf.int32, [batch, length], name="x")
+    y = v1.placeholder(tf.int32, [batch], name="y")
+    h = tf.nn.embedding_lookup(w["embedding"], ids)
+    h = h + tf.gather(tf.identity(w["position"]), tf.range(length))
+    q = tf.matmul(h, w["query"])
+    scores = tf.matmul(q, h, transpose_b=True) / np.sqrt(width).astype(np.float32)
+    h = tf.matmul(tf.nn.softmax(scores), h)
+    a, b = tf.split(h, 2, axis=2)
+    h = tf.concat([tf.tanh(a) * tf.sigmoid(b), tf.math.erf(b)], axis=2)
+    h = tf.pow(tf.sigmoid(h) + 0.5, 1.5)
+    first, backwards = h[:, 0, :], h[:, ::-2, :]
+    feats = tf.concat([first, tf.reduce_mean(backwards, 1), tf.reduce_max(h, 1)], axis=1)
+    logits = tf.matmul(feats, w["dense"]) + w["bias"]
+    logits = tf.where(logits > 0, logits, 0.1 * logits)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    # Some ids twice in a batch: a sparse update sums their rows' gradients first.
+    data = lambda: {"x:0": rng.integers(0, vocab, [batch, length]).astype(np.int32),
+                    "y:0": rng.integers(0, 4, [batch]).astype(np.int32)}
+    return w, loss, data
+
+
 # Each optimizer as the test builds it in polytensor (`Graph::minimize`), and in TensorFlow.
 OPTIMIZERS = {
     "nesterov": {"kind": "momentum", "learning_rate": 0.05, "momentum": 0.9, "nesterov": True},
@@ -145,7 +182,10 @@ def tensorflow_optimizer(o):
 CASES = [("cnn_nesterov", cnn, 8, "nesterov"), ("cnn_adam", cnn, 8, "adam"),
          ("mlp_momentum", mlp, 32, "momentum"), ("mlp_sgd", mlp, 32, "sgd"),
          ("mlp_adagrad", mlp, 32, "adagrad"), ("mlp_rmsprop", mlp, 32, "rmsprop"),
-         ("mobile_momentum", mobile, 8, "momentum")]
+         ("mobile_momentum", mobile, 8, "momentum"),
+         ("text_momentum", text, 8, "momentum"), ("text_adagrad", text, 8, "adagrad"),
+         ("text_rmsprop", text, 8, "rmsprop"), ("text_sgd", text, 8, "sgd"),
+         ("text_adam", text, 8, "adam")]
 
 
 def case(out, name, model, batch, optimizer, seed):
@@ -157,7 +197,9 @@ def case(out, name, model, batch, optimizer, seed):
         forward = graph.as_graph_def()
         names = sorted(w)
         grads = tf.gradients(loss, [w[k] for k in names])
-        grads = [tf.identity(g, name="grad_" + k) for g, k in zip(grads, names)]
+        # A table's gradient is `IndexedSlices`: recorded densified.
+        grads = [tf.identity(tf.convert_to_tensor(g), name="grad_" + k)
+                 for g, k in zip(grads, names)]
         train = tensorflow_optimizer(OPTIMIZERS[optimizer]).minimize(loss, name="train")
         finals = [tf.identity(w[k], name="final_" + k) for k in names]
         init = v1.global_variables_initializer()

@@ -1,6 +1,7 @@
 //! The gradients of the array ops, as TensorFlow's `array_grad.py` writes them: identities
-//! and variable reads, reshapes, `Transpose`, `ConcatV2`, `Pad`, `Slice`, `Pack`, `Tile`;
-//! and the ops with none (constants, placeholders, variables, `StopGradient`).
+//! and variable reads, reshapes, `Transpose`, `ConcatV2`, `Split`, `SplitV`, `Pad`, `Slice`,
+//! `StridedSlice`, `Pack`, `Unpack`, `Tile`, `BroadcastTo`, `ReverseV2`; and the ops with
+//! none (constants, placeholders, variables, `StopGradient`). Gathers are [`super::sparse`]'s.
 
 use polytensor_core::{Error, Result};
 
@@ -20,6 +21,12 @@ pub(super) fn registered(op_type: &str) -> Option<Option<GradFn>> {
         "Slice" => slice,
         "Pack" => pack,
         "Tile" => tile,
+        "Split" => split,
+        "SplitV" => split,
+        "Unpack" => unpack,
+        "StridedSlice" => strided_slice,
+        "BroadcastTo" => broadcast_to,
+        "ReverseV2" => reverse,
         "StopGradient"
         | "Const"
         | "Placeholder"
@@ -92,8 +99,12 @@ fn concat(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Opti
         [axis] => axis,
         _ => return Err(Error::invalid("ConcatV2's axis must be a scalar")),
     };
-    let rank = rank(f, 0)? as i64;
-    let axis = if axis < 0 { axis + rank } else { axis };
+    // A negative axis counts from the end: only then is the rank needed.
+    let axis = if axis < 0 {
+        axis + rank(f, 0)? as i64
+    } else {
+        axis
+    };
     let (begin, size) = (
         g.constant_values(&[axis as i32], &[1])?,
         g.constant_values(&[1i32], &[1])?,
@@ -207,4 +218,94 @@ fn tile(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option
         vec![("keep_dims".into(), false.into())],
     )?;
     Ok(vec![Some(summed), None])
+}
+
+/// The gradients of a forward's outputs, zeros (`ZerosLike` of the output) where none came.
+fn every_dy(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Output>> {
+    f.outputs
+        .iter()
+        .zip(dys)
+        .map(|(output, dy)| match dy {
+            Some(dy) => Ok(dy.clone()),
+            None => g.unary("ZerosLike", output),
+        })
+        .collect()
+}
+
+/// `ConcatV2` of the pieces' gradients along the split axis; none to the axis or sizes.
+fn split(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let pieces = every_dy(g, f, dys)?;
+    let (value, axis) = match f.op.op_type() {
+        "Split" => (1, &f.inputs[0]),
+        _ => (0, &f.inputs[2]),
+    };
+    let joined = g
+        .op("ConcatV2")
+        .inputs(&pieces)
+        .input(axis)
+        .build_output()?;
+    let mut grads = vec![None; f.inputs.len()];
+    grads[value] = Some(joined);
+    Ok(grads)
+}
+
+/// `Pack` of the pieces' gradients along the forward's axis.
+fn unpack(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let pieces = every_dy(g, f, dys)?;
+    let mut builder = g.op("Pack").inputs(&pieces);
+    if let Some(axis) = f.attrs.get("axis") {
+        builder = builder.attr("axis", axis.clone());
+    }
+    Ok(vec![Some(builder.build_output()?)])
+}
+
+/// `StridedSliceGrad(Shape(x), begin, end, strides, dy)` with the forward's masks.
+fn strided_slice(
+    g: &mut Graph,
+    f: &Forward,
+    dys: &[Option<Output>],
+) -> Result<Vec<Option<Output>>> {
+    let shape = g.shape_of(&f.inputs[0])?;
+    let index = f.inputs[1].dtype();
+    let shape = g.apply("Cast", &[&shape], vec![("DstT".into(), index.into())])?;
+    let masks = f.attrs_named(&[
+        "begin_mask",
+        "end_mask",
+        "ellipsis_mask",
+        "new_axis_mask",
+        "shrink_axis_mask",
+    ]);
+    let inputs = [
+        &shape,
+        &f.inputs[1],
+        &f.inputs[2],
+        &f.inputs[3],
+        dy(f, dys, 0)?,
+    ];
+    let back = g.apply("StridedSliceGrad", &inputs, masks)?;
+    Ok(vec![Some(back), None, None, None])
+}
+
+/// `dy` summed over the axes `x` was broadcast along, reshaped to `x`.
+fn broadcast_to(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let (sx, sy) = (g.shape_of(&f.inputs[0])?, g.shape_of(&f.outputs[0])?);
+    let args = g
+        .op("BroadcastGradientArgs")
+        .input(&sx)
+        .input(&sy)
+        .build()?;
+    let axes = g.output(&args, 0)?;
+    let summed = g.apply(
+        "Sum",
+        &[dy(f, dys, 0)?, &axes],
+        vec![("keep_dims".into(), false.into())],
+    )?;
+    let back = g.apply("Reshape", &[&summed, &sx], Vec::new())?;
+    Ok(vec![Some(back), None])
+}
+
+/// `ReverseV2(dy, axis)`.
+fn reverse(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let back = g.apply("ReverseV2", &[dy(f, dys, 0)?, &f.inputs[1]], Vec::new())?;
+    Ok(vec![Some(back), None])
 }

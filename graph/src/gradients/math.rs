@@ -1,6 +1,6 @@
 //! The gradients of the math ops, as TensorFlow's `math_grad.py` writes them: elementwise
-//! ops (each operand's gradient summed over the axes it was broadcast along),
-//! `MatMul`, `Sum`, `Mean`, `AddN`, `Cast`.
+//! ops (each operand's gradient summed over the axes it was broadcast along), `Select`,
+//! `MatMul`, `BatchMatMulV2`, `Sum`, `Mean`, `Max`, `Min`, `AddN`, `Cast`.
 
 use polytensor_core::{DataType, Result};
 
@@ -23,7 +23,14 @@ pub(super) fn registered(op_type: &str) -> Option<Option<GradFn>> {
         "Log" => log,
         "Abs" => abs,
         "Sqrt" | "Rsqrt" | "Reciprocal" | "Tanh" | "Sigmoid" => by_output,
+        "Erf" | "Erfc" => erf,
+        "Sin" => sin,
+        "Cos" => cos,
+        "Pow" => pow,
+        "SelectV2" | "Select" => select,
         "MatMul" => matmul,
+        "BatchMatMulV2" | "BatchMatMul" => batch_matmul,
+        "Max" | "Min" => max_min_reduction,
         "Sum" => sum,
         "Mean" => mean,
         "AddN" => add_n,
@@ -84,33 +91,45 @@ fn unbroadcast(
     gy: Output,
 ) -> Result<Vec<Option<Output>>> {
     let (x, y) = (&forward.inputs[0], &forward.inputs[1]);
-    let known = |o: &Output| {
-        o.shape()
-            .dims()
-            .filter(|d| d.iter().all(Option::is_some))
-            .map(<[_]>::to_vec)
-    };
-    if known(x).is_some() && known(x) == known(y) {
+    if known_dims(x).is_some() && known_dims(x) == known_dims(y) {
         return Ok(vec![Some(gx), Some(gy)]);
     }
     let (sx, sy) = (g.shape_of(x)?, g.shape_of(y)?);
+    let [gx, gy] = summed_to(g, [gx, gy], [sx.clone(), sy.clone()], [&sx, &sy])?;
+    Ok(vec![Some(gx), Some(gy)])
+}
+
+/// `o`'s dims where every one is known statically.
+pub(super) fn known_dims(o: &Output) -> Option<Vec<usize>> {
+    o.shape()
+        .dims()
+        .filter(|d| d.iter().all(Option::is_some))
+        .map(|d| d.iter().flatten().copied().collect())
+}
+
+/// Each of `grads` summed over the axes `BroadcastGradientArgs` gives for the two
+/// `broadcast` shapes, and reshaped to `shapes`.
+fn summed_to(
+    g: &mut Graph,
+    grads: [Output; 2],
+    broadcast: [Output; 2],
+    shapes: [&Output; 2],
+) -> Result<[Output; 2]> {
     let args = g
         .op("BroadcastGradientArgs")
-        .input(&sx)
-        .input(&sy)
+        .input(&broadcast[0])
+        .input(&broadcast[1])
         .build()?;
-    let (rx, ry) = (g.output(&args, 0)?, g.output(&args, 1)?);
-    let mut reduced = |grad: &Output, axes: &Output, shape: &Output| -> Result<Output> {
+    let axes = [g.output(&args, 0)?, g.output(&args, 1)?];
+    let mut reduced = |i: usize| -> Result<Output> {
         let summed = g.apply(
             "Sum",
-            &[grad, axes],
+            &[&grads[i], &axes[i]],
             vec![("keep_dims".into(), false.into())],
         )?;
-        binary(g, "Reshape", &summed, shape)
+        binary(g, "Reshape", &summed, shapes[i])
     };
-    let gx = reduced(&gx, &rx, &sx)?;
-    let gy = reduced(&gy, &ry, &sy)?;
-    Ok(vec![Some(gx), Some(gy)])
+    Ok([reduced(0)?, reduced(1)?])
 }
 
 fn add(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
@@ -210,6 +229,132 @@ fn by_output(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<O
         &f.outputs[0],
         dy(f, dys, 0)?,
     )?)])
+}
+
+/// `dy * (2 / sqrt(pi)) * Exp(-Square(x))`, negated for `Erfc`.
+fn erf(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let dy = dy(f, dys, 0)?;
+    let sign = if f.op.op_type() == "Erfc" { -1.0 } else { 1.0 };
+    let scale = g.constant_of(sign * std::f64::consts::FRAC_2_SQRT_PI, dy.dtype())?;
+    let squared = g.unary("Square", &f.inputs[0])?;
+    let negated = g.unary("Neg", &squared)?;
+    let bell = g.unary("Exp", &negated)?;
+    let scaled = binary(g, "Mul", &scale, &bell)?;
+    Ok(vec![Some(binary(g, "Mul", dy, &scaled)?)])
+}
+
+/// `dy * Cos(x)`.
+fn sin(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let cos = g.unary("Cos", &f.inputs[0])?;
+    Ok(vec![Some(binary(g, "Mul", dy(f, dys, 0)?, &cos)?)])
+}
+
+/// `-dy * Sin(x)`.
+fn cos(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let sin = g.unary("Sin", &f.inputs[0])?;
+    let negated = g.unary("Neg", dy(f, dys, 0)?)?;
+    Ok(vec![Some(binary(g, "Mul", &negated, &sin)?)])
+}
+
+/// `gx = dy * y * Pow(x, y - 1)`; `gy = dy * z * Log(x)` where `x > 0`, else 0.
+fn pow(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let (dy, x, y, z) = (dy(f, dys, 0)?, &f.inputs[0], &f.inputs[1], &f.outputs[0]);
+    let one = g.constant_of(1.0, y.dtype())?;
+    let lowered = binary(g, "Sub", y, &one)?;
+    let power = binary(g, "Pow", x, &lowered)?;
+    let slope = binary(g, "Mul", y, &power)?;
+    let gx = binary(g, "Mul", dy, &slope)?;
+    let zero = g.unary("ZerosLike", x)?;
+    let positive = binary(g, "Greater", x, &zero)?;
+    let ones = g.unary("OnesLike", x)?;
+    let safe = g.apply("SelectV2", &[&positive, x, &ones], Vec::new())?;
+    let logged = g.unary("Log", &safe)?;
+    let log = g.apply("SelectV2", &[&positive, &logged, &zero], Vec::new())?;
+    let rate = binary(g, "Mul", z, &log)?;
+    let gy = binary(g, "Mul", dy, &rate)?;
+    unbroadcast(g, f, gx, gy)
+}
+
+/// None to the condition; `dy` where it holds to `x`, where it does not to `y`, each
+/// summed over the axes it was broadcast along (`SelectV2`).
+fn select(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let (dy, condition) = (dy(f, dys, 0)?, &f.inputs[0]);
+    let zeros = g.unary("ZerosLike", dy)?;
+    let op_type = f.op.op_type().to_string();
+    let gx = g.apply(&op_type, &[condition, dy, &zeros], Vec::new())?;
+    let gy = g.apply(&op_type, &[condition, &zeros, dy], Vec::new())?;
+    let (x, y, out) = (&f.inputs[1], &f.inputs[2], &f.outputs[0]);
+    let same = |t: &Output| known_dims(t).is_some() && known_dims(t) == known_dims(out);
+    if op_type == "Select" || (same(x) && same(y)) {
+        return Ok(vec![None, Some(gx), Some(gy)]);
+    }
+    let (sx, sy, so) = (g.shape_of(x)?, g.shape_of(y)?, g.shape_of(out)?);
+    let [gx, _] = summed_to(g, [gx, dy.clone()], [sx.clone(), so.clone()], [&sx, &so])?;
+    let [gy, _] = summed_to(g, [gy, dy.clone()], [sy.clone(), so.clone()], [&sy, &so])?;
+    Ok(vec![None, Some(gx), Some(gy)])
+}
+
+/// `BatchMatMulV2`'s: `MatMul`'s per batch (adjoints for transposes), each operand's
+/// summed over the batch dims it was broadcast along.
+fn batch_matmul(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
+    let (dy, a, b) = (dy(f, dys, 0)?, &f.inputs[0], &f.inputs[1]);
+    let op_type = f.op.op_type().to_string();
+    let mut product = |x: &Output, y: &Output, ta: bool, tb: bool| {
+        g.apply(
+            &op_type,
+            &[x, y],
+            vec![("adj_x".into(), ta.into()), ("adj_y".into(), tb.into())],
+        )
+    };
+    let (ga, gb) = match (f.flag("adj_x")?, f.flag("adj_y")?) {
+        (false, false) => (product(dy, b, false, true)?, product(a, dy, true, false)?),
+        (false, true) => (product(dy, b, false, false)?, product(dy, a, true, false)?),
+        (true, false) => (product(b, dy, false, true)?, product(a, dy, false, false)?),
+        (true, true) => (product(b, dy, true, true)?, product(dy, a, true, true)?),
+    };
+    let batch = |o: &Output| known_dims(o).map(|d| d[..d.len().saturating_sub(2)].to_vec());
+    if op_type == "BatchMatMul" || (batch(a).is_some() && batch(a) == batch(b)) {
+        return Ok(vec![Some(ga), Some(gb)]);
+    }
+    // The batch dims: each shape but its last two.
+    let (sa, sb) = (g.shape_of(a)?, g.shape_of(b)?);
+    let mut leading = |shape: &Output| -> Result<Output> {
+        let (begin, end, strides) = (
+            g.constant_values(&[0i32], &[1])?,
+            g.constant_values(&[-2i32], &[1])?,
+            g.constant_values(&[1i32], &[1])?,
+        );
+        g.apply(
+            "StridedSlice",
+            &[shape, &begin, &end, &strides],
+            vec![("begin_mask".into(), 1i64.into())],
+        )
+    };
+    let batches = [leading(&sa)?, leading(&sb)?];
+    let [ga, gb] = summed_to(g, [ga, gb], batches, [&sa, &sb])?;
+    Ok(vec![Some(ga), Some(gb)])
+}
+
+/// `Max`'s and `Min`'s: the gradient shared evenly by the elements equal to the result.
+fn max_min_reduction(
+    g: &mut Graph,
+    f: &Forward,
+    dys: &[Option<Output>],
+) -> Result<Vec<Option<Output>>> {
+    let dy = dy(f, dys, 0)?;
+    let x = &f.inputs[0];
+    let y = spread(g, f, &f.outputs[0])?;
+    let chosen = binary(g, "Equal", &y, x)?;
+    let indicators = g.apply("Cast", &[&chosen], vec![("DstT".into(), dy.dtype().into())])?;
+    let counts = g.apply(
+        "Sum",
+        &[&indicators, &f.inputs[1]],
+        vec![("keep_dims".into(), false.into())],
+    )?;
+    let counts = spread(g, f, &counts)?;
+    let share = binary(g, "RealDiv", &indicators, &counts)?;
+    let spread_dy = spread(g, f, dy)?;
+    Ok(vec![Some(binary(g, "Mul", &share, &spread_dy)?), None])
 }
 
 /// `MatMul`'s: each operand's gradient another `MatMul` of the gradient and the other

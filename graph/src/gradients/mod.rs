@@ -8,11 +8,15 @@
 //! every consumer between them has given its gradient; several gradients of one tensor add
 //! up (`AddN`); each op's gradient comes from its op type's registered function ([`math`],
 //! [`nn`], [`array`]). A resource variable's handle (a `VarHandleOp`'s output) may be one
-//! of `xs`: its gradient is the sum of those of its reads.
+//! of `xs`: its gradient is the sum of those of its reads. A gather's gradient is the
+//! slices of the rows it read ([`sparse`]); [`Graph::indexed_gradients`] keeps them so.
 
 mod array;
 mod math;
 mod nn;
+mod sparse;
+
+pub use sparse::{Gradient, IndexedSlices};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -89,6 +93,24 @@ impl Graph {
         xs: &[Output],
         grad_ys: Option<&[Output]>,
     ) -> Result<Vec<Option<Output>>> {
+        let grads = self.indexed_gradients(ys, xs, grad_ys)?;
+        self.name_scope("gradients", |g| {
+            grads
+                .iter()
+                .map(|grad| grad.as_ref().map(|grad| g.densify(grad)).transpose())
+                .collect()
+        })
+    }
+
+    /// [`Graph::gradients`] as `tf.gradients` returns them: the gradient of a table read by
+    /// gathers (an embedding) as the slices of the rows read ([`Gradient::Slices`],
+    /// `tf.IndexedSlices`), every other one a tensor.
+    pub fn indexed_gradients(
+        &mut self,
+        ys: &[Output],
+        xs: &[Output],
+        grad_ys: Option<&[Output]>,
+    ) -> Result<Vec<Option<Gradient>>> {
         if let Some(grad_ys) = grad_ys {
             if grad_ys.len() != ys.len() {
                 return Err(Error::invalid(format!(
@@ -110,7 +132,7 @@ impl Graph {
         ys: &[Output],
         xs: &[Output],
         grad_ys: Option<&[Output]>,
-    ) -> Result<Vec<Option<Output>>> {
+    ) -> Result<Vec<Option<Gradient>>> {
         let between = self.between(ys, xs)?;
         // How many gradients each op between still waits for: one per data edge to a
         // consumer between.
@@ -122,7 +144,7 @@ impl Graph {
                 }
             }
         }
-        let mut grads: HashMap<(usize, usize), Vec<Output>> = HashMap::new();
+        let mut grads: HashMap<(usize, usize), Vec<Gradient>> = HashMap::new();
         for (i, y) in ys.iter().enumerate() {
             if !between.contains_key(&y.op().id) {
                 continue;
@@ -139,7 +161,10 @@ impl Graph {
                     y.dtype()
                 )));
             }
-            grads.entry((y.op().id, y.index())).or_default().push(seed);
+            grads
+                .entry((y.op().id, y.index()))
+                .or_default()
+                .push(Gradient::Dense(seed));
         }
         let mut ready: VecDeque<usize> = between
             .keys()
@@ -214,7 +239,7 @@ impl Graph {
         &mut self,
         n: usize,
         between: &BTreeMap<usize, bool>,
-        grads: &mut HashMap<(usize, usize), Vec<Output>>,
+        grads: &mut HashMap<(usize, usize), Vec<Gradient>>,
     ) -> Result<()> {
         let node = &self.nodes[n];
         let wanted: Vec<bool> = node
@@ -237,16 +262,6 @@ impl Graph {
             return Ok(());
         }
         let op = self.handle(n);
-        let Some(function) = registered(op.op_type()) else {
-            return Err(Error::invalid(format!(
-                "No gradient defined for operation '{}' (op type: {})",
-                op.name(),
-                op.op_type()
-            )));
-        };
-        let Some(function) = function else {
-            return Ok(());
-        };
         let forward = Forward {
             inputs: self.inputs(&op)?,
             outputs: self.outputs(&op)?,
@@ -254,22 +269,46 @@ impl Graph {
             op: op.clone(),
         };
         let input_grads = self.name_scope(&format!("{}_grad", op.name()), |g| {
-            function(g, &forward, &dys)
+            if let Some(sparse) = g.sparse_backward(&forward, &dys)? {
+                return Ok(sparse);
+            }
+            let Some(function) = registered(op.op_type()) else {
+                return Err(Error::invalid(format!(
+                    "No gradient defined for operation '{}' (op type: {})",
+                    op.name(),
+                    op.op_type()
+                )));
+            };
+            let Some(function) = function else {
+                return Ok(Vec::new());
+            };
+            let dense = dys
+                .iter()
+                .map(|d| d.as_ref().map(|d| g.densify(d)).transpose())
+                .collect::<Result<Vec<_>>>()?;
+            Ok(function(g, &forward, &dense)?
+                .into_iter()
+                .map(|grad| grad.map(Gradient::Dense))
+                .collect())
         })?;
         for ((input, grad), wanted) in forward.inputs.iter().zip(input_grads).zip(wanted) {
             let Some(grad) = grad.filter(|_| wanted) else {
                 continue;
             };
+            let values = match &grad {
+                Gradient::Dense(dense) => dense,
+                Gradient::Slices(slices) => &slices.values,
+            };
             let want = match input.dtype() {
-                DataType::Resource => grad.dtype(),
+                DataType::Resource => values.dtype(),
                 dtype => dtype,
             };
-            if grad.dtype() != want {
+            if values.dtype() != want {
                 return Err(Error::invalid(format!(
                     "the gradient of '{}' for its input {} is {}, not the input's {}",
                     op.name(),
                     input.name(),
-                    grad.dtype(),
+                    values.dtype(),
                     want
                 )));
             }
@@ -279,15 +318,6 @@ impl Graph {
                 .push(grad);
         }
         Ok(())
-    }
-
-    /// The sum of a tensor's gradients: `None` for none, the one, or their `AddN`.
-    fn sum_of(&mut self, mut parts: Vec<Output>) -> Result<Option<Output>> {
-        match parts.len() {
-            0 => Ok(None),
-            1 => Ok(parts.pop()),
-            _ => self.op("AddN").inputs(&parts).build_output().map(Some),
-        }
     }
 
     /// `Fill(Shape(x), 1)`: ones of `x`'s dtype and shape.

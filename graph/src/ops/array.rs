@@ -100,7 +100,7 @@ impl Array {
 }
 
 /// The strided slice an op's attributes and index vectors describe.
-fn strided_spec(
+pub(super) fn strided_spec(
     attrs: &Attrs<'_>,
     begin: Vec<i64>,
     end: Vec<i64>,

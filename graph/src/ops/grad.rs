@@ -2,9 +2,10 @@
 //! [`crate::Graph::gradients`]) and the losses: the activations' gradients (`ReluGrad`,
 //! `SigmoidGrad`, ...), `BiasAddGrad`, `Conv2DBackpropFilter`, the depthwise convolution's
 //! two (`DepthwiseConv2dNativeBackpropInput`, `...Filter`), `FusedBatchNormGradV3`,
-//! `MaxPoolGrad`,
-//! `AvgPoolGrad`, `BroadcastGradientArgs`, `ZerosLike`, `OnesLike`, `ShapeN`, `L2Loss` and
-//! the softmax cross entropies. Kernels are the eager tensor API's, on every device.
+//! `MaxPoolGrad`, `AvgPoolGrad`, `BroadcastGradientArgs`, `ZerosLike`, `OnesLike`, `ShapeN`,
+//! `StridedSliceGrad`, `UnsortedSegmentSum` (a gather's gradient densified), `Unique` (what
+//! optimizers sum a sparse gradient's repeated rows by), `L2Loss` and the softmax cross
+//! entropies. Kernels are the eager tensor API's, on every device.
 
 use smallvec::smallvec;
 
@@ -13,6 +14,7 @@ use polytensor_core::partial_shape::Dim;
 use polytensor_core::plan::window::DataFormat;
 use polytensor_core::{DataType, Error, PartialTensorShape, Result, Tensor};
 
+use super::array::strided_spec;
 use super::infer::known;
 use super::kernels::{Outputs, RunCtx};
 use super::nn::WindowAttrs;
@@ -49,6 +51,18 @@ pub(crate) enum GradOp {
     },
     /// `ShapeN`: the shape of each of its inputs.
     ShapeN,
+    /// `StridedSliceGrad(shape, begin, end, strides, dy)`.
+    StridedSliceGrad,
+    /// `ConcatOffset(concat_dim, shapes...)`: where each of a concatenation's values starts
+    /// in it (TensorFlow's `ConcatV2` gradient slices by these).
+    ConcatOffset,
+    /// `UnsortedSegmentSum(data, segment_ids, num_segments)`: a gather's gradient,
+    /// densified.
+    UnsortedSegmentSum,
+    /// `Unique(x)`: `(y, idx)`, the distinct values of a vector in order of first
+    /// appearance and where each element's is (what optimizers sum a sparse gradient's
+    /// repeated rows by).
+    Unique,
     L2Loss,
     /// `SoftmaxCrossEntropyWithLogits` and (`sparse`) `SparseSoftmaxCrossEntropyWithLogits`:
     /// `(loss, backprop)`.
@@ -83,6 +97,10 @@ pub(crate) const OPS: &[(&str, GradOp)] = &[
     ("ZerosLike", GradOp::Like { ones: false }),
     ("OnesLike", GradOp::Like { ones: true }),
     ("ShapeN", GradOp::ShapeN),
+    ("StridedSliceGrad", GradOp::StridedSliceGrad),
+    ("ConcatOffset", GradOp::ConcatOffset),
+    ("UnsortedSegmentSum", GradOp::UnsortedSegmentSum),
+    ("Unique", GradOp::Unique),
     ("L2Loss", GradOp::L2Loss),
     (
         "SoftmaxCrossEntropyWithLogits",
@@ -103,7 +121,9 @@ impl GradOp {
                 &[("T", Input(0)), ("T", Input(1))]
             }
             GradOp::CrossEntropy { sparse: true } => &[("T", Input(0)), ("Tlabels", Input(1))],
-            GradOp::BiasAddGrad | GradOp::Like { .. } | GradOp::L2Loss => &[("T", Input(0))],
+            GradOp::BiasAddGrad | GradOp::Like { .. } | GradOp::L2Loss | GradOp::Unique => {
+                &[("T", Input(0))]
+            }
             GradOp::ConvFilter { .. } => &[("T", Input(0)), ("T", Input(2))],
             GradOp::DepthwiseInput => &[("T", Input(1)), ("T", Input(2))],
             GradOp::BatchNormGrad => &[
@@ -117,6 +137,13 @@ impl GradOp {
             GradOp::MaxPoolGrad => &[("T", Input(0)), ("T", Input(1)), ("T", Input(2))],
             GradOp::AvgPoolGrad => &[("T", Input(1))],
             GradOp::ShapeN => &[("N", Count), ("T", Input(0))],
+            GradOp::ConcatOffset => &[("shape_type", Input(1))],
+            GradOp::StridedSliceGrad => &[("Index", Input(0)), ("T", Input(4))],
+            GradOp::UnsortedSegmentSum => &[
+                ("T", Input(0)),
+                ("Tindices", Input(1)),
+                ("Tnumsegments", Input(2)),
+            ],
         }
     }
 
@@ -125,6 +152,7 @@ impl GradOp {
         match self {
             GradOp::BroadcastArgs => Some(&["r0", "r1"]),
             GradOp::CrossEntropy { .. } => Some(&["loss", "backprop"]),
+            GradOp::Unique => Some(&["y", "idx"]),
             GradOp::BatchNormGrad => Some(&[
                 "x_backprop",
                 "scale_backprop",
@@ -252,6 +280,44 @@ pub(crate) fn infer(op: GradOp, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                 .map(|(_, shape)| Ok((out, known([shape.rank()])?)))
                 .collect()
         }
+        GradOp::ConcatOffset => {
+            let shapes = cx.inputs.len().saturating_sub(1);
+            if shapes < 2 {
+                return Err(cx.error("ConcatOffset takes the axis and at least 2 shapes"));
+            }
+            cx.with_rank(0, 0)?;
+            Ok(cx.inputs[1..].to_vec())
+        }
+        GradOp::StridedSliceGrad => {
+            cx.exactly(5)?;
+            cx.with_rank(0, 1)?;
+            Ok(vec![(input(4)?.0, cx.shape_value(0)?)])
+        }
+        GradOp::UnsortedSegmentSum => {
+            cx.exactly(3)?;
+            let ((dtype, data), (_, ids)) = (input(0)?, input(1)?);
+            let segments = cx
+                .const_ints(2)
+                .and_then(|n| usize::try_from(*n.first()?).ok());
+            let shape = match (data.dims(), ids.rank()) {
+                (Some(dims), Some(rank)) if rank <= dims.len() => {
+                    let mut out = vec![segments];
+                    out.extend_from_slice(&dims[rank..]);
+                    PartialTensorShape::new(&out)?
+                }
+                _ => PartialTensorShape::unknown_rank(),
+            };
+            Ok(vec![(dtype, shape)])
+        }
+        GradOp::Unique => {
+            cx.exactly(1)?;
+            let (dtype, shape) = input(0)?;
+            if let Some(rank) = shape.rank().filter(|&r| r != 1) {
+                return Err(cx.error(format!("unique expects a 1D vector, got rank {rank}")));
+            }
+            let out = cx.attrs().dtype_or("out_idx", DataType::Int32)?;
+            Ok(vec![(dtype, known([None])?), (out, shape)])
+        }
         GradOp::L2Loss => {
             cx.exactly(1)?;
             Ok(vec![(float(input(0)?.0)?, PartialTensorShape::new(&[])?)])
@@ -365,6 +431,104 @@ pub(crate) fn run(op: GradOp, cx: &RunCtx<'_, '_>) -> Result<Outputs> {
                     Ok(Value::Tensor(Tensor::from_vec(dims, cx.device)?.cast(out)?))
                 })
                 .collect()
+        }
+        GradOp::ConcatOffset => {
+            let axis = match cx.ints(0)?[..] {
+                [axis] => axis,
+                _ => return Err(Error::invalid("Concat dim tensor should be a scalar")),
+            };
+            let first = cx.ints(1)?;
+            let rank = first.len() as i64;
+            let at = if axis < 0 { axis + rank } else { axis };
+            if at < 0 || at >= rank {
+                return Err(Error::invalid(format!(
+                    "Concat dim is out of range: {axis} vs. {rank}"
+                )));
+            }
+            let mut start = 0;
+            (1..cx.inputs.len())
+                .map(|i| {
+                    let shape = cx.ints(i)?;
+                    if shape.len() != first.len() {
+                        return Err(Error::invalid(format!(
+                            "input {} should contain {rank} elements, but got {}",
+                            i - 1,
+                            shape.len()
+                        )));
+                    }
+                    if let Some(d) =
+                        (0..shape.len()).find(|&d| d != at as usize && shape[d] != first[d])
+                    {
+                        return Err(Error::invalid(format!(
+                            "All dimensions except {at} must match. Input {} has shape {shape:?} \
+                             and doesn't match input 0 with shape {first:?} in dim {d}.",
+                            i - 1
+                        )));
+                    }
+                    let mut offset = vec![0i64; shape.len()];
+                    offset[at as usize] = start;
+                    start += shape[at as usize];
+                    let dtype = cx.tensor(i)?.dtype();
+                    Ok(Value::Tensor(
+                        Tensor::from_vec(offset, cx.device)?.cast(dtype)?,
+                    ))
+                })
+                .collect()
+        }
+        GradOp::StridedSliceGrad => {
+            let shape: Vec<usize> = cx
+                .ints(0)?
+                .into_iter()
+                .map(|d| {
+                    usize::try_from(d)
+                        .map_err(|_| Error::invalid(format!("Dimension {d} must be >= 0")))
+                })
+                .collect::<Result<_>>()?;
+            let spec = strided_spec(&cx.attrs(), cx.ints(1)?, cx.ints(2)?, cx.ints(3)?)?;
+            one(cx.tensor(4)?.strided_slice_grad(&shape, &spec)?)
+        }
+        GradOp::UnsortedSegmentSum => {
+            let segments = match cx.ints(2)?[..] {
+                [n] => usize::try_from(n).map_err(|_| {
+                    Error::invalid(format!("num_segments must be non-negative, got {n}"))
+                })?,
+                _ => return Err(Error::invalid("num_segments should be a scalar")),
+            };
+            one(cx
+                .tensor(0)?
+                .unsorted_segment_sum(&*cx.tensor(1)?, segments)?)
+        }
+        GradOp::Unique => {
+            let x = cx.tensor(0)?;
+            if x.rank() != 1 {
+                return Err(Error::invalid(format!(
+                    "unique expects a 1D vector. {}",
+                    x.shape()
+                )));
+            }
+            let mut first: std::collections::HashMap<[u64; 2], i64> = Default::default();
+            let (mut kept, mut idx) = (Vec::new(), Vec::new());
+            for (i, value) in x.to_scalars()?.into_iter().enumerate() {
+                let key = match value {
+                    polytensor_core::Scalar::Bool(b) => [0, u64::from(b)],
+                    polytensor_core::Scalar::I64(v) => [1, v as u64],
+                    polytensor_core::Scalar::U64(v) => [2, v],
+                    polytensor_core::Scalar::F64(v) => [3, v.to_bits()],
+                    polytensor_core::Scalar::C64(_) => {
+                        return Err(Error::invalid("Unique of complex values is not supported"))
+                    }
+                };
+                let next = kept.len() as i64;
+                let at = *first.entry(key).or_insert(next);
+                if at == next {
+                    kept.push(i as i32);
+                }
+                idx.push(at);
+            }
+            let out = cx.attrs().dtype_or("out_idx", DataType::Int32)?;
+            let y = x.gather(&Tensor::from_vec(kept, cx.device)?, 0, 0)?;
+            let idx = Tensor::from_vec(idx, cx.device)?.cast(out)?;
+            Ok(smallvec![Value::Tensor(y), Value::Tensor(idx)])
         }
         GradOp::L2Loss => one(cx.tensor(0)?.l2_loss()?),
         GradOp::CrossEntropy { sparse } => {

@@ -271,8 +271,15 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             };
             one(attrs.dtype("dtype")?, shape)
         }
-        Kind::AssignVariable | Kind::AssignAddVariable => {
+        Kind::AssignVariable | Kind::AssignByVariable(_) => {
             cx.exactly(2)?;
+            Ok(Vec::new())
+        }
+        Kind::ResourceScatter(_) => {
+            cx.exactly(3)?;
+            if !matches!(cx.inputs[1].0, DataType::Int32 | DataType::Int64) {
+                return Err(cx.type_mismatch(1, DataType::Int32));
+            }
             Ok(Vec::new())
         }
         Kind::VarIsInitialized => {
@@ -288,7 +295,25 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             if !cx.inputs[1].0.is_integer() {
                 return Err(cx.type_mismatch(1, DataType::Int32));
             }
-            one(attrs.dtype("dtype")?, PartialTensorShape::unknown_rank())
+            // The indices' shape, then the variable's rows' (without batch dims).
+            let table = match cx.source(0) {
+                Some(node) if node.kind == Kind::VarHandle => crate::attr::Attrs {
+                    node: &node.name,
+                    attrs: &node.attrs,
+                }
+                .shape_or_unknown("shape")?,
+                _ => PartialTensorShape::unknown_rank(),
+            };
+            let shape = match (cx.inputs[1].1.dims(), table.dims()) {
+                (Some(indices), Some(table))
+                    if !table.is_empty() && attrs.int_or("batch_dims", 0)? == 0 =>
+                {
+                    let dims: Vec<_> = indices.iter().chain(&table[1..]).copied().collect();
+                    PartialTensorShape::new(&dims)?
+                }
+                _ => PartialTensorShape::unknown_rank(),
+            };
+            one(attrs.dtype("dtype")?, shape)
         }
         Kind::RefVariable => one(attrs.dtype("dtype")?, attrs.shape_or_unknown("shape")?),
         Kind::MakeComplex => {

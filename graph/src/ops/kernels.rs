@@ -481,12 +481,27 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
             cx.variables.insert(name, value);
             Ok(Outputs::new())
         }
-        Kind::AssignAddVariable => {
+        Kind::AssignByVariable(op) => {
             let name = cx.variable(0)?;
-            let sum = cx
-                .read_variable(&name)?
-                .binary(BinaryOp::Add, &*cx.tensor(1)?)?;
-            cx.variables.insert(name, sum);
+            let value = cx.read_variable(&name)?;
+            let update = cx.tensor(1)?;
+            if update.dims() != value.dims() {
+                return Err(Error::invalid(format!(
+                    "Cannot update variable with shape {} using a Tensor with shape {}, shapes \
+                     must be equal.",
+                    value.shape(),
+                    update.shape()
+                )));
+            }
+            let combined = value.binary(op, &update)?;
+            cx.variables.insert(name, combined);
+            Ok(Outputs::new())
+        }
+        Kind::ResourceScatter(op) => {
+            let name = cx.variable(0)?;
+            let value = cx.read_variable(&name)?;
+            let scattered = value.scatter(op, &*cx.tensor(1)?, &*cx.tensor(2)?)?;
+            cx.variables.insert(name, scattered);
             Ok(Outputs::new())
         }
         Kind::VarIsInitialized => {

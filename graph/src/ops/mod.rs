@@ -77,7 +77,12 @@ pub(crate) enum Kind {
     VarHandle,
     ReadVariable,
     AssignVariable,
-    AssignAddVariable,
+    /// `AssignAddVariableOp` and `AssignSubVariableOp`: the variable combined by the op with
+    /// the value.
+    AssignByVariable(BinaryOp),
+    /// `ResourceScatterAdd`, `ResourceScatterSub` (the rows `indices` name combined with
+    /// `updates`, a row named twice taking both) and (`None`) `ResourceScatterUpdate`.
+    ResourceScatter(Option<BinaryOp>),
     VarIsInitialized,
     /// `DisableCopyOnRead`: nothing to do, as polytensor's variables are never copied on
     /// read (their tensors are shared, and writers replace them).
@@ -101,8 +106,8 @@ pub(crate) enum Kind {
     Generate(Generate),
     /// A gradient or loss op ([`grad`]).
     Grad(GradOp),
-    /// A `ResourceApply*` optimizer step ([`optimizer`]).
-    Apply(polytensor_core::train::Rule),
+    /// A `ResourceApply*` or `ResourceSparseApply*` optimizer step ([`optimizer`]).
+    Apply(optimizer::Update),
     /// TensorFlow 1.x control flow, run by the session's frame executor ([`flow`]).
     Flow(Flow),
     /// A functional op calling functions of the graph's library ([`flow`]).
@@ -167,7 +172,8 @@ impl Kind {
             self,
             Kind::ReadVariable
                 | Kind::AssignVariable
-                | Kind::AssignAddVariable
+                | Kind::AssignByVariable(_)
+                | Kind::ResourceScatter(_)
                 | Kind::VarIsInitialized
                 | Kind::DisableCopyOnRead
                 | Kind::ResourceGather
@@ -285,7 +291,17 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("VarHandleOp", Kind::VarHandle),
     ("ReadVariableOp", Kind::ReadVariable),
     ("AssignVariableOp", Kind::AssignVariable),
-    ("AssignAddVariableOp", Kind::AssignAddVariable),
+    ("AssignAddVariableOp", Kind::AssignByVariable(BinaryOp::Add)),
+    ("AssignSubVariableOp", Kind::AssignByVariable(BinaryOp::Sub)),
+    (
+        "ResourceScatterAdd",
+        Kind::ResourceScatter(Some(BinaryOp::Add)),
+    ),
+    (
+        "ResourceScatterSub",
+        Kind::ResourceScatter(Some(BinaryOp::Sub)),
+    ),
+    ("ResourceScatterUpdate", Kind::ResourceScatter(None)),
     ("VarIsInitializedOp", Kind::VarIsInitialized),
     ("DisableCopyOnRead", Kind::DisableCopyOnRead),
     ("ResourceGather", Kind::ResourceGather),
@@ -473,7 +489,8 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
         Kind::Cast => &[("SrcT", Input(0))],
         Kind::AddN | Kind::Einsum => &[("N", Count)],
         Kind::IdentityN => &[("T", InputTypes)],
-        Kind::AssignVariable | Kind::AssignAddVariable => &[("dtype", Input(1))],
+        Kind::AssignVariable | Kind::AssignByVariable(_) => &[("dtype", Input(1))],
+        Kind::ResourceScatter(_) => &[("Tindices", Input(1)), ("dtype", Input(2))],
         Kind::ResourceGather => &[("Tindices", Input(1))],
         Kind::MakeComplex => &[("T", Input(0)), ("T", Input(1)), ("Tout", Result)],
         Kind::ComplexPart(_) => &[("T", Input(0)), ("Tout", Result)],
@@ -494,7 +511,7 @@ pub(crate) fn derived_attrs(kind: Kind, inputs: &[Typed]) -> Vec<Derived> {
     let mut derived: Vec<(&'static str, Source)> = typed.to_vec();
     match kind {
         Kind::AddN | Kind::Einsum => derived.extend((0..inputs.len()).map(|i| ("T", Input(i)))),
-        Kind::Apply(rule) => derived.extend(optimizer::typed(rule)),
+        Kind::Apply(update) => derived.extend(optimizer::typed(update)),
         Kind::Array(op @ (Array::Concat | Array::Pack)) => {
             derived.extend(array::per_value(inputs.len(), op == Array::Concat))
         }

@@ -1,8 +1,10 @@
 //! TensorFlow's optimizers as its graphs hold them: `ResourceApplyGradientDescent`,
 //! `ResourceApplyMomentum`, `ResourceApplyKerasMomentum`, `ResourceApplyAdam`,
-//! `ResourceApplyAdagrad`, `ResourceApplyAdagradV2` and `ResourceApplyRMSProp`, each
-//! updating a resource variable and its slot variables in place by
-//! [`polytensor_core::train::Rule`], on the device the op is placed on.
+//! `ResourceApplyAdagrad`, `ResourceApplyAdagradV2` and `ResourceApplyRMSProp`, and the
+//! sparse forms TensorFlow has (`ResourceSparseApplyMomentum`, `...KerasMomentum`,
+//! `...Adagrad`, `...AdagradV2`, `...RMSProp`: some rows by their gradients), each updating
+//! a resource variable and its slot variables in place by [`polytensor_core::train::Rule`],
+//! on the device the op is placed on.
 
 use smallvec::SmallVec;
 
@@ -13,31 +15,94 @@ use super::kernels::{Outputs, RunCtx};
 use super::{InferCtx, Source};
 use crate::graph::Typed;
 
+/// An optimizer op: its rule, dense (`ResourceApply*`) or sparse (`ResourceSparseApply*`,
+/// the gradient of some rows, named by an indices input).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Update {
+    pub(crate) rule: Rule,
+    pub(crate) sparse: bool,
+}
+
+impl Update {
+    const fn dense(rule: Rule) -> Self {
+        Update {
+            rule,
+            sparse: false,
+        }
+    }
+
+    const fn sparse(rule: Rule) -> Self {
+        Update { rule, sparse: true }
+    }
+
+    /// The op's inputs, in TensorFlow's order.
+    fn operands(self) -> &'static [Operand] {
+        if self.sparse {
+            self.rule.sparse_operands().unwrap_or(&[])
+        } else {
+            self.rule.operands()
+        }
+    }
+}
+
 /// Optimizer op types by TensorFlow's name (the attributes pick the variant at run time).
-pub(crate) const OPS: &[(&str, Rule)] = &[
-    ("ResourceApplyGradientDescent", Rule::GradientDescent),
-    ("ResourceApplyMomentum", Rule::Momentum { nesterov: false }),
+pub(crate) const OPS: &[(&str, Update)] = &[
+    (
+        "ResourceApplyGradientDescent",
+        Update::dense(Rule::GradientDescent),
+    ),
+    (
+        "ResourceApplyMomentum",
+        Update::dense(Rule::Momentum { nesterov: false }),
+    ),
     (
         "ResourceApplyKerasMomentum",
-        Rule::KerasMomentum { nesterov: false },
+        Update::dense(Rule::KerasMomentum { nesterov: false }),
     ),
-    ("ResourceApplyAdam", Rule::Adam { nesterov: false }),
-    ("ResourceApplyAdagrad", Rule::Adagrad { update_slots: true }),
+    (
+        "ResourceApplyAdam",
+        Update::dense(Rule::Adam { nesterov: false }),
+    ),
+    (
+        "ResourceApplyAdagrad",
+        Update::dense(Rule::Adagrad { update_slots: true }),
+    ),
     (
         "ResourceApplyAdagradV2",
-        Rule::AdagradV2 { update_slots: true },
+        Update::dense(Rule::AdagradV2 { update_slots: true }),
     ),
-    ("ResourceApplyRMSProp", Rule::RmsProp),
+    ("ResourceApplyRMSProp", Update::dense(Rule::RmsProp)),
+    (
+        "ResourceSparseApplyMomentum",
+        Update::sparse(Rule::Momentum { nesterov: false }),
+    ),
+    (
+        "ResourceSparseApplyKerasMomentum",
+        Update::sparse(Rule::KerasMomentum { nesterov: false }),
+    ),
+    (
+        "ResourceSparseApplyAdagrad",
+        Update::sparse(Rule::Adagrad { update_slots: true }),
+    ),
+    (
+        "ResourceSparseApplyAdagradV2",
+        Update::sparse(Rule::AdagradV2 { update_slots: true }),
+    ),
+    ("ResourceSparseApplyRMSProp", Update::sparse(Rule::RmsProp)),
 ];
 
-/// The type attribute `T`: one entry per tensor input (the scalars and the gradient; the
-/// variable and slots are handles).
-pub(crate) fn typed(rule: Rule) -> impl Iterator<Item = (&'static str, Source)> {
-    rule.operands()
+/// The type attributes: `T` of each tensor input (the scalars and the gradient; the
+/// variable and slots are handles), `Tindices` of a sparse update's indices.
+pub(crate) fn typed(update: Update) -> impl Iterator<Item = (&'static str, Source)> {
+    update
+        .operands()
         .iter()
         .enumerate()
-        .filter(|(_, operand)| matches!(operand, Operand::Scalar(_) | Operand::Grad))
-        .map(|(i, _)| ("T", Source::Input(i)))
+        .filter_map(|(i, operand)| match operand {
+            Operand::Scalar(_) | Operand::Grad => Some(("T", Source::Input(i))),
+            Operand::Indices => Some(("Tindices", Source::Input(i))),
+            Operand::Var | Operand::Slot(_) => None,
+        })
 }
 
 /// The rule with the node's attributes (`use_nesterov`, `update_slots`).
@@ -65,8 +130,8 @@ fn configured(rule: Rule, cx: &RunCtx<'_, '_>) -> Result<Rule> {
 
 /// The static outputs (none), checking the inputs: handles where the variables go, and
 /// scalars and the gradient of one float dtype.
-pub(crate) fn infer(rule: Rule, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
-    let operands = rule.operands();
+pub(crate) fn infer(update: Update, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
+    let operands = update.operands();
     let inputs = cx.exactly(operands.len())?;
     let dtype = cx.attrs().dtype_or("T", DataType::Float)?;
     for (i, (operand, (input, shape))) in operands.iter().zip(inputs).enumerate() {
@@ -89,6 +154,11 @@ pub(crate) fn infer(rule: Rule, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
                     return Err(cx.type_mismatch(i, dtype));
                 }
             }
+            Operand::Indices => {
+                if !matches!(input, DataType::Int32 | DataType::Int64) {
+                    return Err(cx.type_mismatch(i, DataType::Int32));
+                }
+            }
         }
     }
     if !dtype.is_float() {
@@ -101,11 +171,11 @@ pub(crate) fn infer(rule: Rule, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
 }
 
 /// Run one update: read the variable and its slots, apply the rule, write them back.
-pub(crate) fn run(rule: Rule, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
-    let rule = configured(rule, cx)?;
-    let operands = rule.operands();
-    let (mut var, mut slots, mut scalars, mut grad) =
-        (None, SmallVec::<[_; 2]>::new(), Vec::new(), None);
+pub(crate) fn run(update: Update, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
+    let rule = configured(update.rule, cx)?;
+    let operands = update.operands();
+    let (mut var, mut slots, mut scalars, mut grad, mut indices) =
+        (None, SmallVec::<[_; 2]>::new(), Vec::new(), None, None);
     for (i, operand) in operands.iter().enumerate() {
         match operand {
             Operand::Var => {
@@ -118,6 +188,7 @@ pub(crate) fn run(rule: Rule, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
             }
             Operand::Scalar(_) => scalars.push(cx.tensor(i)?.into_owned()),
             Operand::Grad => grad = Some(cx.tensor(i)?.into_owned()),
+            Operand::Indices => indices = Some(cx.tensor(i)?.into_owned()),
         }
     }
     let (Some((value, name)), Some(grad)) = (var, grad) else {
@@ -127,7 +198,10 @@ pub(crate) fn run(rule: Rule, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
         )));
     };
     let values: Vec<Tensor> = slots.iter().map(|(t, _)| t.clone()).collect();
-    let (value, values) = rule.apply(&value, &values, &scalars, &grad)?;
+    let (value, values) = match indices {
+        Some(indices) => rule.apply_rows(&value, &values, &scalars, &grad, &indices)?,
+        None => rule.apply(&value, &values, &scalars, &grad)?,
+    };
     cx.variables.insert(name, value);
     for ((_, name), value) in slots.into_iter().zip(values) {
         cx.variables.insert(name, value);

@@ -16,7 +16,7 @@ use crate::shape::TensorShape;
 
 impl Tensor {
     /// The indices of an integer tensor, on the host.
-    fn index_values(&self) -> Result<Vec<i64>> {
+    pub(crate) fn index_values(&self) -> Result<Vec<i64>> {
         if !self.dtype.is_integer() {
             return Err(Error::invalid(format!(
                 "indices must be integers, not {}",

@@ -53,6 +53,164 @@ impl Tensor {
         })
     }
 
+    /// TensorFlow's `UnsortedSegmentSum`: output row `s` is the sum of the slices
+    /// `self[i...]` whose `segment_ids[i...]` is `s` (the ids' shape a prefix of this
+    /// tensor's; int32 or int64); a negative id drops its slice, as TensorFlow's kernel; an
+    /// id `num_segments` or more is an error. The result is `[num_segments, dims[ids.rank()..]]`
+    /// (the gradient of a gather, densified).
+    ///
+    /// ```
+    /// use polytensor_core::Tensor;
+    /// let cpu = polytensor_cpu::CpuDevice::shared();
+    /// let data = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [4], &cpu).unwrap();
+    /// let ids = Tensor::from_slice(&[2i32, 0, 2, -1], [4], &cpu).unwrap();
+    /// let sums = data.unsorted_segment_sum(&ids, 3).unwrap();
+    /// assert_eq!(sums.to_vec::<f32>().unwrap(), [2.0, 0.0, 4.0]);
+    /// ```
+    pub fn unsorted_segment_sum(
+        &self,
+        segment_ids: &Tensor,
+        num_segments: usize,
+    ) -> Result<Tensor> {
+        self.check_same_device(segment_ids, "unsorted_segment_sum")?;
+        let prefix = segment_ids.rank();
+        if self.dims().get(..prefix) != Some(&segment_ids.dims()[..]) {
+            return Err(Error::invalid(format!(
+                "data.shape = {} does not start with segment_ids.shape = {}",
+                self.shape(),
+                segment_ids.shape()
+            )));
+        }
+        let ids: Vec<i64> = match segment_ids.dtype() {
+            DataType::Int32 => segment_ids
+                .to_vec::<i32>()?
+                .into_iter()
+                .map(i64::from)
+                .collect(),
+            DataType::Int64 => segment_ids.to_vec::<i64>()?,
+            other => {
+                return Err(Error::DTypeMismatch {
+                    op: "UnsortedSegmentSum",
+                    expected: "int32 or int64".into(),
+                    found: other,
+                })
+            }
+        };
+        if let Some((i, &id)) = ids
+            .iter()
+            .enumerate()
+            .find(|&(_, &id)| id >= num_segments as i64)
+        {
+            return Err(Error::invalid(format!(
+                "segment_ids[{i}] = {id} is out of range [0, {num_segments})"
+            )));
+        }
+        let too_many = || Error::invalid("UnsortedSegmentSum: more rows than int32 indexes");
+        // The slices by segment, each segment's in order: the rows each output row sums.
+        let mut order: Vec<usize> = (0..ids.len()).filter(|&i| ids[i] >= 0).collect();
+        order.sort_by_key(|&i| ids[i]);
+        let mut offsets = vec![0i32; num_segments + 1];
+        for &i in &order {
+            offsets[ids[i] as usize + 1] += 1;
+        }
+        for s in 0..num_segments {
+            offsets[s + 1] += offsets[s];
+        }
+        let rows: Vec<i32> = order
+            .into_iter()
+            .map(|i| i32::try_from(i).map_err(|_| too_many()))
+            .collect::<Result<_>>()?;
+        let device = self.device();
+        let mut dims = vec![ids.len()];
+        dims.extend_from_slice(&self.dims()[prefix..]);
+        let mut out = vec![num_segments];
+        out.extend_from_slice(&self.dims()[prefix..]);
+        self.reshape(dims)?
+            .segment_reduce(
+                SegmentOp::Sum,
+                &Tensor::from_vec(rows, device)?,
+                &Tensor::from_vec(offsets, device)?,
+                None,
+                Scalar::I64(0),
+            )?
+            .reshape(out)
+    }
+
+    /// TensorFlow's `ResourceScatterAdd` / `ResourceScatterSub` (`op` `Add`, `Sub`: rows
+    /// `indices[i...]` combined with the slices `updates[i...]`, a row named twice taking
+    /// both) and `ResourceScatterUpdate` (`None`: the rows replaced, the last mention of a
+    /// row winning), on this tensor as the variable's value. `updates` is `indices.shape +
+    /// dims[1..]`, or a scalar for every slice.
+    pub fn scatter(
+        &self,
+        op: Option<crate::ops::BinaryOp>,
+        indices: &Tensor,
+        updates: &Tensor,
+    ) -> Result<Tensor> {
+        let rows = *self
+            .dims()
+            .first()
+            .ok_or_else(|| Error::invalid("the variable of a scatter must be at least 1-D"))?;
+        let mut dims = indices.dims().to_vec();
+        dims.extend_from_slice(&self.dims()[1..]);
+        let updates = if updates.rank() == 0 {
+            updates.broadcast_to(dims.clone())?
+        } else if updates.dims() == dims {
+            updates.clone()
+        } else {
+            return Err(Error::invalid(format!(
+                "updates.shape {} must be indices.shape {} + params.shape[1:] {}, or a scalar",
+                updates.shape(),
+                indices.shape(),
+                self.shape()
+            )));
+        };
+        let ids = indices.index_values()?;
+        if let Some((i, &id)) = ids
+            .iter()
+            .enumerate()
+            .find(|&(_, &id)| id < 0 || id as usize >= rows)
+        {
+            return Err(Error::invalid(format!(
+                "indices[{i}] = {id} is not in [0, {rows})"
+            )));
+        }
+        let Some(op) = op else {
+            // The last mention of each row.
+            let mut last = std::collections::BTreeMap::new();
+            for (i, &id) in ids.iter().enumerate() {
+                last.insert(id, i as i32);
+            }
+            let device = self.device();
+            let (targets, sources): (Vec<i32>, Vec<i32>) =
+                last.into_iter().map(|(id, i)| (id as i32, i)).unzip();
+            let mut flat = vec![ids.len()];
+            flat.extend_from_slice(&self.dims()[1..]);
+            let chosen =
+                updates
+                    .reshape(flat)?
+                    .gather(&Tensor::from_vec(sources, device)?, 0, 0)?;
+            return self.replace_rows(&Tensor::from_vec(targets, device)?, &chosen);
+        };
+        self.binary(op, &updates.unsorted_segment_sum(indices, rows)?)
+    }
+
+    /// This tensor with its rows `rows` (distinct, int32 on its device) replaced by those
+    /// of `values`.
+    pub fn replace_rows(&self, rows: &Tensor, values: &Tensor) -> Result<Tensor> {
+        let count = *self
+            .dims()
+            .first()
+            .ok_or_else(|| Error::invalid("replace_rows needs at least 1 dim"))?;
+        let placed = values.scatter_rows(rows, count, Scalar::I64(0))?;
+        let mut dims = vec![1; self.rank()];
+        dims[0] = count;
+        let chosen = Tensor::ones([rows.num_elements()], DataType::Bool, self.device())?
+            .scatter_rows(rows, count, Scalar::Bool(false))?
+            .reshape(dims)?;
+        chosen.where_(&placed, self)
+    }
+
     /// This tensor's rows (its first dim) scattered into a tensor of `out_rows` rows of the
     /// same width: row `j` into row `rows[j]` (an int32 vector on this tensor's device, its
     /// values distinct and below `out_rows`), every other row `fill`. Any fixed-size dtype.

@@ -369,6 +369,59 @@ impl Tensor {
         Tensor::from_storage_checking(self.dtype, layout, self.storage.clone(), false)
     }
 
+    /// TensorFlow's `StridedSliceGrad`: this gradient of a strided slice's output placed
+    /// where `spec` took its elements from a tensor of `shape`, zeros elsewhere. Each
+    /// sliced dim's gradient is walked forward (reversed where the step is negative), spread
+    /// `step` apart, and padded to the dim.
+    pub fn strided_slice_grad(&self, shape: &[usize], spec: &StridedSliceSpec) -> Result<Tensor> {
+        let plan = spec.resolve(shape)?;
+        let output = plan.output_dims();
+        if self.dims() != output {
+            return Err(Error::invalid(format!(
+                "StridedSliceGrad: the gradient's shape {} is not the slice's {output:?}",
+                self.shape()
+            )));
+        }
+        if plan.dims.iter().any(|d| d.len == 0) {
+            return Tensor::zeros(shape, self.dtype, self.device());
+        }
+        // One dim per input dim (shrunk ones kept as 1, new axes dropped).
+        let lens: Vec<usize> = plan.dims.iter().map(|d| d.len).collect();
+        let backward: Vec<i64> = (0..lens.len())
+            .filter(|&d| plan.dims[d].step < 0 && lens[d] > 1)
+            .map(|d| d as i64)
+            .collect();
+        let mut grad = self.reshape(lens.clone())?;
+        if !backward.is_empty() {
+            grad = grad.reverse(&backward)?;
+        }
+        // Each dim `len` then `step - 1` zeros per element, the last element's cut.
+        let steps: Vec<usize> = plan.dims.iter().map(|d| d.step.unsigned_abs()).collect();
+        let pairs: Vec<usize> = lens.iter().flat_map(|&l| [l, 1]).collect();
+        let gaps: Vec<(usize, usize)> = steps.iter().flat_map(|&s| [(0, 0), (0, s - 1)]).collect();
+        let spread: Vec<usize> = lens.iter().zip(&steps).map(|(l, s)| l * s).collect();
+        let mut grad = grad
+            .reshape(pairs)?
+            .pad(&gaps, Scalar::I64(0))?
+            .reshape(spread)?;
+        let mut placed = Vec::with_capacity(lens.len());
+        for (d, sliced) in plan.dims.iter().enumerate() {
+            let reach = (sliced.len - 1) * steps[d] + 1;
+            grad = grad.narrow(d as isize, 0, reach)?;
+            // The lowest index taken: the last in walking order for a negative step.
+            let first = if sliced.step < 0 {
+                sliced.start - (sliced.len - 1) * steps[d]
+            } else {
+                sliced.start
+            };
+            let after = shape[d].checked_sub(first + reach).ok_or_else(|| {
+                Error::invalid("StridedSliceGrad: the slice reaches past its dim")
+            })?;
+            placed.push((first, after));
+        }
+        grad.pad(&placed, Scalar::I64(0))
+    }
+
     /// Repeat the tensor `multiples[i]` times along each dim (TensorFlow's `Tile`).
     pub fn tile(&self, multiples: &[usize]) -> Result<Tensor> {
         if multiples.len() != self.rank() {
