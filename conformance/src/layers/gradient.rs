@@ -23,14 +23,31 @@ use crate::Values;
 /// A gradient op.
 #[derive(Debug, Clone)]
 pub enum Gradient {
-    /// `Conv2DBackpropFilter` of an image and a filter of these dims.
+    /// `Conv2DBackpropFilter` of an image and a filter of these dims, or (`depthwise`)
+    /// `DepthwiseConv2dNativeBackpropFilter`, or (`depthwise` and `input`)
+    /// `DepthwiseConv2dNativeBackpropInput`.
     ConvFilter {
         /// The image dims, in `options.format`.
         image: Vec<usize>,
-        /// `[k_h, k_w, in, out]`.
+        /// `[k_h, k_w, in, out]` (`[k_h, k_w, in, multiplier]` depthwise).
         filter: [usize; 4],
         /// The forward convolution's strides, dilations, padding and format.
         options: Conv2dOptions,
+        /// A depthwise convolution.
+        depthwise: bool,
+        /// The gradient of the image, not the filter.
+        input: bool,
+    },
+    /// `FusedBatchNormGradV3` of NHWC images of these dims: output `of` (0 the image's, 1
+    /// the scale's, 2 the offset's gradient), in `training` (through the batch's statistics)
+    /// or inference.
+    BatchNorm {
+        /// `[n, h, w, c]`.
+        dims: [usize; 4],
+        /// Training (the batch's statistics) or inference (given ones).
+        training: bool,
+        /// Which gradient: of the image (0), the scale (1) or the offset (2).
+        of: usize,
     },
     /// `MaxPoolGrad` (`max`) or `AvgPoolGrad` of an image of these dims.
     Pool {
@@ -57,7 +74,13 @@ impl Gradient {
     /// The report's row.
     pub fn name(&self) -> &'static str {
         match self {
-            Gradient::ConvFilter { .. } => "conv2d_backprop_filter",
+            Gradient::ConvFilter {
+                depthwise: false, ..
+            } => "conv2d_backprop_filter",
+            Gradient::ConvFilter { input: false, .. } => "depthwise_backprop_filter",
+            Gradient::ConvFilter { .. } => "depthwise_backprop_input",
+            Gradient::BatchNorm { training: true, .. } => "batch_norm_grad_training",
+            Gradient::BatchNorm { .. } => "batch_norm_grad_inference",
             Gradient::Pool { max: true, .. } => "max_pool2d_grad",
             Gradient::Pool { .. } => "avg_pool2d_grad",
             Gradient::BiasAdd(..) => "bias_add_grad",
@@ -135,10 +158,70 @@ pub(super) fn cases() -> Vec<(String, Gradient)> {
             image: image.to_vec(),
             filter,
             options,
+            depthwise: false,
+            input: false,
         };
         (name.to_string(), op)
     })
     .collect::<Vec<_>>();
+    for input in [false, true] {
+        for (name, image, filter, options) in [
+            (
+                "same",
+                [2, 5, 6, 3],
+                [3, 3, 3, 1],
+                conv([1, 1], [1, 1], Same, Nhwc),
+            ),
+            (
+                "multiplier_2_stride_2",
+                [1, 7, 8, 2],
+                [3, 3, 2, 2],
+                conv([2, 2], [1, 1], Same, Nhwc),
+            ),
+            (
+                "dilated_valid",
+                [1, 7, 7, 2],
+                [2, 3, 2, 2],
+                conv([1, 1], [2, 2], Valid, Nhwc),
+            ),
+            (
+                "explicit_stride_2x1",
+                [2, 5, 4, 2],
+                [2, 3, 2, 1],
+                conv([2, 1], [1, 1], Explicit(vec![(1, 2), (0, 1)]), Nhwc),
+            ),
+            (
+                "nchw",
+                [2, 3, 5, 4],
+                [3, 3, 3, 2],
+                conv([1, 2], [1, 1], Same, Nchw),
+            ),
+        ] {
+            let op = Gradient::ConvFilter {
+                image: image.to_vec(),
+                filter,
+                options,
+                depthwise: true,
+                input,
+            };
+            cases.push((name.to_string(), op));
+        }
+    }
+    for training in [true, false] {
+        for of in 0..3 {
+            for dims in [[2, 3, 4, 5], [1, 1, 1, 3]] {
+                let name = format!(
+                    "{}x{}x{}x{}_{}",
+                    dims[0],
+                    dims[1],
+                    dims[2],
+                    dims[3],
+                    ["x", "scale", "offset"][of]
+                );
+                cases.push((name, Gradient::BatchNorm { dims, training, of }));
+            }
+        }
+    }
     for max in [true, false] {
         for (name, image, options) in [
             ("tiles_2x2", [2, 6, 4, 3], pool([2, 2], [2, 2], Valid, Nhwc)),
@@ -258,6 +341,8 @@ pub(super) fn run(
             image,
             filter,
             options,
+            depthwise,
+            input,
         } => {
             let windows = spatial(
                 options.format,
@@ -266,36 +351,51 @@ pub(super) fn run(
                 options.strides,
                 options.dilations,
             );
-            let out = output_dims(options.format, image, &windows, &options.padding, filter[3])?;
-            let terms = image[0] * (out.iter().product::<usize>() / image[0] / filter[3]);
+            let channels = if *depthwise {
+                filter[2] * filter[3]
+            } else {
+                filter[3]
+            };
+            let out = output_dims(options.format, image, &windows, &options.padding, channels)?;
             let (x, tx) = inputs.next(image, Domain::Finite)?;
+            let (f, tf) = inputs.next(filter, Domain::Finite)?;
             let (dy, tdy) = inputs.next(&out, Domain::Finite)?;
-            let got = tx.conv2d_backprop_filter(*filter, &tdy, options)?;
-            // The loss is linear in the filter: differences at zero with h = 1 are exact.
-            let loss = |x: &Values, dy: &[f64], f: &[f64]| -> Result<f64> {
+            let got = match (depthwise, input) {
+                (false, _) => tx.conv2d_backprop_filter(*filter, &tdy, options)?,
+                (true, false) => tx.depthwise_conv2d_backprop_filter(*filter, &tdy, options)?,
+                (true, true) => tdy.depthwise_conv2d_backprop_input(&tf, image, options)?,
+            };
+            // The loss is linear in the filter and in the image: differences at zero with
+            // h = 1 are exact.
+            let loss = |x: &[f64], f: &[f64], dy: &[f64]| -> Result<f64> {
                 let y = reference_conv(
                     DataType::Double,
-                    x,
+                    &of(image, x),
                     &of(filter, f),
                     options.format,
                     &windows,
                     &options.padding,
-                    false,
+                    *depthwise,
                     None,
                 )?;
                 Ok(weighted(&y, dy))
             };
-            let zero = vec![0.0; filter.iter().product()];
-            let (x64, dy64) = (floats(&x), floats(&dy));
-            let want = differences(&zero, |_| 1.0, |f| loss(&of(image, &x64), &dy64, f))?;
+            let (x64, f64s, dy64) = (floats(&x), floats(&f), floats(&dy));
             let abs = |v: &[f64]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
-            let scales = differences(
-                &zero,
-                |_| 1.0,
-                |f| loss(&of(image, &abs(&x64)), &abs(&dy64), f),
-            )?;
+            let (want, scales, terms) = if *input {
+                let zero = vec![0.0; x64.len()];
+                let want = differences(&zero, |_| 1.0, |x| loss(x, &f64s, &dy64))?;
+                let scales = differences(&zero, |_| 1.0, |x| loss(x, &abs(&f64s), &abs(&dy64)))?;
+                (want, scales, filter[0] * filter[1] * filter[3])
+            } else {
+                let zero = vec![0.0; f64s.len()];
+                let want = differences(&zero, |_| 1.0, |f| loss(&x64, f, &dy64))?;
+                let scales = differences(&zero, |_| 1.0, |f| loss(&abs(&x64), f, &abs(&dy64)))?;
+                (want, scales, out.iter().product::<usize>() / channels)
+            };
             Ok((got, expected(want, scales, terms), Tolerance::Accumulated))
         }
+        Gradient::BatchNorm { dims, training, of } => batch_norm(inputs, *dims, *training, *of),
         Gradient::Pool {
             image,
             options,
@@ -454,4 +554,97 @@ pub(super) fn run(
             Ok((tx.l2_loss()?, want, Tolerance::Accumulated))
         }
     }
+}
+
+/// A `FusedBatchNormGradV3` case: output `of` against central differences of
+/// `sum(batch_norm(x, scale, offset) * dy)` in float64.
+fn batch_norm(
+    inputs: &mut Inputs<'_>,
+    dims: [usize; 4],
+    training: bool,
+    of: usize,
+) -> Result<(Tensor, Vec<Expected>, Tolerance)> {
+    const EPSILON: f64 = 1e-3;
+    let c = dims[3];
+    let positive: fn(f64) -> f64 = |v| v.abs() + 0.5;
+    let (x, tx) = inputs.next(&dims, Domain::Finite)?;
+    let (dy, tdy) = inputs.next(&dims, Domain::Finite)?;
+    let (scale, tscale) = inputs.next(&[c], Domain::Finite)?;
+    let (offset, toffset) = inputs.next(&[c], Domain::Finite)?;
+    let (mean, tmean) = inputs.next(&[c], Domain::Finite)?;
+    let (variance, tvariance) = inputs.next_mapped(&[c], Domain::Finite, Some(positive))?;
+    let format = DataFormat::Nhwc;
+    // The statistics the gradient is given: the batch's (as the forward saved them), or
+    // the population's.
+    let (tmean, tvariance) = if training {
+        let (_, stats) =
+            tx.batch_norm_training(&tscale, &toffset, &tmean, &tvariance, EPSILON, 1.0, format)?;
+        (stats.saved_mean, stats.saved_variance)
+    } else {
+        (tmean, tvariance)
+    };
+    let grads = tdy.batch_norm_grad(&tx, &tscale, &tmean, &tvariance, EPSILON, format, training)?;
+    let got = [grads.x, grads.scale, grads.offset][of].clone();
+    let [x64, dy64, scale64, offset64, mean64, var64] =
+        [&x, &dy, &scale, &offset, &mean, &variance].map(floats);
+    let per = x64.len() / c;
+    // Per channel: the mean and variance the forward normalises with.
+    let statistics = |x: &[f64]| -> (Vec<f64>, Vec<f64>) {
+        if !training {
+            return (mean64.clone(), var64.clone());
+        }
+        let mut m = vec![0.0; c];
+        let mut v = vec![0.0; c];
+        for (i, value) in x.iter().enumerate() {
+            m[i % c] += value / per as f64;
+        }
+        for (i, value) in x.iter().enumerate() {
+            v[i % c] += (value - m[i % c]).powi(2) / per as f64;
+        }
+        (m, v)
+    };
+    let loss = |x: &[f64], scale: &[f64], offset: &[f64]| -> Result<f64> {
+        let (m, v) = statistics(x);
+        Ok(x.iter()
+            .enumerate()
+            .map(|(i, value)| {
+                let k = i % c;
+                let y = (value - m[k]) / (v[k] + EPSILON).sqrt() * scale[k] + offset[k];
+                y * dy64[i]
+            })
+            .sum())
+    };
+    let h = |v: f64| 1e-5 * v.abs().max(1.0);
+    let want = match of {
+        0 => differences(&x64, h, |x| loss(x, &scale64, &offset64))?,
+        1 => differences(&scale64, h, |s| loss(&x64, s, &offset64))?,
+        _ => differences(&offset64, h, |o| loss(&x64, &scale64, o))?,
+    };
+    // Magnitudes: every term of the gradient's sums taken absolutely.
+    let (m, v) = statistics(&x64);
+    let norm = |i: usize| ((x64[i] - m[i % c]) / (v[i % c] + EPSILON).sqrt()).abs();
+    let mut dy_sum = vec![0.0; c];
+    let mut dy_norm = vec![0.0; c];
+    for i in 0..x64.len() {
+        dy_sum[i % c] += dy64[i].abs();
+        dy_norm[i % c] += (dy64[i] * norm(i)).abs();
+    }
+    let scales: Vec<f64> = match of {
+        0 => (0..x64.len())
+            .map(|i| {
+                let k = i % c;
+                let factor = scale64[k].abs() / (v[k] + EPSILON).sqrt();
+                let through = if training {
+                    (dy_sum[k] + norm(i) * dy_norm[k]) / per as f64
+                } else {
+                    0.0
+                };
+                factor * (dy64[i].abs() + through)
+            })
+            .collect(),
+        1 => dy_norm,
+        _ => dy_sum,
+    };
+    let terms = if of == 0 && !training { 4 } else { per + 4 };
+    Ok((got, expected(want, scales, terms), Tolerance::Accumulated))
 }
