@@ -23,6 +23,7 @@ pub mod proto;
 pub mod saved_model;
 mod session;
 mod sparse;
+mod tape;
 
 pub use attr::{int_list, type_list, AttrKind, AttrValue, ListValue};
 pub use builders::Variable;
@@ -39,6 +40,7 @@ pub use session::{
     Transfer, PLAN_CACHE_CAPACITY,
 };
 pub use sparse::{Endpoint, SessionValue, SparseOutput};
+pub use tape::{GradientTape, Taped};
 
 /// The `VersionDef.producer` polytensor writes: the GraphDef version of TensorFlow 2.21,
 /// whose op semantics the kernels follow.

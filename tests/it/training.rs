@@ -580,3 +580,82 @@ fn fused_updates_are_the_elementwise_ops_bit_for_bit() {
         }
     }
 }
+
+/// A small CNN run eagerly on polytensor's [`GradientTape`] gives the loss and gradients
+/// TensorFlow's `tf.GradientTape` gave (`tape.json` of `tf_training.py`), on every device;
+/// the tape refuses an op on a variable.
+#[test]
+fn gradient_tape_gives_tensorflows_eager_gradients_on_every_device() {
+    use polytensor::graph::{int_list, AttrValue, GradientTape};
+    let Some((_, dir)) = cases() else {
+        return;
+    };
+    let spec = golden::json(dir.join("tape.json"));
+    let names = ["bias", "dense", "filter", "offset"];
+    for device in golden::devices() {
+        let at = device.name().to_string();
+        let mut tape = GradientTape::new(device.clone());
+        let mut watch = |spec: &Json| tape.watch(&golden::tensor(spec, &device)).unwrap();
+        let (x, labels) = (watch(&spec["x"]), watch(&spec["labels"]));
+        let w: Vec<_> = names.iter().map(|n| watch(&spec["weights"][n])).collect();
+        let [bias, dense, filter, offset] = [&w[0], &w[1], &w[2], &w[3]];
+        let shape = Tensor::from_slice(&[4i32, 36], [2], &device).unwrap();
+        let axis = Tensor::from_slice(&[0i32], [1], &device).unwrap();
+        let (shape, axis) = (tape.watch(&shape).unwrap(), tape.watch(&axis).unwrap());
+        let window = |v: i64| AttrValue::from(int_list(&[1, v, v, 1]));
+        let h = tape
+            .op(
+                "Conv2D",
+                &[&x, filter],
+                &[("strides", window(1)), ("padding", "SAME".into())],
+            )
+            .unwrap();
+        let h = tape.op("BiasAdd", &[&h, bias], &[]).unwrap();
+        let h = tape.op("Relu", &[&h], &[]).unwrap();
+        let pool = [
+            ("ksize", window(2)),
+            ("strides", window(2)),
+            ("padding", "VALID".into()),
+        ];
+        let h = tape.op("MaxPool", &[&h], &pool).unwrap();
+        let h = tape.op("Reshape", &[&h, &shape], &[]).unwrap();
+        let h = tape.op("MatMul", &[&h, dense], &[]).unwrap();
+        let h = tape.op("AddV2", &[&h, offset], &[]).unwrap();
+        let logits = tape.op("Tanh", &[&h], &[]).unwrap();
+        let losses = tape
+            .run(
+                "SparseSoftmaxCrossEntropyWithLogits",
+                &[&logits, &labels],
+                &[],
+            )
+            .unwrap();
+        let loss = tape.op("Mean", &[&losses[0], &axis], &[]).unwrap();
+        let cpu = &golden::devices()[0];
+        assert_close(
+            &format!("{at}: the tape's loss"),
+            loss.value(),
+            &golden::tensor(&spec["loss"], cpu),
+        );
+        let sources: Vec<_> = w.iter().collect();
+        let grads = tape.gradient(&loss, &sources).unwrap();
+        for (grad, name) in grads.iter().zip(names) {
+            let grad = grad
+                .as_ref()
+                .unwrap_or_else(|| panic!("{at}: no gradient of {name}"));
+            let want = golden::tensor(&spec["grads"][name], cpu);
+            assert_close(&format!("{at}: the tape's gradient of {name}"), grad, &want);
+        }
+        // The input's gradient exists too; the labels have none.
+        let more = tape.gradient(&loss, &[&x, &labels]).unwrap();
+        assert!(more[0].is_some() && more[1].is_none(), "{at}");
+        let refused = tape
+            .op("ReadVariableOp", &[&x], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("GradientTape runs tensor ops"),
+            "{refused}"
+        );
+        println!("{at}: the tape's gradients are TensorFlow's");
+    }
+}

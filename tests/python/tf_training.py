@@ -233,11 +233,38 @@ def case(out, name, model, batch, optimizer, seed):
     (out / f"{name}.json").write_text(json.dumps(record))
 
 
+def eager_tape(out):
+    """`tape.json`: a small CNN run eagerly under `tf.GradientTape`, its inputs, weights,
+    loss and the tape's gradients (tests/it/training.rs replays it on polytensor's tape)."""
+    rng = np.random.default_rng(99)
+    f32 = lambda shape, scale: (rng.normal(0, scale, shape)).astype(np.float32)
+    x, labels = f32([4, 6, 6, 2], 1.0), rng.integers(0, 3, [4]).astype(np.int32)
+    weights = {"filter": f32([3, 3, 2, 4], 0.3), "bias": f32([4], 0.1),
+               "dense": f32([36, 3], 0.3), "offset": f32([3], 0.1)}
+    w = {k: tf.constant(v) for k, v in weights.items()}
+    with tf.GradientTape() as tape:
+        tape.watch(list(w.values()))
+        h = tf.nn.conv2d(x, w["filter"], 1, "SAME")
+        h = tf.nn.relu(tf.nn.bias_add(h, w["bias"]))
+        h = tf.nn.max_pool2d(h, 2, 2, "VALID")
+        h = tf.reshape(h, [4, 36])
+        logits = tf.tanh(tf.matmul(h, w["dense"]) + w["offset"])
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    names = sorted(w)
+    grads = tape.gradient(loss, [w[k] for k in names])
+    record = {"x": spec(x), "labels": spec(labels),
+              "weights": {k: spec(weights[k]) for k in names}, "loss": spec(loss.numpy()),
+              "grads": {k: spec(g.numpy()) for k, g in zip(names, grads)}}
+    (out / "tape.json").write_text(json.dumps(record))
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     for seed, (name, model, batch, optimizer) in enumerate(CASES):
         case(out, name, model, batch, optimizer, seed)
+    eager_tape(out)
     (out / "index.json").write_text(json.dumps([c[0] for c in CASES]))
     print(f"tf_training.py: {len(CASES)} cases in {out}")
 
