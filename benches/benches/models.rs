@@ -486,13 +486,15 @@ fn saved_model(c: &mut Criterion) {
 }
 
 /// One training step (forward, backward and Adam) of Keras's MNIST CNN and of an MLP at
-/// batch 32, the graph `Graph::minimize` writes, run by polytensor and by TensorFlow.
+/// batch 32, and of a text classifier with Adagrad (its embedding updated sparsely), the
+/// graph `Graph::minimize` writes, run by polytensor and by TensorFlow.
 fn training(c: &mut Criterion) {
     let device = cpu();
     let dir = workspace().join("target/training-bench");
     let steps = [
         ("mnist_cnn", benches::training::mnist_cnn(32, &device)),
         ("mlp", benches::training::mlp(32, &device)),
+        ("text", benches::training::text_classifier(32, &device)),
     ];
     let mut tf = TensorFlow::start();
     for (name, step) in steps {

@@ -2,7 +2,9 @@
 //! (Adam), so that polytensor and TensorFlow run the very same training step: Keras's
 //! MNIST CNN (28x28x1 images; 3x3 convolutions of 32 and 64 filters, each with ReLU and 2x2
 //! max pooling; a dense layer of 128 with ReLU; 10 classes) and an MLP (784, 256, 256, 10,
-//! ReLU), each with sparse softmax cross entropy.
+//! ReLU), each with sparse softmax cross entropy; and a text classifier whose embedding
+//! table (10000 x 64) is trained sparsely with Adagrad (`ResourceSparseApplyAdagrad` of
+//! the rows a batch reads), its mean over 20 tokens through a dense layer of 128.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,7 +18,7 @@ pub struct TrainingStep {
     pub graph: Graph,
     /// The weights' and the optimizer's initializers.
     pub init: Vec<Operation>,
-    /// One Adam step.
+    /// One optimizer step.
     pub step: Operation,
     /// The batch fed to every step: (placeholder, value).
     pub feeds: Vec<(Output, Tensor)>,
@@ -67,6 +69,42 @@ pub fn mnist_cnn(batch: usize, device: &Arc<dyn Device>) -> Result<TrainingStep>
     let x = model.dense(&x, [7 * 7 * 64, 128], true)?;
     let logits = model.dense(&x, [128, 10], false)?;
     model.finish(&logits, device)
+}
+
+/// The text classifier at `batch` (20 token ids per example from 10000), trained with
+/// Adagrad: the embedding's update sparse, of the rows read.
+pub fn text_classifier(batch: usize, device: &Arc<dyn Device>) -> Result<TrainingStep> {
+    const VOCAB: usize = 10_000;
+    const LENGTH: usize = 20;
+    const WIDTH: usize = 64;
+    let mut model = Model::new([0, 0, 0], batch)?;
+    let shape = PartialTensorShape::new(&[Some(batch), Some(LENGTH)])?;
+    model.input = model
+        .graph
+        .placeholder_named("ids", DataType::Int32, &shape)?;
+    model.dims = vec![batch, LENGTH];
+    model.weight(&[VOCAB, WIDTH], 0.1)?;
+    let table = model.weights[0].clone();
+    let g = &mut model.graph;
+    let rows = g
+        .op("ResourceGather")
+        .input(&table)
+        .input(&model.input)
+        .attr("dtype", DataType::Float)
+        .build_output()?;
+    let axis = g.constant_values(&[1i32], &[1])?;
+    let mean = g.op("Mean").input(&rows).input(&axis).build_output()?;
+    let x = model.dense(&mean, [WIDTH, 128], true)?;
+    let logits = model.dense(&x, [128, 10], false)?;
+    let ids: Vec<i32> = (0..batch * LENGTH)
+        .map(|i| ((i * 7919) % VOCAB) as i32)
+        .collect();
+    let ids = Tensor::from_slice(&ids, [batch, LENGTH], device)?;
+    let adagrad = Optimizer::Adagrad {
+        learning_rate: 0.05,
+        initial_accumulator: 0.1,
+    };
+    model.finish_with(&logits, device, &adagrad, ids)
 }
 
 /// An MLP (784, 256, 256, 10) at `batch`, trained with Adam.
@@ -161,7 +199,25 @@ impl Model {
     }
 
     /// The loss (mean sparse softmax cross entropy), Adam's step, and a seeded batch.
-    fn finish(mut self, logits: &Output, device: &Arc<dyn Device>) -> Result<TrainingStep> {
+    fn finish(self, logits: &Output, device: &Arc<dyn Device>) -> Result<TrainingStep> {
+        let adam = Optimizer::Adam {
+            learning_rate: 0.001,
+            beta1: 0.9,
+            beta2: 0.999,
+            epsilon: 1e-7,
+        };
+        let images = crate::tensor(&self.dims, DataType::Float, 3, device);
+        self.finish_with(logits, device, &adam, images)
+    }
+
+    /// The loss, `optimizer`'s step, and a batch of `input` with seeded labels.
+    fn finish_with(
+        mut self,
+        logits: &Output,
+        device: &Arc<dyn Device>,
+        optimizer: &Optimizer,
+        input: Tensor,
+    ) -> Result<TrainingStep> {
         let g = &mut self.graph;
         let losses = g
             .op("SparseSoftmaxCrossEntropyWithLogits")
@@ -170,23 +226,16 @@ impl Model {
             .build_output()?;
         let axis = g.constant_values(&[0i32], &[1])?;
         let loss = g.op("Mean").input(&losses).input(&axis).build_output()?;
-        let adam = Optimizer::Adam {
-            learning_rate: 0.001,
-            beta1: 0.9,
-            beta2: 0.999,
-            epsilon: 1e-7,
-        };
-        let training = g.minimize(&loss, &self.weights, &adam)?;
+        let training = g.minimize(&loss, &self.weights, optimizer)?;
         self.init.push(training.init);
         let batch = self.dims[0];
-        let images = crate::tensor(&self.dims, DataType::Float, 3, device);
         let labels: Vec<i32> = (0..batch as i32).map(|i| (i * 7) % 10).collect();
         let labels = Tensor::from_slice(&labels, [batch], device)?;
         Ok(TrainingStep {
             graph: self.graph,
             init: self.init,
             step: training.step,
-            feeds: vec![(self.input, images), (self.labels, labels)],
+            feeds: vec![(self.input, input), (self.labels, labels)],
         })
     }
 }

@@ -529,6 +529,26 @@ void PT_SetAttrTensor(struct PT_OperationDescription *desc,
 struct PT_Operation *PT_FinishOperation(struct PT_OperationDescription *desc,
                                         struct PT_Status *status);
 
+// TensorFlow's `TF_AddGradients`: add to `graph` the gradients of the sum of the `ny`
+// outputs `y` with respect to each of the `nx` outputs `x`, weighted by the `ny` outputs
+// `dx` (NULL: ones), under the name scope `gradients`, with TensorFlow's op types; write
+// them to the `nx` entries of `dy`. An `x` the `y` do not depend on gets `{NULL, 0}`. On
+// error (an op with no gradient between them, say) `dy` is left as it was; what was
+// added stays in the graph, as TensorFlow's.
+//
+// # Safety
+//
+// `graph` is a live graph; `y`, `x` point to `ny`, `nx` readable outputs of it, `dx` is
+// NULL or points to `ny`; `dy` points to `nx` writable outputs; `status` NULL or live.
+void PT_AddGradients(struct PT_Graph *graph,
+                     const struct PT_Output *y,
+                     int ny,
+                     const struct PT_Output *x,
+                     int nx,
+                     const struct PT_Output *dx,
+                     struct PT_Status *status,
+                     struct PT_Output *dy);
+
 // New run options: no timeout of their own (the session's applies) and no cancellation.
 struct PT_RunOptions *PT_NewRunOptions(void);
 

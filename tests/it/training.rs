@@ -265,7 +265,7 @@ fn frozen_models_gradients_are_tensorflows_on_every_device() {
             .gradients(
                 std::slice::from_ref(&output),
                 &weights,
-                Some(&[grad_ys.clone()]),
+                Some(std::slice::from_ref(&grad_ys)),
             )
             .unwrap();
         let fetches: Vec<String> = grads
@@ -586,7 +586,7 @@ fn fused_updates_are_the_elementwise_ops_bit_for_bit() {
 /// the tape refuses an op on a variable.
 #[test]
 fn gradient_tape_gives_tensorflows_eager_gradients_on_every_device() {
-    use polytensor::graph::{int_list, AttrValue, GradientTape};
+    use polytensor::graph::{int_list, GradientTape};
     let Some((_, dir)) = cases() else {
         return;
     };
@@ -602,7 +602,7 @@ fn gradient_tape_gives_tensorflows_eager_gradients_on_every_device() {
         let shape = Tensor::from_slice(&[4i32, 36], [2], &device).unwrap();
         let axis = Tensor::from_slice(&[0i32], [1], &device).unwrap();
         let (shape, axis) = (tape.watch(&shape).unwrap(), tape.watch(&axis).unwrap());
-        let window = |v: i64| AttrValue::from(int_list(&[1, v, v, 1]));
+        let window = |v: i64| int_list(&[1, v, v, 1]);
         let h = tape
             .op(
                 "Conv2D",
@@ -658,4 +658,126 @@ fn gradient_tape_gives_tensorflows_eager_gradients_on_every_device() {
         );
         println!("{at}: the tape's gradients are TensorFlow's");
     }
+}
+
+/// The new training ops refuse bad input with an error naming what is wrong, never a
+/// panic: indices out of range, shapes that do not fit, a gather's gradient off axis 0.
+#[test]
+fn training_ops_refuse_bad_input_with_clear_errors() {
+    use polytensor::train::Rule;
+    use polytensor::{Conv2dOptions, DataFormat, StridedSliceSpec};
+    let cpu = &golden::devices()[0];
+    let floats = |values: &[f32], dims: &[usize]| Tensor::from_slice(values, dims, cpu).unwrap();
+    let ints = |values: &[i32]| Tensor::from_slice(values, [values.len()], cpu).unwrap();
+    let expect = |result: polytensor::Result<Tensor>, wanted: &str| {
+        let message = result.map(|_| ()).unwrap_err().to_string();
+        assert!(message.contains(wanted), "{message:?} lacks {wanted:?}");
+    };
+    let data = floats(&[1.0, 2.0, 3.0], &[3]);
+    expect(
+        data.unsorted_segment_sum(&ints(&[0, 5, 1]), 2),
+        "segment_ids[1] = 5 is out of range [0, 2)",
+    );
+    expect(
+        data.unsorted_segment_sum(&ints(&[0, 1]), 2),
+        "does not start with segment_ids.shape",
+    );
+    let table = floats(&[0.0; 6], &[3, 2]);
+    expect(
+        table.scatter(
+            Some(polytensor::BinaryOp::Add),
+            &ints(&[3]),
+            &floats(&[1.0, 1.0], &[1, 2]),
+        ),
+        "indices[0] = 3 is not in [0, 3)",
+    );
+    expect(
+        table.scatter(None, &ints(&[0]), &floats(&[1.0], &[1, 1])),
+        "must be indices.shape",
+    );
+    let spec = StridedSliceSpec {
+        begin: vec![0],
+        end: vec![4],
+        strides: vec![2],
+        ..Default::default()
+    };
+    expect(
+        floats(&[1.0; 3], &[3]).strided_slice_grad(&[4], &spec),
+        "is not the slice's",
+    );
+    let lr = Tensor::scalar(0.1f32, cpu).unwrap();
+    let rows = Rule::Adagrad { update_slots: true }.apply_rows(
+        &table,
+        &[table.clone()],
+        std::slice::from_ref(&lr),
+        &floats(&[1.0, 1.0], &[1, 2]),
+        &ints(&[7]),
+    );
+    expect(
+        rows.map(|(var, _)| var),
+        "Index 7 at offset 0 in indices is out of range [0, 3)",
+    );
+    let image = floats(&[0.0; 16], &[1, 2, 2, 4]);
+    expect(
+        image
+            .batch_norm_training(
+                &floats(&[1.0; 3], &[3]),
+                &floats(&[0.0; 4], &[4]),
+                &floats(&[], &[0]),
+                &floats(&[], &[0]),
+                1e-3,
+                1.0,
+                DataFormat::Nhwc,
+            )
+            .map(|(y, _)| y),
+        "scale must have the same number of elements as the channels of x",
+    );
+    let dy = floats(&[0.0; 8], &[1, 2, 2, 2]);
+    expect(
+        dy.batch_norm_grad(
+            &image,
+            &floats(&[1.0; 4], &[4]),
+            &floats(&[0.0; 4], &[4]),
+            &floats(&[1.0; 4], &[4]),
+            1e-3,
+            DataFormat::Nhwc,
+            true,
+        )
+        .map(|g| g.x),
+        "x and y_backprop must have same shape",
+    );
+    let options = Conv2dOptions::default();
+    expect(
+        image.depthwise_conv2d_backprop_filter(
+            [1, 1, 3, 1],
+            &floats(&[0.0; 12], &[1, 2, 2, 3]),
+            &options,
+        ),
+        "input and filter must have the same depth: 4 vs 3",
+    );
+    // In graphs: a gather's gradient off axis 0 is refused by name; Unique takes vectors.
+    let mut graph = Graph::new();
+    let params = graph.constant_values(&[1.0f32; 6], &[2, 3]).unwrap();
+    let indices = graph.constant_values(&[0i32, 2], &[2]).unwrap();
+    let axis = graph.constant(1i32).unwrap();
+    let gathered = graph
+        .op("GatherV2")
+        .input(&params)
+        .input(&indices)
+        .input(&axis)
+        .build_output()
+        .unwrap();
+    let error = graph
+        .gradients(&[gathered], &[params], None)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("gathers on axis 0"), "{error}");
+    let matrix = graph.constant_values(&[1i32; 4], &[2, 2]).unwrap();
+    let error = graph
+        .op("Unique")
+        .input(&matrix)
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("unique expects a 1D vector"), "{error}");
 }

@@ -12,11 +12,13 @@
 //! (`PT_NewOperation` to `PT_FinishOperation`) and `session.rs` runs them.
 
 mod build;
+mod gradients;
 mod run_options;
 mod saved_model;
 mod session;
 
 pub use build::*;
+pub use gradients::*;
 pub use run_options::*;
 pub use saved_model::*;
 pub use session::*;

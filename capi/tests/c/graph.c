@@ -8,7 +8,9 @@
  * 4. the SavedModel $POLYTENSOR_SAVED_MODEL loaded with PT_LoadSessionFromSavedModel, its
  *    signatures listed, and `serving_default` run on the 2x16 values of
  *    $POLYTENSOR_SAVED_MODEL_FEED, its output printed one value a line;
- * 5. mixed precision in bf16 switched on and off. */
+ * 5. mixed precision in bf16 switched on and off;
+ * 6. PT_AddGradients: d(x * x + c)/dx at x = 3 (6), weighted by 0.5 (3); an unrelated
+ *    placeholder gets no gradient; an op with none between is an error naming it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +367,96 @@ static void saved_model(const char* dir, const char* feed_text, PT_Status* s) {
   PT_DeleteGraph(empty);
 }
 
+/* TensorFlow's TF_AddGradients, as PT_AddGradients. */
+static void gradients(PT_Status* s) {
+  PT_Graph* g = PT_NewGraph();
+  PT_Operation* x = NULL;
+  PT_Operation* unrelated = NULL;
+  const char* names[2] = {"x", "unrelated"};
+  PT_Operation** ops[2] = {&x, &unrelated};
+  for (int i = 0; i < 2; i++) {
+    PT_OperationDescription* d = PT_NewOperation(g, "Placeholder", names[i]);
+    PT_SetAttrType(d, "dtype", PT_FLOAT);
+    *ops[i] = PT_FinishOperation(d, s);
+    OK(s);
+  }
+  PT_Operation* c = constant(g, "c", 1.0f, s);
+  PT_Output ox = {x, 0}, oc = {c, 0}, ou = {unrelated, 0};
+  PT_OperationDescription* d = PT_NewOperation(g, "Mul", "square");
+  PT_AddInput(d, ox);
+  PT_AddInput(d, ox);
+  PT_Operation* square = PT_FinishOperation(d, s);
+  OK(s);
+  d = PT_NewOperation(g, "AddV2", "y");
+  PT_Output osquare = {square, 0};
+  PT_AddInput(d, osquare);
+  PT_AddInput(d, oc);
+  PT_Operation* y = PT_FinishOperation(d, s);
+  OK(s);
+  PT_Output oy = {y, 0};
+  PT_Output xs[2] = {ox, ou};
+  PT_Output dy[2];
+  PT_AddGradients(g, &oy, 1, xs, 2, NULL, s, dy);
+  OK(s);
+  CHECK(dy[0].oper != NULL && dy[1].oper == NULL);
+  PT_Operation* half = constant(g, "half", 0.5f, s);
+  PT_Output ohalf = {half, 0};
+  PT_Output weighted;
+  PT_AddGradients(g, &oy, 1, &ox, 1, &ohalf, s, &weighted);
+  OK(s);
+  PT_Session* session = PT_NewSession(g, NULL, s);
+  OK(s);
+  PT_Tensor* three = PT_AllocateTensor(PT_FLOAT, NULL, 0, sizeof(float), s);
+  OK(s);
+  *(float*)PT_TensorData(three) = 3.0f;
+  PT_Output fetches[2] = {dy[0], weighted};
+  PT_Tensor* values[2] = {NULL, NULL};
+  const PT_Tensor* feeds[1] = {three};
+  PT_SessionRun(session, &ox, feeds, 1, fetches, values, 2, NULL, 0, s);
+  OK(s);
+  if (values[0] != NULL && values[1] != NULL) {
+    CHECK(*(const float*)PT_TensorData(values[0]) == 6.0f);
+    CHECK(*(const float*)PT_TensorData(values[1]) == 3.0f);
+  }
+  PT_DeleteTensor(values[0]);
+  PT_DeleteTensor(values[1]);
+  PT_DeleteTensor(three);
+  /* Floor has no gradient (none flows through it, as TensorFlow's); Prod has none
+   * defined: an error naming it, dy untouched. */
+  d = PT_NewOperation(g, "Floor", "floor");
+  PT_AddInput(d, ox);
+  PT_Operation* floor_op = PT_FinishOperation(d, s);
+  OK(s);
+  PT_Output ofloor = {floor_op, 0};
+  PT_Output through_floor = {x, 7};
+  PT_AddGradients(g, &ofloor, 1, &ox, 1, NULL, s, &through_floor);
+  OK(s);
+  CHECK(through_floor.oper == NULL);
+  PT_Tensor* no_axes = PT_AllocateTensor(PT_INT32, (const int64_t[]){0}, 1, 0, s);
+  OK(s);
+  d = PT_NewOperation(g, "Const", "no_axes");
+  PT_SetAttrType(d, "dtype", PT_INT32);
+  PT_SetAttrTensor(d, "value", no_axes, s);
+  OK(s);
+  PT_Operation* axes = PT_FinishOperation(d, s);
+  OK(s);
+  PT_DeleteTensor(no_axes);
+  d = PT_NewOperation(g, "Prod", "prod");
+  PT_Output oaxes = {axes, 0};
+  PT_AddInput(d, ox);
+  PT_AddInput(d, oaxes);
+  PT_Operation* prod = PT_FinishOperation(d, s);
+  OK(s);
+  PT_Output oprod = {prod, 0};
+  PT_Output untouched = {x, 7};
+  PT_AddGradients(g, &oprod, 1, &ox, 1, NULL, s, &untouched);
+  CHECK(PT_GetCode(s) == PT_INVALID_ARGUMENT);
+  CHECK(strstr(PT_Message(s), "No gradient defined for operation 'prod' (op type: Prod)") != NULL);
+  CHECK(untouched.oper == x && untouched.index == 7);
+  PT_DeleteSession(session, s);
+  PT_DeleteGraph(g);
+}
+
 int main(int argc, char** argv) {
   PT_Status* s = PT_NewStatus();
   CHECK(PT_DataTypeSize(PT_FLOAT) == 4 && PT_DataTypeSize(PT_COMPLEX128) == 16);
@@ -372,6 +464,7 @@ int main(int argc, char** argv) {
   CHECK(strlen(PT_Version()) > 0);
   seed_add(s);
   bf16_weights(s);
+  gradients(s);
   if (argc >= 14) imported(argv[1], argv + 2, s);
   const char* forever = getenv("POLYTENSOR_FOREVER_GRAPH");
   if (forever != NULL) stops(forever, s);

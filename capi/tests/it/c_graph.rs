@@ -3,7 +3,8 @@
 //! TensorFlow's `mlp_placeholder` GraphDef from the golden data beside the repository
 //! imported, fed and run with `PT_SessionRun`, its `y:0` compared with what TensorFlow
 //! computed (without the golden data that part skips, unless `POLYTENSOR_REQUIRE_GOLDEN`
-//! is set, as in CI); and a loop that never ends, stopped by deadlines and cancellation.
+//! is set, as in CI); a loop that never ends, stopped by deadlines and cancellation; and
+//! gradients added with `PT_AddGradients`.
 
 use crate::common;
 

@@ -17,7 +17,7 @@ pub enum Gradient {
     /// A tensor of the shape of what it is the gradient of.
     Dense(Output),
     /// The gradients of some rows (a gather's).
-    Slices(IndexedSlices),
+    Slices(Box<IndexedSlices>),
 }
 
 /// TensorFlow's `tf.IndexedSlices`: `values[i]` is the gradient of row `indices[i]` of a
@@ -71,7 +71,7 @@ impl Graph {
         let slices: Vec<&IndexedSlices> = parts
             .iter()
             .filter_map(|p| match p {
-                Gradient::Slices(s) => Some(s),
+                Gradient::Slices(s) => Some(&**s),
                 Gradient::Dense(_) => None,
             })
             .collect();
@@ -84,11 +84,11 @@ impl Graph {
             let values = join(self, |s| &s.values)?;
             let indices = join(self, |s| &s.indices)?;
             let dense_shape = slices[0].dense_shape.clone();
-            return Ok(Some(Gradient::Slices(IndexedSlices {
+            return Ok(Some(Gradient::Slices(Box::new(IndexedSlices {
                 values,
                 indices,
                 dense_shape,
-            })));
+            }))));
         }
         let dense = parts
             .iter()
@@ -125,7 +125,7 @@ impl Graph {
             .map(|d| d.as_ref().map(|d| self.densify(d)).transpose())
             .collect::<Result<Vec<_>>>()?;
         let slices = self.gather_slices(f, &dense)?;
-        let mut grads = vec![Some(Gradient::Slices(slices))];
+        let mut grads = vec![Some(Gradient::Slices(Box::new(slices)))];
         grads.resize(f.inputs.len(), None);
         Ok(Some(grads))
     }
