@@ -401,6 +401,15 @@ impl Device for CpuDevice {
         segment::segment_reduce(op, data, segments, out)
     }
 
+    fn assign_rows(
+        &self,
+        data: &TensorView<'_>,
+        rows: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        segment::assign_rows(data, rows, out).map(|()| true)
+    }
+
     fn scatter_rows(
         &self,
         data: &TensorView<'_>,

@@ -135,18 +135,22 @@ impl Rule {
         })
     }
 
-    /// The sparse update (`ResourceSparseApply*`): row `indices[i]` of the variable and its
-    /// slots updated by the rule with row `i` of `grad`, the others unchanged; a row named
-    /// twice is updated twice, in order, as TensorFlow's kernels loop. `grad` is
-    /// `[indices.len()] + var.dims[1..]`; every index within the variable's rows.
+    /// The sparse update (`ResourceSparseApply*`), in place: row `indices[i]` of the
+    /// variable and its slots updated by the rule with row `i` of `grad`, the others
+    /// unchanged; a row named twice is updated twice, in order, as TensorFlow's kernels
+    /// loop. `grad` is `[indices.len()] + var.dims[1..]`; every index within the
+    /// variable's rows. The rows are written into the tensors' own buffers where nothing
+    /// else holds them ([`Tensor::assign_rows`]): pass tensors the caller owns alone for
+    /// an update whose cost is the rows'. On error the tensors are whole (the rows of the
+    /// rounds done updated).
     pub fn apply_rows(
         self,
-        var: &Tensor,
-        slots: &[Tensor],
+        var: &mut Tensor,
+        slots: &mut [Tensor],
         scalars: &[Tensor],
         grad: &Tensor,
         indices: &Tensor,
-    ) -> Result<(Tensor, Vec<Tensor>)> {
+    ) -> Result<()> {
         if var.rank() == 0 {
             return Err(Error::invalid("var must be at least 1 dimensional"));
         }
@@ -156,7 +160,7 @@ impl Rule {
                 indices.shape()
             )));
         }
-        for slot in slots {
+        for slot in slots.iter() {
             same_shape(var, "accum", slot)?;
         }
         let ids = indices.index_values()?;
@@ -190,8 +194,8 @@ impl Rule {
             rounds[*round].1.push(id as i32);
             *round += 1;
         }
-        let device = var.device();
-        let (mut var, mut slots) = (var.clone(), slots.to_vec());
+        let device = var.device().clone();
+        let device = &device;
         for (positions, ids) in rounds {
             let positions = Tensor::from_vec(positions, device)?;
             let ids = Tensor::from_vec(ids, device)?;
@@ -205,12 +209,12 @@ impl Rule {
                 scalars,
                 &grad.gather(&positions, 0, 0)?,
             )?;
-            var = var.replace_rows(&ids, &value)?;
+            var.assign_rows(&ids, &value)?;
             for (slot, value) in slots.iter_mut().zip(&updated) {
-                *slot = slot.replace_rows(&ids, value)?;
+                slot.assign_rows(&ids, value)?;
             }
         }
-        Ok((var, slots))
+        Ok(())
     }
 
     /// The variable's and its slots' new values (slots in [`Rule::operands`] order) from

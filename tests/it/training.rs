@@ -706,17 +706,20 @@ fn training_ops_refuse_bad_input_with_clear_errors() {
         "is not the slice's",
     );
     let lr = Tensor::scalar(0.1f32, cpu).unwrap();
+    let (mut var, mut accum) = (table.clone(), [table.clone()]);
     let rows = Rule::Adagrad { update_slots: true }.apply_rows(
-        &table,
-        &[table.clone()],
+        &mut var,
+        &mut accum,
         std::slice::from_ref(&lr),
         &floats(&[1.0, 1.0], &[1, 2]),
         &ints(&[7]),
     );
     expect(
-        rows.map(|(var, _)| var),
+        rows.map(|()| var.clone()),
         "Index 7 at offset 0 in indices is out of range [0, 3)",
     );
+    // The tensors are whole after the error, and the table others hold is untouched.
+    assert_eq!(var.to_vec::<f32>().unwrap(), table.to_vec::<f32>().unwrap());
     let image = floats(&[0.0; 16], &[1, 2, 2, 4]);
     expect(
         image
@@ -780,4 +783,62 @@ fn training_ops_refuse_bad_input_with_clear_errors() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("unique expects a 1D vector"), "{error}");
+}
+
+/// A sparse update writes the rows into the variable's own buffer only where nothing else
+/// holds it: a value fetched before the update keeps what it was, on every device; a row
+/// named twice is updated twice, in order.
+#[test]
+fn sparse_updates_leave_values_fetched_before_them_alone() {
+    for device in golden::devices() {
+        let mut g = Graph::new();
+        let initial = g.constant_values(&[1.0f32; 8], &[4, 2]).unwrap();
+        let table = g.resource_variable("table", &initial).unwrap();
+        let accum_initial = g.constant_values(&[0.1f32; 8], &[4, 2]).unwrap();
+        let accum = g.resource_variable("accum", &accum_initial).unwrap();
+        let lr = g.constant(0.5f32).unwrap();
+        let grad = g
+            .constant_values(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2])
+            .unwrap();
+        let indices = g.constant_values(&[2i32, 0, 2], &[3]).unwrap();
+        let update = g
+            .op("ResourceSparseApplyAdagrad")
+            .input(&table.handle)
+            .input(&accum.handle)
+            .input(&lr)
+            .input(&grad)
+            .input(&indices)
+            .build()
+            .unwrap();
+        let session = session(
+            &g,
+            &device,
+            &[table.initializer.name(), accum.initializer.name()],
+        );
+        let before = session.run(&[], &[&table.value], &[]).unwrap().remove(0);
+        session.run(&[], &[], &[&update]).unwrap();
+        let after = session.run(&[], &[&table.value], &[]).unwrap().remove(0);
+        assert_eq!(
+            before.to_vec::<f32>().unwrap(),
+            [1.0; 8],
+            "{}",
+            device.name()
+        );
+        // Adagrad by hand: row 2 twice (grads [1, 2] then [5, 6]), row 0 once ([3, 4]).
+        let step = |var: f32, acc: &mut f32, g: f32| {
+            *acc += g * g;
+            var - 0.5 * g / acc.sqrt()
+        };
+        let mut want = [1.0f32; 8];
+        let mut acc = [0.1f32; 8];
+        for (row, g) in [(2, [1.0, 2.0]), (0, [3.0, 4.0]), (2, [5.0, 6.0])] {
+            for c in 0..2 {
+                want[row * 2 + c] = step(want[row * 2 + c], &mut acc[row * 2 + c], g[c]);
+            }
+        }
+        let got = after.to_vec::<f32>().unwrap();
+        for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+            assert!((a - b).abs() <= 1e-6, "{}: [{i}] {a} vs {b}", device.name());
+        }
+    }
 }

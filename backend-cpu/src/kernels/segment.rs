@@ -116,6 +116,25 @@ pub(crate) fn scatter_rows(
     fill: &TensorView<'_>,
     out: &mut OutView<'_>,
 ) -> Result<()> {
+    write_rows(data, rows, Some(fill), out)
+}
+
+/// `Device::assign_rows`: data row `j` into row `rows[j]` of `out`, the others kept.
+pub(crate) fn assign_rows(
+    data: &TensorView<'_>,
+    rows: &TensorView<'_>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
+    write_rows(data, rows, None, out)
+}
+
+/// Data row `j` into row `rows[j]` of `out`; every other row `fill`, or kept without one.
+fn write_rows(
+    data: &TensorView<'_>,
+    rows: &TensorView<'_>,
+    fill: Option<&TensorView<'_>>,
+    out: &mut OutView<'_>,
+) -> Result<()> {
     let g = ScatterGeometry::new(data, rows, fill, out)?;
     let size = data.dtype().size();
     let row_bytes = g.width * size;
@@ -126,12 +145,14 @@ pub(crate) fn scatter_rows(
             g.out_rows
         )));
     }
-    let fill = contiguous_bytes(fill)?;
+    let fill = fill.map(contiguous_bytes).transpose()?;
     let source = contiguous_bytes(data)?;
     let target = out
         .host_bytes_mut()
         .ok_or_else(|| Error::invalid("a CPU segment output is not in host memory"))?;
-    fill_with(target, fill);
+    if let Some(fill) = fill {
+        fill_with(target, fill);
+    }
     if row_bytes == 0 {
         return Ok(());
     }

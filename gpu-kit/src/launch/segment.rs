@@ -49,7 +49,7 @@ pub fn scatter_rows<Q: Queue>(
     out: &mut OutView<'_>,
 ) -> Result<()> {
     let dtype = data.dtype();
-    let g = ScatterGeometry::new(data, rows, fill, out)?;
+    let g = ScatterGeometry::new(data, rows, Some(fill), out)?;
     let key = table::segment_program(SegmentOp::Gather, dtype, q.fp64())
         .ok_or_else(|| q.unsupported("scatter_rows", dtype))?;
     let target = output_mem(q, out)?;

@@ -150,16 +150,16 @@ impl Graph {
                 f.op.name()
             )));
         }
-        let table = if resource {
-            let dtype = f.outputs[0].dtype();
-            self.op("ReadVariableOp")
+        // The table's shape (a variable's without reading it: a read held while its
+        // sparse update runs would make the update copy the table).
+        let dense_shape = if resource {
+            self.op("VariableShape")
                 .input(&f.inputs[0])
-                .attr("dtype", dtype)
+                .attr("out_type", polytensor_core::DataType::Int32)
                 .build_output()?
         } else {
-            f.inputs[0].clone()
+            self.shape_of(&f.inputs[0])?
         };
-        let dense_shape = self.shape_of(&table)?;
         // values: [n] + the table's row shape.
         let (begin, size) = (
             self.constant_values(&[1i32], &[1])?,

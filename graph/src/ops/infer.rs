@@ -282,6 +282,20 @@ pub(crate) fn infer(kind: Kind, cx: &InferCtx<'_>) -> Result<Vec<Typed>> {
             }
             Ok(Vec::new())
         }
+        Kind::VariableShape => {
+            cx.exactly(1)?;
+            let rank = match cx.source(0) {
+                Some(node) if node.kind == Kind::VarHandle => crate::attr::Attrs {
+                    node: &node.name,
+                    attrs: &node.attrs,
+                }
+                .shape_or_unknown("shape")?
+                .rank(),
+                _ => None,
+            };
+            let out = attrs.dtype_or("out_type", DataType::Int32)?;
+            one(out, known([rank])?)
+        }
         Kind::VarIsInitialized => {
             cx.exactly(1)?;
             one(DataType::Bool, known([])?)

@@ -504,6 +504,16 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
             cx.variables.insert(name, scattered);
             Ok(Outputs::new())
         }
+        Kind::VariableShape => {
+            let dims: Vec<i64> = cx
+                .read_variable(&cx.variable(0)?)?
+                .dims()
+                .iter()
+                .map(|&d| d as i64)
+                .collect();
+            let out = cx.attrs().dtype_or("out_type", DataType::Int32)?;
+            one(Tensor::from_vec(dims, cx.device)?.cast(out)?)
+        }
         Kind::VarIsInitialized => {
             let name = cx.variable(0)?;
             one(Tensor::scalar(cx.variables.contains_key(&name), cx.device)?)

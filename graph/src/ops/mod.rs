@@ -77,6 +77,8 @@ pub(crate) enum Kind {
     VarHandle,
     ReadVariable,
     AssignVariable,
+    /// `VariableShape`: a variable's shape, without reading its value.
+    VariableShape,
     /// `AssignAddVariableOp` and `AssignSubVariableOp`: the variable combined by the op with
     /// the value.
     AssignByVariable(BinaryOp),
@@ -175,6 +177,7 @@ impl Kind {
                 | Kind::AssignByVariable(_)
                 | Kind::ResourceScatter(_)
                 | Kind::VarIsInitialized
+                | Kind::VariableShape
                 | Kind::DisableCopyOnRead
                 | Kind::ResourceGather
                 | Kind::RefAssign
@@ -303,6 +306,7 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ),
     ("ResourceScatterUpdate", Kind::ResourceScatter(None)),
     ("VarIsInitializedOp", Kind::VarIsInitialized),
+    ("VariableShape", Kind::VariableShape),
     ("DisableCopyOnRead", Kind::DisableCopyOnRead),
     ("ResourceGather", Kind::ResourceGather),
     ("VariableV2", Kind::RefVariable),

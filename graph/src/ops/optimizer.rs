@@ -197,14 +197,28 @@ pub(crate) fn run(update: Update, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
             cx.node.op_type, cx.node.name
         )));
     };
-    let values: Vec<Tensor> = slots.iter().map(|(t, _)| t.clone()).collect();
-    let (value, values) = match indices {
-        Some(indices) => rule.apply_rows(&value, &values, &scalars, &grad, &indices)?,
-        None => rule.apply(&value, &values, &scalars, &grad)?,
-    };
-    cx.variables.insert(name, value);
-    for ((_, name), value) in slots.into_iter().zip(values) {
+    let Some(indices) = indices else {
+        let values: Vec<Tensor> = slots.iter().map(|(t, _)| t.clone()).collect();
+        let (value, values) = rule.apply(&value, &values, &scalars, &grad)?;
         cx.variables.insert(name, value);
+        for ((_, name), value) in slots.into_iter().zip(values) {
+            cx.variables.insert(name, value);
+        }
+        return Ok(Outputs::new());
+    };
+    // A sparse update writes the rows into the variables' own buffers: the session lets
+    // go of them for the update (so nothing else holds them) and takes them back after,
+    // updated or, on error, as the update left them.
+    let mut value = value;
+    cx.variables.remove(&name);
+    let (mut values, slot_names): (Vec<Tensor>, Vec<_>) = slots.into_iter().unzip();
+    for slot_name in &slot_names {
+        cx.variables.remove(slot_name);
     }
-    Ok(Outputs::new())
+    let result = rule.apply_rows(&mut value, &mut values, &scalars, &grad, &indices);
+    cx.variables.insert(name, value);
+    for (slot_name, slot) in slot_names.into_iter().zip(values) {
+        cx.variables.insert(slot_name, slot);
+    }
+    result.map(|()| Outputs::new())
 }

@@ -768,6 +768,20 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         Ok(false)
     }
 
+    /// Rows written in place: data row `j` of the contiguous `data` into row `rows[j]` of
+    /// the contiguous `out`, its other rows kept (an optimizer's sparse update; the rows
+    /// distinct, callers guarantee it). Returns whether it ran; `false`, the default, has
+    /// the caller compose it (a select over the whole of `out`).
+    fn assign_rows(
+        &self,
+        data: &TensorView<'_>,
+        rows: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        let _ = (data, rows, out);
+        Ok(false)
+    }
+
     /// A row scatter (`polytensor_core::plan::segment::ScatterGeometry`): data row `j` of
     /// the contiguous `data` into row `rows[j]` of the contiguous `out`, every other row of
     /// `out` the one-element `fill`; the rows are distinct (callers guarantee it). Any

@@ -225,14 +225,15 @@ pub struct ScatterGeometry {
 
 impl ScatterGeometry {
     /// The sizes of a scatter of `data` (`[N, W...]`) into `out` (`[R, W...]`, same dtype,
-    /// any fixed-size one) by the int32 vector `rows` (`[N]`), with the one-element `fill`;
-    /// or an `Err` unless every operand is contiguous, of that dtype and size, with counts
-    /// below 2^31. The rows' values are not read here: backends skip (GPU) or refuse (CPU)
-    /// a row outside the output, and callers pass distinct rows.
+    /// any fixed-size one) by the int32 vector `rows` (`[N]`), with the one-element `fill`
+    /// (none: `out`'s other rows kept); or an `Err` unless every operand is contiguous, of
+    /// that dtype and size, with counts below 2^31. The rows' values are not read here:
+    /// backends skip (GPU) or refuse (CPU) a row outside the output, and callers pass
+    /// distinct rows.
     pub fn new(
         data: &TensorView<'_>,
         rows: &TensorView<'_>,
-        fill: &TensorView<'_>,
+        fill: Option<&TensorView<'_>>,
         out: &OutView<'_>,
     ) -> Result<Self> {
         let dtype = data.dtype();
@@ -243,10 +244,9 @@ impl ScatterGeometry {
         if !dtype.is_pod()
             || !fits(data, dtype)
             || !fits(&out_view, dtype)
-            || !fits(fill, dtype)
+            || !fill.is_none_or(|f| fits(f, dtype) && f.layout().num_elements() == 1)
             || !fits(rows, DataType::Int32)
             || rows.layout().rank() != 1
-            || fill.layout().num_elements() != 1
         {
             return Err(Error::invalid(format!(
                 "scatter_rows needs contiguous data, output and one fill element of one \

@@ -190,25 +190,81 @@ impl Tensor {
                 updates
                     .reshape(flat)?
                     .gather(&Tensor::from_vec(sources, device)?, 0, 0)?;
-            return self.replace_rows(&Tensor::from_vec(targets, device)?, &chosen);
+            let mut updated = self.clone();
+            updated.assign_rows(&Tensor::from_vec(targets, device)?, &chosen)?;
+            return Ok(updated);
         };
         self.binary(op, &updates.unsorted_segment_sum(indices, rows)?)
     }
 
-    /// This tensor with its rows `rows` (distinct, int32 on its device) replaced by those
-    /// of `values`.
-    pub fn replace_rows(&self, rows: &Tensor, values: &Tensor) -> Result<Tensor> {
+    /// Replace this tensor's rows `rows` (distinct, an int32 vector on its device) by
+    /// those of `values` (`[rows.len()] + dims[1..]`, of its dtype). In place where the
+    /// device has the kernel ([`Device::assign_rows`]) and this is the only reference to
+    /// the buffer; into a copy where it is shared; else a select over the whole tensor.
+    pub fn assign_rows(&mut self, rows: &Tensor, values: &Tensor) -> Result<()> {
+        self.check_same_device(rows, "assign_rows")?;
+        self.check_same_device(values, "assign_rows")?;
         let count = *self
             .dims()
             .first()
-            .ok_or_else(|| Error::invalid("replace_rows needs at least 1 dim"))?;
+            .ok_or_else(|| Error::invalid("assign_rows needs at least 1 dim"))?;
+        let mut want = vec![rows.num_elements()];
+        want.extend_from_slice(&self.dims()[1..]);
+        if rows.dtype() != DataType::Int32 || rows.rank() != 1 || values.dims() != want {
+            return Err(Error::invalid(format!(
+                "assign_rows of {} rows {} into {} needs values of shape {want:?}",
+                rows.dtype(),
+                values.shape(),
+                self.shape()
+            )));
+        }
+        if values.dtype() != self.dtype {
+            return Err(Error::DTypeMismatch {
+                op: "assign_rows",
+                expected: self.dtype.to_string(),
+                found: values.dtype(),
+            });
+        }
+        let device = self.device().clone();
+        if self.is_contiguous() && self.dtype.is_pod() {
+            let (values, rows) = (values.contiguous()?, rows.contiguous()?);
+            // This tensor's buffer, written in place where no one else holds it, else a
+            // copy of it (the original kept to restore: the kernel checks before it writes).
+            let mut target = std::mem::replace(self, values.clone());
+            let mut original = None;
+            if !target.ref_count_is_one() {
+                match target.copied() {
+                    Ok(copy) => original = Some(std::mem::replace(&mut target, copy)),
+                    Err(error) => {
+                        *self = target;
+                        return Err(error);
+                    }
+                }
+            }
+            let ran = match target.try_out_view() {
+                Ok(mut out) => device.assign_rows(&values.view(), &rows.view(), &mut out),
+                Err(_) => Ok(false),
+            };
+            match ran {
+                Ok(true) => {
+                    *self = target;
+                    return Ok(());
+                }
+                Ok(false) => *self = original.unwrap_or(target),
+                Err(error) => {
+                    *self = original.unwrap_or(target);
+                    return Err(error);
+                }
+            }
+        }
         let placed = values.scatter_rows(rows, count, Scalar::I64(0))?;
         let mut dims = vec![1; self.rank()];
         dims[0] = count;
-        let chosen = Tensor::ones([rows.num_elements()], DataType::Bool, self.device())?
+        let chosen = Tensor::ones([rows.num_elements()], DataType::Bool, &device)?
             .scatter_rows(rows, count, Scalar::Bool(false))?
             .reshape(dims)?;
-        chosen.where_(&placed, self)
+        *self = chosen.where_(&placed, self)?;
+        Ok(())
     }
 
     /// This tensor's rows (its first dim) scattered into a tensor of `out_rows` rows of the
