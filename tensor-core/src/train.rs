@@ -196,8 +196,14 @@ impl Rule {
         }
         let device = var.device().clone();
         let device = &device;
+        let once = rounds.len() == 1;
         for (positions, ids) in rounds {
-            let positions = Tensor::from_vec(positions, device)?;
+            // One round takes every row of the gradient, in order.
+            let grad = if once {
+                grad.clone()
+            } else {
+                grad.gather(&Tensor::from_vec(positions, device)?, 0, 0)?
+            };
             let ids = Tensor::from_vec(ids, device)?;
             let taken: Vec<Tensor> = slots
                 .iter()
@@ -207,7 +213,7 @@ impl Rule {
                 &var.gather(&ids, 0, 0)?,
                 &taken,
                 scalars,
-                &grad.gather(&positions, 0, 0)?,
+                &grad,
             )?;
             var.assign_rows(&ids, &value)?;
             for (slot, value) in slots.iter_mut().zip(&updated) {
