@@ -505,6 +505,20 @@ fn max_pool_gradients_go_to_the_first_maximum_of_each_window() {
                 assert_eq!(got.to_vec::<f32>().unwrap(), want, "{at}");
             }
         }
+        // An infinite gradient reaches its window's first maximum alone (no `0 * inf`
+        // elsewhere).
+        let options = Pool2dOptions {
+            window: [2, 2],
+            strides: [2, 2],
+            padding: Padding::Valid,
+            format: DataFormat::Nhwc,
+        };
+        let x = Tensor::from_slice(&[1.0f32, 4.0, 3.0, 4.0], [1, 2, 2, 1], &device).unwrap();
+        let y = x.max_pool2d(&options).unwrap();
+        let dy = Tensor::from_slice(&[f32::INFINITY], [1, 1, 1, 1], &device).unwrap();
+        let got = x.max_pool2d_grad(&y, &dy, &options).unwrap();
+        let want = [0.0, f32::INFINITY, 0.0, 0.0];
+        assert_eq!(got.to_vec::<f32>().unwrap(), want, "{}", device.name());
     }
 }
 

@@ -28,7 +28,13 @@ fn elements<'a, T: Element>(view: &TensorView<'a>, count: usize) -> Result<Optio
     Ok(contiguous_input::<T>(view)?.filter(|values| values.len() == count))
 }
 
-fn run<T: Element + PartialEq + std::ops::Add<Output = T>>(
+fn run<
+    T: Element
+        + PartialEq
+        + std::ops::Add<Output = T>
+        + std::ops::Sub<Output = T>
+        + std::ops::Mul<Output = T>,
+>(
     x: &TensorView<'_>,
     y: &TensorView<'_>,
     dy: &TensorView<'_>,
@@ -47,8 +53,11 @@ fn run<T: Element + PartialEq + std::ops::Add<Output = T>>(
     ) else {
         return Ok(false);
     };
-    let grad = output::<T>(out)?;
     let zero = T::from_scalar(polytensor_core::Scalar::F64(0.0));
+    let one = T::from_scalar(polytensor_core::Scalar::F64(1.0));
+    // Whether every `dy` is finite (`d - d` is NaN for an infinity or a NaN).
+    let finite = dy.iter().all(|&d| d - d == zero);
+    let grad = output::<T>(out)?;
     grad.fill(zero);
     let shared = SharedOut::new(grad);
     let [top, left] = g.before.map(|b| b as isize);
@@ -61,10 +70,11 @@ fn run<T: Element + PartialEq + std::ops::Add<Output = T>>(
             &y[b * pooled..][..pooled],
             &dy[b * pooled..][..pooled],
         );
-        let mut found = vec![false; c];
+        // Per channel, 1 until the window's first maximum is found, then 0.
+        let mut pending = vec![one; c];
         for i in 0..oh {
             for j in 0..ow {
-                found.fill(false);
+                pending.fill(one);
                 let at = (i * ow + j) * c;
                 let (best, step) = (&y[at..at + c], &dy[at..at + c]);
                 for a in 0..wh.size {
@@ -79,12 +89,11 @@ fn run<T: Element + PartialEq + std::ops::Add<Output = T>>(
                         }
                         let pixel = (row as usize * w + col as usize) * c;
                         let (values, sums) = (&x[pixel..pixel + c], &mut grad[pixel..pixel + c]);
-                        // Branch-free, so that the channels vectorise: a miss adds zero.
-                        let lanes = found.iter_mut().zip(values).zip(best).zip(step);
-                        for ((((seen, &v), &top), &d), sum) in lanes.zip(sums.iter_mut()) {
-                            let hit = !*seen & (v == top);
-                            *seen |= hit;
-                            *sum = *sum + if hit { d } else { zero };
+                        let lanes = (&mut pending[..], values, best, step, sums);
+                        if finite {
+                            first_maxima::<T, true>(lanes, zero, one);
+                        } else {
+                            first_maxima::<T, false>(lanes, zero, one);
                         }
                     }
                 }
@@ -92,4 +101,36 @@ fn run<T: Element + PartialEq + std::ops::Add<Output = T>>(
         }
     });
     Ok(true)
+}
+
+/// One tap of a window, across its channels: where the value is the window's maximum and
+/// no earlier tap was (`pending` 1), the gradient is added and `pending` becomes 0.
+/// Arithmetic on 0/1 multipliers, so that the channels vectorise: a miss adds `0 * dy`,
+/// zero where `dy` is finite (`FINITE`); otherwise a select adds zero, as an infinite or
+/// NaN `dy` must reach its maximum alone.
+#[inline(always)]
+fn first_maxima<T, const FINITE: bool>(
+    (pending, values, best, step, sums): (&mut [T], &[T], &[T], &[T], &mut [T]),
+    zero: T,
+    one: T,
+) where
+    T: Copy
+        + PartialEq
+        + std::ops::Add<Output = T>
+        + std::ops::Sub<Output = T>
+        + std::ops::Mul<Output = T>,
+{
+    let lanes = pending.iter_mut().zip(values).zip(best).zip(step);
+    for ((((left, &v), &top), &d), sum) in lanes.zip(sums.iter_mut()) {
+        let take = if v == top { *left } else { zero };
+        *left = *left - take;
+        *sum = *sum
+            + if FINITE {
+                take * d
+            } else if take == one {
+                d
+            } else {
+                zero
+            };
+    }
 }
