@@ -209,12 +209,7 @@ impl Rule {
                 .iter()
                 .map(|s| s.gather(&ids, 0, 0))
                 .collect::<Result<_>>()?;
-            let (value, updated) = self.apply(
-                &var.gather(&ids, 0, 0)?,
-                &taken,
-                scalars,
-                &grad,
-            )?;
+            let (value, updated) = self.apply(&var.gather(&ids, 0, 0)?, &taken, scalars, &grad)?;
             var.assign_rows(&ids, &value)?;
             for (slot, value) in slots.iter_mut().zip(&updated) {
                 slot.assign_rows(&ids, value)?;

@@ -55,8 +55,8 @@ fn run<
     };
     let zero = T::from_scalar(polytensor_core::Scalar::F64(0.0));
     let one = T::from_scalar(polytensor_core::Scalar::F64(1.0));
-    // Whether every `dy` is finite (`d - d` is NaN for an infinity or a NaN).
-    let finite = dy.iter().all(|&d| d - d == zero);
+    // Whether every `dy` is finite.
+    let finite = dy.iter().all(|&d| d.to_scalar().to_f64().is_finite());
     let grad = output::<T>(out)?;
     grad.fill(zero);
     let shared = SharedOut::new(grad);
@@ -89,11 +89,17 @@ fn run<
                         }
                         let pixel = (row as usize * w + col as usize) * c;
                         let (values, sums) = (&x[pixel..pixel + c], &mut grad[pixel..pixel + c]);
-                        let lanes = (&mut pending[..], values, best, step, sums);
+                        let window = Tap {
+                            pending: &mut pending,
+                            values,
+                            best,
+                            step,
+                            sums,
+                        };
                         if finite {
-                            first_maxima::<T, true>(lanes, zero, one);
+                            window.first_maxima::<true>(zero, one);
                         } else {
-                            first_maxima::<T, false>(lanes, zero, one);
+                            window.first_maxima::<false>(zero, one);
                         }
                     }
                 }
@@ -103,34 +109,44 @@ fn run<
     Ok(true)
 }
 
-/// One tap of a window, across its channels: where the value is the window's maximum and
-/// no earlier tap was (`pending` 1), the gradient is added and `pending` becomes 0.
-/// Arithmetic on 0/1 multipliers, so that the channels vectorise: a miss adds `0 * dy`,
-/// zero where `dy` is finite (`FINITE`); otherwise a select adds zero, as an infinite or
-/// NaN `dy` must reach its maximum alone.
-#[inline(always)]
-fn first_maxima<T, const FINITE: bool>(
-    (pending, values, best, step, sums): (&mut [T], &[T], &[T], &[T], &mut [T]),
-    zero: T,
-    one: T,
-) where
+/// One tap of a window, across its channels: the input's values there, the window's
+/// maxima and gradients, the gradient's sums there, and which channels still look for
+/// their window's first maximum (1) or found it (0).
+struct Tap<'a, T> {
+    pending: &'a mut [T],
+    values: &'a [T],
+    best: &'a [T],
+    step: &'a [T],
+    sums: &'a mut [T],
+}
+
+impl<T> Tap<'_, T>
+where
     T: Copy
         + PartialEq
         + std::ops::Add<Output = T>
         + std::ops::Sub<Output = T>
         + std::ops::Mul<Output = T>,
 {
-    let lanes = pending.iter_mut().zip(values).zip(best).zip(step);
-    for ((((left, &v), &top), &d), sum) in lanes.zip(sums.iter_mut()) {
-        let take = if v == top { *left } else { zero };
-        *left = *left - take;
-        *sum = *sum
-            + if FINITE {
-                take * d
-            } else if take == one {
-                d
-            } else {
-                zero
-            };
+    /// Where the value is the window's maximum and no earlier tap was, add the gradient
+    /// and mark the channel found. Arithmetic on 0/1 multipliers, so that the channels
+    /// vectorise: a miss adds `0 * dy`, zero where `dy` is finite (`FINITE`); otherwise a
+    /// select adds zero, as an infinite or NaN `dy` must reach its maximum alone.
+    #[inline(always)]
+    fn first_maxima<const FINITE: bool>(self, zero: T, one: T) {
+        let lanes = self.pending.iter_mut().zip(self.values).zip(self.best);
+        let lanes = lanes.zip(self.step).zip(self.sums.iter_mut());
+        for ((((left, &v), &top), &d), sum) in lanes {
+            let take = if v == top { *left } else { zero };
+            *left = *left - take;
+            *sum = *sum
+                + if FINITE {
+                    take * d
+                } else if take == one {
+                    d
+                } else {
+                    zero
+                };
+        }
     }
 }
