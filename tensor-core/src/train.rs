@@ -100,39 +100,14 @@ impl Rule {
     /// The inputs of the rule's sparse op (`ResourceSparseApply*`: [`Rule::operands`] with
     /// the indices after the gradient), where TensorFlow has one: not for gradient descent
     /// (`ResourceScatterAdd` does it) or Adam.
-    pub fn sparse_operands(self) -> Option<&'static [Operand]> {
-        use Operand::*;
-        Some(match self {
-            Rule::GradientDescent | Rule::Adam { .. } => return None,
-            Rule::Momentum { .. } | Rule::KerasMomentum { .. } => &[
-                Var,
-                Slot("accum"),
-                Scalar("lr"),
-                Grad,
-                Indices,
-                Scalar("momentum"),
-            ],
-            Rule::Adagrad { .. } => &[Var, Slot("accum"), Scalar("lr"), Grad, Indices],
-            Rule::AdagradV2 { .. } => &[
-                Var,
-                Slot("accum"),
-                Scalar("lr"),
-                Scalar("epsilon"),
-                Grad,
-                Indices,
-            ],
-            Rule::RmsProp => &[
-                Var,
-                Slot("ms"),
-                Slot("mom"),
-                Scalar("lr"),
-                Scalar("rho"),
-                Scalar("momentum"),
-                Scalar("epsilon"),
-                Grad,
-                Indices,
-            ],
-        })
+    pub fn sparse_operands(self) -> Option<Vec<Operand>> {
+        if matches!(self, Rule::GradientDescent | Rule::Adam { .. }) {
+            return None;
+        }
+        let mut operands = self.operands().to_vec();
+        let after_grad = operands.iter().position(|o| *o == Operand::Grad)? + 1;
+        operands.insert(after_grad, Operand::Indices);
+        Some(operands)
     }
 
     /// The sparse update (`ResourceSparseApply*`), in place: row `indices[i]` of the

@@ -367,6 +367,16 @@ static void saved_model(const char* dir, const char* feed_text, PT_Status* s) {
   PT_DeleteGraph(empty);
 }
 
+/* Operation `type` named `name` of the `n` inputs `in`. */
+static PT_Operation* apply(PT_Graph* g, const char* type, const char* name, const PT_Output* in,
+                           int n, PT_Status* s) {
+  PT_OperationDescription* d = PT_NewOperation(g, type, name);
+  for (int i = 0; i < n; i++) PT_AddInput(d, in[i]);
+  PT_Operation* op = PT_FinishOperation(d, s);
+  OK(s);
+  return op;
+}
+
 /* TensorFlow's TF_AddGradients, as PT_AddGradients. */
 static void gradients(PT_Status* s) {
   PT_Graph* g = PT_NewGraph();
@@ -382,18 +392,8 @@ static void gradients(PT_Status* s) {
   }
   PT_Operation* c = constant(g, "c", 1.0f, s);
   PT_Output ox = {x, 0}, oc = {c, 0}, ou = {unrelated, 0};
-  PT_OperationDescription* d = PT_NewOperation(g, "Mul", "square");
-  PT_AddInput(d, ox);
-  PT_AddInput(d, ox);
-  PT_Operation* square = PT_FinishOperation(d, s);
-  OK(s);
-  d = PT_NewOperation(g, "AddV2", "y");
-  PT_Output osquare = {square, 0};
-  PT_AddInput(d, osquare);
-  PT_AddInput(d, oc);
-  PT_Operation* y = PT_FinishOperation(d, s);
-  OK(s);
-  PT_Output oy = {y, 0};
+  PT_Operation* square = apply(g, "Mul", "square", (PT_Output[]){ox, ox}, 2, s);
+  PT_Output oy = {apply(g, "AddV2", "y", (PT_Output[]){{square, 0}, oc}, 2, s), 0};
   PT_Output xs[2] = {ox, ou};
   PT_Output dy[2];
   PT_AddGradients(g, &oy, 1, xs, 2, NULL, s, dy);
@@ -423,31 +423,21 @@ static void gradients(PT_Status* s) {
   PT_DeleteTensor(three);
   /* Floor has no gradient (none flows through it, as TensorFlow's); Prod has none
    * defined: an error naming it, dy untouched. */
-  d = PT_NewOperation(g, "Floor", "floor");
-  PT_AddInput(d, ox);
-  PT_Operation* floor_op = PT_FinishOperation(d, s);
-  OK(s);
-  PT_Output ofloor = {floor_op, 0};
+  PT_Output ofloor = {apply(g, "Floor", "floor", &ox, 1, s), 0};
   PT_Output through_floor = {x, 7};
   PT_AddGradients(g, &ofloor, 1, &ox, 1, NULL, s, &through_floor);
   OK(s);
   CHECK(through_floor.oper == NULL);
   PT_Tensor* no_axes = PT_AllocateTensor(PT_INT32, (const int64_t[]){0}, 1, 0, s);
   OK(s);
-  d = PT_NewOperation(g, "Const", "no_axes");
+  PT_OperationDescription* d = PT_NewOperation(g, "Const", "no_axes");
   PT_SetAttrType(d, "dtype", PT_INT32);
   PT_SetAttrTensor(d, "value", no_axes, s);
   OK(s);
   PT_Operation* axes = PT_FinishOperation(d, s);
   OK(s);
   PT_DeleteTensor(no_axes);
-  d = PT_NewOperation(g, "Prod", "prod");
-  PT_Output oaxes = {axes, 0};
-  PT_AddInput(d, ox);
-  PT_AddInput(d, oaxes);
-  PT_Operation* prod = PT_FinishOperation(d, s);
-  OK(s);
-  PT_Output oprod = {prod, 0};
+  PT_Output oprod = {apply(g, "Prod", "prod", (PT_Output[]){ox, {axes, 0}}, 2, s), 0};
   PT_Output untouched = {x, 7};
   PT_AddGradients(g, &oprod, 1, &ox, 1, NULL, s, &untouched);
   CHECK(PT_GetCode(s) == PT_INVALID_ARGUMENT);

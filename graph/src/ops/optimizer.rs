@@ -6,6 +6,8 @@
 //! a resource variable and its slot variables in place by [`polytensor_core::train::Rule`],
 //! on the device the op is placed on.
 
+use std::borrow::Cow;
+
 use smallvec::SmallVec;
 
 use polytensor_core::train::{Operand, Rule};
@@ -36,11 +38,11 @@ impl Update {
     }
 
     /// The op's inputs, in TensorFlow's order.
-    fn operands(self) -> &'static [Operand] {
+    fn operands(self) -> Cow<'static, [Operand]> {
         if self.sparse {
-            self.rule.sparse_operands().unwrap_or(&[])
+            Cow::Owned(self.rule.sparse_operands().unwrap_or_default())
         } else {
-            self.rule.operands()
+            Cow::Borrowed(self.rule.operands())
         }
     }
 }
@@ -93,7 +95,7 @@ pub(crate) const OPS: &[(&str, Update)] = &[
 
 /// The type attributes: `T` of each tensor input (the scalars and the gradient; the
 /// variable and slots are handles), `Tindices` of a sparse update's indices.
-pub(crate) fn typed(update: Update) -> impl Iterator<Item = (&'static str, Source)> {
+pub(crate) fn typed(update: Update) -> Vec<(&'static str, Source)> {
     update
         .operands()
         .iter()
@@ -103,6 +105,7 @@ pub(crate) fn typed(update: Update) -> impl Iterator<Item = (&'static str, Sourc
             Operand::Indices => Some(("Tindices", Source::Input(i))),
             Operand::Var | Operand::Slot(_) => None,
         })
+        .collect()
 }
 
 /// The rule with the node's attributes (`use_nesterov`, `update_slots`).
