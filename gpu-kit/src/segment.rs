@@ -338,16 +338,22 @@ pub fn fold_args<'v, M: Copy>(
 pub fn scatter_args<'v, M: Copy>(
     g: &ScatterGeometry,
     outputs: usize,
-    (data, rows, fill): (&TensorView<'v>, &TensorView<'v>, &TensorView<'v>),
+    (data, rows, fill): (&TensorView<'v>, &TensorView<'v>, Option<&TensorView<'v>>),
     out: (M, i64),
     at: impl Fn(&TensorView<'v>) -> Result<(M, i64)>,
-) -> Result<[Vec<Arg<M>>; 2]> {
+) -> Result<(Option<Vec<Arg<M>>>, Vec<Arg<M>>)> {
     let buffer =
         |view: &TensorView<'v>| at(view).map(|(m, offset)| [Arg::Mem(m), Arg::I64(offset)]);
     let out = [Arg::Mem(out.0), Arg::I64(out.1)];
-    let mut fill_args = vec![Arg::I64(outputs as i64)];
-    fill_args.extend(buffer(fill)?);
-    fill_args.extend(out);
+    let fill_args = match fill {
+        Some(fill) => {
+            let mut args = vec![Arg::I64(outputs as i64)];
+            args.extend(buffer(fill)?);
+            args.extend(out);
+            Some(args)
+        }
+        None => None,
+    };
     let mut scatter = vec![
         Arg::I64((g.entries * g.width) as i64),
         Arg::I64(g.width as i64),
@@ -356,7 +362,7 @@ pub fn scatter_args<'v, M: Copy>(
     scatter.extend(buffer(data)?);
     scatter.extend(buffer(rows)?);
     scatter.extend(out);
-    Ok([fill_args, scatter])
+    Ok((fill_args, scatter))
 }
 
 #[cfg(test)]

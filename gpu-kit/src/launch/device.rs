@@ -257,6 +257,15 @@ impl<Q: Queue> Device for KitDevice<Q> {
         fill: &TensorView<'_>,
         out: &mut OutView<'_>,
     ) -> Result<()> {
-        super::scatter_rows(self, data, rows, fill, out)
+        super::scatter_rows(self, data, rows, Some(fill), out)
+    }
+
+    fn assign_rows(
+        &self,
+        data: &TensorView<'_>,
+        rows: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        super::scatter_rows(self, data, rows, None, out).map(|()| true)
     }
 }

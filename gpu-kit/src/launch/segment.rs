@@ -40,16 +40,17 @@ pub fn segment_reduce<Q: Queue>(
 }
 
 /// `Device::scatter_rows`: the kit's `segment_fill`, then `segment_scatter`, of the
-/// dtype's raw element.
+/// dtype's raw element; without a fill (`Device::assign_rows`) only the scatter, the
+/// output's other rows kept.
 pub fn scatter_rows<Q: Queue>(
     q: &KitDevice<Q>,
     data: &TensorView<'_>,
     rows: &TensorView<'_>,
-    fill: &TensorView<'_>,
+    fill: Option<&TensorView<'_>>,
     out: &mut OutView<'_>,
 ) -> Result<()> {
     let dtype = data.dtype();
-    let g = ScatterGeometry::new(data, rows, Some(fill), out)?;
+    let g = ScatterGeometry::new(data, rows, fill, out)?;
     let key = table::segment_program(SegmentOp::Gather, dtype, q.fp64())
         .ok_or_else(|| q.unsupported("scatter_rows", dtype))?;
     let target = output_mem(q, out)?;
@@ -60,16 +61,19 @@ pub fn scatter_rows<Q: Queue>(
     let program = q.program(key)?;
     let out_at = (target, out.layout().offset() as i64);
     let operands = (data, rows, fill);
-    let [fill_args, scatter_args] =
+    let (fill_args, scatter_args) =
         segment::scatter_args(&g, outputs, operands, out_at, |view| operand_at(q, view))?;
-    let launch = Launch {
-        kernel: "segment_fill".into(),
-        args: &fill_args,
-        grid: map_grid::<Q>(outputs),
-    };
-    // SAFETY: `segment_fill`'s parameters (`segment` documents them): the one-element fill
-    // and the output's `outputs` contiguous elements, checked by `ScatterGeometry::new`.
-    unsafe { q.launch(&program, launch)? };
+    if let Some(fill_args) = fill_args {
+        let launch = Launch {
+            kernel: "segment_fill".into(),
+            args: &fill_args,
+            grid: map_grid::<Q>(outputs),
+        };
+        // SAFETY: `segment_fill`'s parameters (`segment` documents them): the one-element
+        // fill and the output's `outputs` contiguous elements, checked by
+        // `ScatterGeometry::new`.
+        unsafe { q.launch(&program, launch)? };
+    }
     let items = g.entries * g.width;
     if items == 0 {
         return Ok(());
