@@ -333,15 +333,20 @@ pub fn fold_args<'v, M: Copy>(
     Ok(args)
 }
 
-/// The arguments of `segment_fill` ([`fill_kernel`]) and of `segment_scatter`
-/// ([`scatter_kernel`]) over `out`'s `outputs` elements, in their parameter order.
+/// The arguments of a row scatter's two launches: `segment_fill`'s (none without a fill)
+/// and `segment_scatter`'s.
+pub type ScatterArgs<M> = (Option<Vec<Arg<M>>>, Vec<Arg<M>>);
+
+/// The arguments of `segment_fill` ([`fill_kernel`]; none without a `fill`) and of
+/// `segment_scatter` ([`scatter_kernel`]) over `out`'s `outputs` elements, in their
+/// parameter order.
 pub fn scatter_args<'v, M: Copy>(
     g: &ScatterGeometry,
     outputs: usize,
     (data, rows, fill): (&TensorView<'v>, &TensorView<'v>, Option<&TensorView<'v>>),
     out: (M, i64),
     at: impl Fn(&TensorView<'v>) -> Result<(M, i64)>,
-) -> Result<(Option<Vec<Arg<M>>>, Vec<Arg<M>>)> {
+) -> Result<ScatterArgs<M>> {
     let buffer =
         |view: &TensorView<'v>| at(view).map(|(m, offset)| [Arg::Mem(m), Arg::I64(offset)]);
     let out = [Arg::Mem(out.0), Arg::I64(out.1)];
