@@ -141,13 +141,20 @@ impl Rule {
         let ids = indices.index_values()?;
         if grad.rank() == 0 || grad.dims()[0] != ids.len() || grad.dims()[1..] != var.dims()[1..] {
             return Err(Error::invalid(format!(
-                "grad must be the size of indices ({}) in its first dimension and match var                  {} in the others: {}",
+                "grad must be the size of indices ({}) in its first dimension and match var \
+                 {} in the others: {}",
                 ids.len(),
                 var.shape(),
                 grad.shape()
             )));
         }
         let rows = var.dims()[0];
+        if rows > i32::MAX as usize || ids.len() > i32::MAX as usize {
+            return Err(Error::invalid(
+                "a sparse update of more than 2^31 - 1 rows or indices is beyond the int32 \
+                 row numbers",
+            ));
+        }
         if let Some((at, &id)) = ids
             .iter()
             .enumerate()

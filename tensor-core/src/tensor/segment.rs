@@ -114,6 +114,9 @@ impl Tensor {
             return self.reshape(out);
         }
         let too_many = || Error::invalid("UnsortedSegmentSum: more rows than int32 indexes");
+        if ids.len() > i32::MAX as usize || num_segments >= i32::MAX as usize {
+            return Err(too_many());
+        }
         // The slices by segment, each segment's in order: the rows each output row sums.
         let mut order: Vec<usize> = (0..ids.len()).filter(|&i| ids[i] >= 0).collect();
         order.sort_by_key(|&i| ids[i]);
@@ -180,6 +183,12 @@ impl Tensor {
             )));
         }
         let Some(op) = op else {
+            if rows > i32::MAX as usize || ids.len() > i32::MAX as usize {
+                return Err(Error::invalid(
+                    "a scatter of more than 2^31 - 1 rows or indices is beyond the int32 row \
+                     numbers",
+                ));
+            }
             // The last mention of each row.
             let mut last = std::collections::BTreeMap::new();
             for (i, &id) in ids.iter().enumerate() {
