@@ -299,19 +299,7 @@ fn select(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Opti
 fn batch_matmul(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
     let (dy, a, b) = (dy(f, dys, 0)?, &f.inputs[0], &f.inputs[1]);
     let op_type = f.op.op_type().to_string();
-    let mut product = |x: &Output, y: &Output, ta: bool, tb: bool| {
-        g.apply(
-            &op_type,
-            &[x, y],
-            vec![("adj_x".into(), ta.into()), ("adj_y".into(), tb.into())],
-        )
-    };
-    let (ga, gb) = match (f.flag("adj_x")?, f.flag("adj_y")?) {
-        (false, false) => (product(dy, b, false, true)?, product(a, dy, true, false)?),
-        (false, true) => (product(dy, b, false, false)?, product(dy, a, true, false)?),
-        (true, false) => (product(b, dy, false, true)?, product(a, dy, false, false)?),
-        (true, true) => (product(b, dy, true, true)?, product(dy, a, true, true)?),
-    };
+    let [ga, gb] = product_grads(g, f, dy, ["adj_x", "adj_y"])?;
     let batch = |o: &Output| known_dims(o).map(|d| d[..d.len().saturating_sub(2)].to_vec());
     if op_type == "BatchMatMul" || (batch(a).is_some() && batch(a) == batch(b)) {
         return Ok(vec![Some(ga), Some(gb)]);
@@ -360,24 +348,29 @@ fn max_min_reduction(
 /// `MatMul`'s: each operand's gradient another `MatMul` of the gradient and the other
 /// operand, transposed as the forward's flags ask.
 fn matmul(g: &mut Graph, f: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
-    let (dy, a, b) = (dy(f, dys, 0)?, &f.inputs[0], &f.inputs[1]);
+    let [ga, gb] = product_grads(g, f, dy(f, dys, 0)?, ["transpose_a", "transpose_b"])?;
+    Ok(vec![Some(ga), Some(gb)])
+}
+
+/// The gradients of a product's operands (`MatMul`, `BatchMatMulV2`): each the forward's
+/// op type on the gradient and the other operand, transposed as the forward's `flags`
+/// (`transpose_a`/`transpose_b` or `adj_x`/`adj_y`) ask.
+fn product_grads(g: &mut Graph, f: &Forward, dy: &Output, flags: [&str; 2]) -> Result<[Output; 2]> {
+    let (a, b) = (&f.inputs[0], &f.inputs[1]);
+    let op_type = f.op.op_type().to_string();
     let mut product = |x: &Output, y: &Output, ta: bool, tb: bool| {
         g.apply(
-            "MatMul",
+            &op_type,
             &[x, y],
-            vec![
-                ("transpose_a".into(), ta.into()),
-                ("transpose_b".into(), tb.into()),
-            ],
+            vec![(flags[0].into(), ta.into()), (flags[1].into(), tb.into())],
         )
     };
-    let (ga, gb) = match (f.flag("transpose_a")?, f.flag("transpose_b")?) {
-        (false, false) => (product(dy, b, false, true)?, product(a, dy, true, false)?),
-        (false, true) => (product(dy, b, false, false)?, product(dy, a, true, false)?),
-        (true, false) => (product(b, dy, false, true)?, product(a, dy, false, false)?),
-        (true, true) => (product(b, dy, true, true)?, product(dy, a, true, true)?),
-    };
-    Ok(vec![Some(ga), Some(gb)])
+    Ok(match (f.flag(flags[0])?, f.flag(flags[1])?) {
+        (false, false) => [product(dy, b, false, true)?, product(a, dy, true, false)?],
+        (false, true) => [product(dy, b, false, false)?, product(dy, a, true, false)?],
+        (true, false) => [product(b, dy, false, true)?, product(a, dy, false, false)?],
+        (true, true) => [product(b, dy, true, true)?, product(dy, a, true, true)?],
+    })
 }
 
 /// `Sum`'s: the gradient reshaped with the summed axes kept as 1s, then broadcast to the
