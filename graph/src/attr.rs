@@ -78,6 +78,14 @@ pub fn type_list(dtypes: &[DataType]) -> AttrValue {
     .into()
 }
 
+/// A `func` attribute: a call of function `name` with no attributes of its own.
+pub(crate) fn function(name: &str) -> AttrValue {
+    value(AttrKind::Func(crate::proto::NameAttrList {
+        name: name.to_string(),
+        attr: BTreeMap::new(),
+    }))
+}
+
 /// Typed reads of a node's attributes, naming the node and attribute in errors.
 pub(crate) struct Attrs<'a> {
     pub(crate) node: &'a str,

@@ -13,7 +13,7 @@ use crate::attr::AttrValue;
 use crate::graph::Graph;
 use crate::graph_def::ImportOptions;
 use crate::library::Library;
-use crate::ops;
+use crate::ops::output_args;
 use crate::proto::{ArgDef, FunctionDef, GraphDef, NodeDef};
 
 /// A function made into a graph.
@@ -145,20 +145,14 @@ fn graph_input(function: &FunctionDef, input: &str) -> Result<String> {
         Error::invalid(format!("Function '{name}': malformed input '{input}'"))
     };
     let index: usize = index.parse().map_err(|_| bad())?;
-    let op = function
+    let body = function
         .node_def
         .iter()
         .find(|n| n.name == *node)
-        .map(|n| n.op.as_str())
         .ok_or_else(bad)?;
-    let flat = match ops::output_args(op) {
-        Some(names) => {
-            let at = names.iter().position(|n| n == arg).ok_or_else(bad)?;
-            if index != 0 {
-                return Err(bad());
-            }
-            at
-        }
+    // An op type polytensor lacks fails where the body is imported; its index stays.
+    let flat = match output_args::output_args(&body.op, &body.name, &body.attr) {
+        Some(args) => output_args::flat_index(&args, arg, index).ok_or_else(bad)?,
         None => index,
     };
     Ok(format!("{node}:{flat}"))

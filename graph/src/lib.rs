@@ -11,6 +11,7 @@ mod attr;
 mod builders;
 mod frames;
 mod function;
+mod function_def;
 mod fusion;
 mod gradients;
 mod graph;

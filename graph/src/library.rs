@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use polytensor_core::{Error, Result};
+use prost::Message;
 
 use crate::proto::{FunctionDef, FunctionDefLibrary};
 
@@ -40,6 +41,42 @@ impl Library {
                 continue;
             }
             by_name.insert(name, i);
+        }
+        Ok(Library {
+            bytes,
+            functions,
+            by_name,
+        })
+    }
+
+    /// `library` (or an empty one) with `added` after its functions, their bytes appended
+    /// to its own (a `FunctionDefLibrary`'s functions are a repeated field, so the bytes
+    /// stay one valid library). `Err` for a name the library already has.
+    pub(crate) fn extended(library: Option<&Library>, added: Vec<FunctionDef>) -> Result<Library> {
+        let mut bytes = library.map_or_else(Vec::new, |l| l.bytes.clone());
+        let (mut functions, mut by_name) = library
+            .map(|l| (l.functions.clone(), l.by_name.clone()))
+            .unwrap_or_default();
+        bytes.extend(
+            FunctionDefLibrary {
+                function: added.clone(),
+            }
+            .encode_to_vec(),
+        );
+        for function in added {
+            let name = function
+                .signature
+                .as_ref()
+                .map(|s| s.name.clone())
+                .unwrap_or_default();
+            if by_name.contains_key(&name) {
+                return Err(Error::invalid(format!(
+                    "Cannot add function '{name}' because a different function with the same \
+                     name already exists."
+                )));
+            }
+            by_name.insert(name, functions.len());
+            functions.push(function);
         }
         Ok(Library {
             bytes,

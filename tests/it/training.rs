@@ -301,6 +301,96 @@ fn frozen_models_gradients_are_tensorflows_on_every_device() {
     }
 }
 
+/// Gradients through TensorFlow 2's control flow (`tests/python/tf_control_flow_gradients.py`:
+/// `tf.cond` taken either way, a recurrent cell in a `tf.while_loop`, a loop whose body
+/// branches and calls a `tf.function` and a loop of its own, resource variables read in a
+/// loop): [`Graph::gradients`] gives `tf.gradients`' values on every device, and
+/// TensorFlow runs the gradient graphs polytensor writes (their new `While`s, `If`s and
+/// functions) to the same values.
+#[test]
+fn control_flow_gradients_are_tensorflows_on_every_device_and_run_in_tensorflow() {
+    let Some(dir) = common::generated(
+        "tf_control_flow_gradients.py",
+        "tf-control-flow-gradients",
+        "tensorflow",
+        "POLYTENSOR_TF_CONTROL_FLOW_GRADIENTS",
+    ) else {
+        return;
+    };
+    let python = common::TENSORFLOW.python("tensorflow").unwrap();
+    let folder = std::env::temp_dir().join(format!("polytensor-cf-grads-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let cases: Json = golden::json(dir.join("index.json"));
+    let mut plans = Vec::new();
+    for case in names(&cases) {
+        let spec = golden::json(dir.join(format!("{case}.json")));
+        let mut graph = read(&dir, format!("{case}.pb"));
+        let loss = graph.tensor(spec["loss"].as_str().unwrap()).unwrap();
+        let xs: Vec<Output> = names(&spec["xs"])
+            .iter()
+            .map(|x| graph.tensor(x).unwrap())
+            .collect();
+        let grads = graph
+            .gradients(std::slice::from_ref(&loss), &xs, None)
+            .unwrap();
+        let fetches: Vec<String> = grads
+            .iter()
+            .zip(&xs)
+            .map(|(g, x)| {
+                g.as_ref()
+                    .unwrap_or_else(|| panic!("{case}: no gradient of {x}"))
+                    .name()
+            })
+            .collect();
+        let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
+        let expected = spec["expected"].as_array().unwrap();
+        for device in golden::devices() {
+            let at = format!("{case} on {}", device.name());
+            let session = session(&graph, &device, &names(&spec["init"]));
+            let feeds = feeds(&spec["feeds"], &device);
+            let feeds: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
+            let got = session.run_by_name(&feeds, &fetches, &[]).unwrap();
+            for ((got, want), x) in got.iter().zip(expected).zip(&xs) {
+                let want = golden::tensor(want, &golden::devices()[0]);
+                assert_close(&format!("{at}: the gradient of {}", x.name()), got, &want);
+            }
+            println!("{at}: TensorFlow's gradients of {} tensors", xs.len());
+        }
+        let path = folder.join(format!("{case}.pb"));
+        std::fs::write(&path, graph.to_graph_def_bytes()).unwrap();
+        plans.push(serde_json::json!({
+            "graph": path, "init": spec["init"], "batches": [], "steps": 0,
+            "fetches": fetches, "feeds": spec["feeds"], "expected": expected,
+        }));
+    }
+    // TensorFlow runs polytensor's gradient graphs to its own gradients.
+    let plan = folder.join("plans.json");
+    std::fs::write(&plan, serde_json::to_vec(&plans).unwrap()).unwrap();
+    let ran: Json = serde_json::from_str(
+        common::run_script(&python, "tf_run_training.py", &[plan.as_os_str()]).trim(),
+    )
+    .unwrap();
+    let cpu = &golden::devices()[0];
+    for ((plan, values), case) in plans.iter().zip(ran.as_array().unwrap()).zip(names(&cases)) {
+        for ((got, want), name) in values
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(plan["expected"].as_array().unwrap())
+            .zip(names(&plan["fetches"]))
+        {
+            let (got, want) = (golden::tensor(got, cpu), golden::tensor(want, cpu));
+            assert_close(
+                &format!("{case}: {name} as TensorFlow runs polytensor's graph"),
+                &got,
+                &want,
+            );
+        }
+        println!("{case}: TensorFlow runs polytensor's gradient graph to its own gradients");
+    }
+    std::fs::remove_dir_all(folder).unwrap();
+}
+
 /// The optimizer a case's `"optimizer"` spec describes.
 fn optimizer(spec: &Json) -> Optimizer {
     let number = |name: &str| spec[name].as_f64().unwrap();

@@ -1,7 +1,7 @@
 """Run training graphs polytensor wrote (`Graph::minimize`) in TensorFlow, for
 tests/it/training.rs. The argument is a JSON file listing runs: each names the GraphDef,
 the ops that initialise its variables, the step op, the batches fed to it in turn, the number
-of steps and the tensors to fetch at the end. Prints, as JSON, each run's fetched values
+of steps, the tensors to fetch at the end and, optionally, what to feed them. Prints, as JSON, each run's fetched values
 `[{"dtype", "shape", "data_hex"}, ...]`."""
 
 import json
@@ -30,7 +30,8 @@ def run(plan):
         batches = [{k: array(v) for k, v in b.items()} for b in plan["batches"]]
         for step in range(plan["steps"]):
             session.run(plan["step"], batches[step % len(batches)])
-        values = session.run(plan["fetches"])
+        feeds = {k: array(v) for k, v in plan.get("feeds", {}).items()}
+        values = session.run(plan["fetches"], feeds)
     return [{"dtype": str(v.dtype), "shape": list(v.shape), "data_hex": v.tobytes().hex()}
             for v in values]
 

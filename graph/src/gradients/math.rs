@@ -402,6 +402,9 @@ fn spread(g: &mut Graph, f: &Forward, dy: &Output) -> Result<Output> {
                 &[&f.inputs[1]],
                 vec![("DstT".into(), DataType::Int32.into())],
             )?;
+            // A scalar axis as a list of one, so the one-hot rows sum per axis.
+            let list = g.constant_values(&[-1i32], &[1])?;
+            let axes = binary(g, "Reshape", &axes, &list)?;
             let axes = binary(g, "FloorMod", &axes, &depth)?;
             let (on, off) = (g.constant(1i32)?, g.constant(0i32)?);
             let hot = g.apply("OneHot", &[&axes, &depth, &on, &off], Vec::new())?;

@@ -10,8 +10,11 @@
 //! [`nn`], [`array`]). A resource variable's handle (a `VarHandleOp`'s output) may be one
 //! of `xs`: its gradient is the sum of those of its reads. A gather's gradient is the
 //! slices of the rows it read ([`sparse`]); [`Graph::indexed_gradients`] keeps them so.
+//! Gradients pass through TensorFlow 2's functional control flow (`If`, `While`,
+//! `PartitionedCall`) as calls of functions added to the graph's library ([`flow`]).
 
 mod array;
+mod flow;
 mod math;
 mod nn;
 mod sparse;
@@ -32,6 +35,8 @@ pub(crate) struct Forward {
     pub(crate) inputs: Vec<Output>,
     pub(crate) outputs: Vec<Output>,
     pub(crate) attrs: BTreeMap<String, AttrValue>,
+    /// Which inputs lie between `xs` and `ys` (the others' gradients are dropped).
+    pub(crate) wanted: Vec<bool>,
 }
 
 impl Forward {
@@ -63,6 +68,7 @@ fn registered(op_type: &str) -> Option<Option<GradFn>> {
     math::registered(op_type)
         .or_else(|| nn::registered(op_type))
         .or_else(|| array::registered(op_type))
+        .or_else(|| flow::registered(op_type))
 }
 
 impl Graph {
@@ -72,7 +78,9 @@ impl Graph {
     /// each `y` starts with ones. An `x` that `ys` do not depend on gets `None`.
     ///
     /// An op between `xs` and `ys` with no gradient is an error naming it, as TensorFlow's
-    /// `LookupError`; so is a loop of TensorFlow 1.x control flow between them.
+    /// `LookupError`; so is TensorFlow 1.x control flow (`Switch`, `Merge`, `Enter`, ...)
+    /// between them. Gradients pass through TensorFlow 2's `If`, `While` and
+    /// `PartitionedCall` (and their twins): see the `flow` module.
     ///
     /// ```
     /// use polytensor_core::{DataType, PartialTensorShape, Tensor};
@@ -153,7 +161,8 @@ impl Graph {
                 Some(given) => given[i].clone(),
                 None => self.name_scope(&format!("grad_ys_{i}"), |g| g.ones_like(y))?,
             };
-            if seed.dtype() != y.dtype() {
+            // A resource handle's gradient is its variable's dtype.
+            if seed.dtype() != y.dtype() && y.dtype() != DataType::Resource {
                 return Err(Error::invalid(format!(
                     "Gradient type {} generated for {} does not match the tensor's {}",
                     seed.dtype(),
@@ -191,7 +200,7 @@ impl Graph {
     }
 
     /// The ops on a path from an op of `xs` to an op of `ys` (both included), each with
-    /// whether it is one of `xs`' ops; `Err` for a loop of 1.x control flow among them.
+    /// whether it is one of `xs`' ops; `Err` for 1.x control flow among them.
     fn between(&self, ys: &[Output], xs: &[Output]) -> Result<BTreeMap<usize, bool>> {
         let count = self.nodes.len();
         let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); count];
@@ -222,12 +231,13 @@ impl Graph {
         }
         if let Some(&n) = between
             .keys()
-            .find(|&&n| matches!(self.nodes[n].kind, Kind::Flow(_) | Kind::Call(_)))
+            .find(|&&n| matches!(self.nodes[n].kind, Kind::Flow(_)))
         {
             let node = &self.nodes[n];
             return Err(Error::invalid(format!(
-                "gradients through control flow are not supported yet: '{}' ({}) lies between \
-                 ys and xs",
+                "gradients through TensorFlow 1.x control flow are not supported: '{}' ({}) lies \
+                 between ys and xs (graphs with TensorFlow 2's If and While ops have them; a \
+                 frozen graph whose loops were lowered does not)",
                 node.name, node.op_type
             )));
         }
@@ -267,6 +277,7 @@ impl Graph {
             outputs: self.outputs(&op)?,
             attrs: self.nodes[n].attrs.clone(),
             op: op.clone(),
+            wanted: wanted.clone(),
         };
         let input_grads = self.name_scope(&format!("{}_grad", op.name()), |g| {
             if let Some(sparse) = g.sparse_backward(&forward, &dys)? {

@@ -146,23 +146,6 @@ impl GradOp {
             ],
         }
     }
-
-    /// The names of the outputs of the ops with two.
-    pub(crate) fn output_args(self) -> Option<&'static [&'static str]> {
-        match self {
-            GradOp::BroadcastArgs => Some(&["r0", "r1"]),
-            GradOp::CrossEntropy { .. } => Some(&["loss", "backprop"]),
-            GradOp::Unique => Some(&["y", "idx"]),
-            GradOp::BatchNormGrad => Some(&[
-                "x_backprop",
-                "scale_backprop",
-                "offset_backprop",
-                "reserve_space_4",
-                "reserve_space_5",
-            ]),
-            _ => None,
-        }
-    }
 }
 
 /// The static outputs of `op`.

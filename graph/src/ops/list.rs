@@ -80,15 +80,6 @@ impl ListOp {
         }
     }
 
-    /// The names of the op's outputs, where it has more than one.
-    pub(crate) fn output_args(self) -> Option<&'static [&'static str]> {
-        match self {
-            ListOp::PopBack => Some(&["output_handle", "tensor"]),
-            ListOp::Concat => Some(&["tensor", "lengths"]),
-            _ => None,
-        }
-    }
-
     /// The inputs that are lists, and the type each other input must have (`None`: the
     /// op's type attributes say).
     fn inputs(self) -> &'static [Input] {

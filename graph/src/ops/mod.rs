@@ -20,6 +20,7 @@ pub(crate) mod kernels;
 pub(crate) mod list;
 mod nn;
 mod optimizer;
+pub(crate) mod output_args;
 mod saver;
 mod sparse;
 mod strings;
@@ -388,30 +389,6 @@ pub(crate) const OPS: &[(&str, Kind)] = &[
     ("PartitionedCall", Kind::Call(Call::Function)),
     ("StatefulPartitionedCall", Kind::Call(Call::Function)),
 ];
-
-/// The names of the output arguments of op types with more than one (each a single
-/// tensor), in order: what a function body's `node:name:index` inputs refer to. Every
-/// other op type has one output argument (a tensor or a list).
-pub(crate) fn output_args(op_type: &str) -> Option<&'static [&'static str]> {
-    match op_type {
-        "Switch" => Some(&["output_false", "output_true"]),
-        "Merge" => Some(&["output", "value_index"]),
-        "FusedBatchNormV3" => Some(&[
-            "y",
-            "batch_mean",
-            "batch_variance",
-            "reserve_space_1",
-            "reserve_space_2",
-            "reserve_space_3",
-        ]),
-        _ => match find(op_type)? {
-            Kind::Sparse(op) => sparse::output_args(op),
-            Kind::List(op) => op.output_args(),
-            Kind::Grad(op) => op.output_args(),
-            _ => None,
-        },
-    }
-}
 
 /// The kind of op type `op_type`, if polytensor has it.
 pub(crate) fn find(op_type: &str) -> Option<Kind> {

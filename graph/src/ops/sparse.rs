@@ -127,24 +127,6 @@ pub(crate) const OPS: &[(&str, Sparse)] = &[
     ("SparseFillEmptyRows", Sparse::FillEmptyRows),
 ];
 
-/// The names of a sparse op's outputs, where it has more than one.
-pub(crate) fn output_args(op: Sparse) -> Option<&'static [&'static str]> {
-    match op {
-        Sparse::Reduce(_, true) | Sparse::Add | Sparse::Slice => {
-            Some(&["output_indices", "output_values", "output_shape"])
-        }
-        Sparse::Reorder => Some(&["output_indices", "output_values"]),
-        Sparse::Reshape => Some(&["output_indices", "output_shape"]),
-        Sparse::FillEmptyRows => Some(&[
-            "output_indices",
-            "output_values",
-            "empty_row_indicator",
-            "reverse_index_map",
-        ]),
-        _ => None,
-    }
-}
-
 /// The static outputs of `op` as TensorFlow's shape functions give them: dtypes, and the
 /// dims that follow from the inputs' static shapes and constant values (an index matrix is
 /// `(None, rank)` where the rank is known).
