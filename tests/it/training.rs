@@ -304,9 +304,11 @@ fn frozen_models_gradients_are_tensorflows_on_every_device() {
 /// Gradients through TensorFlow 2's control flow (`tests/python/tf_control_flow_gradients.py`:
 /// `tf.cond` taken either way, a recurrent cell in a `tf.while_loop`, a loop whose body
 /// branches and calls a `tf.function` and a loop of its own, resource variables read in a
-/// loop): [`Graph::gradients`] gives `tf.gradients`' values on every device, and
-/// TensorFlow runs the gradient graphs polytensor writes (their new `While`s, `If`s and
-/// functions) to the same values.
+/// loop, a recurrent cell over `tf.TensorArray`s, Keras's LSTM, GRU and SimpleRNN frozen
+/// with their loops kept `While`s): [`Graph::gradients`] gives `tf.gradients`' values on
+/// every device, and TensorFlow runs the gradient graphs polytensor writes (their new
+/// `While`s, `If`s and functions) to the same values. A loop lowered to TensorFlow 1.x
+/// control flow, and one that reads back a list it writes, are refused with clear errors.
 #[test]
 fn control_flow_gradients_are_tensorflows_on_every_device_and_run_in_tensorflow() {
     let Some(dir) = common::generated(
@@ -362,6 +364,17 @@ fn control_flow_gradients_are_tensorflows_on_every_device_and_run_in_tensorflow(
             "graph": path, "init": spec["init"], "batches": [], "steps": 0,
             "fetches": fetches, "feeds": spec["feeds"], "expected": expected,
         }));
+    }
+    // What the gradients refuse, they refuse with a clear error.
+    let refused: Json = golden::json(dir.join("refused.json"));
+    for case in refused.as_array().unwrap() {
+        let mut graph = read(&dir, case["graph"].as_str().unwrap().to_string());
+        let y = graph.tensor(case["y"].as_str().unwrap()).unwrap();
+        let x = graph.tensor(case["x"].as_str().unwrap()).unwrap();
+        let error = graph.gradients(&[y], &[x], None).unwrap_err().to_string();
+        let want = case["error"].as_str().unwrap();
+        assert!(error.contains(want), "{}: {error}", case["graph"]);
+        println!("{}: refused: {error}", case["graph"]);
     }
     // TensorFlow runs polytensor's gradient graphs to its own gradients.
     let plan = folder.join("plans.json");

@@ -38,12 +38,15 @@ pub(super) fn registered(op_type: &str) -> Option<Option<GradFn>> {
     Some(Some(function))
 }
 
-/// A function argument that gets a gradient, and the gradient's dtype (a resource
-/// variable's is the dtype its reads give).
+/// A function argument that gets a gradient, and the gradient's dtype: a resource
+/// variable's is the dtype its reads give; a TensorList's is a list (`variant`) of its
+/// elements' dtype.
 #[derive(Clone, Copy, Debug)]
 struct Wanted {
     arg: usize,
     dtype: DataType,
+    /// A list's element dtype.
+    element: Option<DataType>,
 }
 
 /// The name of function attribute `name` of the forward op.
@@ -118,7 +121,7 @@ impl Graph {
             .zip(wanted)
             .map(|(grad, w)| match grad {
                 Some(grad) => Ok(grad),
-                None => graph.zeros_for(&args[w.arg], w.dtype),
+                None => graph.zeros_for(&args[w.arg], w),
             })
             .collect::<Result<_>>()?;
         // The body's own gradients may have added functions (a loop in a loop).
@@ -129,14 +132,15 @@ impl Graph {
         Ok(grad_name)
     }
 
-    /// Zeros of the value `x` stands for, as dtype `dtype`: of `x` itself, or of the
-    /// variable a resource handle `x` points to.
-    fn zeros_for(&mut self, x: &Output, dtype: DataType) -> Result<Output> {
-        let value = match x.dtype() {
-            DataType::Resource => self
+    /// A zero gradient of what `x` stands for, as `w` says: zeros of `x` itself, of the
+    /// variable a resource handle `x` points to, or unset elements of list `x`'s length.
+    fn zeros_for(&mut self, x: &Output, w: &Wanted) -> Result<Output> {
+        let value = match (x.dtype(), w.element) {
+            (DataType::Variant, Some(element)) => return self.zeros_list(x, element),
+            (DataType::Resource, _) => self
                 .op("ReadVariableOp")
                 .input(x)
-                .attr("dtype", dtype)
+                .attr("dtype", w.dtype)
                 .build_output()?,
             _ => x.clone(),
         };
@@ -164,28 +168,77 @@ impl Graph {
     }
 }
 
-/// The dtype of the gradient of argument `arg` of `functions`: its own where it is a
-/// float, that of the variable's reads where it is a resource one of them reads; `None`
-/// where no gradient flows to it.
-fn gradient_dtype(functions: &[&Instance], arg: usize, dtype: DataType) -> Option<DataType> {
+/// What argument `arg` of `functions` gets as its gradient, if anything: a float, itself;
+/// a resource handle one of them reads, its variable's dtype; a TensorList of floats one
+/// of them reads or writes, a list of its element dtype.
+fn gradient_of(functions: &[&Instance], arg: usize, dtype: DataType) -> Option<Wanted> {
+    let wanted = |dtype, element| {
+        Some(Wanted {
+            arg,
+            dtype,
+            element,
+        })
+    };
     if dtype.is_float() {
-        return Some(dtype);
+        return wanted(dtype, None);
     }
-    if dtype != DataType::Resource {
-        return None;
-    }
-    functions.iter().find_map(|f| {
+    let ops: &[&str] = match dtype {
+        DataType::Resource => &["ReadVariableOp", "ResourceGather"],
+        DataType::Variant => &[
+            "TensorListGetItem",
+            "TensorListSetItem",
+            "TensorListStack",
+            "TensorListPopBack",
+            "TensorListPushBack",
+        ],
+        _ => return None,
+    };
+    let attr = if dtype == DataType::Resource {
+        "dtype"
+    } else {
+        "element_dtype"
+    };
+    let found = functions.iter().find_map(|f| {
         let (placeholder, _) = *f.args.get(arg)?;
-        f.graph.nodes.iter().find_map(|node| {
-            let reads = matches!(node.op_type.as_ref(), "ReadVariableOp" | "ResourceGather")
-                && node.inputs.first() == Some(&(placeholder, 0));
+        consumers(&f.graph, placeholder).into_iter().find_map(|n| {
+            let node = &f.graph.nodes[n];
             let attrs = Attrs {
                 node: &node.name,
                 attrs: &node.attrs,
             };
-            reads.then(|| attrs.dtype("dtype").ok()).flatten()
+            ops.contains(&node.op_type.as_ref())
+                .then(|| attrs.dtype(attr).ok())
+                .flatten()
         })
-    })
+    })?;
+    match dtype {
+        DataType::Resource => wanted(found, None),
+        _ => found.is_float().then_some(Wanted {
+            arg,
+            dtype: DataType::Variant,
+            element: Some(found),
+        }),
+    }
+}
+
+/// The ops that read output 0 of node `source` directly or through `Identity`s (those
+/// `Identity`s not included).
+fn consumers(graph: &Graph, source: usize) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut from = vec![source];
+    while let Some(s) = from.pop() {
+        for (n, node) in graph.nodes.iter().enumerate().skip(s + 1) {
+            if node.inputs.first() != Some(&(s, 0)) && !node.inputs.contains(&(s, 0)) {
+                continue;
+            }
+            if node.op_type.as_ref() == "Identity" {
+                from.push(n);
+            } else {
+                found.push(n);
+            }
+        }
+    }
+    found
 }
 
 /// The arguments of `functions` (one signature) that get a gradient: the forward's inputs
@@ -200,10 +253,7 @@ fn wanted_args(
         .iter()
         .enumerate()
         .filter(|&(i, _)| wanted[first + i])
-        .filter_map(|(arg, input)| {
-            let dtype = gradient_dtype(functions, arg, input.dtype())?;
-            Some(Wanted { arg, dtype })
-        })
+        .filter_map(|(arg, input)| gradient_of(functions, arg, input.dtype()))
         .collect()
 }
 
@@ -283,6 +333,37 @@ fn passes_on(body: &Instance, k: usize) -> bool {
     }
 }
 
+/// Whether the body only writes loop variable `k`, a TensorList, element by element
+/// (`TensorListSetItem`s, `Identity`s, nothing else reading it) and returns what it wrote:
+/// Keras's recurrent layers' outputs. The gradient needs no record of such a list: its
+/// final value stands in for each iteration's (the gradients of the writes depend on the
+/// positions written, not on the list's elements).
+fn written_only(body: &Instance, k: usize) -> bool {
+    let graph = &body.graph;
+    let mut at = body.args[k];
+    loop {
+        let readers: Vec<usize> = (at.0 + 1..graph.nodes.len())
+            .filter(|&n| graph.nodes[n].inputs.contains(&at))
+            .collect();
+        if at == body.rets[k] {
+            return readers.is_empty();
+        }
+        let [reader] = readers[..] else {
+            return false;
+        };
+        let node = &graph.nodes[reader];
+        let passes = match node.op_type.as_ref() {
+            "Identity" => true,
+            "TensorListSetItem" => node.inputs.first() == Some(&at),
+            _ => false,
+        };
+        if !passes {
+            return false;
+        }
+        at = (reader, 0);
+    }
+}
+
 /// `While(vars)`: record each iteration's loop variables, then a loop back over them of the
 /// body's gradient function (see the module's documentation).
 fn while_(g: &mut Graph, forward: &Forward, dys: &[Option<Output>]) -> Result<Vec<Option<Output>>> {
@@ -290,60 +371,80 @@ fn while_(g: &mut Graph, forward: &Forward, dys: &[Option<Output>]) -> Result<Ve
     let body = g.instance(function_named(forward, "body")?)?;
     let vars = &forward.inputs;
     let dtypes: Vec<DataType> = vars.iter().map(Output::dtype).collect();
-    let carried: Vec<usize> = (0..vars.len()).filter(|&k| !passes_on(&body, k)).collect();
-    if let Some(&k) = carried
-        .iter()
-        .find(|&&k| matches!(dtypes[k], DataType::Variant | DataType::Resource))
-    {
-        return Err(Error::invalid(format!(
-            "gradients through '{}': its loop variable {k} is a {} the body changes, which the \
-             gradient cannot record yet",
-            forward.op.name(),
-            dtypes[k]
-        )));
+    // Each variable is recorded, or stands for itself in every iteration: as it came in
+    // (the body passes it on), or as it ends (a list the body only writes).
+    let mut recorded = Vec::new();
+    let mut kept: Vec<(usize, Output)> = Vec::new();
+    for k in 0..vars.len() {
+        if passes_on(&body, k) {
+            kept.push((k, vars[k].clone()));
+        } else if dtypes[k] == DataType::Variant && written_only(&body, k) {
+            kept.push((k, forward.outputs[k].clone()));
+        } else if matches!(dtypes[k], DataType::Variant | DataType::Resource) {
+            return Err(Error::invalid(format!(
+                "gradients through '{}': its loop variable {k} is a {} the body changes and \
+                 reads, which the gradient cannot record yet",
+                forward.op.name(),
+                dtypes[k]
+            )));
+        } else {
+            recorded.push(k);
+        }
     }
     // Every variable a gradient flows through: the gradient of one needs the others'.
     let wanted = wanted_args(forward, 0, &vec![true; vars.len()], &[&body]);
     if wanted.is_empty() {
         return Ok(vec![None; vars.len()]);
     }
-    if carried.is_empty() {
+    // A zero gradient of variable `w` where none came back.
+    let zeros = |g: &mut Graph, w: &Wanted| match dtypes[w.arg] {
+        DataType::Resource => g.zeros_for(&vars[w.arg], w),
+        _ => g.zeros_for(&forward.outputs[w.arg], w),
+    };
+    if recorded.is_empty() {
+        if kept.iter().any(|(k, _)| !passes_on(&body, *k)) {
+            return Err(Error::invalid(format!(
+                "gradients through '{}': the loop changes only lists it writes, so the \
+                 gradient cannot count its iterations",
+                forward.op.name()
+            )));
+        }
         // Nothing changes: the loop ran no iteration (or never ends).
         let grads = wanted
             .iter()
             .map(|w| match &dys[w.arg] {
                 Some(dy) => Ok(dy.clone()),
-                None => g.zeros_for(&vars[w.arg], w.dtype),
+                None => zeros(g, w),
             })
             .collect::<Result<_>>()?;
         return Ok(by_input(forward, 0, &wanted, grads));
     }
     let stateful = forward.op.op_type() == "While";
-    let records = g.record_loop(forward, cond, &body, &carried)?;
+    let records = g.record_loop(forward, cond, &body, &recorded)?;
     let all_rets: Vec<(usize, DataType)> = wanted.iter().map(|w| (w.arg, w.dtype)).collect();
     let body_name = body.name.clone();
     let body_grad = g.gradient_function(body, &all_rets, &wanted)?;
-    let (grad_cond, grad_body) =
-        g.gradient_loop(&body_name, &body_grad, &dtypes, &carried, &wanted, stateful)?;
+    let kept_vars: Vec<usize> = kept.iter().map(|(k, _)| *k).collect();
+    let (grad_cond, grad_body) = g.gradient_loop(
+        &body_name,
+        &body_grad,
+        &dtypes,
+        (&recorded, &kept_vars),
+        &wanted,
+        stateful,
+    )?;
     // The gradient loop's variables: the iterations left, the gradients, the records, and
-    // the variables passed on unchanged.
+    // the variables that stand for themselves.
     let count = g.op("TensorListLength").input(&records[0]).build_output()?;
     let mut inputs = vec![count];
     for w in &wanted {
         inputs.push(match &dys[w.arg] {
             Some(dy) => dy.clone(),
-            None => match vars[w.arg].dtype() {
-                DataType::Resource => g.zeros_for(&vars[w.arg], w.dtype)?,
-                _ => g.zeros_for(&forward.outputs[w.arg], w.dtype)?,
-            },
+            None => zeros(g, w)?,
         });
     }
     inputs.extend(records);
-    inputs.extend(
-        (0..vars.len())
-            .filter(|k| !carried.contains(k))
-            .map(|k| vars[k].clone()),
-    );
+    inputs.extend(kept.into_iter().map(|(_, value)| value));
     let loop_types: Vec<DataType> = inputs.iter().map(Output::dtype).collect();
     let op = g
         .op(forward.op.op_type())
@@ -429,15 +530,15 @@ impl Graph {
     }
 
     /// The gradient loop's condition and body (functions added to the library): over
-    /// `(iterations left, the gradients of the wanted variables, the records of the carried
-    /// ones, the others as they came in)`, each iteration pops one record of each carried
-    /// variable and calls `body_grad` on it.
+    /// `(iterations left, the gradients of the wanted variables, the records of the
+    /// variables `recorded`, the variables `kept` as they stand)`, each iteration pops one
+    /// record of each recorded variable and calls `body_grad` on them and the kept ones.
     fn gradient_loop(
         &mut self,
         body: &str,
         body_grad: &str,
         dtypes: &[DataType],
-        carried: &[usize],
+        (recorded, kept): (&[usize], &[usize]),
         wanted: &[Wanted],
         stateful: bool,
     ) -> Result<(String, String)> {
@@ -448,14 +549,14 @@ impl Graph {
             for (d, w) in wanted.iter().enumerate() {
                 args.push(g.placeholder_named(&format!("grad_{d}"), w.dtype, &unknown)?);
             }
-            for j in 0..carried.len() {
+            for j in 0..recorded.len() {
                 args.push(g.placeholder_named(
                     &format!("record_{j}"),
                     DataType::Variant,
                     &scalar,
                 )?);
             }
-            for k in (0..dtypes.len()).filter(|k| !carried.contains(k)) {
+            for &k in kept {
                 args.push(g.placeholder_named(&format!("var_{k}"), dtypes[k], &unknown)?);
             }
             Ok(args)
@@ -472,13 +573,13 @@ impl Graph {
         let loop_args = args(&mut g)?;
         let iterations = &loop_args[0];
         let (grads, rest) = loop_args[1..].split_at(wanted.len());
-        let (records, kept) = rest.split_at(carried.len());
+        let (records, kept_values) = rest.split_at(recorded.len());
         let one = g.constant(1i32)?;
         let left = g.binary("Sub", "left", iterations, &one)?;
         let element_shape = g.constant(-1i32)?;
         let mut state: Vec<Option<Output>> = vec![None; dtypes.len()];
-        let mut popped = Vec::with_capacity(carried.len());
-        for (record, &k) in records.iter().zip(carried) {
+        let mut popped = Vec::with_capacity(recorded.len());
+        for (record, &k) in records.iter().zip(recorded) {
             let op = g
                 .op("TensorListPopBack")
                 .input(record)
@@ -489,8 +590,7 @@ impl Graph {
             popped.push(outputs[0].clone());
             state[k] = Some(outputs[1].clone());
         }
-        let passed = (0..dtypes.len()).filter(|k| !carried.contains(k));
-        for (value, k) in kept.iter().zip(passed) {
+        for (value, &k) in kept_values.iter().zip(kept) {
             state[k] = Some(value.clone());
         }
         let mut call_inputs: Vec<Output> = state.into_iter().flatten().collect();
@@ -502,7 +602,7 @@ impl Graph {
             "PartitionedCall"
         };
         let new_grads = g.call_function(op_type, body_grad, &call_inputs, &grad_types)?;
-        let rets = [vec![left], new_grads, popped, kept.to_vec()].concat();
+        let rets = [vec![left], new_grads, popped, kept_values.to_vec()].concat();
         let body_name = self.unique_function_name(&format!("{body}_grad_body"));
         let body_def = g.function_def(&body_name, &loop_args, &rets)?;
         self.add_functions(vec![cond_def, body_def])?;

@@ -15,6 +15,7 @@
 
 mod array;
 mod flow;
+mod list;
 mod math;
 mod nn;
 mod sparse;
@@ -69,6 +70,7 @@ fn registered(op_type: &str) -> Option<Option<GradFn>> {
         .or_else(|| nn::registered(op_type))
         .or_else(|| array::registered(op_type))
         .or_else(|| flow::registered(op_type))
+        .or_else(|| list::registered(op_type))
 }
 
 impl Graph {
@@ -236,8 +238,8 @@ impl Graph {
             let node = &self.nodes[n];
             return Err(Error::invalid(format!(
                 "gradients through TensorFlow 1.x control flow are not supported: '{}' ({}) lies \
-                 between ys and xs (graphs with TensorFlow 2's If and While ops have them; a \
-                 frozen graph whose loops were lowered does not)",
+                 between ys and xs; TensorFlow 2's While and If have them (freeze with \
+                 lower_control_flow=False to keep them)",
                 node.name, node.op_type
             )));
         }

@@ -444,6 +444,9 @@ pub(crate) fn run(kind: Kind, cx: &mut RunCtx<'_, '_>) -> Result<Outputs> {
             let [start, limit, delta] = bounds;
             one(Tensor::arange(start, limit, delta, out, cx.device)?)
         }
+        Kind::AddN if matches!(cx.inputs.first(), Some(Value::List(_))) => {
+            super::list::add_lists(cx)
+        }
         Kind::AddN => {
             let mut sum = cx.tensor(0)?.into_owned();
             for i in 1..cx.inputs.len() {

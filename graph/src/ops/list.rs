@@ -644,6 +644,37 @@ fn list_input<'a>(cx: &'a RunCtx<'_, '_>, i: usize) -> Result<&'a TensorList> {
     }
 }
 
+/// `AddN` of TensorLists (the gradients of one list, summed as TensorFlow's variant add
+/// does): element by element, an unset element counting as zeros. `Err` for lists of
+/// different lengths or element dtypes.
+pub(crate) fn add_lists(cx: &RunCtx<'_, '_>) -> Result<Outputs> {
+    let first = list_input(cx, 0)?;
+    let mut sum = first.clone();
+    for i in 1..cx.inputs.len() {
+        let list = list_input(cx, i)?;
+        if list.elements.len() != sum.elements.len() || list.element_dtype != sum.element_dtype {
+            return Err(Error::invalid(format!(
+                "AddN of TensorLists: a list of {} {} elements and one of {} {}",
+                sum.elements.len(),
+                super::cpp_dtype_name(sum.element_dtype),
+                list.elements.len(),
+                super::cpp_dtype_name(list.element_dtype)
+            )));
+        }
+        sum.element_shape = sum
+            .element_shape
+            .merge_with(&list.element_shape)
+            .unwrap_or_else(|_| PartialTensorShape::unknown_rank());
+        for (total, item) in sum.elements.iter_mut().zip(&list.elements) {
+            *total = match (total.take(), item) {
+                (Some(a), Some(b)) => Some(a.binary(polytensor_core::ops::BinaryOp::Add, b)?),
+                (a, b) => a.or_else(|| b.clone()),
+            };
+        }
+    }
+    Ok(smallvec![Value::List(Arc::new(sum))])
+}
+
 /// Input `i` as a list whose element dtype is the op's `element_dtype`.
 fn typed_list<'a>(cx: &'a RunCtx<'_, '_>, i: usize) -> Result<&'a TensorList> {
     let list = list_input(cx, i)?;
