@@ -27,9 +27,11 @@
 //! - `conv2d_bf16_weights_*`: the mixed-precision convolution kernels (implicit GEMM and
 //!   Winograd's), each with its f32 filter and with it rounded to bf16.
 //!
-//! - `train_step_mnist_cnn_b32`, `train_step_mlp_b32`: one training step (forward,
-//!   backward, Adam) of Keras's MNIST CNN and of an MLP at batch 32, the graph
-//!   `Graph::minimize` writes (`benches::training`), beside TensorFlow running that graph.
+//! - `train_step_mnist_cnn_b32`, `train_step_mlp_b32`, `train_step_text_b32`,
+//!   `train_step_lstm_b32`: one training step (forward, backward, optimizer) of Keras's
+//!   MNIST CNN, an MLP, a text classifier (sparse Adagrad) and an LSTM classifier (its
+//!   gradient through a `While`) at batch 32, the graph `Graph::minimize` writes
+//!   (`benches::training`), beside TensorFlow running that graph.
 //!
 //! - `saved_model_load_and_first_run`: `SavedModel::load` of a SavedModel directory plus
 //!   its first signature call (the time to a first result), for three SavedModels
@@ -486,16 +488,20 @@ fn saved_model(c: &mut Criterion) {
 }
 
 /// One training step (forward, backward and Adam) of Keras's MNIST CNN and of an MLP at
-/// batch 32, and of a text classifier with Adagrad (its embedding updated sparsely), the
-/// graph `Graph::minimize` writes, run by polytensor and by TensorFlow.
+/// batch 32, of a text classifier with Adagrad (its embedding updated sparsely), and of an
+/// LSTM classifier whose gradient runs through its `While` (batch 32, 16 steps), the graph
+/// `Graph::minimize` writes, run by polytensor and by TensorFlow.
 fn training(c: &mut Criterion) {
     let device = cpu();
     let dir = workspace().join("target/training-bench");
-    let steps = [
+    let mut steps = vec![
         ("mnist_cnn", benches::training::mnist_cnn(32, &device)),
         ("mlp", benches::training::mlp(32, &device)),
         ("text", benches::training::text_classifier(32, &device)),
     ];
+    if let Some(dir) = benches::tensorflow::recurrent_model() {
+        steps.push(("lstm", benches::training::recurrent(&dir, &device)));
+    }
     let mut tf = TensorFlow::start();
     for (name, step) in steps {
         let step = step.expect("the training graph");
@@ -511,6 +517,16 @@ fn training(c: &mut Criterion) {
         if let Some(tf) = tf.as_mut() {
             tf.load_training(&step.write(&dir, name).expect("written"), threads());
             group.bench_function("tensorflow", |b| b.iter_custom(|iters| tf.time(iters)));
+            // TensorFlow's own training graph of the model, where it wrote one: its
+            // gradient through the loop keeps the forward's intermediates, polytensor's
+            // recomputes them.
+            let own = dir.join("recurrent").join(format!("{name}_tensorflow.pb"));
+            if own.exists() {
+                tf.load_training(&own, threads());
+                group.bench_function("tensorflow_own_graph", |b| {
+                    b.iter_custom(|iters| tf.time(iters))
+                });
+            }
         }
         group.finish();
     }

@@ -66,6 +66,14 @@ pub fn zoo_models(names: &[&str]) -> Option<PathBuf> {
     made_by("keras_models.py", dir, names, "zoo model")
 }
 
+/// The recurrent classifier `tests/python/tf_recurrent_model.py` writes (a `tf.compat.v1`
+/// graph of an LSTM loop over TensorArrays) into `target/training-bench/recurrent`, made
+/// afresh; `None` after saying why not.
+pub fn recurrent_model() -> Option<PathBuf> {
+    let dir = workspace().join("target/training-bench/recurrent");
+    made_by("tf_recurrent_model.py", dir, &[], "recurrent training")
+}
+
 /// The SavedModels `tests/python/saved_models.py` makes (with TensorFlow's [`python`]),
 /// in `target/saved-models-bench`, made once; `None` after saying why not.
 pub fn saved_models() -> Option<PathBuf> {

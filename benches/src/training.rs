@@ -4,7 +4,10 @@
 //! max pooling; a dense layer of 128 with ReLU; 10 classes) and an MLP (784, 256, 256, 10,
 //! ReLU), each with sparse softmax cross entropy; and a text classifier whose embedding
 //! table (10000 x 64) is trained sparsely with Adagrad (`ResourceSparseApplyAdagrad` of
-//! the rows a batch reads), its mean over 20 tokens through a dense layer of 128.
+//! the rows a batch reads), its mean over 20 tokens through a dense layer of 128; and an
+//! LSTM classifier TensorFlow wrote (`tests/python/tf_recurrent_model.py`: a
+//! `tf.while_loop` over TensorArrays, as Keras's recurrent layers run), whose gradient
+//! runs through its `While`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -52,6 +55,84 @@ impl TrainingStep {
         std::fs::write(dir.join(format!("{name}.json")), sidecar.to_string())?;
         Ok(path)
     }
+}
+
+/// The LSTM classifier of `dir/lstm.pb` and `dir/lstm.json`
+/// (`tests/python/tf_recurrent_model.py`), trained with Adam: `Graph::minimize` takes its
+/// gradient through the loop.
+pub fn recurrent(dir: &Path, device: &Arc<dyn Device>) -> Result<TrainingStep> {
+    let spec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("lstm.json")).map_err(io_error)?)
+            .map_err(|e| polytensor::Error::invalid(e.to_string()))?;
+    let bytes = std::fs::read(dir.join("lstm.pb")).map_err(io_error)?;
+    let mut graph = Graph::from_graph_def_bytes(&bytes)?;
+    let name = |key: &str| spec[key].as_str().unwrap_or_default().to_string();
+    let names = |key: &str| -> Vec<String> {
+        spec[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+    };
+    let input = graph.tensor(&name("input"))?;
+    let logits = graph.tensor(&name("logits"))?;
+    let weights = names("weights")
+        .iter()
+        .map(|w| graph.tensor(w))
+        .collect::<Result<Vec<_>>>()?;
+    let mut init = names("init")
+        .iter()
+        .map(|op| {
+            graph
+                .operation(op)
+                .ok_or_else(|| polytensor::Error::invalid(format!("no op {op}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let dims: Vec<usize> = spec["shape"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d.as_u64().map(|d| d as usize))
+        .collect();
+    let batch = dims.first().copied().unwrap_or(0);
+    let labels = graph.placeholder_named(
+        "labels",
+        DataType::Int32,
+        &PartialTensorShape::new(&[Some(batch)])?,
+    )?;
+    let losses = graph
+        .op("SparseSoftmaxCrossEntropyWithLogits")
+        .input(&logits)
+        .input(&labels)
+        .build_output()?;
+    let axis = graph.constant_values(&[0i32], &[1])?;
+    let loss = graph
+        .op("Mean")
+        .input(&losses)
+        .input(&axis)
+        .build_output()?;
+    let adam = Optimizer::Adam {
+        learning_rate: 0.001,
+        beta1: 0.9,
+        beta2: 0.999,
+        epsilon: 1e-7,
+    };
+    let training = graph.minimize(&loss, &weights, &adam)?;
+    init.push(training.init);
+    let x = crate::tensor(&dims, DataType::Float, 5, device);
+    let classes: Vec<i32> = (0..batch as i32).map(|i| (i * 7) % 10).collect();
+    let classes = Tensor::from_slice(&classes, [batch], device)?;
+    Ok(TrainingStep {
+        graph,
+        init,
+        step: training.step,
+        feeds: vec![(input, x), (labels, classes)],
+    })
+}
+
+fn io_error(e: std::io::Error) -> polytensor::Error {
+    polytensor::Error::invalid(e.to_string())
 }
 
 /// Keras's MNIST CNN at `batch`, trained with Adam.
