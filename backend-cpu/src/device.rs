@@ -309,6 +309,16 @@ impl Device for CpuDevice {
         unary::softmax(x, log, out)
     }
 
+    fn unary_grad(
+        &self,
+        op: UnaryOp,
+        value: &TensorView<'_>,
+        dy: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        unary::unary_grad(op, value, dy, out)
+    }
+
     fn apply_update(
         &self,
         rule: polytensor_core::train::Rule,
@@ -368,6 +378,16 @@ impl Device for CpuDevice {
         out: &mut OutView<'_>,
     ) -> Result<()> {
         window::conv2d_backprop_input(dy, filter, geometry, out)
+    }
+
+    fn conv2d_backprop_filter(
+        &self,
+        x: &TensorView<'_>,
+        dy: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        window::conv2d_backprop_filter(x, dy, geometry, out)
     }
 
     fn pool2d(

@@ -2,12 +2,12 @@
 
 use num_complex::Complex;
 use num_traits::{Float, Zero};
-use polytensor_core::{OutView, Result, TensorView, UnaryOp};
+use polytensor_core::{Element, OutView, Result, TensorView, UnaryOp};
 use rayon::prelude::*;
 
 use super::{by_class, unsupported};
 use crate::scalar::{FloatElem, IntElem, Real};
-use crate::strided::{map1, map1_runs};
+use crate::strided::{map1, map1_runs, map2};
 use crate::vmath;
 
 pub(crate) fn unary(op: UnaryOp, x: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
@@ -312,6 +312,57 @@ pub(crate) fn hard_swish(x: &TensorView<'_>, divide: bool, out: &mut OutView<'_>
             };
         }
     })?;
+    Ok(true)
+}
+
+/// `Device::unary_grad` for f32 and f64: TensorFlow's gradient of `op` from `value` and
+/// `dy` in one pass, each element computed by the very operations, in the very order, of
+/// the elementwise ops `Tensor::unary_grad` composes (so the results are the same bits).
+/// `false` for other dtypes, or inputs of different dtypes.
+pub(crate) fn unary_grad(
+    op: UnaryOp,
+    value: &TensorView<'_>,
+    dy: &TensorView<'_>,
+    out: &mut OutView<'_>,
+) -> Result<bool> {
+    use polytensor_core::DataType;
+    if value.dtype() != dy.dtype() || out.dtype() != dy.dtype() {
+        return Ok(false);
+    }
+    match dy.dtype() {
+        DataType::Float => grad_of::<f32>(op, value, dy, out),
+        DataType::Double => grad_of::<f64>(op, value, dy, out),
+        _ => Ok(false),
+    }
+}
+
+fn grad_of<T: Float + Element + Send + Sync>(
+    op: UnaryOp,
+    value: &TensorView<'_>,
+    dy: &TensorView<'_>,
+    out: &mut OutView<'_>,
+) -> Result<bool> {
+    let number = |v: f64| T::from(v).unwrap_or_else(T::zero);
+    let (zero, one, six, half) = (T::zero(), T::one(), number(6.0), number(0.5));
+    let mask = |holds: bool| if holds { one } else { zero };
+    match op {
+        // dy * (x > 0), a product (a NaN gradient stays NaN).
+        UnaryOp::Relu => map2(value, dy, out, move |x: T, d: T| d * mask(x > zero))?,
+        UnaryOp::Relu6 => map2(value, dy, out, move |x: T, d: T| {
+            d * mask(x > zero && x < six)
+        })?,
+        // dy * y * (1 - y), in that order.
+        UnaryOp::Sigmoid => map2(value, dy, out, move |y: T, d: T| d * y * (one - y))?,
+        // dy * (1 - y * y).
+        UnaryOp::Tanh => map2(value, dy, out, move |y: T, d: T| d * (one - y * y))?,
+        // 0.5 * dy / y.
+        UnaryOp::Sqrt => map2(value, dy, out, move |y: T, d: T| half * d / y)?,
+        // -0.5 * (dy * y) * (y * y).
+        UnaryOp::Rsqrt => map2(value, dy, out, move |y: T, d: T| -half * (d * y) * (y * y))?,
+        // -dy * y * y.
+        UnaryOp::Recip => map2(value, dy, out, move |y: T, d: T| -d * y * y)?,
+        _ => return Ok(false),
+    }
     Ok(true)
 }
 

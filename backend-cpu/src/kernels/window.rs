@@ -949,6 +949,27 @@ fn backprop_input_typed<T: GemmElem + Float + Send + Sync>(
     }
     let [oh, ow] = g.output;
     let pixels = g.batch * oh * ow;
+    let image = g.input[0] * g.input[1] * c;
+    if image == 0 {
+        return Ok(());
+    }
+    // Each image's columns (its gradient pixels times the transposed filter) made and
+    // added into it on one thread, in L2, where there are images for every thread; else
+    // every image's columns at once, their rows split across the threads.
+    let per_image = oh * ow;
+    if g.batch >= rayon::current_num_threads() && taps > 0 {
+        per_image.checked_mul(taps).ok_or_else(too_large)?;
+        out.par_chunks_mut(image).enumerate().for_each_init(
+            Vec::new,
+            |columns: &mut Vec<T>, (n, picture)| {
+                columns.resize(per_image * taps, T::zero());
+                let gradient = &dy[n * per_image * o..(n + 1) * per_image * o];
+                gemm_rows(per_image, taps, o, gradient, &ft, columns);
+                col2im(columns, g, picture);
+            },
+        );
+        return Ok(());
+    }
     let columns_len = pixels.checked_mul(taps).ok_or_else(too_large)?;
     let mut columns = host_vec(columns_len, T::zero(), "columns")?;
     if taps > 0 {
@@ -961,30 +982,145 @@ fn backprop_input_typed<T: GemmElem + Float + Send + Sync>(
                 gemm_rows(rows, taps, o, &dy[first * o..(first + rows) * o], &ft, cols);
             });
     }
-    let image = g.input[0] * g.input[1] * c;
-    if image == 0 {
-        return Ok(());
-    }
     out.par_chunks_mut(image)
         .enumerate()
         .for_each(|(n, picture)| {
-            picture.fill(T::zero());
-            for y in 0..oh {
-                for x in 0..ow {
-                    let row = &columns[((n * oh + y) * ow + x) * taps..][..taps];
-                    for a in 0..kh {
-                        let Some(h) = g.tap(0, y, a) else { continue };
-                        for b in 0..kw {
-                            let Some(w) = g.tap(1, x, b) else { continue };
-                            let to = &mut picture[(h * g.input[1] + w) * c..][..c];
-                            let from = &row[(a * kw + b) * c..][..c];
-                            to.iter_mut().zip(from).for_each(|(d, &v)| *d = *d + v);
-                        }
-                    }
-                }
-            }
+            let taps_of_image = per_image * taps;
+            col2im(
+                &columns[n * taps_of_image..(n + 1) * taps_of_image],
+                g,
+                picture,
+            );
         });
     Ok(())
+}
+
+/// Col2im: one image's columns (per gradient pixel, each tap's channels) added into the
+/// image where the taps read it, the image zeroed first.
+fn col2im<T: Float>(columns: &[T], g: &WindowGeometry, picture: &mut [T]) {
+    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
+    let c = g.channels;
+    let taps = kh * kw * c;
+    let [oh, ow] = g.output;
+    picture.fill(T::zero());
+    for y in 0..oh {
+        for x in 0..ow {
+            let row = &columns[(y * ow + x) * taps..][..taps];
+            for a in 0..kh {
+                let Some(h) = g.tap(0, y, a) else { continue };
+                for b in 0..kw {
+                    let Some(w) = g.tap(1, x, b) else { continue };
+                    let to = &mut picture[(h * g.input[1] + w) * c..][..c];
+                    let from = &row[(a * kw + b) * c..][..c];
+                    to.iter_mut().zip(from).for_each(|(d, &v)| *d = *d + v);
+                }
+            }
+        }
+    }
+}
+
+/// `Device::conv2d_backprop_filter`: f32 and f64 (`false` for other dtypes).
+pub(crate) fn conv2d_backprop_filter(
+    x: &TensorView<'_>,
+    dy: &TensorView<'_>,
+    g: &WindowGeometry,
+    out: &mut OutView<'_>,
+) -> Result<bool> {
+    let counts = [
+        (x.layout().num_elements(), g.input_elements()?),
+        (dy.layout().num_elements(), g.output_elements(g.filters)?),
+        (out.layout().num_elements(), g.filter_elements()?),
+    ];
+    if counts.iter().any(|(got, want)| got != want) {
+        return Err(polytensor_core::Error::invalid(format!(
+            "conv2d_backprop_filter: operands of {counts:?} elements (got, wanted) for {g:?}"
+        )));
+    }
+    // A filter of few taps (a first layer's) makes GEMMs too thin for the kernel: the
+    // convolution of the transposed input runs it faster (MNIST's 3x3x1x32: 0.53 against
+    // 0.78 ms at batch 32).
+    let taps = g.windows[0].size * g.windows[1].size * g.channels;
+    let thin = g.channels < FEW_CHANNELS && taps <= FEW_TAPS;
+    if thin || !x.layout().is_contiguous() || !dy.layout().is_contiguous() {
+        return Ok(false);
+    }
+    match x.dtype() {
+        DataType::Float => backprop_filter_typed::<f32>(x, dy, g, out),
+        DataType::Double => backprop_filter_typed::<f64>(x, dy, g, out),
+        _ => Ok(false),
+    }
+}
+
+/// The bytes of im2col panel a thread of [`backprop_filter_typed`] keeps (in L2).
+const FILTER_GRAD_PANEL: usize = 1 << 18;
+
+/// The filter's gradient as TensorFlow's CPU kernel computes it, blocked: the output pixels
+/// in chunks, each chunk's im2col panel (`pixels x taps`, in L2) packed and its transpose
+/// times the chunk's gradient rows added into the thread's sums (one GEMM, `taps x filters`
+/// over the chunk's pixels); the threads take runs of chunks, and their sums are added.
+fn backprop_filter_typed<T: GemmElem + Float + Send + Sync>(
+    x: &TensorView<'_>,
+    dy: &TensorView<'_>,
+    g: &WindowGeometry,
+    out: &mut OutView<'_>,
+) -> Result<bool> {
+    let (x, dy) = (elements::<T>(x)?, elements::<T>(dy)?);
+    let out = output::<T>(out)?;
+    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
+    let (taps, o) = (kh * kw * g.channels, g.filters);
+    let pixels = g.batch * g.output[0] * g.output[1];
+    if taps == 0 || o == 0 || pixels == 0 {
+        out.fill(T::zero());
+        return Ok(true);
+    }
+    let rows = (FILTER_GRAD_PANEL / std::mem::size_of::<T>() / taps).clamp(8, 1024);
+    let chunks = pixels.div_ceil(rows);
+    let parts = rayon::current_num_threads().clamp(1, chunks);
+    let per_part = chunks.div_ceil(parts);
+    let sums = |part: usize| -> Vec<T> {
+        let mut sums = vec![T::zero(); taps * o];
+        let mut panel = vec![T::zero(); rows * taps];
+        for chunk in part * per_part..chunks.min((part + 1) * per_part) {
+            let first = chunk * rows;
+            let count = rows.min(pixels - first);
+            let panel = &mut panel[..count * taps];
+            pack_taps(x, g, first, panel);
+            let gradient = &dy[first * o..(first + count) * o];
+            // SAFETY: `panel` holds `count` rows of `taps` (read as its transpose: row `t`
+            // is column `t`, `taps` apart), `gradient` `count` rows of `o`, `sums` `taps`
+            // rows of `o`, each borrowed for the call.
+            unsafe {
+                gemm::gemm(
+                    taps,
+                    o,
+                    count,
+                    sums.as_mut_ptr(),
+                    1,
+                    o as isize,
+                    true,
+                    panel.as_ptr(),
+                    taps as isize,
+                    1,
+                    gradient.as_ptr(),
+                    1,
+                    o as isize,
+                    T::one(),
+                    T::one(),
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+        }
+        sums
+    };
+    let partial: Vec<Vec<T>> = (0..parts).into_par_iter().map(sums).collect();
+    out.fill(T::zero());
+    for sums in &partial {
+        out.iter_mut().zip(sums).for_each(|(o, &s)| *o = *o + s);
+    }
+    Ok(true)
 }
 
 /// `Device::pool2d`.

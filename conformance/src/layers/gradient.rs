@@ -151,6 +151,19 @@ pub(super) fn cases() -> Vec<(String, Gradient)> {
             [3, 3, 3, 2],
             conv([1, 2], [1, 1], Same, Nchw),
         ),
+        // Enough channels for the CPU's blocked GEMM kernels (filter and input gradients).
+        (
+            "deep",
+            [3, 6, 7, 9],
+            [3, 3, 9, 5],
+            conv([1, 1], [1, 1], Same, Nhwc),
+        ),
+        (
+            "deep_strided_dilated",
+            [2, 9, 8, 10],
+            [3, 2, 10, 4],
+            conv([2, 1], [1, 2], Same, Nhwc),
+        ),
     ]
     .into_iter()
     .map(|(name, image, filter, options)| {

@@ -707,6 +707,24 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         ))
     }
 
+    /// TensorFlow's `Conv2DBackpropFilter` directly: the gradient of [`Device::conv2d`]'s
+    /// filter (not depthwise) for the forward convolution `geometry`, from its contiguous
+    /// NHWC input `x` and output gradient `dy` (`[batch, output.., filters]`), into the
+    /// contiguous `out` (`[k_h, k_w, channels, filters]`): each element the sum, over the
+    /// batch's output pixels, of the input at that tap times the gradient. Only called where
+    /// [`Device::window_kernels`] holds. Returns whether it ran; `false`, the default, has
+    /// the caller run it as a convolution of the transposed input by the gradient.
+    fn conv2d_backprop_filter(
+        &self,
+        x: &TensorView<'_>,
+        dy: &TensorView<'_>,
+        geometry: &WindowGeometry,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        let _ = (x, dy, geometry, out);
+        Ok(false)
+    }
+
     /// Direct 2-D pooling of the contiguous NHWC `x` into the contiguous NHWC `out`: the
     /// largest element of each window (`max`), or the mean of the elements it covers
     /// (padding is not counted). Only called where [`Device::window_kernels`] holds.
@@ -735,6 +753,24 @@ pub trait Device: Any + Send + Sync + fmt::Debug {
         out: &mut OutView<'_>,
     ) -> Result<bool> {
         let _ = (x, y, dy, geometry, out);
+        Ok(false)
+    }
+
+    /// TensorFlow's `ReluGrad`, `Relu6Grad`, `SigmoidGrad`, `TanhGrad`, `SqrtGrad`,
+    /// `RsqrtGrad` and `ReciprocalGrad` in one pass: the gradient of unary `op` from its
+    /// input (`Relu`, `Relu6`) or its output (the others) `value` and the output's gradient
+    /// `dy`, of one shape and dtype, each element rounded as
+    /// [`Tensor::unary_grad`](crate::Tensor::unary_grad)'s elementwise ops round it.
+    /// Returns whether it ran; `false`, the default, has the caller compose it from those
+    /// ops.
+    fn unary_grad(
+        &self,
+        op: UnaryOp,
+        value: &TensorView<'_>,
+        dy: &TensorView<'_>,
+        out: &mut OutView<'_>,
+    ) -> Result<bool> {
+        let _ = (op, value, dy, out);
         Ok(false)
     }
 

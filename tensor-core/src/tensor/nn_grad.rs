@@ -45,6 +45,13 @@ impl Tensor {
                 found: dy.dtype,
             });
         }
+        let device = dy.device();
+        let fused = Tensor::produce_if(dy.shape().clone(), dy.dtype, device, |out| {
+            device.unary_grad(op, &value.view(), &dy.view(), out)
+        })?;
+        if let Some(grad) = fused {
+            return Ok(grad);
+        }
         let number = |v: f64| Tensor::full(TensorShape::scalar(), v, dy.dtype, dy.device());
         let zero = number(0.0)?;
         match op {
@@ -119,10 +126,14 @@ impl Tensor {
                 dy.shape()
             )));
         }
-        let (x, swapped) = filter_grad_window(&x, &dy, [kh, kw], options, OP)?;
+        let (cropped, swapped) = filter_grad_window(&x, &dy, [kh, kw], options, OP)?;
         if batch == 0 || dy.dims()[1] == 0 || dy.dims()[2] == 0 {
             return Tensor::zeros(filter_sizes, self.dtype, self.device());
         }
+        if let Some(direct) = x.direct_backprop_filter(&dy, filter_sizes, options)? {
+            return Ok(direct);
+        }
+        let x = cropped;
         // [channels, h, w, batch] images, convolved with [out_h, out_w, batch, filters].
         let images = x.permute(&[3, 1, 2, 0])?.contiguous()?;
         let taps = dy.permute(&[1, 2, 0, 3])?.contiguous()?;
@@ -130,6 +141,43 @@ impl Tensor {
             .conv2d(&taps, &swapped)?
             .permute(&[1, 2, 0, 3])?
             .contiguous()
+    }
+
+    /// [`Tensor::conv2d_backprop_filter`] by the device's direct kernel
+    /// ([`Device::conv2d_backprop_filter`]), for this NHWC input and NHWC `dy` already
+    /// checked against each other; `None` where the device has none for the dtype.
+    fn direct_backprop_filter(
+        &self,
+        dy: &Tensor,
+        [kh, kw, channels, filters]: [usize; 4],
+        options: &Conv2dOptions,
+    ) -> Result<Option<Tensor>> {
+        let device = self.device();
+        if !device.window_kernels(self.dtype) {
+            return Ok(None);
+        }
+        let windows = super::nn::spatial_windows([kh, kw], options.strides, options.dilations);
+        let input = [self.dims()[1], self.dims()[2]];
+        let mut before = [0; 2];
+        for (d, window) in windows.iter().enumerate() {
+            before[d] = window.resolve(input[d], &options.padding, d)?.before;
+        }
+        let geometry = WindowGeometry {
+            batch: self.dims()[0],
+            input,
+            channels,
+            windows,
+            before,
+            output: [dy.dims()[1], dy.dims()[2]],
+            filters,
+        };
+        let (x, dy) = (self.contiguous()?, dy.contiguous()?);
+        Tensor::produce_if(
+            TensorShape::new(&[kh, kw, channels, filters])?,
+            self.dtype,
+            device,
+            |out| device.conv2d_backprop_filter(&x.view(), &dy.view(), &geometry, out),
+        )
     }
 
     /// TensorFlow's `DepthwiseConv2dNativeBackpropFilter`: the gradient of a depthwise
