@@ -28,13 +28,7 @@ fn elements<'a, T: Element>(view: &TensorView<'a>, count: usize) -> Result<Optio
     Ok(contiguous_input::<T>(view)?.filter(|values| values.len() == count))
 }
 
-fn run<
-    T: Element
-        + PartialEq
-        + std::ops::Add<Output = T>
-        + std::ops::Sub<Output = T>
-        + std::ops::Mul<Output = T>,
->(
+fn run<T: Number + Send + Sync>(
     x: &TensorView<'_>,
     y: &TensorView<'_>,
     dy: &TensorView<'_>,
@@ -53,60 +47,112 @@ fn run<
     ) else {
         return Ok(false);
     };
-    let zero = T::from_scalar(polytensor_core::Scalar::F64(0.0));
-    let one = T::from_scalar(polytensor_core::Scalar::F64(1.0));
-    // Whether every `dy` is finite.
-    let finite = dy.iter().all(|&d| d.to_scalar().to_f64().is_finite());
     let grad = output::<T>(out)?;
-    grad.fill(zero);
     let shared = SharedOut::new(grad);
-    let [top, left] = g.before.map(|b| b as isize);
-    let [wh, ww] = g.windows;
+    let avx2 = super::window::fused_multiply_add();
     run_items(g.batch, g.batch > 1, &|b| {
         // SAFETY: each item owns image `b` of the output.
         let grad = unsafe { shared.run(b * image, image) };
-        let (x, y, dy) = (
-            &x[b * image..][..image],
-            &y[b * pooled..][..pooled],
-            &dy[b * pooled..][..pooled],
-        );
-        // Per channel, 1 until the window's first maximum is found, then 0.
-        let mut pending = vec![one; c];
-        for i in 0..oh {
-            for j in 0..ow {
-                pending.fill(one);
-                let at = (i * ow + j) * c;
-                let (best, step) = (&y[at..at + c], &dy[at..at + c]);
-                for a in 0..wh.size {
-                    let row = (i * wh.stride + a) as isize - top;
-                    if row < 0 || row >= h as isize {
+        let operands = Image {
+            x: &x[b * image..][..image],
+            y: &y[b * pooled..][..pooled],
+            dy: &dy[b * pooled..][..pooled],
+            grad,
+        };
+        #[cfg(target_arch = "x86_64")]
+        if avx2 {
+            // SAFETY: `avx2` is true only where the CPU has AVX2 (and FMA).
+            unsafe { image_grad_avx2(operands, g) };
+            return;
+        }
+        let _ = avx2;
+        image_grad(operands, g);
+    });
+    Ok(true)
+}
+
+/// One image's operands: its input, the pool's output and its gradient, and the input's
+/// gradient to write.
+struct Image<'a, T> {
+    x: &'a [T],
+    y: &'a [T],
+    dy: &'a [T],
+    grad: &'a mut [T],
+}
+
+/// [`image_grad`] compiled for AVX2 (the channels eight lanes at a time).
+///
+/// # Safety
+///
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn image_grad_avx2<T: Number>(image: Image<'_, T>, g: &WindowGeometry) {
+    image_grad(image, g);
+}
+
+/// What the kernel's element types do.
+trait Number:
+    Element
+    + PartialEq
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+{
+}
+
+impl Number for f32 {}
+impl Number for f64 {}
+
+/// One image's gradient: zeroed (on its thread, just before its sums, so in cache), then
+/// each window's gradient added at its first maximum.
+#[inline(always)]
+fn image_grad<T: Number>(Image { x, y, dy, grad }: Image<'_, T>, g: &WindowGeometry) {
+    let [h, w] = g.input;
+    let [oh, ow] = g.output;
+    let c = g.channels;
+    let zero = T::from_scalar(polytensor_core::Scalar::F64(0.0));
+    let one = T::from_scalar(polytensor_core::Scalar::F64(1.0));
+    // Whether every `dy` of the image is finite (`d * 0` is 0 only for a finite `d`).
+    let finite = dy.iter().all(|&d| d * zero == zero);
+    grad.fill(zero);
+    let [top, left] = g.before.map(|b| b as isize);
+    let [wh, ww] = g.windows;
+    // Per channel, 1 until the window's first maximum is found, then 0.
+    let mut pending = vec![one; c];
+    for i in 0..oh {
+        for j in 0..ow {
+            pending.fill(one);
+            let at = (i * ow + j) * c;
+            let (best, step) = (&y[at..at + c], &dy[at..at + c]);
+            for a in 0..wh.size {
+                let row = (i * wh.stride + a) as isize - top;
+                if row < 0 || row >= h as isize {
+                    continue;
+                }
+                for t in 0..ww.size {
+                    let col = (j * ww.stride + t) as isize - left;
+                    if col < 0 || col >= w as isize {
                         continue;
                     }
-                    for t in 0..ww.size {
-                        let col = (j * ww.stride + t) as isize - left;
-                        if col < 0 || col >= w as isize {
-                            continue;
-                        }
-                        let pixel = (row as usize * w + col as usize) * c;
-                        let (values, sums) = (&x[pixel..pixel + c], &mut grad[pixel..pixel + c]);
-                        let window = Tap {
-                            pending: &mut pending,
-                            values,
-                            best,
-                            step,
-                            sums,
-                        };
-                        if finite {
-                            window.first_maxima::<true>(zero, one);
-                        } else {
-                            window.first_maxima::<false>(zero, one);
-                        }
+                    let pixel = (row as usize * w + col as usize) * c;
+                    let (values, sums) = (&x[pixel..pixel + c], &mut grad[pixel..pixel + c]);
+                    let window = Tap {
+                        pending: &mut pending,
+                        values,
+                        best,
+                        step,
+                        sums,
+                    };
+                    if finite {
+                        window.first_maxima::<true>(zero, one);
+                    } else {
+                        window.first_maxima::<false>(zero, one);
                     }
                 }
             }
         }
-    });
-    Ok(true)
+    }
 }
 
 /// One tap of a window, across its channels: the input's values there, the window's

@@ -132,8 +132,14 @@ pub(crate) fn try_sum<T: FloatElem>(
 fn row_starts(reduced: &[usize], reduced_strides: &[isize], offset: isize) -> Vec<isize> {
     let rows = StridedRows::new(reduced, [reduced_strides], [offset]);
     let (len, [step]) = (rows.row_len(), rows.inner_strides());
-    rows.flat_map(|[s]| (0..len as isize).map(move |i| s + i * step))
-        .collect()
+    // Each row's starts extended from a range (which knows its length, so the loop is
+    // plain stores): a `flat_map` collected element by element took 40% of a bias's
+    // gradient (25088 rows of 32).
+    let mut starts = Vec::with_capacity(rows.num_rows() * len);
+    for [s] in rows {
+        starts.extend((0..len as isize).map(|i| s + i * step));
+    }
+    starts
 }
 
 /// [`outer_sums`] for each index of a leading kept axis of `batch` entries `stride` apart,
@@ -301,8 +307,8 @@ fn outer_sums<T: FloatElem>(
     let data = input::<T>(x)?;
     let dst = output::<T>(out)?;
     let starts: Vec<usize> = row_starts(reduced, reduced_strides, x.layout().offset() as isize)
-        .into_iter()
-        .map(|s| s as usize)
+        .iter()
+        .map(|&s| s as usize)
         .collect();
     let threads = rayon::current_num_threads();
     let parallel = width * starts.len() >= PARALLEL_MIN_ELEMENTS;

@@ -823,7 +823,7 @@ fn depthwise_conv<T: Float + Send + Sync>(
 }
 
 /// Whether this CPU has AVX2 and FMA (detected once).
-fn fused_multiply_add() -> bool {
+pub(super) fn fused_multiply_add() -> bool {
     static FMA: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *FMA.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
