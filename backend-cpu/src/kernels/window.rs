@@ -718,13 +718,42 @@ fn few_channels_row<T: Float, const FUSED: bool>(
 ) {
     let [kh, kw] = [g.windows[0].size, g.windows[1].size];
     let (c, o) = (g.channels, g.filters);
-    // The filter rows this output row reads: (row of taps, input row).
-    let rows: Vec<(usize, usize)> = (0..kh)
-        .filter_map(|a| g.tap(0, y, a).map(|h| (a, h)))
-        .collect();
+    // The filter rows this output row reads: (row of taps, input row), on the stack (a
+    // few-channel filter has at most `FEW_TAPS` rows).
+    let mut row_list = [(0usize, 0usize); FEW_TAPS];
+    let mut valid = 0;
+    for a in 0..kh {
+        if let (Some(h), Some(slot)) = (g.tap(0, y, a), row_list.get_mut(valid)) {
+            *slot = (a, h);
+            valid += 1;
+        }
+    }
+    let rows = &row_list[..valid];
     let tail = o % LANES;
     let full = o - tail;
     let pixels = out.len() / o;
+    // Each tap of this row (valid rows, every column, every channel): where it reads the
+    // input for a window starting at column 0, and its filter row. At most `FEW_TAPS`, on
+    // the stack.
+    let mut tap_list = [(0usize, 0usize); FEW_TAPS];
+    let mut count = 0;
+    for &(a, h) in rows {
+        let start = (image * g.input[0] + h) * g.input[1] * c;
+        for b in 0..kw {
+            for ci in 0..c {
+                if let Some(slot) = tap_list.get_mut(count) {
+                    *slot = (
+                        start + b * g.windows[1].dilation * c + ci,
+                        (a * kw + b) * c + ci,
+                    );
+                    count += 1;
+                }
+            }
+        }
+    }
+    let taps = &tap_list[..count];
+    // Elements between neighbouring pixels' windows.
+    let step = g.windows[1].stride * c;
     // Whether every column tap of pixel `xo` lies inside the image.
     let inside = |xo: usize| (0..kw).all(|b| g.tap(1, xo, b).is_some());
     let mut xo = 0;
@@ -749,34 +778,34 @@ fn few_channels_row<T: Float, const FUSED: bool>(
             if count == PIXELS {
                 let zero = [T::zero(); LANES];
                 let (mut acc0, mut acc1, mut acc2, mut acc3) = (zero, zero, zero, zero);
-                let [sw, dw] = [g.windows[1].stride, g.windows[1].dilation];
-                for &(a, h) in &rows {
-                    // The input row `h` of this image, and where each pixel's taps start.
-                    let start = (image * g.input[0] + h) * g.input[1] * c;
-                    let x_row = &x[start..start + g.input[1] * c];
-                    for b in 0..kw {
-                        let tap = (a * kw + b) * c;
-                        let at0 = (xo * sw + b * dw - g.before[1]) * c;
-                        let step = sw * c;
-                        for ci in 0..c {
-                            let lanes: &[T; LANES] = weights[(tap + ci) * stride + at..][..LANES]
-                                .try_into()
-                                .expect("LANES elements");
-                            let xs = &x_row[at0 + ci..];
-                            madd_lanes::<T, FUSED>(&mut acc0, xs[0], lanes);
-                            madd_lanes::<T, FUSED>(&mut acc1, xs[step], lanes);
-                            madd_lanes::<T, FUSED>(&mut acc2, xs[2 * step], lanes);
-                            madd_lanes::<T, FUSED>(&mut acc3, xs[3 * step], lanes);
-                        }
-                    }
+                // The first pixel's taps: every pixel's whole window lies inside the
+                // image, so its window starts `before` columns left of its own column.
+                let shift = xo * g.windows[1].stride * c - g.before[1] * c;
+                for &(at_x, row) in taps {
+                    let lanes: &[T; LANES] = weights[row * stride + at..][..LANES]
+                        .try_into()
+                        .expect("LANES elements");
+                    let xs = &x[at_x + shift..][..3 * step + 1];
+                    madd_lanes::<T, FUSED>(&mut acc0, xs[0], lanes);
+                    madd_lanes::<T, FUSED>(&mut acc1, xs[step], lanes);
+                    madd_lanes::<T, FUSED>(&mut acc2, xs[2 * step], lanes);
+                    madd_lanes::<T, FUSED>(&mut acc3, xs[3 * step], lanes);
                 }
                 let acc = [acc0, acc1, acc2, acc3];
                 for (pixel_out, acc) in outputs.chunks_exact_mut(o).zip(&acc) {
-                    pixel_out[first..first + width].copy_from_slice(&acc[..width]);
+                    if width == LANES {
+                        // A whole register: a store, not a call of `memcpy`.
+                        let lanes: &mut [T; LANES] = (&mut pixel_out[first..first + LANES])
+                            .try_into()
+                            .expect("LANES elements");
+                        *lanes = *acc;
+                    } else {
+                        pixel_out[first..first + width].copy_from_slice(&acc[..width]);
+                    }
                 }
             } else {
                 let mut acc = [T::zero(); LANES];
-                for &(a, h) in &rows {
+                for &(a, h) in rows {
                     for b in 0..kw {
                         let Some(w) = g.tap(1, xo, b) else { continue };
                         let tap = (a * kw + b) * c;
