@@ -81,7 +81,7 @@ pub fn recurrent(dir: &Path, device: &Arc<dyn Device>) -> Result<TrainingStep> {
         .iter()
         .map(|w| graph.tensor(w))
         .collect::<Result<Vec<_>>>()?;
-    let mut init = names("init")
+    let init = names("init")
         .iter()
         .map(|op| {
             graph
@@ -101,6 +101,56 @@ pub fn recurrent(dir: &Path, device: &Arc<dyn Device>) -> Result<TrainingStep> {
         DataType::Int32,
         &PartialTensorShape::new(&[Some(batch)])?,
     )?;
+    let x = crate::tensor(&dims, DataType::Float, 5, device);
+    classifier_step(
+        graph,
+        Classifier {
+            logits,
+            labels,
+            weights,
+            init,
+        },
+        &adam(),
+        (input, x),
+        device,
+    )
+}
+
+/// A classifier's graph: its logits, its labels' placeholder, its weights and their
+/// initializers.
+struct Classifier {
+    logits: Output,
+    labels: Output,
+    weights: Vec<Output>,
+    init: Vec<Operation>,
+}
+
+/// The benchmarks' Adam.
+fn adam() -> Optimizer {
+    Optimizer::Adam {
+        learning_rate: 0.001,
+        beta1: 0.9,
+        beta2: 0.999,
+        epsilon: 1e-7,
+    }
+}
+
+/// `graph`'s loss (mean sparse softmax cross entropy of the classifier's logits), the step
+/// of `optimizer` over its weights, and a batch: `input` fed to its placeholder and seeded
+/// labels.
+fn classifier_step(
+    mut graph: Graph,
+    classifier: Classifier,
+    optimizer: &Optimizer,
+    (placeholder, input): (Output, Tensor),
+    device: &Arc<dyn Device>,
+) -> Result<TrainingStep> {
+    let Classifier {
+        logits,
+        labels,
+        weights,
+        mut init,
+    } = classifier;
     let losses = graph
         .op("SparseSoftmaxCrossEntropyWithLogits")
         .input(&logits)
@@ -112,22 +162,16 @@ pub fn recurrent(dir: &Path, device: &Arc<dyn Device>) -> Result<TrainingStep> {
         .input(&losses)
         .input(&axis)
         .build_output()?;
-    let adam = Optimizer::Adam {
-        learning_rate: 0.001,
-        beta1: 0.9,
-        beta2: 0.999,
-        epsilon: 1e-7,
-    };
-    let training = graph.minimize(&loss, &weights, &adam)?;
+    let training = graph.minimize(&loss, &weights, optimizer)?;
     init.push(training.init);
-    let x = crate::tensor(&dims, DataType::Float, 5, device);
+    let batch = input.dims().first().copied().unwrap_or(0);
     let classes: Vec<i32> = (0..batch as i32).map(|i| (i * 7) % 10).collect();
     let classes = Tensor::from_slice(&classes, [batch], device)?;
     Ok(TrainingStep {
         graph,
         init,
         step: training.step,
-        feeds: vec![(input, x), (labels, classes)],
+        feeds: vec![(placeholder, input), (labels, classes)],
     })
 }
 
@@ -281,42 +325,30 @@ impl Model {
 
     /// The loss (mean sparse softmax cross entropy), Adam's step, and a seeded batch.
     fn finish(self, logits: &Output, device: &Arc<dyn Device>) -> Result<TrainingStep> {
-        let adam = Optimizer::Adam {
-            learning_rate: 0.001,
-            beta1: 0.9,
-            beta2: 0.999,
-            epsilon: 1e-7,
-        };
         let images = crate::tensor(&self.dims, DataType::Float, 3, device);
-        self.finish_with(logits, device, &adam, images)
+        self.finish_with(logits, device, &adam(), images)
     }
 
     /// The loss, `optimizer`'s step, and a batch of `input` with seeded labels.
     fn finish_with(
-        mut self,
+        self,
         logits: &Output,
         device: &Arc<dyn Device>,
         optimizer: &Optimizer,
         input: Tensor,
     ) -> Result<TrainingStep> {
-        let g = &mut self.graph;
-        let losses = g
-            .op("SparseSoftmaxCrossEntropyWithLogits")
-            .input(logits)
-            .input(&self.labels)
-            .build_output()?;
-        let axis = g.constant_values(&[0i32], &[1])?;
-        let loss = g.op("Mean").input(&losses).input(&axis).build_output()?;
-        let training = g.minimize(&loss, &self.weights, optimizer)?;
-        self.init.push(training.init);
-        let batch = self.dims[0];
-        let labels: Vec<i32> = (0..batch as i32).map(|i| (i * 7) % 10).collect();
-        let labels = Tensor::from_slice(&labels, [batch], device)?;
-        Ok(TrainingStep {
-            graph: self.graph,
+        let classifier = Classifier {
+            logits: logits.clone(),
+            labels: self.labels,
+            weights: self.weights,
             init: self.init,
-            step: training.step,
-            feeds: vec![(self.input, input), (self.labels, labels)],
-        })
+        };
+        classifier_step(
+            self.graph,
+            classifier,
+            optimizer,
+            (self.input, input),
+            device,
+        )
     }
 }

@@ -377,14 +377,25 @@ fn control_flow_gradients_are_tensorflows_on_every_device_and_run_in_tensorflow(
         println!("{}: refused: {error}", case["graph"]);
     }
     // TensorFlow runs polytensor's gradient graphs to its own gradients.
+    let cases: Vec<String> = names(&cases).iter().map(|c| c.to_string()).collect();
+    tensorflow_runs(&python, &folder, &plans, &cases, "runs");
+    println!("TensorFlow runs polytensor's gradient graphs to its own gradients");
+    std::fs::remove_dir_all(folder).unwrap();
+}
+
+/// TensorFlow (`tf_run_training.py`) runs each of `plans` (a graph polytensor wrote, what
+/// initialises it, the steps to run, the tensors to fetch and what they must be): the
+/// fetched values are the plans' `expected`, case by case (`how`: what TensorFlow does with
+/// the graph, for the messages).
+fn tensorflow_runs(python: &Path, folder: &Path, plans: &[Json], cases: &[String], how: &str) {
     let plan = folder.join("plans.json");
-    std::fs::write(&plan, serde_json::to_vec(&plans).unwrap()).unwrap();
+    std::fs::write(&plan, serde_json::to_vec(plans).unwrap()).unwrap();
     let ran: Json = serde_json::from_str(
-        common::run_script(&python, "tf_run_training.py", &[plan.as_os_str()]).trim(),
+        common::run_script(python, "tf_run_training.py", &[plan.as_os_str()]).trim(),
     )
     .unwrap();
     let cpu = &golden::devices()[0];
-    for ((plan, values), case) in plans.iter().zip(ran.as_array().unwrap()).zip(names(&cases)) {
+    for ((plan, values), case) in plans.iter().zip(ran.as_array().unwrap()).zip(cases) {
         for ((got, want), name) in values
             .as_array()
             .unwrap()
@@ -394,14 +405,12 @@ fn control_flow_gradients_are_tensorflows_on_every_device_and_run_in_tensorflow(
         {
             let (got, want) = (golden::tensor(got, cpu), golden::tensor(want, cpu));
             assert_close(
-                &format!("{case}: {name} as TensorFlow runs polytensor's graph"),
+                &format!("{case}: {name} as TensorFlow {how} polytensor's graph"),
                 &got,
                 &want,
             );
         }
-        println!("{case}: TensorFlow runs polytensor's gradient graph to its own gradients");
     }
-    std::fs::remove_dir_all(folder).unwrap();
 }
 
 /// The optimizer a case's `"optimizer"` spec describes.
@@ -534,29 +543,7 @@ fn polytensors_training_is_tensorflows_and_tensorflow_runs_and_restores_it() {
         );
     }
     // TensorFlow runs the training graphs polytensor wrote to the same weights.
-    let plan = folder.join("plans.json");
-    std::fs::write(&plan, serde_json::to_vec(&plans).unwrap()).unwrap();
-    let ran: Json = serde_json::from_str(
-        common::run_script(&python, "tf_run_training.py", &[plan.as_os_str()]).trim(),
-    )
-    .unwrap();
-    let cpu = &golden::devices()[0];
-    for ((plan, values), case) in plans.iter().zip(ran.as_array().unwrap()).zip(&cases) {
-        for ((got, want), name) in values
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(plan["expected"].as_array().unwrap())
-            .zip(names(&plan["fetches"]))
-        {
-            let (got, want) = (golden::tensor(got, cpu), golden::tensor(want, cpu));
-            assert_close(
-                &format!("{case}: {name} as TensorFlow trains polytensor's graph"),
-                &got,
-                &want,
-            );
-        }
-    }
+    tensorflow_runs(&python, &folder, &plans, &cases, "trains");
     std::fs::remove_dir_all(folder).unwrap();
 }
 
