@@ -45,6 +45,7 @@ impl Tensor {
                 found: dy.dtype,
             });
         }
+        value.check_same_device(dy, "unary_grad")?;
         let device = dy.device();
         let fused = Tensor::produce_if(dy.shape().clone(), dy.dtype, device, |out| {
             device.unary_grad(op, &value.view(), &dy.view(), out)
