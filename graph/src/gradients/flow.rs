@@ -96,12 +96,9 @@ impl Graph {
         } = function;
         // The library as it is now: functions added since the instance was made included.
         graph.library = self.library.clone();
-        let at = |g: &Graph, (node, index): (usize, usize)| g.output(&g.handle(node), index);
-        let args: Vec<Output> = args.iter().map(|&a| at(&graph, a)).collect::<Result<_>>()?;
-        let ys: Vec<Output> = seeded
-            .iter()
-            .map(|&(r, _)| at(&graph, rets[r]))
-            .collect::<Result<_>>()?;
+        let args = outputs_at(&graph, &args)?;
+        let seeded_rets: Vec<(usize, usize)> = seeded.iter().map(|&(r, _)| rets[r]).collect();
+        let ys = outputs_at(&graph, &seeded_rets)?;
         let dys: Vec<Output> = ys
             .iter()
             .zip(seeded)
@@ -445,16 +442,7 @@ fn while_(g: &mut Graph, forward: &Forward, dys: &[Option<Output>]) -> Result<Ve
     }
     inputs.extend(records);
     inputs.extend(kept.into_iter().map(|(_, value)| value));
-    let loop_types: Vec<DataType> = inputs.iter().map(Output::dtype).collect();
-    let op = g
-        .op(forward.op.op_type())
-        .inputs(&inputs)
-        .attr("T", attr::type_list(&loop_types))
-        .attr("cond", attr::function(&grad_cond))
-        .attr("body", attr::function(&grad_body))
-        .attr("parallel_iterations", parallel_iterations(forward)?)
-        .build()?;
-    let outputs = g.outputs(&op)?;
+    let outputs = g.loop_like(forward, &inputs, (&grad_cond, &grad_body))?;
     let grads = outputs[1..=wanted.len()].to_vec();
     Ok(by_input(forward, 0, &wanted, grads))
 }
@@ -509,24 +497,30 @@ impl Graph {
         let none = self.constant(0i32)?;
         let mut inputs = vars.clone();
         for &k in carried {
-            let empty = self
-                .op("TensorListReserve")
-                .input(&unknown)
-                .input(&none)
-                .attr("element_dtype", vars[k].dtype())
-                .build_output()?;
-            inputs.push(empty);
+            inputs.push(self.unset_list(&unknown, &none, vars[k].dtype())?);
         }
+        let outputs = self.loop_like(forward, &inputs, (&cond_name, &body_name))?;
+        Ok(outputs[vars.len()..].to_vec())
+    }
+
+    /// A loop of the forward's op type and `parallel_iterations` over `inputs`, calling
+    /// functions `cond` and `body`: its outputs.
+    fn loop_like(
+        &mut self,
+        forward: &Forward,
+        inputs: &[Output],
+        (cond, body): (&str, &str),
+    ) -> Result<Vec<Output>> {
         let types: Vec<DataType> = inputs.iter().map(Output::dtype).collect();
         let op = self
             .op(forward.op.op_type())
-            .inputs(&inputs)
+            .inputs(inputs)
             .attr("T", attr::type_list(&types))
-            .attr("cond", attr::function(&cond_name))
-            .attr("body", attr::function(&body_name))
+            .attr("cond", attr::function(cond))
+            .attr("body", attr::function(body))
             .attr("parallel_iterations", parallel_iterations(forward)?)
             .build()?;
-        Ok(self.outputs(&op)?[vars.len()..].to_vec())
+        self.outputs(&op)
     }
 
     /// The gradient loop's condition and body (functions added to the library): over
