@@ -113,8 +113,7 @@ fn image_grad<T: Number>(Image { x, y, dy, grad }: Image<'_, T>, g: &WindowGeome
     let c = g.channels;
     let zero = T::from_scalar(polytensor_core::Scalar::F64(0.0));
     let one = T::from_scalar(polytensor_core::Scalar::F64(1.0));
-    // Whether every `dy` of the image is finite (`d * 0` is 0 only for a finite `d`).
-    let finite = dy.iter().all(|&d| d * zero == zero);
+    let finite = all_finite(dy, zero);
     grad.fill(zero);
     let [top, left] = g.before.map(|b| b as isize);
     let [wh, ww] = g.windows;
@@ -153,6 +152,26 @@ fn image_grad<T: Number>(Image { x, y, dy, grad }: Image<'_, T>, g: &WindowGeome
             }
         }
     }
+}
+
+/// Whether every value is finite: `d * 0` is 0 for a finite `d` and NaN otherwise, and a
+/// sum of those is NaN where any is. Eight sums side by side, without an early exit, so
+/// that the loop vectorises.
+#[inline(always)]
+fn all_finite<T: Number>(values: &[T], zero: T) -> bool {
+    const LANES: usize = 8;
+    let mut sums = [zero; LANES];
+    let chunks = values.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (sum, &d) in sums.iter_mut().zip(chunk) {
+            *sum = *sum + d * zero;
+        }
+    }
+    for (sum, &d) in sums.iter_mut().zip(tail) {
+        *sum = *sum + d * zero;
+    }
+    sums.iter().all(|&s| s == zero)
 }
 
 /// One tap of a window, across its channels: the input's values there, the window's

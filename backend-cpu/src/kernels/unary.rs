@@ -336,7 +336,28 @@ pub(crate) fn unary_grad(
     }
 }
 
-fn grad_of<T: Float + Element + Send + Sync>(
+/// A float that is 1 where a condition holds and 0 where not, made from the condition's
+/// bits so that the loops computing it vectorise (a branch or a select of two constants
+/// compiles to a table lookup per element).
+trait Indicator: Copy {
+    fn indicator(holds: bool) -> Self;
+}
+
+impl Indicator for f32 {
+    #[inline(always)]
+    fn indicator(holds: bool) -> f32 {
+        f32::from_bits((holds as u32).wrapping_neg() & 1f32.to_bits())
+    }
+}
+
+impl Indicator for f64 {
+    #[inline(always)]
+    fn indicator(holds: bool) -> f64 {
+        f64::from_bits((holds as u64).wrapping_neg() & 1f64.to_bits())
+    }
+}
+
+fn grad_of<T: Float + Indicator + Element + Send + Sync>(
     op: UnaryOp,
     value: &TensorView<'_>,
     dy: &TensorView<'_>,
@@ -344,7 +365,7 @@ fn grad_of<T: Float + Element + Send + Sync>(
 ) -> Result<bool> {
     let number = |v: f64| T::from(v).unwrap_or_else(T::zero);
     let (zero, one, six, half) = (T::zero(), T::one(), number(6.0), number(0.5));
-    let mask = |holds: bool| if holds { one } else { zero };
+    let mask = T::indicator;
     match op {
         // dy * (x > 0), a product (a NaN gradient stays NaN).
         UnaryOp::Relu => map2(value, dy, out, move |x: T, d: T| d * mask(x > zero))?,
