@@ -1176,15 +1176,15 @@ pub(crate) fn pool2d(
 }
 
 /// The larger of two values as the shared semantics order them: NaN wins, -0 < +0.
-/// Selects rather than branches, so that a row of channels vectorises.
+/// One select of conditions joined without short circuits, so that a block of channels
+/// vectorises.
 #[inline(always)]
 fn maximum<T: Float>(a: T, b: T) -> T {
-    let take_b = b.is_nan() || b > a || (b == a && a.is_sign_negative());
-    let larger = if take_b { b } else { a };
-    if a.is_nan() {
-        a
+    let b_is_larger = b.is_nan() | (b > a) | ((b == a) & a.is_sign_negative());
+    if !a.is_nan() & b_is_larger {
+        b
     } else {
-        larger
+        a
     }
 }
 
@@ -1251,8 +1251,14 @@ unsafe fn pool_row_avx2<T: Float>(
     pool_row(x, g, max, at, out)
 }
 
+/// The channels a max pool folds at a time, in registers: each block of an output pixel
+/// is folded over all of its window's taps and stored once (a max folded into the output
+/// keeps a NaN by a masked store per tap, microcoded on AVX2: twice as slow).
+const POOL_LANES: usize = 16;
+
 /// One output row `[image, y]` of a max (or average) pool, each pixel's channels folded
-/// over its window's taps.
+/// over its window's taps: maxima [`POOL_LANES`] channels at a time in registers, sums
+/// into the output a tap at a time (a plain add, which vectorises there).
 #[inline(always)]
 fn pool_row<T: Float>(
     x: &[T],
@@ -1261,29 +1267,56 @@ fn pool_row<T: Float>(
     [image, y]: [usize; 2],
     out: &mut [T],
 ) {
-    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
+    let kw = g.windows[1].size;
     let c = g.channels;
-    let rows = (0..kh).filter_map(|i| g.tap(0, y, i));
-    for (xo, acc) in out.chunks_exact_mut(c).enumerate() {
-        acc.fill(if max { T::neg_infinity() } else { T::zero() });
-        let mut count = 0usize;
-        for h in rows.clone() {
-            for w in (0..kw).filter_map(|j| g.tap(1, xo, j)) {
-                let xs = pixel(x, g, image, h, w);
-                if max {
-                    acc.iter_mut()
-                        .zip(xs)
-                        .for_each(|(a, &v)| *a = maximum(*a, v));
-                } else {
-                    acc.iter_mut().zip(xs).for_each(|(a, &v)| *a = *a + v);
-                }
-                count += 1;
-            }
-        }
+    let rows: Vec<usize> = (0..g.windows[0].size)
+        .filter_map(|i| g.tap(0, y, i))
+        .collect();
+    let mut taps: Vec<&[T]> = Vec::with_capacity(rows.len() * kw);
+    for (xo, pooled) in out.chunks_exact_mut(c).enumerate() {
+        let columns = || (0..kw).filter_map(|j| g.tap(1, xo, j));
         if !max {
+            pooled.fill(T::zero());
+            let mut count = 0usize;
+            for &h in &rows {
+                for w in columns() {
+                    fold(pooled, pixel(x, g, image, h, w), false);
+                    count += 1;
+                }
+            }
             let count = T::from(count).unwrap_or_else(T::one);
-            acc.iter_mut().for_each(|a| *a = *a / count);
+            pooled.iter_mut().for_each(|s| *s = *s / count);
+            continue;
         }
+        taps.clear();
+        for &h in &rows {
+            taps.extend(columns().map(|w| pixel(x, g, image, h, w)));
+        }
+        let mut blocks = pooled.chunks_exact_mut(POOL_LANES);
+        for (b, block) in blocks.by_ref().enumerate() {
+            let mut maxima = [T::neg_infinity(); POOL_LANES];
+            for tap in &taps {
+                fold(&mut maxima, &tap[b * POOL_LANES..][..POOL_LANES], true);
+            }
+            block.copy_from_slice(&maxima);
+        }
+        let block = blocks.into_remainder();
+        let first = c - block.len();
+        block.fill(T::neg_infinity());
+        for tap in &taps {
+            fold(block, &tap[first..], true);
+        }
+    }
+}
+
+/// Fold one tap's `values` into the running maxima (or sums) `folded`.
+#[inline(always)]
+fn fold<T: Float>(folded: &mut [T], values: &[T], max: bool) {
+    let lanes = folded.iter_mut().zip(values);
+    if max {
+        lanes.for_each(|(m, &v)| *m = maximum(*m, v));
+    } else {
+        lanes.for_each(|(s, &v)| *s = *s + v);
     }
 }
 
@@ -1484,5 +1517,61 @@ mod tests {
         }
         let f = Tensor::zeros([3, 3, 8, 16], DataType::Float, &cpu).unwrap();
         assert!(PackedFilter::new(&f).unwrap().is_none());
+    }
+
+    /// The max pool folds channels in blocks of [`super::POOL_LANES`] and a remainder:
+    /// every channel of 37 (two blocks and five) is its window's maximum as the shared
+    /// semantics order values (a NaN wins, +0 beats -0), overlapping 3x3 windows at a
+    /// stride of 2 with SAME padding.
+    #[test]
+    fn max_pool_blocks_keep_nans_and_signed_zeros() {
+        use polytensor_core::{DataFormat, Pool2dOptions};
+        let cpu = CpuDevice::shared();
+        let [h, w, c] = [5, 6, 37];
+        let mut values: Vec<f32> = (0..h * w * c)
+            .map(|i| ((i * 7919) % 97) as f32 - 60.0)
+            .collect();
+        // Channel 3 is -0 everywhere but one +0; channel 20 all -0; channel 33 holds a NaN.
+        for p in 0..h * w {
+            values[p * c + 3] = -0.0;
+            values[p * c + 20] = -0.0;
+        }
+        values[(2 * w + 2) * c + 3] = 0.0;
+        values[(w + 1) * c + 33] = f32::NAN;
+        let x = Tensor::from_slice(&values, [1, h, w, c], &cpu).unwrap();
+        let options = Pool2dOptions {
+            window: [3, 3],
+            strides: [2, 2],
+            padding: Padding::Same,
+            format: DataFormat::Nhwc,
+        };
+        let y = x.max_pool2d(&options).unwrap();
+        let [oh, ow] = [3, 3];
+        assert_eq!(y.dims(), [1, oh, ow, c]);
+        let got = y.to_vec::<f32>().unwrap();
+        for (i, j, k) in
+            (0..oh).flat_map(|i| (0..ow).flat_map(move |j| (0..c).map(move |k| (i, j, k))))
+        {
+            let taps = (0..3).flat_map(|a| (0..3).map(move |b| (2 * i + a, 2 * j + b)));
+            // SAME padding before: one row (5 rows pad 2 in all), no column (6 pad 1).
+            let taps = taps.filter(|&(r, s)| (1..=h).contains(&r) && s < w);
+            let window: Vec<f32> = taps
+                .map(|(r, s)| values[((r - 1) * w + s) * c + k])
+                .collect();
+            let want = if window.iter().any(|v| v.is_nan()) {
+                f32::NAN
+            } else if window.iter().all(|&v| v == 0.0) {
+                if window.iter().any(|v| v.is_sign_positive()) {
+                    0.0
+                } else {
+                    -0.0
+                }
+            } else {
+                window.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+            };
+            let have = got[(i * ow + j) * c + k];
+            let same = (want.is_nan() && have.is_nan()) || want.to_bits() == have.to_bits();
+            assert!(same, "pixel ({i}, {j}) channel {k}: {have} where {want}");
+        }
     }
 }
