@@ -608,6 +608,55 @@ pub(crate) fn run_with(isa: Isa, kernel: Kernel, src: &[f32], dst: &mut [f32]) -
     }
 }
 
+/// A loop to compile for the widest vectors the CPU has ([`widest`]). Implementations mark
+/// [`Vectorised::run`] `#[inline(always)]`, so that it is compiled into each of
+/// [`widest`]'s wrappers with their features (a closure would be called, compiled for
+/// the baseline).
+pub(crate) trait Vectorised {
+    /// What the loop returns.
+    type Output;
+    /// Run the loop.
+    fn run(self) -> Self::Output;
+}
+
+/// `kernel.run()` compiled for the widest vectors this CPU has: AVX-512, AVX2 or the
+/// baseline. The compiler vectorises with the wrappers' features but never contracts a
+/// product and a sum into an FMA on its own, so the results are the baseline's bits.
+#[inline(always)]
+pub(crate) fn widest<K: Vectorised>(kernel: K) -> K::Output {
+    match isa() {
+        // SAFETY: `isa()` found the features each wrapper is compiled for on this CPU.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { widest_avx512(kernel) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { widest_avx2(kernel) },
+        _ => kernel.run(),
+    }
+}
+
+/// [`widest`]'s AVX-512 wrapper.
+///
+/// # Safety
+///
+/// The CPU must have AVX-512 (F, DQ, VL, BW), AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")]
+unsafe fn widest_avx512<K: Vectorised>(kernel: K) -> K::Output {
+    kernel.run()
+}
+
+/// [`widest`]'s AVX2 wrapper.
+///
+/// # Safety
+///
+/// The CPU must have AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn widest_avx2<K: Vectorised>(kernel: K) -> K::Output {
+    kernel.run()
+}
+
 /// This CPU's best instruction set for the kernels, detected once.
 pub(crate) fn isa() -> Isa {
     static ISA: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();

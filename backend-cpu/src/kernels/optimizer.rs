@@ -101,56 +101,22 @@ fn each_rule<T: Arithmetic + Copy>(
     }
 }
 
-/// [`each_rule`] compiled for the widest vectors this CPU has (the same operations in the
-/// same order: no contraction into FMAs, so the same bits as the baseline build).
-#[inline(always)]
-fn each_rule_here<T: Arithmetic + Copy>(
+/// One block's [`each_rule`], to compile for the widest vectors this CPU has
+/// ([`crate::vmath::widest`]; the same operations, so the same bits).
+struct Block<'a, T> {
     rule: Rule,
-    prepared: &[T; 6],
-    operands: [&[T]; 4],
-    block: &mut [[T; BLOCK]; 3],
-) -> Result<()> {
-    match crate::vmath::isa() {
-        // SAFETY: `isa()` found the features each function is compiled for on this CPU.
-        #[cfg(target_arch = "x86_64")]
-        crate::vmath::Isa::Avx512 => unsafe { each_rule_avx512(rule, prepared, operands, block) },
-        // SAFETY: as above.
-        #[cfg(target_arch = "x86_64")]
-        crate::vmath::Isa::Avx2 => unsafe { each_rule_avx2(rule, prepared, operands, block) },
-        _ => each_rule(rule, prepared, operands, block),
+    prepared: &'a [T; 6],
+    operands: [&'a [T]; 4],
+    block: &'a mut [[T; BLOCK]; 3],
+}
+
+impl<T: Arithmetic + Copy> crate::vmath::Vectorised for Block<'_, T> {
+    type Output = Result<()>;
+
+    #[inline(always)]
+    fn run(self) -> Result<()> {
+        each_rule(self.rule, self.prepared, self.operands, self.block)
     }
-}
-
-/// [`each_rule`] for AVX-512.
-///
-/// # Safety
-///
-/// The CPU must have AVX-512 (F, DQ, VL, BW), AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")]
-unsafe fn each_rule_avx512<T: Arithmetic + Copy>(
-    rule: Rule,
-    prepared: &[T; 6],
-    operands: [&[T]; 4],
-    block: &mut [[T; BLOCK]; 3],
-) -> Result<()> {
-    each_rule(rule, prepared, operands, block)
-}
-
-/// [`each_rule`] for AVX2.
-///
-/// # Safety
-///
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn each_rule_avx2<T: Arithmetic + Copy>(
-    rule: Rule,
-    prepared: &[T; 6],
-    operands: [&[T]; 4],
-    block: &mut [[T; BLOCK]; 3],
-) -> Result<()> {
-    each_rule(rule, prepared, operands, block)
 }
 
 /// `rule`'s step on each element of one block: `[var, grad, slot 0, slot 1]` in, the new
@@ -223,7 +189,13 @@ fn update<T: Element + Arithmetic + Copy + Send + Sync>(
         for first in (0..len).step_by(BLOCK) {
             let n = BLOCK.min(len - first);
             let operands = inputs.map(|s| &s[first..first + n]);
-            if let Err(e) = each_rule_here(rule, &prepared, operands, &mut block) {
+            let step = Block {
+                rule,
+                prepared: &prepared,
+                operands,
+                block: &mut block,
+            };
+            if let Err(e) = crate::vmath::widest(step) {
                 *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                 return;
             }
