@@ -2,6 +2,9 @@
 //! - `conv2d_3x3_56x56x64_b8_f32`, `conv2d_3x3_28x28x256_b8_f32`: one 3x3 SAME
 //!   convolution, 64 to 64 channels (3.7 GFLOP) and 256 to 256 (14.8), batch 8, with the
 //!   machine's FMA peak in `fma_peak_avx512` of the `cpu` bench;
+//!   `conv2d_3x3_28x28x1_b32_f32`, `conv2d_3x3_64x64x3_b16_f32`: first layers (one channel
+//!   to 32 at batch 32, the MNIST CNN's; three to 32 at batch 16), the direct kernel of
+//!   few channels;
 //! - `conv1d_k5_128x64_b16_f32`: Keras's `Conv1D` (the text CNN's widest layer, width 5,
 //!   64 to 64 channels, VALID), as TensorFlow runs it;
 //! - `model_cnn`, `model_mobilenet_v2`: `Session::run` of the frozen models of
@@ -78,8 +81,14 @@ fn conv_case(
 fn conv2d(c: &mut Criterion) {
     let device = cpu();
     // ResNet's first stage, and VGG's and ResNet's middle layers (both run by Winograd's
-    // F(2x2, 3x3) on the CPU).
-    for [n, h, w, ch, k, o] in [[8, 56, 56, 64, 3, 64], [8, 28, 28, 256, 3, 256]] {
+    // F(2x2, 3x3) on the CPU); first layers of one and three channels (the MNIST CNN's, a
+    // picture's), run directly.
+    for [n, h, w, ch, k, o] in [
+        [8, 56, 56, 64, 3, 64],
+        [8, 28, 28, 256, 3, 256],
+        [32, 28, 28, 1, 3, 32],
+        [16, 64, 64, 3, 3, 32],
+    ] {
         let (x, f, options, flops) = conv_case([n, h, w, ch, k, o], &device);
         let mut group = c.benchmark_group(format!("conv2d_{k}x{k}_{h}x{w}x{ch}_b{n}_f32"));
         group.throughput(Throughput::Elements(flops));

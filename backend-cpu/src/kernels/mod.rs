@@ -4,6 +4,7 @@
 pub(crate) mod binary;
 pub(crate) mod cast;
 pub(crate) mod copy;
+mod few_channels;
 pub(crate) mod fill;
 mod kept;
 pub(crate) mod matmul;

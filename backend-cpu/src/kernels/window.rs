@@ -6,8 +6,8 @@
 //!   filter with one single-threaded `gemm`; fewer rows than a block with much work (a late
 //!   layer of a small image) are one GEMM whose columns the threads share; a 1x1
 //!   convolution with stride 1 multiplies the input rows themselves; one of fewer than
-//!   [`FEW_CHANNELS`] input channels and at most [`FEW_TAPS`] taps runs directly, each tap
-//!   times the filter's row of outputs;
+//!   [`FEW_CHANNELS`] input channels and at most [`FEW_TAPS`] taps runs directly
+//!   (`few_channels`);
 //! - a depthwise convolution and pooling walk each output row once, the channels innermost
 //!   (contiguous in the input, the filter and the output, so the loops vectorise).
 
@@ -19,7 +19,7 @@ use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{DataType, Element, Epilogue, OutView, Result, TensorView, UnaryOp};
 
 use super::matmul::{gemm_columns, gemm_rows, gemm_rows_apart, gemm_strips, GemmElem};
-use super::{mixed, unsupported, winograd};
+use super::{few_channels, mixed, unsupported, winograd};
 use crate::strided::{input, output, PARALLEL_MIN_ELEMENTS};
 
 /// Output rows per block of the implicit GEMM: a panel of 128 rows of 3x3x64 taps is
@@ -40,17 +40,17 @@ const MIN_BLOCK_ROWS: usize = 16;
 /// can start).
 const SHARED_WORK: usize = 1 << 21;
 
-/// Output channels a few-channel convolution computes at once: a 256-bit register of f32.
-const LANES: usize = 8;
+/// The most taps (window size times channels) a few-channel convolution runs directly
+/// (`few_channels`): a 3x3 window of up to 3 channels (a picture's first layer: 0.55-0.7x
+/// the implicit GEMM's time, 1x224x224x3 and 16x64x64x3 to 32 filters, stride 2, on an AVX2
+/// Zen 3) or a 5x5 of one. A 7x7 window of 3 channels (147 taps) ran as fast either way,
+/// and stays a GEMM.
+const FEW_TAPS: usize = 32;
 
-/// Output pixels a few-channel convolution computes at once: independent accumulators that
-/// keep the FMA units busy (one pixel's chain waits on each multiply-add's latency).
-const PIXELS: usize = 4;
-
-/// The most taps (window size times channels) a few-channel convolution runs directly: a
-/// larger window is a GEMM long enough to pay for its panel (measured on the zoo: a 3x3 or
-/// 7x7 first layer of 3 channels runs in 0.45-0.75x the time as a GEMM).
-const FEW_TAPS: usize = 16;
+/// The most taps (window size times channels) of a filter whose gradient is the
+/// convolution of the transposed input rather than a GEMM: so few make GEMMs too thin for
+/// the kernel (MNIST's 3x3x1x32: 0.53 against 0.78 ms at batch 32).
+const THIN_FILTER_TAPS: usize = 16;
 
 /// Below this many input channels a convolution runs directly (each output pixel's taps
 /// times the filter's rows): a GEMM over so short a reduction has nothing to reuse, and
@@ -174,7 +174,8 @@ pub(crate) fn conv2d(
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ConvPath {
     Depthwise,
-    /// Few input channels and taps: each tap times the filter's row of outputs.
+    /// Few input channels and taps: each tap times the filter's row of outputs
+    /// (`few_channels`).
     FewChannels,
     /// Winograd's minimal filtering, by the tiling given.
     Winograd(winograd::Tiles),
@@ -223,7 +224,7 @@ impl ConvPath {
         let rows = || f.rows(taps, g.filters);
         match self {
             ConvPath::Depthwise => depthwise_conv(x, &rows(), g, finish, out),
-            ConvPath::FewChannels => few_channels_conv(x, &rows(), g, finish, out),
+            ConvPath::FewChannels => few_channels::conv(x, &rows(), g, finish, out),
             ConvPath::Winograd(tiles) => {
                 winograd::conv(x, f.strips(g.filters), g, tiles, finish, out)
             }
@@ -633,197 +634,6 @@ pub(super) fn pack_taps<T: Float>(x: &[T], g: &WindowGeometry, first: usize, pan
     }
 }
 
-/// A convolution of few input channels (a network's first layer): per output pixel, each
-/// tap's channels times the filter's row of all outputs, the outputs innermost.
-fn few_channels_conv<T: Float + Send + Sync>(
-    x: &[T],
-    f: &[T],
-    g: &WindowGeometry,
-    finish: &Finish<'_, T>,
-    out: &mut [T],
-) {
-    let [oh, ow] = g.output;
-    let fused = fused_multiply_add();
-    // The output channels past the last multiple of LANES, zero-padded to LANES, per
-    // (tap, input channel).
-    let (o, tail) = (g.filters, g.filters % LANES);
-    let mut tail_filter = Vec::new();
-    if tail > 0 {
-        tail_filter = vec![T::zero(); f.len() / o * LANES];
-        for (row, lanes) in f.chunks_exact(o).zip(tail_filter.chunks_exact_mut(LANES)) {
-            lanes[..tail].copy_from_slice(&row[o - tail..]);
-        }
-    }
-    let filter = (f, tail_filter.as_slice());
-    out.par_chunks_mut(ow * o)
-        .enumerate()
-        .for_each(|(row, out)| {
-            let (image, y) = (row / oh, row % oh);
-            #[cfg(target_arch = "x86_64")]
-            if fused {
-                // SAFETY: `fused` is true only where the CPU has AVX2 and FMA.
-                unsafe { few_channels_row_fma(x, filter, g, image, y, out) };
-                finish.apply(out, row * ow * o, o);
-                return;
-            }
-            let _ = fused;
-            few_channels_row::<T, false>(x, filter, g, image, y, out);
-            finish.apply(out, row * ow * o, o);
-        });
-}
-
-/// [`few_channels_row`] compiled for AVX2 and FMA.
-///
-/// # Safety
-///
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn few_channels_row_fma<T: Float>(
-    x: &[T],
-    f: (&[T], &[T]),
-    g: &WindowGeometry,
-    image: usize,
-    y: usize,
-    out: &mut [T],
-) {
-    few_channels_row::<T, true>(x, f, g, image, y, out);
-}
-
-/// `acc += v * lanes`, lane by lane (`FUSED`: with fused multiply-adds).
-#[inline(always)]
-fn madd_lanes<T: Float, const FUSED: bool>(acc: &mut [T; LANES], v: T, lanes: &[T; LANES]) {
-    for (acc, &w) in acc.iter_mut().zip(lanes) {
-        *acc = if FUSED {
-            v.mul_add(w, *acc)
-        } else {
-            *acc + v * w
-        };
-    }
-}
-
-/// Output row `y` of image `image` of a few-channel convolution (`FUSED`: with fused
-/// multiply-adds). The outputs of [`PIXELS`] neighbouring pixels are computed [`LANES`]
-/// channels at a time in local accumulators (vector registers: the filter's row of those
-/// channels times each input value of each tap), stored once; a remainder narrower than
-/// [`LANES`] goes through the same loop over a zero-padded copy of its filter columns.
-#[inline(always)]
-fn few_channels_row<T: Float, const FUSED: bool>(
-    x: &[T],
-    (f, tail_filter): (&[T], &[T]),
-    g: &WindowGeometry,
-    image: usize,
-    y: usize,
-    out: &mut [T],
-) {
-    let [kh, kw] = [g.windows[0].size, g.windows[1].size];
-    let (c, o) = (g.channels, g.filters);
-    // The filter rows this output row reads: (row of taps, input row), on the stack (a
-    // few-channel filter has at most `FEW_TAPS` rows).
-    let mut row_list = [(0usize, 0usize); FEW_TAPS];
-    let mut valid = 0;
-    for a in 0..kh {
-        if let (Some(h), Some(slot)) = (g.tap(0, y, a), row_list.get_mut(valid)) {
-            *slot = (a, h);
-            valid += 1;
-        }
-    }
-    let rows = &row_list[..valid];
-    let tail = o % LANES;
-    let full = o - tail;
-    let pixels = out.len() / o;
-    // Each tap of this row (valid rows, every column, every channel): where it reads the
-    // input for a window starting at column 0, and its filter row. At most `FEW_TAPS`, on
-    // the stack.
-    let mut tap_list = [(0usize, 0usize); FEW_TAPS];
-    let mut count = 0;
-    for &(a, h) in rows {
-        let start = (image * g.input[0] + h) * g.input[1] * c;
-        for b in 0..kw {
-            for ci in 0..c {
-                if let Some(slot) = tap_list.get_mut(count) {
-                    *slot = (
-                        start + b * g.windows[1].dilation * c + ci,
-                        (a * kw + b) * c + ci,
-                    );
-                    count += 1;
-                }
-            }
-        }
-    }
-    let taps = &tap_list[..count];
-    // Elements between neighbouring pixels' windows.
-    let step = g.windows[1].stride * c;
-    // Whether every column tap of pixel `xo` lies inside the image.
-    let inside = |xo: usize| (0..kw).all(|b| g.tap(1, xo, b).is_some());
-    let mut xo = 0;
-    while xo < pixels {
-        // `PIXELS` pixels whose taps are all inside at once, each with its own accumulator
-        // (so their chains of multiply-adds overlap); others (the edges) one by one.
-        let count = if xo + PIXELS <= pixels && inside(xo) && inside(xo + PIXELS - 1) {
-            PIXELS
-        } else {
-            1
-        };
-        let outputs = &mut out[xo * o..(xo + count) * o];
-        for first in (0..o).step_by(LANES) {
-            // The filter's columns `first..first + LANES`: its own, or the remainder's
-            // zero-padded copy.
-            let (weights, stride, at) = if first < full {
-                (f, o, first)
-            } else {
-                (tail_filter, LANES, 0)
-            };
-            let width = LANES.min(o - first);
-            if count == PIXELS {
-                let zero = [T::zero(); LANES];
-                let (mut acc0, mut acc1, mut acc2, mut acc3) = (zero, zero, zero, zero);
-                // The first pixel's taps: every pixel's whole window lies inside the
-                // image, so its window starts `before` columns left of its own column.
-                let shift = xo * g.windows[1].stride * c - g.before[1] * c;
-                for &(at_x, row) in taps {
-                    let lanes: &[T; LANES] = weights[row * stride + at..][..LANES]
-                        .try_into()
-                        .expect("LANES elements");
-                    let xs = &x[at_x + shift..][..3 * step + 1];
-                    madd_lanes::<T, FUSED>(&mut acc0, xs[0], lanes);
-                    madd_lanes::<T, FUSED>(&mut acc1, xs[step], lanes);
-                    madd_lanes::<T, FUSED>(&mut acc2, xs[2 * step], lanes);
-                    madd_lanes::<T, FUSED>(&mut acc3, xs[3 * step], lanes);
-                }
-                let acc = [acc0, acc1, acc2, acc3];
-                for (pixel_out, acc) in outputs.chunks_exact_mut(o).zip(&acc) {
-                    if width == LANES {
-                        // A whole register: a store, not a call of `memcpy`.
-                        let lanes: &mut [T; LANES] = (&mut pixel_out[first..first + LANES])
-                            .try_into()
-                            .expect("LANES elements");
-                        *lanes = *acc;
-                    } else {
-                        pixel_out[first..first + width].copy_from_slice(&acc[..width]);
-                    }
-                }
-            } else {
-                let mut acc = [T::zero(); LANES];
-                for &(a, h) in rows {
-                    for b in 0..kw {
-                        let Some(w) = g.tap(1, xo, b) else { continue };
-                        let tap = (a * kw + b) * c;
-                        for (ci, &v) in pixel(x, g, image, h, w).iter().enumerate() {
-                            let lanes: &[T; LANES] = weights[(tap + ci) * stride + at..][..LANES]
-                                .try_into()
-                                .expect("LANES elements");
-                            madd_lanes::<T, FUSED>(&mut acc, v, lanes);
-                        }
-                    }
-                }
-                outputs[first..first + width].copy_from_slice(&acc[..width]);
-            }
-        }
-        xo += count;
-    }
-}
-
 fn depthwise_conv<T: Float + Send + Sync>(
     x: &[T],
     f: &[T],
@@ -1074,11 +884,9 @@ pub(crate) fn conv2d_backprop_filter(
             (out.layout().num_elements(), g.filter_elements()?),
         ],
     )?;
-    // A filter of few taps (a first layer's) makes GEMMs too thin for the kernel: the
-    // convolution of the transposed input runs it faster (MNIST's 3x3x1x32: 0.53 against
-    // 0.78 ms at batch 32).
+    // A filter of few taps (a first layer's): the convolution of the transposed input.
     let taps = g.windows[0].size * g.windows[1].size * g.channels;
-    let thin = g.channels < FEW_CHANNELS && taps <= FEW_TAPS;
+    let thin = g.channels < FEW_CHANNELS && taps <= THIN_FILTER_TAPS;
     if thin || !x.layout().is_contiguous() || !dy.layout().is_contiguous() {
         return Ok(false);
     }
@@ -1448,6 +1256,28 @@ mod tests {
             want,
             "{dims:?} by {window:?} of strides {strides:?}, padding {pads:?}, to {filters}"
         );
+    }
+
+    /// A convolution of few input channels (a first layer's) has the definition's values:
+    /// one, two and three channels; 3x3, 5x5 and 1x7 windows; strides 1 and 2; padding on
+    /// one side, on both, and wider than the window (pixels with no tap inside); rows
+    /// narrower than a block of pixels; one register of filters, part of one, part of a
+    /// second, and two blocks and a remainder.
+    #[test]
+    fn few_channels_match_the_definition() {
+        let same = [(1, 1), (1, 1)];
+        let cases = [
+            ([2, 9, 11, 1], [3, 3], [1, 1], same, 32),
+            ([1, 8, 8, 3], [3, 3], [2, 2], [(0, 1), (0, 1)], 16),
+            ([3, 7, 6, 2], [3, 3], [1, 1], [(3, 3), (2, 4)], 5),
+            ([1, 10, 10, 1], [5, 5], [2, 2], [(2, 2), (2, 2)], 8),
+            ([2, 5, 3, 3], [3, 3], [1, 2], same, 12),
+            ([1, 4, 20, 2], [1, 7], [1, 1], [(0, 0), (3, 3)], 37),
+            ([1, 6, 3, 1], [3, 3], [1, 1], [(0, 0), (0, 0)], 9),
+        ];
+        for (dims, window, strides, pads, filters) in cases {
+            check_against_the_definition(dims, window, strides, pads, filters, false);
+        }
     }
 
     /// `[1, k]` windows (Keras's `Conv1D`) read their rows from the input in place, and
