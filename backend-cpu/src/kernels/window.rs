@@ -1008,55 +1008,44 @@ fn pool_typed<T: Float + Element + Send + Sync>(
     let c = g.channels;
     out.par_chunks_mut(ow * c)
         .enumerate()
-        .for_each(|(row, out)| {
+        .for_each_init(Vec::new, |taps, (row, out)| {
             let at = [row / oh, row % oh];
-            match crate::vmath::isa() {
-                // SAFETY: `isa()` found the features each function is compiled for on this
-                // CPU.
-                #[cfg(target_arch = "x86_64")]
-                crate::vmath::Isa::Avx512 => unsafe { pool_row_avx512(x, g, max, at, out) },
-                // SAFETY: as above.
-                #[cfg(target_arch = "x86_64")]
-                crate::vmath::Isa::Avx2 => unsafe { pool_row_avx2(x, g, max, at, out) },
-                _ => pool_row(x, g, max, at, out),
-            }
+            crate::vmath::widest(PoolRow {
+                x,
+                g,
+                max,
+                at,
+                taps,
+                out,
+            });
         });
     Ok(())
 }
 
-/// [`pool_row`] for AVX-512 (the max's NaN and sign checks in 16 lanes; baseline x86-64
-/// has 4).
-///
-/// # Safety
-///
-/// The CPU must have AVX-512 (F, DQ, VL, BW), AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")]
-unsafe fn pool_row_avx512<T: Float>(
-    x: &[T],
-    g: &WindowGeometry,
+/// One output row of a pool, [`pool_row`] compiled for the widest vectors (the max's NaN
+/// and sign checks in 16 lanes on AVX-512; baseline x86-64 has 4).
+struct PoolRow<'x, 'r, T> {
+    /// The input, contiguous NHWC.
+    x: &'x [T],
+    /// The pool's windows over it.
+    g: &'r WindowGeometry,
+    /// A max pool, else an average.
     max: bool,
+    /// The output row: `[image, y]`.
     at: [usize; 2],
-    out: &mut [T],
-) {
-    pool_row(x, g, max, at, out)
+    /// The thread's buffer for a max pool's taps.
+    taps: &'r mut Vec<&'x [T]>,
+    /// The row's output pixels' channels.
+    out: &'r mut [T],
 }
 
-/// [`pool_row`] for AVX2.
-///
-/// # Safety
-///
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn pool_row_avx2<T: Float>(
-    x: &[T],
-    g: &WindowGeometry,
-    max: bool,
-    at: [usize; 2],
-    out: &mut [T],
-) {
-    pool_row(x, g, max, at, out)
+impl<T: Float> crate::vmath::Vectorised for PoolRow<'_, '_, T> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        pool_row(self.x, self.g, self.max, self.at, self.taps, self.out);
+    }
 }
 
 /// The channels a max pool folds at a time, in registers: each block of an output pixel
@@ -1068,25 +1057,23 @@ const POOL_LANES: usize = 16;
 /// over its window's taps: maxima [`POOL_LANES`] channels at a time in registers, sums
 /// into the output a tap at a time (a plain add, which vectorises there).
 #[inline(always)]
-fn pool_row<T: Float>(
-    x: &[T],
+fn pool_row<'x, T: Float>(
+    x: &'x [T],
     g: &WindowGeometry,
     max: bool,
     [image, y]: [usize; 2],
+    taps: &mut Vec<&'x [T]>,
     out: &mut [T],
 ) {
     let kw = g.windows[1].size;
     let c = g.channels;
-    let rows: Vec<usize> = (0..g.windows[0].size)
-        .filter_map(|i| g.tap(0, y, i))
-        .collect();
-    let mut taps: Vec<&[T]> = Vec::with_capacity(rows.len() * kw);
+    let rows = (0..g.windows[0].size).filter_map(|i| g.tap(0, y, i));
     for (xo, pooled) in out.chunks_exact_mut(c).enumerate() {
         let columns = || (0..kw).filter_map(|j| g.tap(1, xo, j));
         if !max {
             pooled.fill(T::zero());
             let mut count = 0usize;
-            for &h in &rows {
+            for h in rows.clone() {
                 for w in columns() {
                     fold(pooled, pixel(x, g, image, h, w), false);
                     count += 1;
@@ -1097,13 +1084,13 @@ fn pool_row<T: Float>(
             continue;
         }
         taps.clear();
-        for &h in &rows {
+        for h in rows.clone() {
             taps.extend(columns().map(|w| pixel(x, g, image, h, w)));
         }
         let mut blocks = pooled.chunks_exact_mut(POOL_LANES);
         for (b, block) in blocks.by_ref().enumerate() {
             let mut maxima = [T::neg_infinity(); POOL_LANES];
-            for tap in &taps {
+            for tap in taps.iter() {
                 fold(&mut maxima, &tap[b * POOL_LANES..][..POOL_LANES], true);
             }
             block.copy_from_slice(&maxima);
@@ -1111,7 +1098,7 @@ fn pool_row<T: Float>(
         let block = blocks.into_remainder();
         let first = c - block.len();
         block.fill(T::neg_infinity());
-        for tap in &taps {
+        for tap in taps.iter() {
             fold(block, &tap[first..], true);
         }
     }
