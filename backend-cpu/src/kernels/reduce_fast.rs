@@ -228,39 +228,33 @@ const ROW_GROUP: usize = 64;
 /// through compute-type partial sums over groups of rows so that the inner loop vectorises,
 /// with the widest vectors this CPU has.
 fn add_rows<T: FloatElem>(data: &[T], starts: &[usize], first: usize, totals: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    match crate::vmath::detected() {
-        crate::vmath::Isa::Avx512 => {
-            // SAFETY: the CPU has the instruction set each variant is compiled for.
-            return unsafe { add_rows_avx512(data, starts, first, totals) };
-        }
-        // SAFETY: as above.
-        crate::vmath::Isa::Avx2 => return unsafe { add_rows_avx2(data, starts, first, totals) },
-        crate::vmath::Isa::Baseline => {}
+    crate::vmath::widest(AddRows {
+        data,
+        starts,
+        first,
+        totals,
+    });
+}
+
+/// [`add_rows`]' operands, a kernel for [`crate::vmath::widest`].
+struct AddRows<'a, T> {
+    /// The rows' elements.
+    data: &'a [T],
+    /// Where each row starts in `data`.
+    starts: &'a [usize],
+    /// The first column summed.
+    first: usize,
+    /// The column sums, as many as the columns summed.
+    totals: &'a mut [f64],
+}
+
+impl<T: FloatElem> crate::vmath::Vectorised for AddRows<'_, T> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        add_rows_with(self.data, self.starts, self.first, self.totals);
     }
-    add_rows_with(data, starts, first, totals)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")]
-unsafe fn add_rows_avx512<T: FloatElem>(
-    data: &[T],
-    starts: &[usize],
-    first: usize,
-    totals: &mut [f64],
-) {
-    add_rows_with(data, starts, first, totals)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn add_rows_avx2<T: FloatElem>(
-    data: &[T],
-    starts: &[usize],
-    first: usize,
-    totals: &mut [f64],
-) {
-    add_rows_with(data, starts, first, totals)
 }
 
 /// [`add_rows`]' loop, inlined into each instruction-set variant.
@@ -462,27 +456,24 @@ fn fold_rows<const MAX: bool>(
 /// [`smaller`], with the widest vectors this CPU has (the baseline's lack a blend, which
 /// the NaN and signed-zero selects need).
 fn fold_block<const MAX: bool>(rows: &[f32], acc: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    match crate::vmath::detected() {
-        // SAFETY: the CPU has the instruction set each variant is compiled for.
-        crate::vmath::Isa::Avx512 => return unsafe { fold_block_avx512::<MAX>(rows, acc) },
-        // SAFETY: as above.
-        crate::vmath::Isa::Avx2 => return unsafe { fold_block_avx2::<MAX>(rows, acc) },
-        crate::vmath::Isa::Baseline => {}
+    crate::vmath::widest(FoldBlock::<MAX> { rows, acc });
+}
+
+/// [`fold_block`]'s operands, a kernel for [`crate::vmath::widest`].
+struct FoldBlock<'a, const MAX: bool> {
+    /// The rows, each `acc.len()` wide.
+    rows: &'a [f32],
+    /// The fold.
+    acc: &'a mut [f32],
+}
+
+impl<const MAX: bool> crate::vmath::Vectorised for FoldBlock<'_, MAX> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        fold_block_with::<MAX>(self.rows, self.acc);
     }
-    fold_block_with::<MAX>(rows, acc)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")]
-unsafe fn fold_block_avx512<const MAX: bool>(rows: &[f32], acc: &mut [f32]) {
-    fold_block_with::<MAX>(rows, acc)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn fold_block_avx2<const MAX: bool>(rows: &[f32], acc: &mut [f32]) {
-    fold_block_with::<MAX>(rows, acc)
 }
 
 /// [`fold_block`]'s loop, inlined into each instruction-set variant.
