@@ -624,8 +624,19 @@ pub(crate) trait Vectorised {
 /// product and a sum into an FMA on its own, so the results are the baseline's bits.
 #[inline(always)]
 pub(crate) fn widest<K: Vectorised>(kernel: K) -> K::Output {
-    match isa() {
-        // SAFETY: `isa()` found the features each wrapper is compiled for on this CPU.
+    // SAFETY: `isa()` is this CPU's.
+    unsafe { compiled_for(isa(), kernel) }
+}
+
+/// `kernel.run()` compiled for `isa` (tests compare each set's results).
+///
+/// # Safety
+///
+/// The CPU must have `isa`'s features.
+#[inline(always)]
+pub(crate) unsafe fn compiled_for<K: Vectorised>(isa: Isa, kernel: K) -> K::Output {
+    match isa {
+        // SAFETY: the caller's CPU has the features each wrapper is compiled for.
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => unsafe { widest_avx512(kernel) },
         // SAFETY: as above.

@@ -599,43 +599,32 @@ fn transform<T: Float, X: Transform<T, I, O>, const I: usize, const O: usize>(
     inputs: [&[T]; I],
     outputs: [&mut [T]; O],
 ) {
-    match crate::vmath::isa() {
-        // SAFETY: `isa()` found the features each function is compiled for on this CPU.
-        #[cfg(target_arch = "x86_64")]
-        crate::vmath::Isa::Avx512 => unsafe { transform_avx512::<T, X, I, O>(inputs, outputs) },
-        // SAFETY: as above.
-        #[cfg(target_arch = "x86_64")]
-        crate::vmath::Isa::Avx2 => unsafe { transform_avx2::<T, X, I, O>(inputs, outputs) },
-        _ => transform_rows::<T, X, I, O>(inputs, outputs),
+    crate::vmath::widest(Rows::<T, X, I, O> {
+        inputs,
+        outputs,
+        transform: std::marker::PhantomData,
+    });
+}
+
+/// [`transform`]'s operands, a kernel for [`crate::vmath::widest`].
+struct Rows<'a, T, X, const I: usize, const O: usize> {
+    /// The input rows.
+    inputs: [&'a [T]; I],
+    /// The output rows.
+    outputs: [&'a mut [T]; O],
+    /// The transform applied.
+    transform: std::marker::PhantomData<X>,
+}
+
+impl<T: Float, X: Transform<T, I, O>, const I: usize, const O: usize> crate::vmath::Vectorised
+    for Rows<'_, T, X, I, O>
+{
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        transform_rows::<T, X, I, O>(self.inputs, self.outputs);
     }
-}
-
-/// [`transform_rows`] for AVX-512.
-///
-/// # Safety
-///
-/// The CPU must have AVX-512 (F, DQ, VL, BW), AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")]
-unsafe fn transform_avx512<T: Float, X: Transform<T, I, O>, const I: usize, const O: usize>(
-    inputs: [&[T]; I],
-    outputs: [&mut [T]; O],
-) {
-    transform_rows::<T, X, I, O>(inputs, outputs)
-}
-
-/// [`transform_rows`] for AVX2.
-///
-/// # Safety
-///
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn transform_avx2<T: Float, X: Transform<T, I, O>, const I: usize, const O: usize>(
-    inputs: [&[T]; I],
-    outputs: [&mut [T]; O],
-) {
-    transform_rows::<T, X, I, O>(inputs, outputs)
 }
 
 /// [`transform`]'s loop, a chunk of [`CHUNK`] values of each row at a time.
@@ -807,13 +796,13 @@ mod tests {
                 Some(row) => &mut row[..],
                 None => &mut [],
             });
-            match isa {
-                // SAFETY: only called for an instruction set this CPU has (below).
-                Isa::Avx512 => unsafe { transform_avx512::<f32, Wide, 36, 36>(inputs, outputs) },
-                // SAFETY: as above.
-                Isa::Avx2 => unsafe { transform_avx2::<f32, Wide, 36, 36>(inputs, outputs) },
-                _ => transform_rows::<f32, Wide, 36, 36>(inputs, outputs),
-            }
+            let rows = Rows::<f32, Wide, 36, 36> {
+                inputs,
+                outputs,
+                transform: std::marker::PhantomData,
+            };
+            // SAFETY: only called for an instruction set this CPU has (below).
+            unsafe { crate::vmath::compiled_for(isa, rows) };
             out
         };
         let baseline = run(Isa::Baseline);
