@@ -1,15 +1,14 @@
 //! A convolution of few input channels (a network's first layer: the one channel of a
-//! digit or a spectrogram). A GEMM over so short a reduction has nothing to reuse, so each
-//! output row is computed directly:
-//! - the row's taps are packed into a small panel, transposed: one line per tap (filter
-//!   row, filter column, input channel), one column per output pixel, zero where the tap
-//!   falls in the padding, so edges need no other loop;
+//! digit or a spectrogram, the three of a picture). A GEMM over so short a reduction has
+//! nothing to reuse, so each output row is computed directly:
+//! - the input rows its windows read are copied, zero-padded left and right, one after
+//!   another, so that every pixel's every tap is one offset plus the pixel's column times
+//!   the stride, and edges need no other loop;
 //! - each block of [`PIXELS`] pixels times two registers of output channels is accumulated
 //!   in registers over the taps (a broadcast of the pixel's value times the filter's line of
 //!   channels) and stored once.
 
 use std::borrow::Cow;
-use std::ops::Range;
 
 use num_traits::Float;
 use rayon::prelude::*;
@@ -33,6 +32,9 @@ pub(super) fn conv<T: Float + Send + Sync>(
     finish: &Finish<'_, T>,
     out: &mut [T],
 ) {
+    if out.is_empty() {
+        return;
+    }
     let [oh, ow] = g.output;
     let o = g.filters;
     let fused = fused_multiply_add();
@@ -40,14 +42,15 @@ pub(super) fn conv<T: Float + Send + Sync>(
     let halves = if o <= LANES { 1 } else { 2 };
     let width = o.next_multiple_of(halves * LANES);
     let filter = padded_filter(f, o, width);
-    let runs = inside_runs(g);
+    let window = Window::of(g);
     out.par_chunks_mut(ow * o)
         .enumerate()
-        .for_each_init(Vec::new, |panel, (row, out)| {
+        .for_each_init(Vec::new, |padded, (row, out)| {
             let (image, y) = (row / oh, row % oh);
-            pack_row(x, g, &runs, (image, y), panel);
+            window.pad_rows(x, g, (image, y), padded);
             let rows = Rows {
-                panel,
+                padded,
+                window: &window,
                 pixels: ow,
                 filter: &filter,
                 width,
@@ -79,76 +82,74 @@ fn padded_filter<T: Float>(f: &[T], filters: usize, width: usize) -> Cow<'_, [T]
     Cow::Owned(padded)
 }
 
-/// For each filter column `b`, the output pixels whose tap `b` lies inside the image (a
-/// run of the row, from `xo * stride + b * dilation` in `before..before + iw`) and the
-/// input column of the run's first pixel. The same for every output row.
-fn inside_runs(g: &WindowGeometry) -> Vec<(Range<usize>, usize)> {
-    let column = &g.windows[1];
-    let (ow, before) = (g.output[1], g.before[1]);
-    (0..column.size)
-        .map(|b| {
-            let offset = b * column.dilation;
-            let end = (before + g.input[1])
-                .saturating_sub(offset)
-                .div_ceil(column.stride)
-                .min(ow);
-            let start = before
-                .saturating_sub(offset)
-                .div_ceil(column.stride)
-                .min(end);
-            // Unused where the run is empty.
-            let w = (start * column.stride + offset).saturating_sub(before);
-            (start..end, w)
-        })
-        .collect()
+/// Where a window's taps lie in its input rows, padded: each row `line` elements (the
+/// left padding, the input row, zeros to the last column any pixel reads), the filter's
+/// rows of them one after another.
+struct Window {
+    /// Elements of a padded row.
+    line: usize,
+    /// Each tap's offset (filter row, filter column, input channel, in HWIO order) from a
+    /// pixel's first: the pixel at column `xo` reads tap `t` at `offsets[t] + xo * step`.
+    offsets: Vec<usize>,
+    /// Elements between neighbouring pixels' windows.
+    step: usize,
 }
 
-/// Output row `y` of image `image`'s taps into `panel`: line `t` (tap `(a, b, ci)` of the
-/// filter, in HWIO order) holds, for each output pixel, the input value it multiplies, or
-/// zero in the padding. `runs` are [`inside_runs`].
-fn pack_row<T: Float>(
-    x: &[T],
-    g: &WindowGeometry,
-    runs: &[(Range<usize>, usize)],
-    (image, y): (usize, usize),
-    panel: &mut Vec<T>,
-) {
-    let kh = g.windows[0].size;
-    let (c, ow, iw) = (g.channels, g.output[1], g.input[1]);
-    let step = g.windows[1].stride * c;
-    panel.resize(kh * runs.len() * c * ow, T::zero());
-    let mut lines = panel.chunks_exact_mut(ow);
-    for a in 0..kh {
-        let h = g.tap(0, y, a);
-        for (inside, w) in runs {
-            for ci in 0..c {
-                let Some(line) = lines.next() else { return };
-                let Some(h) = h.filter(|_| !inside.is_empty()) else {
-                    line.fill(T::zero());
-                    continue;
-                };
-                line[..inside.start].fill(T::zero());
-                line[inside.end..].fill(T::zero());
-                let run = &mut line[inside.clone()];
-                let first = ((image * g.input[0] + h) * iw + w) * c + ci;
-                if step == 1 {
-                    // One channel, stride 1: the run is a run of the input row.
-                    run.copy_from_slice(&x[first..first + run.len()]);
-                } else {
-                    let values = x[first..].iter().step_by(step);
-                    for (value, &v) in run.iter_mut().zip(values) {
-                        *value = v;
-                    }
-                }
-            }
+impl Window {
+    /// The padded rows' length and the taps' offsets in them for the windows of `g`.
+    fn of(g: &WindowGeometry) -> Self {
+        let [kh, kw] = [g.windows[0].size, g.windows[1].size];
+        let (c, column) = (g.channels, &g.windows[1]);
+        // The last padded column a pixel reads, or the input row's end, whichever is later.
+        let reach = (g.output[1] - 1) * column.stride + (kw - 1) * column.dilation + 1;
+        let line = reach.max(g.before[1] + g.input[1]) * c;
+        let offsets = (0..kh)
+            .flat_map(|a| {
+                (0..kw).flat_map(move |b| {
+                    (0..c).map(move |ci| a * line + b * column.dilation * c + ci)
+                })
+            })
+            .collect();
+        Window {
+            line,
+            offsets,
+            step: column.stride * c,
+        }
+    }
+
+    /// The input rows output row `y` of image `image` reads into `padded`, each padded to
+    /// [`Window::line`] (all zeros where the filter's row falls in the padding).
+    fn pad_rows<T: Float>(
+        &self,
+        x: &[T],
+        g: &WindowGeometry,
+        (image, y): (usize, usize),
+        padded: &mut Vec<T>,
+    ) {
+        let (c, iw) = (g.channels, g.input[1]);
+        let left = g.before[1] * c;
+        padded.resize(g.windows[0].size * self.line, T::zero());
+        for (a, line) in padded.chunks_exact_mut(self.line).enumerate() {
+            let Some(h) = g.tap(0, y, a) else {
+                line.fill(T::zero());
+                continue;
+            };
+            let start = (image * g.input[0] + h) * iw * c;
+            let (before, rest) = line.split_at_mut(left);
+            let (row, after) = rest.split_at_mut(iw * c);
+            before.fill(T::zero());
+            row.copy_from_slice(&x[start..start + iw * c]);
+            after.fill(T::zero());
         }
     }
 }
 
-/// One output row's operands: its transposed taps and the padded filter.
+/// One output row's operands: its window's padded input rows and the padded filter.
 struct Rows<'a, T> {
-    /// The packed taps ([`pack_row`]): a line of `pixels` values per tap.
-    panel: &'a [T],
+    /// The padded input rows ([`Window::pad_rows`]).
+    padded: &'a [T],
+    /// Where the taps lie in them.
+    window: &'a Window,
     /// Output pixels in the row.
     pixels: usize,
     /// The filter, a line of `width` output channels per tap ([`padded_filter`]).
@@ -174,6 +175,10 @@ unsafe fn multiply_fma<T: Float, const H: usize>(rows: &Rows<'_, T>, out: &mut [
 #[inline(always)]
 fn multiply<T: Float, const FUSED: bool, const H: usize>(rows: &Rows<'_, T>, out: &mut [T]) {
     let channels = out.len() / rows.pixels;
+    // Every pixel's every tap lies in the padded rows, which makes `block`'s reads safe.
+    let last = rows.window.offsets.iter().max().copied().unwrap_or(0)
+        + (rows.pixels - 1) * rows.window.step;
+    assert!(last < rows.padded.len(), "the taps lie in the padded rows");
     for first in (0..channels).step_by(H * LANES) {
         let mut xo = 0;
         while xo + PIXELS <= rows.pixels {
@@ -198,12 +203,17 @@ fn block<T: Float, const FUSED: bool, const P: usize, const H: usize>(
     out: &mut [T],
 ) {
     let mut acc = [[[T::zero(); LANES]; H]; P];
+    let step = rows.window.step;
     let lines = rows.filter.chunks_exact(rows.width);
-    for (weights, values) in lines.zip(rows.panel.chunks_exact(rows.pixels)) {
+    for (weights, &offset) in lines.zip(&rows.window.offsets) {
         let (weights, _) = weights[first..first + H * LANES].as_chunks::<LANES>();
         let weights: &[[T; LANES]; H] = weights.try_into().expect("H registers");
-        let values: &[T; P] = values[xo..xo + P].try_into().expect("P pixels");
-        madd_block::<T, FUSED, P, H>(&mut acc, values, weights);
+        let at = offset + xo * step;
+        // SAFETY: `at + p * step` is at most the largest offset plus the last pixel's column
+        // times the step (`xo + p < rows.pixels`), which `multiply` asserted is in bounds.
+        let values: [T; P] =
+            std::array::from_fn(|p| unsafe { *rows.padded.get_unchecked(at + p * step) });
+        madd_block::<T, FUSED, P, H>(&mut acc, &values, weights);
     }
     let cols = (H * LANES).min(channels - first);
     for (p, acc) in acc.iter().enumerate() {
