@@ -41,10 +41,10 @@ const MIN_BLOCK_ROWS: usize = 16;
 const SHARED_WORK: usize = 1 << 21;
 
 /// The most taps (window size times channels) a few-channel convolution runs directly
-/// (`few_channels`): a 3x3 window of up to 3 channels (a picture's first layer: 0.55-0.7x
-/// the implicit GEMM's time, 1x224x224x3 and 16x64x64x3 to 32 filters, stride 2, on an AVX2
-/// Zen 3) or a 5x5 of one. A 7x7 window of 3 channels (147 taps) ran as fast either way,
-/// and stays a GEMM.
+/// (`few_channels`): a 3x3 window of up to 3 channels (a picture's first layer: 0.35-0.45x
+/// the implicit GEMM's time, 1x224x224x3 and 16x64x64x3 to 32 filters, stride 2, one
+/// thread of an AVX2 Zen 3) or a 5x5 of one. A 7x7 window of 3 channels (147 taps) ran as
+/// fast either way, and stays a GEMM.
 const FEW_TAPS: usize = 32;
 
 /// The most taps (window size times channels) of a filter whose gradient is the
