@@ -42,7 +42,7 @@ pub(super) fn conv<T: Float + Send + Sync>(
     let halves = if o <= LANES { 1 } else { 2 };
     let width = o.next_multiple_of(halves * LANES);
     let filter = padded_filter(f, o, width);
-    let window = Window::of(g);
+    let window = PaddedRows::of(g);
     out.par_chunks_mut(ow * o)
         .enumerate()
         .for_each_init(Vec::new, |padded, (row, out)| {
@@ -85,7 +85,7 @@ fn padded_filter<T: Float>(f: &[T], filters: usize, width: usize) -> Cow<'_, [T]
 /// Where a window's taps lie in its input rows, padded: each row `line` elements (the
 /// left padding, the input row, zeros to the last column any pixel reads), the filter's
 /// rows of them one after another.
-struct Window {
+struct PaddedRows {
     /// Elements of a padded row.
     line: usize,
     /// Each tap's offset (filter row, filter column, input channel, in HWIO order) from a
@@ -93,9 +93,12 @@ struct Window {
     offsets: Vec<usize>,
     /// Elements between neighbouring pixels' windows.
     step: usize,
+    /// The last element any pixel reads: the largest offset plus the last pixel's column
+    /// times the step.
+    last: usize,
 }
 
-impl Window {
+impl PaddedRows {
     /// The padded rows' length and the taps' offsets in them for the windows of `g`.
     fn of(g: &WindowGeometry) -> Self {
         let [kh, kw] = [g.windows[0].size, g.windows[1].size];
@@ -103,22 +106,25 @@ impl Window {
         // The last padded column a pixel reads, or the input row's end, whichever is later.
         let reach = (g.output[1] - 1) * column.stride + (kw - 1) * column.dilation + 1;
         let line = reach.max(g.before[1] + g.input[1]) * c;
-        let offsets = (0..kh)
+        let offsets: Vec<usize> = (0..kh)
             .flat_map(|a| {
                 (0..kw).flat_map(move |b| {
                     (0..c).map(move |ci| a * line + b * column.dilation * c + ci)
                 })
             })
             .collect();
-        Window {
+        let step = column.stride * c;
+        let last = offsets.iter().max().copied().unwrap_or(0) + (g.output[1] - 1) * step;
+        PaddedRows {
             line,
             offsets,
-            step: column.stride * c,
+            step,
+            last,
         }
     }
 
     /// The input rows output row `y` of image `image` reads into `padded`, each padded to
-    /// [`Window::line`] (all zeros where the filter's row falls in the padding).
+    /// [`PaddedRows::line`] (all zeros where the filter's row falls in the padding).
     fn pad_rows<T: Float>(
         &self,
         x: &[T],
@@ -146,10 +152,10 @@ impl Window {
 
 /// One output row's operands: its window's padded input rows and the padded filter.
 struct Rows<'a, T> {
-    /// The padded input rows ([`Window::pad_rows`]).
+    /// The padded input rows ([`PaddedRows::pad_rows`]).
     padded: &'a [T],
     /// Where the taps lie in them.
-    window: &'a Window,
+    window: &'a PaddedRows,
     /// Output pixels in the row.
     pixels: usize,
     /// The filter, a line of `width` output channels per tap ([`padded_filter`]).
@@ -176,9 +182,10 @@ unsafe fn multiply_fma<T: Float, const H: usize>(rows: &Rows<'_, T>, out: &mut [
 fn multiply<T: Float, const FUSED: bool, const H: usize>(rows: &Rows<'_, T>, out: &mut [T]) {
     let channels = out.len() / rows.pixels;
     // Every pixel's every tap lies in the padded rows, which makes `block`'s reads safe.
-    let last = rows.window.offsets.iter().max().copied().unwrap_or(0)
-        + (rows.pixels - 1) * rows.window.step;
-    assert!(last < rows.padded.len(), "the taps lie in the padded rows");
+    assert!(
+        rows.window.last < rows.padded.len(),
+        "the taps lie in the padded rows"
+    );
     for first in (0..channels).step_by(H * LANES) {
         let mut xo = 0;
         while xo + PIXELS <= rows.pixels {
@@ -210,7 +217,8 @@ fn block<T: Float, const FUSED: bool, const P: usize, const H: usize>(
         let weights: &[[T; LANES]; H] = weights.try_into().expect("H registers");
         let at = offset + xo * step;
         // SAFETY: `at + p * step` is at most the largest offset plus the last pixel's column
-        // times the step (`xo + p < rows.pixels`), which `multiply` asserted is in bounds.
+        // times the step (`xo + p < rows.pixels`): `PaddedRows::last`, which `multiply` asserted
+        // is in bounds.
         let values: [T; P] =
             std::array::from_fn(|p| unsafe { *rows.padded.get_unchecked(at + p * step) });
         madd_block::<T, FUSED, P, H>(&mut acc, &values, weights);
