@@ -668,6 +668,12 @@ unsafe fn widest_avx2<K: Vectorised>(kernel: K) -> K::Output {
     kernel.run()
 }
 
+/// Whether [`widest`] compiles with fused multiply-adds: every wrapper but the baseline's
+/// has FMA. Kernels ask for `mul_add` only then (the baseline's is a call into software).
+pub(crate) fn widest_fuses() -> bool {
+    isa() != Isa::Baseline
+}
+
 /// This CPU's best instruction set for the kernels, detected once.
 pub(crate) fn isa() -> Isa {
     static ISA: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();

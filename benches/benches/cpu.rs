@@ -51,6 +51,8 @@ fn matmul(c: &mut Criterion) {
             ("batch_64x128".to_string(), 64, 128, 128, 128),
             // A dense layer at batch 1 (VGG16's fc2): bound by reading the weights.
             ("row_1x4096x4096".to_string(), 1, 1, 4096, 4096),
+            // The same at batch 8: still bound by the weights (`few_rows`).
+            ("rows_8x4096x4096".to_string(), 1, 8, 4096, 4096),
         ])
         .collect();
     for dtype in [DataType::Float, DataType::Double] {

@@ -151,11 +151,16 @@ fn conv2d_bf16_weights(c: &mut Criterion) {
 
 /// Filters packed once (`GraphOptimizations::packed_filters`, `PackedFilter`): eight late
 /// layers of a small image in turn (ResNet50's and VGG16's last 3x3 layers at batch 1,
-/// 75 MB of filters, past the caches as in a model's run), each filter as given and
-/// packed in strips.
+/// 75 MB of filters, and ResNet50's last 1x1 layers, 34 MB: past the caches as in a
+/// model's run), each filter as given and packed in strips. At 2x2 pixels the GEMM has 4
+/// rows (`few_rows`).
 fn conv2d_packed_filters(c: &mut Criterion) {
     let device = cpu();
-    for [n, h, w, ch, k, o] in [[1, 4, 4, 512, 3, 512], [1, 2, 2, 512, 3, 512]] {
+    for [n, h, w, ch, k, o] in [
+        [1, 4, 4, 512, 3, 512],
+        [1, 2, 2, 512, 3, 512],
+        [1, 2, 2, 2048, 1, 512],
+    ] {
         let layers: Vec<_> = (0..8)
             .map(|seed| {
                 let (x, _, options, flops) = conv_case([n, h, w, ch, k, o], &device);

@@ -18,7 +18,7 @@ use polytensor_core::alloc::host_vec;
 use polytensor_core::plan::window::WindowGeometry;
 use polytensor_core::{DataType, Element, Epilogue, OutView, Result, TensorView, UnaryOp};
 
-use super::matmul::{gemm_columns, gemm_rows, gemm_rows_apart, gemm_strips, GemmElem};
+use super::matmul::{few_rows, gemm_columns, gemm_rows, gemm_rows_apart, gemm_strips, GemmElem};
 use super::{few_channels, mixed, unsupported, winograd};
 use crate::strided::{input, output, PARALLEL_MIN_ELEMENTS};
 
@@ -105,7 +105,7 @@ enum Filter<'f, T> {
     Strips(&'f [T], usize),
 }
 
-impl<'f, T: GemmElem + Float> Filter<'f, T> {
+impl<'f, T: GemmElem + Float + Send + Sync> Filter<'f, T> {
     /// `out = a x filter` for `m` rows of `k` taps (`a_rows` elements apart) and `n`
     /// filters; `shared`: the threads share the filter's columns (a GEMM of few rows), else
     /// on this thread.
@@ -448,6 +448,22 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
     let threads = rayon::current_num_threads();
     if let Some(plan) = windows_in_place(g) {
         return gemm_in_place(x, f, g, &plan, finish, out);
+    }
+    // A few rows (a late layer of a small image at batch 1): the filter streamed once, on
+    // the threads (`few_rows`).
+    if total <= few_rows::FEW_ROWS {
+        let panel;
+        let a = if pointwise {
+            &x[..total * k]
+        } else {
+            let mut taps = vec![T::zero(); total * k];
+            pack_taps(x, g, 0, &mut taps);
+            panel = taps;
+            &panel
+        };
+        few_rows::multiply((total, o, k), (a, k), f.strips(o), out);
+        finish.apply(out, 0, o);
+        return;
     }
     // Fewer rows than a block with much work (a late layer of a small image), or a pointwise
     // convolution of fewer than 8 blocks a thread: one GEMM whose columns the threads share,

@@ -24,6 +24,7 @@ use crate::strided::{input, output};
 mod avx2;
 pub(crate) mod bf16_dot;
 mod blocked;
+pub(crate) mod few_rows;
 mod widened;
 
 pub(crate) fn matmul(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'_>) -> Result<()> {
@@ -32,7 +33,7 @@ pub(crate) fn matmul(a: &TensorView<'_>, b: &TensorView<'_>, out: &mut OutView<'
         D::Float if b.dtype() == D::BFloat16 => rounded_weights(a, b, out),
         D::Float => {
             let (g, sa, sb, dst) = checked::<f32>(a, b, out)?;
-            if !row_times_matrix(&g, sa, sb, dst) {
+            if !few_rows_times_matrix(&g, sa, sb, dst) {
                 // SAFETY: as in `gemm_typed`.
                 unsafe { run_gemm(&g, Operands(sa.as_ptr(), sb.as_ptr(), dst.as_mut_ptr())) };
             }
@@ -212,48 +213,42 @@ fn gemm_typed<T: GemmElem>(
     Ok(())
 }
 
-/// Below this many elements of `b`, a row times a matrix goes to `gemm` (the threads
-/// would not pay for themselves).
-const ROW_TIMES_MATRIX: usize = 1 << 18;
+/// Below this many elements of `b`, a product of few rows goes to `gemm` (in cache, its
+/// packed kernel is the faster).
+const FEW_ROWS_MATRIX: usize = 1 << 18;
 
-/// A single row times a large matrix whose rows are contiguous (a dense layer at batch 1:
-/// VGG16's 4096 x 4096 weights): each thread streams its own rows of `b` (one sequential
-/// run of memory), each scaled by its element of `a`, into sums of a row held in cache, and
-/// the threads' sums are added. This is bound by memory, which `gemm`'s packing read twice.
-/// Returns `false` (nothing done) for any other shape.
-fn row_times_matrix(g: &Geometry, a: &[f32], b: &[f32], out: &mut [f32]) -> bool {
+/// A few rows times a large matrix whose rows are contiguous (a dense layer at batch 8 or
+/// less: VGG16's 4096 x 4096 weights at batch 1) by [`few_rows`], which reads `b` once, in
+/// order: bound by memory, which `gemm`'s packing read twice. Returns `false` (nothing
+/// done) for any other shape.
+fn few_rows_times_matrix(g: &Geometry, a: &[f32], b: &[f32], out: &mut [f32]) -> bool {
     let [oa, ob, oo] = match g.starts[..] {
         [start] => start,
         _ => return false,
     };
-    if g.m != 1 || g.bn != 1 || g.k * g.n < ROW_TIMES_MATRIX || g.bk < g.n as isize {
+    let (m, n, k) = (g.m, g.n, g.k);
+    let rows_apart = |stride: isize, len: usize| usize::try_from(stride).ok().filter(|&s| s >= len);
+    let (Some(a_rows), Some(b_rows)) = (
+        rows_apart(g.am, k).or((m == 1).then_some(k)),
+        rows_apart(g.bk, n),
+    ) else {
+        return false;
+    };
+    let (oa, ob, oo) = (oa as usize, ob as usize, oo as usize);
+    if m > few_rows::FEW_ROWS
+        || g.ak != 1
+        || g.bn != 1
+        || k * n < FEW_ROWS_MATRIX
+        || spans(k, b_rows, n).saturating_add(ob) > b.len()
+    {
         return false;
     }
-    let (n, k, bk) = (g.n, g.k, g.bk as usize);
-    let (ob, oo) = (ob as usize, oo as usize);
-    let at = |p: usize| a[(oa + p as isize * g.ak) as usize];
-    let threads = rayon::current_num_threads().max(1);
-    let rows = k.div_ceil(threads);
-    let sums = |part: usize| {
-        let mut sums = vec![0f32; n];
-        for p in part * rows..k.min((part + 1) * rows) {
-            let x = at(p);
-            let row = &b[ob + p * bk..][..n];
-            sums.iter_mut().zip(row).for_each(|(s, &w)| *s += x * w);
-        }
-        sums
-    };
-    let total = (0..threads)
-        .into_par_iter()
-        .map(sums)
-        .reduce_with(|mut a, b| {
-            a.iter_mut().zip(&b).for_each(|(a, &b)| *a += b);
-            a
-        });
-    match total {
-        Some(total) => out[oo..oo + n].copy_from_slice(&total),
-        None => out[oo..oo + n].fill(0.0),
-    }
+    few_rows::multiply(
+        (m, n, k),
+        (&a[oa..], a_rows),
+        (&b[ob..], b_rows),
+        &mut out[oo..],
+    );
     true
 }
 
