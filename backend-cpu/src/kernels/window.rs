@@ -450,30 +450,16 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
         return gemm_in_place(x, f, g, &plan, finish, out);
     }
     // A few rows (a late layer of a small image at batch 1): the filter streamed once, on
-    // the threads (`few_rows`).
-    if total <= few_rows::FEW_ROWS {
-        let panel;
-        let a = if pointwise {
-            &x[..total * k]
-        } else {
-            let mut taps = vec![T::zero(); total * k];
-            pack_taps(x, g, 0, &mut taps);
-            panel = taps;
-            &panel
-        };
-        few_rows::multiply((total, o, k), (a, k), f.strips(o), out);
-        finish.apply(out, 0, o);
-        return;
-    }
-    // Fewer rows than a block with much work (a late layer of a small image), or a pointwise
+    // the threads (`few_rows`). Fewer rows than a block with much work, or a pointwise
     // convolution of fewer than 8 blocks a thread: one GEMM whose columns the threads share,
-    // each packing only its part of the filter once, the panel packed whole (blocks of rows
-    // packed the filter once per block, and a few blocks left a thread idle: Xception's
-    // 728-channel layers at batch 16 ran 1.16x longer). Otherwise the threads take blocks of
-    // rows, each block's panel in L2.
+    // each packing only its part of the filter once (blocks of rows packed the filter once
+    // per block, and a few blocks left a thread idle: Xception's 728-channel layers at batch
+    // 16 ran 1.16x longer). Both take the panel packed whole. Otherwise the threads take
+    // blocks of rows, each block's panel in L2.
+    let few = total <= few_rows::FEW_ROWS;
     let few_blocks = total < BLOCK_ROWS || (pointwise && total < 8 * threads * BLOCK_ROWS);
     let shared = few_blocks && total * k * o >= SHARED_WORK;
-    if threads > 1 && shared && o >= SHARED_COLUMNS * threads {
+    if few || (threads > 1 && shared && o >= SHARED_COLUMNS * threads) {
         let packed;
         let a = if pointwise {
             &x[..total * k]
@@ -483,7 +469,11 @@ fn implicit_gemm<T: GemmElem + Float + Send + Sync>(
             packed = panel;
             &packed
         };
-        f.gemm((total, o, k), (a, k), out, true);
+        if few {
+            few_rows::multiply((total, o, k), (a, k), f.strips(o), out);
+        } else {
+            f.gemm((total, o, k), (a, k), out, true);
+        }
         if out.len() < PARALLEL_MIN_ELEMENTS {
             finish.apply(out, 0, o);
         } else {
