@@ -105,7 +105,7 @@ enum Filter<'f, T> {
     Strips(&'f [T], usize),
 }
 
-impl<'f, T: GemmElem + Float + Send + Sync> Filter<'f, T> {
+impl<'f, T: GemmElem + Float> Filter<'f, T> {
     /// `out = a x filter` for `m` rows of `k` taps (`a_rows` elements apart) and `n`
     /// filters; `shared`: the threads share the filter's columns (a GEMM of few rows), else
     /// on this thread.

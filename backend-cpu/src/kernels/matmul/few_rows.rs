@@ -2,9 +2,9 @@
 //! 1x1 convolution of 2x2 pixels is 4 rows times a filter of a megabyte). Each element of
 //! `b` is used `m` times only, so the product is bound by reading `b` from memory, and a
 //! packed GEMM's register tile (16 or more rows) is mostly empty: `gemm` ran such products
-//! at a quarter to a half of the memory's bandwidth. Here each thread streams its columns
-//! of `b` once, in order, four rows of `b` at a time, into sums of its `m x columns` block
-//! of the output held in L1.
+//! at a quarter to a half of the memory's bandwidth. Here each thread reads its part of `b`
+//! once, in memory order (a range of whole rows, or whole strips of a packed filter), four
+//! rows of it at a time, into sums of `m` rows held in L1.
 
 use num_traits::Float;
 use rayon::prelude::*;
