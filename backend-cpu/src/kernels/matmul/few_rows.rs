@@ -141,40 +141,32 @@ fn by_strips<T: GemmElem + Float + Send + Sync>(
     }
 }
 
-/// `part.run()` for the widest vectors, with fused multiply-adds where they are.
-fn product<T: Float>(part: Part<'_, T>) {
+/// `part` for the widest vectors, with fused multiply-adds where they are.
+fn product<T: Float>(part: Part<'_, T, false>) {
     if widest_fuses() {
-        widest(Fused(part));
+        let Part {
+            rows,
+            a,
+            b,
+            b_rows,
+            sums,
+        } = part;
+        widest(Part::<T, true> {
+            rows,
+            a,
+            b,
+            b_rows,
+            sums,
+        });
     } else {
         widest(part);
     }
 }
 
-/// A [`Part`] whose multiply-adds are fused.
-struct Fused<'a, T>(Part<'a, T>);
-
-impl<T: Float> Vectorised for Fused<'_, T> {
-    type Output = ();
-
-    #[inline(always)]
-    fn run(self) {
-        self.0.sum::<true>();
-    }
-}
-
-impl<T: Float> Vectorised for Part<'_, T> {
-    type Output = ();
-
-    #[inline(always)]
-    fn run(self) {
-        self.sum::<false>();
-    }
-}
-
 /// One part's product: `sums` (`m x columns`, row-major) `+= a x b` for `k` rows of `a`
 /// (from `a[0]`, `a_rows` apart) and of `b` (its first `columns` from `b[0]`, rows `b_rows`
-/// apart).
-struct Part<'a, T> {
+/// apart); `FUSED`: with fused multiply-adds.
+struct Part<'a, T, const FUSED: bool> {
     rows: (usize, usize),
     a: (&'a [T], usize),
     b: &'a [T],
@@ -182,10 +174,11 @@ struct Part<'a, T> {
     sums: &'a mut [T],
 }
 
-impl<T: Float> Part<'_, T> {
-    /// The sums, `FUSED`: with fused multiply-adds.
+impl<T: Float, const FUSED: bool> Vectorised for Part<'_, T, FUSED> {
+    type Output = ();
+
     #[inline(always)]
-    fn sum<const FUSED: bool>(self) {
+    fn run(self) {
         let madd = |x: T, v: T, s: T| if FUSED { x.mul_add(v, s) } else { s + x * v };
         let Part {
             rows: (m, k),
